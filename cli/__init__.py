@@ -1,0 +1,1 @@
+"""The `factorspec` command line."""

@@ -1,0 +1,1 @@
+"""Runnable examples: Pydantic models with relations, their contexts and sample prompts."""

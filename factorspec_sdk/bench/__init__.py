@@ -1,0 +1,1 @@
+"""The bench stage of the FactorSpec pipeline."""

@@ -1,0 +1,595 @@
+"""NATURAL PLAN-style trip planning problems: generator, prompt, reference solver, evaluator.
+
+The NATURAL PLAN data file (Zheng et al. 2024, arXiv 2406.04520) is not available offline, so
+this module follows the paper's construction of its *trip planning* task:
+
+- N European cities (3-10), each with a stay length (2-7 days). The day of a flight counts
+  for both cities, so the trip lasts ``sum(stays) - (N - 1)`` days.
+- A list of direct flights that contains the consecutive pairs of a golden order plus
+  distractor pairs. Flights are *directed*: a two-way connection is listed both ways (and
+  written "X and Y" in the prompt), a one-way one once ("from X to Y").
+- 0-2 event windows taken from the golden plan ("attend a wedding in X between day a and
+  day b": the stay in X covers days a..b).
+- The golden plan: the ordered list of (city, stay length).
+
+Scoring follows the official evaluation: *exact match* compares the ordered (city, days) list
+of a plan with the golden one; *validity* is stricter than the paper and means the record
+passes every relation of the ``Itinerary`` model (``examples/itinerary.py``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import itertools
+import json
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Annotated, Any
+
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError, model_validator
+
+from factorspec_sdk.relations.decorator import evaluate as run_relation
+from factorspec_sdk.relations.decorator import relations_of
+
+__all__ = [
+    "EUROPEAN_CITIES",
+    "MAX_CITIES",
+    "MAX_STAY",
+    "MAX_TRIP_DAYS",
+    "MIN_CITIES",
+    "MIN_STAY",
+    "Evaluation",
+    "Event",
+    "TripProblem",
+    "count_solutions",
+    "evaluate",
+    "generate_problem",
+    "generate_problems",
+    "itinerary_record",
+    "plan_of",
+    "prompt_for",
+    "solve",
+]
+
+EUROPEAN_CITIES: tuple[str, ...] = (
+    "Amsterdam",
+    "Athens",
+    "Barcelona",
+    "Belgrade",
+    "Berlin",
+    "Brussels",
+    "Bucharest",
+    "Budapest",
+    "Copenhagen",
+    "Dublin",
+    "Dubrovnik",
+    "Edinburgh",
+    "Florence",
+    "Frankfurt",
+    "Geneva",
+    "Hamburg",
+    "Helsinki",
+    "Istanbul",
+    "Krakow",
+    "Lisbon",
+    "London",
+    "Lyon",
+    "Madrid",
+    "Manchester",
+    "Milan",
+    "Munich",
+    "Naples",
+    "Nice",
+    "Oslo",
+    "Paris",
+    "Porto",
+    "Prague",
+    "Reykjavik",
+    "Riga",
+    "Rome",
+    "Seville",
+    "Split",
+    "Stockholm",
+    "Tallinn",
+    "Valencia",
+    "Venice",
+    "Vienna",
+    "Vilnius",
+    "Warsaw",
+    "Zurich",
+)
+"""The pool the generator draws cities from (ASCII spellings)."""
+
+MIN_CITIES = 3
+MAX_CITIES = 10
+MIN_STAY = 2
+MAX_STAY = 7
+MAX_TRIP_DAYS = MAX_CITIES * MAX_STAY - (MAX_CITIES - 1)
+"""Longest trip the generator makes (61 days): a bound for day fields."""
+
+# (description, sentence template) of event windows, in the paper's phrasings.
+_EVENTS: tuple[tuple[str, str], ...] = (
+    (
+        "attend a wedding",
+        "You are going to attend a wedding in {city} between day {a} and day {b}.",
+    ),
+    (
+        "attend a conference",
+        "You have to attend a conference in {city} between day {a} and day {b}.",
+    ),
+    ("attend a workshop", "You have to attend a workshop in {city} between day {a} and day {b}."),
+    (
+        "attend an annual show",
+        "There is an annual show you want to attend in {city} from day {a} to day {b}.",
+    ),
+    (
+        "meet your friends to tour together",
+        "You would like to meet your friends at {city} between day {a} and day {b} "
+        "to tour together.",
+    ),
+    ("visit relatives", "You plan to visit relatives in {city} between day {a} and day {b}."),
+    ("meet a friend", "You want to meet a friend in {city} between day {a} and day {b}."),
+)
+_EVENT_TEMPLATES = dict(_EVENTS)
+
+_STAY_TEMPLATES: tuple[str, ...] = (
+    "You want to spend {n} days in {city}.",
+    "You would like to visit {city} for {n} days.",
+    "You plan to stay in {city} for {n} days.",
+)
+
+
+class Event(BaseModel):
+    """An event window: the stay in ``city`` must cover days ``first_day``..``last_day``."""
+
+    city: str
+    first_day: int
+    last_day: int
+    description: str
+
+
+class TripProblem(BaseModel):
+    """One trip planning problem; it is the per-request context of ``Itinerary``.
+
+    Attributes:
+        cities: the cities to visit, in a shuffled order (not the golden order).
+        days: stay length of each city (the flight day counts for both cities).
+        total_days: length of the trip, ``sum(days.values()) - (len(cities) - 1)``.
+        direct_flights: directed pairs (origin, destination); a two-way connection is listed
+            both ways.
+        events: event windows that the stay in their city must cover.
+        golden: the generator's plan, ordered (city, stay length) pairs.
+    """
+
+    cities: list[str]
+    days: dict[str, int]
+    total_days: int
+    direct_flights: list[tuple[str, str]]
+    events: list[Event] = Field(default_factory=list)
+    golden: list[tuple[str, int]] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> TripProblem:
+        if sorted(self.days) != sorted(self.cities) or len(set(self.cities)) != len(self.cities):
+            raise ValueError("`days` must give one stay length per city, cities distinct")
+        expected = sum(self.days.values()) - (len(self.cities) - 1)
+        if self.total_days != expected:
+            raise ValueError(f"total_days is {self.total_days}, the stays give {expected}")
+        known = set(self.cities)
+        if any(a not in known or b not in known for a, b in self.direct_flights):
+            raise ValueError("direct_flights may only name the problem's cities")
+        if any(e.city not in known for e in self.events):
+            raise ValueError("events may only name the problem's cities")
+        return self
+
+
+# --------------------------------------------------------------------------- generation
+
+
+def generate_problem(num_cities: int, seed: int, *, unique: bool = True) -> TripProblem:
+    """Generate one solvable trip problem with ``num_cities`` cities (3-10), reproducibly.
+
+    The golden order is drawn first; its consecutive pairs become direct flights (two-way
+    with probability 0.7, else one-way in the golden direction), then distractor pairs among
+    the same cities are added (two-way with probability 0.6, else one-way in a random
+    direction), and 0-2 event windows are cut out of the golden stays.
+
+    With ``unique`` (the default) the golden plan is the only valid one, so that exact match
+    is a fair score: while another order is valid, one of its flights that the golden plan
+    does not take is dropped (the golden path alone admits no other order).
+    """
+    if not MIN_CITIES <= num_cities <= MAX_CITIES:
+        raise ValueError(f"num_cities must be in {MIN_CITIES}..{MAX_CITIES}, got {num_cities}")
+    rng = random.Random(seed)
+    order = rng.sample(EUROPEAN_CITIES, num_cities)
+    stays = [rng.randint(MIN_STAY, MAX_STAY) for _ in order]
+    golden = list(zip(order, stays, strict=True))
+
+    directed: set[tuple[str, str]] = set()
+    connected: set[frozenset[str]] = set()
+    for a, b in itertools.pairwise(order):
+        directed.add((a, b))
+        if rng.random() < 0.7:
+            directed.add((b, a))
+        connected.add(frozenset((a, b)))
+    free = [
+        (a, b)
+        for i, a in enumerate(order)
+        for b in order[i + 1 :]
+        if frozenset((a, b)) not in connected
+    ]
+    if free:
+        low = min(len(free), num_cities // 2)
+        extra = rng.randint(low, min(len(free), num_cities + num_cities // 2))
+        for a, b in rng.sample(free, extra):
+            if rng.random() < 0.6:
+                directed.update({(a, b), (b, a)})
+            else:
+                directed.add((a, b) if rng.random() < 0.5 else (b, a))
+    flights = sorted(directed)
+    rng.shuffle(flights)
+
+    events: list[Event] = []
+    spans = _spans(golden)
+    for i in sorted(rng.sample(range(num_cities), rng.randint(0, 2))):
+        city, first, last = spans[i]
+        start = rng.randint(first, last - 1)
+        end = rng.randint(start + 1, last)
+        description = rng.choice(_EVENTS)[0]
+        events.append(Event(city=city, first_day=start, last_day=end, description=description))
+
+    cities = list(order)
+    rng.shuffle(cities)
+    problem = TripProblem(
+        cities=cities,
+        days=dict(golden),
+        total_days=sum(stays) - (num_cities - 1),
+        direct_flights=flights,
+        events=events,
+        golden=golden,
+    )
+    golden_pairs = set(itertools.pairwise(order))
+    while unique:
+        other = next((p for p in _solutions(problem, 2) if p != golden), None)
+        if other is None:
+            break
+        names = [c for c, _ in other]
+        removable = [pair for pair in itertools.pairwise(names) if pair not in golden_pairs]
+        drop = rng.choice(removable)
+        problem.direct_flights = [pair for pair in problem.direct_flights if pair != drop]
+    return problem
+
+
+def generate_problems(
+    n: int, cities_range: tuple[int, int] = (MIN_CITIES, MAX_CITIES), seed: int = 0
+) -> list[TripProblem]:
+    """Generate ``n`` problems with a city count drawn uniformly from ``cities_range``."""
+    low, high = cities_range
+    master = random.Random(seed)
+    problems = []
+    for _ in range(n):
+        num_cities = master.randint(low, high)
+        problems.append(generate_problem(num_cities, master.randrange(2**31)))
+    return problems
+
+
+def _spans(plan: Sequence[tuple[str, int]]) -> list[tuple[str, int, int]]:
+    """(city, first_day, last_day) of each stay of an ordered plan."""
+    out = []
+    day = 1
+    for city, length in plan:
+        out.append((city, day, day + length - 1))
+        day += length - 1
+    return out
+
+
+# --------------------------------------------------------------------------- prompt
+
+
+def prompt_for(problem: TripProblem) -> str:
+    """The problem in the paper's wording (cities in ``problem.cities`` order)."""
+    rng = random.Random("|".join(problem.cities) + f"|{problem.total_days}")
+    parts = [
+        f"You plan to visit {len(problem.cities)} European cities for {problem.total_days} "
+        "days in total. You only take direct flights to commute between cities."
+    ]
+    for city in problem.cities:
+        parts.append(rng.choice(_STAY_TEMPLATES).format(n=problem.days[city], city=city))
+        for e in problem.events:
+            if e.city == city:
+                template = _EVENT_TEMPLATES.get(
+                    e.description,
+                    "You want to " + e.description + " in {city} between day {a} and day {b}.",
+                )
+                parts.append(template.format(city=city, a=e.first_day, b=e.last_day))
+    pairs = set(problem.direct_flights)
+    said: set[tuple[str, str]] = set()
+    links = []
+    for a, b in problem.direct_flights:
+        if (a, b) in said:
+            continue
+        said.add((a, b))
+        if (b, a) in pairs:
+            said.add((b, a))
+            links.append(f"{a} and {b}")
+        else:
+            links.append(f"from {a} to {b}")
+    return (
+        " ".join(parts)
+        + "\n\nHere are the cities that have direct flights:\n"
+        + ", ".join(links)
+        + ".\n\nFind a trip plan of visiting the cities for "
+        + f"{problem.total_days} days by taking direct flights to commute between them."
+    )
+
+
+# --------------------------------------------------------------------------- solver
+
+
+def _placements(problem: TripProblem) -> tuple[list[str], list[int], list[list[bool]]]:
+    """Cities, their stay lengths and ``ok[mask][i]``: city i may start after the set mask."""
+    cities = list(problem.cities)
+    lengths = [problem.days[c] for c in cities]
+    n = len(cities)
+    ok = []
+    for mask in range(1 << n):
+        first = 1 + sum(lengths[j] - 1 for j in range(n) if mask >> j & 1)
+        row = []
+        for i, city in enumerate(cities):
+            last = first + lengths[i] - 1
+            row.append(
+                all(
+                    first <= e.first_day and e.last_day <= last
+                    for e in problem.events
+                    if e.city == city
+                )
+            )
+        ok.append(row)
+    return cities, lengths, ok
+
+
+def _table(problem: TripProblem) -> tuple[list[str], list[int], list[list[int]]]:
+    """``ways[mask][i]``: number of valid plans that visit exactly ``mask`` ending in city i."""
+    cities, lengths, ok = _placements(problem)
+    n = len(cities)
+    index = {c: i for i, c in enumerate(cities)}
+    succ: list[list[int]] = [[] for _ in cities]
+    for a, b in set(problem.direct_flights):
+        if a in index and b in index and a != b:
+            succ[index[a]].append(index[b])
+    ways = [[0] * n for _ in range(1 << n)]
+    for i in range(n):
+        if ok[0][i]:
+            ways[1 << i][i] = 1
+    for mask in range(1, 1 << n):
+        for i in range(n):
+            w = ways[mask][i]
+            if not w:
+                continue
+            for j in succ[i]:
+                if not mask >> j & 1 and ok[mask][j]:
+                    ways[mask | 1 << j][j] += w
+    return cities, lengths, ways
+
+
+def count_solutions(problem: TripProblem) -> int:
+    """Number of city orders that satisfy every constraint (dynamic programming over subsets)."""
+    _, _, ways = _table(problem)
+    return sum(ways[-1])
+
+
+def solve(problem: TripProblem) -> list[tuple[str, int]] | None:
+    """A valid ordered (city, stay length) plan, or ``None`` if there is none.
+
+    A reference solver independent of Z3: dynamic programming over (visited set, last city),
+    since the day a stay starts depends only on the set of cities already visited. When several
+    orders are valid it returns one of them (not necessarily the golden plan).
+    """
+    found = _solutions(problem, 1)
+    return found[0] if found else None
+
+
+def _solutions(problem: TripProblem, limit: int) -> list[list[tuple[str, int]]]:
+    """Up to ``limit`` valid plans, read back from the table from the last stay to the first."""
+    cities, lengths, ways = _table(problem)
+    n = len(cities)
+    pairs = set(problem.direct_flights)
+    out: list[list[tuple[str, int]]] = []
+
+    def back(mask: int, suffix: list[int]) -> None:
+        # ``suffix`` ends the plan (reversed); its head ``suffix[-1]`` ends the set ``mask``.
+        if len(out) >= limit:
+            return
+        cur = suffix[-1]
+        rest = mask & ~(1 << cur)
+        if not rest:
+            out.append([(cities[i], lengths[i]) for i in reversed(suffix)])
+            return
+        for i in range(n):
+            if ways[rest][i] and (cities[i], cities[cur]) in pairs:
+                back(rest, [*suffix, i])
+
+    full = (1 << n) - 1
+    for end in range(n):
+        if ways[full][end]:
+            back(full, [end])
+    return out
+
+
+# --------------------------------------------------------------------------- records
+
+
+def itinerary_record(plan: Sequence[tuple[str, int]]) -> dict[str, Any]:
+    """The JSON record (``{"stays": [...], "flights": [...]}``) of an ordered plan.
+
+    Consecutive stays share their boundary day, and each flight is on that day.
+    """
+    spans = _spans(plan)
+    return {
+        "stays": [{"city": c, "first_day": f, "last_day": last} for c, f, last in spans],
+        "flights": [
+            {"day": a[2], "origin": a[0], "destination": b[0]} for a, b in itertools.pairwise(spans)
+        ],
+    }
+
+
+def plan_of(record: Mapping[str, Any]) -> list[tuple[str, int]] | None:
+    """The ordered (city, days) list of a record's stays, or ``None`` if it has no such list.
+
+    Days are counted as the official evaluation reads "Day a-b": ``b - a + 1``.
+    """
+    stays = record.get("stays")
+    if not isinstance(stays, list):
+        return None
+    plan = []
+    for s in stays:
+        if not isinstance(s, Mapping):
+            return None
+        city, first, last = s.get("city"), s.get("first_day"), s.get("last_day")
+        if (
+            not isinstance(city, str)
+            or not isinstance(first, int)
+            or not isinstance(last, int)
+            or isinstance(first, bool)
+            or isinstance(last, bool)
+        ):
+            return None
+        plan.append((city, last - first + 1))
+    return plan
+
+
+# --------------------------------------------------------------------------- evaluation
+
+
+@dataclass(frozen=True, slots=True)
+class Evaluation:
+    """The score of one answer.
+
+    Attributes:
+        valid: the record passes ``Itinerary.model_validate(data, context=problem)``.
+        exact_match: the ordered (city, days) list of its stays equals the golden plan.
+        parse_ok: the answer parsed as JSON (always true for a dict or a model instance).
+        violations: what failed: ``"parse: ..."``, ``"schema: <loc>: <msg>"`` or the names of
+            the violated relations (all of them, not only the first pydantic reports).
+        plan: the ordered (city, days) list read from the stays, when readable.
+    """
+
+    valid: bool
+    exact_match: bool
+    parse_ok: bool
+    violations: list[str] = field(default_factory=list)
+    plan: list[tuple[str, int]] | None = None
+
+
+def evaluate(
+    problem: TripProblem,
+    record_or_text: str | bytes | Mapping[str, Any] | BaseModel,
+    model: type[BaseModel] | None = None,
+) -> Evaluation:
+    """Score an answer: JSON text (a fenced or embedded object is accepted), a dict or a model.
+
+    Args:
+        problem: the trip problem (also the validation context).
+        record_or_text: the answer.
+        model: the record model; defaults to ``examples.itinerary.Itinerary`` (importable from
+            a checkout of the repository).
+    """
+    if model is None:
+        model = _default_model()
+    if isinstance(record_or_text, BaseModel):
+        data: Any = record_or_text.model_dump(mode="json")
+    elif isinstance(record_or_text, (str, bytes)):
+        text = (
+            record_or_text.decode("utf-8", "replace")
+            if isinstance(record_or_text, bytes)
+            else record_or_text
+        )
+        try:
+            data = _parse_json(text)
+        except ValueError as exc:
+            return Evaluation(False, False, False, [f"parse: {exc}"])
+    else:
+        data = dict(record_or_text)
+
+    plan = plan_of(data) if isinstance(data, Mapping) else None
+    golden = [(c, d) for c, d in problem.golden]
+    exact = plan is not None and bool(golden) and plan == golden
+    try:
+        model.model_validate(data, context=problem)
+        valid = True
+    except ValidationError:
+        valid = False
+    violations = [] if valid else _violations(model, data, problem)
+    return Evaluation(valid, exact, True, violations, plan)
+
+
+def _default_model() -> type[BaseModel]:
+    try:
+        module = importlib.import_module("examples.itinerary")
+    except ImportError as exc:  # pragma: no cover - depends on the working directory
+        raise ImportError(
+            "evaluate() needs the Itinerary model: run from a checkout of the repository "
+            "(examples/itinerary.py) or pass model=..."
+        ) from exc
+    itinerary: type[BaseModel] = module.Itinerary
+    return itinerary
+
+
+def _parse_json(text: str) -> Any:
+    """``json.loads``, falling back to the outermost ``{...}`` in the text (code fences, prose)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        start, end = text.find("{"), text.rfind("}")
+        if 0 <= start < end:
+            try:
+                return json.loads(text[start : end + 1])
+            except json.JSONDecodeError:
+                pass
+        raise ValueError(str(exc)) from exc
+
+
+@lru_cache(maxsize=32)
+def _field_adapters(model: type[BaseModel]) -> tuple[tuple[str, str, bool, TypeAdapter[Any]], ...]:
+    """(name, key, required, adapter) of each field; the adapter keeps the Field constraints."""
+    out = []
+    for name, info in model.model_fields.items():
+        annotation: Any = info.annotation
+        if info.metadata:
+            annotation = Annotated[(annotation, *info.metadata)]
+        out.append((name, info.alias or name, info.is_required(), TypeAdapter(annotation)))
+    return tuple(out)
+
+
+def _violations(model: type[BaseModel], data: Any, problem: TripProblem) -> list[str]:
+    """Schema errors, else the names of every relation that does not hold."""
+    if not isinstance(data, Mapping):
+        return [f"schema: the record must be a JSON object, got {type(data).__name__}"]
+    values: dict[str, Any] = {}
+    errors: list[str] = []
+    for name, key, required, adapter in _field_adapters(model):
+        if key not in data:
+            if required:
+                errors.append(f"schema: {key}: Field required")
+            continue
+        try:
+            values[name] = adapter.validate_python(data[key], context=problem)
+        except ValidationError as exc:
+            for err in exc.errors():
+                loc = ".".join(str(p) for p in (key, *err["loc"]))
+                errors.append(f"schema: {loc}: {err['msg']}")
+    if errors:
+        return errors
+    instance = model.model_construct(**values)
+    broken = [
+        info.name for info in relations_of(model) if not run_relation(info, instance, problem)
+    ]
+    if broken:
+        return broken
+    try:  # some other validator failed: report pydantic's own messages
+        model.model_validate(data, context=problem)
+    except ValidationError as exc:
+        return [f"schema: {err['msg']}" for err in exc.errors()]
+    return []  # pragma: no cover

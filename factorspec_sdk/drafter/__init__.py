@@ -1,0 +1,1 @@
+"""Drafts (certain tokens and guesses), the width policy, verification and the decoding loop."""

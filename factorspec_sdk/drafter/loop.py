@@ -1,0 +1,349 @@
+"""The speculative decoding loop, written once for every engine and for single or batched use.
+
+Each verify step, for every active request: draft the certain tokens (plus guesses, up to the
+width the request's policy picks), run ONE batched forward over ``[pending, *draft]`` for all
+requests, then verify each draft under its masks, keep the accepted prefix, roll the KV cache
+back past the first rejection and take the model's (masked) token there. While the forward
+runs, a worker thread plans the writer segments the next step may need (oracle queries and
+tokenization), so little of that work stays on the critical path; the stats say how much did.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from factorspec_sdk.drafter.guess import PromptLookupGuesser
+from factorspec_sdk.drafter.verify import SamplingParams, accept_or_replace, choose_token
+from factorspec_sdk.drafter.width import WidthPolicy
+from factorspec_sdk.engines.protocol import Engine, Logits, SequenceId
+from factorspec_sdk.errors import GenerationError, IncompleteGenerationError
+from factorspec_sdk.tokens.plan import Cursor, Finished, Planner
+
+__all__ = ["DecodeJob", "DecodeOutcome", "Decoder", "DecoderConfig", "GenerationStats"]
+
+
+@dataclass(slots=True)
+class GenerationStats:
+    """What one generation cost.
+
+    Attributes:
+        prompt_tokens: tokens of the prompt (chat template included).
+        tokens: tokens of the record.
+        verify_steps: forward passes that verified drafts (one per step, batched or not).
+        drafted: draft tokens sent for verification.
+        certain_drafted: of those, certain tokens (accepted by construction).
+        guesses_proposed: guessed tokens sent for verification.
+        guesses_accepted: guessed tokens the model accepted.
+        forward_seconds: time in the engine's forward passes.
+        plan_seconds: oracle + mask + tokenization time, on any thread.
+        critical_plan_seconds: the part of ``plan_seconds`` the decoding thread waited for.
+        wall_seconds: total time of the request.
+    """
+
+    prompt_tokens: int = 0
+    tokens: int = 0
+    verify_steps: int = 0
+    drafted: int = 0
+    certain_drafted: int = 0
+    guesses_proposed: int = 0
+    guesses_accepted: int = 0
+    forward_seconds: float = 0.0
+    plan_seconds: float = 0.0
+    critical_plan_seconds: float = 0.0
+    wall_seconds: float = 0.0
+
+    @property
+    def tokens_per_step(self) -> float:
+        """Record tokens per verify step (forward)."""
+        return self.tokens / self.verify_steps if self.verify_steps else 0.0
+
+    @property
+    def critical_share(self) -> float:
+        """Share of wall time spent waiting for oracle/mask work."""
+        return self.critical_plan_seconds / self.wall_seconds if self.wall_seconds else 0.0
+
+    def summary(self) -> str:
+        """One line for logs and the CLI."""
+        return (
+            f"{self.tokens} tokens in {self.verify_steps} verify steps "
+            f"({self.tokens_per_step:.1f} tokens/step), guesses {self.guesses_accepted}/"
+            f"{self.guesses_proposed} accepted, forward {self.forward_seconds:.2f}s, "
+            f"oracle+masks {self.plan_seconds:.2f}s ({self.critical_plan_seconds:.2f}s on the "
+            f"critical path), wall {self.wall_seconds:.2f}s"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class DecoderConfig:
+    """Decoding options shared by the requests of one `Decoder`.
+
+    Attributes:
+        speculative: draft certain tokens (and guesses); False decodes one token per forward.
+        max_width: longest draft in one verify step.
+        max_guesses: most guessed tokens per draft (0: certain drafts only).
+        overlap: plan the next segments in a worker thread during the forward.
+    """
+
+    speculative: bool = True
+    max_width: int = 64
+    max_guesses: int = 2
+    overlap: bool = True
+
+    def __post_init__(self) -> None:
+        if self.max_width < 1:
+            raise ValueError("max_width must be >= 1")
+        if self.max_guesses < 0:
+            raise ValueError("max_guesses must be >= 0")
+
+
+@dataclass(slots=True)
+class DecodeJob:
+    """One record to decode: its planner, prompt and sampling parameters."""
+
+    planner: Planner
+    prompt_ids: list[int]
+    params: SamplingParams
+
+
+@dataclass(slots=True)
+class DecodeOutcome:
+    """The result of one job: the record text and tokens, its stats, or the error."""
+
+    text: str
+    tokens: list[int]
+    stats: GenerationStats
+    error: Exception | None = None
+
+
+@dataclass(slots=True)
+class _Active:
+    index: int
+    job: DecodeJob
+    seq: SequenceId
+    pending: int
+    cursor: Cursor
+    guesser: PromptLookupGuesser
+    policy: WidthPolicy
+    rng: np.random.Generator
+    started: float
+    record: list[int] = field(default_factory=list)
+    stats: GenerationStats = field(default_factory=GenerationStats)
+
+
+@dataclass(slots=True)
+class _Draft:
+    tokens: list[int]
+    cursors: list[Cursor]
+    certain: list[bool]
+
+
+class Decoder:
+    """Runs jobs on an engine with certain drafts, guesses and masked verification."""
+
+    def __init__(self, engine: Engine, config: DecoderConfig | None = None) -> None:
+        self.engine = engine
+        self.config = config or DecoderConfig()
+
+    def run(self, jobs: Sequence[DecodeJob]) -> list[DecodeOutcome]:
+        """Decode all jobs together; every outcome is returned, errors included."""
+        outcomes: list[DecodeOutcome | None] = [None] * len(jobs)
+        active: list[_Active] = []
+        for i, job in enumerate(jobs):
+            started = time.perf_counter()
+            try:
+                if not job.prompt_ids:
+                    raise GenerationError("the prompt has no tokens")
+                cursor = job.planner.start()
+            except Exception as exc:
+                outcomes[i] = DecodeOutcome("", [], GenerationStats(), exc)
+                continue
+            seq = self.engine.new_sequence(job.prompt_ids[:-1])
+            policy = WidthPolicy(
+                max_width=self.config.max_width,
+                max_guesses=self.config.max_guesses if self.config.speculative else 0,
+            )
+            a = _Active(
+                index=i,
+                job=job,
+                seq=seq,
+                pending=job.prompt_ids[-1],
+                cursor=cursor,
+                guesser=PromptLookupGuesser(job.prompt_ids),
+                policy=policy,
+                rng=np.random.default_rng(job.params.seed),
+                started=started,
+            )
+            a.stats.prompt_tokens = len(job.prompt_ids)
+            if isinstance(cursor, Finished):
+                outcomes[i] = self._finish(a)
+            else:
+                active.append(a)
+        pool = ThreadPoolExecutor(max_workers=1) if self.config.overlap else None
+        try:
+            while active:
+                active = self._step(active, outcomes, pool)
+        finally:
+            if pool is not None:
+                pool.shutdown(wait=True)
+            for a in active:
+                self.engine.release(a.seq)
+        return [o if o is not None else DecodeOutcome("", [], GenerationStats()) for o in outcomes]
+
+    # ------------------------------------------------------------------ one step
+
+    def _step(
+        self,
+        active: list[_Active],
+        outcomes: list[DecodeOutcome | None],
+        pool: ThreadPoolExecutor | None,
+    ) -> list[_Active]:
+        drafts: list[_Draft] = []
+        still: list[_Active] = []
+        for a in active:
+            try:
+                drafts.append(self._draft(a))
+                still.append(a)
+            except Exception as exc:
+                outcomes[a.index] = self._fail(a, exc)
+        active = still
+        if not active:
+            return []
+        futures: list[Future[None]] = []
+        if pool is not None:
+            for a, d in zip(active, drafts, strict=True):
+                futures.append(pool.submit(a.job.planner.prefetch, d.cursors[-1], 1))
+        t0 = time.perf_counter()
+        logits = self.engine.extend(
+            [(a.seq, [a.pending, *d.tokens]) for a, d in zip(active, drafts, strict=True)]
+        )
+        dt = time.perf_counter() - t0
+        for f in futures:
+            f.result()
+        survivors: list[_Active] = []
+        for a, d, rows in zip(active, drafts, logits, strict=True):
+            a.stats.forward_seconds += dt
+            a.stats.verify_steps += 1
+            try:
+                done = self._verify(a, d, rows[-(len(d.tokens) + 1) :])
+            except Exception as exc:
+                outcomes[a.index] = self._fail(a, exc)
+                continue
+            if done:
+                outcomes[a.index] = self._finish(a)
+            else:
+                survivors.append(a)
+        return survivors
+
+    def _draft(self, a: _Active) -> _Draft:
+        planner = a.job.planner
+        # record tokens so far: a.record minus the prompt's last token, plus the pending one
+        budget = a.job.params.max_tokens - len(a.record) - 1
+        if budget < 0:
+            written = [*self._record_tokens(a), a.pending] if a.record else []
+            raise IncompleteGenerationError(
+                "max_tokens reached before the record was complete",
+                partial_text=self._text(written),
+                tokens=len(written),
+            )
+        tokens: list[int] = []
+        cursors: list[Cursor] = [a.cursor]
+        certain: list[bool] = []
+        if not self.config.speculative:
+            return _Draft(tokens, cursors, certain)
+        cur = a.cursor
+        guesses = 0
+        limit = min(self.config.max_width, budget)
+        while len(tokens) < limit and not isinstance(cur, Finished):
+            t = planner.certain(cur)
+            if t is None:
+                if guesses >= a.policy.max_guesses:
+                    break
+                t = a.guesser.guess(planner.allowed(cur), [*a.record[1:], a.pending, *tokens])
+                if t is None:
+                    break
+                guesses += 1
+                certain.append(False)
+            else:
+                certain.append(True)
+            tokens.append(t)
+            cur = planner.advance(cur, t)
+            cursors.append(cur)
+        k = a.policy.choose(certain, self.engine.verify_cost) if tokens else 0
+        return _Draft(tokens[:k], cursors[: k + 1], certain[:k])
+
+    def _verify(self, a: _Active, d: _Draft, rows: Logits) -> bool:
+        planner = a.job.planner
+        params = a.job.params
+        a.record.append(a.pending)
+        a.stats.drafted += len(d.tokens)
+        a.stats.certain_drafted += sum(d.certain)
+        proposed = accepted_guesses = 0
+        base = self.engine.length(a.seq) - len(d.tokens)  # length after the pending token
+        for i, drafted in enumerate(d.tokens):
+            cursor = d.cursors[i]
+            if not d.certain[i]:
+                proposed += 1
+            replacement = accept_or_replace(
+                rows[i], planner.allowed(cursor), drafted, params, a.rng
+            )
+            if replacement is None:
+                a.record.append(drafted)
+                if not d.certain[i]:
+                    accepted_guesses += 1
+                continue
+            # first rejection: roll back and take the model's token here
+            self.engine.truncate(a.seq, base + i)
+            a.policy.record(proposed, accepted_guesses)
+            a.stats.guesses_proposed += proposed
+            a.stats.guesses_accepted += accepted_guesses
+            a.pending = replacement
+            a.cursor = planner.advance(cursor, replacement)
+            return self._maybe_finished(a)
+        a.policy.record(proposed, accepted_guesses)
+        a.stats.guesses_proposed += proposed
+        a.stats.guesses_accepted += accepted_guesses
+        end = d.cursors[len(d.tokens)]
+        if isinstance(end, Finished):
+            a.cursor = end
+            return True
+        bonus = choose_token(rows[len(d.tokens)], planner.allowed(end), params, a.rng)
+        a.pending = bonus
+        a.cursor = planner.advance(end, bonus)
+        return self._maybe_finished(a)
+
+    def _maybe_finished(self, a: _Active) -> bool:
+        if isinstance(a.cursor, Finished):
+            a.record.append(a.pending)
+            return True
+        return False
+
+    # ------------------------------------------------------------------ endings
+
+    def _text(self, tokens: Sequence[int]) -> str:
+        vocab = self.engine.tokenizer.vocab
+        return b"".join(vocab[t] for t in tokens).decode("utf-8", errors="replace")
+
+    def _record_tokens(self, a: _Active) -> list[int]:
+        # the first appended pending token is the prompt's last token, not part of the record
+        return a.record[1:]
+
+    def _finish(self, a: _Active) -> DecodeOutcome:
+        self.engine.release(a.seq)
+        tokens = self._record_tokens(a)
+        a.stats.tokens = len(tokens)
+        a.stats.plan_seconds = a.job.planner.stats.plan_seconds
+        a.stats.critical_plan_seconds = a.job.planner.stats.critical_seconds
+        a.stats.wall_seconds = time.perf_counter() - a.started
+        return DecodeOutcome(self._text(tokens), tokens, a.stats)
+
+    def _fail(self, a: _Active, exc: Exception) -> DecodeOutcome:
+        self.engine.release(a.seq)
+        tokens = self._record_tokens(a)
+        a.stats.tokens = len(tokens)
+        a.stats.wall_seconds = time.perf_counter() - a.started
+        return DecodeOutcome(self._text(tokens), tokens, a.stats, exc)

@@ -1,0 +1,82 @@
+"""The engine interface every backend implements.
+
+An engine owns the model and one KV cache per sequence. The decoding loop (``drafter`` and
+``client``) drives it with three verbs borrowed from speculative decoders:
+
+* ``extend`` feeds K new tokens to each of several sequences in one forward pass and returns
+  the logits at those K positions (row ``i`` predicts the token after ``tokens[i]``);
+* ``truncate`` rolls a sequence back to a shorter length (KV cache crop);
+* ``release`` frees a sequence.
+
+Logits cross the interface as ``numpy`` float32 arrays so that the decoding loop, the masks
+and the verification math stay free of torch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+from factorspec_sdk.tokens.vocab import TokenizerInfo
+
+__all__ = ["ChatMessage", "Engine", "Logits", "SequenceId"]
+
+Logits = npt.NDArray[np.float32]
+"""A ``[k, vocab_size]`` float32 array of next-token logits."""
+
+SequenceId = int
+
+ChatMessage = dict[str, str]
+"""``{"role": "system" | "user" | "assistant", "content": "..."}``."""
+
+
+@runtime_checkable
+class Engine(Protocol):
+    """A model runtime FactorSpec can decode on."""
+
+    @property
+    def name(self) -> str:
+        """Short engine name, e.g. ``"embedded"``."""
+        ...
+
+    @property
+    def tokenizer(self) -> TokenizerInfo:
+        """Vocabulary byte strings, special tokens and the canonical encoder."""
+        ...
+
+    def apply_chat_template(self, messages: Sequence[ChatMessage]) -> list[int]:
+        """Token ids of ``messages`` with the model's chat template and generation prompt."""
+        ...
+
+    def new_sequence(self, prompt_ids: Sequence[int]) -> SequenceId:
+        """Start a sequence holding ``prompt_ids`` (no forward pass is run yet)."""
+        ...
+
+    def extend(self, requests: Sequence[tuple[SequenceId, Sequence[int]]]) -> list[Logits]:
+        """Append tokens to several sequences in one batched forward.
+
+        Tokens given at ``new_sequence`` that have not been run yet are run first, in the same
+        forward, without logits of their own; callers pass at least one new token per
+        sequence. Returns one ``[len(tokens), vocab]`` array per request, in order: row ``i``
+        holds the logits after ``tokens[i]``.
+        """
+        ...
+
+    def length(self, seq: SequenceId) -> int:
+        """Number of tokens the sequence holds (prompt included)."""
+        ...
+
+    def truncate(self, seq: SequenceId, length: int) -> None:
+        """Roll the sequence back to its first ``length`` tokens (KV cache crop)."""
+        ...
+
+    def release(self, seq: SequenceId) -> None:
+        """Free the sequence and its cache."""
+        ...
+
+    def verify_cost(self, k: int) -> float:
+        """Measured cost of one forward over ``k`` new tokens relative to ``k == 1``."""
+        ...

@@ -1,0 +1,154 @@
+"""The FactorSpec exception tree.
+
+Every error the SDK raises on purpose derives from `FactorSpecError` and carries a stable
+`code` (its heading on the *Errors* docs page) plus the evidence needed to fix it::
+
+    FactorSpecError
+    ├── SpecError                      the model or its relations cannot be compiled
+    │   ├── RelationDefinitionError    a relation uses a construct outside the supported subset
+    │   ├── UnsupportedFieldTypeError  a field type the layout cannot write
+    │   ├── ContextError               the per-request context is missing or lacks a value
+    │   └── UnsatisfiableSpecError     no record satisfies the schema and relations (unsat core)
+    ├── OracleError                    the solver could not decide a query (unknown / timeout)
+    ├── EngineError                    an engine failed or cannot be loaded
+    │   └── ModelLoadError             the model files cannot be found or converted
+    └── GenerationError                decoding could not finish
+        └── IncompleteGenerationError  the token budget ran out; carries the partial text
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ContextError",
+    "EngineError",
+    "FactorSpecError",
+    "GenerationError",
+    "IncompleteGenerationError",
+    "ModelLoadError",
+    "OracleError",
+    "RelationDefinitionError",
+    "SpecError",
+    "UnsatisfiableSpecError",
+    "UnsupportedFieldTypeError",
+]
+
+
+class FactorSpecError(Exception):
+    """Base of every error FactorSpec raises on purpose."""
+
+    code: str = "factorspec-error"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return f"{self.message} [{self.code}]"
+
+
+class SpecError(FactorSpecError):
+    """The model, its relations or its context cannot be compiled."""
+
+    code = "spec-error"
+
+
+class RelationDefinitionError(SpecError):
+    """A relation uses a construct outside the supported subset.
+
+    Attributes:
+        relation: qualified name of the relation (``Model.method``).
+        filename: source file of the relation.
+        lineno: line of the offending construct in that file.
+        construct: short name of the construct, e.g. ``"while loop"`` or ``"call to open()"``.
+    """
+
+    code = "relation-definition"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        relation: str,
+        filename: str,
+        lineno: int,
+        construct: str,
+    ) -> None:
+        self.relation = relation
+        self.filename = filename
+        self.lineno = lineno
+        self.construct = construct
+        super().__init__(f"{filename}:{lineno}: relation {relation!r}: {construct}: {message}")
+
+
+class UnsupportedFieldTypeError(SpecError):
+    """A field's type cannot be laid out as canonical JSON."""
+
+    code = "unsupported-field-type"
+
+    def __init__(self, model: str, field: str, annotation: object, why: str) -> None:
+        self.model = model
+        self.field = field
+        self.annotation = annotation
+        super().__init__(f"field {model}.{field} has unsupported type {annotation!r}: {why}")
+
+
+class ContextError(SpecError):
+    """The per-request context is missing or does not have a value a relation reads."""
+
+    code = "context"
+
+
+class UnsatisfiableSpecError(SpecError):
+    """No record satisfies the schema and the relations for this context.
+
+    Attributes:
+        core: names of the clashing relations and bounds (an unsat core).
+    """
+
+    code = "unsatisfiable-spec"
+
+    def __init__(self, core: list[str], model: str = "") -> None:
+        self.core = core
+        where = f" for {model}" if model else ""
+        names = ", ".join(core) if core else "(empty core: the schema bounds alone clash)"
+        super().__init__(f"no record satisfies the spec{where}; clashing: {names}")
+
+
+class OracleError(FactorSpecError):
+    """The solver could not decide a feasibility query."""
+
+    code = "oracle"
+
+
+class EngineError(FactorSpecError):
+    """An engine failed, or is not installed."""
+
+    code = "engine"
+
+
+class ModelLoadError(EngineError):
+    """The model files cannot be found, read or converted."""
+
+    code = "model-load"
+
+
+class GenerationError(FactorSpecError):
+    """Decoding could not finish."""
+
+    code = "generation"
+
+
+class IncompleteGenerationError(GenerationError):
+    """The token budget ran out before the record was complete.
+
+    Attributes:
+        partial_text: the canonical JSON written so far (a prefix of a valid record).
+        tokens: number of tokens generated.
+    """
+
+    code = "incomplete-generation"
+
+    def __init__(self, message: str, *, partial_text: str, tokens: int) -> None:
+        self.partial_text = partial_text
+        self.tokens = tokens
+        super().__init__(f"{message} after {tokens} tokens; partial text: {partial_text[-200:]!r}")

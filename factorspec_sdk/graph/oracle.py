@@ -1,0 +1,422 @@
+"""The feasibility oracle: exact answers about partial assignments, incremental and cached.
+
+One `Oracle` serves one request. It owns a private Z3 context (so that oracles of different
+requests may run in different threads) with one incremental solver per connected component
+of the spec. Facts are pushed one scope each; a query first pops back to the longest common
+prefix of the component's facts with the ones already pushed, then pushes the rest. Answers
+are cached (LRU) by the component's facts.
+
+Every answer is exact: a value is reported feasible iff some completion of the assignment
+satisfies every relation and bound. A solver ``unknown`` raises `OracleError`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, cast
+
+import z3
+
+from factorspec_sdk.errors import OracleError
+from factorspec_sdk.graph.spec import AtLeast, Fact, Value
+from factorspec_sdk.relations.compiler import OTHER_CODE
+
+if TYPE_CHECKING:
+    from factorspec_sdk.graph.spec import Assignment, CompiledSpec
+
+__all__ = ["Oracle", "OracleStats"]
+
+_CACHE_SIZE = 8192
+_NEXT_DIGITS_FAST_LIMIT = 32
+_MAX_DIGITS = 18
+
+
+@dataclass(slots=True)
+class OracleStats:
+    """Counters of one oracle.
+
+    Attributes:
+        queries: public calls answered.
+        solver_checks: Z3 ``check()`` calls.
+        cache_hits: answers served from the cache.
+        seconds: time spent in the oracle.
+    """
+
+    queries: int = 0
+    solver_checks: int = 0
+    cache_hits: int = 0
+    seconds: float = 0.0
+
+
+class _Solver:
+    """The incremental solver of one component, in the oracle's private context."""
+
+    def __init__(self, oracle: Oracle, index: int) -> None:
+        spec = oracle.spec
+        comp = spec._components[index]
+        self.ctx = oracle.ctx
+        self.solver = z3.SimpleSolver(ctx=self.ctx)
+        for f in comp.constraints:
+            self.solver.add(f.translate(self.ctx))
+        self.pushed: list[Fact] = []
+        self.terms: dict[str, z3.ExprRef] = {}
+        self.oracle = oracle
+        self.variables = comp.variables
+
+    def term(self, var: str) -> z3.ExprRef:
+        t = self.terms.get(var)
+        if t is None:
+            t = self.oracle.spec.record(var).term.translate(self.ctx)
+            self.terms[var] = t
+        return t
+
+    def sync(self, facts: Sequence[Fact]) -> None:
+        pushed = self.pushed
+        k = 0
+        n = min(len(pushed), len(facts))
+        while k < n and pushed[k] == facts[k]:
+            k += 1
+        if k < len(pushed):
+            self.solver.pop(len(pushed) - k)
+            del pushed[k:]
+        for fact in facts[k:]:
+            self.solver.push()
+            self.solver.add(self.literal(fact))
+            pushed.append(fact)
+
+    def literal(self, fact: Fact) -> z3.BoolRef:
+        var, value = fact
+        rec = self.oracle.spec.record(var)
+        t = self.term(var)
+        if isinstance(value, AtLeast):
+            if rec.kind != "len":
+                raise ValueError(f"AtLeast applies to length variables, not {var}")
+            return cast(z3.BoolRef, t >= value.n)
+        if rec.kind == "bool":
+            if not isinstance(value, bool):
+                raise ValueError(f"{var} is a bool variable, got {value!r}")
+            return cast(z3.BoolRef, t == z3.BoolVal(value, self.ctx))
+        if rec.kind == "str":
+            if not isinstance(value, str):
+                raise ValueError(f"{var} is a str variable, got {value!r}")
+            code = self.oracle.spec.strings.codes.get(value)
+            if code is None:
+                if rec.free_str:
+                    code = OTHER_CODE
+                else:
+                    return z3.BoolVal(False, self.ctx)
+            return cast(z3.BoolRef, t == code)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"{var} is an int variable, got {value!r}")
+        return cast(z3.BoolRef, t == value)
+
+    def check(self) -> bool:
+        self.oracle.stats.solver_checks += 1
+        r = self.solver.check()
+        if r == z3.unknown:
+            raise OracleError(
+                f"the solver could not decide a query: {self.solver.reason_unknown()}"
+            )
+        return bool(r == z3.sat)
+
+    def decode(self, var: str, v: z3.ExprRef) -> Value:
+        rec = self.oracle.spec.record(var)
+        if rec.kind == "bool":
+            return bool(z3.is_true(v))
+        n = cast(z3.IntNumRef, v).as_long()
+        if rec.kind == "str":
+            return str(self.oracle.spec.strings.strings[n])
+        return int(n)
+
+
+class Oracle:
+    """Exact feasibility queries on partial assignments of a `CompiledSpec`.
+
+    Attributes:
+        spec: the compiled spec.
+        stats: counters (queries, solver checks, cache hits, seconds).
+    """
+
+    def __init__(self, spec: CompiledSpec) -> None:
+        self.spec = spec
+        self.ctx = z3.Context()
+        self.stats = OracleStats()
+        self._solvers: dict[int, _Solver] = {}
+        self._cache: OrderedDict[Hashable, object] = OrderedDict()
+
+    # ------------------------------------------------------------------ plumbing
+
+    def _solver(self, index: int) -> _Solver:
+        s = self._solvers.get(index)
+        if s is None:
+            s = _Solver(self, index)
+            self._solvers[index] = s
+        return s
+
+    def _split(self, assignment: Assignment) -> dict[int, tuple[Fact, ...]]:
+        groups: dict[int, list[Fact]] = {}
+        comp_of = self.spec._comp_of
+        for fact in assignment:
+            try:
+                i = comp_of[fact[0]]
+            except KeyError:
+                raise KeyError(f"unknown variable {fact[0]!r} in the assignment") from None
+            groups.setdefault(i, []).append(fact)
+        return {i: tuple(fs) for i, fs in groups.items()}
+
+    def _cached(self, key: Hashable) -> tuple[bool, object]:
+        if key in self._cache:
+            self._cache.move_to_end(key)
+            self.stats.cache_hits += 1
+            return True, self._cache[key]
+        return False, None
+
+    def _store(self, key: Hashable, value: object) -> None:
+        self._cache[key] = value
+        if len(self._cache) > _CACHE_SIZE:
+            self._cache.popitem(last=False)
+
+    def _comp_feasible(self, index: int, facts: tuple[Fact, ...]) -> bool:
+        key = ("sat", index, facts)
+        hit, val = self._cached(key)
+        if hit:
+            return cast(bool, val)
+        s = self._solver(index)
+        s.sync(facts)
+        ok = s.check()
+        self._store(key, ok)
+        return ok
+
+    def _others_feasible(self, groups: dict[int, tuple[Fact, ...]], skip: int) -> bool:
+        return all(self._comp_feasible(i, fs) for i, fs in groups.items() if i != skip)
+
+    # ------------------------------------------------------------------ queries
+
+    def feasible(self, assignment: Assignment) -> bool:
+        """Whether some completion of ``assignment`` satisfies the spec."""
+        t0 = time.perf_counter()
+        self.stats.queries += 1
+        try:
+            groups = self._split(assignment)
+            return all(self._comp_feasible(i, fs) for i, fs in groups.items())
+        finally:
+            self.stats.seconds += time.perf_counter() - t0
+
+    def feasible_values(
+        self, assignment: Assignment, var: str, limit: int = 64
+    ) -> list[Value] | None:
+        """The exact sorted set of feasible values of ``var``; None if more than ``limit``."""
+        t0 = time.perf_counter()
+        self.stats.queries += 1
+        try:
+            return self._feasible_values(assignment, var, limit)
+        finally:
+            self.stats.seconds += time.perf_counter() - t0
+
+    def _feasible_values(self, assignment: Assignment, var: str, limit: int) -> list[Value] | None:
+        index = self.spec.component_of(var)
+        groups = self._split(assignment)
+        if not self._others_feasible(groups, index):
+            return []
+        return self._component_values(index, groups.get(index, ()), var, limit)
+
+    def _component_values(
+        self, index: int, facts: tuple[Fact, ...], var: str, limit: int
+    ) -> list[Value] | None:
+        key = ("fv", index, facts, var, limit)
+        hit, val = self._cached(key)
+        if hit:
+            return cast("list[Value] | None", val)
+        result: list[Value] | None
+        s = self._solver(index)
+        s.sync(facts)
+        t = s.term(var)
+        found: list[Value] = []
+        s.solver.push()
+        try:
+            while True:
+                if not s.check():
+                    break
+                v = s.solver.model().eval(t, model_completion=True)
+                found.append(s.decode(var, v))
+                if len(found) > limit:
+                    break
+                s.solver.add(t != v)
+        finally:
+            s.solver.pop()
+        result = None if len(found) > limit else _sorted(found)
+        self._store(key, result)
+        return result
+
+    def next_digits(self, assignment: Assignment, var: str, prefix: str) -> frozenset[str]:
+        """Chars that may follow ``prefix`` in the canonical decimal of a feasible value.
+
+        ``""`` in the answer means ``int(prefix)`` itself is feasible (the number may end).
+        """
+        t0 = time.perf_counter()
+        self.stats.queries += 1
+        try:
+            return self._next_digits(assignment, var, prefix)
+        finally:
+            self.stats.seconds += time.perf_counter() - t0
+
+    def _next_digits(self, assignment: Assignment, var: str, prefix: str) -> frozenset[str]:
+        index = self.spec.component_of(var)
+        groups = self._split(assignment)
+        if not self._others_feasible(groups, index):
+            return frozenset()
+        facts = groups.get(index, ())
+        key = ("nd", index, facts, var, prefix)
+        hit, val = self._cached(key)
+        if hit:
+            return cast(frozenset[str], val)
+        values = self._component_values(index, facts, var, _NEXT_DIGITS_FAST_LIMIT)
+        if values is not None:
+            out: set[str] = set()
+            for v in values:
+                text = str(int(v))
+                if text.startswith(prefix):
+                    out.add(text[len(prefix) : len(prefix) + 1])
+            result = frozenset(out)
+        else:
+            result = self._digits_by_search(index, facts, var, prefix)
+        self._store(key, result)
+        return result
+
+    def _digits_by_search(
+        self, index: int, facts: tuple[Fact, ...], var: str, prefix: str
+    ) -> frozenset[str]:
+        s = self._solver(index)
+        s.sync(facts)
+        t = cast(z3.ArithRef, s.term(var))
+        candidates: dict[str, z3.BoolRef] = {}
+        if prefix not in ("", "-"):
+            candidates[""] = cast(z3.BoolRef, t == int(prefix))
+        for c in _next_chars(prefix):
+            candidates[c] = _prefix_cond(t, prefix + c, s.ctx)
+        found: set[str] = set()
+        while candidates:
+            s.solver.push()
+            try:
+                s.solver.add(z3.Or(*candidates.values()))
+                if not s.check():
+                    break
+                v = cast(z3.IntNumRef, s.solver.model().eval(t, model_completion=True)).as_long()
+            finally:
+                s.solver.pop()
+            text = str(v)
+            if not text.startswith(prefix):  # pragma: no cover - guarded by the conditions
+                raise OracleError(f"digit search found {text} outside prefix {prefix!r}")
+            c = text[len(prefix) : len(prefix) + 1]
+            found.add(c)
+            candidates.pop(c, None)
+        return frozenset(found)
+
+    def determined(self, assignment: Assignment) -> dict[str, tuple[Value, tuple[str, ...]]]:
+        """Unassigned variables whose value the assignment forces, with their relations.
+
+        The relations are the names of the relation factors that read the variable. Only
+        variables of list items that surely exist are reported. An infeasible assignment
+        determines nothing (returns ``{}``).
+        """
+        t0 = time.perf_counter()
+        self.stats.queries += 1
+        try:
+            groups = self._split(assignment)
+            if not all(self._comp_feasible(i, fs) for i, fs in groups.items()):
+                return {}
+            out: dict[str, tuple[Value, tuple[str, ...]]] = {}
+            for i in range(len(self.spec._components)):
+                out.update(self._determined(i, groups.get(i, ())))
+            return out
+        finally:
+            self.stats.seconds += time.perf_counter() - t0
+
+    def _determined(
+        self, index: int, facts: tuple[Fact, ...]
+    ) -> dict[str, tuple[Value, tuple[str, ...]]]:
+        key = ("det", index, facts)
+        hit, val = self._cached(key)
+        if hit:
+            return cast(dict[str, tuple[Value, tuple[str, ...]]], val)
+        s = self._solver(index)
+        s.sync(facts)
+        assigned = {f[0] for f in facts if not isinstance(f[1], AtLeast)}
+        cands = [v for v in sorted(s.variables) if v not in assigned and v in self.spec.variables]
+        result: dict[str, tuple[Value, tuple[str, ...]]] = {}
+        if not s.check():
+            self._store(key, result)
+            return result
+        model = s.solver.model()
+        exists = {v: self._exists(s, v) for v in cands}
+        values: dict[str, z3.ExprRef] = {}
+        live: list[str] = []
+        for v in cands:
+            if not z3.is_true(model.eval(exists[v], model_completion=True)):
+                continue
+            values[v] = model.eval(s.term(v), model_completion=True)
+            live.append(v)
+        while live:
+            s.solver.push()
+            try:
+                s.solver.add(
+                    z3.Or(*(z3.Or(z3.Not(exists[v]), s.term(v) != values[v]) for v in live))
+                )
+                if not s.check():
+                    break
+                m2 = s.solver.model()
+            finally:
+                s.solver.pop()
+            live = [
+                v
+                for v in live
+                if z3.is_true(m2.eval(exists[v], model_completion=True))
+                and z3.is_true(m2.eval(s.term(v) == values[v], model_completion=True))
+            ]
+        for v in live:
+            result[v] = (s.decode(v, values[v]), self.spec.relations_mentioning(v))
+        self._store(key, result)
+        return result
+
+    def _exists(self, s: _Solver, var: str) -> z3.BoolRef:
+        ex = self.spec.record(var).exists
+        if isinstance(ex, bool):
+            return z3.BoolVal(ex, s.ctx)
+        return ex.translate(s.ctx)
+
+
+def _sorted(values: list[Value]) -> list[Value]:
+    return sorted(values, key=lambda v: (type(v).__name__, v))
+
+
+def _next_chars(prefix: str) -> list[str]:
+    if prefix == "":
+        return ["-", *"0123456789"]
+    if prefix == "-":
+        return list("123456789")
+    if prefix in ("0", "-0"):
+        return []
+    digits = len(prefix.lstrip("-"))
+    if digits >= _MAX_DIGITS:
+        return []
+    return list("0123456789")
+
+
+def _prefix_cond(t: z3.ArithRef, text: str, ctx: z3.Context) -> z3.BoolRef:
+    """Values whose canonical decimal starts with ``text``."""
+    if text == "-":
+        return cast(z3.BoolRef, t < 0)
+    neg = text.startswith("-")
+    digits = text.lstrip("-")
+    if digits == "0":
+        return cast(z3.BoolRef, t == 0) if not neg else z3.BoolVal(False, ctx)
+    d = int(digits)
+    x = -t if neg else t
+    parts = []
+    for m in range(_MAX_DIGITS - len(digits) + 1):
+        lo, hi = d * 10**m, (d + 1) * 10**m - 1
+        parts.append(z3.And(x >= lo, x <= hi))
+    return z3.Or(*parts)

@@ -1,0 +1,1 @@
+"""The server stage of the FactorSpec pipeline."""

@@ -1,0 +1,1 @@
+"""The tokens stage of the FactorSpec pipeline."""

@@ -1,0 +1,319 @@
+"""From the character-level writer to the engine's vocabulary.
+
+At every writer state the planner builds a small token trie: the forced text followed by each
+option's text is tokenized canonically (jointly, so BPE merges across the boundary stay
+natural) and the token sequences are merged into a trie. A trie node whose subtree holds one
+option allows exactly one token: that token is *certain* and is drafted without a guess.
+Inside a forced span only the canonical token is allowed, so certain tokens are always
+accepted by verification. Free strings (leaves no relation reads) use vocabulary-wide masks
+precomputed once per tokenizer as numpy arrays.
+
+Written by hand rather than with llguidance/XGrammar: those libraries compile a grammar over
+the whole record, but here the set of allowed values changes with every oracle answer, and we
+need the option trie (which values remain, and the certain tokens after each) that neither
+exposes. XGrammar remains the reference for the syntax-only baseline in ``bench``.
+
+Cursors are immutable; a sequence of cursors, one per generated position, is all the state a
+request needs for rollback.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import numpy as np
+import numpy.typing as npt
+
+from factorspec_sdk.tokens.vocab import TokenizerInfo
+from factorspec_sdk.writer.automaton import FreeString, Option, Writer, WriterState
+
+__all__ = [
+    "Cursor",
+    "Finished",
+    "FreeCursor",
+    "Planner",
+    "TokenIds",
+    "TrieNode",
+]
+
+TokenIds = npt.NDArray[np.int64]
+
+
+@dataclass(eq=False, slots=True)
+class TrieNode:
+    """A position inside a planned segment.
+
+    Attributes:
+        ids: allowed token ids here (sorted); one id means the token is certain.
+        children: the node after each allowed token.
+        terminal: for a node that ends a planned segment, where decoding goes on: the writer
+            state after it with the text already emitted past that state, a free string, or
+            the finished record (``None`` on inner nodes).
+    """
+
+    ids: TokenIds = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    children: dict[int, TrieNode] = field(default_factory=dict)
+    terminal: tuple[WriterState, str] | FreeCursor | Finished | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FreeCursor:
+    """Inside a free JSON string."""
+
+    free: FreeString
+
+
+@dataclass(frozen=True, slots=True)
+class Finished:
+    """The record is complete."""
+
+    state: WriterState
+
+
+Cursor = TrieNode | FreeCursor | Finished
+
+
+@dataclass(frozen=True, slots=True)
+class _FreeTables:
+    safe_ids: TokenIds
+    safe_chars: npt.NDArray[np.int64]
+    safe_text: tuple[str, ...]
+    quote_ids: TokenIds
+    quote_before: tuple[str, ...]
+    quote_after: tuple[str, ...]
+
+
+@lru_cache(maxsize=8)
+def _free_tables(tok: TokenizerInfo) -> _FreeTables:
+    safe_ids: list[int] = []
+    safe_chars: list[int] = []
+    safe_text: list[str] = []
+    q_ids: list[int] = []
+    q_before: list[str] = []
+    q_after: list[str] = []
+    for i, raw in enumerate(tok.vocab):
+        if not raw or i in tok.special_ids:
+            continue
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        if "\\" in text or any(ord(c) < 0x20 or c == "\x7f" for c in text):
+            continue
+        q = text.find('"')
+        if q < 0:
+            safe_ids.append(i)
+            safe_chars.append(len(text))
+            safe_text.append(text)
+        else:
+            q_ids.append(i)
+            q_before.append(text[:q])
+            q_after.append(text[q + 1 :])
+    return _FreeTables(
+        np.asarray(safe_ids, dtype=np.int64),
+        np.asarray(safe_chars, dtype=np.int64),
+        tuple(safe_text),
+        np.asarray(q_ids, dtype=np.int64),
+        tuple(q_before),
+        tuple(q_after),
+    )
+
+
+@dataclass(slots=True)
+class PlannerStats:
+    """Where the planner's time went.
+
+    Attributes:
+        segments: segments planned (each one oracle consultation plus tokenization).
+        plan_seconds: total time spent planning, on any thread.
+        critical_seconds: planning time the decoding thread waited for.
+    """
+
+    segments: int = 0
+    plan_seconds: float = 0.0
+    critical_seconds: float = 0.0
+
+
+class Planner:
+    """Token-level view of one request's writer: masks, certain tokens and transitions."""
+
+    def __init__(self, writer: Writer, tokenizer: TokenizerInfo) -> None:
+        self.writer = writer
+        self.tok = tokenizer
+        self._plans: dict[tuple[WriterState, str], Cursor] = {}
+        self._lock = threading.Lock()
+        self.stats = PlannerStats()
+        self._free_tables: _FreeTables | None = None
+
+    # ------------------------------------------------------------------ entry points
+
+    def start(self) -> Cursor:
+        """The cursor before the record's first token."""
+        return self.resolve_state(self.writer.start(), "", critical=True)
+
+    def allowed(self, cursor: Cursor) -> TokenIds:
+        """Allowed token ids at ``cursor`` (empty when the record is finished)."""
+        if isinstance(cursor, TrieNode):
+            return cursor.ids
+        if isinstance(cursor, FreeCursor):
+            return self._free_allowed(cursor.free)
+        return np.zeros(0, dtype=np.int64)
+
+    def certain(self, cursor: Cursor) -> int | None:
+        """The certain token at ``cursor``, if exactly one token is allowed."""
+        if isinstance(cursor, TrieNode) and len(cursor.ids) == 1:
+            return int(cursor.ids[0])
+        return None
+
+    def advance(self, cursor: Cursor, token: int, *, critical: bool = True) -> Cursor:
+        """The cursor after ``token`` (which must be allowed at ``cursor``)."""
+        if isinstance(cursor, TrieNode):
+            child = cursor.children.get(token)
+            if child is None:
+                raise ValueError(f"token {token} is not allowed here")
+            return self._resolve_node(child, critical=critical)
+        if isinstance(cursor, FreeCursor):
+            return self._free_advance(cursor.free, token, critical=critical)
+        raise ValueError("the record is finished; no token can follow")
+
+    def prefetch(self, cursor: Cursor, depth: int = 1) -> None:
+        """Plan the segments reachable from ``cursor`` through up to ``depth`` choices.
+
+        Called from a worker thread while the engine runs a forward pass.
+        """
+        if depth < 0 or not isinstance(cursor, TrieNode):
+            return
+        stack = [cursor]
+        while stack:
+            node = stack.pop()
+            for child in node.children.values():
+                if child.terminal is not None:
+                    nxt = self._resolve_node(child, critical=False)
+                    if depth > 1:
+                        self.prefetch(nxt, depth - 1)
+                else:
+                    stack.append(child)
+
+    # ------------------------------------------------------------------ planning
+
+    def _resolve_node(self, node: TrieNode, *, critical: bool) -> Cursor:
+        term = node.terminal
+        if term is None:
+            return node
+        if isinstance(term, FreeCursor | Finished):
+            return term
+        state, skip = term
+        return self.resolve_state(state, skip, critical=critical)
+
+    def resolve_state(self, state: WriterState, skip: str, *, critical: bool) -> Cursor:
+        """The cursor at writer ``state`` when ``skip`` text past it is already emitted."""
+        key = (state, skip)
+        hit = self._plans.get(key)
+        if hit is not None:
+            return hit
+        t0 = time.perf_counter()
+        with self._lock:
+            hit = self._plans.get(key)
+            if hit is None:
+                t1 = time.perf_counter()
+                hit = self._plan(state, skip)
+                self._plans[key] = hit
+                self.stats.segments += 1
+                self.stats.plan_seconds += time.perf_counter() - t1
+        if critical:
+            self.stats.critical_seconds += time.perf_counter() - t0
+        return hit
+
+    def _plan(self, state: WriterState, skip: str) -> Cursor:
+        forced, at = self.writer.forced(state)
+        if not forced.startswith(skip):
+            raise RuntimeError(f"emitted text {skip!r} does not match forced text {forced!r}")
+        forced = forced[len(skip) :]
+        if at.done:
+            if not forced:
+                return Finished(at)
+            root = TrieNode()
+            self._insert(root, self.tok.encode(forced), TrieNode(terminal=Finished(at)))
+            self._seal(root)
+            return root
+        choice = self.writer.choices(at)
+        if isinstance(choice, FreeString):
+            if not forced:
+                return FreeCursor(choice)
+            root = TrieNode()
+            self._insert(root, self.tok.encode(forced), TrieNode(terminal=FreeCursor(choice)))
+            self._seal(root)
+            return root
+        return self._trie(forced, choice)
+
+    def _trie(self, forced: str, options: list[Option]) -> TrieNode:
+        root = TrieNode()
+        for o in options:
+            ids = self.tok.encode(forced + o.text)
+            leaf = TrieNode(terminal=(o.state, ""))
+            self._insert(root, ids, leaf)
+        self._seal(root)
+        return root
+
+    def _insert(self, root: TrieNode, ids: list[int], leaf: TrieNode) -> None:
+        if not ids:
+            raise RuntimeError("an option tokenized to no tokens")
+        node = root
+        for t in ids[:-1]:
+            nxt = node.children.get(t)
+            if nxt is None:
+                nxt = TrieNode()
+                node.children[t] = nxt
+            elif nxt.terminal is not None:
+                raise RuntimeError("option texts are not prefix-free")
+            node = nxt
+        if ids[-1] in node.children:
+            raise RuntimeError("option texts are not prefix-free")
+        node.children[ids[-1]] = leaf
+
+    def _seal(self, root: TrieNode) -> None:
+        stack = [root]
+        while stack:
+            node = stack.pop()
+            node.ids = np.asarray(sorted(node.children), dtype=np.int64)
+            stack.extend(node.children.values())
+
+    # ------------------------------------------------------------------ free strings
+
+    def _tables(self) -> _FreeTables:
+        if self._free_tables is None:
+            self._free_tables = _free_tables(self.tok)
+        return self._free_tables
+
+    def _free_allowed(self, free: FreeString) -> TokenIds:
+        tables = self._tables()
+        n = len(free.written)
+        parts: list[TokenIds] = []
+        if free.max_length is None:
+            parts.append(tables.safe_ids)
+        elif free.max_length > n:
+            parts.append(tables.safe_ids[tables.safe_chars <= free.max_length - n])
+        closing = [
+            tid
+            for tid, before, after in zip(
+                tables.quote_ids.tolist(), tables.quote_before, tables.quote_after, strict=True
+            )
+            if free.close_suffix.startswith(after)
+            and free.min_length <= n + len(before)
+            and (free.max_length is None or n + len(before) <= free.max_length)
+        ]
+        parts.append(np.asarray(closing, dtype=np.int64))
+        return np.unique(np.concatenate(parts))
+
+    def _free_advance(self, free: FreeString, token: int, *, critical: bool) -> Cursor:
+        raw = self.tok.vocab[token]
+        text = raw.decode("utf-8")
+        q = text.find('"')
+        if q < 0:
+            return FreeCursor(self.writer.extend_free(free, text))
+        closed = self.writer.extend_free(free, text[:q])
+        after = self.writer.close_free(closed)
+        return self.resolve_state(after, text[q + 1 :], critical=critical)

@@ -1,0 +1,413 @@
+"""The canonical JSON writer: a character-level automaton over a model's layout.
+
+The writer produces exactly one serialization of a record: keys in field order and
+``json.dumps`` separators (``", "`` and ``": "``). Structure text is always forced; the only
+choice points are leaf values, list continue/close and ``null`` for optional leaves. At a
+choice point the writer consults the compiled spec's oracle, so every continuation it offers
+can still be completed to a record that passes the schema and every relation.
+
+States are immutable and hashable, so speculative decoding rolls back by keeping old states.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from factorspec_sdk.relations.layout import (
+    LayoutNode,
+    LeafLayout,
+    ListLayout,
+    ObjectLayout,
+    Path,
+)
+from factorspec_sdk.writer.digits import INT_LIMIT, next_digits_in_range
+
+if TYPE_CHECKING:
+    from factorspec_sdk.graph import Assignment, CompiledSpec, Fact, Oracle, Value
+
+__all__ = [
+    "FreeString",
+    "Option",
+    "Writer",
+    "WriterState",
+    "value_text",
+]
+
+_replace = dataclasses.replace
+
+FINITE_LIMIT = 64
+"""A leaf with at most this many feasible values is offered as a set of whole values."""
+
+
+def value_text(value: object) -> str:
+    """Canonical JSON text of a scalar value."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+@dataclass(frozen=True, slots=True)
+class _ObjFrame:
+    path: Path
+    index: int
+    node: ObjectLayout = field(compare=False, hash=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class _ListFrame:
+    path: Path
+    index: int
+    node: ListLayout = field(compare=False, hash=False, repr=False)
+
+
+_Frame = _ObjFrame | _ListFrame
+
+
+@dataclass(frozen=True, slots=True)
+class _Pending:
+    path: Path
+    node: LayoutNode = field(compare=False, hash=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class WriterState:
+    """Where the writer is: the facts written so far and the layout position.
+
+    Attributes:
+        assignment: oracle facts in the order the JSON writes them.
+        stack: open objects and lists, innermost last.
+        pending: the node to write next, if a value is due.
+        partial: digits of an int leaf, or characters of a free string, written so far.
+    """
+
+    assignment: Assignment
+    stack: tuple[_Frame, ...]
+    pending: _Pending | None
+    partial: str | None = None
+
+    @property
+    def done(self) -> bool:
+        """Whether the record is complete."""
+        return not self.stack and self.pending is None
+
+
+@dataclass(frozen=True, slots=True)
+class Option:
+    """One alternative at a choice point: its text and the state after that text."""
+
+    text: str
+    state: WriterState
+
+
+@dataclass(frozen=True, slots=True)
+class FreeString:
+    """A free JSON string leaf being written (no relation reads it).
+
+    Attributes:
+        state: the writer state inside the string.
+        written: characters written so far (unescaped; the writer never emits escapes).
+        min_length: fewest characters.
+        max_length: most characters, or None.
+        close_suffix: forced layout text after the closing quote.
+    """
+
+    state: WriterState
+    written: str
+    min_length: int
+    max_length: int | None
+    close_suffix: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Text:
+    text: str
+    state: WriterState
+
+
+@dataclass(frozen=True, slots=True)
+class _Leaf:
+    path: Path
+    node: LeafLayout
+    state: WriterState
+
+
+@dataclass(frozen=True, slots=True)
+class _ListDecision:
+    frame: _ListFrame
+    state: WriterState
+
+
+@dataclass(frozen=True, slots=True)
+class _Done:
+    state: WriterState
+
+
+_Event = _Text | _Leaf | _ListDecision | _Done
+
+
+class Writer:
+    """Writes canonical JSON for one compiled spec, consulting one oracle."""
+
+    def __init__(self, spec: CompiledSpec, oracle: Oracle | None = None) -> None:
+        self.spec = spec
+        self.oracle = oracle if oracle is not None else spec.new_oracle()
+        self._forced_cache: dict[WriterState, tuple[str, WriterState]] = {}
+        self._choice_cache: dict[WriterState, list[Option] | FreeString] = {}
+
+    # ------------------------------------------------------------------ states
+
+    def start(self) -> WriterState:
+        """The state before the first character."""
+        layout = self.spec.layout
+        return WriterState(assignment=(), stack=(), pending=_Pending((), layout))
+
+    def _event(self, s: WriterState) -> _Event:
+        p = s.pending
+        if p is not None:
+            node = p.node
+            if isinstance(node, ObjectLayout):
+                if not node.fields:
+                    return _Text("{}", _replace(s, pending=None))
+                frame = _ObjFrame(p.path, 0, node)
+                return _Text("{", _replace(s, stack=(*s.stack, frame), pending=None))
+            if isinstance(node, ListLayout):
+                frame2 = _ListFrame(p.path, 0, node)
+                return _Text("[", _replace(s, stack=(*s.stack, frame2), pending=None))
+            if node.kind == "str" and s.partial is None and not node.nullable:
+                if self.spec.variable_for(p.path) is None:
+                    return _Text('"', _replace(s, partial=""))
+            return _Leaf(p.path, node, s)
+        if not s.stack:
+            return _Done(s)
+        top = s.stack[-1]
+        if isinstance(top, _ObjFrame):
+            fields = top.node.fields
+            if top.index < len(fields):
+                f = fields[top.index]
+                sep = ", " if top.index else ""
+                text = f"{sep}{value_text(f.key)}: "
+                frame = _ObjFrame(top.path, top.index + 1, top.node)
+                return _Text(
+                    text,
+                    _replace(
+                        s,
+                        stack=(*s.stack[:-1], frame),
+                        pending=_Pending((*top.path, f.name), f.node),
+                    ),
+                )
+            return _Text("}", _replace(s, stack=s.stack[:-1]))
+        return _ListDecision(top, s)
+
+    def layout_text(self, s: WriterState) -> tuple[str, WriterState]:
+        """The structure text forced from ``s`` without consulting the oracle."""
+        parts: list[str] = []
+        while True:
+            ev = self._event(s)
+            if not isinstance(ev, _Text):
+                return "".join(parts), s
+            parts.append(ev.text)
+            s = ev.state
+
+    # ------------------------------------------------------------------ forced text
+
+    def forced(self, s: WriterState) -> tuple[str, WriterState]:
+        """The longest forced text from ``s`` and the state at the next choice point."""
+        hit = self._forced_cache.get(s)
+        if hit is not None:
+            return hit
+        start = s
+        parts: list[str] = []
+        while True:
+            ev = self._event(s)
+            if isinstance(ev, _Text):
+                parts.append(ev.text)
+                s = ev.state
+                continue
+            if isinstance(ev, _Done):
+                break
+            options = self._raw_options(ev)
+            if isinstance(options, list) and len(options) == 1:
+                parts.append(options[0].text)
+                s = options[0].state
+                continue
+            if isinstance(options, list) and not options:
+                raise RuntimeError(f"writer reached a dead end at {s!r}; the oracle is not exact")
+            break
+        result = ("".join(parts), s)
+        self._forced_cache[start] = result
+        return result
+
+    def choices(self, s: WriterState) -> list[Option] | FreeString:
+        """The alternatives at the choice point ``s`` (as returned by `forced`).
+
+        Each option's text is non-empty and carries the layout text after the choice, so the
+        option texts are prefix-free.
+        """
+        hit = self._choice_cache.get(s)
+        if hit is not None:
+            return hit
+        ev = self._event(s)
+        if isinstance(ev, _Text | _Done):
+            raise ValueError("choices() needs a state at a choice point")
+        raw = self._raw_options(ev)
+        result: list[Option] | FreeString
+        if isinstance(raw, FreeString):
+            result = raw
+        else:
+            result = []
+            for o in raw:
+                result.extend(self._non_empty(o))
+        self._choice_cache[s] = result
+        return result
+
+    def _non_empty(self, o: Option) -> Iterator[Option]:
+        suffix, after = self.layout_text(o.state)
+        text = o.text + suffix
+        if text:
+            yield Option(text, after)
+            return
+        forced, at = self.forced(after)
+        if forced:
+            yield Option(forced, at)
+            return
+        sub = self.choices(at)
+        if isinstance(sub, FreeString):
+            raise RuntimeError("an empty option cannot be followed by a free string")
+        yield from sub
+
+    # ------------------------------------------------------------------ leaves
+
+    def _raw_options(self, ev: _Leaf | _ListDecision) -> list[Option] | FreeString:
+        if isinstance(ev, _ListDecision):
+            return self._list_options(ev)
+        return self._leaf_options(ev)
+
+    def _after_leaf(self, s: WriterState, fact: Fact | None) -> WriterState:
+        assignment = s.assignment if fact is None else (*s.assignment, fact)
+        return WriterState(assignment, s.stack, None, None)
+
+    def _leaf_options(self, ev: _Leaf) -> list[Option] | FreeString:
+        s, node, path = ev.state, ev.node, ev.path
+        if node.nullable:
+            nv = self.spec.null_variable(path)
+            decided = bool(s.assignment) and s.assignment[-1][0] == nv
+            if nv is not None and not decided:
+                # a relation reads `x is None`: decide null-ness with the oracle first
+                nulls = self.oracle.feasible_values(s.assignment, nv)
+                options: list[Option] = []
+                if nulls is None:
+                    raise RuntimeError(f"null-ness of {path!r} has no finite domain")
+                if True in nulls:
+                    options.append(Option("null", self._after_leaf(s, (nv, True))))
+                if False in nulls:
+                    present = _replace(s, assignment=(*s.assignment, (nv, False)))
+                    inner = self._leaf_options(_Leaf(path, node, present))
+                    if isinstance(inner, FreeString):
+                        raise RuntimeError("a free string cannot take part in a relation")
+                    options.extend(inner)
+                return options
+        var = self.spec.variable_for(path)
+        if node.kind == "str" and var is None:
+            if s.partial is None:  # open the string (or write null when the schema allows)
+                opened = [Option('"', _replace(s, partial=""))]
+                if node.nullable and self.spec.null_variable(path) is None:
+                    opened.insert(0, Option("null", self._after_leaf(s, None)))
+                return opened
+            after = self._after_leaf(s, None)
+            suffix, _ = self.layout_text(after)
+            return FreeString(s, s.partial, node.min_length, node.max_length, suffix)
+        if node.kind == "int" and s.partial is not None:
+            return self._digit_options(s, node, var)
+        values: list[Value] | None
+        if var is not None:
+            values = self.oracle.feasible_values(s.assignment, var, limit=FINITE_LIMIT)
+        else:
+            values = self._schema_values(node)
+        if values is None:
+            # a wide int: write it digit by digit
+            options = self._digit_options(_replace(s, partial=""), node, var)
+        else:
+            options = []
+            for v in values:
+                fact = None if var is None else (var, v)
+                options.append(Option(value_text(v), self._after_leaf(s, fact)))
+        if node.nullable and self.spec.null_variable(path) is None:
+            options.append(Option("null", self._after_leaf(s, None)))
+        return options
+
+    def _schema_values(self, node: LeafLayout) -> list[Value] | None:
+        if node.kind == "bool":
+            return [False, True]
+        if node.kind == "enum":
+            return list(node.choices)
+        lo = -INT_LIMIT if node.ge is None else node.ge
+        hi = INT_LIMIT if node.le is None else node.le
+        if hi - lo + 1 <= FINITE_LIMIT:
+            return list(range(lo, hi + 1))
+        return None
+
+    def _digit_options(self, s: WriterState, node: LeafLayout, var: str | None) -> list[Option]:
+        prefix = s.partial or ""
+        if var is not None:
+            chars = self.oracle.next_digits(s.assignment, var, prefix)
+        else:
+            chars = next_digits_in_range(prefix, node.ge, node.le)
+        options = []
+        for c in sorted(chars):
+            if c == "":
+                fact = None if var is None else (var, int(prefix))
+                options.append(Option("", self._after_leaf(s, fact)))
+            else:
+                options.append(Option(c, _replace(s, partial=prefix + c)))
+        return options
+
+    # ------------------------------------------------------------------ lists
+
+    def _list_options(self, ev: _ListDecision) -> list[Option]:
+        frame, s = ev.frame, ev.state
+        i, node, path = frame.index, frame.node, frame.path
+        var = self.spec.length_variable(path)
+        can_close = i >= node.min_length
+        can_continue = i < min(node.max_length, self.spec.max_length(path))
+        if var is not None:
+            lengths = self.oracle.feasible_values(s.assignment, var, limit=node.max_length + 1)
+            if lengths is None:
+                raise RuntimeError(f"length of {path!r} has more values than its bound")
+            can_close = can_close and i in lengths
+            can_continue = can_continue and any(int(n) > i for n in lengths)
+        options = []
+        popped = _replace(s, stack=s.stack[:-1])
+        if can_close:
+            fact = None if var is None else (var, i)
+            closed = popped if fact is None else _replace(popped, assignment=(*s.assignment, fact))
+            options.append(Option("]", closed))
+        if can_continue:
+            frame2 = _ListFrame(path, i + 1, node)
+            assignment = s.assignment
+            if var is not None:
+                from factorspec_sdk.graph import AtLeast
+
+                assignment = (*assignment, (var, AtLeast(i + 1)))
+            cont = WriterState(
+                assignment,
+                (*s.stack[:-1], frame2),
+                _Pending((*path, i), node.item),
+                None,
+            )
+            options.append(Option(", " if i else "", cont))
+        return options
+
+    # ------------------------------------------------------------------ free strings
+
+    def extend_free(self, free: FreeString, text: str) -> FreeString:
+        """The free string after appending ``text`` (which holds no quote or backslash)."""
+        s = _replace(free.state, partial=free.written + text)
+        return FreeString(
+            s, free.written + text, free.min_length, free.max_length, free.close_suffix
+        )
+
+    def close_free(self, free: FreeString) -> WriterState:
+        """The state right after the closing quote of a free string."""
+        return self._after_leaf(free.state, None)

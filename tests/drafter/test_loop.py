@@ -1,0 +1,155 @@
+"""Exactness of the decoding loop on a tiny random model with a hand-made vocabulary."""
+
+from collections import Counter
+
+import numpy as np
+import pytest
+from pydantic import BaseModel, Field
+
+from factorspec_sdk.drafter.loop import DecodeJob, Decoder, DecoderConfig
+from factorspec_sdk.drafter.verify import SamplingParams, masked_probs
+from factorspec_sdk.engines.scripted import ScriptedEngine
+from factorspec_sdk.errors import IncompleteGenerationError
+from factorspec_sdk.graph import compile_spec
+from factorspec_sdk.tokens.plan import Finished, Planner
+from factorspec_sdk.writer.automaton import Writer
+from tests.helpers import TRIP_CONTEXT, Pick, Trip, tiny_tokenizer
+
+TOK = tiny_tokenizer()
+PROMPT = TOK.encode("plan a trip to Paris and Rome then Parma")
+
+
+class Note(BaseModel):
+    title: str = Field(max_length=8)
+    n: int = Field(ge=0, le=500)
+
+
+def decode(
+    engine: ScriptedEngine,
+    model: type[BaseModel],
+    context: object,
+    config: DecoderConfig,
+    params: SamplingParams,
+    n: int = 1,
+) -> list[tuple[str, list[int]]]:
+    spec = compile_spec(model, context)
+    jobs = [DecodeJob(Planner(Writer(spec), TOK), PROMPT, params) for _ in range(n)]
+    outs = Decoder(engine, config).run(jobs)
+    for o in outs:
+        if o.error is not None:
+            raise o.error
+        model.model_validate_json(o.text, context=context)
+    return [(o.text, o.tokens) for o in outs]
+
+
+CASES = [(Pick, None), (Trip, TRIP_CONTEXT), (Note, None)]
+
+
+@pytest.mark.parametrize(("model", "context"), CASES)
+@pytest.mark.parametrize("seed", range(6))
+def test_greedy_speculative_equals_plain(
+    model: type[BaseModel], context: object, seed: int
+) -> None:
+    engine = ScriptedEngine.random(TOK, seed=seed, temperature_scale=3.0)
+    params = SamplingParams(max_tokens=300)
+    plain = decode(engine, model, context, DecoderConfig(speculative=False), params)
+    calls_plain = engine.forward_calls
+    for guesses in (0, 2):
+        spec = decode(
+            engine, model, context, DecoderConfig(speculative=True, max_guesses=guesses), params
+        )
+        assert spec == plain
+    assert engine.forward_calls - calls_plain < 2 * calls_plain
+
+
+def test_speculation_saves_forwards() -> None:
+    engine = ScriptedEngine.random(TOK, seed=3)
+    params = SamplingParams(max_tokens=300)
+    decode(engine, Trip, TRIP_CONTEXT, DecoderConfig(speculative=False), params)
+    plain_calls = engine.forward_calls
+    engine.forward_calls = 0
+    decode(engine, Trip, TRIP_CONTEXT, DecoderConfig(max_guesses=0), params)
+    assert engine.forward_calls * 3 < plain_calls
+
+
+def test_batch_decodes_all_requests_in_shared_forwards() -> None:
+    engine = ScriptedEngine.random(TOK, seed=5)
+    params = SamplingParams(max_tokens=300)
+    single = decode(engine, Trip, TRIP_CONTEXT, DecoderConfig(), params)
+    engine.batch_log.clear()
+    batch = decode(engine, Trip, TRIP_CONTEXT, DecoderConfig(), params, n=3)
+    assert batch == single * 3
+    assert max(len(rows) for rows in engine.batch_log) == 3
+
+
+def test_max_tokens_raises_with_partial_text() -> None:
+    engine = ScriptedEngine.random(TOK, seed=0)
+    with pytest.raises(IncompleteGenerationError) as info:
+        decode(engine, Trip, TRIP_CONTEXT, DecoderConfig(), SamplingParams(max_tokens=5))
+    assert info.value.tokens == 5
+    assert info.value.partial_text == '{"legs'
+
+
+def exact_distribution(engine: ScriptedEngine, params: SamplingParams) -> dict[str, float]:
+    """Probability of every record under non-speculative masked sampling, by enumeration."""
+    planner = Planner(Writer(compile_spec(Pick)), TOK)
+    out: dict[str, float] = {}
+
+    def dfs(cursor: object, prefix: list[int], text: str, prob: float) -> None:
+        if isinstance(cursor, Finished):
+            out[text] = out.get(text, 0.0) + prob
+            return
+        allowed = planner.allowed(cursor)  # type: ignore[arg-type]
+        if len(allowed) == 1:
+            p = np.ones(1)
+        else:
+            seq = engine.new_sequence(prefix[:-1])
+            row = engine.extend([(seq, [prefix[-1]])])[0][-1]
+            engine.release(seq)
+            p = masked_probs(row, allowed, params)
+        for t, pt in zip(allowed.tolist(), p.tolist(), strict=True):
+            if pt > 0:
+                nxt = planner.advance(cursor, t)  # type: ignore[arg-type]
+                dfs(nxt, [*prefix, t], text + TOK.decode([t]).decode(), prob * pt)
+
+    dfs(planner.start(), list(PROMPT), "", 1.0)
+    return out
+
+
+@pytest.mark.parametrize(("speculative", "guesses"), [(False, 0), (True, 0), (True, 2)])
+def test_sampled_distribution_matches_exact(speculative: bool, guesses: int) -> None:
+    """Speculative sampling draws records with the exact masked-sampling distribution."""
+    engine = ScriptedEngine.random(TOK, seed=11, temperature_scale=1.5)
+    params = SamplingParams(temperature=1.0, seed=7, max_tokens=100)
+    exact = exact_distribution(engine, params)
+    assert len(exact) == 12 and abs(sum(exact.values()) - 1) < 1e-9
+    n = 1500
+    spec = compile_spec(Pick)
+    config = DecoderConfig(speculative=speculative, max_guesses=guesses)
+    counts: Counter[str] = Counter()
+    base = 1000 * guesses + 10_000 * speculative
+    planner = Planner(Writer(spec), TOK)  # cursors are immutable: requests may share it
+    for start in range(0, n, 50):  # batches of 50 requests share each forward
+        jobs = [
+            DecodeJob(
+                planner,
+                PROMPT,
+                SamplingParams(temperature=1.0, seed=base + i, max_tokens=100),
+            )
+            for i in range(start, start + 50)
+        ]
+        counts.update(o.text for o in Decoder(engine, config).run(jobs))
+    assert set(counts) <= set(exact)
+    keys = sorted(exact)
+    observed = np.array([counts.get(k, 0) for k in keys], dtype=np.float64)
+    expected = np.array([exact[k] * n for k in keys])
+    # pool cells with tiny expectations, then chi-square with df = cells - 1
+    big = expected >= 5
+    obs = np.append(observed[big], observed[~big].sum())
+    exp = np.append(expected[big], expected[~big].sum())
+    keep = exp > 0
+    chi2 = float((((obs[keep] - exp[keep]) ** 2) / exp[keep]).sum())
+    df = int(keep.sum()) - 1
+    # 0.999 quantiles of chi-square for df = 1..11
+    limit = [10.83, 13.82, 16.27, 18.47, 20.52, 22.46, 24.32, 26.12, 27.88, 29.59, 31.26][df - 1]
+    assert chi2 < limit, (chi2, df)

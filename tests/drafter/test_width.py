@@ -1,0 +1,36 @@
+import pytest
+
+from factorspec_sdk.drafter.width import WidthPolicy
+
+
+def flat(k: int) -> float:
+    return 1.0 + 0.03 * (k - 1)
+
+
+def test_all_certain_tokens_are_drafted() -> None:
+    policy = WidthPolicy(max_width=64)
+    assert policy.choose([True] * 30, flat) == 30
+    assert policy.choose([True] * 100, flat) == 64
+
+
+def test_guesses_follow_acceptance() -> None:
+    good = WidthPolicy(prior=0.5)
+    good.record(proposed=50, accepted=50)
+    bad = WidthPolicy(prior=0.5)
+    bad.record(proposed=50, accepted=0)
+    draft = [True] * 5 + [False] + [True] * 10
+    assert good.choose(draft, flat) == 16
+    assert bad.choose(draft, flat) == 5
+
+
+def test_expensive_verification_shortens_guesses() -> None:
+    policy = WidthPolicy(prior=0.3)
+    steep = lambda k: float(k)  # noqa: E731 - cost linear in k: guessing never pays
+    assert policy.choose([False] * 8, steep) == 0
+
+
+def test_rejects_bad_config() -> None:
+    with pytest.raises(ValueError):
+        WidthPolicy(max_width=0)
+    with pytest.raises(ValueError):
+        WidthPolicy(prior=2.0)

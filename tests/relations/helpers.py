@@ -1,0 +1,116 @@
+"""Test helpers: build model instances without validation, and check compiled truth."""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+import z3
+from pydantic import BaseModel
+
+from factorspec_sdk.relations.compiler import OTHER_CODE, RelationCompiler
+from factorspec_sdk.relations.decorator import RelationInfo, relations_of
+from factorspec_sdk.relations.layout import (
+    LayoutNode,
+    LeafLayout,
+    ListLayout,
+    ObjectLayout,
+    build_layout,
+)
+
+
+def construct(node: LayoutNode, data: Any) -> Any:
+    """An instance from plain data, skipping validation (so relations may be violated)."""
+    if data is None:
+        return None
+    if isinstance(node, ObjectLayout):
+        kwargs = {f.name: construct(f.node, data[f.name]) for f in node.fields}
+        return node.model.model_construct(**kwargs)
+    if isinstance(node, ListLayout):
+        return [construct(node.item, x) for x in data]
+    assert isinstance(node, LeafLayout)
+    if node.enum_type is not None:
+        return node.enum_type(data)
+    return data
+
+
+def value_at(instance: Any, path: tuple[str | int, ...]) -> tuple[bool, Any]:
+    """(exists, value) of the node at ``path`` in an instance."""
+    cur = instance
+    for part in path:
+        if cur is None:
+            return False, None
+        if isinstance(part, int):
+            if part >= len(cur):
+                return False, None
+            cur = cur[part]
+        else:
+            cur = getattr(cur, part)
+    return True, cur
+
+
+def compiled_truths(
+    model: type[BaseModel], context: object, data: dict[str, Any]
+) -> dict[str, tuple[bool, bool]]:
+    """Per relation: (python truth, compiled truth) on one record."""
+    from factorspec_sdk.relations.decorator import evaluate
+
+    key = (model, id(context))
+    if key not in _COMPILED:
+        layout = build_layout(model)
+        comp = RelationCompiler(layout, context)
+        rels = [(info, comp.compile(info).formula) for info in relations_of(model)]
+        _COMPILED[key] = (layout, comp, rels, context)
+    layout, comp, rels, _ = _COMPILED[key]
+    instance = construct(layout, data)
+    out: dict[str, tuple[bool, bool]] = {}
+    for info, formula in rels:
+        py = evaluate(info, instance, context)
+        out[info.name] = (py, _decide(comp, formula, instance, info))
+    return out
+
+
+_COMPILED: dict[tuple[type[BaseModel], int], Any] = {}
+
+
+def _decide(comp: RelationCompiler, formula: z3.BoolRef, instance: Any, info: RelationInfo) -> bool:
+    pairs: list[tuple[z3.ExprRef, z3.ExprRef]] = []
+    for rec in comp.vars.values():
+        if rec.name.startswith("null("):
+            ok, v = value_at(instance, rec.path)
+            if ok:
+                pairs.append((rec.term, z3.BoolVal(v is None)))
+            continue
+        ok, v = value_at(instance, rec.path)
+        if not ok or v is None:
+            continue
+        if rec.kind == "len":
+            pairs.append((rec.term, z3.IntVal(len(v))))
+        elif isinstance(v, enum.Enum):
+            v = v.value
+            code = comp.strings.codes.get(v, OTHER_CODE) if isinstance(v, str) else v
+            pairs.append((rec.term, z3.IntVal(code)))
+        elif rec.kind == "str":
+            pairs.append((rec.term, z3.IntVal(comp.strings.codes.get(v, OTHER_CODE))))
+        elif rec.kind == "bool":
+            pairs.append((rec.term, z3.BoolVal(bool(v))))
+        else:
+            pairs.append((rec.term, z3.IntVal(v)))
+    reduced = z3.simplify(z3.substitute(formula, *pairs)) if pairs else z3.simplify(formula)
+    if z3.is_true(reduced):
+        return True
+    if z3.is_false(reduced):
+        return False
+    s = z3.SimpleSolver()
+    s.add(*(a == b for a, b in pairs))
+    s.push()
+    s.add(z3.Not(formula))
+    can_be_false = s.check() == z3.sat
+    s.pop()
+    s.add(formula)
+    can_be_true = s.check() == z3.sat
+    assert can_be_true != can_be_false, (
+        f"{info.name}: the compiled formula is not decided by the record "
+        f"(true possible: {can_be_true}, false possible: {can_be_false})"
+    )
+    return can_be_true
