@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field
 from factorspec_sdk import distinct, relation
 from factorspec_sdk.tokens.vocab import TokenizerInfo
 
-CHARS = sorted(set('{}[]":, -abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_'))
+CHARS = sorted({chr(c) for c in range(32, 127)} | {"\n"})
 MULTI = [
     '{"',
     '": ',

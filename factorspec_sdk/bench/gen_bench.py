@@ -7,6 +7,9 @@ same random trip problems three ways on one engine, greedily:
 * ``certain`` — certain drafts only;
 * ``guesses`` — certain drafts plus guesses with the per-request width.
 
+Problems may have several valid plans (``--unique`` restricts to problems whose plan is
+unique, where the oracle determines every token and the model only confirms them).
+
 All three must produce the same record token for token (greedy exactness); the table reports
 tokens per verify step, wall time, the speedup over ``plain`` measured in the same run, and the
 share of wall time the decoding thread waited for oracle and mask work.
@@ -56,7 +59,9 @@ class ModeResult:
         return self.critical_plan_seconds / self.wall_seconds if self.wall_seconds else 0.0
 
 
-def run(n: int, cities: int, seed: int, model: str | None = None) -> dict[str, ModeResult]:
+def run(
+    n: int, cities: int, seed: int, model: str | None = None, unique: bool = False
+) -> dict[str, ModeResult]:
     """Decode ``n`` problems in every mode; returns the aggregates per mode."""
     from rich.progress import Progress
 
@@ -67,7 +72,7 @@ def run(n: int, cities: int, seed: int, model: str | None = None) -> dict[str, M
 
     engine = create_engine("embedded", **({"model": model} if model else {}))
     engine.verify_cost(1)  # measure the cost curve before timing anything
-    problems = [generate_problem(cities, seed + i) for i in range(n)]
+    problems = [generate_problem(cities, seed + i, unique=unique) for i in range(n)]
     results = {m: ModeResult(m, 0, 0, 0, 0, 0.0, 0.0, 0.0, 0.0, 0, 0) for m in MODES}
     mismatches = 0
     with Progress(transient=True) as progress:
@@ -126,12 +131,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed of the first problem")
     parser.add_argument("--model", default=None, help="local HF model folder (default SmolLM2)")
     parser.add_argument("--json", default=None, help="also write the aggregates to this file")
+    parser.add_argument(
+        "--unique",
+        action="store_true",
+        help="only problems with a unique valid plan (then the oracle fixes every token)",
+    )
     args = parser.parse_args(argv)
     started = time.perf_counter()
-    results = run(args.n, args.cities, args.seed, args.model)
+    results = run(args.n, args.cities, args.seed, args.model, args.unique)
     print(_table(results))
     print(
-        f"\n{args.n} problems x {len(MODES)} modes, {args.cities} cities, greedy, "
+        f"\n{args.n} problems x {len(MODES)} modes, {args.cities} cities "
+        f"({'unique' if args.unique else 'several valid plans allowed'}), greedy, "
         f"{time.perf_counter() - started:.0f}s in all (columns are sums over the problems)."
     )
     if args.json:

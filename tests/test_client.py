@@ -1,0 +1,122 @@
+"""Client behaviour on the scripted engine (fast, no model)."""
+
+import asyncio
+
+import pytest
+from pydantic import BaseModel, Field
+
+from factorspec_sdk import (
+    AsyncClient,
+    Client,
+    GenerationResult,
+    IncompleteGenerationError,
+    UnsatisfiableSpecError,
+    relation,
+)
+from factorspec_sdk.engines.scripted import ScriptedEngine
+from tests.helpers import TRIP_CONTEXT, Pick, Trip, tiny_tokenizer
+
+TOK = tiny_tokenizer()
+
+
+def engine() -> ScriptedEngine:
+    return ScriptedEngine.random(TOK, seed=2, temperature_scale=2.0)
+
+
+def test_generate_returns_typed_valid_record() -> None:
+    client = Client(engine())
+    trip = client.generate(Trip, "a trip to Paris", context=TRIP_CONTEXT)
+    assert isinstance(trip, Trip)
+    Trip.model_validate(trip.model_dump(), context=TRIP_CONTEXT)
+    assert sorted(leg.city for leg in trip.legs) == sorted(TRIP_CONTEXT)
+
+
+def test_result_carries_stats_and_text() -> None:
+    client = Client(engine())
+    result = client.generate(Pick, "pick one", return_result=True)
+    assert isinstance(result, GenerationResult)
+    assert Pick.model_validate_json(result.text) == result.value
+    s = result.stats
+    assert s.tokens == len(result.tokens) > 0
+    assert 0 < s.verify_steps <= s.tokens
+    assert s.wall_seconds >= s.forward_seconds > 0
+    assert "tokens/step" in s.summary()
+
+
+def test_speculation_off_matches_on() -> None:
+    eng = engine()
+    on = Client(eng).generate(Trip, "trip", context=TRIP_CONTEXT, return_result=True)
+    off = Client(eng, speculative=False).generate(
+        Trip, "trip", context=TRIP_CONTEXT, return_result=True
+    )
+    assert on.tokens == off.tokens
+    assert off.stats.verify_steps == off.stats.tokens
+    assert on.stats.verify_steps < off.stats.verify_steps
+
+
+def test_batch_and_seeds() -> None:
+    client = Client(engine())
+    plans = client.generate_batch(
+        Trip, ["a", "b", "c"], contexts=[TRIP_CONTEXT] * 3, temperature=1.0, seed=5
+    )
+    assert len(plans) == 3
+    again = client.generate_batch(
+        Trip, ["a", "b", "c"], contexts=[TRIP_CONTEXT] * 3, temperature=1.0, seed=5
+    )
+    assert plans == again
+    with pytest.raises(ValueError, match="contexts"):
+        client.generate_batch(Trip, ["a"], contexts=[TRIP_CONTEXT] * 2)
+
+
+def test_chat_messages_and_system_prompt() -> None:
+    client = Client(engine())
+    a = client.generate(Pick, [{"role": "user", "content": "pick"}])
+    b = client.generate(Pick, "pick", system="be brief")
+    assert isinstance(a, Pick) and isinstance(b, Pick)
+    with pytest.raises(TypeError):
+        client.generate(Pick, [{"role": "user", "content": "x"}], system="no")
+    with pytest.raises(TypeError):
+        client.generate(Pick, [{"role": "user", "text": "x"}])
+
+
+def test_async_client_uses_the_same_loop() -> None:
+    client = Client(engine())
+    sync = client.generate(Pick, "pick")
+    got = asyncio.run(AsyncClient(client=client).generate(Pick, "pick"))
+    assert got == sync
+
+
+class Clash(BaseModel):
+    x: int = Field(ge=0, le=5)
+
+    @relation
+    def big(self) -> bool:
+        return self.x > 3
+
+    @relation
+    def small(self) -> bool:
+        return self.x < 2
+
+    @relation
+    def innocent(self) -> bool:
+        return self.x >= 0
+
+
+def test_unsatisfiable_spec_fails_before_any_token() -> None:
+    eng = engine()
+    with pytest.raises(UnsatisfiableSpecError) as info:
+        Client(eng).generate(Clash, "x")
+    assert "big" in info.value.core and "small" in info.value.core
+    assert "innocent" not in info.value.core
+    assert eng.forward_calls == 0
+
+
+def test_max_tokens_error_carries_partial_text() -> None:
+    with pytest.raises(IncompleteGenerationError) as info:
+        Client(engine()).generate(Trip, "trip", context=TRIP_CONTEXT, max_tokens=8)
+    assert info.value.partial_text.startswith('{"legs')
+
+
+def test_bad_sampling_params() -> None:
+    with pytest.raises(ValueError):
+        Client(engine()).generate(Pick, "x", temperature=-0.5)

@@ -1,0 +1,79 @@
+"""End to end on the real SmolLM2 model: every record valid, speculation exact."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pytest
+
+from examples import invoice, meeting
+from examples.itinerary import Itinerary
+from factorspec_sdk import Client
+from factorspec_sdk.bench.trip import evaluate, generate_problem, prompt_for
+
+if TYPE_CHECKING:
+    from factorspec_sdk.engines.embedded import EmbeddedEngine
+
+pytestmark = pytest.mark.model
+
+# 3-8 cities; problems with several valid orders keep genuine choices for the model
+PROBLEMS = [generate_problem(3 + i % 6, seed=100 + i, unique=i % 2 == 0) for i in range(30)]
+
+
+def test_trip_records_are_valid(embedded_engine: EmbeddedEngine) -> None:
+    client = Client(embedded_engine)
+    for start in range(0, len(PROBLEMS), 10):  # batches of 10 share each forward
+        chunk = PROBLEMS[start : start + 10]
+        results = client.generate_batch(
+            Itinerary, [prompt_for(p) for p in chunk], contexts=chunk, return_result=True
+        )
+        for problem, result in zip(chunk, results, strict=True):
+            Itinerary.model_validate_json(result.text, context=problem)
+            assert evaluate(problem, result.text, model=Itinerary).valid
+            assert result.stats.tokens_per_step > 4
+
+
+def test_invoice_and_meeting_are_valid(embedded_engine: EmbeddedEngine) -> None:
+    client = Client(embedded_engine)
+    bill = client.generate(
+        invoice.Invoice, invoice.SAMPLE_PROMPT, context=invoice.SAMPLE_CONTEXT, max_tokens=600
+    )
+    invoice.Invoice.model_validate(bill.model_dump(), context=invoice.SAMPLE_CONTEXT)
+    slot = client.generate(meeting.Meeting, meeting.SAMPLE_PROMPT, context=meeting.SAMPLE_CONTEXT)
+    meeting.Meeting.model_validate(slot.model_dump(), context=meeting.SAMPLE_CONTEXT)
+
+
+def test_sampled_records_are_valid(embedded_engine: EmbeddedEngine) -> None:
+    client = Client(embedded_engine)
+    problems = PROBLEMS[:6]
+    plans = client.generate_batch(
+        Itinerary,
+        [prompt_for(p) for p in problems],
+        contexts=problems,
+        temperature=0.8,
+        top_p=0.95,
+        seed=3,
+    )
+    for problem, plan in zip(problems, plans, strict=True):
+        Itinerary.model_validate(plan.model_dump(), context=problem)
+
+
+def test_greedy_speculative_equals_one_token_per_forward(
+    embedded_engine_fp32: EmbeddedEngine,
+) -> None:
+    """Token for token, on 10 prompts with genuine choices (fp32: chunking-exact logits)."""
+    problems = [generate_problem(3, seed=500 + i, unique=False) for i in range(10)]
+    prompts = [prompt_for(p) for p in problems]
+    plain = Client(embedded_engine_fp32, speculative=False).generate_batch(
+        Itinerary, prompts, contexts=problems, return_result=True
+    )
+    fast = Client(embedded_engine_fp32, max_guesses=2).generate_batch(
+        Itinerary, prompts, contexts=problems, return_result=True
+    )
+    choices = 0
+    for a, b in zip(plain, fast, strict=True):
+        assert a.tokens == b.tokens
+        assert a.stats.verify_steps == a.stats.tokens
+        assert b.stats.verify_steps < a.stats.verify_steps / 4
+        choices += b.stats.verify_steps
+    assert choices > 10  # the model did make choices, not just follow forced text
