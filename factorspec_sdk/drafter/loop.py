@@ -143,63 +143,115 @@ class _Draft:
 
 
 class Decoder:
-    """Runs jobs on an engine with certain drafts, guesses and masked verification."""
+    """Runs jobs on an engine with certain drafts, guesses and masked verification.
+
+    Use `run` for a fixed set of jobs, or drive it as a continuous batcher (a server loop):
+    `submit` jobs at any time, call `step` repeatedly (each call is one batched forward for all
+    running jobs and returns the jobs that ended), `cancel` a job whose client went away, and
+    `close` at the end. Not thread-safe: one thread drives a decoder.
+    """
 
     def __init__(self, engine: Engine, config: DecoderConfig | None = None) -> None:
         self.engine = engine
         self.config = config or DecoderConfig()
+        self._active: list[_Active] = []
+        self._finished: list[tuple[int, DecodeOutcome]] = []
+        self._next_ticket = 0
+        self._pool: ThreadPoolExecutor | None = None
+
+    # ------------------------------------------------------------------ continuous batching
+
+    def submit(self, job: DecodeJob) -> int:
+        """Add a job; it joins the next `step`. Returns its ticket."""
+        ticket = self._next_ticket
+        self._next_ticket += 1
+        started = time.perf_counter()
+        try:
+            if not job.prompt_ids:
+                raise GenerationError("the prompt has no tokens")
+            cursor = job.planner.start()
+        except Exception as exc:
+            self._finished.append((ticket, DecodeOutcome("", [], GenerationStats(), exc)))
+            return ticket
+        seq = self.engine.new_sequence(job.prompt_ids[:-1])
+        policy = WidthPolicy(
+            max_width=self.config.max_width,
+            max_guesses=self.config.max_guesses if self.config.speculative else 0,
+        )
+        a = _Active(
+            index=ticket,
+            job=job,
+            seq=seq,
+            pending=job.prompt_ids[-1],
+            cursor=cursor,
+            guesser=PromptLookupGuesser(job.prompt_ids),
+            policy=policy,
+            rng=np.random.default_rng(job.params.seed),
+            started=started,
+        )
+        a.stats.prompt_tokens = len(job.prompt_ids)
+        if isinstance(cursor, Finished):
+            self._finished.append((ticket, self._finish(a)))
+        else:
+            self._active.append(a)
+        return ticket
+
+    @property
+    def busy(self) -> bool:
+        """Whether any job is running or has an outcome not yet returned by `step`."""
+        return bool(self._active or self._finished)
+
+    def tokens_so_far(self, ticket: int) -> list[int]:
+        """Record tokens decided so far for a running job (for streaming)."""
+        for a in self._active:
+            if a.index == ticket:
+                return [*self._record_tokens(a), a.pending] if a.record else []
+        return []
+
+    def cancel(self, ticket: int) -> bool:
+        """Stop a running job and free its sequence; False if it is not running."""
+        for a in self._active:
+            if a.index == ticket:
+                self._active.remove(a)
+                self.engine.release(a.seq)
+                return True
+        return False
+
+    def step(self) -> list[tuple[int, DecodeOutcome]]:
+        """One verify step for every running job; returns the jobs that ended."""
+        finished, self._finished = self._finished, []
+        if self._active:
+            if self._pool is None and self.config.overlap:
+                self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="factorspec")
+            self._active = self._step(self._active, finished, self._pool)
+        return finished
+
+    def close(self) -> None:
+        """Release every running job and stop the planning worker."""
+        for a in self._active:
+            self.engine.release(a.seq)
+        self._active = []
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
 
     def run(self, jobs: Sequence[DecodeJob]) -> list[DecodeOutcome]:
         """Decode all jobs together; every outcome is returned, errors included."""
-        outcomes: list[DecodeOutcome | None] = [None] * len(jobs)
-        active: list[_Active] = []
-        for i, job in enumerate(jobs):
-            started = time.perf_counter()
-            try:
-                if not job.prompt_ids:
-                    raise GenerationError("the prompt has no tokens")
-                cursor = job.planner.start()
-            except Exception as exc:
-                outcomes[i] = DecodeOutcome("", [], GenerationStats(), exc)
-                continue
-            seq = self.engine.new_sequence(job.prompt_ids[:-1])
-            policy = WidthPolicy(
-                max_width=self.config.max_width,
-                max_guesses=self.config.max_guesses if self.config.speculative else 0,
-            )
-            a = _Active(
-                index=i,
-                job=job,
-                seq=seq,
-                pending=job.prompt_ids[-1],
-                cursor=cursor,
-                guesser=PromptLookupGuesser(job.prompt_ids),
-                policy=policy,
-                rng=np.random.default_rng(job.params.seed),
-                started=started,
-            )
-            a.stats.prompt_tokens = len(job.prompt_ids)
-            if isinstance(cursor, Finished):
-                outcomes[i] = self._finish(a)
-            else:
-                active.append(a)
-        pool = ThreadPoolExecutor(max_workers=1) if self.config.overlap else None
+        tickets = [self.submit(job) for job in jobs]
+        results: dict[int, DecodeOutcome] = {}
         try:
-            while active:
-                active = self._step(active, outcomes, pool)
+            while self.busy:
+                results.update(self.step())
         finally:
-            if pool is not None:
-                pool.shutdown(wait=True)
-            for a in active:
-                self.engine.release(a.seq)
-        return [o if o is not None else DecodeOutcome("", [], GenerationStats()) for o in outcomes]
+            self.close()
+        return [results[t] for t in tickets]
 
     # ------------------------------------------------------------------ one step
 
     def _step(
         self,
         active: list[_Active],
-        outcomes: list[DecodeOutcome | None],
+        finished: list[tuple[int, DecodeOutcome]],
         pool: ThreadPoolExecutor | None,
     ) -> list[_Active]:
         drafts: list[_Draft] = []
@@ -209,7 +261,7 @@ class Decoder:
                 drafts.append(self._draft(a))
                 still.append(a)
             except Exception as exc:
-                outcomes[a.index] = self._fail(a, exc)
+                finished.append((a.index, self._fail(a, exc)))
         active = still
         if not active:
             return []
@@ -218,12 +270,14 @@ class Decoder:
             for a, d in zip(active, drafts, strict=True):
                 futures.append(pool.submit(a.job.planner.prefetch, d.cursors[-1], 1))
         t0 = time.perf_counter()
-        logits = self.engine.extend(
-            [(a.seq, [a.pending, *d.tokens]) for a, d in zip(active, drafts, strict=True)]
-        )
+        try:
+            logits = self.engine.extend(
+                [(a.seq, [a.pending, *d.tokens]) for a, d in zip(active, drafts, strict=True)]
+            )
+        finally:
+            for f in futures:
+                f.result()
         dt = time.perf_counter() - t0
-        for f in futures:
-            f.result()
         survivors: list[_Active] = []
         for a, d, rows in zip(active, drafts, logits, strict=True):
             a.stats.forward_seconds += dt
@@ -231,10 +285,10 @@ class Decoder:
             try:
                 done = self._verify(a, d, rows[-(len(d.tokens) + 1) :])
             except Exception as exc:
-                outcomes[a.index] = self._fail(a, exc)
+                finished.append((a.index, self._fail(a, exc)))
                 continue
             if done:
-                outcomes[a.index] = self._finish(a)
+                finished.append((a.index, self._finish(a)))
             else:
                 survivors.append(a)
         return survivors

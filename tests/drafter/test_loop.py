@@ -153,3 +153,23 @@ def test_sampled_distribution_matches_exact(speculative: bool, guesses: int) -> 
     # 0.999 quantiles of chi-square for df = 1..11
     limit = [10.83, 13.82, 16.27, 18.47, 20.52, 22.46, 24.32, 26.12, 27.88, 29.59, 31.26][df - 1]
     assert chi2 < limit, (chi2, df)
+
+
+def test_continuous_batching_submit_step_cancel() -> None:
+    engine = ScriptedEngine.random(TOK, seed=4)
+    params = SamplingParams(max_tokens=300)
+    spec = compile_spec(Trip, TRIP_CONTEXT)
+    alone = decode(engine, Trip, TRIP_CONTEXT, DecoderConfig(), params)[0]
+    dec = Decoder(engine, DecoderConfig())
+    first = dec.submit(DecodeJob(Planner(Writer(spec), TOK), PROMPT, params))
+    ended = dict(dec.step())
+    assert not ended and dec.tokens_so_far(first)
+    late = dec.submit(DecodeJob(Planner(Writer(spec), TOK), PROMPT, params))
+    doomed = dec.submit(DecodeJob(Planner(Writer(spec), TOK), PROMPT, params))
+    assert dec.cancel(doomed) and not dec.cancel(doomed)
+    while dec.busy:
+        ended.update(dec.step())
+    dec.close()
+    assert set(ended) == {first, late}
+    assert (ended[first].text, ended[first].tokens) == alone
+    assert (ended[late].text, ended[late].tokens) == alone
