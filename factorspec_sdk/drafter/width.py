@@ -61,6 +61,8 @@ class WidthPolicy:
         a = self.acceptance
         n = min(len(certain), self.max_width)
         first_guess = next((i for i, c in enumerate(certain[:n]) if not c), n)
+        if first_guess == n:  # nothing to weigh: certain tokens are always worth sending
+            return n
         best_k = first_guess
         expected = float(first_guess)
         best_score = (1.0 + expected) / cost(first_guess + 1)

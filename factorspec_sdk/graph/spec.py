@@ -237,6 +237,18 @@ class CompiledSpec:
         """Names of the relation factors that read ``var``."""
         return self._mentions.get(var, ())
 
+    def factor_formulas(self) -> dict[str, z3.BoolRef]:
+        """The Z3 formula of each factor, by name (for export, e.g. the relation IR).
+
+        A list without a schema bound also has a default upper bound on its length in its
+        component; that bound is implied by the layout and is not part of the factor's formula.
+        Factors over no variable (constant relations that hold) have no formula here.
+        """
+        out: dict[str, z3.BoolRef] = {}
+        for comp in self._components:
+            out.update(zip(comp.factor_names, comp.constraints))
+        return out
+
     def new_oracle(self) -> Oracle:
         """A fresh oracle (one per request; not thread-safe; it owns its Z3 context)."""
         from factorspec_sdk.graph.oracle import Oracle

@@ -34,3 +34,10 @@ def test_rejects_bad_config() -> None:
         WidthPolicy(max_width=0)
     with pytest.raises(ValueError):
         WidthPolicy(prior=2.0)
+
+
+def test_cost_is_not_measured_without_guesses() -> None:
+    def boom(k: int) -> float:
+        raise AssertionError("cost curve consulted")
+
+    assert WidthPolicy().choose([True] * 10, boom) == 10

@@ -1,0 +1,270 @@
+"""The `factorspec` command line: check, generate, exit codes and a light --help."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from cli.main import ExitCode, app
+
+ROOT = Path(__file__).resolve().parents[2]
+runner = CliRunner()
+
+UNSAT = """
+from pydantic import BaseModel, Field
+
+from factorspec_sdk import relation
+
+
+class Pair(BaseModel):
+    a: int = Field(ge=0, le=10)
+    b: int = Field(ge=0, le=10)
+
+    @relation
+    def a_below_b(self) -> bool:
+        return self.a < self.b
+
+    @relation
+    def b_below_a(self) -> bool:
+        return self.b < self.a
+"""
+
+WHILE_LOOP = """
+from pydantic import BaseModel
+
+from factorspec_sdk import relation
+
+
+class Loop(BaseModel):
+    xs: list[int]
+
+    @relation
+    def positive(self) -> bool:
+        i = 0
+        while i < len(self.xs):  # line 13
+            return False
+        return True
+"""
+
+PROPERTY = """
+from pydantic import BaseModel
+
+from factorspec_sdk import relation
+
+
+class Prop(BaseModel):
+    a: int
+
+    @property
+    def double(self) -> int:
+        return 2 * self.a
+
+    @relation
+    def small(self) -> bool:
+        return self.double < 10  # line 16
+"""
+
+
+def write(tmp_path: Path, name: str, source: str) -> Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(source).lstrip("\n"))
+    return path
+
+
+@pytest.fixture(autouse=True)
+def _in_repo_root(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+
+
+# ----------------------------------------------------------------------------- check
+
+
+@pytest.mark.parametrize(
+    ("target", "context"),
+    [
+        ("examples/itinerary.py:Itinerary", "examples/itinerary.py:SAMPLE_CONTEXT"),
+        ("examples.itinerary:Itinerary", "examples.itinerary:SAMPLE_CONTEXT"),
+        ("examples/invoice.py:Invoice", "examples/invoice.py:SAMPLE_CONTEXT"),
+        ("examples/meeting.py:Meeting", "examples/meeting.py:SAMPLE_CONTEXT"),
+    ],
+)
+def test_check_examples(target: str, context: str) -> None:
+    result = runner.invoke(app, ["check", target, "--context", context])
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "variables (" in out
+    assert "factors:" in out
+    assert "components (" in out
+    assert "ok: the spec is satisfiable" in out
+
+
+def test_check_context_json_is_validated_into_the_annotated_type(tmp_path: Path) -> None:
+    from examples.itinerary import SAMPLE_CONTEXT
+
+    ctx = tmp_path / "trip.json"
+    ctx.write_text(SAMPLE_CONTEXT.model_dump_json())
+    result = runner.invoke(app, ["check", "examples/itinerary.py:Itinerary", "-c", str(ctx)])
+    assert result.exit_code == 0, result.output
+    assert "stays: at most 5 items" in result.stdout
+
+
+def test_check_context_that_does_not_validate(tmp_path: Path) -> None:
+    ctx = tmp_path / "trip.json"
+    ctx.write_text('{"cities": 3}')
+    result = runner.invoke(app, ["check", "examples/itinerary.py:Itinerary", "-c", str(ctx)])
+    assert result.exit_code == ExitCode.SPEC_ERROR
+    assert "does not validate as TripProblem" in result.output
+
+
+def test_check_missing_context_is_a_spec_error() -> None:
+    result = runner.invoke(app, ["check", "examples/itinerary.py:Itinerary"])
+    assert result.exit_code == ExitCode.SPEC_ERROR
+    assert "--context" in result.output
+
+
+def test_check_unsupported_construct_at_class_definition(tmp_path: Path) -> None:
+    path = write(tmp_path, "loop_spec.py", WHILE_LOOP)
+    result = runner.invoke(app, ["check", f"{path}:Loop"])
+    assert result.exit_code == ExitCode.SPEC_ERROR
+    assert f"{path}:11" in result.output
+    assert "while loop" in result.output
+    assert "Loop.positive" in result.output
+
+
+def test_check_unsupported_construct_at_compile_time(tmp_path: Path) -> None:
+    path = write(tmp_path, "prop_spec.py", PROPERTY)
+    result = runner.invoke(app, ["check", f"{path}:Prop"])
+    assert result.exit_code == ExitCode.SPEC_ERROR
+    assert f"{path}:15" in result.output
+    assert "attribute that is not a field" in result.output
+
+
+def test_check_unsat_names_both_relations(tmp_path: Path) -> None:
+    path = write(tmp_path, "unsat_spec.py", UNSAT)
+    result = runner.invoke(app, ["check", f"{path}:Pair"])
+    assert result.exit_code == ExitCode.SPEC_ERROR
+    assert "a_below_b" in result.output
+    assert "b_below_a" in result.output
+    assert "unsatisfiable-spec" in result.output
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["check", "examples/itinerary.py"],  # no :Model
+        ["check", "examples/nope.py:Itinerary"],  # missing file
+        ["check", "examples.nope:Itinerary"],  # missing module
+        ["check", "examples/itinerary.py:Nope"],  # missing attribute
+        ["check", "examples/itinerary.py:SAMPLE_PROMPT"],  # not a model class
+        ["check", "examples/itinerary.py:Itinerary", "-c", "nope.json"],  # missing file
+        ["generate", "examples/itinerary.py:Itinerary"],  # no prompt
+        ["generate", "examples/itinerary.py:Itinerary", "-p", "x", "-f", "x.txt"],  # both
+        ["generate", "examples/itinerary.py:Itinerary", "-f", "nope.txt"],
+        ["check"],
+        ["nope"],
+    ],
+)
+def test_usage_errors_exit_2(args: list[str]) -> None:
+    result = runner.invoke(app, args)
+    assert result.exit_code == ExitCode.USAGE_ERROR, result.output
+
+
+def test_bad_json_context_exits_2(tmp_path: Path) -> None:
+    ctx = tmp_path / "bad.json"
+    ctx.write_text("{")
+    result = runner.invoke(app, ["check", "examples/itinerary.py:Itinerary", "-c", str(ctx)])
+    assert result.exit_code == ExitCode.USAGE_ERROR
+    assert "not valid JSON" in result.output
+
+
+def test_generate_checks_the_spec_before_loading_an_engine(tmp_path: Path) -> None:
+    path = write(tmp_path, "unsat_gen.py", UNSAT)
+    result = runner.invoke(app, ["generate", f"{path}:Pair", "-p", "two numbers"])
+    assert result.exit_code == ExitCode.SPEC_ERROR
+    assert "a_below_b" in result.output
+
+
+def test_generate_with_an_unknown_engine_is_an_engine_error() -> None:
+    result = runner.invoke(
+        app, ["generate", "examples/meeting.py:Meeting", "-p", "x", "--engine", "nope",
+              "-c", "examples/meeting.py:SAMPLE_CONTEXT"]
+    )
+    assert result.exit_code == ExitCode.ENGINE_ERROR
+    assert "unknown engine 'nope'" in result.output
+
+
+def test_version() -> None:
+    from factorspec_sdk import __version__
+
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0
+    assert result.stdout.strip() == f"factorspec {__version__}"
+
+
+# ----------------------------------------------------------------------------- --help
+
+HEAVY = ["torch", "transformers", "z3", "vllm", "sglang", "fastapi", "uvicorn", "openai"]
+
+
+@pytest.mark.parametrize("args", [["--help"], ["generate", "--help"], ["check", "--help"]])
+def test_help_is_fast_and_light(args: list[str]) -> None:
+    code = textwrap.dedent(
+        f"""
+        import sys
+        sys.argv = ["factorspec", *{args!r}]
+        from cli.main import main
+        try:
+            main()
+        except SystemExit as exc:
+            assert exc.code in (0, None), exc.code
+        heavy = [m for m in {HEAVY!r} if m in sys.modules]
+        print("HEAVY=" + ",".join(heavy))
+        """
+    )
+    started = time.perf_counter()
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    ).stdout
+    elapsed = time.perf_counter() - started
+    assert "Usage" in out
+    assert "HEAVY=\n" in out, out[-300:]
+    assert elapsed < 10, f"--help took {elapsed:.1f}s"
+
+
+# ----------------------------------------------------------------------------- the real model
+
+
+@pytest.mark.model
+def test_generate_end_to_end(tmp_path: Path) -> None:
+    from examples.itinerary import SAMPLE_CONTEXT, SAMPLE_PROMPT, Itinerary
+
+    prompt = tmp_path / "prompt.txt"
+    prompt.write_text(SAMPLE_PROMPT)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cli.main",
+            "generate",
+            "examples/itinerary.py:Itinerary",
+            "--prompt-file",
+            str(prompt),
+            "--context",
+            "examples/itinerary.py:SAMPLE_CONTEXT",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=900,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    record = json.loads(proc.stdout)
+    Itinerary.model_validate(record, context=SAMPLE_CONTEXT)
+    assert "tokens/step" in proc.stderr
