@@ -11,7 +11,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install run test lint typecheck pytest bench-oracle bench-gen clean
+.PHONY: install run test lint typecheck docs pytest bench-oracle bench-gen bench-trip fuzz load load-embedded clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -37,19 +37,34 @@ lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
+
 typecheck: install
 	$(VENV)/bin/mypy
 
 pytest: install
 	$(PY) -m pytest -q
 
-test: lint typecheck pytest
+test: lint typecheck docs pytest
 
 bench-oracle: install
 	$(PY) -m factorspec_sdk.bench.oracle_bench
 
 bench-gen: install
 	$(PY) -m factorspec_sdk.bench.gen_bench
+
+bench-trip: install
+	$(VENV)/bin/factorspec bench trip --n 100 --cities 3-10 --methods all --engine embedded
+
+fuzz: install
+	FACTORSPEC_FUZZ_EXAMPLES=10000 $(PY) -m pytest -q tests/server/test_fuzz.py
+
+load: install
+	$(PY) -m factorspec_sdk.server.load --engine scripted --clients 64 --seconds 60
+
+load-embedded: install
+	$(PY) -m factorspec_sdk.server.load --engine embedded --clients 16 --seconds 90
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -70,7 +70,6 @@ def _import_dotted(name: str, param: str) -> types.ModuleType:
         raise UsageProblem(f"importing {name!r} failed: {exc!r}", param) from exc
 
 
-
 def _dotted_name_under_cwd(path: Path) -> str | None:
     try:
         rel = path.relative_to(Path.cwd().resolve())
@@ -155,7 +154,8 @@ def load_model(target: str, param: str = "MODULE:MODEL") -> type[BaseModel]:
     """
     obj = load_attribute(target, param)
     if not (isinstance(obj, type) and issubclass(obj, BaseModel)):
-        raise UsageProblem(f"{target!r} is not a Pydantic model class (got {obj!r})", param)
+        got = type(obj).__name__ if not isinstance(obj, type) else f"class {obj.__name__}"
+        raise UsageProblem(f"{target!r} is not a Pydantic model class (it is a {got})", param)
     return obj
 
 
@@ -219,7 +219,7 @@ def coerce_context(model: type[BaseModel], value: object) -> object:
     try:
         if isinstance(tp, type) and issubclass(tp, BaseModel):
             return tp.model_validate(value)
-        return TypeAdapter(tp).validate_python(value)
+        return TypeAdapter(typing.cast(typing.Any, tp)).validate_python(value)
     except ValidationError as exc:
         name = getattr(tp, "__name__", repr(tp))
         raise ContextError(f"the context does not validate as {name}: {exc}") from exc

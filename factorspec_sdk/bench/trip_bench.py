@@ -734,9 +734,7 @@ def _run_method(method: str, task: _Task, setup: _Setup) -> RecordResult:
             ev = evaluate(problem, text, setup.model)
             return [] if ev.valid else violation_sentences(ev.violations, docs)
 
-        run = baselines.decode_with_retries(
-            engine, task.messages, decode, check, setup.max_retries
-        )
+        run = baselines.decode_with_retries(engine, task.messages, decode, check, setup.max_retries)
         _fill(record, run, problem, setup.model)
     elif method in FACTORSPEC_METHODS:
         client = setup.clients[method]
@@ -850,9 +848,12 @@ def run_trip_bench(
         ids = client.prompt_ids(prompt, layout=layout)
         tasks.append(_Task(i, problem, prompt, messages, ids))
     if tasks:  # warm the engine up (first-call overheads) outside the timed records
-        from factorspec_sdk.bench.baselines import decode_free
-
-        decode_free(eng, tasks[0].prompt_ids, 2)
+        ids = tasks[0].prompt_ids
+        seq = eng.new_sequence(ids[:-1])
+        try:
+            eng.extend([(seq, ids[-1:])])
+        finally:
+            eng.release(seq)
 
     with Progress(disable=not progress) as bar:
         job = bar.add_task("trip bench", total=len(tasks) * len(chosen))

@@ -7,11 +7,12 @@ terms and every inline tree stays shallow.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import z3
 
 from factorspec_sdk.errors import SpecError
+from factorspec_sdk.graph.spec import _LOCK as _MAIN_CONTEXT_LOCK
 from factorspec_sdk.ir.model import IR_VERSION
 from factorspec_sdk.relations.layout import LayoutNode, ListLayout, ObjectLayout
 
@@ -67,11 +68,21 @@ def to_ir(model: type[BaseModel], context: object = None) -> JsonDict:
     """
     from factorspec_sdk.graph import compile_spec
 
-    return spec_to_ir(compile_spec(model, context))
+    with _MAIN_CONTEXT_LOCK:
+        return spec_to_ir(compile_spec(model, context))
 
 
 def spec_to_ir(spec: CompiledSpec) -> JsonDict:
-    """The relation IR of a compiled spec (from `compile_spec` or `spec_from_ir`)."""
+    """The relation IR of a compiled spec (from `compile_spec` or `spec_from_ir`).
+
+    Z3 contexts are not thread-safe: the walk holds the lock `compile_spec` holds, so that
+    exports and compilations in other threads do not touch the main context at once.
+    """
+    with _MAIN_CONTEXT_LOCK:
+        return _spec_to_ir(spec)
+
+
+def _spec_to_ir(spec: CompiledSpec) -> JsonDict:
     formulas = spec.factor_formulas()
     relation_factors = [f for f in spec.factors if f.kind == "relation"]
     # variable order = the order of their bound/length factors (the order of the records),
@@ -115,7 +126,9 @@ def _layout(node: LayoutNode) -> JsonDict:
         return {
             "type": "object",
             "name": node.model.__name__,
-            "fields": [{"name": f.name, "key": f.key, "node": _layout(f.node)} for f in node.fields],
+            "fields": [
+                {"name": f.name, "key": f.key, "node": _layout(f.node)} for f in node.fields
+            ],
             "nullable": node.nullable,
         }
     if isinstance(node, ListLayout):
@@ -200,7 +213,7 @@ class _Encoder:
 
     def _inline(self, e: z3.ExprRef) -> JsonDict:
         if z3.is_int_value(e):
-            return {"int": e.as_long()}  # type: ignore[attr-defined]
+            return {"int": cast(z3.IntNumRef, e).as_long()}
         if z3.is_true(e):
             return {"bool": True}
         if z3.is_false(e):
@@ -218,4 +231,4 @@ class _Encoder:
 
 
 def _is_leaf(e: z3.ExprRef) -> bool:
-    return z3.is_const(e) or z3.is_int_value(e)
+    return bool(z3.is_const(e) or z3.is_int_value(e))

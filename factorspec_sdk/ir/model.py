@@ -203,8 +203,7 @@ Expr = Annotated[
     Discriminator(
         _expr_tag,
         custom_error_type="invalid_expr",
-        custom_error_message="an expression is an object with one of the keys "
-        "op/var/int/bool/def",
+        custom_error_message="an expression is an object with one of the keys op/var/int/bool/def",
     ),
 ]
 

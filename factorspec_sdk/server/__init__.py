@@ -1,1 +1,119 @@
-"""The server stage of the FactorSpec pipeline."""
+"""`factorspec serve`: an OpenAI-compatible server for always-valid structured records.
+
+Imported only by the server command (it imports FastAPI and uvicorn); ``import
+factorspec_sdk`` never imports it.
+
+Protocol
+--------
+``POST /v1/chat/completions`` (and ``/v1/completions`` with a raw prompt) takes the usual
+OpenAI body. The record's shape comes from either
+
+* ``response_format={"type": "json_schema", "json_schema": {"name": ..., "schema": {...}}}``:
+  a plain JSON schema (objects, arrays with ``minItems``/``maxItems``, integer bounds,
+  booleans, strings with length bounds, ``enum``/``const``, nullable types, local ``$ref``),
+  decoded with no relations, as on vLLM; or
+* the extension field ``"factorspec": {"ir": <relation IR>}`` (``extra_body`` in the
+  official client): the schema *and* the relations, built on the client by
+  ``factorspec_sdk.ir.to_ir(Model, context)``. The per-request context is folded into the
+  IR there (its values are compile-time constants), so there is no separate context field.
+  When both are given the IR wins. Other extension keys: ``timeout_s`` (per-request
+  timeout) and ``schema_in_prompt`` (append a picture of the JSON to the last user message).
+
+Sampling: ``temperature`` (default 0: greedy), ``top_p``, ``seed`` (choice ``i`` uses
+``seed + i``), ``n`` (up to 16), ``max_tokens``/``max_completion_tokens`` (default 2048),
+``stream`` (SSE; the record text as it grows, then a chunk with ``finish_reason`` and the
+stats; ``stream_options.include_usage`` adds a usage chunk).
+
+Answers: ``choices[i].message.content`` is the canonical JSON record; ``finish_reason`` is
+``stop`` for a complete record (always valid: it is re-checked against the schema and every
+factor before it is sent), or ``length`` with the partial record when ``max_tokens`` ran out
+or the request timed out (``factorspec.stop_reason`` says which). ``usage`` has
+``prompt_tokens`` and ``completion_tokens``; ``factorspec`` (top level and per choice) has
+the decoding stats: tokens, verify steps, tokens per step, drafted/certain tokens, guesses,
+forward / oracle time, queue time, spec build time, token ids.
+
+Errors are OpenAI-style ``{"error": {"message", "type", "param", "code"}}``: 400 for a
+malformed request (bad JSON, bad fields, unsupported schema keyword, malformed IR or one
+beyond the limits, untokenizable prompt), 401 bad API key, 404 unknown model, 413 body too
+large, 422 unsatisfiable spec (``error.factorspec.unsat_core`` names the clashing factors)
+or a spec the solver cannot decide in time, 429 queue full, 503 shutting down. A client that
+disconnects frees its decoder slot.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+    from factorspec_sdk.drafter.loop import DecoderConfig
+    from factorspec_sdk.engines.protocol import Engine
+    from factorspec_sdk.ir import IRLimits
+    from factorspec_sdk.server.app import ServerOptions
+
+__all__ = ["create_app", "serve"]
+
+
+def create_app(
+    engine: Engine,
+    *,
+    model_name: str | None = None,
+    config: DecoderConfig | None = None,
+    limits: IRLimits | None = None,
+    options: ServerOptions | None = None,
+) -> FastAPI:
+    """The FastAPI app serving ``engine`` (see `factorspec_sdk.server.app.create_app`)."""
+    from factorspec_sdk.server.app import create_app as _create_app
+
+    return _create_app(engine, model_name=model_name, config=config, limits=limits, options=options)
+
+
+def serve(
+    engine: Engine | str = "embedded",
+    model: str | Path | None = None,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    *,
+    model_name: str | None = None,
+    api_key: str | None = None,
+    max_batch: int = 64,
+    request_timeout_s: float = 300.0,
+    log_level: str = "info",
+    **engine_options: object,
+) -> None:
+    """Run the OpenAI-compatible server until interrupted (``factorspec serve``).
+
+    Args:
+        engine: an `Engine`, or an engine name (``"embedded"``).
+        model: model folder for a named engine (default: SmolLM2-135M-Instruct).
+        host: interface to listen on (loopback by default).
+        port: TCP port.
+        model_name: the model id clients pass (default: the model folder's name).
+        api_key: require ``Authorization: Bearer <api_key>``.
+        max_batch: most generations decoded together.
+        request_timeout_s: longest generation time before finish_reason ``length``.
+        log_level: uvicorn's log level.
+        **engine_options: passed to the named engine's constructor.
+    """
+    import uvicorn
+
+    from factorspec_sdk.server.app import ServerOptions
+
+    if isinstance(engine, str):
+        from factorspec_sdk.engines import create_engine
+
+        if model is not None:
+            engine_options["model"] = model
+        engine = create_engine(engine, **engine_options)
+    elif model is not None or engine_options:
+        raise TypeError("model and engine options are only accepted with an engine name")
+    options = ServerOptions(
+        request_timeout_s=request_timeout_s,
+        max_batch=max_batch,
+        api_key=api_key,
+        solver_timeout_ms=30_000,
+    )
+    app = create_app(engine, model_name=model_name, options=options)
+    uvicorn.run(app, host=host, port=port, log_level=log_level)

@@ -1,0 +1,153 @@
+"""``factorspec bench``: benchmarks (mounted under ``bench`` by ``cli.main``).
+
+``factorspec bench trip --n 100 --cities 3-10 --methods all --engine embedded --out bench-results/``
+runs the trip-planning benchmark: FactorSpec against free generation, an XGrammar
+JSON-schema mask, the mask with retries, and the mask with an n-gram speculator, on the same
+engine, prompts and token budget. Heavy imports happen inside the commands.
+
+Exit codes follow ``factorspec``: 2 for a usage error (bad ``--cities`` / ``--methods``),
+3 for an engine error (unknown ``--engine`` or a backend that cannot load).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+__all__ = ["bench_app"]
+
+bench_app = typer.Typer(
+    name="bench",
+    help="Benchmarks: FactorSpec against the baselines users would pick instead.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_show_locals=False,
+)
+
+_USAGE_ERROR = 2
+_ENGINE_ERROR = 3
+
+
+@bench_app.command("trip")
+def trip(
+    n: Annotated[int, typer.Option("--n", min=1, help="Number of trip problems.")] = 100,
+    cities: Annotated[
+        str, typer.Option("--cities", help="City count per problem: N or LOW-HIGH (3-10).")
+    ] = "3-10",
+    methods: Annotated[
+        str,
+        typer.Option(
+            "--methods",
+            help=(
+                "all, baselines, or a comma list of: free, syntax, syntax+retry, syntax+ngram "
+                "(k=3,5,8), syntax+ngram-k3/-k5/-k8, factorspec-certain, factorspec."
+            ),
+        ),
+    ] = "all",
+    engine: Annotated[
+        str,
+        typer.Option("--engine", help="Engine name (see factorspec_sdk.engines.ENGINES)."),
+    ] = "embedded",
+    model: Annotated[
+        str | None, typer.Option("--model", help="Model folder for the engine (default model).")
+    ] = None,
+    out: Annotated[
+        Path, typer.Option("--out", help="Folder for results.json, results.md and the plots.")
+    ] = Path("bench-results"),
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the problem set.")] = 0,
+    unique: Annotated[
+        bool,
+        typer.Option(
+            "--unique/--no-unique",
+            help="Only problems whose golden plan is the only valid one (exact match is fair).",
+        ),
+    ] = True,
+    max_tokens: Annotated[
+        int, typer.Option("--max-tokens", min=1, help="Token budget of every record.")
+    ] = 1024,
+    retries: Annotated[int, typer.Option("--retries", min=0, help="Retries of syntax+retry.")] = 3,
+    log: Annotated[
+        bool, typer.Option("--log/--no-log", help="Print one line per record to stderr.")
+    ] = False,
+    threads: Annotated[
+        int | None,
+        typer.Option(
+            "--threads",
+            min=1,
+            help="torch CPU threads (default: the engine's choice); 1 helps on a shared machine.",
+        ),
+    ] = None,
+) -> None:
+    """Trip planning: validity, exact match and speed of every method on the same problems."""
+    from rich.console import Console
+
+    from factorspec_sdk.bench.trip_bench import (
+        expand_methods,
+        make_engine,
+        parse_cities,
+        run_trip_bench,
+    )
+    from factorspec_sdk.errors import EngineError
+
+    err = Console(stderr=True)
+    try:
+        city_range = parse_cities(cities)
+        chosen = expand_methods(methods)
+    except ValueError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(_USAGE_ERROR) from None
+    try:
+        options: dict[str, object] = {} if model is None else {"model": model}
+        eng = make_engine(engine, **options)
+    except (EngineError, TypeError) as exc:
+        err.print(f"[red]engine error:[/red] {exc}")
+        raise typer.Exit(_ENGINE_ERROR) from None
+    if threads is not None and "torch" in sys.modules:
+        import torch
+
+        torch.set_num_threads(threads)
+
+    def say(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    report = run_trip_bench(
+        n,
+        city_range,
+        chosen,
+        eng,
+        out,
+        seed,
+        unique,
+        max_tokens=max_tokens,
+        max_retries=retries,
+        progress=sys.stderr.isatty(),
+        log=say if log or not sys.stderr.isatty() else None,
+    )
+    print(report.markdown())
+    err.print(f"wrote {', '.join(str(p) for p in report.files)}")
+
+
+@bench_app.command("report")
+def report(
+    results: Annotated[Path, typer.Argument(help="A results.json (also of a run in progress).")],
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Folder to write into (default: its folder).")
+    ] = None,
+) -> None:
+    """Re-render results.md and the plots from a results.json."""
+    import json
+
+    from factorspec_sdk.bench.trip_bench import BenchReport, write_outputs
+
+    try:
+        data = json.loads(results.read_text())
+    except (OSError, ValueError) as exc:
+        print(f"error: cannot read {results}: {exc}", file=sys.stderr)
+        raise typer.Exit(_USAGE_ERROR) from None
+    target = out if out is not None else results.parent
+    rep = BenchReport.from_json(data, target)
+    write_outputs(rep, target)
+    print(rep.markdown())

@@ -1,0 +1,882 @@
+"""From the relation IR back to a `CompiledSpec`: validate, check limits, rebuild Z3 terms.
+
+Nothing in the IR is executed: the expression trees are read node by node against an
+allowlist of operators and rebuilt as Z3 terms in a private Z3 context (one per spec, so that
+specs built in different threads never share a context). Bounds and domains of variables,
+their existence conditions and the bound/length factors are *derived from the layout*, as the
+compiler derives them, never taken from the sender; only relation formulas come from the IR.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+import typing
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Annotated, Literal, cast
+
+import z3
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    StrictStr,
+    StringConstraints,
+    ValidationError,
+    create_model,
+)
+from z3 import z3core as _C
+
+from factorspec_sdk.errors import FactorSpecError, SpecError, UnsatisfiableSpecError
+from factorspec_sdk.graph.spec import CompiledSpec, Factor, _Component
+from factorspec_sdk.ir.model import (
+    OPS,
+    Apply,
+    BoolConst,
+    DefRef,
+    Expr,
+    IntConst,
+    IRLeaf,
+    IRList,
+    IRNode,
+    IRObject,
+    RelationIR,
+    VarRef,
+)
+from factorspec_sdk.relations.compiler import INT_LIMIT, OTHER_CODE, InternTable, VarRecord
+from factorspec_sdk.relations.decorator import RelationSet
+from factorspec_sdk.relations.layout import (
+    LayoutNode,
+    LeafLayout,
+    ListLayout,
+    ObjectField,
+    ObjectLayout,
+    Path,
+    length_name,
+    path_name,
+)
+
+__all__ = ["IRError", "IRLimits", "json_depth", "parse_ir", "spec_from_ir"]
+
+JsonScalar = str | int | bool
+
+
+class IRError(FactorSpecError):
+    """The IR is malformed, exceeds a limit or cannot be decided (``status``: the HTTP status)."""
+
+    code = "ir"
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass(frozen=True, slots=True)
+class IRLimits:
+    """Limits on what an IR may ask for (each violation is an `IRError`, a 4xx on a server).
+
+    Attributes:
+        max_json_depth: deepest nesting of JSON arrays/objects in the IR document.
+        max_expr_depth: deepest inline expression tree (shared subterms go to ``defs``).
+        max_expr_nodes: expression nodes in all of ``defs`` and ``factors``.
+        max_variables: solver variables.
+        max_factors: relation factors.
+        max_defs: shared subterms.
+        max_strings: entries of the string table.
+        max_string_length: characters of one string (table entries, names, choices).
+        max_layout_nodes: layout nodes, before unrolling lists.
+        max_unrolled_nodes: layout nodes after unrolling every list to its bound.
+        max_layout_depth: deepest layout nesting.
+        max_list_length: largest list bound.
+        max_choices: values of one enum leaf.
+        max_text_length: largest ``min_length``/``max_length`` of a free string.
+        max_int: largest magnitude of an integer constant in a formula.
+        solver_timeout_ms: time the satisfiability checks of one spec may take.
+    """
+
+    max_json_depth: int = 200
+    max_expr_depth: int = 64
+    max_expr_nodes: int = 500_000
+    max_variables: int = 4096
+    max_factors: int = 2048
+    max_defs: int = 200_000
+    max_strings: int = 4096
+    max_string_length: int = 1024
+    max_layout_nodes: int = 2048
+    max_unrolled_nodes: int = 50_000
+    max_layout_depth: int = 32
+    max_list_length: int = 256
+    max_choices: int = 1024
+    max_text_length: int = 100_000
+    max_int: int = 10**30
+    solver_timeout_ms: int = 20_000
+
+
+DEFAULT_LIMITS = IRLimits()
+
+
+def json_depth(value: object, limit: int) -> int:
+    """Nesting depth of a JSON value (iterative); stops counting past ``limit + 1``."""
+    deepest = 0
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        v, d = stack.pop()
+        if isinstance(v, dict):
+            children: Sequence[object] = list(v.values())
+        elif isinstance(v, list):
+            children = v
+        else:
+            continue
+        deepest = max(deepest, d)
+        if d > limit:
+            return d
+        stack.extend((c, d + 1) for c in children)
+    return deepest
+
+
+def _validation_message(exc: ValidationError, what: str) -> str:
+    parts = []
+    for err in exc.errors()[:5]:
+        loc = ".".join(str(x) for x in err["loc"])
+        parts.append(f"{loc or '<root>'}: {err['msg']}")
+    more = f" (and {exc.error_count() - 5} more)" if exc.error_count() > 5 else ""
+    return f"invalid {what}: " + "; ".join(parts) + more
+
+
+def parse_ir(data: object, limits: IRLimits = DEFAULT_LIMITS) -> RelationIR:
+    """Validate the shape of an IR document (a parsed JSON value) against the IR models."""
+    if isinstance(data, RelationIR):
+        return data
+    if not isinstance(data, dict):
+        raise IRError("the relation IR must be a JSON object")
+    if data.get("factorspec_ir") != 1:
+        raise IRError(
+            f"unsupported relation IR version {data.get('factorspec_ir')!r}; this server reads "
+            '"factorspec_ir": 1'
+        )
+    if json_depth(data, limits.max_json_depth) > limits.max_json_depth:
+        raise IRError(f"the relation IR nests deeper than {limits.max_json_depth} levels")
+    try:
+        return RelationIR.model_validate(data)
+    except ValidationError as exc:
+        raise IRError(_validation_message(exc, "relation IR")) from None
+    except RecursionError:
+        raise IRError("the relation IR nests too deeply") from None
+
+
+# --------------------------------------------------------------------------- layout
+
+
+@dataclass(slots=True)
+class _LayoutBuilder:
+    limits: IRLimits
+    nodes: int = 0
+    unrolled: int = 0
+    names: set[str] = field(default_factory=set)
+
+    def build(self, node: IRNode, depth: int, mult: int, where: str) -> LayoutNode:
+        lim = self.limits
+        self.nodes += 1
+        self.unrolled += mult
+        if self.nodes > lim.max_layout_nodes:
+            raise IRError(f"the layout has more than {lim.max_layout_nodes} nodes")
+        if self.unrolled > lim.max_unrolled_nodes:
+            raise IRError(
+                f"the layout has more than {lim.max_unrolled_nodes} nodes once lists are unrolled"
+            )
+        if depth > lim.max_layout_depth:
+            raise IRError(f"the layout nests deeper than {lim.max_layout_depth} levels")
+        if isinstance(node, IRObject):
+            return self._object(node, depth, mult, where)
+        if isinstance(node, IRList):
+            if not 0 <= node.min_length <= node.max_length <= lim.max_list_length:
+                raise IRError(
+                    f"list {where}: need 0 <= min_length <= max_length <= {lim.max_list_length}, "
+                    f"got {node.min_length}..{node.max_length}"
+                )
+            item = self.build(node.item, depth + 1, mult * max(node.max_length, 1), where + "[]")
+            return ListLayout(
+                item, node.min_length, node.max_length, node.bounded_by_schema, node.nullable
+            )
+        return self._leaf(node, where)
+
+    def _object(self, node: IRObject, depth: int, mult: int, where: str) -> ObjectLayout:
+        names: set[str] = set()
+        keys: set[str] = set()
+        fields: list[ObjectField] = []
+        self._check_text(node.name, where)
+        for f in node.fields:
+            self._check_text(f.name, where)
+            self._check_text(f.key, where)
+            if not f.name:
+                raise IRError(f"object {where or '<root>'}: a field has an empty name")
+            if f.name in names or f.key in keys:
+                raise IRError(
+                    f"object {where or '<root>'}: field {f.name!r} / key {f.key!r} repeats"
+                )
+            names.add(f.name)
+            keys.add(f.key)
+            sub = f"{where}.{f.name}" if where else f.name
+            fields.append(ObjectField(f.name, f.key, self.build(f.node, depth + 1, mult, sub)))
+        model = _object_model(node.name, fields)
+        return ObjectLayout(model, tuple(fields), node.nullable)
+
+    def _check_text(self, s: str, where: str) -> None:
+        if len(s) > self.limits.max_string_length:
+            raise IRError(
+                f"{where or '<root>'}: a name is longer than {self.limits.max_string_length}"
+            )
+
+    def _leaf(self, node: IRLeaf, where: str) -> LeafLayout:
+        lim = self.limits
+
+        def bad(why: str) -> IRError:
+            return IRError(f"leaf {where}: {why}")
+
+        for b in (node.ge, node.le):
+            if b is not None and abs(b) > INT_LIMIT:
+                raise bad(f"int bounds must be within +-{INT_LIMIT}")
+        if node.kind != "int" and (node.ge is not None or node.le is not None):
+            raise bad("ge/le apply to int leaves only")
+        if node.kind != "enum" and node.choices:
+            raise bad("choices apply to enum leaves only")
+        if node.kind != "str" and (node.min_length or node.max_length is not None):
+            raise bad("min_length/max_length apply to str leaves only")
+        if node.kind == "int":
+            if node.ge is not None and node.le is not None and node.le < node.ge:
+                raise bad(f"empty range [{node.ge}, {node.le}]")
+            return LeafLayout("int", nullable=node.nullable, ge=node.ge, le=node.le)
+        if node.kind == "str":
+            hi = node.max_length
+            if node.min_length < 0 or (hi is not None and not node.min_length <= hi):
+                raise bad("need 0 <= min_length <= max_length")
+            if max(node.min_length, hi or 0) > lim.max_text_length:
+                raise bad(f"string lengths are limited to {lim.max_text_length}")
+            return LeafLayout(
+                "str", nullable=node.nullable, min_length=node.min_length, max_length=hi
+            )
+        if node.kind == "bool":
+            return LeafLayout("bool", nullable=node.nullable)
+        choices = tuple(node.choices)
+        if not choices:
+            raise bad("an enum leaf needs at least one choice")
+        if len(choices) > lim.max_choices:
+            raise bad(f"more than {lim.max_choices} choices")
+        seen = {(type(c).__name__, c) for c in choices}
+        if len(seen) != len(choices):
+            raise bad("choices repeat")
+        for c in choices:
+            if isinstance(c, str) and len(c) > lim.max_string_length:
+                raise bad(f"a choice is longer than {lim.max_string_length} characters")
+            if isinstance(c, int) and not isinstance(c, bool) and abs(c) > INT_LIMIT:
+                raise bad(f"int choices must be within +-{INT_LIMIT}")
+        return LeafLayout("enum", nullable=node.nullable, choices=choices)
+
+
+def _object_model(name: str, fields: Sequence[ObjectField]) -> type[BaseModel]:
+    """A pydantic model that checks the structure and bounds of one object of the layout."""
+    defs: dict[str, object] = {}
+    for i, f in enumerate(fields):
+        defs[f"f{i}"] = (_annotation(f.node), Field(alias=f.key))
+    cls_name = name if name.isidentifier() else "Record"
+    config = ConfigDict(extra="forbid", strict=True, populate_by_name=False)
+    model = create_model(cls_name, __config__=config, **defs)  # type: ignore[call-overload]
+    return cast(type[BaseModel], model)
+
+
+def _annotation(node: LayoutNode) -> object:
+    t: object
+    if isinstance(node, ObjectLayout):
+        t = node.model
+    elif isinstance(node, ListLayout):
+        t = Annotated[
+            list[_annotation(node.item)],  # type: ignore[misc]
+            Field(min_length=node.min_length, max_length=node.max_length),
+        ]
+    elif node.kind == "bool":
+        t = StrictBool
+    elif node.kind == "int":
+        t = Annotated[StrictInt, Field(ge=node.ge, le=node.le)]
+    elif node.kind == "str":
+        t = Annotated[
+            StrictStr, StringConstraints(min_length=node.min_length, max_length=node.max_length)
+        ]
+    else:
+        t = getattr(typing, "Literal")[node.choices]  # noqa: B009 - Literal of runtime values
+    if node.nullable:
+        return t | None  # type: ignore[operator]
+    return t
+
+
+# --------------------------------------------------------------------------- variables
+
+
+def _node_at(layout: ObjectLayout, path: Path) -> LayoutNode | None:
+    node: LayoutNode = layout
+    for part in path:
+        if isinstance(part, int):
+            if not isinstance(node, ListLayout) or not 0 <= part < node.max_length:
+                return None
+            node = node.item
+        else:
+            if not isinstance(node, ObjectLayout):
+                return None
+            found = [f for f in node.fields if f.name == part]
+            if not found:
+                return None
+            node = found[0].node
+    return node
+
+
+@dataclass(frozen=True, slots=True)
+class _VarSpec:
+    name: str
+    path: Path
+    kind: Literal["int", "bool", "str", "len"]
+    ge: int | None
+    le: int | None
+    choices: tuple[object, ...] | None
+    free_str: bool
+    is_null: bool
+
+
+def _derive(layout: ObjectLayout, name: str, path: Path, kind: str) -> _VarSpec:
+    """Bounds, domain and kind of a variable, as the relation compiler derives them."""
+    node = _node_at(layout, path)
+    if node is None:
+        raise IRError(f"variable {name!r}: path {list(path)!r} is not in the layout")
+    if name == length_name(path):
+        if not isinstance(node, ListLayout):
+            raise IRError(f"variable {name!r}: {path_name(path)} is not a list")
+        v = _VarSpec(name, path, "len", node.min_length, node.max_length, None, False, False)
+    elif name == f"null({path_name(path)})":
+        if not node.nullable:
+            raise IRError(f"variable {name!r}: {path_name(path)} is not nullable")
+        v = _VarSpec(name, path, "bool", None, None, None, False, True)
+    elif name == path_name(path):
+        if not isinstance(node, LeafLayout):
+            raise IRError(f"variable {name!r}: {path_name(path)} is not a leaf")
+        v = _leaf_var(name, path, node)
+    else:
+        raise IRError(
+            f"variable {name!r} is not named after its path: expected {path_name(path)!r}, "
+            f"{length_name(path)!r} or 'null({path_name(path)})'"
+        )
+    if v.kind != kind:
+        raise IRError(f"variable {name!r} has kind {v.kind!r} in this layout, not {kind!r}")
+    return v
+
+
+def _leaf_var(name: str, path: Path, node: LeafLayout) -> _VarSpec:
+    if node.kind == "bool":
+        return _VarSpec(name, path, "bool", None, None, None, False, False)
+    if node.kind == "int":
+        ge = node.ge if node.ge is not None else -INT_LIMIT
+        le = node.le if node.le is not None else INT_LIMIT
+        return _VarSpec(name, path, "int", ge, le, None, False, False)
+    if node.kind == "str":
+        return _VarSpec(name, path, "str", None, None, None, True, False)
+    choices = node.choices
+    if all(isinstance(c, bool) for c in choices):
+        return _VarSpec(name, path, "bool", None, None, choices, False, False)
+    if all(isinstance(c, str) for c in choices):
+        return _VarSpec(name, path, "str", None, None, choices, False, False)
+    if all(isinstance(c, int) and not isinstance(c, bool) for c in choices):
+        ints = [cast(int, c) for c in choices]
+        return _VarSpec(name, path, "int", min(ints), max(ints), choices, False, False)
+    raise IRError(f"variable {name!r}: relations cannot read a Literal that mixes value types")
+
+
+# --------------------------------------------------------------------------- expressions
+
+
+_MK_N = {
+    "and": _C.Z3_mk_and,
+    "or": _C.Z3_mk_or,
+    "distinct": _C.Z3_mk_distinct,
+    "add": _C.Z3_mk_add,
+    "sub": _C.Z3_mk_sub,
+    "mul": _C.Z3_mk_mul,
+}
+_MK_2 = {
+    "implies": _C.Z3_mk_implies,
+    "eq": _C.Z3_mk_eq,
+    "le": _C.Z3_mk_le,
+    "lt": _C.Z3_mk_lt,
+    "ge": _C.Z3_mk_ge,
+    "gt": _C.Z3_mk_gt,
+    "div": _C.Z3_mk_div,
+    "mod": _C.Z3_mk_mod,
+}
+_BOOL_ARGS = frozenset({"and", "or", "not", "implies"})
+_INT_ARGS = frozenset({"le", "lt", "ge", "gt", "add", "sub", "mul", "div", "mod", "neg"})
+_BOOL_RESULT = frozenset({"and", "or", "not", "implies", "eq", "distinct", "le", "lt", "ge", "gt"})
+
+
+class _ExprBuilder:
+    def __init__(self, ctx: z3.Context, terms: dict[str, z3.ExprRef], limits: IRLimits) -> None:
+        self.ctx = ctx
+        self.terms = terms
+        self.limits = limits
+        self.defs: list[z3.ExprRef] = []
+        self.nodes = 0
+        self.used: set[str] = set()
+
+    def build(self, e: Expr, where: str, depth: int = 1) -> z3.ExprRef:
+        lim = self.limits
+        self.nodes += 1
+        if self.nodes > lim.max_expr_nodes:
+            raise IRError(f"the formulas have more than {lim.max_expr_nodes} nodes")
+        if depth > lim.max_expr_depth:
+            raise IRError(
+                f"{where}: an expression nests deeper than {lim.max_expr_depth}; move shared or "
+                "deep subterms into defs"
+            )
+        if isinstance(e, VarRef):
+            t = self.terms.get(e.var)
+            if t is None:
+                raise IRError(f"{where}: unknown variable {e.var!r}")
+            self.used.add(e.var)
+            return t
+        if isinstance(e, IntConst):
+            if abs(e.value) > lim.max_int:
+                raise IRError(f"{where}: integer constant beyond +-{lim.max_int}")
+            return z3.IntVal(e.value, self.ctx)
+        if isinstance(e, BoolConst):
+            return z3.BoolVal(e.value, self.ctx)
+        if isinstance(e, DefRef):
+            if not 0 <= e.index < len(self.defs):
+                raise IRError(f"{where}: def {e.index} is not defined before this point")
+            return self.defs[e.index]
+        return self._apply(e, where, depth)
+
+    def _apply(self, e: Apply, where: str, depth: int) -> z3.ExprRef:
+        op = e.op
+        lo, hi = OPS[op]
+        n = len(e.args)
+        if n < lo or (hi is not None and n > hi):
+            want = f"{lo}" if lo == hi else f"{lo}..{hi if hi is not None else ''}"
+            raise IRError(f"{where}: {op} takes {want} arguments, got {n}")
+        args = [self.build(a, where, depth + 1) for a in e.args]
+        if op in _BOOL_ARGS or (op == "ite" and args):
+            check = args if op in _BOOL_ARGS else args[:1]
+            if not all(z3.is_bool(a) for a in check):
+                raise IRError(f"{where}: {op} needs Boolean arguments")
+        if op in _INT_ARGS and not all(z3.is_int(a) for a in args):
+            raise IRError(f"{where}: {op} needs integer arguments")
+        if op in ("eq", "distinct") or op == "ite":
+            rest = args[1:] if op == "ite" else args
+            if not all(a.sort() == rest[0].sort() for a in rest):
+                raise IRError(f"{where}: {op} needs arguments of one sort")
+        ref = self.ctx.ref()
+        if op in _MK_N:
+            arr = (z3.Ast * n)()
+            for i, a in enumerate(args):
+                arr[i] = a.as_ast()
+            ast = _MK_N[op](ref, n, arr)
+        elif op in _MK_2:
+            ast = _MK_2[op](ref, args[0].as_ast(), args[1].as_ast())
+        elif op == "not":
+            ast = _C.Z3_mk_not(ref, args[0].as_ast())
+        elif op == "neg":
+            ast = _C.Z3_mk_unary_minus(ref, args[0].as_ast())
+        else:  # ite
+            ast = _C.Z3_mk_ite(ref, args[0].as_ast(), args[1].as_ast(), args[2].as_ast())
+        out = z3.z3._to_expr_ref(ast, self.ctx)
+        if (op in _BOOL_RESULT) != z3.is_bool(out) and op != "ite":  # pragma: no cover
+            raise IRError(f"{where}: {op} built a term of the wrong sort")
+        return out
+
+
+# --------------------------------------------------------------------------- spec
+
+
+@dataclass(slots=True)
+class _Checked:
+    """What the checks of one IR found (cached per IR document)."""
+
+    ir: RelationIR
+    layout: ObjectLayout
+    list_bounds: dict[Path, int] | None = None
+    error: FactorSpecError | None = None
+
+
+_CACHE: OrderedDict[str, _Checked] = OrderedDict()
+_CACHE_SIZE = 128
+_LOCK = threading.Lock()
+
+
+def ir_digest(data: object) -> str:
+    """A stable digest of an IR document (for caching)."""
+    text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def spec_from_ir(
+    data: object, limits: IRLimits = DEFAULT_LIMITS, *, digest: str | None = None
+) -> CompiledSpec:
+    """Rebuild a `CompiledSpec` from an IR document (a parsed JSON value or `RelationIR`).
+
+    The spec behaves as the one the IR was exported from: same layout, variables, factors,
+    components, list bounds, feasible sets and unsat cores. Its ``model`` is a pydantic model
+    built from the layout (structure and bounds); `check_record` checks the relations too.
+    Each call builds fresh Z3 terms in a private context (safe to use from any one thread);
+    the satisfiability checks are cached per IR document.
+
+    Raises:
+        IRError: a malformed IR, a limit exceeded, or a spec the solver cannot decide in time.
+        UnsatisfiableSpecError: no record satisfies the spec (the core names the factors).
+        SpecError: a list needs more items than its bound, or a str read by a relation has no
+            finite domain.
+    """
+    key = digest
+    if key is None and not isinstance(data, RelationIR):
+        try:
+            key = ir_digest(data)
+        except (TypeError, ValueError, RecursionError):
+            key = None
+    checked: _Checked | None = None
+    if key is not None:
+        with _LOCK:
+            checked = _CACHE.get(key)
+            if checked is not None:
+                _CACHE.move_to_end(key)
+    if checked is None:
+        ir = parse_ir(data, limits)
+        layout = _LayoutBuilder(limits).build(ir.layout, 1, 1, "")
+        assert isinstance(layout, ObjectLayout)
+        checked = _Checked(ir, layout)
+    if checked.error is not None:
+        raise checked.error
+    try:
+        return _assemble(checked, limits)
+    except (IRError, SpecError) as exc:
+        checked.error = exc
+        raise
+    finally:
+        if key is not None:
+            with _LOCK:
+                _CACHE[key] = checked
+                while len(_CACHE) > _CACHE_SIZE:
+                    _CACHE.popitem(last=False)
+
+
+def _assemble(checked: _Checked, limits: IRLimits) -> CompiledSpec:
+    t0 = time.perf_counter()
+    ir, layout = checked.ir, checked.layout
+    lim = limits
+    if len(ir.variables) > lim.max_variables:
+        raise IRError(f"more than {lim.max_variables} variables")
+    if len(ir.factors) > lim.max_factors:
+        raise IRError(f"more than {lim.max_factors} factors")
+    if len(ir.defs) > lim.max_defs:
+        raise IRError(f"more than {lim.max_defs} defs")
+    if len(ir.strings) > lim.max_strings:
+        raise IRError(f"more than {lim.max_strings} strings")
+    strings = InternTable()
+    for text in ir.strings:
+        if len(text) > lim.max_string_length:
+            raise IRError(f"a string of the table is longer than {lim.max_string_length}")
+        if text in strings.codes:
+            raise IRError(f"the string table repeats {text!r}")
+        strings.code(text)
+
+    ctx = z3.Context()
+    specs: dict[str, _VarSpec] = {}
+    for v in ir.variables:
+        if v.name in specs:
+            raise IRError(f"variable {v.name!r} is declared twice")
+        specs[v.name] = _derive(layout, v.name, tuple(v.path), v.kind)
+    terms: dict[str, z3.ExprRef] = {
+        n: z3.Bool(n, ctx) if s.kind == "bool" else z3.Int(n, ctx) for n, s in specs.items()
+    }
+    records: dict[str, VarRecord] = {}
+    for n, s in specs.items():
+        for c in s.choices or ():
+            if isinstance(c, str) and c not in strings.codes:
+                raise IRError(f"variable {n!r}: choice {c!r} is missing from the string table")
+        exists = _exists(s.path, terms, n)
+        records[n] = VarRecord(
+            n, s.path, s.kind, terms[n], s.ge, s.le, s.choices, s.free_str, exists
+        )
+
+    eb = _ExprBuilder(ctx, terms, lim)
+    for i, d in enumerate(ir.defs):
+        eb.defs.append(eb.build(d, f"defs[{i}]"))
+    factors: list[Factor] = []
+    formulas: dict[str, z3.BoolRef] = {}
+    default_upper: dict[str, z3.BoolRef] = {}
+    for i, f in enumerate(ir.factors):
+        if f.name in formulas:
+            raise IRError(f"factor name {f.name!r} repeats")
+        if len(f.name) > lim.max_string_length:
+            raise IRError(f"factors[{i}]: the name is longer than {lim.max_string_length}")
+        eb.used = set()
+        formula = eb.build(f.formula, f"factors[{i}] ({f.name})")
+        if not z3.is_bool(formula):
+            raise IRError(f"factors[{i}] ({f.name}): the formula is not Boolean")
+        unknown = [v for v in f.variables if v not in terms]
+        if unknown:
+            raise IRError(f"factors[{i}] ({f.name}): unknown variables {unknown[:5]}")
+        factors.append(Factor(f.name, "relation", frozenset(f.variables) | eb.used))
+        formulas[f.name] = cast(z3.BoolRef, formula)
+    for n, rec in records.items():
+        if rec.kind == "len":
+            fname = f"length bounds of {path_name(rec.path)}"
+            node = _node_at(layout, rec.path)
+            assert isinstance(node, ListLayout)
+            t = cast(z3.ArithRef, rec.term)
+            lower = t >= node.min_length
+            upper = t <= node.max_length
+            if node.bounded_by_schema:
+                bound: z3.BoolRef | None = z3.And(lower, upper)
+            else:
+                bound = lower
+                default_upper[fname] = upper
+            kind: Literal["bounds", "length"] = "length"
+        else:
+            fname = f"bounds of {n}"
+            bound = _bound_constraint(rec, strings, ctx)
+            kind = "bounds"
+        if bound is not None:
+            if fname in formulas:
+                raise IRError(f"factor name {fname!r} repeats")
+            formulas[fname] = bound
+            factors.append(Factor(fname, kind, frozenset({n})))
+
+    components = _components(ir.name, records, factors, formulas, default_upper)
+    if checked.list_bounds is None:
+        checked.list_bounds = _check(ir.name, components, formulas, default_upper, records, lim)
+    return CompiledSpec(
+        model=layout.model,
+        layout=layout,
+        relations=RelationSet(layout.model, ()),
+        context=None,
+        records=records,
+        strings=strings,
+        factors=tuple(factors),
+        components=tuple(components),
+        list_bounds=checked.list_bounds,
+        compile_seconds=time.perf_counter() - t0,
+    )
+
+
+def _exists(path: Path, terms: dict[str, z3.ExprRef], name: str) -> z3.BoolRef | bool:
+    conds: list[z3.BoolRef] = []
+    for k, part in enumerate(path):
+        if isinstance(part, int):
+            ln = length_name(path[:k])
+            t = terms.get(ln)
+            if t is None:
+                raise IRError(f"variable {name!r} lies in a list whose length {ln!r} is undeclared")
+            conds.append(cast(z3.BoolRef, t > part))
+    if not conds:
+        return True
+    return conds[0] if len(conds) == 1 else z3.And(*conds)
+
+
+def _in_set(t: z3.ArithRef, values: list[int]) -> z3.BoolRef:
+    if len(values) == 1:
+        return cast(z3.BoolRef, t == values[0])
+    if values[-1] - values[0] + 1 == len(values):
+        return z3.And(t >= values[0], t <= values[-1])
+    return z3.Or(*(t == v for v in values))
+
+
+def _bound_constraint(rec: VarRecord, strings: InternTable, ctx: z3.Context) -> z3.BoolRef | None:
+    t = rec.term
+    if rec.kind == "bool":
+        if rec.choices is not None and len(set(rec.choices)) == 1:
+            return cast(z3.BoolRef, t == z3.BoolVal(bool(rec.choices[0]), ctx))
+        return None
+    if rec.kind == "str":
+        if rec.choices is not None:
+            codes = sorted({strings.codes[cast(str, c)] for c in rec.choices})
+            return _in_set(cast(z3.ArithRef, t), codes)
+        return z3.And(t >= 0, t < len(strings))
+    if rec.choices is not None:
+        return _in_set(cast(z3.ArithRef, t), sorted({cast(int, c) for c in rec.choices}))
+    parts = []
+    if rec.ge is not None:
+        parts.append(t >= rec.ge)
+    if rec.le is not None:
+        parts.append(t <= rec.le)
+    if not parts:
+        return None
+    return z3.And(*parts) if len(parts) > 1 else parts[0]
+
+
+def _components(
+    model: str,
+    records: dict[str, VarRecord],
+    factors: list[Factor],
+    formulas: dict[str, z3.BoolRef],
+    default_upper: dict[str, z3.BoolRef],
+) -> list[_Component]:
+    parent: dict[str, str] = {v: v for v in records}
+
+    def find(v: str) -> str:
+        while parent[v] != v:
+            parent[v] = parent[parent[v]]
+            v = parent[v]
+        return v
+
+    for f in factors:
+        vs = list(f.variables)
+        for v in vs[1:]:
+            ra, rb = find(vs[0]), find(v)
+            if ra != rb:
+                parent[rb] = ra
+    groups: dict[str, set[str]] = {}
+    for v in records:
+        groups.setdefault(find(v), set()).add(v)
+    comp_of_root = {root: i for i, root in enumerate(sorted(groups, key=lambda r: min(groups[r])))}
+    comp_factors: list[list[str]] = [[] for _ in comp_of_root]
+    for f in factors:
+        if f.variables:
+            comp_factors[comp_of_root[find(next(iter(f.variables)))]].append(f.name)
+        elif z3.is_false(z3.simplify(formulas[f.name])):
+            raise UnsatisfiableSpecError([f.name], model)
+    out: list[_Component] = []
+    for root, i in sorted(comp_of_root.items(), key=lambda kv: kv[1]):
+        fnames = comp_factors[i]
+        cons = [formulas[n] for n in fnames] + [
+            default_upper[n] for n in fnames if n in default_upper
+        ]
+        out.append(_Component(i, frozenset(groups[root]), cons, tuple(fnames)))
+    return out
+
+
+def _decide(s: z3.Solver, lim: IRLimits) -> z3.CheckSatResult:
+    r = s.check()
+    if r == z3.unknown:
+        raise IRError(
+            f"the solver could not decide the spec within {lim.solver_timeout_ms} ms "
+            f"({s.reason_unknown()})",
+            status=422,
+        )
+    return r
+
+
+def _check(
+    model: str,
+    components: list[_Component],
+    formulas: dict[str, z3.BoolRef],
+    default_upper: dict[str, z3.BoolRef],
+    records: dict[str, VarRecord],
+    lim: IRLimits,
+) -> dict[Path, int]:
+    list_bounds: dict[Path, int] = {}
+    for cp in components:
+        if not cp.constraints:
+            continue
+        ctx = cp.constraints[0].ctx
+        s = z3.SimpleSolver(ctx=ctx)
+        s.set("timeout", lim.solver_timeout_ms)
+        s.add(*cp.constraints)
+        if _decide(s, lim) == z3.unsat:
+            _raise_core(model, cp, formulas, default_upper, records, lim)
+        _check_str_domains(s, cp, records, formulas, lim)
+        for v in sorted(cp.variables):
+            rec = records[v]
+            if rec.kind == "len":
+                list_bounds[rec.path] = _max_length(s, rec, lim)
+    return list_bounds
+
+
+def _max_length(s: z3.Solver, rec: VarRecord, lim: IRLimits) -> int:
+    t = cast(z3.ArithRef, rec.term)
+    exists = rec.exists if not isinstance(rec.exists, bool) else z3.BoolVal(rec.exists, t.ctx)
+    best = 0
+    m = s.model()
+    if z3.is_true(m.eval(exists, model_completion=True)):
+        best = cast(z3.IntNumRef, m.eval(t, model_completion=True)).as_long()
+    assert rec.le is not None
+    while best < rec.le:
+        s.push()
+        s.add(exists, t > best)
+        r = _decide(s, lim)
+        if r == z3.sat:
+            best = cast(z3.IntNumRef, s.model().eval(t, model_completion=True)).as_long()
+        s.pop()
+        if r == z3.unsat:
+            break
+    if s.check() != z3.sat:  # pragma: no cover - restores the model for the next variable
+        raise IRError("inconsistent solver answers", status=422)
+    return max(best, 0)
+
+
+def _raise_core(
+    model: str,
+    c: _Component,
+    formulas: dict[str, z3.BoolRef],
+    default_upper: dict[str, z3.BoolRef],
+    records: dict[str, VarRecord],
+    lim: IRLimits,
+) -> None:
+    ctx = c.constraints[0].ctx
+    s = z3.Solver(ctx=ctx)
+    s.set("core.minimize", True)
+    s.set("timeout", lim.solver_timeout_ms)
+    tracks: dict[str, str] = {}
+    for n in c.factor_names:
+        lit = z3.Bool(f"__track_{len(tracks)}", ctx)
+        tracks[str(lit)] = n
+        s.assert_and_track(formulas[n], lit)
+        if n in default_upper:
+            lit2 = z3.Bool(f"__track_{len(tracks)}", ctx)
+            tracks[str(lit2)] = "\x00" + n
+            s.assert_and_track(default_upper[n], lit2)
+    if _decide(s, lim) != z3.unsat:  # pragma: no cover
+        raise IRError("inconsistent solver answers while computing an unsat core", status=422)
+    core = [tracks[str(x)] for x in s.unsat_core()]
+    for n in core:
+        if n.startswith("\x00"):
+            lst = n[1:].removeprefix("length bounds of ")
+            rec = next(r for r in records.values() if r.kind == "len" and path_name(r.path) == lst)
+            others = sorted({x.lstrip("\x00") for x in core if x != n})
+            raise SpecError(
+                f"list {lst} needs more than {rec.le} items (the default bound) to satisfy "
+                f"{', '.join(others)}; set Field(max_length=...) on {lst}"
+            )
+    names = sorted(set(core), key=lambda n: c.factor_names.index(n))
+    raise UnsatisfiableSpecError(names, model)
+
+
+def _check_str_domains(
+    s: z3.Solver,
+    c: _Component,
+    records: dict[str, VarRecord],
+    formulas: dict[str, z3.BoolRef],
+    lim: IRLimits,
+) -> None:
+    free = [records[v] for v in sorted(c.variables) if records[v].free_str]
+    if not free:
+        return
+
+    def other(r: VarRecord) -> z3.BoolRef:
+        eq = cast(z3.BoolRef, r.term == OTHER_CODE)
+        return eq if isinstance(r.exists, bool) else z3.And(r.exists, eq)
+
+    s.push()
+    s.add(z3.Or(*(other(r) for r in free)))
+    r = _decide(s, lim)
+    bad: VarRecord | None = None
+    if r == z3.sat:
+        m = s.model()
+        bad = next(x for x in free if z3.is_true(m.eval(other(x), True)))
+    s.pop()
+    _decide(s, lim)  # restore a model for the list-bound search
+    if bad is not None:
+        rels = [n for n in c.factor_names if n in formulas and n.startswith("bounds of ") is False]
+        raise SpecError(
+            f"field {bad.name} takes part in relation {', '.join(rels)} but has no finite "
+            "domain: the relations allow strings they never name. Give it a finite domain "
+            "(a Literal or Enum type, or a relation like `x in context.values`)"
+        )

@@ -1,0 +1,100 @@
+"""Checking a finished record against a spec rebuilt from the IR.
+
+The server has no Python relations: the layout's pydantic model checks structure and
+bounds, then the oracle checks that the record's values satisfy every factor.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+from pydantic import ValidationError
+
+from factorspec_sdk.errors import GenerationError
+
+if TYPE_CHECKING:
+    from factorspec_sdk.graph.spec import CompiledSpec, Fact
+    from factorspec_sdk.relations.layout import LayoutNode, Path
+
+__all__ = ["RecordInvalidError", "check_record", "record_facts"]
+
+
+class RecordInvalidError(GenerationError):
+    """A record does not pass the spec's schema or relations."""
+
+    code = "record-invalid"
+
+
+_ABSENT = object()
+
+
+def _value_at(layout: LayoutNode, data: object, path: Path) -> object:
+    from factorspec_sdk.relations.layout import ListLayout, ObjectLayout
+
+    node, value = layout, data
+    for part in path:
+        if value is None:
+            return _ABSENT
+        if isinstance(part, int):
+            if not isinstance(node, ListLayout) or not isinstance(value, list):
+                return _ABSENT
+            if part >= len(value):
+                return _ABSENT
+            node, value = node.item, value[part]
+        else:
+            if not isinstance(node, ObjectLayout) or not isinstance(value, dict):
+                return _ABSENT
+            f = node.field(part)
+            if f.key not in value:
+                return _ABSENT
+            node, value = f.node, value[f.key]
+    return value
+
+
+def record_facts(spec: CompiledSpec, data: object) -> tuple[Fact, ...]:
+    """The oracle facts of a parsed record: every variable whose node exists in it."""
+    facts: list[Fact] = []
+    names: set[str] = set()
+    for f in spec.factors:
+        names |= f.variables
+    for name in sorted(names):
+        rec = spec.record(name)
+        value = _value_at(spec.layout, data, rec.path)
+        if value is _ABSENT:
+            continue
+        if name.startswith("null("):
+            facts.append((name, value is None))
+        elif value is None:
+            continue
+        elif rec.kind == "len":
+            if isinstance(value, list):
+                facts.append((name, len(value)))
+        elif isinstance(value, (str, int, bool)):
+            facts.append((name, value))
+    return tuple(facts)
+
+
+def check_record(spec: CompiledSpec, text: str) -> object:
+    """Check a record's JSON text against the spec; returns the parsed JSON value.
+
+    Raises:
+        RecordInvalidError: the text is not JSON, breaks the layout's structure or bounds, or
+            its values violate a relation.
+    """
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise RecordInvalidError(f"the record is not JSON: {exc}") from None
+    try:
+        spec.model.model_validate(data)
+    except ValidationError as exc:
+        raise RecordInvalidError(f"the record breaks the schema: {exc}") from None
+    facts = record_facts(spec, data)
+    try:
+        ok = spec.new_oracle().feasible(facts)
+    except ValueError as exc:
+        raise RecordInvalidError(f"the record has a value of the wrong type: {exc}") from None
+    if not ok:
+        raise RecordInvalidError("the record violates the spec's relations")
+    return data

@@ -1,0 +1,153 @@
+"""Load test for `factorspec serve` (a script, not a test).
+
+``python -m factorspec_sdk.server.load --engine scripted --clients 64 --seconds 60`` starts a
+server in this process on a free loopback port (or targets ``--url``), then runs N concurrent
+clients (official ``openai`` client, one thread each) for the given time, each sending
+structured requests with a relation IR (trip plans of 3-5 cities; run from the repository
+root so that ``examples`` imports). Prints throughput, p50/p99 latency and errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import socket
+import statistics
+import threading
+import time
+from collections import Counter
+
+from factorspec_sdk.bench.trip import generate_problem, prompt_for
+from factorspec_sdk.engines.protocol import Engine
+from factorspec_sdk.ir import to_ir
+
+__all__ = ["main", "run_load"]
+
+
+def _engine(name: str) -> Engine:
+    if name == "scripted":
+        from factorspec_sdk.engines.scripted import ScriptedEngine
+        from factorspec_sdk.tokens.vocab import TokenizerInfo
+
+        pieces = [*sorted({chr(c) for c in range(32, 127)} | {"\n"}), '{"', '": ', ', "']
+        return ScriptedEngine.random(TokenizerInfo.tiny(pieces), seed=1, temperature_scale=2.0)
+    from factorspec_sdk.engines import create_engine
+
+    return create_engine(name)
+
+
+def _serve(engine: Engine, model_name: str) -> tuple[str, object]:
+    import uvicorn
+
+    from factorspec_sdk.server import create_app
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    config = uvicorn.Config(
+        create_app(engine, model_name=model_name), host="127.0.0.1", port=port, log_level="warning"
+    )
+    server = uvicorn.Server(config)
+    threading.Thread(target=server.run, daemon=True).start()
+    while not server.started:
+        time.sleep(0.05)
+    return f"http://127.0.0.1:{port}", server
+
+
+def run_load(
+    url: str, model: str, clients: int, seconds: float, max_tokens: int
+) -> dict[str, float]:
+    """Run the load; returns the summary numbers (also printed)."""
+    from openai import OpenAI, OpenAIError
+
+    from examples.itinerary import Itinerary
+
+    problems = [generate_problem(n, seed) for seed, n in enumerate((3, 4, 5, 3, 4, 5, 3, 4))]
+    work = [(prompt_for(p), to_ir(Itinerary, p)) for p in problems]
+    latencies: list[float] = []
+    errors: Counter[str] = Counter()
+    tokens = [0]
+    lock = threading.Lock()
+    stop_at = time.perf_counter() + seconds
+
+    def client(k: int) -> None:
+        api = OpenAI(base_url=url + "/v1", api_key="load", max_retries=0, timeout=600)
+        i = k
+        while time.perf_counter() < stop_at:
+            prompt, ir = work[i % len(work)]
+            i += 1
+            t0 = time.perf_counter()
+            try:
+                r = api.chat.completions.create(
+                    model=model,
+                    messages=[{"role": "user", "content": prompt}],
+                    max_tokens=max_tokens,
+                    extra_body={"factorspec": {"ir": ir}},
+                )
+                ok = r.choices[0].finish_reason == "stop"
+                json.loads(r.choices[0].message.content or "")
+            except OpenAIError as exc:
+                with lock:
+                    errors[type(exc).__name__] += 1
+                continue
+            dt = time.perf_counter() - t0
+            with lock:
+                latencies.append(dt)
+                tokens[0] += r.usage.completion_tokens if r.usage else 0
+                if not ok:
+                    errors["finish_reason=length"] += 1
+
+    t_start = time.perf_counter()
+    threads = [threading.Thread(target=client, args=(k,)) for k in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - t_start
+    lat = sorted(latencies)
+
+    def p(q: float) -> float:
+        return lat[min(len(lat) - 1, int(q * len(lat)))] if lat else float("nan")
+
+    out = {
+        "clients": float(clients),
+        "wall_s": wall,
+        "requests": float(len(lat)),
+        "requests_per_s": len(lat) / wall,
+        "tokens_per_s": tokens[0] / wall,
+        "p50_s": p(0.50),
+        "p99_s": p(0.99),
+        "mean_s": statistics.fmean(lat) if lat else float("nan"),
+        "errors": float(sum(errors.values())),
+    }
+    print(
+        f"{clients} clients, {wall:.1f} s: {len(lat)} records ({out['requests_per_s']:.2f}/s, "
+        f"{out['tokens_per_s']:.0f} tokens/s), latency p50 {out['p50_s']:.2f} s, p99 "
+        f"{out['p99_s']:.2f} s, errors {dict(errors) or 0}"
+    )
+    return out
+
+
+def main() -> None:
+    """Command line entry point."""
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--url", help="an already running server (default: start one here)")
+    ap.add_argument("--engine", default="scripted", help="engine to serve: scripted or embedded")
+    ap.add_argument("--model", default=None, help="model id (with --url)")
+    ap.add_argument("--clients", type=int, default=64)
+    ap.add_argument("--seconds", type=float, default=60.0)
+    ap.add_argument("--max-tokens", type=int, default=1024)
+    args = ap.parse_args()
+    if args.url:
+        from openai import OpenAI
+
+        url = args.url.rstrip("/").removesuffix("/v1")
+        model = args.model or OpenAI(base_url=url + "/v1", api_key="x").models.list().data[0].id
+    else:
+        model = f"load-{args.engine}"
+        url, _server = _serve(_engine(args.engine), model)
+    run_load(url, model, args.clients, args.seconds, args.max_tokens)
+
+
+if __name__ == "__main__":
+    main()

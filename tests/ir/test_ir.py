@@ -1,0 +1,270 @@
+"""The relation IR: model -> IR -> spec behaves exactly as model -> spec."""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Literal
+
+import pytest
+from pydantic import BaseModel, Field
+
+from examples.invoice import SAMPLE_CONTEXT as INVOICE_CONTEXT
+from examples.invoice import Invoice
+from examples.itinerary import Itinerary
+from examples.meeting import SAMPLE_CONTEXT as MEETING_CONTEXT
+from examples.meeting import Meeting
+from factorspec_sdk import UnsatisfiableSpecError, relation
+from factorspec_sdk.bench.trip import generate_problem
+from factorspec_sdk.drafter.loop import DecodeJob, Decoder
+from factorspec_sdk.drafter.verify import SamplingParams
+from factorspec_sdk.engines.scripted import ScriptedEngine
+from factorspec_sdk.graph import AtLeast, CompiledSpec, compile_spec
+from factorspec_sdk.ir import (
+    IR_JSON_SCHEMA,
+    IRError,
+    RecordInvalidError,
+    RelationIR,
+    check_record,
+    ir_from_json_schema,
+    spec_from_ir,
+    spec_to_ir,
+    to_ir,
+)
+from factorspec_sdk.tokens.plan import Planner
+from factorspec_sdk.writer.automaton import Writer
+from tests.helpers import TRIP_CONTEXT, Pick, Trip, tiny_tokenizer
+
+CASES: list[tuple[type[BaseModel], object]] = [
+    (Pick, None),
+    (Trip, TRIP_CONTEXT),
+    (Itinerary, generate_problem(4, 7)),
+    (Itinerary, generate_problem(7, 3)),
+    (Invoice, INVOICE_CONTEXT),
+    (Meeting, MEETING_CONTEXT),
+]
+IDS = ["pick", "trip", "itinerary4", "itinerary7", "invoice", "meeting"]
+
+
+def roundtrip(model: type[BaseModel], context: object) -> tuple[CompiledSpec, CompiledSpec]:
+    ir = to_ir(model, context)
+    return compile_spec(model, context), spec_from_ir(json.loads(json.dumps(ir)))
+
+
+@pytest.mark.parametrize(("model", "context"), CASES, ids=IDS)
+def test_same_graph_and_fixpoint(model: type[BaseModel], context: object) -> None:
+    ir = to_ir(model, context)
+    RelationIR.model_validate(ir)  # matches its own schema models
+    orig, back = roundtrip(model, context)
+    assert spec_to_ir(back) == ir
+    assert dict(back.variables) == dict(orig.variables)
+    assert back.factors == orig.factors
+    assert back.components == orig.components
+    assert back._list_bounds == orig._list_bounds
+    assert back.strings.strings == orig.strings.strings
+
+
+def test_schema_is_generated() -> None:
+    assert IR_JSON_SCHEMA["title"] == "FactorSpecRelationIR"
+    assert "Apply" in json.dumps(IR_JSON_SCHEMA)
+
+
+def _random_facts(spec: CompiledSpec, rng: random.Random) -> list[tuple[str, object]]:
+    names = list(spec.variables)
+    facts: list[tuple[str, object]] = []
+    for name in rng.sample(names, k=rng.randint(0, min(len(names), 6))):
+        v = spec.variables[name]
+        if v.kind == "len":
+            assert v.ge is not None and v.le is not None
+            n = rng.randint(v.ge, v.le)
+            facts.append((name, AtLeast(n) if rng.random() < 0.5 else n))
+        elif v.domain is not None:
+            facts.append((name, rng.choice(v.domain)))
+        else:
+            lo, hi = max(v.ge or 0, -50), min(v.le or 50, 50)
+            facts.append((name, rng.randint(min(lo, hi), hi)))
+    return facts
+
+
+@pytest.mark.parametrize(("model", "context"), CASES[1:5], ids=IDS[1:5])
+def test_same_feasible_sets(model: type[BaseModel], context: object) -> None:
+    orig, back = roundtrip(model, context)
+    o1, o2 = orig.new_oracle(), back.new_oracle()
+    rng = random.Random(0)
+    names = list(orig.variables)
+    for _ in range(40):
+        facts = tuple(_random_facts(orig, rng))
+        assert o1.feasible(facts) == o2.feasible(facts)  # type: ignore[arg-type]
+        var = rng.choice(names)
+        got1 = o1.feasible_values(facts, var, limit=16)  # type: ignore[arg-type]
+        got2 = o2.feasible_values(facts, var, limit=16)  # type: ignore[arg-type]
+        assert got1 == got2
+    facts = tuple(_random_facts(orig, random.Random(5))[:2])
+    assert o1.determined(facts) == o2.determined(facts)  # type: ignore[arg-type]
+
+
+def _generate(spec: CompiledSpec, seed: int) -> str:
+    tok = tiny_tokenizer()
+    engine = ScriptedEngine.random(tok, seed=seed, temperature_scale=2.0)
+    job = DecodeJob(
+        Planner(Writer(spec), tok), tok.encode("plan"), SamplingParams(temperature=1.0, seed=seed)
+    )
+    (out,) = Decoder(engine).run([job])
+    assert out.error is None, out.error
+    return out.text
+
+
+@pytest.mark.parametrize(
+    ("model", "context"), [CASES[0], CASES[1], CASES[5]], ids=[*IDS[:2], "meeting"]
+)
+def test_same_records_on_scripted_engine(model: type[BaseModel], context: object) -> None:
+    orig, back = roundtrip(model, context)
+    for seed in range(3):
+        text = _generate(orig, seed)
+        assert _generate(back, seed) == text
+        model.model_validate_json(text, context=context)
+        check_record(back, text)
+
+
+def test_check_record_rejects_broken_records() -> None:
+    _, back = roundtrip(Trip, TRIP_CONTEXT)
+    good = _generate(back, 1)
+    check_record(back, good)
+    data = json.loads(good)
+    data["legs"][0]["first_day"] = 2  # breaks the chain relation
+    with pytest.raises(RecordInvalidError, match="relations"):
+        check_record(back, json.dumps(data))
+    with pytest.raises(RecordInvalidError, match="schema"):
+        check_record(back, json.dumps({"legs": "x"}))
+    with pytest.raises(RecordInvalidError, match="JSON"):
+        check_record(back, "{")
+
+
+class U1(BaseModel):
+    a: int = Field(ge=0, le=5)
+    b: int = Field(ge=0, le=5)
+    c: Literal["p", "q"] = "p"
+
+    @relation
+    def small_sum(self) -> bool:
+        return self.a + self.b <= 3
+
+
+class U2(U1):
+    @relation
+    def big_a(self) -> bool:
+        return self.a >= 4 and self.c == "q"
+
+
+class U3(BaseModel):
+    a: int = Field(ge=0, le=5)
+    b: int = Field(ge=0, le=5)
+    c: Literal["p", "q"] = "p"
+
+    @relation
+    def big_a(self) -> bool:
+        return self.a >= 4 and self.c == "q"
+
+
+def test_same_unsat_core() -> None:
+    with pytest.raises(UnsatisfiableSpecError) as direct:
+        compile_spec(U2)
+    ir, extra = to_ir(U1), to_ir(U3)
+    known = {v["name"] for v in ir["variables"]}  # type: ignore[union-attr]
+    assert extra["strings"] == ir["strings"] or not ir["strings"]
+    ir["strings"] = extra["strings"]
+    ir["variables"] = [*ir["variables"], *(v for v in extra["variables"] if v["name"] not in known)]  # type: ignore[misc, index, union-attr]
+    ir["factors"] = [*ir["factors"], *extra["factors"]]  # type: ignore[misc]
+    assert not extra["defs"] and not ir["defs"]
+    with pytest.raises(UnsatisfiableSpecError) as rebuilt:
+        spec_from_ir(ir)
+    assert rebuilt.value.core == direct.value.core
+    assert "big_a" in direct.value.core
+
+
+def _pick_ir() -> dict[str, object]:
+    return json.loads(json.dumps(to_ir(Pick)))  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda ir: ir.update(factorspec_ir=2), "version"),
+        (lambda ir: ir["factors"][0].update(formula={"op": "pow", "args": []}), "Input should be"),
+        (lambda ir: ir["factors"][0].update(formula={"var": "nope"}), "unknown variable"),
+        (
+            lambda ir: ir["factors"][0].update(formula={"op": "add", "args": [{"bool": True}]}),
+            "integer",
+        ),
+        (lambda ir: ir["factors"][0].update(formula={"def": 0}), "def 0"),
+        (lambda ir: ir["factors"][0].update(formula={"int": 10**40}), "constant"),
+        (lambda ir: ir["factors"][0].update(formula={"op": "not", "args": []}), "takes 1"),
+        (lambda ir: ir["variables"][0].update(name="zzz"), "named after its path"),
+        (lambda ir: ir["variables"][0].update(kind="str"), "kind"),
+        (lambda ir: ir["layout"]["fields"][1]["node"].update(ge=5, le=1), "empty range"),
+        (lambda ir: ir.update(variables=ir["variables"] * 2), "twice"),
+        (lambda ir: ir["factors"].append(ir["factors"][0]), "repeats"),
+    ],
+)
+def test_malformed_ir_is_an_ir_error(mutate: object, message: str) -> None:
+    ir = _pick_ir()
+    mutate(ir)  # type: ignore[operator]
+    with pytest.raises(IRError, match=message):
+        spec_from_ir(ir)
+
+
+def test_limits() -> None:
+    ir = _pick_ir()
+    deep: dict[str, object] = {"bool": True}
+    for _ in range(80):
+        deep = {"op": "not", "args": [deep]}
+    ir["factors"][0]["formula"] = deep  # type: ignore[index]
+    with pytest.raises(IRError, match="deeper"):
+        spec_from_ir(ir)
+    big = {
+        "factorspec_ir": 1,
+        "layout": {
+            "type": "object",
+            "fields": [
+                {
+                    "name": "xs",
+                    "key": "xs",
+                    "node": {
+                        "type": "list",
+                        "max_length": 250,
+                        "item": {
+                            "type": "list",
+                            "max_length": 250,
+                            "item": {"type": "leaf", "kind": "int"},
+                        },
+                    },
+                }
+            ],
+        },
+    }
+    with pytest.raises(IRError, match="unrolled"):
+        spec_from_ir(big)
+
+
+def test_json_schema_to_ir() -> None:
+    ir = ir_from_json_schema(Itinerary.model_json_schema(), name="Itinerary")
+    spec = spec_from_ir(ir)
+    assert [f.key for f in spec.layout.fields] == ["stays", "flights"]
+    assert not spec.factors
+    text = _generate(spec, 0)
+    check_record(spec, text)
+    for bad, msg in [
+        ({"type": "object", "properties": {"x": {"type": "number"}}}, "float"),
+        ({"type": "object", "properties": {"x": {"type": "string", "pattern": "a+"}}}, "pattern"),
+        ({"type": "array", "items": {"type": "integer"}}, "root"),
+        ({"$defs": {"A": {"$ref": "#/$defs/A"}}, "$ref": "#/$defs/A"}, "recursive"),
+        (
+            {
+                "type": "object",
+                "properties": {"x": {"anyOf": [{"type": "string"}, {"type": "integer"}]}},
+            },
+            "several",
+        ),
+    ]:
+        with pytest.raises(IRError, match=msg):
+            ir_from_json_schema(bad)

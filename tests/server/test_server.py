@@ -1,0 +1,273 @@
+"""`factorspec serve` on a real uvicorn server (127.0.0.1), driven by the official client."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator, Sequence
+
+import httpx
+import numpy as np
+import numpy.typing as npt
+import openai  # noqa: TID253
+import pytest
+from pydantic import BaseModel, Field
+
+from factorspec_sdk import Client, UnsatisfiableSpecError
+from factorspec_sdk.engines.scripted import ScriptedEngine
+from factorspec_sdk.ir import to_ir
+from factorspec_sdk.remote import RemoteBackend
+from factorspec_sdk.server import create_app
+from factorspec_sdk.server.app import ServerOptions
+from tests.helpers import TRIP_CONTEXT, Pick, Trip, tiny_tokenizer
+from tests.server.helpers import MODEL, running, scripted_engine
+
+
+@pytest.fixture(scope="module")
+def url() -> Iterator[str]:
+    with running(create_app(scripted_engine(), model_name=MODEL)) as base:
+        yield base
+
+
+@pytest.fixture(scope="module")
+def client(url: str) -> openai.OpenAI:
+    return openai.OpenAI(base_url=url + "/v1", api_key="none", max_retries=0)
+
+
+def trip_ir() -> dict[str, object]:
+    return to_ir(Trip, TRIP_CONTEXT)
+
+
+def chat(client: openai.OpenAI, content: str = "a trip", **kw: object) -> object:
+    extra = kw.pop("extra_body", {"factorspec": {"ir": trip_ir()}})
+    return client.chat.completions.create(
+        model=MODEL,
+        messages=[{"role": "user", "content": content}],
+        extra_body=extra,  # type: ignore[arg-type]
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def test_models_health_metrics(url: str, client: openai.OpenAI) -> None:
+    assert [m.id for m in client.models.list().data] == [MODEL]
+    assert httpx.get(url + "/health").json()["status"] == "ok"
+    text = httpx.get(url + "/metrics").text
+    for name in ("requests_total", "tokens_per_verify_step", "oracle_seconds_total", "queue_depth"):
+        assert f"factorspec_{name}" in text
+
+
+def test_chat_with_relation_ir(client: openai.OpenAI) -> None:
+    r = chat(client)
+    choice = r.choices[0]  # type: ignore[attr-defined]
+    assert choice.finish_reason == "stop"
+    trip = Trip.model_validate_json(choice.message.content, context=TRIP_CONTEXT)
+    assert sorted(leg.city for leg in trip.legs) == sorted(TRIP_CONTEXT)
+    assert r.usage.completion_tokens > 0 and r.usage.prompt_tokens > 0  # type: ignore[attr-defined]
+    stats = r.model_extra["factorspec"]  # type: ignore[attr-defined]
+    assert stats["valid"] and stats["tokens_per_step"] > 1 and stats["verify_steps"] > 0
+
+
+def test_plain_json_schema_and_completions(client: openai.OpenAI) -> None:
+    rf = {
+        "type": "json_schema",
+        "json_schema": {"name": "Pick", "schema": Pick.model_json_schema()},
+    }
+    r = client.chat.completions.create(
+        model=MODEL,
+        messages=[{"role": "user", "content": "pick"}],
+        response_format=rf,  # type: ignore[arg-type]
+    )
+    data = json.loads(r.choices[0].message.content or "")
+    assert data["letter"] in "xyz" and 0 <= data["n"] <= 3
+    c = client.completions.create(
+        model=MODEL, prompt="pick one:", extra_body={"response_format": rf}
+    )
+    assert json.loads(c.choices[0].text)["letter"] in "xyz"
+    ids = tiny_tokenizer().encode("pick")
+    c2 = client.completions.create(model=MODEL, prompt=ids, extra_body={"response_format": rf})
+    assert c2.choices[0].finish_reason == "stop"
+
+
+def test_stream_matches_non_stream(client: openai.OpenAI) -> None:
+    full = chat(client, "stream me").choices[0].message.content  # type: ignore[attr-defined]
+    parts: list[str] = []
+    finish = None
+    usage = None
+    for chunk in chat(client, "stream me", stream=True, stream_options={"include_usage": True}):  # type: ignore[attr-defined]
+        if chunk.choices:
+            parts.append(chunk.choices[0].delta.content or "")
+            finish = chunk.choices[0].finish_reason or finish
+        else:
+            usage = chunk.usage
+    assert "".join(parts) == full
+    assert finish == "stop" and usage is not None and usage.completion_tokens > 0
+    assert len([p for p in parts if p]) >= 2  # the record arrived in pieces
+
+
+def test_n_choices_and_seeds(client: openai.OpenAI) -> None:
+    r = chat(client, "many", n=3, temperature=1.0, seed=11)
+    assert len(r.choices) == 3  # type: ignore[attr-defined]
+    for c in r.choices:  # type: ignore[attr-defined]
+        Trip.model_validate_json(c.message.content, context=TRIP_CONTEXT)
+
+
+def test_max_tokens_gives_length_with_partial_record(client: openai.OpenAI) -> None:
+    full = chat(client, "cut").choices[0].message.content  # type: ignore[attr-defined]
+    r = chat(client, "cut", max_tokens=5)
+    choice = r.choices[0]  # type: ignore[attr-defined]
+    assert choice.finish_reason == "length"
+    assert full.startswith(choice.message.content) and len(choice.message.content) < len(full)
+    assert r.model_extra["factorspec"]["stop_reason"] == "max_tokens"  # type: ignore[attr-defined]
+
+
+def test_errors_are_4xx(url: str, client: openai.OpenAI) -> None:
+    ir = trip_ir()
+    ir["factors"] = [*ir["factors"], {"name": "never", "formula": {"bool": False}}]  # type: ignore[list-item, misc]
+    with pytest.raises(openai.UnprocessableEntityError) as unsat:
+        chat(client, extra_body={"factorspec": {"ir": ir}})
+    assert unsat.value.body["factorspec"]["unsat_core"] == ["never"]  # type: ignore[index]
+    with pytest.raises(openai.NotFoundError):
+        client.chat.completions.create(model="other", messages=[{"role": "user", "content": "x"}])
+    with pytest.raises(openai.BadRequestError, match="response_format"):
+        client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "x"}])
+    with pytest.raises(openai.BadRequestError, match="tokenized"):
+        chat(client, "caf\u00e9 \u2603")  # the tiny vocabulary cannot encode it
+    for body in (b"", b"[1]", b'{"model": 1}', b"[" * 50_000 + b"]" * 50_000):
+        r = httpx.post(url + "/v1/chat/completions", content=body)
+        assert r.status_code == 400, r.text
+    r = httpx.post(url + "/v1/chat/completions", content=b" " * (9 * 2**20))
+    assert r.status_code == 413
+
+
+def test_remote_backend_matches_local_client(url: str) -> None:
+    prompts = ["a trip", "b trip", "c trip"]
+    backend = RemoteBackend(url)
+    remote = backend.generate_batch(Trip, prompts, contexts=[TRIP_CONTEXT] * 3)
+    local = Client(scripted_engine()).generate_batch(
+        Trip, prompts, contexts=[TRIP_CONTEXT] * 3, return_result=True
+    )
+    assert [r.text for r in remote] == [r.text for r in local]
+    assert [r.tokens for r in remote] == [r.tokens for r in local]
+    assert all(isinstance(r.value, Trip) for r in remote)
+    bad = {"Paris": 3, "Rome": 2, "Parma": 4, "Oslo": 1, "Nice": 2}  # 5 cities > max_length 4
+    with pytest.raises(UnsatisfiableSpecError):
+        backend.generate(Trip, "x", context=bad)
+
+
+def test_32_concurrent_requests_none_lost_none_mixed(url: str) -> None:
+    prompts = [f"trip number {i}" for i in range(32)]
+    contexts = [dict(list(TRIP_CONTEXT.items())[: 1 + i % 3]) for i in range(32)]
+    backend = RemoteBackend(url, max_concurrency=32)
+    t0 = time.perf_counter()
+    remote = backend.generate_batch(Trip, prompts, contexts=contexts, temperature=1.0, seed=100)
+    elapsed = time.perf_counter() - t0
+    local = Client(scripted_engine()).generate_batch(
+        Trip, prompts, contexts=contexts, temperature=1.0, seed=100, return_result=True
+    )
+    assert len(remote) == 32
+    for r, lo, ctx in zip(remote, local, contexts, strict=True):
+        Trip.model_validate(r.value.model_dump(), context=ctx)
+        assert r.text == lo.text  # each answer is its own request's record
+    assert elapsed < 60
+
+
+class Slow(BaseModel):
+    notes: list[str] = Field(min_length=12, max_length=12)
+
+
+def slow_engine() -> ScriptedEngine:
+    tok = tiny_tokenizer()
+    base = ScriptedEngine.random(tok, seed=3, temperature_scale=0.5)
+    fn = base._logits_fn
+
+    def logits(prefix: Sequence[int]) -> npt.NDArray[np.floating]:
+        time.sleep(0.002)
+        return fn(prefix)
+
+    return ScriptedEngine(tok, logits)
+
+
+def test_disconnect_frees_slot_and_timeout_is_length() -> None:
+    app = create_app(slow_engine(), model_name=MODEL, options=ServerOptions(max_batch=4))
+    with running(app) as base:
+        client = openai.OpenAI(base_url=base + "/v1", api_key="x", max_retries=0)
+        extra = {"factorspec": {"ir": to_ir(Slow)}}
+        body = {
+            "model": MODEL,
+            "messages": [{"role": "user", "content": "notes"}],
+            "stream": True,
+            **extra,
+        }
+        with httpx.stream("POST", base + "/v1/chat/completions", json=body, timeout=30) as resp:
+            lines = resp.iter_lines()
+            got = [next(lines) for _ in range(3)]
+            assert got[0].startswith("data: ")
+        deadline = time.monotonic() + 20
+        while True:
+            metrics = httpx.get(base + "/metrics").text
+            if "factorspec_cancelled_total 1" in metrics and "factorspec_active_jobs 0" in metrics:
+                break
+            assert time.monotonic() < deadline, metrics
+            time.sleep(0.1)
+        r = client.chat.completions.create(
+            model=MODEL,
+            messages=[{"role": "user", "content": "notes"}],
+            extra_body={"factorspec": {"ir": to_ir(Slow), "timeout_s": 0.3}},
+        )
+        assert r.choices[0].finish_reason == "length"
+        assert r.model_extra["factorspec"]["stop_reason"] == "timeout"  # type: ignore[index]
+        assert r.choices[0].message.content.startswith('{"notes": [')  # type: ignore[union-attr]
+        # a concurrent quick request is not blocked by the slow ones
+        rf = {
+            "type": "json_schema",
+            "json_schema": {"name": "P", "schema": Pick.model_json_schema()},
+        }
+        results: list[str] = []
+
+        def slow() -> None:
+            client.chat.completions.create(
+                model=MODEL,
+                messages=[{"role": "user", "content": "notes"}],
+                extra_body={"factorspec": {"ir": to_ir(Slow), "timeout_s": 5}},
+            )
+
+        thread = threading.Thread(target=slow)
+        thread.start()
+        time.sleep(0.3)
+        t0 = time.perf_counter()
+        quick = client.chat.completions.create(
+            model=MODEL,
+            messages=[{"role": "user", "content": "pick"}],
+            response_format=rf,  # type: ignore[arg-type]
+        )
+        results.append(quick.choices[0].message.content or "")
+        quick_s = time.perf_counter() - t0
+        thread.join()
+        assert json.loads(results[0])["letter"] in "xyz"
+        assert quick_s < 4
+
+
+def test_api_key() -> None:
+    app = create_app(scripted_engine(), model_name=MODEL, options=ServerOptions(api_key="k1"))
+    with running(app) as base:
+        with pytest.raises(openai.AuthenticationError):
+            openai.OpenAI(
+                base_url=base + "/v1", api_key="bad", max_retries=0
+            ).models.with_raw_response.list()
+            chat(openai.OpenAI(base_url=base + "/v1", api_key="bad", max_retries=0))
+        ok = chat(openai.OpenAI(base_url=base + "/v1", api_key="k1", max_retries=0))
+        assert ok.choices[0].finish_reason == "stop"  # type: ignore[attr-defined]
+
+
+def test_client_with_base_url_talks_to_the_server(url: str) -> None:
+    remote = Client(base_url=url + "/v1")
+    local = Client(scripted_engine())
+    got = remote.generate(Trip, "a trip", context=TRIP_CONTEXT, return_result=True)
+    want = local.generate(Trip, "a trip", context=TRIP_CONTEXT, return_result=True)
+    assert isinstance(got.value, Trip) and got.text == want.text
+    assert remote.generate_batch(Pick, ["x", "y"]) == local.generate_batch(Pick, ["x", "y"])
+    with pytest.raises(TypeError):
+        Client(scripted_engine(), base_url=url)
+    with pytest.raises(TypeError):
+        Client(api_key="k")
