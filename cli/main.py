@@ -355,7 +355,17 @@ _mount_bench()
 
 
 def main() -> None:
-    """Entry point of the ``factorspec`` console script."""
+    """Entry point of the ``factorspec`` console script.
+
+    Like ``python -m``, the working directory goes first on ``sys.path``, so that
+    ``MODULE:Model`` arguments and the benchmark's ``examples`` package resolve from a checkout.
+    """
+    import os
+    import sys
+
+    cwd = os.getcwd()
+    if cwd not in sys.path:
+        sys.path.insert(0, cwd)
     app()
 
 
