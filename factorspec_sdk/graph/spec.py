@@ -14,7 +14,7 @@ import enum
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, cast
 
@@ -498,39 +498,7 @@ def _compile(model: type[BaseModel], context: object) -> CompiledSpec:
             factors.append(Factor(fname, "bounds", frozenset({rec.name})))
 
     # -- components (union-find over relation factors)
-    parent: dict[str, str] = {v: v for v in records}
-
-    def find(v: str) -> str:
-        while parent[v] != v:
-            parent[v] = parent[parent[v]]
-            v = parent[v]
-        return v
-
-    for f in factors:
-        vs = list(f.variables)
-        for v in vs[1:]:
-            ra, rb = find(vs[0]), find(v)
-            if ra != rb:
-                parent[rb] = ra
-    groups: dict[str, set[str]] = {}
-    for v in records:
-        groups.setdefault(find(v), set()).add(v)
-    comp_of_root = {root: i for i, root in enumerate(sorted(groups, key=lambda r: min(groups[r])))}
-    comp_factors: list[list[str]] = [[] for _ in comp_of_root]
-    for f in factors:
-        if f.variables:
-            comp_factors[comp_of_root[find(next(iter(f.variables)))]].append(f.name)
-        else:
-            # a relation over no variable: constant; check it on its own
-            if z3.is_false(z3.simplify(formulas[f.name])):
-                raise UnsatisfiableSpecError([f.name], model.__name__)
-    components: list[_Component] = []
-    for root, i in sorted(comp_of_root.items(), key=lambda kv: kv[1]):
-        fnames = comp_factors[i]
-        cons = [formulas[n] for n in fnames] + [
-            default_upper[n] for n in fnames if n in default_upper
-        ]
-        components.append(_Component(i, frozenset(groups[root]), cons, tuple(fnames)))
+    components = connected_components(model.__name__, records, factors, formulas, default_upper)
 
     # -- satisfiability, unsat cores, list bounds, str domains
     list_bounds: dict[Path, int] = {}
@@ -645,3 +613,49 @@ def _check_str_domains(
             "(a Literal or Enum type, or a relation like `x in context.values`)"
         )
     s.pop()
+
+
+def connected_components(
+    model: str,
+    records: Mapping[str, VarRecord],
+    factors: Sequence[Factor],
+    formulas: Mapping[str, z3.BoolRef],
+    default_upper: Mapping[str, z3.BoolRef],
+) -> list[_Component]:
+    """Group variables into components connected by factors (union-find), with constraints.
+
+    A factor over no variable is a constant: a false one raises `UnsatisfiableSpecError` at
+    once. Shared by `compile_spec` and the relation IR's rebuild (`factorspec_sdk.ir.build`).
+    """
+    parent: dict[str, str] = {v: v for v in records}
+
+    def find(v: str) -> str:
+        while parent[v] != v:
+            parent[v] = parent[parent[v]]
+            v = parent[v]
+        return v
+
+    for f in factors:
+        vs = list(f.variables)
+        for v in vs[1:]:
+            ra, rb = find(vs[0]), find(v)
+            if ra != rb:
+                parent[rb] = ra
+    groups: dict[str, set[str]] = {}
+    for v in records:
+        groups.setdefault(find(v), set()).add(v)
+    comp_of_root = {root: i for i, root in enumerate(sorted(groups, key=lambda r: min(groups[r])))}
+    comp_factors: list[list[str]] = [[] for _ in comp_of_root]
+    for f in factors:
+        if f.variables:
+            comp_factors[comp_of_root[find(next(iter(f.variables)))]].append(f.name)
+        elif z3.is_false(z3.simplify(formulas[f.name])):
+            raise UnsatisfiableSpecError([f.name], model)
+    out: list[_Component] = []
+    for root, i in sorted(comp_of_root.items(), key=lambda kv: kv[1]):
+        fnames = comp_factors[i]
+        cons = [formulas[n] for n in fnames] + [
+            default_upper[n] for n in fnames if n in default_upper
+        ]
+        out.append(_Component(i, frozenset(groups[root]), cons, tuple(fnames)))
+    return out

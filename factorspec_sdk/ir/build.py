@@ -34,7 +34,7 @@ from pydantic import (
 from z3 import z3core as _C
 
 from factorspec_sdk.errors import FactorSpecError, SpecError, UnsatisfiableSpecError
-from factorspec_sdk.graph.spec import CompiledSpec, Factor, _Component
+from factorspec_sdk.graph.spec import CompiledSpec, Factor, _Component, connected_components
 from factorspec_sdk.ir.model import (
     OPS,
     Apply,
@@ -650,7 +650,7 @@ def _assemble(checked: _Checked, limits: IRLimits) -> CompiledSpec:
             formulas[fname] = bound
             factors.append(Factor(fname, kind, frozenset({n})))
 
-    components = _components(ir.name, records, factors, formulas, default_upper)
+    components = connected_components(ir.name, records, factors, formulas, default_upper)
     if checked.list_bounds is None:
         checked.list_bounds = _check(ir.name, components, formulas, default_upper, records, lim)
     return CompiledSpec(
@@ -710,47 +710,6 @@ def _bound_constraint(rec: VarRecord, strings: InternTable, ctx: z3.Context) -> 
     if not parts:
         return None
     return z3.And(*parts) if len(parts) > 1 else parts[0]
-
-
-def _components(
-    model: str,
-    records: dict[str, VarRecord],
-    factors: list[Factor],
-    formulas: dict[str, z3.BoolRef],
-    default_upper: dict[str, z3.BoolRef],
-) -> list[_Component]:
-    parent: dict[str, str] = {v: v for v in records}
-
-    def find(v: str) -> str:
-        while parent[v] != v:
-            parent[v] = parent[parent[v]]
-            v = parent[v]
-        return v
-
-    for f in factors:
-        vs = list(f.variables)
-        for v in vs[1:]:
-            ra, rb = find(vs[0]), find(v)
-            if ra != rb:
-                parent[rb] = ra
-    groups: dict[str, set[str]] = {}
-    for v in records:
-        groups.setdefault(find(v), set()).add(v)
-    comp_of_root = {root: i for i, root in enumerate(sorted(groups, key=lambda r: min(groups[r])))}
-    comp_factors: list[list[str]] = [[] for _ in comp_of_root]
-    for f in factors:
-        if f.variables:
-            comp_factors[comp_of_root[find(next(iter(f.variables)))]].append(f.name)
-        elif z3.is_false(z3.simplify(formulas[f.name])):
-            raise UnsatisfiableSpecError([f.name], model)
-    out: list[_Component] = []
-    for root, i in sorted(comp_of_root.items(), key=lambda kv: kv[1]):
-        fnames = comp_factors[i]
-        cons = [formulas[n] for n in fnames] + [
-            default_upper[n] for n in fnames if n in default_upper
-        ]
-        out.append(_Component(i, frozenset(groups[root]), cons, tuple(fnames)))
-    return out
 
 
 def _decide(s: z3.Solver, lim: IRLimits) -> z3.CheckSatResult:
