@@ -407,11 +407,18 @@ def _freeze(obj: object, depth: int) -> Hashable:
     raise _Unfreezable
 
 
-def _bound_constraint(rec: VarRecord, strings: InternTable) -> z3.BoolRef | None:
+def bound_constraint(
+    rec: VarRecord, strings: InternTable, ctx: z3.Context | None = None
+) -> z3.BoolRef | None:
+    """The schema bounds of one variable (enum choices, int bounds, string codes), if any.
+
+    Shared by `compile_spec` and the relation IR's rebuild (`factorspec_sdk.ir.build`), which
+    builds in a private Z3 context ``ctx``; every string choice must already be interned.
+    """
     t = rec.term
     if rec.kind == "bool":
         if rec.choices is not None and len(set(rec.choices)) == 1:
-            return cast(z3.BoolRef, t == z3.BoolVal(bool(rec.choices[0])))
+            return cast(z3.BoolRef, t == z3.BoolVal(bool(rec.choices[0]), ctx))
         return None
     if rec.kind == "str":
         if rec.choices is not None:
@@ -491,7 +498,7 @@ def _compile(model: type[BaseModel], context: object) -> CompiledSpec:
                 default_upper[fname] = upper
             factors.append(Factor(fname, "length", frozenset({rec.name})))
             continue
-        bc = _bound_constraint(rec, strings)
+        bc = bound_constraint(rec, strings)
         if bc is not None:
             fname = f"bounds of {rec.name}"
             formulas[fname] = bc

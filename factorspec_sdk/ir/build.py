@@ -34,7 +34,13 @@ from pydantic import (
 from z3 import z3core as _C
 
 from factorspec_sdk.errors import FactorSpecError, SpecError, UnsatisfiableSpecError
-from factorspec_sdk.graph.spec import CompiledSpec, Factor, _Component, connected_components
+from factorspec_sdk.graph.spec import (
+    CompiledSpec,
+    Factor,
+    _Component,
+    bound_constraint,
+    connected_components,
+)
 from factorspec_sdk.ir.model import (
     OPS,
     Apply,
@@ -642,7 +648,7 @@ def _assemble(checked: _Checked, limits: IRLimits) -> CompiledSpec:
             kind: Literal["bounds", "length"] = "length"
         else:
             fname = f"bounds of {n}"
-            bound = _bound_constraint(rec, strings, ctx)
+            bound = bound_constraint(rec, strings, ctx)
             kind = "bounds"
         if bound is not None:
             if fname in formulas:
@@ -679,37 +685,6 @@ def _exists(path: Path, terms: dict[str, z3.ExprRef], name: str) -> z3.BoolRef |
     if not conds:
         return True
     return conds[0] if len(conds) == 1 else z3.And(*conds)
-
-
-def _in_set(t: z3.ArithRef, values: list[int]) -> z3.BoolRef:
-    if len(values) == 1:
-        return cast(z3.BoolRef, t == values[0])
-    if values[-1] - values[0] + 1 == len(values):
-        return z3.And(t >= values[0], t <= values[-1])
-    return z3.Or(*(t == v for v in values))
-
-
-def _bound_constraint(rec: VarRecord, strings: InternTable, ctx: z3.Context) -> z3.BoolRef | None:
-    t = rec.term
-    if rec.kind == "bool":
-        if rec.choices is not None and len(set(rec.choices)) == 1:
-            return cast(z3.BoolRef, t == z3.BoolVal(bool(rec.choices[0]), ctx))
-        return None
-    if rec.kind == "str":
-        if rec.choices is not None:
-            codes = sorted({strings.codes[cast(str, c)] for c in rec.choices})
-            return _in_set(cast(z3.ArithRef, t), codes)
-        return z3.And(t >= 0, t < len(strings))
-    if rec.choices is not None:
-        return _in_set(cast(z3.ArithRef, t), sorted({cast(int, c) for c in rec.choices}))
-    parts = []
-    if rec.ge is not None:
-        parts.append(t >= rec.ge)
-    if rec.le is not None:
-        parts.append(t <= rec.le)
-    if not parts:
-        return None
-    return z3.And(*parts) if len(parts) > 1 else parts[0]
 
 
 def _decide(s: z3.Solver, lim: IRLimits) -> z3.CheckSatResult:
