@@ -40,7 +40,7 @@ from factorspec_sdk.writer.automaton import Writer
 if TYPE_CHECKING:
     from factorspec_sdk.remote import RemoteBackend
 
-__all__ = ["AsyncClient", "Client", "GenerationResult", "schema_hint"]
+__all__ = ["AsyncClient", "Client", "GenerationResult", "chat_messages", "schema_hint"]
 
 T = TypeVar("T", bound=BaseModel)
 Prompt = str | Sequence[ChatMessage]
@@ -81,6 +81,33 @@ def _leaf_hint(node: LeafLayout) -> str:
     if node.kind == "enum":
         return " | ".join(json.dumps(c) for c in node.choices)
     return {"bool": "true|false", "int": "<integer>", "str": "<text>"}[node.kind]
+
+
+def chat_messages(
+    prompt: Prompt,
+    *,
+    system: str | None = None,
+    layout: ObjectLayout | None = None,
+    hint: bool = True,
+) -> list[ChatMessage]:
+    """The chat messages for ``prompt``.
+
+    A plain prompt becomes one user message (after an optional system message) with the
+    schema hint appended; a message list is copied. Shared by `Client` (local engines) and
+    `factorspec_sdk.remote.RemoteBackend`, so a server sees the prompt a local engine would.
+    """
+    if isinstance(prompt, str):
+        content = prompt
+        if hint and layout is not None:
+            content += "\n\nAnswer with JSON of this form: " + schema_hint(layout)
+        messages: list[ChatMessage] = []
+        if system is not None:
+            messages.append({"role": "system", "content": system})
+        messages.append({"role": "user", "content": content})
+        return messages
+    if system is not None:
+        raise TypeError("pass the system prompt inside the messages, not as system=")
+    return [dict(m) for m in prompt]
 
 
 class Client:
@@ -158,18 +185,8 @@ class Client:
         hint: bool = True,
     ) -> list[int]:
         """Token ids of the prompt with the engine's chat template applied."""
-        if isinstance(prompt, str):
-            content = prompt
-            if hint and layout is not None:
-                content += "\n\nAnswer with JSON of this form: " + schema_hint(layout)
-            messages: list[ChatMessage] = []
-            if system is not None:
-                messages.append({"role": "system", "content": system})
-            messages.append({"role": "user", "content": content})
-        else:
-            if system is not None:
-                raise TypeError("pass the system prompt inside the messages, not as system=")
-            messages = [dict(m) for m in prompt]
+        messages = chat_messages(prompt, system=system, layout=layout, hint=hint)
+        if not isinstance(prompt, str):
             for m in messages:
                 if set(m) != {"role", "content"}:
                     raise TypeError(f"a chat message has the keys role and content, got {m!r}")

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, TypeVar, cast
 
 from pydantic import BaseModel, ValidationError
 
-from factorspec_sdk.client import GenerationResult, schema_hint
+from factorspec_sdk.client import GenerationResult, chat_messages
 from factorspec_sdk.drafter.loop import GenerationStats
 from factorspec_sdk.errors import (
     FactorSpecError,
@@ -116,18 +116,12 @@ class RemoteBackend:
         """The chat messages `Client` would build for ``prompt`` (same schema hint)."""
         from factorspec_sdk.relations.layout import ObjectLayout
 
-        if isinstance(prompt, str):
-            content = prompt
-            if hint and isinstance(layout, ObjectLayout):
-                content += "\n\nAnswer with JSON of this form: " + schema_hint(layout)
-            messages: list[ChatMessage] = []
-            if system is not None:
-                messages.append({"role": "system", "content": system})
-            messages.append({"role": "user", "content": content})
-            return messages
-        if system is not None:
-            raise TypeError("pass the system prompt inside the messages, not as system=")
-        return [dict(m) for m in prompt]
+        return chat_messages(
+            prompt,
+            system=system,
+            layout=layout if isinstance(layout, ObjectLayout) else None,
+            hint=hint,
+        )
 
     def generate(
         self,
