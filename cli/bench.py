@@ -72,6 +72,16 @@ def trip(
     log: Annotated[
         bool, typer.Option("--log/--no-log", help="Print one line per record to stderr.")
     ] = False,
+    shard: Annotated[
+        str | None,
+        typer.Option(
+            "--shard",
+            help=(
+                "K/M: run only problems whose index is K mod M, to split one run over M "
+                "processes; join them with `factorspec bench report A.json B.json --out DIR`."
+            ),
+        ),
+    ] = None,
     threads: Annotated[
         int | None,
         typer.Option(
@@ -88,6 +98,7 @@ def trip(
         expand_methods,
         make_engine,
         parse_cities,
+        parse_shard,
         run_trip_bench,
     )
     from factorspec_sdk.errors import EngineError
@@ -96,6 +107,7 @@ def trip(
     try:
         city_range = parse_cities(cities)
         chosen = expand_methods(methods)
+        shard_km = None if shard is None else parse_shard(shard)
     except ValueError as exc:
         err.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(_USAGE_ERROR) from None
@@ -125,6 +137,7 @@ def trip(
         max_retries=retries,
         progress=sys.stderr.isatty(),
         log=say if log or not sys.stderr.isatty() else None,
+        shard=shard_km,
     )
     print(report.markdown())
     err.print(f"wrote {', '.join(str(p) for p in report.files)}")
@@ -132,22 +145,41 @@ def trip(
 
 @bench_app.command("report")
 def report(
-    results: Annotated[Path, typer.Argument(help="A results.json (also of a run in progress).")],
+    results: Annotated[
+        list[Path],
+        typer.Argument(
+            help="A results.json (also of a run in progress), or the shards of one run to merge."
+        ),
+    ],
     out: Annotated[
-        Path | None, typer.Option("--out", help="Folder to write into (default: its folder).")
+        Path | None,
+        typer.Option("--out", help="Folder to write into (default: the first file's folder)."),
     ] = None,
 ) -> None:
-    """Re-render results.md and the plots from a results.json."""
+    """Re-render results.md and the plots from a results.json, or merge shards of one run."""
     import json
 
-    from factorspec_sdk.bench.trip_bench import BenchReport, write_outputs
+    from factorspec_sdk.bench.trip_bench import BenchReport, merge_reports, write_outputs
 
-    try:
-        data = json.loads(results.read_text())
-    except (OSError, ValueError) as exc:
-        print(f"error: cannot read {results}: {exc}", file=sys.stderr)
-        raise typer.Exit(_USAGE_ERROR) from None
-    target = out if out is not None else results.parent
-    rep = BenchReport.from_json(data, target)
+    target = out if out is not None else results[0].parent
+    reports = []
+    for path in results:
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            print(f"error: cannot read {path}: {exc}", file=sys.stderr)
+            raise typer.Exit(_USAGE_ERROR) from None
+        reports.append(BenchReport.from_json(data, target))
+    if len(reports) == 1:
+        rep = reports[0]
+    else:
+        if out is None:
+            print("error: merging shards needs --out DIR", file=sys.stderr)
+            raise typer.Exit(_USAGE_ERROR)
+        try:
+            rep = merge_reports(reports, target)
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            raise typer.Exit(_USAGE_ERROR) from None
     write_outputs(rep, target)
     print(rep.markdown())

@@ -54,6 +54,8 @@ __all__ = [
     "Summary",
     "expand_methods",
     "generate_bench_problems",
+    "merge_reports",
+    "parse_shard",
     "itinerary_schema",
     "make_engine",
     "parse_cities",
@@ -430,6 +432,79 @@ class BenchReport:
         return _markdown(self)
 
 
+_SAME_IN_EVERY_SHARD = (
+    "n",
+    "cities",
+    "methods",
+    "engine",
+    "model",
+    "dtype",
+    "seed",
+    "unique",
+    "max_tokens",
+    "max_retries",
+)
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``"0/2"`` -> ``(0, 2)``: shard ``K`` of ``M`` (problems whose index is K mod M).
+
+    Raises:
+        ValueError: not ``K/M`` with ``0 <= K < M``.
+    """
+    try:
+        k_text, m_text = text.split("/")
+        k, m = int(k_text), int(m_text)
+    except ValueError:
+        raise ValueError(f"--shard wants K/M (e.g. 0/2), got {text!r}") from None
+    if not 0 <= k < m:
+        raise ValueError(f"--shard {text}: need 0 <= K < M")
+    return k, m
+
+
+def merge_reports(reports: Sequence[BenchReport], out_dir: Path | None = None) -> BenchReport:
+    """One report from the shards of one run (``run_trip_bench(..., shard=(k, m))``).
+
+    The shards must agree on what was run (problem set, methods, engine, budget); records are
+    ordered by problem, then method, as an unsharded run orders them. The merged run is
+    complete when every shard is and no problem index is missing.
+
+    Raises:
+        ValueError: no reports, shards of different runs, or a problem in two shards.
+    """
+    if not reports:
+        raise ValueError("nothing to merge")
+    first = reports[0].config
+    for other in reports[1:]:
+        for key in _SAME_IN_EVERY_SHARD:
+            if other.config.get(key) != first.get(key):
+                raise ValueError(
+                    f"shards of different runs: {key} is {first.get(key)!r} in one and "
+                    f"{other.config.get(key)!r} in another"
+                )
+    seen: dict[int, int] = {}
+    for i, rep in enumerate(reports):
+        for problem in {r.problem for r in rep.records}:
+            if seen.setdefault(problem, i) != i:
+                raise ValueError(f"problem #{problem} is in two of the merged results")
+    order = {m: i for i, m in enumerate(METHODS)}
+    records = sorted(
+        (r for rep in reports for r in rep.records),
+        key=lambda r: (r.problem, order.get(r.method, len(order))),
+    )
+    config = {k: v for k, v in first.items() if k != "shard"}
+    config["shards"] = [rep.config.get("shard", "all") for rep in reports]
+    config["started"] = min(str(rep.config.get("started", "")) for rep in reports)
+    config["complete"] = all(rep.config.get("complete") for rep in reports) and len(seen) == int(
+        first.get("n", len(seen))
+    )
+    if config["complete"]:
+        config["finished"] = max(str(rep.config.get("finished", "")) for rep in reports)
+    else:
+        config.pop("finished", None)
+    return BenchReport(config, records, out_dir)
+
+
 # --------------------------------------------------------------------------- formatting
 
 
@@ -464,6 +539,18 @@ def _table(rows: Sequence[Summary], show_method: bool, best: str | None) -> list
     return lines
 
 
+def _shard_lines(cfg: dict[str, Any]) -> list[str]:
+    if "shard" in cfg:
+        return [f"- shard {cfg['shard']} of the problem set (problems whose index is K mod M)"]
+    shards = cfg.get("shards")
+    if shards and len(shards) > 1:
+        return [
+            f"- run as {len(shards)} shards ({', '.join(map(str, shards))}) in parallel "
+            "processes on the same machine; each record's times are its own process's"
+        ]
+    return []
+
+
 def _markdown(report: BenchReport) -> str:
     cfg = report.config
     summaries = report.summaries
@@ -480,6 +567,7 @@ def _markdown(report: BenchReport) -> str:
         f"greedy, max_tokens {cfg.get('max_tokens', '?')}, machine: {cfg.get('machine', '?')}",
         "- rates are ratios of sums over the records; every method ran on the same problems "
         "in the same run, one after another per problem",
+        *_shard_lines(cfg),
         "",
         "## All records",
         "",
@@ -781,6 +869,7 @@ def run_trip_bench(
     plots: bool = True,
     progress: bool = True,
     log: Callable[[str], None] | None = None,
+    shard: tuple[int, int] | None = None,
 ) -> BenchReport:
     """Run every method on the same ``n`` trip problems and write the results.
 
@@ -799,6 +888,9 @@ def run_trip_bench(
         plots: write the PNG plots at the end.
         progress: show a rich progress bar.
         log: called with one line per record (e.g. to follow a run in a log file).
+        shard: ``(k, m)`` runs only problems whose index is ``k`` modulo ``m`` (of the same
+            ``n`` problems), so ``m`` processes can share a machine; `merge_reports` joins
+            their ``results.json`` files into the full run.
 
     Returns:
         The `BenchReport` (records, summaries via ``.summaries``, written files).
@@ -810,6 +902,8 @@ def run_trip_bench(
     from factorspec_sdk.relations.layout import build_layout
 
     chosen = expand_methods(methods)
+    if shard is not None and not 0 <= shard[0] < shard[1]:
+        raise ValueError(f"shard {shard[0]}/{shard[1]}: need 0 <= K < M")
     eng = make_engine(engine) if isinstance(engine, str) else engine
     problems = generate_bench_problems(n, cities, seed, unique)
     setup = _Setup(eng, Itinerary, max_tokens, max_retries)
@@ -834,6 +928,8 @@ def run_trip_bench(
         "started": time.strftime("%Y-%m-%d %H:%M:%S"),
         "complete": False,
     }
+    if shard is not None:
+        config["shard"] = f"{shard[0]}/{shard[1]}"
     report = BenchReport(config, [])
     verify_cost = getattr(eng, "verify_cost", None)
     if callable(verify_cost):
@@ -841,6 +937,8 @@ def run_trip_bench(
     tasks: list[_Task] = []
     client = setup.clients["factorspec"]
     for i, problem in enumerate(problems):
+        if shard is not None and i % shard[1] != shard[0]:
+            continue
         prompt = prompt_for(problem)
         messages: list[ChatMessage] = [
             {"role": "user", "content": prompt + "\n\nAnswer with JSON of this form: " + hint}

@@ -28,6 +28,7 @@ from factorspec_sdk.bench.trip_bench import (
     generate_bench_problems,
     itinerary_schema,
     parse_cities,
+    parse_shard,
     ratios,
     run_trip_bench,
     summarize,
@@ -345,3 +346,37 @@ def test_cli(tmp_path: Path) -> None:
     assert "| factorspec |" in ok.output
     again = runner.invoke(bench_app, ["report", str(tmp_path / "results.json")])
     assert again.exit_code == 0 and "# Trip-planning benchmark" in again.output
+
+
+def test_shards_merge_into_the_unsharded_run(tmp_path: Path) -> None:
+    engine = _random_engine(0)
+    kwargs: dict[str, Any] = {"max_tokens": 120, "progress": False}
+    whole = run_trip_bench(3, (3, 3), "free,factorspec", engine, None, 0, **kwargs)
+    runner = CliRunner()
+    paths = []
+    for k in range(2):
+        shard = run_trip_bench(
+            3, (3, 3), "free,factorspec", engine, tmp_path / f"s{k}", 0, shard=(k, 2), **kwargs
+        )
+        assert {r.problem for r in shard.records} == {i for i in range(3) if i % 2 == k}
+        paths.append(str(tmp_path / f"s{k}" / "results.json"))
+    merged = runner.invoke(bench_app, ["report", *paths, "--out", str(tmp_path / "all")])
+    assert merged.exit_code == 0, merged.output
+    assert "run as 2 shards" in merged.output
+    data = json.loads((tmp_path / "all" / "results.json").read_text())
+    assert data["config"]["complete"] is True and data["config"]["shards"] == ["0/2", "1/2"]
+    keys = ["problem", "method", "valid", "exact_match", "tokens", "forwards", "text"]
+    assert [{k: r[k] for k in keys} for r in data["records"]] == [
+        {k: getattr(r, k) for k in keys} for r in whole.records
+    ]
+    # a shard twice, or shards of different runs, are refused
+    assert runner.invoke(bench_app, ["report", paths[0], paths[0], "--out", "x"]).exit_code == 2
+    assert runner.invoke(bench_app, ["report", *paths]).exit_code == 2
+    other = run_trip_bench(3, (3, 3), "free", engine, tmp_path / "o", 1, shard=(1, 2), **kwargs)
+    assert other.records
+    bad = [paths[0], str(tmp_path / "o" / "results.json"), "--out", str(tmp_path / "x")]
+    assert runner.invoke(bench_app, ["report", *bad]).exit_code == 2
+    with pytest.raises(ValueError, match="K/M"):
+        parse_shard("2")
+    with pytest.raises(ValueError, match="0 <= K < M"):
+        parse_shard("2/2")
