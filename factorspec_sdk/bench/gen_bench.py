@@ -68,9 +68,9 @@ def run(
     from examples.itinerary import Itinerary
     from factorspec_sdk.bench.trip import generate_problem, prompt_for
     from factorspec_sdk.client import Client
-    from factorspec_sdk.engines import create_engine
+    from factorspec_sdk.engines import create_logits_engine
 
-    engine = create_engine("embedded", **({"model": model} if model else {}))
+    engine = create_logits_engine("embedded", **({"model": model} if model else {}))
     engine.verify_cost(1)  # measure the cost curve before timing anything
     problems = [generate_problem(cities, seed + i, unique=unique) for i in range(n)]
     results = {m: ModeResult(m, 0, 0, 0, 0, 0.0, 0.0, 0.0, 0.0, 0, 0) for m in MODES}

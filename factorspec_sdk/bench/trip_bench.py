@@ -37,13 +37,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from factorspec_sdk.bench.trip import TripProblem, evaluate, generate_problem, prompt_for
+from factorspec_sdk.engines.completion import CompletionEngine
 from factorspec_sdk.engines.protocol import ChatMessage, Engine
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from factorspec_sdk.bench.baselines import DecodeRun, XGrammarBackend
-    from factorspec_sdk.client import Client
+    from factorspec_sdk.bench.baselines import DecodeRun, Steps, XGrammarBackend
+    from factorspec_sdk.client import Client, GenerationResult
 
 __all__ = [
     "BASELINES",
@@ -443,6 +444,7 @@ _SAME_IN_EVERY_SHARD = (
     "unique",
     "max_tokens",
     "max_retries",
+    "batch",
 )
 
 
@@ -565,6 +567,15 @@ def _markdown(report: BenchReport) -> str:
         f"{'unique golden plan' if cfg.get('unique', True) else 'several valid plans allowed'}",
         f"- engine: {cfg.get('engine', '?')} ({cfg.get('model', '')} {cfg.get('dtype', '')}), "
         f"greedy, max_tokens {cfg.get('max_tokens', '?')}, machine: {cfg.get('machine', '?')}",
+        *(
+            [
+                f"- batch {cfg['batch']}: every method decoded up to {cfg['batch']} problems of "
+                "one city count together (one batched forward per step); each record is "
+                "charged its batch's wall time over the batch size"
+            ]
+            if int(cfg.get("batch", 1)) > 1
+            else []
+        ),
         "- rates are ratios of sums over the records; every method ran on the same problems "
         "in the same run, one after another per problem",
         *_shard_lines(cfg),
@@ -682,7 +693,7 @@ def _tiny_scripted_engine() -> Engine:
     return ScriptedEngine.random(TokenizerInfo.tiny(pieces), seed=0, temperature_scale=2.0)
 
 
-def make_engine(name: str, **options: object) -> Engine:
+def make_engine(name: str, **options: object) -> Engine | CompletionEngine:
     """An engine by name: every name `factorspec_sdk.engines.create_engine` knows.
 
     ``"scripted"`` without options builds a tiny random model over printable ASCII (a smoke
@@ -710,18 +721,25 @@ def make_engine(name: str, **options: object) -> Engine:
 class _Setup:
     """What the methods share for one run."""
 
-    engine: Engine
+    engine: Engine | CompletionEngine
     model: type[BaseModel]
     max_tokens: int
     max_retries: int
     backend: XGrammarBackend | None = None
     clients: dict[str, Client] = field(default_factory=dict)
 
+    @property
+    def logits_engine(self) -> Engine:
+        """The engine as a logits `Engine` (the token-level baselines need one)."""
+        if isinstance(self.engine, CompletionEngine):
+            raise TypeError(f"the {self.engine.name} engine returns no logits")
+        return self.engine
+
     def xgrammar(self) -> XGrammarBackend:
         if self.backend is None:
             from factorspec_sdk.bench.baselines import XGrammarBackend
 
-            self.backend = XGrammarBackend(self.engine.tokenizer)
+            self.backend = XGrammarBackend(self.logits_engine.tokenizer)
         return self.backend
 
 
@@ -785,70 +803,129 @@ def _cold_spec_cache() -> None:
         spec_module._CACHE.clear()
 
 
-def _run_method(method: str, task: _Task, setup: _Setup) -> RecordResult:
+def _loop(method: str, task: _Task, setup: _Setup, first: DecodeRun | None) -> Steps:
+    """The baseline ``method``'s step generator for ``task``."""
     from factorspec_sdk.bench import baselines
 
     problem = task.problem
-    record = RecordResult(method, task.index, len(problem.cities))
-    engine = setup.engine
+    engine = setup.logits_engine
     if method == "free":
-        run = baselines.decode_free(engine, task.prompt_ids, setup.max_tokens)
-        _fill(record, run, problem, setup.model)
-    elif method == "syntax":
-        run = baselines.decode_syntax(
-            engine, setup.xgrammar(), task.prompt_ids, itinerary_schema(problem), setup.max_tokens
-        )
-        _fill(record, run, problem, setup.model)
-    elif method.startswith(_NGRAM_PREFIX):
+        return baselines.free_steps(engine, task.prompt_ids, setup.max_tokens)
+    backend = setup.xgrammar()
+    schema = itinerary_schema(problem)
+    if method == "syntax":
+        return baselines.syntax_steps(engine, backend, task.prompt_ids, schema, setup.max_tokens)
+    if method.startswith(_NGRAM_PREFIX):
         k = int(method.removeprefix(_NGRAM_PREFIX))
-        run = baselines.decode_syntax_ngram(
-            engine,
-            setup.xgrammar(),
-            task.prompt_ids,
-            itinerary_schema(problem),
-            setup.max_tokens,
-            k,
+        return baselines.syntax_ngram_steps(
+            engine, backend, task.prompt_ids, schema, setup.max_tokens, k
         )
-        _fill(record, run, problem, setup.model)
-    elif method == "syntax+retry":
-        backend = setup.xgrammar()
-        schema = itinerary_schema(problem)
+    if method == "syntax+retry":
         docs = _relation_docs(setup.model)
 
-        def decode(ids: list[int]) -> DecodeRun:
-            return baselines.decode_syntax(engine, backend, ids, schema, setup.max_tokens)
+        def decode(ids: list[int]) -> Steps:
+            return baselines.syntax_steps(engine, backend, ids, schema, setup.max_tokens)
 
         def check(text: str) -> list[str]:
             ev = evaluate(problem, text, setup.model)
             return [] if ev.valid else violation_sentences(ev.violations, docs)
 
-        run = baselines.decode_with_retries(engine, task.messages, decode, check, setup.max_retries)
-        _fill(record, run, problem, setup.model)
-    elif method in FACTORSPEC_METHODS:
+        return baselines.retry_steps(engine, task.messages, decode, check, setup.max_retries, first)
+    raise ValueError(f"unknown method {method!r}")  # pragma: no cover - expand_methods checks
+
+
+def _run_batch(
+    method: str, tasks: Sequence[_Task], setup: _Setup, syntax_runs: dict[int, DecodeRun]
+) -> list[RecordResult]:
+    """Run ``method`` on ``tasks`` together (one batched forward per step for all of them).
+
+    Every record of the batch gets the batch's wall time divided by its size (batches hold
+    problems of one city count, so per-city-count figures stay meaningful). The greedy
+    ``syntax`` runs are kept in ``syntax_runs``: ``syntax+retry``'s first attempt is the same
+    prompt decoded the same way, so it is reused (with its cost) instead of decoded again.
+    """
+    from factorspec_sdk.bench import baselines
+
+    records = [RecordResult(method, t.index, len(t.problem.cities)) for t in tasks]
+    started = time.perf_counter()
+    if method in FACTORSPEC_METHODS:
+        from factorspec_sdk.drafter.verify import SamplingParams
+
         client = setup.clients[method]
         _cold_spec_cache()
-        started = time.perf_counter()
-        result = client.generate(
-            setup.model,
-            task.prompt,
-            context=problem,
-            max_tokens=setup.max_tokens,
-            return_result=True,
-        )
-        record.wall_seconds = time.perf_counter() - started
-        stats = result.stats
-        record.tokens = stats.tokens
-        record.forwards = stats.verify_steps
-        record.forward_seconds = stats.forward_seconds
-        record.critical_seconds = stats.critical_plan_seconds
-        record.drafted = stats.drafted
-        record.draft_accepted = stats.guesses_accepted
-        record.stopped = "done"
-        record.text = result.text
-        _score(record, problem, setup.model)
-    else:  # pragma: no cover - expand_methods rejects unknown names
-        raise ValueError(f"unknown method {method!r}")
-    return record
+        # Client.generate_batch raises the first error; the bench wants each record's outcome,
+        # so it runs the client's own job/decoder/finish steps.
+        params = SamplingParams(max_tokens=setup.max_tokens)
+        outcomes: list[GenerationResult[Any] | Exception] = []
+        jobs = []
+        for task in tasks:
+            jobs.append(client._job(setup.model, task.prompt, task.problem, None, params, True))
+        for task, out in zip(tasks, client._decoder(None).run(jobs), strict=True):
+            try:
+                outcomes.append(client._finish(setup.model, task.problem, out))
+            except Exception as exc:
+                outcomes.append(exc)
+        wall = (time.perf_counter() - started) / len(tasks)
+        for record, result, task in zip(records, outcomes, tasks, strict=True):
+            record.wall_seconds = wall
+            if isinstance(result, Exception):
+                record.error = f"{type(result).__name__}: {result}"
+                record.stopped = "error"
+                continue
+            stats = result.stats
+            record.tokens = stats.tokens
+            record.forwards = stats.verify_steps
+            record.forward_seconds = stats.forward_seconds
+            record.critical_seconds = stats.critical_plan_seconds
+            record.drafted = stats.drafted
+            record.draft_accepted = stats.guesses_accepted
+            record.stopped = "done"
+            record.text = result.text
+            _score(record, task.problem, setup.model)
+        return records
+    firsts: list[DecodeRun | None] = []
+    for task in tasks:
+        first = syntax_runs.get(task.index) if method == "syntax+retry" else None
+        if first is not None and setup.engine.apply_chat_template(task.messages) != task.prompt_ids:
+            first = None  # pragma: no cover - the prompts are built to be identical
+        firsts.append(first)
+    runs: Sequence[DecodeRun | Exception]
+    if isinstance(setup.engine, CompletionEngine):
+        from factorspec_sdk.bench.completion_baselines import run_completion_baseline
+
+        runs = run_completion_baseline(setup, method, tasks, firsts)
+    else:
+        loops = [_loop(method, t, setup, f) for t, f in zip(tasks, firsts, strict=True)]
+        runs = baselines.drive(setup.engine, loops)
+    wall = (time.perf_counter() - started) / len(tasks)
+    for record, run, task, first in zip(records, runs, tasks, firsts, strict=True):
+        if isinstance(run, Exception):
+            record.error = f"{type(run).__name__}: {run}"
+            record.stopped = "error"
+            record.wall_seconds = wall
+            continue
+        _fill(record, run, task.problem, setup.model)
+        record.wall_seconds = wall
+        if first is not None:
+            record.wall_seconds += syntax_runs[task.index].wall_seconds
+        if method == "syntax":
+            run.wall_seconds = wall
+            syntax_runs[task.index] = run
+    return records
+
+
+def _batches(tasks: Sequence[_Task], size: int) -> list[list[_Task]]:
+    """``size`` 1: one task per batch, in order; else same-city-count groups of ``size``."""
+    if size <= 1:
+        return [[t] for t in tasks]
+    by_cities: dict[int, list[_Task]] = {}
+    for t in tasks:
+        by_cities.setdefault(len(t.problem.cities), []).append(t)
+    return [
+        group[i : i + size]
+        for _, group in sorted(by_cities.items())
+        for i in range(0, len(group), size)
+    ]
 
 
 def _machine() -> str:
@@ -859,7 +936,7 @@ def run_trip_bench(
     n: int,
     cities: tuple[int, int] = (3, 10),
     methods: str | Sequence[str] = "all",
-    engine: Engine | str = "embedded",
+    engine: Engine | CompletionEngine | str = "embedded",
     out_dir: Path | None = Path("bench-results"),
     seed: int = 0,
     unique: bool = True,
@@ -870,6 +947,7 @@ def run_trip_bench(
     progress: bool = True,
     log: Callable[[str], None] | None = None,
     shard: tuple[int, int] | None = None,
+    batch: int = 1,
 ) -> BenchReport:
     """Run every method on the same ``n`` trip problems and write the results.
 
@@ -891,6 +969,10 @@ def run_trip_bench(
         shard: ``(k, m)`` runs only problems whose index is ``k`` modulo ``m`` (of the same
             ``n`` problems), so ``m`` processes can share a machine; `merge_reports` joins
             their ``results.json`` files into the full run.
+        batch: problems decoded together by every method (one batched forward per step, as
+            a serving engine batches requests); batches hold problems of one city count and
+            each record is charged the batch's wall time over its size. 1 decodes one
+            problem at a time, in order.
 
     Returns:
         The `BenchReport` (records, summaries via ``.summaries``, written files).
@@ -930,6 +1012,9 @@ def run_trip_bench(
     }
     if shard is not None:
         config["shard"] = f"{shard[0]}/{shard[1]}"
+    if batch < 1:
+        raise ValueError("batch must be >= 1")
+    config["batch"] = batch
     report = BenchReport(config, [])
     verify_cost = getattr(eng, "verify_cost", None)
     if callable(verify_cost):
@@ -945,7 +1030,8 @@ def run_trip_bench(
         ]
         ids = client.prompt_ids(prompt, layout=layout)
         tasks.append(_Task(i, problem, prompt, messages, ids))
-    if tasks:  # warm the engine up (first-call overheads) outside the timed records
+    if tasks and isinstance(eng, Engine) and not isinstance(eng, CompletionEngine):
+        # warm the engine up (first-call overheads) outside the timed records
         ids = tasks[0].prompt_ids
         seq = eng.new_sequence(ids[:-1])
         try:
@@ -953,28 +1039,36 @@ def run_trip_bench(
         finally:
             eng.release(seq)
 
+    syntax_runs: dict[int, DecodeRun] = {}
     with Progress(disable=not progress) as bar:
         job = bar.add_task("trip bench", total=len(tasks) * len(chosen))
-        for task in tasks:
+        for group in _batches(tasks, batch):
             for method in chosen:
-                bar.update(job, description=f"{method} #{task.index} ({len(task.problem.cities)}c)")
+                where = ", ".join(f"#{t.index}" for t in group)
+                bar.update(job, description=f"{method} {where} ({len(group[0].problem.cities)}c)")
                 started = time.perf_counter()
                 try:
-                    record = _run_method(method, task, setup)
-                except Exception as exc:  # a crashing method is an error on this record
-                    record = RecordResult(method, task.index, len(task.problem.cities))
-                    record.error = f"{type(exc).__name__}: {exc}"
-                    record.stopped = "error"
-                    record.wall_seconds = time.perf_counter() - started
-                report.records.append(record)
-                if log is not None:
-                    log(
-                        f"{method} #{task.index} {record.cities}c: valid={record.valid} "
-                        f"exact={record.exact_match} tokens={record.tokens} "
-                        f"forwards={record.forwards} wall={record.wall_seconds:.2f}s"
-                        + (f" error={record.error}" if record.error else "")
-                    )
-                bar.advance(job)
+                    records = _run_batch(method, group, setup, syntax_runs)
+                except Exception as exc:  # a crashing method is an error on these records
+                    records = []
+                    for task in group:
+                        record = RecordResult(method, task.index, len(task.problem.cities))
+                        record.error = f"{type(exc).__name__}: {exc}"
+                        record.stopped = "error"
+                        record.wall_seconds = (time.perf_counter() - started) / len(group)
+                        records.append(record)
+                report.records.extend(records)
+                for record in records:
+                    if log is not None:
+                        log(
+                            f"{method} #{record.problem} {record.cities}c: valid={record.valid} "
+                            f"exact={record.exact_match} tokens={record.tokens} "
+                            f"forwards={record.forwards} wall={record.wall_seconds:.2f}s"
+                            + (f" error={record.error}" if record.error else "")
+                        )
+                bar.advance(job, len(group))
+            for task in group:
+                syntax_runs.pop(task.index, None)
             if out_dir is not None:
                 write_outputs(report, out_dir, plots=False)
     config["complete"] = True

@@ -9,24 +9,37 @@ from __future__ import annotations
 import importlib
 from typing import cast
 
+from factorspec_sdk.engines.completion import CompletionEngine
 from factorspec_sdk.engines.protocol import ChatMessage, Engine, Logits, SequenceId
 from factorspec_sdk.errors import EngineError
 
-__all__ = ["ENGINES", "ChatMessage", "Engine", "Logits", "SequenceId", "create_engine"]
+__all__ = [
+    "ENGINES",
+    "ChatMessage",
+    "CompletionEngine",
+    "Engine",
+    "Logits",
+    "SequenceId",
+    "create_engine",
+    "create_logits_engine",
+]
 
 ENGINES: dict[str, tuple[str, str]] = {
     "embedded": ("factorspec_sdk.engines.embedded", "EmbeddedEngine"),
     "scripted": ("factorspec_sdk.engines.scripted", "ScriptedEngine"),
+    "vllm": ("factorspec_sdk.engines.vllm_engine", "VLLMEngine"),
+    "sglang": ("factorspec_sdk.engines.sglang_engine", "SGLangEngine"),
 }
 """Engine name -> (module, class), imported on first use."""
 
 
-def create_engine(name: str, **kwargs: object) -> Engine:
+def create_engine(name: str, **kwargs: object) -> Engine | CompletionEngine:
     """Build the engine called ``name`` with ``kwargs`` passed to its constructor.
 
     Args:
         name: ``"embedded"`` (PyTorch + transformers, the default model SmolLM2-135M) or
-            ``"scripted"`` (numpy test engine; needs ``tokenizer`` and ``logits_fn``).
+            ``"scripted"`` (numpy test engine; needs ``tokenizer`` and ``logits_fn``),
+            ``"vllm"`` (in-process vLLM 0.32) or ``"sglang"`` (in-process SGLang, GPU only).
         **kwargs: constructor arguments of the backend.
 
     Raises:
@@ -42,4 +55,22 @@ def create_engine(name: str, **kwargs: object) -> Engine:
     except ImportError as exc:
         raise EngineError(f"engine {name!r} cannot be imported: {exc}") from exc
     factory = getattr(module, class_name)
-    return cast(Engine, factory(**kwargs))
+    return cast(Engine | CompletionEngine, factory(**kwargs))
+
+
+def create_logits_engine(name: str, **kwargs: object) -> Engine:
+    """`create_engine` for tools that need logits (the server, the token-level baselines).
+
+    Raises:
+        EngineError: as `create_engine`, or ``name`` is a completion engine (vLLM, SGLang).
+    """
+    engine = create_engine(name, **kwargs)
+    if not isinstance(engine, Engine) or isinstance(engine, CompletionEngine):
+        close = getattr(engine, "close", None)
+        if callable(close):
+            close()
+        raise EngineError(
+            f"engine {name!r} samples constrained completions and returns no logits; this "
+            "tool needs a logits engine (embedded, scripted)"
+        )
+    return engine

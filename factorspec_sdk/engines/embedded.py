@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import statistics
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -187,14 +187,9 @@ class EmbeddedEngine:
 
     def apply_chat_template(self, messages: Sequence[ChatMessage]) -> list[int]:
         """Token ids of ``messages`` with the model's chat template and generation prompt."""
-        out: object = self._tok.apply_chat_template(
-            [dict(m) for m in messages], add_generation_prompt=True, tokenize=True
-        )
-        if isinstance(out, Mapping):
-            out = out["input_ids"]
-        if not isinstance(out, list) or not all(isinstance(t, int) for t in out):
-            raise EngineError(f"the chat template returned {type(out).__name__}, not token ids")
-        return [int(t) for t in out]
+        from factorspec_sdk.engines.completion import chat_template_ids
+
+        return chat_template_ids(self._tok, messages)
 
     # -------------------------------------------------------------- sequences
 

@@ -102,11 +102,11 @@ def serve(
     from factorspec_sdk.server.app import ServerOptions
 
     if isinstance(engine, str):
-        from factorspec_sdk.engines import create_engine
+        from factorspec_sdk.engines import create_logits_engine
 
         if model is not None:
             engine_options["model"] = model
-        engine = create_engine(engine, **engine_options)
+        engine = create_logits_engine(engine, **engine_options)
     elif model is not None or engine_options:
         raise TypeError("model and engine options are only accepted with an engine name")
     options = ServerOptions(

@@ -31,9 +31,9 @@ def _engine(name: str) -> Engine:
 
         pieces = [*sorted({chr(c) for c in range(32, 127)} | {"\n"}), '{"', '": ', ', "']
         return ScriptedEngine.random(TokenizerInfo.tiny(pieces), seed=1, temperature_scale=2.0)
-    from factorspec_sdk.engines import create_engine
+    from factorspec_sdk.engines import create_logits_engine
 
-    return create_engine(name)
+    return create_logits_engine(name)
 
 
 def _serve(engine: Engine, model_name: str) -> tuple[str, object]:

@@ -13,6 +13,7 @@ from cli.bench import bench_app
 from factorspec_sdk.bench import baselines, trip_bench
 from factorspec_sdk.bench.baselines import (
     DecodeRun,
+    Steps,
     XGrammarBackend,
     decode_free,
     decode_syntax,
@@ -169,9 +170,10 @@ def test_retries_name_the_violations_and_stop_when_valid() -> None:
     engine = ScriptedEngine.from_script(tiny_tokenizer(), "x")
     prompts: list[list[int]] = []
 
-    def decode(ids: list[int]) -> DecodeRun:
+    def decode(ids: list[int]) -> Steps:
         prompts.append(ids)
         return DecodeRun(f"answer {len(prompts)}", [1, 2], forwards=2, wall_seconds=0.5)
+        yield  # a step generator that needs no forward
 
     def check(text: str) -> list[str]:
         return [] if text == "answer 3" else ["stay_lengths (Each stay lasts as asked)."]
@@ -186,6 +188,15 @@ def test_retries_name_the_violations_and_stop_when_valid() -> None:
 
     never = decode_with_retries(engine, [{"role": "user", "content": "p"}], decode, lambda t: ["x"])
     assert never.attempts == 4  # 1 + max_retries, then the last answer is kept
+
+    # a first attempt decoded already (the syntax record) is reused, not decoded again
+    prompts.clear()
+    given = DecodeRun("given", [7], forwards=1, wall_seconds=2.0)
+    reused = decode_with_retries(
+        engine, [{"role": "user", "content": "p"}], decode, check, 3, given
+    )
+    assert reused.texts == ["given", "answer 1", "answer 2", "answer 3"] and len(prompts) == 3
+    assert reused.forwards == 7 and reused.wall_seconds >= 2.0
 
 
 def test_violation_sentences() -> None:
@@ -308,7 +319,7 @@ def test_a_crashing_method_is_an_error_per_record(monkeypatch: pytest.MonkeyPatc
     def boom(*args: object, **kwargs: object) -> DecodeRun:
         raise RuntimeError("no luck")
 
-    monkeypatch.setattr(baselines, "decode_free", boom)
+    monkeypatch.setattr(baselines, "free_steps", boom)
     engine = _random_engine(0)
     report = run_trip_bench(1, (3, 3), "free", engine, None, progress=False)
     (record,) = report.records
@@ -380,3 +391,32 @@ def test_shards_merge_into_the_unsharded_run(tmp_path: Path) -> None:
         parse_shard("2")
     with pytest.raises(ValueError, match="0 <= K < M"):
         parse_shard("2/2")
+
+
+def test_batched_runs_decode_what_one_at_a_time_decodes() -> None:
+    engine = _random_engine(0)
+    kwargs: dict[str, Any] = {"max_tokens": 150, "progress": False}
+    methods = "free,syntax,syntax+retry,syntax+ngram-k3,factorspec"
+    one = run_trip_bench(5, (3, 4), methods, engine, None, 0, **kwargs)
+    together = run_trip_bench(5, (3, 4), methods, engine, None, 0, batch=3, **kwargs)
+    assert together.config["batch"] == 3
+    keys = ("text", "tokens", "forwards", "valid", "attempts", "error")
+
+    def by_key(report: BenchReport) -> dict[tuple[int, str], tuple[object, ...]]:
+        return {(r.problem, r.method): tuple(getattr(r, k) for k in keys) for r in report.records}
+
+    assert by_key(one) == by_key(together)
+    # batches hold one city count; a batch's records share its wall time
+    for method in ("free", "factorspec"):
+        walls: dict[int, set[float]] = {}
+        for r in together.records:
+            if r.method == method:
+                walls.setdefault(r.cities, set()).add(r.wall_seconds)
+        assert all(len(w) <= 2 for w in walls.values())  # at most a full and a partial batch
+    # the retry's first attempt is the syntax record, reused rather than decoded again
+    for r in together.records:
+        if r.method == "syntax+retry":
+            syntax = next(
+                s for s in together.records if s.method == "syntax" and s.problem == r.problem
+            )
+            assert r.tokens >= syntax.tokens and r.wall_seconds >= syntax.wall_seconds

