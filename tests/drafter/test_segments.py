@@ -1,0 +1,252 @@
+"""The segment decoder (completion engines) on a scripted model: fast, no vLLM.
+
+A test double turns the scripted logits engine into a tokens-style completion engine that
+takes the masked argmax, so the segment decoder's records can be compared token for token
+with the logits decoder's on the same model.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+from pydantic import BaseModel, Field
+
+from examples.invoice import SAMPLE_CONTEXT as INVOICE_CONTEXT
+from examples.invoice import Invoice
+from factorspec_sdk import Client, GenerationError
+from factorspec_sdk.drafter.segments import SegmentDecoder, _free_regex, continuations
+from factorspec_sdk.engines.completion import (
+    FREE_STRING_REGEX,
+    Completion,
+    CompletionEngine,
+    CompletionReply,
+    ConstraintStyle,
+    is_completion_engine,
+    regex_alternatives,
+    regex_escape,
+)
+from factorspec_sdk.engines.openai_server import DIALECTS, detect_server
+from factorspec_sdk.engines.protocol import ChatMessage
+from factorspec_sdk.engines.scripted import ScriptedEngine
+from factorspec_sdk.errors import EngineError
+from factorspec_sdk.graph import compile_spec
+from factorspec_sdk.tokens.plan import FreeCursor, Planner, TrieNode
+from factorspec_sdk.tokens.vocab import TokenizerInfo
+from factorspec_sdk.writer.automaton import FreeString, Writer
+from tests.helpers import TRIP_CONTEXT, Pick, Trip, tiny_tokenizer
+
+TOK = tiny_tokenizer()
+
+
+def scripted(seed: int = 2) -> ScriptedEngine:
+    return ScriptedEngine.random(TOK, seed=seed, temperature_scale=2.0)
+
+
+class MaskedArgmax:
+    """A tokens-style `CompletionEngine` over a logits engine (greedy), recording requests."""
+
+    def __init__(self, engine: ScriptedEngine, lie: bool = False) -> None:
+        self.engine = engine
+        self.lie = lie
+        self.requests: list[Completion] = []
+
+    @property
+    def name(self) -> str:
+        return "masked-argmax"
+
+    @property
+    def tokenizer(self) -> TokenizerInfo:
+        return self.engine.tokenizer
+
+    @property
+    def constraint_style(self) -> ConstraintStyle:
+        return "tokens"
+
+    def apply_chat_template(self, messages: Sequence[ChatMessage]) -> list[int]:
+        return self.engine.apply_chat_template(messages)
+
+    def complete(self, requests: Sequence[Completion]) -> list[CompletionReply]:
+        out = []
+        for r in requests:
+            self.requests.append(r)
+            assert r.allowed_ids is not None and r.max_tokens == 1
+            seq = self.engine.new_sequence(r.prompt_ids[:-1])
+            try:
+                row = self.engine.extend([(seq, r.prompt_ids[-1:])])[0][-1]
+            finally:
+                self.engine.release(seq)
+            allowed = np.asarray(r.allowed_ids)
+            token = int(allowed[np.argmax(row[allowed])])
+            if self.lie:
+                token = next(t for t in range(self.tokenizer.vocab_size) if t not in allowed)
+            text = self.tokenizer.decode([token]).decode("utf-8", "replace")
+            out.append(CompletionReply(text, [token], 1))
+        return out
+
+    def close(self) -> None:
+        pass
+
+
+class Note(BaseModel):
+    """A record with a free string (the model picks every character)."""
+
+    title: str = Field(min_length=2, max_length=12)
+    stars: int = Field(ge=1, le=5)
+
+
+CASES: list[tuple[type[BaseModel], object]] = [
+    (Pick, None),
+    (Trip, TRIP_CONTEXT),
+    (Note, None),
+    (Invoice, INVOICE_CONTEXT),
+]
+
+
+def test_the_double_is_a_completion_engine() -> None:
+    fake = MaskedArgmax(scripted())
+    assert isinstance(fake, CompletionEngine) and is_completion_engine(fake)
+    assert not is_completion_engine(scripted())
+
+
+@pytest.mark.parametrize(("model", "context"), CASES, ids=lambda c: getattr(c, "__name__", ""))
+@pytest.mark.parametrize("seed", [2, 5])
+def test_greedy_segments_equal_the_logits_decoder(
+    model: type[BaseModel], context: object, seed: int
+) -> None:
+    by_logits = Client(scripted(seed)).generate(
+        model, "go", context=context, return_result=True, max_tokens=900
+    )
+    fake = MaskedArgmax(scripted(seed))
+    by_segments = Client(fake).generate(
+        model, "go", context=context, return_result=True, max_tokens=900
+    )
+    assert by_segments.tokens == by_logits.tokens
+    assert by_segments.value == by_logits.value
+    stats = by_segments.stats
+    # the engine is asked only where the mask leaves a choice; certain tokens are appended
+    assert all(r.allowed_ids is not None and len(r.allowed_ids) > 1 for r in fake.requests)
+    assert stats.verify_steps == len(fake.requests)
+    assert stats.certain_drafted + len(fake.requests) == stats.tokens == len(by_segments.tokens)
+    # every request's prompt is the chat prompt plus the record so far
+    for r in fake.requests:
+        assert (
+            r.prompt_ids[stats.prompt_tokens :]
+            == by_segments.tokens[: len(r.prompt_ids) - stats.prompt_tokens]
+        )
+
+
+def test_speculation_off_asks_for_every_token() -> None:
+    fake = MaskedArgmax(scripted())
+    on = Client(MaskedArgmax(scripted())).generate(
+        Trip, "go", context=TRIP_CONTEXT, return_result=True
+    )
+    off = Client(fake, speculative=False).generate(
+        Trip, "go", context=TRIP_CONTEXT, return_result=True
+    )
+    assert off.tokens == on.tokens
+    assert len(fake.requests) == off.stats.verify_steps == len(off.tokens)
+
+
+def test_batches_send_one_request_per_active_record() -> None:
+    fake = MaskedArgmax(scripted())
+    client = Client(fake)
+    batch = client.generate_batch(Note, ["a", "b", "c"], return_result=True)
+    singles = [
+        Client(MaskedArgmax(scripted())).generate(Note, p, return_result=True) for p in "abc"
+    ]
+    assert [r.tokens for r in batch] == [r.tokens for r in singles]
+
+
+def test_an_engine_that_ignores_the_mask_is_an_error() -> None:
+    with pytest.raises(GenerationError, match="ignored the constraint"):
+        Client(MaskedArgmax(scripted(), lie=True)).generate(Note, "go")
+
+
+def test_budget_and_style_errors() -> None:
+    from factorspec_sdk import IncompleteGenerationError
+
+    with pytest.raises(IncompleteGenerationError) as info:
+        Client(MaskedArgmax(scripted())).generate(Trip, "go", context=TRIP_CONTEXT, max_tokens=5)
+    assert info.value.tokens >= 5
+
+    class RegexOnly(MaskedArgmax):
+        @property
+        def constraint_style(self) -> ConstraintStyle:
+            return "regex"
+
+    with pytest.raises(EngineError, match="token constraints"):
+        SegmentDecoder(
+            RegexOnly(scripted()), Client(scripted()).config.__class__(speculative=False)
+        )
+
+
+# ------------------------------------------------------------------ regex constraints
+
+
+def test_regex_alternatives_match_exactly_the_texts() -> None:
+    texts = ['Paris", "days": ', "Rome", "a.b|c (d)* [e] {f} /g\\h"]
+    pattern = regex_alternatives(texts)
+    for t in texts:
+        assert re.fullmatch(pattern, t)
+    for t in ["Pari", "Romee", "a.b", "aXb|c (d)* [e] {f} /g\\h"]:
+        assert not re.fullmatch(pattern, t)
+    assert regex_escape("a b") == "a b"  # no escaped spaces: some grammar compilers reject them
+    assert regex_escape("\n") == "\\x0a"
+    with pytest.raises(ValueError):
+        regex_alternatives([])
+
+
+def test_continuations_are_the_option_texts() -> None:
+    spec = compile_spec(Trip, TRIP_CONTEXT)
+    planner = Planner(Writer(spec), TOK)
+    cursor = planner.start()
+    while (token := planner.certain(cursor)) is not None:
+        cursor = planner.advance(cursor, token)
+    assert isinstance(cursor, TrieNode)
+    paths = continuations(cursor, TOK.vocab)
+    assert len(paths) == len(cursor.ids) or len(paths) > 1
+    for text, ids in paths:
+        assert TOK.decode(ids).decode() == text
+        node = cursor
+        for t in ids:
+            node = planner.advance(node, t)  # type: ignore[assignment]
+    # each continuation is a feasible city and the forced text up to the next choice
+    assert {t.split('"')[0] for t, _ in paths} <= set(TRIP_CONTEXT)
+    assert all(t.endswith('": ') for t, _ in paths)
+
+
+def test_free_string_regex_bounds() -> None:
+    free = FreeString(state=None, written="ab", min_length=4, max_length=6, close_suffix="")  # type: ignore[arg-type]
+    pattern = _free_regex(FreeCursor(free))
+    assert re.fullmatch(pattern, 'cd"') and re.fullmatch(pattern, 'cdef"')
+    assert not re.fullmatch(pattern, 'c"') and not re.fullmatch(pattern, 'cdefg"')
+    assert not re.fullmatch(pattern, 'c\\d"') and not re.fullmatch(pattern, 'c"d"')
+    open_ended = FreeString(state=None, written="", min_length=0, max_length=None, close_suffix="")  # type: ignore[arg-type]
+    assert _free_regex(FreeCursor(open_ended)) == FREE_STRING_REGEX
+
+
+# ------------------------------------------------------------------ server dialects
+
+
+def test_dialects_put_the_constraint_where_each_server_reads_it() -> None:
+    tokens = Completion([1, 2], 1, allowed_ids=[5, 6])
+    regex = Completion([1, 2], 9, regex="(a|b)")
+    vllm, sglang = DIALECTS["vllm"], DIALECTS["sglang"]
+    assert vllm.extra_body(tokens) == {
+        "skip_special_tokens": False,
+        "allowed_token_ids": [5, 6],
+        "return_token_ids": True,
+    }
+    assert vllm.extra_body(regex)["structured_outputs"] == {"regex": "(a|b)"}
+    assert sglang.extra_body(regex) == {"skip_special_tokens": False, "regex": "(a|b)"}
+    with pytest.raises(EngineError):
+        sglang.extra_body(tokens)
+    assert detect_server("vllm") == "vllm" and detect_server("sglang") == "sglang"
+    assert detect_server("factorspec") == "factorspec" and detect_server("openai") == "unknown"
+    with pytest.raises(ValueError):
+        Completion([1], 1)
+    with pytest.raises(ValueError):
+        Completion([1], 0, regex="a")
