@@ -29,6 +29,8 @@ NEEDS_MODEL = {
     "cli/tutorial002.sh",
 }
 NEEDS_SERVER = {p.relative_to(DOCS_SRC).as_posix() for p in DOCS_SRC.glob("serving/*.*")}
+NEEDS_VLLM = {"engines/tutorial003.py"}
+NEEDS_VLLM_SERVER = {"engines/tutorial004.py"}  # run by tests/engines/test_vllm.py
 
 EXPECT: dict[str, list[str]] = {
     "getting_started/tutorial002.py": ["relations violated", "visits_every_city_once"],
@@ -43,6 +45,8 @@ EXPECT: dict[str, list[str]] = {
     "getting_started/tutorial001.py": ["tokens/step"],
     "how_it_works/tutorial001.py": ["tokens certain", "[["],
     "engines/tutorial001.py": ["default model:", "day='Tuesday' start_hour=12 end_hour=14"],
+    "engines/tutorial003.py": ["city=", "verify steps"],
+    "engines/tutorial004.py": ["vllm-server tokens", "day='Tuesday' start_hour=12 end_hour=14"],
     "cli/tutorial002.sh": ['"stays": [', "stats:"],
     "serving/tutorial001.sh": ["SmolLM2-135M-Instruct", '"finish_reason":"stop"', "start_hour"],
     "serving/tutorial002.sh": ['"finish_reason":"stop"', "Copenhagen"],
@@ -56,13 +60,19 @@ def snippet_files() -> list[str]:
         for p in DOCS_SRC.rglob("*")
         if p.suffix in (".py", ".sh") and "__pycache__" not in p.parts
     )
-    return [f for f in files if f not in NEEDS_SERVER]
+    return [f for f in files if f not in NEEDS_SERVER | NEEDS_VLLM_SERVER]
 
 
 def params() -> list[object]:
-    return [
-        pytest.param(f, marks=pytest.mark.model) if f in NEEDS_MODEL else f for f in snippet_files()
-    ]
+    out: list[object] = []
+    for f in snippet_files():
+        if f in NEEDS_VLLM:
+            out.append(pytest.param(f, marks=[pytest.mark.model, pytest.mark.vllm]))
+        elif f in NEEDS_MODEL:
+            out.append(pytest.param(f, marks=pytest.mark.model))
+        else:
+            out.append(f)
+    return out
 
 
 def run_snippet(rel: str, cwd: Path, timeout: float = 900) -> subprocess.CompletedProcess[str]:
@@ -96,12 +106,12 @@ def test_every_snippet_is_included_and_every_include_exists() -> None:
         for ref in re.findall(r'--8<-- "([^"]+)"', page.read_text()):
             assert (ROOT / ref).is_file(), f"{page.name} includes missing {ref}"
             included.add(ref)
-    for rel in snippet_files() + sorted(NEEDS_SERVER):
+    for rel in snippet_files() + sorted(NEEDS_SERVER | NEEDS_VLLM_SERVER):
         assert f"docs_src/{rel}" in included, f"docs_src/{rel} is not included in any page"
 
 
 def test_expectations_name_real_snippets() -> None:
-    known = set(snippet_files()) | NEEDS_SERVER
+    known = set(snippet_files()) | NEEDS_SERVER | NEEDS_VLLM_SERVER
     assert set(EXPECT) <= known
     assert known >= NEEDS_MODEL
 

@@ -1,17 +1,230 @@
-"""The trip benchmark's baselines on completion engines (vLLM)."""
+"""The trip benchmark's baselines on vLLM (``factorspec bench trip --engine vllm``).
+
+On a completion engine the baselines are what a vLLM user runs, on the same ``vllm.LLM``
+instance that FactorSpec uses (prompts as token ids, greedy, the same budget):
+
+* ``free`` — ``LLM.generate`` without a constraint;
+* ``syntax`` — vLLM structured outputs, ``StructuredOutputsParams(json=schema,
+  disable_any_whitespace=True)`` (vLLM picks XGrammar), the same schema as the embedded
+  baseline;
+* ``syntax+retry`` — the same, then up to 3 retries whose user message names the violated
+  relations (the first attempt is the ``syntax`` record, reused);
+* ``syntax+ngram-kK`` — the same schema on a second ``vllm.LLM`` started with
+  ``speculative_config={"method": "ngram", "num_speculative_tokens": K}`` (vLLM's own n-gram
+  speculator verifying under the grammar masks). Forward passes are counted from vLLM's
+  metrics: every forward yields one token past its accepted draft tokens, so forwards =
+  generated tokens - accepted draft tokens.
+
+A batch of problems is one ``LLM.generate`` call (vLLM batches them).
+"""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from factorspec_sdk.bench.baselines import DecodeRun
+from factorspec_sdk.engines.protocol import ChatMessage
 
 if TYPE_CHECKING:
-    from factorspec_sdk.bench.baselines import DecodeRun
     from factorspec_sdk.bench.trip_bench import _Setup, _Task
+    from factorspec_sdk.engines.vllm_engine import VLLMEngine
+
+__all__ = ["accepted_draft_tokens", "close_ngram_engines", "prepare", "run_completion_baseline"]
+
+_NGRAM_PREFIX = "syntax+ngram-k"
+_NGRAM_LLMS: dict[tuple[int, int], Any] = {}
+
+
+def accepted_draft_tokens(llm: Any) -> int:
+    """The running count of accepted speculative tokens in vLLM (0 without speculation)."""
+    total = 0
+    for metric in llm.get_metrics():
+        name = str(getattr(metric, "name", ""))
+        if name.startswith("vllm:spec_decode_num_accepted_tokens") and "per_pos" not in name:
+            total += int(getattr(metric, "value", 0) or 0)
+    return total
+
+
+def _ngram_llm(engine: VLLMEngine, k: int) -> Any:
+    """A second ``vllm.LLM`` on the same model with vLLM's n-gram speculator (cached)."""
+    key = (id(engine), k)
+    if key not in _NGRAM_LLMS:
+        import vllm
+
+        _NGRAM_LLMS[key] = vllm.LLM(
+            model=engine.model_path,
+            dtype=engine.dtype,
+            enforce_eager=True,
+            max_model_len=4096,
+            enable_prefix_caching=True,
+            disable_log_stats=False,
+            speculative_config={
+                "method": "ngram",
+                "num_speculative_tokens": k,
+                "prompt_lookup_max": 4,
+                "prompt_lookup_min": 1,
+            },
+        )
+    return _NGRAM_LLMS[key]
+
+
+def _generate(
+    llm: Any, engine: VLLMEngine, prompts: Sequence[list[int]], max_tokens: int, schema: Any
+) -> list[DecodeRun]:
+    from vllm import SamplingParams
+    from vllm.inputs import TokensPrompt
+    from vllm.sampling_params import StructuredOutputsParams
+
+    params = [
+        SamplingParams(
+            max_tokens=max_tokens,
+            temperature=0.0,
+            structured_outputs=None
+            if s is None
+            else StructuredOutputsParams(json=s, disable_any_whitespace=True),
+        )
+        for s in schema
+    ]
+    before = accepted_draft_tokens(llm)
+    started = time.perf_counter()
+    outputs = llm.generate(
+        [TokensPrompt(prompt_token_ids=list(p)) for p in prompts], params, use_tqdm=False
+    )
+    seconds = time.perf_counter() - started
+    accepted = accepted_draft_tokens(llm) - before
+    eos = engine.tokenizer.eos_ids
+    runs: list[DecodeRun] = []
+    for out in outputs:
+        gen = out.outputs[0]
+        ids = [int(t) for t in gen.token_ids]
+        forwards = len(ids)
+        stopped = "max_tokens" if gen.finish_reason == "length" else "eos"
+        while ids and ids[-1] in eos:
+            ids.pop()
+        text = engine.tokenizer.decode(ids).decode("utf-8", errors="replace")
+        run = DecodeRun(text, ids, forwards=forwards, stopped=stopped)
+        run.forward_seconds = seconds / len(prompts)
+        run.wall_seconds = seconds / len(prompts)
+        runs.append(run)
+    if accepted and runs:
+        # vLLM counts accepted draft tokens per engine, not per request: spread them over the
+        # batch in proportion to the tokens each request generated
+        total = sum(r.forwards for r in runs) or 1
+        left = accepted
+        for r in runs:
+            share = min(left, round(accepted * r.forwards / total), r.forwards - 1)
+            r.draft_accepted = share
+            r.forwards -= share
+            left -= share
+    return runs
 
 
 def run_completion_baseline(
     setup: _Setup, method: str, tasks: Sequence[_Task], firsts: Sequence[DecodeRun | None]
 ) -> list[DecodeRun | Exception]:
-    """Run a baseline ``method`` on a completion engine (not written yet)."""
-    raise NotImplementedError(f"{method} on the {setup.engine.name} engine")
+    """Run a baseline ``method`` for ``tasks`` on the vLLM engine of ``setup``.
+
+    Raises:
+        TypeError: the engine is not the in-process vLLM engine.
+    """
+    from factorspec_sdk.bench.trip import evaluate
+    from factorspec_sdk.bench.trip_bench import (
+        _relation_docs,
+        itinerary_schema,
+        violation_sentences,
+    )
+    from factorspec_sdk.engines.vllm_engine import VLLMEngine
+
+    engine = setup.engine
+    if not isinstance(engine, VLLMEngine):
+        raise TypeError(f"the baselines run on the in-process vLLM engine, not on {engine.name!r}")
+    llm = engine.llm
+    prompts = [t.prompt_ids for t in tasks]
+    schemas = [itinerary_schema(t.problem) for t in tasks]
+    if method == "free":
+        return list(_generate(llm, engine, prompts, setup.max_tokens, [None] * len(tasks)))
+    if method == "syntax":
+        return list(_generate(llm, engine, prompts, setup.max_tokens, schemas))
+    if method.startswith(_NGRAM_PREFIX):
+        ngram = _ngram_llm(engine, int(method.removeprefix(_NGRAM_PREFIX)))
+        return list(_generate(ngram, engine, prompts, setup.max_tokens, schemas))
+    if method != "syntax+retry":
+        raise ValueError(f"unknown method {method!r}")
+    docs = _relation_docs(setup.model)
+    conversations: list[list[ChatMessage]] = [[dict(m) for m in t.messages] for t in tasks]
+    totals = [DecodeRun("", [], attempts=0) for _ in tasks]
+    active = list(range(len(tasks)))
+    for attempt in range(setup.max_retries + 1):
+        if not active:
+            break
+        todo = [i for i in active if not (attempt == 0 and firsts[i] is not None)]
+        made = dict(
+            zip(
+                todo,
+                _generate(
+                    llm,
+                    engine,
+                    [engine.apply_chat_template(conversations[i]) for i in todo],
+                    setup.max_tokens,
+                    [schemas[i] for i in todo],
+                )
+                if todo
+                else [],
+                strict=True,
+            )
+        )
+        still = []
+        for i in active:
+            one = made.get(i) or firsts[i]
+            assert one is not None
+            total = totals[i]
+            total.attempts = attempt + 1
+            total.text = one.text
+            total.texts.append(one.text)
+            total.tokens.extend(one.tokens)
+            total.forwards += one.forwards
+            total.forward_seconds += one.forward_seconds
+            total.wall_seconds += one.wall_seconds
+            total.stopped = one.stopped
+            ev = evaluate(tasks[i].problem, one.text, setup.model)
+            if ev.valid or attempt == setup.max_retries:
+                continue
+            conversations[i].append({"role": "assistant", "content": one.text})
+            conversations[i].append(
+                {
+                    "role": "user",
+                    "content": "Your answer violates: "
+                    + " ".join(violation_sentences(ev.violations, docs))
+                    + " Fix it.",
+                }
+            )
+            still.append(i)
+        active = still
+    return list(totals)
+
+
+def prepare(setup: _Setup, methods: Sequence[str], prompt_ids: list[int]) -> None:
+    """Start what the methods need (the n-gram engines) and warm vLLM up, outside the timing."""
+    from factorspec_sdk.engines.vllm_engine import VLLMEngine
+
+    engine = setup.engine
+    if not isinstance(engine, VLLMEngine):
+        return
+    llms = [engine.llm]
+    for method in methods:
+        if method.startswith(_NGRAM_PREFIX):
+            llms.append(_ngram_llm(engine, int(method.removeprefix(_NGRAM_PREFIX))))
+    for llm in llms:
+        _generate(llm, engine, [prompt_ids], 4, [None])
+
+
+def close_ngram_engines() -> None:
+    """Shut down the n-gram engines `prepare` started."""
+    while _NGRAM_LLMS:
+        _, llm = _NGRAM_LLMS.popitem()
+        core = getattr(getattr(llm, "llm_engine", None), "engine_core", None)
+        shutdown = getattr(core, "shutdown", None)
+        if callable(shutdown):
+            shutdown()

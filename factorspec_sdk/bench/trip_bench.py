@@ -1030,7 +1030,11 @@ def run_trip_bench(
         ]
         ids = client.prompt_ids(prompt, layout=layout)
         tasks.append(_Task(i, problem, prompt, messages, ids))
-    if tasks and isinstance(eng, Engine) and not isinstance(eng, CompletionEngine):
+    if tasks and isinstance(eng, CompletionEngine):
+        from factorspec_sdk.bench import completion_baselines
+
+        completion_baselines.prepare(setup, chosen, tasks[0].prompt_ids)
+    elif tasks and isinstance(eng, Engine):
         # warm the engine up (first-call overheads) outside the timed records
         ids = tasks[0].prompt_ids
         seq = eng.new_sequence(ids[:-1])
@@ -1071,6 +1075,10 @@ def run_trip_bench(
                 syntax_runs.pop(task.index, None)
             if out_dir is not None:
                 write_outputs(report, out_dir, plots=False)
+    if isinstance(eng, CompletionEngine):
+        from factorspec_sdk.bench import completion_baselines
+
+        completion_baselines.close_ngram_engines()
     config["complete"] = True
     config["finished"] = time.strftime("%Y-%m-%d %H:%M:%S")
     if out_dir is not None:

@@ -122,3 +122,44 @@ def test_server_errors_are_clear(vllm_server: str) -> None:
         OpenAIServerEngine(vllm_server, tokenizer="/no/such/folder")
     with pytest.raises(EngineError, match="cannot reach"):
         Client(base_url="http://127.0.0.1:9/v1")
+
+
+def test_the_server_snippet_of_the_docs(vllm_server: str, tmp_path: object) -> None:
+    import os
+    from pathlib import Path
+
+    from tests.test_docs import EXPECT, run_snippet
+
+    os.environ["VLLM_URL"] = vllm_server
+    try:
+        proc = run_snippet("engines/tutorial004.py", Path(str(tmp_path)))
+    finally:
+        del os.environ["VLLM_URL"]
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 0, output[-3000:]
+    for expected in EXPECT["engines/tutorial004.py"]:
+        assert expected in output, output[-3000:]
+
+
+def test_the_trip_bench_runs_on_vllm(vllm_engine: VLLMEngine) -> None:
+    """`factorspec bench trip --engine vllm`: the baselines as a vLLM user runs them."""
+    from factorspec_sdk.bench.trip_bench import run_trip_bench, summarize
+
+    report = run_trip_bench(
+        2,
+        (3, 4),
+        "free,syntax,syntax+retry,syntax+ngram-k3,factorspec",
+        vllm_engine,
+        None,
+        7,
+        False,
+        max_tokens=300,
+        progress=False,
+        batch=2,
+    )
+    assert not [r.error for r in report.records if r.error]
+    by = summarize(report.records)
+    assert by["factorspec"][None].valid == 2
+    assert by["syntax"][None].forwards >= by["syntax"][None].tokens  # one token per forward
+    ngram = by["syntax+ngram-k3"][None]
+    assert ngram.tokens >= ngram.forwards > 0

@@ -1,0 +1,162 @@
+"""``engine="sglang"``: FactorSpec on an in-process SGLang runtime (``sglang.Engine``); GPU only.
+
+SGLang has no CPU build on PyPI, so this engine is written for GPU machines and checked there
+by ``scripts/gpu_check_sglang.sh``; on a machine without it, creating the engine raises
+`EngineError`. It speaks the same segment protocol as every completion engine
+(`factorspec_sdk.drafter.segments`): FactorSpec appends the tokens the spec determines, and
+at each choice point one ``Engine.generate(input_ids=..., sampling_params={"regex": ...})``
+asks SGLang for the next value among the feasible ones (SGLang has no per-request
+allowed-token list, so the constraint is a regex; its radix cache turns the shared prefix
+into one prefill forward).
+
+Why not SGLang's own plug points (see the docs' engines page): ``SpeculativeAlgorithm.register``
+would put FactorSpec's drafter inside SGLang's scheduler, where it sees batches, not
+requests, and must re-implement the oracle's per-request state there;
+``CustomLogitProcessor`` is a per-token hook that runs inside the forward's critical path;
+``register_grammar_backend`` expects a grammar compiled once per request, while FactorSpec's
+allowed values change with every oracle answer. The segment protocol needs none of them and
+keeps one code path for vLLM, SGLang and their servers.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from factorspec_sdk.engines.completion import (
+    Completion,
+    CompletionReply,
+    ConstraintStyle,
+    HFTokenizer,
+)
+from factorspec_sdk.engines.protocol import ChatMessage
+from factorspec_sdk.errors import EngineError, ModelLoadError
+from factorspec_sdk.tokens.vocab import TokenizerInfo
+
+__all__ = ["SGLangEngine", "sampling_params"]
+
+
+def sampling_params(request: Completion) -> dict[str, Any]:
+    """SGLang's ``sampling_params`` dict for one completion request.
+
+    Raises:
+        EngineError: a token-list constraint (SGLang takes a regex).
+    """
+    if request.regex is None:
+        raise EngineError("SGLang takes regex constraints only, not allowed token ids")
+    params: dict[str, Any] = {
+        "max_new_tokens": request.max_tokens,
+        "temperature": request.temperature,
+        "top_p": request.top_p,
+        "regex": request.regex,
+        "skip_special_tokens": False,
+    }
+    if request.seed is not None:
+        params["sampling_seed"] = request.seed
+    return params
+
+
+class SGLangEngine:
+    """A `CompletionEngine` over ``sglang.Engine`` (in-process SGLang runtime).
+
+    Args:
+        model: a local Hugging Face model folder (default: the SmolLM2 folder the embedded
+            engine converts once).
+        dtype: weights dtype.
+        **engine_options: more ``sglang.Engine`` arguments (e.g. ``mem_fraction_static``).
+
+    Raises:
+        EngineError: SGLang is missing (it has no CPU build on PyPI).
+        ModelLoadError: SGLang cannot load the model.
+    """
+
+    def __init__(
+        self, model: str | Path | None = None, *, dtype: str = "bfloat16", **engine_options: Any
+    ) -> None:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        try:
+            import sglang
+        except ImportError as exc:
+            raise EngineError(
+                f"engine 'sglang' needs SGLang ({exc}); it has no CPU build on PyPI: install "
+                "'factorspec-sdk[sglang]' on a GPU machine, or use engine='vllm'"
+            ) from exc
+        if model is None:
+            from factorspec_sdk.engines.model_store import default_model_path
+
+            model = default_model_path()
+        self._model_path = str(model)
+        self._tok = HFTokenizer(self._model_path)
+        started = time.perf_counter()
+        try:
+            self._engine = sglang.Engine(model_path=self._model_path, dtype=dtype, **engine_options)
+        except Exception as exc:
+            raise ModelLoadError(f"SGLang cannot load {self._model_path!r}: {exc}") from exc
+        self.load_seconds = time.perf_counter() - started
+        """Wall time SGLang took to start."""
+        self._dtype = dtype
+        self.requests = 0
+        """Completion requests sent so far."""
+
+    @property
+    def name(self) -> str:
+        """``"sglang"``."""
+        return "sglang"
+
+    @property
+    def model_path(self) -> str:
+        """The model folder SGLang serves."""
+        return self._model_path
+
+    @property
+    def dtype(self) -> str:
+        """The weights dtype."""
+        return self._dtype
+
+    @property
+    def tokenizer(self) -> TokenizerInfo:
+        """The model folder's vocabulary."""
+        return self._tok.info
+
+    @property
+    def constraint_style(self) -> ConstraintStyle:
+        """``"regex"``: SGLang constrains a request by a regular expression."""
+        return "regex"
+
+    def apply_chat_template(self, messages: Sequence[ChatMessage]) -> list[int]:
+        """Token ids of ``messages`` with the model's chat template and generation prompt."""
+        return self._tok.apply_chat_template(messages)
+
+    def complete(self, requests: Sequence[Completion]) -> list[CompletionReply]:
+        """One ``Engine.generate`` call for all requests (SGLang batches them)."""
+        if not requests:
+            return []
+        params = [sampling_params(r) for r in requests]
+        self.requests += len(requests)
+        outputs = self._engine.generate(
+            input_ids=[list(r.prompt_ids) for r in requests], sampling_params=params
+        )
+        if isinstance(outputs, dict):
+            outputs = [outputs]
+        eos = self.tokenizer.eos_ids
+        replies: list[CompletionReply] = []
+        for out in outputs:
+            raw = out.get("output_ids")
+            ids = None if raw is None else [int(t) for t in raw]
+            meta = out.get("meta_info") or {}
+            forwards = int(meta.get("completion_tokens", len(ids or [0])))
+            if ids is not None:
+                while ids and ids[-1] in eos:
+                    ids.pop()
+            replies.append(CompletionReply(str(out.get("text", "")), ids, max(1, forwards)))
+        return replies
+
+    def close(self) -> None:
+        """Shut SGLang down."""
+        engine = getattr(self, "_engine", None)
+        if engine is not None:
+            self._engine = None
+            engine.shutdown()

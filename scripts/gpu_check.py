@@ -1,0 +1,155 @@
+"""Prepared check for a machine with a GPU: the embedded engine on CUDA, and SGLang if present.
+
+The CPU test suite cannot run either; a task that is lent a GPU runs this once (see
+``docs/engines.md``). It prints one line per check and a JSON summary (also written to
+``$OUT/gpu_check.json`` when ``OUT`` is set), and exits 1 if a check failed.
+
+    python scripts/gpu_check.py --model FOLDER       # a real model folder
+    python scripts/gpu_check.py --tiny TOKENIZER_DIR  # a random 2-layer Llama on that tokenizer
+
+``--tiny`` exists because the default model (~100 MB as GGUF) does not fit the 64 MiB a
+device call carries: validity and greedy exactness do not depend on the weights, so a random
+model on SmolLM2's tokenizer (a few MB) checks them. Needs pydantic, z3-solver, typer, rich,
+platformdirs and numpy next to torch and transformers (carry the missing ones as wheels).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def tiny_model(tokenizer_dir: str, out: Path) -> str:
+    """A random 2-layer Llama with the tokenizer of ``tokenizer_dir``, saved to ``out``."""
+    import shutil
+
+    import torch
+    import transformers
+
+    tok = transformers.AutoTokenizer.from_pretrained(tokenizer_dir, local_files_only=True)
+    config = transformers.LlamaConfig(
+        vocab_size=len(tok),
+        hidden_size=128,
+        intermediate_size=256,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=4096,
+        eos_token_id=tok.eos_token_id,
+        bos_token_id=tok.bos_token_id,
+    )
+    torch.manual_seed(0)
+    model = transformers.LlamaForCausalLM(config)
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out)
+    tok.save_pretrained(out)
+    for name in ("generation_config.json",):
+        src = Path(tokenizer_dir) / name
+        if src.is_file():
+            shutil.copy(src, out / name)
+    return str(out)
+
+
+def check(name: str, results: dict[str, Any], fn: Any) -> None:
+    """Run one check, record its outcome under ``name`` and print it."""
+    started = time.perf_counter()
+    try:
+        detail = fn()
+        results[name] = {"ok": True, "seconds": round(time.perf_counter() - started, 2), **detail}
+    except Exception as exc:
+        results[name] = {
+            "ok": False,
+            "error": f"{type(exc).__name__}: {exc}",
+            "trace": traceback.format_exc()[-2000:],
+        }
+    print(name, json.dumps(results[name])[:600], flush=True)
+
+
+def main() -> int:
+    """Run the checks; 0 when all passed (or were skipped), 1 otherwise."""
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    group = parser.add_mutually_exclusive_group(required=True)
+    group.add_argument("--model", help="a Hugging Face model folder")
+    group.add_argument("--tiny", help="tokenizer folder for a random 2-layer Llama")
+    parser.add_argument("--n", type=int, default=10, help="trip problems per check")
+    args = parser.parse_args()
+
+    import torch
+
+    from examples.itinerary import Itinerary
+    from factorspec_sdk import Client
+    from factorspec_sdk.bench.trip import evaluate, generate_problem, prompt_for
+    from factorspec_sdk.engines.embedded import EmbeddedEngine
+
+    model = args.model or tiny_model(args.tiny, Path("/tmp/factorspec-tiny-llama"))
+    results: dict[str, Any] = {
+        "cuda": torch.cuda.is_available(),
+        "device": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
+        "model": model,
+    }
+    trips = [generate_problem(4 + i % 5, 500 + i, unique=False) for i in range(args.n)]
+    prompts = [prompt_for(t) for t in trips]
+
+    def embedded_valid() -> dict[str, Any]:
+        client = Client(EmbeddedEngine(model, device="cuda"))
+        out = client.generate_batch(Itinerary, prompts, contexts=trips, return_result=True)
+        valid = sum(evaluate(t, r.text, Itinerary).valid for t, r in zip(trips, out, strict=True))
+        steps = sum(r.stats.verify_steps for r in out)
+        tokens = sum(r.stats.tokens for r in out)
+        assert valid == len(trips), f"{valid}/{len(trips)} valid"
+        return {"valid": valid, "tokens_per_step": round(tokens / max(steps, 1), 2)}
+
+    def embedded_exact() -> dict[str, Any]:
+        engine = EmbeddedEngine(model, device="cuda", dtype="float32")
+        spec = Client(engine)
+        plain = Client(engine, speculative=False)
+        same = 0
+        for t, p in zip(trips[:4], prompts[:4], strict=True):
+            a = spec.generate(Itinerary, p, context=t, return_result=True)
+            b = plain.generate(Itinerary, p, context=t, return_result=True)
+            same += a.tokens == b.tokens
+        assert same == 4, f"speculative equals plain greedy on {same}/4"
+        return {"same": same}
+
+    def sglang_valid() -> dict[str, Any]:
+        import importlib.util
+
+        if importlib.util.find_spec("sglang") is None:
+            return {"skipped": "sglang is not installed on this machine"}
+        from factorspec_sdk.engines.sglang_engine import SGLangEngine
+
+        engine = SGLangEngine(model)
+        try:
+            client = Client(engine)
+            out = client.generate_batch(Itinerary, prompts, contexts=trips, return_result=True)
+            valid = sum(
+                evaluate(t, r.text, Itinerary).valid for t, r in zip(trips, out, strict=True)
+            )
+            assert valid == len(trips), f"{valid}/{len(trips)} valid"
+            return {"valid": valid, "requests": engine.requests}
+        finally:
+            engine.close()
+
+    check("embedded_cuda_valid", results, embedded_valid)
+    check("embedded_cuda_greedy_exact", results, embedded_exact)
+    check("sglang_valid", results, sglang_valid)
+    text = json.dumps(results, indent=1)
+    print(text)
+    out_dir = os.environ.get("OUT")
+    if out_dir:
+        Path(out_dir, "gpu_check.json").write_text(text)
+    ok = all(v.get("ok", True) for v in results.values() if isinstance(v, dict))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
