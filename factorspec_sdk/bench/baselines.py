@@ -175,6 +175,10 @@ def _text(tokenizer: TokenizerInfo, tokens: Sequence[int]) -> str:
     return tokenizer.decode(tokens).decode("utf-8", errors="replace")
 
 
+_BATCHED_ROW = 16
+"""Longest token run `drive` batches with other sequences' rows."""
+
+
 def drive(engine: Engine, loops: Sequence[Steps]) -> list[DecodeRun | Exception]:
     """Run step generators in lockstep: one batched ``engine.extend`` per step for all.
 
@@ -194,16 +198,31 @@ def drive(engine: Engine, loops: Sequence[Steps]) -> list[DecodeRun | Exception]
             pending.pop(i, None)
             results[i] = exc
 
+    started_seqs: set[SequenceId] = set()
     try:
         for i in range(len(loops)):
             advance(i, None)
         while pending:
-            order = list(pending)
-            started = time.perf_counter()
-            rows = engine.extend([pending[i] for i in order])
-            share = (time.perf_counter() - started) / len(order)
-            for i, r in zip(order, rows, strict=True):
-                advance(i, (r, share))
+            # A sequence's first forward runs its whole prompt; batched with one-token rows it
+            # would pad every row to the prompt's length, so prompts (and long drafts) run on
+            # their own and the one-token rows together.
+            short: list[int] = []
+            groups: list[list[int]] = []
+            for i in pending:
+                seq, tokens = pending[i]
+                if seq in started_seqs and len(tokens) <= _BATCHED_ROW:
+                    short.append(i)
+                else:
+                    groups.append([i])
+                started_seqs.add(seq)
+            if short:
+                groups.insert(0, short)
+            for group in groups:
+                started = time.perf_counter()
+                rows = engine.extend([pending[i] for i in group])
+                share = (time.perf_counter() - started) / len(group)
+                for i, r in zip(group, rows, strict=True):
+                    advance(i, (r, share))
     finally:
         for loop in loops:
             loop.close()
