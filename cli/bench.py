@@ -93,6 +93,14 @@ def trip(
             ),
         ),
     ] = 1,
+    resume: Annotated[
+        bool,
+        typer.Option(
+            "--resume",
+            help="Continue the stopped run in --out (same options): decode only the problems "
+            "it has no records for.",
+        ),
+    ] = False,
     threads: Annotated[
         int | None,
         typer.Option(
@@ -136,21 +144,26 @@ def trip(
     def say(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
-    report = run_trip_bench(
-        n,
-        city_range,
-        chosen,
-        eng,
-        out,
-        seed,
-        unique,
-        max_tokens=max_tokens,
-        max_retries=retries,
-        progress=sys.stderr.isatty(),
-        log=say if log or not sys.stderr.isatty() else None,
-        shard=shard_km,
-        batch=batch,
-    )
+    try:
+        report = run_trip_bench(
+            n,
+            city_range,
+            chosen,
+            eng,
+            out,
+            seed,
+            unique,
+            max_tokens=max_tokens,
+            max_retries=retries,
+            progress=sys.stderr.isatty(),
+            log=say if log or not sys.stderr.isatty() else None,
+            shard=shard_km,
+            batch=batch,
+            resume=resume,
+        )
+    except ValueError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(_USAGE_ERROR) from None
     print(report.markdown())
     err.print(f"wrote {', '.join(str(p) for p in report.files)}")
 

@@ -542,6 +542,19 @@ def _table(rows: Sequence[Summary], show_method: bool, best: str | None) -> list
 
 
 def _shard_lines(cfg: dict[str, Any]) -> list[str]:
+    resumed = cfg.get("resumed") or []
+    lines = (
+        [
+            f"- stopped between batches and continued with `--resume` {len(resumed)} time(s) "
+            f"(at {', '.join(map(str, resumed))}); each batch is timed on its own"
+        ]
+        if resumed
+        else []
+    )
+    return lines + _shard_only_lines(cfg)
+
+
+def _shard_only_lines(cfg: dict[str, Any]) -> list[str]:
     if "shard" in cfg:
         return [f"- shard {cfg['shard']} of the problem set (problems whose index is K mod M)"]
     shards = cfg.get("shards")
@@ -914,6 +927,35 @@ def _run_batch(
     return records
 
 
+def _resumed(fresh: BenchReport, out_dir: Path | None) -> tuple[BenchReport, set[int]]:
+    """The stopped run in ``out_dir`` with ``fresh``'s settings, and its finished problems.
+
+    A problem counts as finished when it has a record for every method; records of
+    unfinished problems are dropped (they are decoded again).
+
+    Raises:
+        ValueError: no ``results.json`` there, or one of a run with other settings.
+    """
+    if out_dir is None or not (out_dir / "results.json").is_file():
+        raise ValueError(f"nothing to resume: no results.json in {out_dir}")
+    old = BenchReport.from_json(json.loads((out_dir / "results.json").read_text()))
+    for key in (*_SAME_IN_EVERY_SHARD, "shard"):
+        if old.config.get(key) != fresh.config.get(key):
+            raise ValueError(
+                f"cannot resume: {key} was {old.config.get(key)!r}, now {fresh.config.get(key)!r}"
+            )
+    methods = set(fresh.config["methods"])
+    by_problem: dict[int, set[str]] = {}
+    for r in old.records:
+        by_problem.setdefault(r.problem, set()).add(r.method)
+    done = {p for p, m in by_problem.items() if m >= methods}
+    config = dict(old.config)
+    config["complete"] = False
+    config["resumed"] = [*config.get("resumed", []), fresh.config["started"]]
+    kept = [r for r in old.records if r.problem in done]
+    return BenchReport(config, kept), done
+
+
 def _batches(tasks: Sequence[_Task], size: int) -> list[list[_Task]]:
     """``size`` 1: one task per batch, in order; else same-city-count groups of ``size``."""
     if size <= 1:
@@ -948,6 +990,7 @@ def run_trip_bench(
     log: Callable[[str], None] | None = None,
     shard: tuple[int, int] | None = None,
     batch: int = 1,
+    resume: bool = False,
 ) -> BenchReport:
     """Run every method on the same ``n`` trip problems and write the results.
 
@@ -973,6 +1016,10 @@ def run_trip_bench(
             a serving engine batches requests); batches hold problems of one city count and
             each record is charged the batch's wall time over its size. 1 decodes one
             problem at a time, in order.
+        resume: continue the run whose ``results.json`` is in ``out_dir`` (stopped or
+            crashed): its records are kept and only problems without records are decoded.
+            The configuration must be the same. Batches are timed on their own, so a pause
+            between them changes no record's time.
 
     Returns:
         The `BenchReport` (records, summaries via ``.summaries``, written files).
@@ -1016,13 +1063,17 @@ def run_trip_bench(
         raise ValueError("batch must be >= 1")
     config["batch"] = batch
     report = BenchReport(config, [])
+    done: set[int] = set()
+    if resume:
+        report, done = _resumed(report, out_dir)
+        config = report.config
     verify_cost = getattr(eng, "verify_cost", None)
     if callable(verify_cost):
         verify_cost(1)  # the cost curve is measured on first use: not inside a timed record
     tasks: list[_Task] = []
     client = setup.clients["factorspec"]
     for i, problem in enumerate(problems):
-        if shard is not None and i % shard[1] != shard[0]:
+        if (shard is not None and i % shard[1] != shard[0]) or i in done:
             continue
         prompt = prompt_for(problem)
         messages: list[ChatMessage] = [

@@ -420,3 +420,33 @@ def test_batched_runs_decode_what_one_at_a_time_decodes() -> None:
                 s for s in together.records if s.method == "syntax" and s.problem == r.problem
             )
             assert r.tokens >= syntax.tokens and r.wall_seconds >= syntax.wall_seconds
+
+
+def test_a_stopped_run_resumes_where_it_stopped(tmp_path: Path) -> None:
+    engine = _random_engine(0)
+    kwargs: dict[str, Any] = {"max_tokens": 120, "progress": False}
+    whole = run_trip_bench(3, (3, 3), "free,factorspec", engine, None, 0, **kwargs)
+    run_trip_bench(3, (3, 3), "free,factorspec", engine, tmp_path, 0, **kwargs)
+    # a run stopped after problem 0 (and half-way through problem 1)
+    path = tmp_path / "results.json"
+    data = json.loads(path.read_text())
+    data["records"] = [r for r in data["records"] if r["problem"] == 0] + [
+        r for r in data["records"] if r["problem"] == 1 and r["method"] == "free"
+    ]
+    data["config"]["complete"] = False
+    path.write_text(json.dumps(data))
+    lines: list[str] = []
+    resumed = run_trip_bench(
+        3, (3, 3), "free,factorspec", engine, tmp_path, 0, resume=True, log=lines.append, **kwargs
+    )
+    assert len(lines) == 4  # problems 1 and 2, both methods: nothing of problem 0 again
+    keys = ("problem", "method", "text", "tokens", "valid")
+    assert sorted(tuple(getattr(r, k) for k in keys) for r in resumed.records) == sorted(
+        tuple(getattr(r, k) for k in keys) for r in whole.records
+    )
+    assert resumed.config["complete"] is True and len(resumed.config["resumed"]) == 1
+    assert "continued with `--resume` 1 time(s)" in resumed.markdown()
+    with pytest.raises(ValueError, match="max_tokens"):
+        run_trip_bench(3, (3, 3), "free,factorspec", engine, tmp_path, 0, resume=True)
+    with pytest.raises(ValueError, match="nothing to resume"):
+        run_trip_bench(3, (3, 3), "free", engine, tmp_path / "empty", 0, resume=True, **kwargs)
