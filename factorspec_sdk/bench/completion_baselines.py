@@ -38,7 +38,7 @@ _NGRAM_LLMS: dict[tuple[int, int], Any] = {}
 
 
 def accepted_draft_tokens(llm: Any) -> int:
-    """The running count of accepted speculative tokens in vLLM (0 without speculation)."""
+    """The running count of accepted speculative tokens of a ``vllm.LLM`` that logs stats."""
     total = 0
     for metric in llm.get_metrics():
         name = str(getattr(metric, "name", ""))
@@ -71,7 +71,12 @@ def _ngram_llm(engine: VLLMEngine, k: int) -> Any:
 
 
 def _generate(
-    llm: Any, engine: VLLMEngine, prompts: Sequence[list[int]], max_tokens: int, schema: Any
+    llm: Any,
+    engine: VLLMEngine,
+    prompts: Sequence[list[int]],
+    max_tokens: int,
+    schema: Any,
+    speculative: bool = False,
 ) -> list[DecodeRun]:
     from vllm import SamplingParams
     from vllm.inputs import TokensPrompt
@@ -87,13 +92,13 @@ def _generate(
         )
         for s in schema
     ]
-    before = accepted_draft_tokens(llm)
+    before = accepted_draft_tokens(llm) if speculative else 0
     started = time.perf_counter()
     outputs = llm.generate(
         [TokensPrompt(prompt_token_ids=list(p)) for p in prompts], params, use_tqdm=False
     )
     seconds = time.perf_counter() - started
-    accepted = accepted_draft_tokens(llm) - before
+    accepted = accepted_draft_tokens(llm) - before if speculative else 0
     eos = engine.tokenizer.eos_ids
     runs: list[DecodeRun] = []
     for out in outputs:
@@ -149,7 +154,7 @@ def run_completion_baseline(
         return list(_generate(llm, engine, prompts, setup.max_tokens, schemas))
     if method.startswith(_NGRAM_PREFIX):
         ngram = _ngram_llm(engine, int(method.removeprefix(_NGRAM_PREFIX)))
-        return list(_generate(ngram, engine, prompts, setup.max_tokens, schemas))
+        return list(_generate(ngram, engine, prompts, setup.max_tokens, schemas, True))
     if method != "syntax+retry":
         raise ValueError(f"unknown method {method!r}")
     docs = _relation_docs(setup.model)
