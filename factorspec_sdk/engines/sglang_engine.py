@@ -1,7 +1,7 @@
 """``engine="sglang"``: FactorSpec on an in-process SGLang runtime (``sglang.Engine``); GPU only.
 
 SGLang has no CPU build on PyPI, so this engine is written for GPU machines and checked there
-by ``scripts/gpu_check_sglang.sh``; on a machine without it, creating the engine raises
+by ``python -m factorspec_sdk.bench.gpu_check``; on a machine without it, creating the engine raises
 `EngineError`. It speaks the same segment protocol as every completion engine
 (`factorspec_sdk.drafter.segments`): FactorSpec appends the tokens the spec determines, and
 at each choice point one ``Engine.generate(input_ids=..., sampling_params={"regex": ...})``

@@ -4,8 +4,8 @@ The CPU test suite cannot run either; a task that is lent a GPU runs this once (
 ``docs/engines.md``). It prints one line per check and a JSON summary (also written to
 ``$OUT/gpu_check.json`` when ``OUT`` is set), and exits 1 if a check failed.
 
-    python scripts/gpu_check.py --model FOLDER       # a real model folder
-    python scripts/gpu_check.py --tiny TOKENIZER_DIR  # a random 2-layer Llama on that tokenizer
+    python -m factorspec_sdk.bench.gpu_check --model FOLDER       # a real model folder
+    python -m factorspec_sdk.bench.gpu_check --tiny TOKENIZER_DIR  # random 2-layer Llama
 
 ``--tiny`` exists because the default model (~100 MB as GGUF) does not fit the 64 MiB a
 device call carries: validity and greedy exactness do not depend on the weights, so a random
@@ -18,14 +18,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import time
 import traceback
 from pathlib import Path
 from typing import Any
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 
 def tiny_model(tokenizer_dir: str, out: Path) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 
@@ -15,22 +14,13 @@ from factorspec_sdk.bench.trip import evaluate, generate_problem, prompt_for
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def load_script() -> object:
-    spec = importlib.util.spec_from_file_location("gpu_check", ROOT / "scripts" / "gpu_check.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["gpu_check"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.mark.model
 def test_the_tiny_model_decodes_valid_records(tmp_path: Path) -> None:
+    from factorspec_sdk.bench.gpu_check import tiny_model
     from factorspec_sdk.engines.embedded import EmbeddedEngine
     from factorspec_sdk.engines.model_store import default_model_path
 
-    script = load_script()
-    folder = script.tiny_model(str(default_model_path()), tmp_path / "tiny")  # type: ignore[attr-defined]
+    folder = tiny_model(str(default_model_path()), tmp_path / "tiny")
     client = Client(EmbeddedEngine(folder, device="cpu", dtype="float32"))
     trip = generate_problem(4, 1, unique=False)
     result = client.generate(Itinerary, prompt_for(trip), context=trip, return_result=True)
@@ -41,6 +31,9 @@ def test_the_script_needs_a_model_argument() -> None:
     import subprocess
 
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "gpu_check.py")], capture_output=True, text=True
+        [sys.executable, "-m", "factorspec_sdk.bench.gpu_check"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
     )
     assert proc.returncode == 2 and "--model" in proc.stderr
