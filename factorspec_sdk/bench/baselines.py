@@ -99,6 +99,19 @@ class DecodeRun:
     attempts: int = 1
     texts: list[str] = field(default_factory=list)
 
+    def add_attempt(self, one: DecodeRun) -> None:
+        """Count ``one`` as the next attempt: its text becomes the answer, costs add up."""
+        self.attempts += 1
+        self.text = one.text
+        self.texts.append(one.text)
+        self.tokens.extend(one.tokens)
+        self.forwards += one.forwards
+        self.forward_seconds += one.forward_seconds
+        self.mask_seconds += one.mask_seconds
+        self.drafted += one.drafted
+        self.draft_accepted += one.draft_accepted
+        self.stopped = one.stopped
+
 
 class XGrammarBackend:
     """XGrammar's compiler and matchers over an engine's vocabulary.
@@ -520,16 +533,7 @@ def retry_steps(
             one = first
         else:
             one = yield from decode(engine.apply_chat_template(conversation))
-        total.attempts = attempt + 1
-        total.text = one.text
-        total.texts.append(one.text)
-        total.tokens.extend(one.tokens)
-        total.forwards += one.forwards
-        total.forward_seconds += one.forward_seconds
-        total.mask_seconds += one.mask_seconds
-        total.drafted += one.drafted
-        total.draft_accepted += one.draft_accepted
-        total.stopped = one.stopped
+        total.add_attempt(one)
         problems = check(one.text)
         if not problems or attempt == max_retries:
             break

@@ -184,15 +184,8 @@ def run_completion_baseline(
         for i in active:
             one = made.get(i) or firsts[i]
             assert one is not None
-            total = totals[i]
-            total.attempts = attempt + 1
-            total.text = one.text
-            total.texts.append(one.text)
-            total.tokens.extend(one.tokens)
-            total.forwards += one.forwards
-            total.forward_seconds += one.forward_seconds
-            total.wall_seconds += one.wall_seconds
-            total.stopped = one.stopped
+            totals[i].add_attempt(one)
+            totals[i].wall_seconds += one.wall_seconds
             ev = evaluate(tasks[i].problem, one.text, setup.model)
             if ev.valid or attempt == setup.max_retries:
                 continue

@@ -800,6 +800,12 @@ def _fill(record: RecordResult, run: DecodeRun, problem: TripProblem, model: typ
     _score(record, problem, model)
 
 
+def _mark_error(record: RecordResult, exc: BaseException) -> None:
+    """A method that raised on this record: invalid, with the error's type and message."""
+    record.error = f"{type(exc).__name__}: {exc}"
+    record.stopped = "error"
+
+
 def _score(record: RecordResult, problem: TripProblem, model: type[Any]) -> None:
     ev = evaluate(problem, record.text, model)
     record.valid = ev.valid
@@ -882,8 +888,7 @@ def _run_batch(
         for record, result, task in zip(records, outcomes, tasks, strict=True):
             record.wall_seconds = wall
             if isinstance(result, Exception):
-                record.error = f"{type(result).__name__}: {result}"
-                record.stopped = "error"
+                _mark_error(record, result)
                 continue
             stats = result.stats
             record.tokens = stats.tokens
@@ -913,8 +918,7 @@ def _run_batch(
     wall = (time.perf_counter() - started) / len(tasks)
     for record, run, task, first in zip(records, runs, tasks, firsts, strict=True):
         if isinstance(run, Exception):
-            record.error = f"{type(run).__name__}: {run}"
-            record.stopped = "error"
+            _mark_error(record, run)
             record.wall_seconds = wall
             continue
         _fill(record, run, task.problem, setup.model)
@@ -1108,8 +1112,7 @@ def run_trip_bench(
                     records = []
                     for task in group:
                         record = RecordResult(method, task.index, len(task.problem.cities))
-                        record.error = f"{type(exc).__name__}: {exc}"
-                        record.stopped = "error"
+                        _mark_error(record, exc)
                         record.wall_seconds = (time.perf_counter() - started) / len(group)
                         records.append(record)
                 report.records.extend(records)
