@@ -164,7 +164,8 @@ class Client:
             tokenizer (default: ``model`` when it is a local folder).
         speculative: draft certain tokens and guesses (False: one token per forward).
         max_guesses: most guessed tokens per draft; 0 drafts certain tokens only.
-        max_width: longest draft verified in one forward.
+        max_width: most draft tokens from the first guess on in one forward; every certain
+            token before it is drafted whatever its count (certain tokens need no logits).
         overlap: plan the next segments in a worker thread during each forward.
         engine_options: passed to the named engine's constructor.
     """

@@ -84,7 +84,8 @@ class DecoderConfig:
 
     Attributes:
         speculative: draft certain tokens (and guesses); False decodes one token per forward.
-        max_width: longest draft in one verify step.
+        max_width: most draft tokens from the first guess on in one verify step; the certain
+            tokens before it are all drafted (they need no logits, only a place in the forward).
         max_guesses: most guessed tokens per draft (0: certain drafts only).
         overlap: plan the next segments in a worker thread during the forward.
     """
@@ -140,6 +141,13 @@ class _Draft:
     tokens: list[int]
     cursors: list[Cursor]
     certain: list[bool]
+    lead: int = 0
+    """Leading certain tokens: accepted whatever the logits, so the forward skips their rows."""
+
+    @property
+    def keep(self) -> int:
+        """Logits rows the verification reads: from the first guess to the bonus token."""
+        return len(self.tokens) + 1 - self.lead
 
 
 class Decoder:
@@ -272,7 +280,8 @@ class Decoder:
         t0 = time.perf_counter()
         try:
             logits = self.engine.extend(
-                [(a.seq, [a.pending, *d.tokens]) for a, d in zip(active, drafts, strict=True)]
+                [(a.seq, [a.pending, *d.tokens]) for a, d in zip(active, drafts, strict=True)],
+                keep=[d.keep for d in drafts],
             )
         finally:
             for f in futures:
@@ -283,7 +292,7 @@ class Decoder:
             a.stats.forward_seconds += dt
             a.stats.verify_steps += 1
             try:
-                done = self._verify(a, d, rows[-(len(d.tokens) + 1) :])
+                done = self._verify(a, d, rows)
             except Exception as exc:
                 finished.append((a.index, self._fail(a, exc)))
                 continue
@@ -311,7 +320,7 @@ class Decoder:
             return _Draft(tokens, cursors, certain)
         cur = a.cursor
         guesses = 0
-        limit = min(self.config.max_width, budget)
+        limit = budget  # certain tokens up to the first guess are not capped by max_width
         while len(tokens) < limit and not isinstance(cur, Finished):
             t = planner.certain(cur)
             if t is None:
@@ -320,6 +329,8 @@ class Decoder:
                 t = a.guesser.guess(planner.allowed(cur), [*a.record[1:], a.pending, *tokens])
                 if t is None:
                     break
+                if not guesses:
+                    limit = min(budget, len(tokens) + self.config.max_width)
                 guesses += 1
                 certain.append(False)
             else:
@@ -328,9 +339,15 @@ class Decoder:
             cur = planner.advance(cur, t)
             cursors.append(cur)
         k = a.policy.choose(certain, self.engine.verify_cost) if tokens else 0
-        return _Draft(tokens[:k], cursors[: k + 1], certain[:k])
+        lead = next((i for i, c in enumerate(certain[:k]) if not c), k)
+        return _Draft(tokens[:k], cursors[: k + 1], certain[:k], lead)
 
     def _verify(self, a: _Active, d: _Draft, rows: Logits) -> bool:
+        """Accept the draft's tokens up to the first rejection.
+
+        ``rows`` are the draft's last ``d.keep`` logits rows: row ``i - d.lead`` predicts
+        draft token ``i``.
+        """
         planner = a.job.planner
         params = a.job.params
         a.record.append(a.pending)
@@ -339,16 +356,17 @@ class Decoder:
         proposed = accepted_guesses = 0
         base = self.engine.length(a.seq) - len(d.tokens)  # length after the pending token
         for i, drafted in enumerate(d.tokens):
+            if d.certain[i]:  # the only allowed token: accepted with probability one
+                a.record.append(drafted)
+                continue
             cursor = d.cursors[i]
-            if not d.certain[i]:
-                proposed += 1
+            proposed += 1
             replacement = accept_or_replace(
-                rows[i], planner.allowed(cursor), drafted, params, a.rng
+                rows[i - d.lead], planner.allowed(cursor), drafted, params, a.rng
             )
             if replacement is None:
                 a.record.append(drafted)
-                if not d.certain[i]:
-                    accepted_guesses += 1
+                accepted_guesses += 1
                 continue
             # first rejection: roll back and take the model's token here
             self.engine.truncate(a.seq, base + i)
@@ -365,7 +383,7 @@ class Decoder:
         if isinstance(end, Finished):
             a.cursor = end
             return True
-        bonus = choose_token(rows[len(d.tokens)], planner.allowed(end), params, a.rng)
+        bonus = choose_token(rows[len(d.tokens) - d.lead], planner.allowed(end), params, a.rng)
         a.pending = bonus
         a.cursor = planner.advance(end, bonus)
         return self._maybe_finished(a)

@@ -1,8 +1,10 @@
 """Choosing how far past the certain tokens to draft, per request.
 
-Certain tokens are accepted with probability one, so the draft always carries all of them
-(up to ``max_width``). Each guess is accepted with the request's running acceptance rate
-``a``; the tokens after a guess are accepted only if the guess is. The policy drafts the prefix
+Certain tokens are accepted with probability one, so the draft always carries every certain
+token up to the first guess, however many (they need no logits: the engine only runs them
+into the KV cache). From the first guess on, at most ``max_width`` tokens follow. Each guess
+is accepted with the request's running acceptance rate ``a``; the tokens after a guess are
+accepted only if the guess is. The policy drafts the prefix
 that maximizes *expected accepted tokens per unit of verify cost*, using the engine's measured
 cost of verifying ``k`` tokens.
 """
@@ -20,7 +22,8 @@ class WidthPolicy:
     """Per-request acceptance tracking and draft-length choice.
 
     Attributes:
-        max_width: longest draft sent to one forward.
+        max_width: most draft tokens from the first guess on (guesses and the certain tokens
+            they imply); the certain tokens before the first guess are not limited.
         max_guesses: most guesses in one draft (0 disables guessing).
         prior: acceptance rate assumed before any guess was verified.
         accepted: guesses accepted so far.
@@ -59,8 +62,8 @@ class WidthPolicy:
             cost: relative cost of verifying ``k`` draft tokens (one forward over k+1 tokens).
         """
         a = self.acceptance
-        n = min(len(certain), self.max_width)
-        first_guess = next((i for i, c in enumerate(certain[:n]) if not c), n)
+        first_guess = next((i for i, c in enumerate(certain) if not c), len(certain))
+        n = min(len(certain), first_guess + self.max_width)
         if first_guess == n:  # nothing to weigh: certain tokens are always worth sending
             return n
         best_k = first_guess

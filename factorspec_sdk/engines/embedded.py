@@ -244,23 +244,38 @@ class EmbeddedEngine:
         """Free the sequence and its cache (unknown ids are ignored)."""
         self._seqs.pop(seq, None)
 
-    def extend(self, requests: Sequence[tuple[SequenceId, Sequence[int]]]) -> list[Logits]:
-        """Append tokens to several sequences in one batched forward.
+    def extend(
+        self,
+        requests: Sequence[tuple[SequenceId, Sequence[int]]],
+        *,
+        keep: Sequence[int] | None = None,
+    ) -> list[Logits]:
+        """Append tokens to several sequences in one batched forward (or a few, see below).
 
         Tokens given at ``new_sequence`` (or left un-run by ``truncate``) are run first, in
         the same forward; only the new tokens get logits rows (the LM head runs on those
-        positions alone). Row ``i`` holds the float32 logits after ``tokens[i]``.
+        positions alone). Row ``i`` holds the float32 logits after ``tokens[i]``; with
+        ``keep``, request ``j`` gets only its last ``keep[j]`` rows and the LM head skips the
+        others.
+
+        Requests whose runs differ a lot in length (a long certain draft next to one-token
+        steps) are split into a few forwards when padding them to one width would cost more
+        than the extra forwards, by the engine's measured cost curve.
 
         Raises:
-            EngineError: an unknown or repeated sequence, an empty request, a token id outside
-                the vocabulary, or a sequence past the model's context length.
+            EngineError: an unknown or repeated sequence, an empty request, a ``keep`` outside
+                ``1..len(tokens)``, a token id outside the vocabulary, or a sequence past the
+                model's context length.
         """
         if not requests:
             return []
+        if keep is not None and len(keep) != len(requests):
+            raise EngineError(f"keep has {len(keep)} entries for {len(requests)} requests")
         states: list[_Sequence] = []
         inputs: list[list[int]] = []
+        kept: list[int] = []
         seen: set[SequenceId] = set()
-        for seq, tokens in requests:
+        for j, (seq, tokens) in enumerate(requests):
             if seq in seen:
                 raise EngineError(f"sequence {seq} appears twice in one extend call")
             seen.add(seq)
@@ -268,6 +283,11 @@ class EmbeddedEngine:
             new = [int(t) for t in tokens]
             if not new:
                 raise EngineError(f"extend of sequence {seq} has no new tokens")
+            k = len(new) if keep is None else int(keep[j])
+            if not 1 <= k <= len(new):
+                raise EngineError(
+                    f"keep={k} for sequence {seq} is outside 1..{len(new)} (its new tokens)"
+                )
             self._check_ids(new)
             total = len(state.ids) + len(new)
             if self._max_positions and total > self._max_positions:
@@ -277,18 +297,56 @@ class EmbeddedEngine:
                 )
             states.append(state)
             inputs.append(state.ids[state.run :] + new)
+            kept.append(k)
         import torch
 
+        rows: dict[int, Logits] = {}
         with torch.inference_mode():
-            keep = [len(tokens) for _, tokens in requests]
-            if len(states) == 1:
-                rows = [self._forward_one(states[0], inputs[0], keep[0])]
-            else:
-                rows = self._forward_batch(states, inputs, keep)
-        for (_, tokens), state, run in zip(requests, states, inputs, strict=True):
-            state.ids.extend(int(t) for t in tokens)
-            state.run += len(run)
-        return rows
+            for group in self._groups([len(run) for run in inputs]):
+                if len(group) == 1:
+                    i = group[0]
+                    rows[i] = self._forward_one(states[i], inputs[i], kept[i])
+                else:
+                    out = self._forward_batch(
+                        [states[i] for i in group],
+                        [inputs[i] for i in group],
+                        [kept[i] for i in group],
+                    )
+                    rows.update(zip(group, out, strict=True))
+                for i in group:  # each forward's sequences stay consistent on their own
+                    states[i].ids.extend(int(t) for t in requests[i][1])
+                    states[i].run += len(inputs[i])
+        return [rows[i] for i in range(len(states))]
+
+    def _groups(self, widths: list[int]) -> list[list[int]]:
+        """Split a batch into forwards so that padding to each one's widest run pays off.
+
+        A padded forward over ``b`` rows of width ``w`` is priced as one forward over ``b * w``
+        tokens on the cost curve; runs sorted by width are cut into the contiguous groups of
+        least total cost (a short dynamic program). Runs of similar width stay together.
+        """
+        order = sorted(range(len(widths)), key=lambda i: -widths[i])
+        if len(widths) == 1 or widths[order[0]] <= 2 * widths[order[-1]]:
+            return [order]
+        sizes = [widths[i] for i in order]
+        n = len(sizes)
+        priced: dict[int, float] = {}
+        best = [0.0] + [float("inf")] * n
+        cut = [0] * (n + 1)
+        for j in range(1, n + 1):
+            for i in range(j):
+                padded = (j - i) * sizes[i]
+                if padded not in priced:
+                    priced[padded] = self.verify_cost(padded)
+                cost = best[i] + priced[padded]
+                if cost < best[j]:
+                    best[j], cut[j] = cost, i
+        groups: list[list[int]] = []
+        j = n
+        while j:
+            groups.append(order[cut[j] : j])
+            j = cut[j]
+        return groups[::-1]
 
     # ---------------------------------------------------------------- forward
 

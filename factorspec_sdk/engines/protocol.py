@@ -4,7 +4,8 @@ An engine owns the model and one KV cache per sequence. The decoding loop (``dra
 ``client``) drives it with three verbs borrowed from speculative decoders:
 
 * ``extend`` feeds K new tokens to each of several sequences in one forward pass and returns
-  the logits at those K positions (row ``i`` predicts the token after ``tokens[i]``);
+  the logits at those K positions (row ``i`` predicts the token after ``tokens[i]``), or at
+  the last few of them only (``keep``);
 * ``truncate`` rolls a sequence back to a shorter length (KV cache crop);
 * ``release`` frees a sequence.
 
@@ -55,13 +56,20 @@ class Engine(Protocol):
         """Start a sequence holding ``prompt_ids`` (no forward pass is run yet)."""
         ...
 
-    def extend(self, requests: Sequence[tuple[SequenceId, Sequence[int]]]) -> list[Logits]:
+    def extend(
+        self,
+        requests: Sequence[tuple[SequenceId, Sequence[int]]],
+        *,
+        keep: Sequence[int] | None = None,
+    ) -> list[Logits]:
         """Append tokens to several sequences in one batched forward.
 
         Tokens given at ``new_sequence`` that have not been run yet are run first, in the same
         forward, without logits of their own; callers pass at least one new token per
-        sequence. Returns one ``[len(tokens), vocab]`` array per request, in order: row ``i``
-        holds the logits after ``tokens[i]``.
+        sequence. Returns one array per request, in order: without ``keep``, a
+        ``[len(tokens), vocab]`` array whose row ``i`` holds the logits after ``tokens[i]``;
+        with ``keep``, the last ``keep[j]`` of those rows for request ``j`` (``1 <= keep[j] <=
+        len(tokens)``), so tokens whose logits nobody reads (certain drafts) cost no LM head.
         """
         ...
 

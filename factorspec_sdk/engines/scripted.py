@@ -7,7 +7,8 @@ and verification math can be unit-tested in milliseconds. Two ready-made "models
   two tokens (a tiny random bigram/trigram model), for sampling-exactness tests;
 * `ScriptedEngine.from_script` — strongly prefers the tokens of a fixed text.
 
-It counts forward passes (``forward_calls``) and tokens run (``tokens_processed``).
+It counts forward passes (``forward_calls``), tokens run (``tokens_processed``) and logits
+rows computed (``rows_computed``).
 """
 
 from __future__ import annotations
@@ -108,6 +109,7 @@ class ScriptedEngine:
         forward_calls: number of ``extend`` calls that ran (each is one batched "forward").
         tokens_processed: total positions run (pending prompt tokens included).
         batch_log: per forward, the number of positions run for each request.
+        rows_computed: logits rows returned so far (``keep`` leaves some positions without).
     """
 
     def __init__(
@@ -127,6 +129,7 @@ class ScriptedEngine:
         self.forward_calls = 0
         self.tokens_processed = 0
         self.batch_log: list[tuple[int, ...]] = []
+        self.rows_computed = 0
 
     @classmethod
     def random(
@@ -245,16 +248,25 @@ class ScriptedEngine:
         """Free the sequence (unknown ids are ignored)."""
         self._seqs.pop(seq, None)
 
-    def extend(self, requests: Sequence[tuple[SequenceId, Sequence[int]]]) -> list[Logits]:
+    def extend(
+        self,
+        requests: Sequence[tuple[SequenceId, Sequence[int]]],
+        *,
+        keep: Sequence[int] | None = None,
+    ) -> list[Logits]:
         """Append tokens to several sequences in one (counted) forward.
 
-        As in `EmbeddedEngine.extend`, pending prompt tokens are run first but get no rows.
+        As in `EmbeddedEngine.extend`, pending prompt tokens are run first but get no rows,
+        and ``keep`` returns only the last ``keep[j]`` rows of request ``j`` (the logits
+        function is not called for the others; `rows_computed` counts the rows returned).
         """
         if not requests:
             return []
+        if keep is not None and len(keep) != len(requests):
+            raise EngineError(f"keep has {len(keep)} entries for {len(requests)} requests")
         seen: set[SequenceId] = set()
-        plans: list[tuple[_Sequence, list[int]]] = []
-        for seq, tokens in requests:
+        plans: list[tuple[_Sequence, list[int], int]] = []
+        for j, (seq, tokens) in enumerate(requests):
             if seq in seen:
                 raise EngineError(f"sequence {seq} appears twice in one extend call")
             seen.add(seq)
@@ -262,15 +274,20 @@ class ScriptedEngine:
             new = [int(t) for t in tokens]
             if not new:
                 raise EngineError(f"extend of sequence {seq} has no new tokens")
+            k = len(new) if keep is None else int(keep[j])
+            if not 1 <= k <= len(new):
+                raise EngineError(
+                    f"keep={k} for sequence {seq} is outside 1..{len(new)} (its new tokens)"
+                )
             self._check_ids(new)
-            plans.append((state, new))
+            plans.append((state, new, k))
         size = self._tokenizer.vocab_size
         results: list[Logits] = []
         counts: list[int] = []
-        for state, new in plans:
+        for state, new, k in plans:
             state.ids.extend(new)
-            start = len(state.ids) - len(new)
-            rows = np.empty((len(new), size), dtype=np.float32)
+            start = len(state.ids) - k
+            rows = np.empty((k, size), dtype=np.float32)
             for j in range(start, len(state.ids)):
                 row = np.asarray(self._logits_fn(state.ids[: j + 1]), dtype=np.float32)
                 if row.shape != (size,):
@@ -280,6 +297,7 @@ class ScriptedEngine:
                 rows[j - start] = row
             counts.append(len(state.ids) - state.run)
             state.run = len(state.ids)
+            self.rows_computed += k
             results.append(rows)
         self.forward_calls += 1
         self.tokens_processed += sum(counts)

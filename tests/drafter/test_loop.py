@@ -1,6 +1,7 @@
 """Exactness of the decoding loop on a tiny random model with a hand-made vocabulary."""
 
 from collections import Counter
+from typing import Literal
 
 import numpy as np
 import pytest
@@ -60,6 +61,38 @@ def test_greedy_speculative_equals_plain(
         )
         assert spec == plain
     assert engine.forward_calls - calls_plain < 2 * calls_plain
+
+
+class Motto(BaseModel):
+    """A record its schema fully determines: ~100 tokens of the tiny vocabulary."""
+
+    motto: Literal["all work and no play makes jack a dull boy; all work and no play, again"]
+    year: int = Field(ge=1980, le=1980)
+
+
+@pytest.mark.parametrize("max_width", [4, 64])
+def test_a_determined_record_takes_one_forward_and_one_logits_row(max_width: int) -> None:
+    engine = ScriptedEngine.random(TOK, seed=1)
+    config = DecoderConfig(max_width=max_width)
+    [(text, tokens)] = decode(engine, Motto, None, config, SamplingParams(max_tokens=300))
+    assert len(tokens) > 64 and Motto.model_validate_json(text).year == 1980
+    assert engine.forward_calls == 1
+    assert engine.rows_computed == 1  # certain tokens need no logits; only "is it the end?"
+
+
+@pytest.mark.parametrize("guesses", [0, 2])
+def test_certain_drafts_skip_their_logits_rows(guesses: int) -> None:
+    engine = ScriptedEngine.random(TOK, seed=2)
+    params = SamplingParams(max_tokens=300)
+    plain = decode(engine, Trip, TRIP_CONTEXT, DecoderConfig(speculative=False), params)
+    engine.forward_calls = engine.rows_computed = 0
+    spec = decode(engine, Trip, TRIP_CONTEXT, DecoderConfig(max_guesses=guesses), params)
+    assert spec == plain
+    tokens = len(plain[0][1])
+    if guesses == 0:  # no guesses: one row per forward, the row after the last certain token
+        assert engine.rows_computed == engine.forward_calls < tokens / 3
+    else:  # rows from the first guess on; every token had one (and every step one more) before
+        assert engine.rows_computed < tokens
 
 
 def test_speculation_saves_forwards() -> None:

@@ -10,7 +10,14 @@ def flat(k: int) -> float:
 def test_all_certain_tokens_are_drafted() -> None:
     policy = WidthPolicy(max_width=64)
     assert policy.choose([True] * 30, flat) == 30
-    assert policy.choose([True] * 100, flat) == 64
+    assert policy.choose([True] * 500, flat) == 500  # max_width does not cap a certain run
+
+
+def test_max_width_counts_from_the_first_guess() -> None:
+    policy = WidthPolicy(max_width=8, prior=0.5)
+    policy.record(proposed=100, accepted=100)
+    assert policy.choose([True] * 70 + [False] + [True] * 100, flat) == 78
+    assert WidthPolicy(max_width=1).choose([True] * 3 + [False] * 5, flat) == 4
 
 
 def test_guesses_follow_acceptance() -> None:

@@ -158,9 +158,17 @@ def test_truncate_then_reextend(embedded_engine_fp32: EmbeddedEngine) -> None:
     engine.release(pending)
 
 
+def _pin_profile(engine: EmbeddedEngine, mp: pytest.MonkeyPatch, per_token: float) -> None:
+    """A fixed cost curve (1 + per_token * (k - 1)), so batch splitting is deterministic."""
+    mp.setattr(engine, "_profile", {k: 1.0 + per_token * (k - 1) for k in PROFILE_KS})
+
+
 @pytest.mark.model
-def test_batched_extend_matches_separate(embedded_engine_fp32: EmbeddedEngine) -> None:
+def test_batched_extend_matches_separate(
+    embedded_engine_fp32: EmbeddedEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
     engine = embedded_engine_fp32
+    _pin_profile(engine, monkeypatch, 0.01)  # cheap tokens: padding beats extra forwards
     prompt = _prompt(engine)
     other = engine.apply_chat_template([{"role": "user", "content": "Name three rivers."}])
     a, b = engine.new_sequence(prompt), engine.new_sequence(other[:-3])
@@ -197,6 +205,66 @@ def test_batched_extend_matches_separate(embedded_engine_fp32: EmbeddedEngine) -
     np.testing.assert_allclose(out[1], ref_a[:1], atol=ATOL)
     for seq in (a, b, c, d, e):
         engine.release(seq)
+
+
+@pytest.mark.model
+def test_keep_returns_the_last_rows(embedded_engine_fp32: EmbeddedEngine) -> None:
+    engine = embedded_engine_fp32
+    prompt = _prompt(engine)
+    new = [100, 101, 102, 103, 104]
+    ref_seq, seq = engine.new_sequence(prompt), engine.new_sequence(prompt)
+    full = engine.extend([(ref_seq, new)])[0]
+    tail = engine.extend([(seq, new)], keep=[2])[0]
+    assert tail.shape == (2, engine.tokenizer.vocab_size)
+    np.testing.assert_allclose(tail, full[-2:], atol=ATOL)
+    # the rows it skipped still ran into the cache
+    np.testing.assert_allclose(
+        engine.extend([(seq, [105])])[0], engine.extend([(ref_seq, [105])])[0], atol=ATOL
+    )
+    with pytest.raises(EngineError, match="keep"):
+        engine.extend([(seq, [1, 2])], keep=[3])
+    assert engine.length(seq) == len(prompt) + len(new) + 1
+    for s in (ref_seq, seq):
+        engine.release(s)
+
+
+@pytest.mark.model
+def test_very_unequal_runs_are_split_into_forwards(
+    embedded_engine_fp32: EmbeddedEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A long certain draft next to one-token steps: padding 8 rows to 60 costs more than
+    the extra forward on a steep cost curve, and the results do not change."""
+    engine = embedded_engine_fp32
+    prompt = _prompt(engine)
+    long = engine.tokenizer.encode("The quick brown fox jumps over the lazy dog. " * 6)[:60]
+    refs = []
+    for run in (long, [200], [201], [202]):
+        ref = engine.new_sequence(prompt)
+        refs.append(engine.extend([(ref, run)], keep=[1])[0])
+        engine.release(ref)
+    seqs = [engine.new_sequence(prompt) for _ in range(4)]
+    engine.extend([(s, [7]) for s in seqs])  # run the prompts: the next runs differ only
+    for s in seqs:
+        engine.truncate(s, len(prompt))
+    _pin_profile(engine, monkeypatch, 1.0)  # steep: every padded token costs a forward
+    calls = engine.forward_calls
+    out = engine.extend(
+        [(seqs[0], long), (seqs[1], [200]), (seqs[2], [201]), (seqs[3], [202])],
+        keep=[1, 1, 1, 1],
+    )
+    assert engine.forward_calls == calls + 2  # the long run alone, the three short together
+    for got, ref in zip(out, refs, strict=True):
+        np.testing.assert_allclose(got, ref, atol=ATOL)
+    _pin_profile(engine, monkeypatch, 0.001)  # flat: one padded forward is cheapest
+    for s in seqs:
+        engine.truncate(s, len(prompt))
+    calls = engine.forward_calls
+    out = engine.extend([(seqs[0], long), (seqs[1], [200])], keep=[1, 1])
+    assert engine.forward_calls == calls + 1
+    np.testing.assert_allclose(out[0], refs[0], atol=ATOL)
+    np.testing.assert_allclose(out[1], refs[1], atol=ATOL)
+    for s in seqs:
+        engine.release(s)
 
 
 @pytest.mark.model

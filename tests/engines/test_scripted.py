@@ -98,6 +98,23 @@ def test_chunked_equals_single_and_truncate(tok: TokenizerInfo) -> None:
         engine.truncate(parts, 10)
 
 
+def test_keep_returns_the_last_rows_only(tok: TokenizerInfo) -> None:
+    engine = ScriptedEngine.random(tok, seed=0)
+    whole = engine.new_sequence([1])
+    full = engine.extend([(whole, [2, 3, 4, 5, 6])])[0]
+    a, b = engine.new_sequence([1]), engine.new_sequence([1, 2])
+    engine.rows_computed = 0
+    out = engine.extend([(a, [2, 3, 4, 5, 6]), (b, [3])], keep=[2, 1])
+    np.testing.assert_array_equal(out[0], full[3:])
+    np.testing.assert_array_equal(out[1], full[1:2])
+    assert engine.rows_computed == 3
+    assert engine.tokens(a) == [1, 2, 3, 4, 5, 6]  # every token ran, rows or not
+    for bad in ([0, 1], [6, 1], [1]):
+        with pytest.raises(EngineError, match="keep"):
+            engine.extend([(a, [7]), (b, [7])], keep=bad)
+    assert engine.length(a) == 6  # a rejected call changes nothing
+
+
 def test_batch_counts_one_forward(tok: TokenizerInfo) -> None:
     engine = ScriptedEngine.random(tok, seed=0)
     s1, s2 = engine.new_sequence([1, 2, 3]), engine.new_sequence([4])
