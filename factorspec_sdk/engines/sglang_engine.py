@@ -21,7 +21,6 @@ keeps one code path for vLLM, SGLang and their servers.
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -30,11 +29,9 @@ from factorspec_sdk.engines.completion import (
     Completion,
     CompletionReply,
     ConstraintStyle,
-    HFTokenizer,
+    LocalCompletionEngine,
 )
-from factorspec_sdk.engines.protocol import ChatMessage
-from factorspec_sdk.errors import EngineError, ModelLoadError
-from factorspec_sdk.tokens.vocab import TokenizerInfo
+from factorspec_sdk.errors import EngineError
 
 __all__ = ["SGLangEngine", "sampling_params"]
 
@@ -59,7 +56,7 @@ def sampling_params(request: Completion) -> dict[str, Any]:
     return params
 
 
-class SGLangEngine:
+class SGLangEngine(LocalCompletionEngine):
     """A `CompletionEngine` over ``sglang.Engine`` (in-process SGLang runtime).
 
     Args:
@@ -84,22 +81,11 @@ class SGLangEngine:
                 f"engine 'sglang' needs SGLang ({exc}); it has no CPU build on PyPI: install "
                 "'factorspec-sdk[sglang]' on a GPU machine, or use engine='vllm'"
             ) from exc
-        if model is None:
-            from factorspec_sdk.engines.model_store import default_model_path
-
-            model = default_model_path()
-        self._model_path = str(model)
-        self._tok = HFTokenizer(self._model_path)
-        started = time.perf_counter()
-        try:
-            self._engine = sglang.Engine(model_path=self._model_path, dtype=dtype, **engine_options)
-        except Exception as exc:
-            raise ModelLoadError(f"SGLang cannot load {self._model_path!r}: {exc}") from exc
-        self.load_seconds = time.perf_counter() - started
-        """Wall time SGLang took to start."""
-        self._dtype = dtype
-        self.requests = 0
-        """Completion requests sent so far."""
+        super().__init__(model, dtype)
+        self._engine = self._load(
+            "SGLang",
+            lambda: sglang.Engine(model_path=self._model_path, dtype=dtype, **engine_options),
+        )
 
     @property
     def name(self) -> str:
@@ -107,28 +93,9 @@ class SGLangEngine:
         return "sglang"
 
     @property
-    def model_path(self) -> str:
-        """The model folder SGLang serves."""
-        return self._model_path
-
-    @property
-    def dtype(self) -> str:
-        """The weights dtype."""
-        return self._dtype
-
-    @property
-    def tokenizer(self) -> TokenizerInfo:
-        """The model folder's vocabulary."""
-        return self._tok.info
-
-    @property
     def constraint_style(self) -> ConstraintStyle:
         """``"regex"``: SGLang constrains a request by a regular expression."""
         return "regex"
-
-    def apply_chat_template(self, messages: Sequence[ChatMessage]) -> list[int]:
-        """Token ids of ``messages`` with the model's chat template and generation prompt."""
-        return self._tok.apply_chat_template(messages)
 
     def complete(self, requests: Sequence[Completion]) -> list[CompletionReply]:
         """One ``Engine.generate`` call for all requests (SGLang batches them)."""

@@ -20,7 +20,6 @@ starts in ~20 s; ``VLLM_CPU_KVCACHE_SPACE`` (GiB, default here 2) sizes the KV c
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -29,11 +28,9 @@ from factorspec_sdk.engines.completion import (
     Completion,
     CompletionReply,
     ConstraintStyle,
-    HFTokenizer,
+    LocalCompletionEngine,
 )
-from factorspec_sdk.engines.protocol import ChatMessage
-from factorspec_sdk.errors import EngineError, ModelLoadError
-from factorspec_sdk.tokens.vocab import TokenizerInfo
+from factorspec_sdk.errors import EngineError
 
 __all__ = ["SUPPORTED_VLLM", "VLLMEngine", "check_vllm_version"]
 
@@ -51,7 +48,7 @@ def check_vllm_version(version: str) -> None:
         )
 
 
-class VLLMEngine:
+class VLLMEngine(LocalCompletionEngine):
     """A `CompletionEngine` over ``vllm.LLM``.
 
     Args:
@@ -90,15 +87,10 @@ class VLLMEngine:
             ) from exc
         check_vllm_version(str(vllm.__version__))
         self.vllm_version = str(vllm.__version__)
-        if model is None:
-            from factorspec_sdk.engines.model_store import default_model_path
-
-            model = default_model_path()
-        self._model_path = str(model)
-        self._tok = HFTokenizer(self._model_path)
-        started = time.perf_counter()
-        try:
-            self._llm = vllm.LLM(
+        super().__init__(model, dtype)
+        self._llm = self._load(
+            "vLLM",
+            lambda: vllm.LLM(
                 model=self._model_path,
                 dtype=dtype,
                 enforce_eager=enforce_eager,
@@ -106,14 +98,8 @@ class VLLMEngine:
                 enable_prefix_caching=True,
                 seed=seed,
                 **llm_options,
-            )
-        except Exception as exc:
-            raise ModelLoadError(f"vLLM cannot load {self._model_path!r}: {exc}") from exc
-        self.load_seconds = time.perf_counter() - started
-        """Wall time vLLM took to start."""
-        self._dtype = dtype
-        self.requests = 0
-        """Completion requests sent so far."""
+            ),
+        )
 
     @property
     def name(self) -> str:
@@ -121,33 +107,14 @@ class VLLMEngine:
         return "vllm"
 
     @property
-    def model_path(self) -> str:
-        """The model folder vLLM serves."""
-        return self._model_path
-
-    @property
-    def dtype(self) -> str:
-        """The weights dtype."""
-        return self._dtype
-
-    @property
     def llm(self) -> Any:
         """The underlying ``vllm.LLM`` (e.g. to run baselines on the same instance)."""
         return self._llm
 
     @property
-    def tokenizer(self) -> TokenizerInfo:
-        """The model folder's vocabulary."""
-        return self._tok.info
-
-    @property
     def constraint_style(self) -> ConstraintStyle:
         """``"tokens"``: FactorSpec's exact mask as ``allowed_token_ids``."""
         return "tokens"
-
-    def apply_chat_template(self, messages: Sequence[ChatMessage]) -> list[int]:
-        """Token ids of ``messages`` with the model's chat template and generation prompt."""
-        return self._tok.apply_chat_template(messages)
 
     def complete(self, requests: Sequence[Completion]) -> list[CompletionReply]:
         """One ``LLM.generate`` call for all requests (vLLM batches them)."""
