@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from factorspec_sdk.engines.protocol import ChatMessage, Logits, SequenceId
+from factorspec_sdk.engines.protocol import ChatMessage, Logits, SequenceId, extend_requests
 from factorspec_sdk.errors import EngineError, ModelLoadError
 from factorspec_sdk.tokens.vocab import TokenizerInfo
 
@@ -269,25 +269,12 @@ class EmbeddedEngine:
         """
         if not requests:
             return []
-        if keep is not None and len(keep) != len(requests):
-            raise EngineError(f"keep has {len(keep)} entries for {len(requests)} requests")
+        checked = extend_requests(requests, keep)
         states: list[_Sequence] = []
         inputs: list[list[int]] = []
         kept: list[int] = []
-        seen: set[SequenceId] = set()
-        for j, (seq, tokens) in enumerate(requests):
-            if seq in seen:
-                raise EngineError(f"sequence {seq} appears twice in one extend call")
-            seen.add(seq)
+        for seq, new, k in checked:
             state = self._get(seq)
-            new = [int(t) for t in tokens]
-            if not new:
-                raise EngineError(f"extend of sequence {seq} has no new tokens")
-            k = len(new) if keep is None else int(keep[j])
-            if not 1 <= k <= len(new):
-                raise EngineError(
-                    f"keep={k} for sequence {seq} is outside 1..{len(new)} (its new tokens)"
-                )
             self._check_ids(new)
             total = len(state.ids) + len(new)
             if self._max_positions and total > self._max_positions:
@@ -314,7 +301,7 @@ class EmbeddedEngine:
                     )
                     rows.update(zip(group, out, strict=True))
                 for i in group:  # each forward's sequences stay consistent on their own
-                    states[i].ids.extend(int(t) for t in requests[i][1])
+                    states[i].ids.extend(checked[i][1])
                     states[i].run += len(inputs[i])
         return [rows[i] for i in range(len(states))]
 

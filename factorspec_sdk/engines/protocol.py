@@ -21,9 +21,10 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from factorspec_sdk.errors import EngineError
 from factorspec_sdk.tokens.vocab import TokenizerInfo
 
-__all__ = ["ChatMessage", "Engine", "Logits", "SequenceId"]
+__all__ = ["ChatMessage", "Engine", "Logits", "SequenceId", "extend_requests"]
 
 Logits = npt.NDArray[np.float32]
 """A ``[k, vocab_size]`` float32 array of next-token logits."""
@@ -88,3 +89,35 @@ class Engine(Protocol):
     def verify_cost(self, k: int) -> float:
         """Measured cost of one forward over ``k`` new tokens relative to ``k == 1``."""
         ...
+
+
+def extend_requests(
+    requests: Sequence[tuple[SequenceId, Sequence[int]]], keep: Sequence[int] | None
+) -> list[tuple[SequenceId, list[int], int]]:
+    """An ``extend`` call's requests checked as the protocol asks: ``(seq, tokens, rows)``.
+
+    ``rows`` is how many logits rows the request gets (``keep[j]``, or all its new tokens).
+    Engines check the rest (unknown sequences, token ids, context length) themselves.
+
+    Raises:
+        EngineError: a ``keep`` of another length than ``requests``, a sequence named twice,
+            a request without new tokens, or a ``keep`` outside ``1..len(tokens)``.
+    """
+    if keep is not None and len(keep) != len(requests):
+        raise EngineError(f"keep has {len(keep)} entries for {len(requests)} requests")
+    checked: list[tuple[SequenceId, list[int], int]] = []
+    seen: set[SequenceId] = set()
+    for j, (seq, tokens) in enumerate(requests):
+        if seq in seen:
+            raise EngineError(f"sequence {seq} appears twice in one extend call")
+        seen.add(seq)
+        new = [int(t) for t in tokens]
+        if not new:
+            raise EngineError(f"extend of sequence {seq} has no new tokens")
+        rows = len(new) if keep is None else int(keep[j])
+        if not 1 <= rows <= len(new):
+            raise EngineError(
+                f"keep={rows} for sequence {seq} is outside 1..{len(new)} (its new tokens)"
+            )
+        checked.append((seq, new, rows))
+    return checked

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from factorspec_sdk.engines.protocol import ChatMessage, Logits, SequenceId
+from factorspec_sdk.engines.protocol import ChatMessage, Logits, SequenceId, extend_requests
 from factorspec_sdk.errors import EngineError
 from factorspec_sdk.tokens.vocab import TokenizerInfo
 
@@ -262,23 +262,9 @@ class ScriptedEngine:
         """
         if not requests:
             return []
-        if keep is not None and len(keep) != len(requests):
-            raise EngineError(f"keep has {len(keep)} entries for {len(requests)} requests")
-        seen: set[SequenceId] = set()
         plans: list[tuple[_Sequence, list[int], int]] = []
-        for j, (seq, tokens) in enumerate(requests):
-            if seq in seen:
-                raise EngineError(f"sequence {seq} appears twice in one extend call")
-            seen.add(seq)
+        for seq, new, k in extend_requests(requests, keep):
             state = self._get(seq)
-            new = [int(t) for t in tokens]
-            if not new:
-                raise EngineError(f"extend of sequence {seq} has no new tokens")
-            k = len(new) if keep is None else int(keep[j])
-            if not 1 <= k <= len(new):
-                raise EngineError(
-                    f"keep={k} for sequence {seq} is outside 1..{len(new)} (its new tokens)"
-                )
             self._check_ids(new)
             plans.append((state, new, k))
         size = self._tokenizer.vocab_size
