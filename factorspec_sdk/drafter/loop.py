@@ -141,8 +141,11 @@ class _Draft:
     tokens: list[int]
     cursors: list[Cursor]
     certain: list[bool]
-    lead: int = 0
-    """Leading certain tokens: accepted whatever the logits, so the forward skips their rows."""
+
+    @property
+    def lead(self) -> int:
+        """Leading certain tokens: accepted whatever the logits, so the forward skips their rows."""
+        return next((i for i, c in enumerate(self.certain) if not c), len(self.certain))
 
     @property
     def keep(self) -> int:
@@ -339,8 +342,7 @@ class Decoder:
             cur = planner.advance(cur, t)
             cursors.append(cur)
         k = a.policy.choose(certain, self.engine.verify_cost) if tokens else 0
-        lead = next((i for i, c in enumerate(certain[:k]) if not c), k)
-        return _Draft(tokens[:k], cursors[: k + 1], certain[:k], lead)
+        return _Draft(tokens[:k], cursors[: k + 1], certain[:k])
 
     def _verify(self, a: _Active, d: _Draft, rows: Logits) -> bool:
         """Accept the draft's tokens up to the first rejection.
@@ -355,6 +357,7 @@ class Decoder:
         a.stats.certain_drafted += sum(d.certain)
         proposed = accepted_guesses = 0
         base = self.engine.length(a.seq) - len(d.tokens)  # length after the pending token
+        lead = d.lead
         for i, drafted in enumerate(d.tokens):
             if d.certain[i]:  # the only allowed token: accepted with probability one
                 a.record.append(drafted)
@@ -362,7 +365,7 @@ class Decoder:
             cursor = d.cursors[i]
             proposed += 1
             replacement = accept_or_replace(
-                rows[i - d.lead], planner.allowed(cursor), drafted, params, a.rng
+                rows[i - lead], planner.allowed(cursor), drafted, params, a.rng
             )
             if replacement is None:
                 a.record.append(drafted)
@@ -383,7 +386,7 @@ class Decoder:
         if isinstance(end, Finished):
             a.cursor = end
             return True
-        bonus = choose_token(rows[len(d.tokens) - d.lead], planner.allowed(end), params, a.rng)
+        bonus = choose_token(rows[len(d.tokens) - lead], planner.allowed(end), params, a.rng)
         a.pending = bonus
         a.cursor = planner.advance(end, bonus)
         return self._maybe_finished(a)
