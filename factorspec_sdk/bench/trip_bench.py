@@ -541,7 +541,7 @@ def _table(rows: Sequence[Summary], show_method: bool, best: str | None) -> list
     return lines
 
 
-def _shard_lines(cfg: dict[str, Any]) -> list[str]:
+def _run_lines(cfg: dict[str, Any]) -> list[str]:
     resumed = cfg.get("resumed") or []
     lines = (
         [
@@ -551,10 +551,10 @@ def _shard_lines(cfg: dict[str, Any]) -> list[str]:
         if resumed
         else []
     )
-    return lines + _shard_only_lines(cfg)
+    return lines + _shard_lines(cfg)
 
 
-def _shard_only_lines(cfg: dict[str, Any]) -> list[str]:
+def _shard_lines(cfg: dict[str, Any]) -> list[str]:
     if "shard" in cfg:
         return [f"- shard {cfg['shard']} of the problem set (problems whose index is K mod M)"]
     shards = cfg.get("shards")
@@ -591,7 +591,7 @@ def _markdown(report: BenchReport) -> str:
         ),
         "- rates are ratios of sums over the records; every method ran on the same problems "
         "in the same run, one after another per problem",
-        *_shard_lines(cfg),
+        *_run_lines(cfg),
         "",
         "## All records",
         "",
