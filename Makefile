@@ -65,8 +65,11 @@ bench-gen: install
 bench-trip: install
 	$(VENV)/bin/factorspec bench trip --n 100 --cities 3-10 --methods all --engine embedded
 
+# fuzz: 10,000 hypothesis bodies and IRs per fuzz test, then schemathesis (every check,
+# 300 cases per operation, a random seed) against a live `factorspec serve --engine scripted`
 fuzz: install
 	FACTORSPEC_FUZZ_EXAMPLES=10000 $(PY) -m pytest -q tests/server/test_fuzz.py
+	FACTORSPEC_CONTRACT_EXAMPLES=300 $(PY) -m pytest -q -s tests/server/test_contract.py
 
 load: install
 	$(PY) -m factorspec_sdk.server.load --engine scripted --clients 64 --seconds 60

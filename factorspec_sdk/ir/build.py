@@ -74,11 +74,16 @@ JsonScalar = str | int | bool
 
 
 class IRError(FactorSpecError):
-    """The IR is malformed, exceeds a limit or cannot be decided (``status``: the HTTP status)."""
+    """The IR is malformed, exceeds a limit or cannot be decided (``status``: the HTTP status).
+
+    ``status`` is 400 when the document does not match the IR's JSON schema (`parse_ir`),
+    and 422 when it does but cannot be built: it breaks a rule the schema cannot state
+    (an unknown variable, a repeated name, a limit) or the solver cannot decide it in time.
+    """
 
     code = "ir"
 
-    def __init__(self, message: str, status: int = 400) -> None:
+    def __init__(self, message: str, status: int = 422) -> None:
         super().__init__(message)
         self.status = status
 
@@ -160,18 +165,19 @@ def parse_ir(data: object, limits: IRLimits = DEFAULT_LIMITS) -> RelationIR:
     if isinstance(data, RelationIR):
         return data
     if not isinstance(data, dict):
-        raise IRError("the relation IR must be a JSON object")
+        raise IRError("the relation IR must be a JSON object", status=400)
     if data.get("factorspec_ir") != 1:
         raise IRError(
             f"unsupported relation IR version {data.get('factorspec_ir')!r}; this server reads "
-            '"factorspec_ir": 1'
+            '"factorspec_ir": 1',
+            status=400,
         )
     if json_depth(data, limits.max_json_depth) > limits.max_json_depth:
         raise IRError(f"the relation IR nests deeper than {limits.max_json_depth} levels")
     try:
         return RelationIR.model_validate(data)
     except ValidationError as exc:
-        raise IRError(_validation_message(exc, "relation IR")) from None
+        raise IRError(_validation_message(exc, "relation IR"), status=400) from None
     except RecursionError:
         raise IRError("the relation IR nests too deeply") from None
 
