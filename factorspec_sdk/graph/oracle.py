@@ -59,6 +59,8 @@ class _Solver:
         comp = spec._components[index]
         self.ctx = oracle.ctx
         self.solver = z3.SimpleSolver(ctx=self.ctx)
+        if spec.solver_timeout_ms is not None:
+            self.solver.set("timeout", spec.solver_timeout_ms)
         for f in comp.constraints:
             self.solver.add(f.translate(self.ctx))
         self.pushed: list[Fact] = []

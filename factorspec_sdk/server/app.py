@@ -81,8 +81,10 @@ class ServerOptions:
         default_max_tokens: token budget when a request gives none.
         api_key: if set, requests need ``Authorization: Bearer <api_key>``.
         validate_records: re-check every finished record against the spec (schema + factors).
-        solver_timeout_ms: if set, a process-wide Z3 timeout for every solver query (an
-            oracle query that runs out is a 422), so that no IR can stall the engine thread.
+        solver_timeout_ms: if set, the time limit of each oracle solver query of each
+            request's spec (one that runs out is a 422 for that request only), so that no IR
+            can stall the engine thread. Set per solver, never process-wide; the checks
+            that build a spec have their own limit, ``IRLimits.solver_timeout_ms``.
     """
 
     request_timeout_s: float = 300.0
@@ -241,10 +243,6 @@ class _Server:
         self.metrics = Metrics()
         self.worker = EngineWorker(engine, config, self.metrics, max_batch=options.max_batch)
         self.created = int(time.time())
-        if options.solver_timeout_ms is not None:
-            import z3
-
-            z3.set_param("timeout", options.solver_timeout_ms)
 
     def model_card(self) -> JsonObject:
         return {
@@ -327,7 +325,9 @@ class _Server:
         t_spec = time.perf_counter()
         ir = self._ir(req, ext)
         try:
-            spec = await asyncio.to_thread(spec_from_ir, ir, self.limits)
+            spec = await asyncio.to_thread(
+                spec_from_ir, ir, self.limits, solver_timeout_ms=self.options.solver_timeout_ms
+            )
         except (IRError, SpecError, RecursionError) as exc:
             raise _spec_error(exc) from None
         spec_seconds = time.perf_counter() - t_spec
