@@ -17,6 +17,7 @@ rows computed (``rows_computed``).
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -33,6 +34,7 @@ LogitsFn = Callable[[Sequence[int]], npt.NDArray[np.floating]]
 """Maps a whole token prefix to the ``[vocab_size]`` logits of the next token."""
 
 _PROFILE_KS = (1, 4, 8, 16, 32, 64)
+_LOGITS_CACHE_SIZE = 8192  # rows of the random model kept (a row is vocab_size floats)
 _JSON_PIECES = ('{"', '": ', ', "', '"}', "true", "false", "null")
 
 
@@ -48,7 +50,7 @@ class _Sequence:
 
 
 class _RandomLogits:
-    """Deterministic pseudo-random logits keyed by the last two tokens (cached)."""
+    """Deterministic pseudo-random logits keyed by the last two tokens (LRU-cached)."""
 
     __slots__ = ("cache", "scale", "seed", "size")
 
@@ -56,7 +58,7 @@ class _RandomLogits:
         self.size = size
         self.seed = seed
         self.scale = scale
-        self.cache: dict[tuple[int, int], npt.NDArray[np.float32]] = {}
+        self.cache: OrderedDict[tuple[int, int], npt.NDArray[np.float32]] = OrderedDict()
 
     def __call__(self, prefix: Sequence[int]) -> npt.NDArray[np.float32]:
         key = (
@@ -69,6 +71,10 @@ class _RandomLogits:
             row = (rng.standard_normal(self.size) * self.scale).astype(np.float32)
             row.setflags(write=False)
             self.cache[key] = row
+            if len(self.cache) > _LOGITS_CACHE_SIZE:
+                self.cache.popitem(last=False)
+        else:
+            self.cache.move_to_end(key)
         return row
 
 
