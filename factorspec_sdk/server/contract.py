@@ -182,12 +182,12 @@ def completion_route() -> RouteDoc:
 
 def models_route() -> RouteDoc:
     """The FastAPI route arguments of ``GET /v1/models``."""
-    return {"responses": {200: {"model": ModelList}, **_errors(401)}}
+    return {"responses": {200: {"model": ModelList}}}
 
 
 def model_route() -> RouteDoc:
     """The FastAPI route arguments of ``GET /v1/models/{model_id}``."""
-    return {"responses": {200: {"model": ModelCard}, **_errors(401, 404)}}
+    return {"responses": {200: {"model": ModelCard}, **_errors(404)}}
 
 
 def health_route() -> RouteDoc:
@@ -196,7 +196,6 @@ def health_route() -> RouteDoc:
         "responses": {
             200: {"model": Health},
             503: {"model": Health, "description": "The engine thread stopped."},
-            **_errors(401),
         }
     }
 
@@ -210,7 +209,6 @@ def metrics_route() -> RouteDoc:
                 "description": "Counters in the Prometheus text format.",
                 "content": {METRICS_MEDIA_TYPE: {"schema": {"type": "string"}}},
             },
-            **_errors(401),
         },
     }
 
@@ -290,11 +288,13 @@ def openapi_document(
     for unused in ("HTTPValidationError", "ValidationError"):
         schemas.pop(unused, None)
     paths["/metrics"]["get"]["responses"]["200"]["content"].pop("text/plain", None)
+    # the API key guards the generation routes only (models, health and metrics are open)
+    for path in ("/v1/chat/completions", "/v1/completions"):
+        operation = paths[path]["post"]
+        if api_key:
+            operation["security"] = [{"bearer": []}]
+        else:
+            operation["responses"].pop("401", None)
     if api_key:
         components["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer"}}
-        doc["security"] = [{"bearer": []}]
-    else:
-        for item in paths.values():
-            for operation in item.values():
-                operation["responses"].pop("401", None)
     return doc

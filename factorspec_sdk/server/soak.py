@@ -23,7 +23,7 @@ import threading
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
-from typing import Literal
+from typing import Any, Literal, cast
 
 from pydantic import BaseModel, Field, ValidationError, create_model
 
@@ -72,10 +72,11 @@ class SoakTrip(BaseModel):
 def _schema_model(i: int) -> type[BaseModel]:
     """The ``i``-th plain-schema model: its own enum set and bounds."""
     choices = tuple(f"v{i}x{k}" for k in range(2 + i % 5))
+    kind = cast(Any, Literal)[choices]  # a Literal of values known only here
     low = (i * 7919) % 101 - 50
     return create_model(
         f"Soak{i}",
-        kind=(Literal[choices], ...),  # type: ignore[valid-type]
+        kind=(kind, ...),
         n=(int, Field(ge=low, le=low + 1 + (i * 31) % 200)),
         flags=(list[bool], Field(max_length=1 + i % 4)),
         label=(str, Field(max_length=1 + i % 6)),

@@ -38,9 +38,12 @@ def schemathesis() -> str:
     return found
 
 
-def test_schemathesis_finds_no_failure(tmp_path: Path) -> None:
+@pytest.mark.parametrize("api_key", [None, "k-contract"])
+def test_schemathesis_finds_no_failure(tmp_path: Path, api_key: str | None) -> None:
     log = tmp_path / "server.log"
-    with ServerProcess("scripted", model_name="contract", log=log) as server:
+    args = ("--api-key", api_key) if api_key else ()
+    examples = EXAMPLES if api_key is None else max(EXAMPLES // 4, 5)
+    with ServerProcess("scripted", model_name="contract", log=log, args=args) as server:
         cmd = [
             schemathesis(),
             "--config-file",
@@ -51,7 +54,7 @@ def test_schemathesis_finds_no_failure(tmp_path: Path) -> None:
             "--checks",
             "all",
             "--max-examples",
-            str(EXAMPLES),
+            str(examples),
             "--workers",
             "1",
             "--request-timeout",
@@ -63,6 +66,8 @@ def test_schemathesis_finds_no_failure(tmp_path: Path) -> None:
         ]
         if SEED is not None:
             cmd += ["--seed", str(SEED)]
+        if api_key:
+            cmd += ["--header", f"Authorization: Bearer {api_key}"]
         run = subprocess.run(cmd, capture_output=True, text=True, timeout=3600, cwd=tmp_path)
         assert httpx.get(server.url + "/health").json()["status"] == "ok"
     out = run.stdout + run.stderr
@@ -71,9 +76,10 @@ def test_schemathesis_finds_no_failure(tmp_path: Path) -> None:
     assert m is not None, out[-3000:]
     generated, passed = int(m[1]), int(m[2])
     print(f"schemathesis: {generated} cases, {passed} passed")
-    assert generated == passed and generated >= 6 * EXAMPLES
+    assert generated == passed and generated >= 6 * examples
     codes = re.findall(r'" (\d{3}) ', log.read_text())
     assert "200" in codes and not [c for c in codes if c.startswith("5")]
+    assert ("401" in codes) == (api_key is not None)  # schemathesis tried without the key
 
 
 def test_document_names_every_route_status_and_body() -> None:
@@ -101,7 +107,8 @@ def test_document_names_every_route_status_and_body() -> None:
     assert schemas["ChatRequest"]["properties"]["messages"]["minItems"] == 1
     ext = schemas["FactorSpecExtension"]["properties"]["ir"]["anyOf"][0]
     assert ext == {"$ref": "#/components/schemas/RelationIR"}
-    assert doc["security"] == [{"bearer": []}]
+    assert chat["security"] == [{"bearer": []}] and "security" not in doc
+    assert "401" not in paths["/v1/models"]["get"]["responses"]  # open, as the server is
     metrics = paths["/metrics"]["get"]["responses"]["200"]["content"]
     assert list(metrics) == ["text/plain; version=0.0.4; charset=utf-8"]
     assert set(paths) == {
