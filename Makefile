@@ -11,7 +11,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install run test lint typecheck docs pytest bench-oracle bench-gen bench-trip fuzz load load-embedded clean
+.PHONY: install run test lint typecheck docs pytest bench-oracle bench-gen bench-trip fuzz soak load load-embedded clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -65,8 +65,16 @@ bench-gen: install
 bench-trip: install
 	$(VENV)/bin/factorspec bench trip --n 100 --cities 3-10 --methods all --engine embedded
 
+# fuzz: 10,000 hypothesis bodies and IRs per fuzz test, then schemathesis (every check,
+# 300 cases per operation, a random seed) against a live `factorspec serve --engine scripted`
 fuzz: install
 	FACTORSPEC_FUZZ_EXAMPLES=10000 $(PY) -m pytest -q tests/server/test_fuzz.py
+	FACTORSPEC_CONTRACT_EXAMPLES=300 $(PY) -m pytest -q -s tests/server/test_contract.py
+
+# soak: 10,000 requests over distinct specs against one `factorspec serve --engine scripted`
+# (RSS, lost/invalid records, 5xx; at most 30 min)
+soak: install
+	$(PY) -m factorspec_sdk.server.soak --requests 10000 --clients 16 --max-seconds 1800
 
 load: install
 	$(PY) -m factorspec_sdk.server.load --engine scripted --clients 64 --seconds 60

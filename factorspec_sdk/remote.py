@@ -277,7 +277,9 @@ def _remote_error(exc: object, model: str) -> FactorSpecError:
         core = fs.get("unsat_core") if isinstance(fs, dict) else None
         if isinstance(core, list):
             return UnsatisfiableSpecError([str(c) for c in core], model)
-    if status == 422:
+    if status == 422 and not (
+        isinstance(err, dict) and err.get("code") == "prompt_not_tokenizable"
+    ):
         return SpecError(message)
     return RemoteError(f"the server answered {status}: {message}", status)
 

@@ -278,21 +278,33 @@ class Decoder:
             return []
         futures: list[Future[None]] = []
         if pool is not None:
-            for a, d in zip(active, drafts, strict=True):
-                futures.append(pool.submit(a.job.planner.prefetch, d.cursors[-1], 1))
+            try:
+                for a, d in zip(active, drafts, strict=True):
+                    futures.append(pool.submit(a.job.planner.prefetch, d.cursors[-1], 1))
+            except RuntimeError:  # the planning worker is gone: plan on this thread
+                self._pool = None
+        requests = [(a.seq, [a.pending, *d.tokens]) for a, d in zip(active, drafts, strict=True)]
+        keep = [d.keep for d in drafts]
+        lengths = [self.engine.length(a.seq) for a in active]
         t0 = time.perf_counter()
         try:
-            logits = self.engine.extend(
-                [(a.seq, [a.pending, *d.tokens]) for a, d in zip(active, drafts, strict=True)],
-                keep=[d.keep for d in drafts],
-            )
+            try:
+                logits: Sequence[Logits | Exception] = self.engine.extend(requests, keep=keep)
+            except Exception:  # one bad request must not fail the batch: run each alone
+                logits = self._isolate(active, requests, keep, lengths)
         finally:
             for f in futures:
-                f.result()
+                # a prefetch only warms the planner's caches: if it failed (or its worker
+                # died), this thread plans the same step itself, and a real error of that
+                # job surfaces there, for that job alone
+                f.exception()
         dt = time.perf_counter() - t0
         survivors: list[_Active] = []
         for a, d, rows in zip(active, drafts, logits, strict=True):
             a.stats.forward_seconds += dt
+            if isinstance(rows, Exception):
+                finished.append((a.index, self._fail(a, rows)))
+                continue
             a.stats.verify_steps += 1
             try:
                 done = self._verify(a, d, rows)
@@ -304,6 +316,24 @@ class Decoder:
             else:
                 survivors.append(a)
         return survivors
+
+    def _isolate(
+        self,
+        active: list[_Active],
+        requests: list[tuple[SequenceId, list[int]]],
+        keep: list[int],
+        lengths: list[int],
+    ) -> list[Logits | Exception]:
+        """After a failed batched forward: each request's forward alone, or its error."""
+        out: list[Logits | Exception] = []
+        for a, request, k, length in zip(active, requests, keep, lengths, strict=True):
+            try:
+                if self.engine.length(a.seq) > length:  # undo what the failed call appended
+                    self.engine.truncate(a.seq, length)
+                out.append(self.engine.extend([request], keep=[k])[0])
+            except Exception as exc:
+                out.append(exc)
+        return out
 
     def _draft(self, a: _Active) -> _Draft:
         planner = a.job.planner

@@ -7,12 +7,17 @@ and verification math can be unit-tested in milliseconds. Two ready-made "models
   two tokens (a tiny random bigram/trigram model), for sampling-exactness tests;
 * `ScriptedEngine.from_script` — strongly prefers the tokens of a fixed text.
 
+``ScriptedEngine()`` with no arguments is the random model over `TokenizerInfo.tiny_bytes`
+(every text encodes): the engine of ``factorspec serve --engine scripted``, for contract
+tests and soaks of a server without a model.
+
 It counts forward passes (``forward_calls``), tokens run (``tokens_processed``) and logits
 rows computed (``rows_computed``).
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -29,6 +34,8 @@ LogitsFn = Callable[[Sequence[int]], npt.NDArray[np.floating]]
 """Maps a whole token prefix to the ``[vocab_size]`` logits of the next token."""
 
 _PROFILE_KS = (1, 4, 8, 16, 32, 64)
+_LOGITS_CACHE_SIZE = 8192  # rows of the random model kept (a row is vocab_size floats)
+_JSON_PIECES = ('{"', '": ', ', "', '"}', "true", "false", "null")
 
 
 def default_cost_curve(k: int) -> float:
@@ -43,7 +50,7 @@ class _Sequence:
 
 
 class _RandomLogits:
-    """Deterministic pseudo-random logits keyed by the last two tokens (cached)."""
+    """Deterministic pseudo-random logits keyed by the last two tokens (LRU-cached)."""
 
     __slots__ = ("cache", "scale", "seed", "size")
 
@@ -51,7 +58,7 @@ class _RandomLogits:
         self.size = size
         self.seed = seed
         self.scale = scale
-        self.cache: dict[tuple[int, int], npt.NDArray[np.float32]] = {}
+        self.cache: OrderedDict[tuple[int, int], npt.NDArray[np.float32]] = OrderedDict()
 
     def __call__(self, prefix: Sequence[int]) -> npt.NDArray[np.float32]:
         key = (
@@ -64,6 +71,10 @@ class _RandomLogits:
             row = (rng.standard_normal(self.size) * self.scale).astype(np.float32)
             row.setflags(write=False)
             self.cache[key] = row
+            if len(self.cache) > _LOGITS_CACHE_SIZE:
+                self.cache.popitem(last=False)
+        else:
+            self.cache.move_to_end(key)
         return row
 
 
@@ -98,9 +109,11 @@ class ScriptedEngine:
     """An `Engine` whose logits come from ``logits_fn(prefix)``; numpy only.
 
     Args:
-        tokenizer: the vocabulary (e.g. `TokenizerInfo.tiny`).
+        tokenizer: the vocabulary (e.g. `TokenizerInfo.tiny`; default: `TokenizerInfo.tiny_bytes`
+            with a few JSON pieces).
         logits_fn: maps the full token prefix (prompt included) to next-token logits of
-            length ``tokenizer.vocab_size``. Called once per position run.
+            length ``tokenizer.vocab_size``. Called once per position run. Default: the
+            random model of `random` (seed 0, ``temperature_scale`` 2).
         cost_curve: relative cost of a forward over ``k`` tokens; default
             `default_cost_curve`.
         name: the engine name reported by `name`.
@@ -114,12 +127,16 @@ class ScriptedEngine:
 
     def __init__(
         self,
-        tokenizer: TokenizerInfo,
-        logits_fn: LogitsFn,
+        tokenizer: TokenizerInfo | None = None,
+        logits_fn: LogitsFn | None = None,
         *,
         cost_curve: Callable[[int], float] | None = None,
         name: str = "scripted",
     ) -> None:
+        if tokenizer is None:
+            tokenizer = TokenizerInfo.tiny_bytes(_JSON_PIECES)
+        if logits_fn is None:
+            logits_fn = _RandomLogits(tokenizer.vocab_size, 0, 2.0)
         self._tokenizer = tokenizer
         self._logits_fn = logits_fn
         self._cost_curve = cost_curve or default_cost_curve

@@ -59,17 +59,23 @@ class _Solver:
         comp = spec._components[index]
         self.ctx = oracle.ctx
         self.solver = z3.SimpleSolver(ctx=self.ctx)
+        if spec.solver_timeout_ms is not None:
+            self.solver.set("timeout", spec.solver_timeout_ms)
         for f in comp.constraints:
             self.solver.add(f.translate(self.ctx))
         self.pushed: list[Fact] = []
         self.terms: dict[str, z3.ExprRef] = {}
-        self.oracle = oracle
+        # the spec and the counters, not the oracle: no reference cycle, so an oracle's
+        # private Z3 context (~16 MB) is freed as soon as its request ends, not at the next
+        # cyclic garbage collection
+        self.spec = spec
+        self.stats = oracle.stats
         self.variables = comp.variables
 
     def term(self, var: str) -> z3.ExprRef:
         t = self.terms.get(var)
         if t is None:
-            t = self.oracle.spec.record(var).term.translate(self.ctx)
+            t = self.spec.record(var).term.translate(self.ctx)
             self.terms[var] = t
         return t
 
@@ -89,7 +95,7 @@ class _Solver:
 
     def literal(self, fact: Fact) -> z3.BoolRef:
         var, value = fact
-        rec = self.oracle.spec.record(var)
+        rec = self.spec.record(var)
         t = self.term(var)
         if isinstance(value, AtLeast):
             if rec.kind != "len":
@@ -102,7 +108,7 @@ class _Solver:
         if rec.kind == "str":
             if not isinstance(value, str):
                 raise ValueError(f"{var} is a str variable, got {value!r}")
-            code = self.oracle.spec.strings.codes.get(value)
+            code = self.spec.strings.codes.get(value)
             if code is None:
                 if rec.free_str:
                     code = OTHER_CODE
@@ -114,7 +120,7 @@ class _Solver:
         return cast(z3.BoolRef, t == value)
 
     def check(self) -> bool:
-        self.oracle.stats.solver_checks += 1
+        self.stats.solver_checks += 1
         r = self.solver.check()
         if r == z3.unknown:
             raise OracleError(
@@ -123,12 +129,12 @@ class _Solver:
         return bool(r == z3.sat)
 
     def decode(self, var: str, v: z3.ExprRef) -> Value:
-        rec = self.oracle.spec.record(var)
+        rec = self.spec.record(var)
         if rec.kind == "bool":
             return bool(z3.is_true(v))
         n = cast(z3.IntNumRef, v).as_long()
         if rec.kind == "str":
-            return str(self.oracle.spec.strings.strings[n])
+            return str(self.spec.strings.strings[n])
         return int(n)
 
 

@@ -129,6 +129,8 @@ class CompiledSpec:
         factors: relation, bound and length factors.
         components: connected components (sets of variable names).
         compile_seconds: time spent compiling.
+        solver_timeout_ms: time limit of each solver query of this spec's oracles (None:
+            none); a query that runs out raises `OracleError`. Per spec, never process-wide.
     """
 
     def __init__(
@@ -144,7 +146,11 @@ class CompiledSpec:
         components: tuple[_Component, ...],
         list_bounds: Mapping[Path, int],
         compile_seconds: float,
+        solver_timeout_ms: int | None = None,
     ) -> None:
+        if solver_timeout_ms is not None and solver_timeout_ms < 1:
+            raise ValueError(f"solver_timeout_ms must be >= 1, got {solver_timeout_ms}")
+        self.solver_timeout_ms = solver_timeout_ms
         self.model = model
         self.layout = layout
         self.relations = relations

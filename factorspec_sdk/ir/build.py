@@ -74,13 +74,20 @@ JsonScalar = str | int | bool
 
 
 class IRError(FactorSpecError):
-    """The IR is malformed, exceeds a limit or cannot be decided (``status``: the HTTP status)."""
+    """The IR is malformed, exceeds a limit or cannot be decided (``status``: the HTTP status).
+
+    ``status`` is 400 when the document does not match the IR's JSON schema (`parse_ir`),
+    and 422 when it does but cannot be built: it breaks a rule the schema cannot state
+    (an unknown variable, a repeated name, a limit) or the solver cannot decide it in time
+    (``undecided``: such an answer is not cached, the next request tries again).
+    """
 
     code = "ir"
 
-    def __init__(self, message: str, status: int = 400) -> None:
+    def __init__(self, message: str, status: int = 422, *, undecided: bool = False) -> None:
         super().__init__(message)
         self.status = status
+        self.undecided = undecided
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,18 +167,19 @@ def parse_ir(data: object, limits: IRLimits = DEFAULT_LIMITS) -> RelationIR:
     if isinstance(data, RelationIR):
         return data
     if not isinstance(data, dict):
-        raise IRError("the relation IR must be a JSON object")
+        raise IRError("the relation IR must be a JSON object", status=400)
     if data.get("factorspec_ir") != 1:
         raise IRError(
             f"unsupported relation IR version {data.get('factorspec_ir')!r}; this server reads "
-            '"factorspec_ir": 1'
+            '"factorspec_ir": 1',
+            status=400,
         )
     if json_depth(data, limits.max_json_depth) > limits.max_json_depth:
         raise IRError(f"the relation IR nests deeper than {limits.max_json_depth} levels")
     try:
         return RelationIR.model_validate(data)
     except ValidationError as exc:
-        raise IRError(_validation_message(exc, "relation IR")) from None
+        raise IRError(_validation_message(exc, "relation IR"), status=400) from None
     except RecursionError:
         raise IRError("the relation IR nests too deeply") from None
 
@@ -525,7 +533,11 @@ def ir_digest(data: object) -> str:
 
 
 def spec_from_ir(
-    data: object, limits: IRLimits = DEFAULT_LIMITS, *, digest: str | None = None
+    data: object,
+    limits: IRLimits = DEFAULT_LIMITS,
+    *,
+    digest: str | None = None,
+    solver_timeout_ms: int | None = None,
 ) -> CompiledSpec:
     """Rebuild a `CompiledSpec` from an IR document (a parsed JSON value or `RelationIR`).
 
@@ -533,7 +545,9 @@ def spec_from_ir(
     components, list bounds, feasible sets and unsat cores. Its ``model`` is a pydantic model
     built from the layout (structure and bounds); `check_record` checks the relations too.
     Each call builds fresh Z3 terms in a private context (safe to use from any one thread);
-    the satisfiability checks are cached per IR document.
+    the satisfiability checks are cached per IR document (a check that ran out of time is
+    not: it is tried again). ``limits.solver_timeout_ms`` bounds each check here;
+    ``solver_timeout_ms`` bounds each query of the spec's oracles (`CompiledSpec`).
 
     Raises:
         IRError: a malformed IR, a limit exceeded, or a spec the solver cannot decide in time.
@@ -561,9 +575,10 @@ def spec_from_ir(
     if checked.error is not None:
         raise checked.error
     try:
-        return _assemble(checked, limits)
+        return _assemble(checked, limits, solver_timeout_ms)
     except (IRError, SpecError) as exc:
-        checked.error = exc
+        if not (isinstance(exc, IRError) and exc.undecided):
+            checked.error = exc
         raise
     finally:
         if key is not None:
@@ -573,7 +588,7 @@ def spec_from_ir(
                     _CACHE.popitem(last=False)
 
 
-def _assemble(checked: _Checked, limits: IRLimits) -> CompiledSpec:
+def _assemble(checked: _Checked, limits: IRLimits, solver_timeout_ms: int | None) -> CompiledSpec:
     t0 = time.perf_counter()
     ir, layout = checked.ir, checked.layout
     lim = limits
@@ -670,6 +685,7 @@ def _assemble(checked: _Checked, limits: IRLimits) -> CompiledSpec:
         components=tuple(components),
         list_bounds=checked.list_bounds,
         compile_seconds=time.perf_counter() - t0,
+        solver_timeout_ms=solver_timeout_ms,
     )
 
 
@@ -694,6 +710,7 @@ def _decide(s: z3.Solver, lim: IRLimits) -> z3.CheckSatResult:
             f"the solver could not decide the spec within {lim.solver_timeout_ms} ms "
             f"({s.reason_unknown()})",
             status=422,
+            undecided=True,
         )
     return r
 

@@ -32,12 +32,17 @@ or the request timed out (``factorspec.stop_reason`` says which). ``usage`` has
 the decoding stats: tokens, verify steps, tokens per step, drafted/certain tokens, guesses,
 forward / oracle time, queue time, spec build time, token ids.
 
-Errors are OpenAI-style ``{"error": {"message", "type", "param", "code"}}``: 400 for a
-malformed request (bad JSON, bad fields, unsupported schema keyword, malformed IR or one
-beyond the limits, untokenizable prompt), 401 bad API key, 404 unknown model, 413 body too
-large, 422 unsatisfiable spec (``error.factorspec.unsat_core`` names the clashing factors)
-or a spec the solver cannot decide in time, 429 queue full, 503 shutting down. A client that
-disconnects frees its decoder slot.
+Errors are OpenAI-style ``{"error": {"message", "type", "param", "code"}}``: 400 for a body
+that is not JSON or does not match the request schema of ``/openapi.json`` (which states
+every reason for a 400), 401 bad API key, 404 unknown model or route (405 other methods),
+413 body too large, 422 for a body the schema accepts whose content cannot be served (a JSON
+schema or IR that does not compile or exceeds the limits, an unsatisfiable spec --
+``error.factorspec.unsat_core`` names the clashing factors -- a spec or an oracle query
+the solver cannot decide in time, a prompt the engine cannot tokenize), 429 queue full,
+500 an internal error (e.g. the engine failed on this request's forward; the other
+requests go on), 503 shutting down. A client that disconnects frees its decoder slot.
+The OpenAPI document is built in `factorspec_sdk.server.contract` from the models of
+`factorspec_sdk.server.protocol`.
 """
 
 from __future__ import annotations

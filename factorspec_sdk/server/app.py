@@ -24,6 +24,7 @@ from fastapi.responses import (  # noqa: TID253
     StreamingResponse,
 )
 from pydantic import ValidationError
+from starlette.exceptions import HTTPException
 
 from factorspec_sdk.drafter.loop import DecoderConfig
 from factorspec_sdk.drafter.verify import SamplingParams
@@ -36,6 +37,16 @@ from factorspec_sdk.ir import (
     ir_from_json_schema,
     json_depth,
     spec_from_ir,
+)
+from factorspec_sdk.server.contract import (
+    METRICS_MEDIA_TYPE,
+    chat_route,
+    completion_route,
+    health_route,
+    metrics_route,
+    model_route,
+    models_route,
+    openapi_document,
 )
 from factorspec_sdk.server.metrics import Metrics
 from factorspec_sdk.server.protocol import (
@@ -70,8 +81,10 @@ class ServerOptions:
         default_max_tokens: token budget when a request gives none.
         api_key: if set, requests need ``Authorization: Bearer <api_key>``.
         validate_records: re-check every finished record against the spec (schema + factors).
-        solver_timeout_ms: if set, a process-wide Z3 timeout for every solver query (an
-            oracle query that runs out is a 422), so that no IR can stall the engine thread.
+        solver_timeout_ms: if set, the time limit of each oracle solver query of each
+            request's spec (one that runs out is a 422 for that request only), so that no IR
+            can stall the engine thread. Set per solver, never process-wide; the checks
+            that build a spec have their own limit, ``IRLimits.solver_timeout_ms``.
     """
 
     request_timeout_s: float = 300.0
@@ -119,26 +132,38 @@ def create_app(
     app = FastAPI(title="FactorSpec", version="1", lifespan=lifespan)
     app.state.factorspec = server
 
-    @app.post("/v1/chat/completions")
+    @app.exception_handler(HTTPException)
+    async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
+        # unknown routes and methods answer in the same OpenAI shape as every other error
+        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code)
+        body = ApiError(exc.status_code, str(exc.detail), code=code).body()
+        return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
+
+    @app.post("/v1/chat/completions", **chat_route())
     async def chat_completions(request: Request) -> Response:
+        """Generate a record that satisfies the schema and the relations (chat messages)."""
         return await server.handle(request, "chat")
 
-    @app.post("/v1/completions")
+    @app.post("/v1/completions", **completion_route())
     async def completions(request: Request) -> Response:
+        """Generate a record from a raw prompt (text or token ids; no chat template)."""
         return await server.handle(request, "completion")
 
-    @app.get("/v1/models")
+    @app.get("/v1/models", **models_route())
     async def models() -> JSONResponse:
+        """The model this server serves."""
         return JSONResponse({"object": "list", "data": [server.model_card()]})
 
-    @app.get("/v1/models/{model_id:path}")
+    @app.get("/v1/models/{model_id:path}", **model_route())
     async def model(model_id: str) -> JSONResponse:
+        """One model by id (404 unless it is the served one)."""
         if model_id != server.model_name:
             return _error(ApiError(404, f"model {model_id!r} not found", code="model_not_found"))
         return JSONResponse(server.model_card())
 
-    @app.get("/health")
+    @app.get("/health", **health_route())
     async def health() -> JSONResponse:
+        """Whether the engine thread runs (200) or has stopped (503)."""
         ok = server.worker.alive
         body = {
             "status": "ok" if ok else "engine thread stopped",
@@ -149,12 +174,22 @@ def create_app(
         }
         return JSONResponse(body, status_code=200 if ok else 503)
 
-    @app.get("/metrics")
+    @app.get("/metrics", **metrics_route())
     async def metrics() -> PlainTextResponse:
-        return PlainTextResponse(
-            server.metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8"
-        )
+        """Counters in the Prometheus text format."""
+        return PlainTextResponse(server.metrics.render(), media_type=METRICS_MEDIA_TYPE)
 
+    def openapi() -> dict[str, object]:
+        if app.openapi_schema is None:
+            app.openapi_schema = openapi_document(
+                app,
+                model_name=server.model_name,
+                vocab_size=engine.tokenizer.vocab_size,
+                api_key=server.options.api_key is not None,
+            )
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
     return app
 
 
@@ -163,6 +198,15 @@ def _default_model_name(engine: Engine) -> str:
     if isinstance(path, (str, Path)) and str(path):
         return Path(path).name
     return engine.name
+
+
+def _json_number(text: str) -> float | int:
+    """A JSON number with a fraction or exponent; an integral one is an int, as in JSON Schema.
+
+    (``16.0`` is an integer to JSON Schema, so the documented schema allows ``"n": 2.0``.)
+    """
+    value = float(text)
+    return int(value) if value.is_integer() else value
 
 
 def _error(exc: ApiError) -> JSONResponse:
@@ -199,10 +243,6 @@ class _Server:
         self.metrics = Metrics()
         self.worker = EngineWorker(engine, config, self.metrics, max_batch=options.max_batch)
         self.created = int(time.time())
-        if options.solver_timeout_ms is not None:
-            import z3
-
-            z3.set_param("timeout", options.solver_timeout_ms)
 
     def model_card(self) -> JsonObject:
         return {
@@ -253,7 +293,7 @@ class _Server:
                 raise ApiError(413, f"the request body is larger than {limit} bytes")
             chunks.append(chunk)
         try:
-            data = json.loads(b"".join(chunks))
+            data = json.loads(b"".join(chunks), parse_float=_json_number)
         except (ValueError, RecursionError) as exc:
             raise ApiError(400, f"the request body is not valid JSON: {exc}") from None
         if not isinstance(data, dict):
@@ -265,6 +305,14 @@ class _Server:
     # ------------------------------------------------------------------ generation
 
     async def _generate(self, request: Request, payload: JsonObject, kind: Kind) -> Response:
+        model = payload.get("model")
+        if isinstance(model, str) and model != self.model_name:  # before the rest of the body
+            raise ApiError(
+                404,
+                f"model {model!r} not found; this server serves {self.model_name!r}",
+                code="model_not_found",
+                param="model",
+            )
         req: ChatRequest | CompletionRequest
         try:
             if kind == "chat":
@@ -273,24 +321,13 @@ class _Server:
                 req = CompletionRequest.model_validate(payload)
         except ValidationError as exc:
             raise ApiError(400, _validation_message(exc)) from None
-        if req.model != self.model_name:
-            raise ApiError(
-                404,
-                f"model {req.model!r} not found; this server serves {self.model_name!r}",
-                code="model_not_found",
-                param="model",
-            )
-        if req.logprobs:
-            raise ApiError(400, "logprobs are not supported", param="logprobs")
-        if isinstance(req, ChatRequest) and req.tools:
-            raise ApiError(400, "tools are not supported", param="tools")
-        if req.stream and req.n > 1:
-            raise ApiError(400, "streaming supports n=1 only", param="n")
         ext = req.factorspec or FactorSpecExtension()
         t_spec = time.perf_counter()
         ir = self._ir(req, ext)
         try:
-            spec = await asyncio.to_thread(spec_from_ir, ir, self.limits)
+            spec = await asyncio.to_thread(
+                spec_from_ir, ir, self.limits, solver_timeout_ms=self.options.solver_timeout_ms
+            )
         except (IRError, SpecError, RecursionError) as exc:
             raise _spec_error(exc) from None
         spec_seconds = time.perf_counter() - t_spec
@@ -346,24 +383,8 @@ class _Server:
         if ext.ir is not None:
             return ext.ir
         rf = req.response_format
-        if rf is None or rf.type == "text":
-            raise ApiError(
-                400,
-                "factorspec serve writes structured records: pass response_format="
-                '{"type": "json_schema", "json_schema": {"name": ..., "schema": {...}}} '
-                'or a relation IR in the "factorspec" extension field',
-                param="response_format",
-            )
-        if rf.type == "json_object":
-            raise ApiError(
-                400,
-                'response_format "json_object" is not supported: pass a json_schema',
-                param="response_format",
-            )
-        if rf.json_schema is None or rf.json_schema.schema_ is None:
-            raise ApiError(
-                400, "response_format.json_schema.schema is missing", param="response_format"
-            )
+        # the request model let the body through only with a json_schema response format
+        assert rf is not None and rf.json_schema is not None
         try:
             return ir_from_json_schema(
                 rf.json_schema.schema_, name=rf.json_schema.name, limits=self.limits
@@ -398,7 +419,9 @@ class _Server:
         size = self.engine.tokenizer.vocab_size
         bad = [t for t in prompt if not 0 <= t < size]
         if bad:
-            raise ApiError(400, f"prompt token ids {bad[:5]} are outside the vocabulary")
+            raise ApiError(
+                400, f"prompt token ids {bad[:5]} are outside the vocabulary", param="prompt"
+            )
         ids = list(prompt)
         return lambda engine: ids
 
@@ -466,7 +489,12 @@ class _Server:
             return done.text, "length", False
         err = done.error
         if isinstance(err, PromptError):
-            raise ApiError(400, f"the prompt cannot be tokenized: {err}", param="messages")
+            raise ApiError(
+                422,
+                f"the prompt cannot be tokenized: {err}",
+                code="prompt_not_tokenizable",
+                param="messages",
+            )
         if isinstance(err, OracleError):
             raise ApiError(422, f"the spec is too hard to decide: {err}", code="oracle")
         log.error("generation failed: %r", err)

@@ -1,25 +1,61 @@
-"""The OpenAI-compatible request bodies `factorspec serve` accepts, and its error answers.
+"""The bodies `factorspec serve` accepts and answers, as Pydantic models (its OpenAPI contract).
 
-Unknown OpenAI parameters are ignored (as vLLM does); the ones that would change the meaning
-of the answer and are not supported (``tools``, ``logprobs``...) are a 400.
+Requests: unknown OpenAI parameters are ignored (as vLLM does); the ones that would change
+the meaning of the answer and are not supported (``tools``, ``logprobs``...) are a 400. Every
+reason for a 400 is stated by the request models' JSON schema (``/openapi.json``); a body the
+schema accepts is answered 200, or 404 (unknown model), or 422 when its *content* cannot be
+served (a relation IR or JSON schema that does not compile, an unsatisfiable spec, a prompt
+the engine cannot tokenize), or 429/503 (busy, shutting down).
+
+Answers: `ChatCompletion`, `Completion`, `ModelList`, `ModelCard`, `Health`, and
+`ErrorResponse` for every error status.
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    StrictStr,
+    WithJsonSchema,
+    model_validator,
+)
+from pydantic.config import JsonDict
 
 __all__ = [
     "ApiError",
+    "AssistantMessage",
+    "ChatChoice",
+    "ChatChunkChoice",
+    "ChatCompletion",
+    "ChatCompletionChunk",
     "ChatMessageIn",
     "ChatRequest",
+    "ChoiceStats",
+    "ChunkDelta",
+    "Completion",
+    "CompletionChoice",
+    "CompletionChunk",
+    "CompletionChunkChoice",
     "CompletionRequest",
+    "ErrorDetail",
+    "ErrorResponse",
     "FactorSpecExtension",
+    "Health",
     "JsonSchemaFormat",
+    "ModelCard",
+    "ModelList",
+    "RecordStats",
     "ResponseFormat",
     "StreamOptions",
     "TextPart",
+    "Usage",
 ]
 
 JsonObject = dict[str, object]
@@ -91,7 +127,10 @@ class JsonSchemaFormat(BaseModel):
 
     model_config = _LENIENT
     name: StrictStr = "Record"
-    schema_: JsonObject | None = Field(default=None, alias="schema")
+    schema_: JsonObject = Field(
+        alias="schema",
+        description="A JSON Schema of the subset `factorspec serve` compiles (a 422 otherwise).",
+    )
     description: StrictStr | None = None
     strict: StrictBool | None = None
 
@@ -117,7 +156,11 @@ class FactorSpecExtension(BaseModel):
     """
 
     model_config = _STRICT
-    ir: JsonObject | None = None
+    ir: JsonObject | None = Field(
+        default=None,
+        description="A relation IR (the FactorSpecRelationIR schema); one that does not "
+        "compile is a 422.",
+    )
     timeout_s: Annotated[float, Field(gt=0, le=3600)] | None = None
     schema_in_prompt: StrictBool = False
 
@@ -129,19 +172,98 @@ class StreamOptions(BaseModel):
     include_usage: StrictBool = False
 
 
+def _unsupported(name: str) -> AfterValidator:
+    def check(value: bool) -> bool:
+        if value:
+            raise ValueError(f"{name} are not supported")
+        return value
+
+    return AfterValidator(check)
+
+
+_NEEDS_A_SPEC = (
+    "factorspec serve writes structured records: pass response_format="
+    '{"type": "json_schema", "json_schema": {"name": ..., "schema": {...}}} '
+    'or a relation IR in the "factorspec" extension field'
+)
+
+_REQUEST_RULES: JsonDict = {
+    "allOf": [
+        {
+            "description": _NEEDS_A_SPEC,
+            "anyOf": [
+                {
+                    "required": ["factorspec"],
+                    "properties": {
+                        "factorspec": {
+                            "type": "object",
+                            "required": ["ir"],
+                            "properties": {"ir": {"type": "object"}},
+                        }
+                    },
+                },
+                {
+                    "required": ["response_format"],
+                    "properties": {
+                        "response_format": {
+                            "type": "object",
+                            "required": ["type", "json_schema"],
+                            "properties": {
+                                "type": {"const": "json_schema"},
+                                "json_schema": {"type": "object"},
+                            },
+                        }
+                    },
+                },
+            ],
+        },
+        {
+            "description": "streaming supports n=1 only",
+            "anyOf": [
+                {"properties": {"stream": {"const": False}}},
+                {"properties": {"n": {"const": 1}}},
+            ],
+        },
+    ]
+}
+
+
 class _Common(BaseModel):
-    model_config = _LENIENT
+    model_config = ConfigDict(extra="ignore", strict=True, json_schema_extra=_REQUEST_RULES)
     model: StrictStr
     max_tokens: Annotated[StrictInt, Field(ge=1, le=1_000_000)] | None = None
     temperature: Annotated[float, Field(ge=0, le=2)] | None = None
     top_p: Annotated[float, Field(gt=0, le=1)] | None = None
-    seed: StrictInt | None = None
+    seed: Annotated[StrictInt, Field(ge=0, le=2**63 - 1)] | None = None
     n: Annotated[StrictInt, Field(ge=1, le=16)] = 1
     stream: StrictBool = False
     stream_options: StreamOptions | None = None
     response_format: ResponseFormat | None = None
     factorspec: FactorSpecExtension | None = None
-    logprobs: StrictBool | None = None
+    logprobs: (
+        Annotated[
+            StrictBool,
+            _unsupported("logprobs"),
+            WithJsonSchema({"type": "boolean", "const": False}),
+        ]
+        | None
+    ) = None
+
+    @model_validator(mode="after")
+    def _servable(self) -> _Common:
+        if self.factorspec is None or self.factorspec.ir is None:
+            rf = self.response_format
+            if rf is None or rf.type == "text":
+                raise ValueError(_NEEDS_A_SPEC)
+            if rf.type == "json_object":
+                raise ValueError(
+                    'response_format "json_object" is not supported: pass a json_schema'
+                )
+            if rf.json_schema is None:
+                raise ValueError("response_format.json_schema is missing")
+        if self.stream and self.n > 1:
+            raise ValueError("streaming supports n=1 only")
+        return self
 
 
 class ChatRequest(_Common):
@@ -149,11 +271,217 @@ class ChatRequest(_Common):
 
     messages: Annotated[list[ChatMessageIn], Field(min_length=1, max_length=256)]
     max_completion_tokens: Annotated[StrictInt, Field(ge=1, le=1_000_000)] | None = None
-    tools: list[JsonObject] | None = None
+    tools: Annotated[list[JsonObject], Field(max_length=0)] | None = Field(
+        default=None, description="tools are not supported (only an empty list)"
+    )
 
 
 class CompletionRequest(_Common):
     """``POST /v1/completions``: a raw prompt (text or token ids), no chat template."""
 
-    prompt: StrictStr | Annotated[list[StrictInt], Field(min_length=1)]
+    prompt: (
+        Annotated[StrictStr, Field(min_length=1)]
+        | Annotated[list[Annotated[StrictInt, Field(ge=0)]], Field(min_length=1)]
+    )
     echo: StrictBool = False
+
+
+# --------------------------------------------------------------------------- answers
+
+
+class ErrorDetail(BaseModel):
+    """The ``error`` object of an error answer (OpenAI's shape).
+
+    Attributes:
+        message: what went wrong, and how to fix it.
+        type: ``invalid_request_error``, ``rate_limit_error`` or ``server_error``.
+        param: the request field at fault, if one is.
+        code: a stable code (``model_not_found``, ``unsatisfiable_spec``, ...), if any.
+        factorspec: evidence, e.g. ``{"unsat_core": [...]}`` for an unsatisfiable spec.
+    """
+
+    message: str
+    type: str
+    param: str | None
+    code: str | None
+    factorspec: JsonObject | None = None
+
+
+class ErrorResponse(BaseModel):
+    """The body of every error answer: ``{"error": {...}}``."""
+
+    error: ErrorDetail
+
+
+class RecordStats(BaseModel):
+    """The ``factorspec`` stats of one choice.
+
+    Attributes:
+        valid: the record is complete and was checked against the spec.
+        stop_reason: ``complete``, ``max_tokens``, ``timeout`` or ``cancelled``.
+        tokens: completion tokens.
+    """
+
+    valid: bool
+    stop_reason: Literal["complete", "max_tokens", "timeout", "cancelled"]
+    queue_seconds: float
+    spec_seconds: float
+    tokens: int
+    verify_steps: int | None = None
+    tokens_per_step: float | None = None
+    drafted: int | None = None
+    certain_drafted: int | None = None
+    guesses_proposed: int | None = None
+    guesses_accepted: int | None = None
+    forward_seconds: float | None = None
+    oracle_seconds: float | None = None
+    critical_oracle_seconds: float | None = None
+    wall_seconds: float | None = None
+    token_ids: list[int] | None = None
+
+
+class ChoiceStats(BaseModel):
+    """The top-level ``factorspec`` field when ``n > 1``: the stats of every choice."""
+
+    choices: list[RecordStats]
+
+
+class Usage(BaseModel):
+    """Token counts of an answer."""
+
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+
+
+class AssistantMessage(BaseModel):
+    """``choices[i].message``: the record as canonical JSON text."""
+
+    role: Literal["assistant"]
+    content: str
+
+
+FinishReason = Literal["stop", "length"]
+
+
+class ChatChoice(BaseModel):
+    """One choice of a chat completion."""
+
+    index: int
+    finish_reason: FinishReason
+    logprobs: None
+    message: AssistantMessage
+    factorspec: RecordStats
+
+
+class CompletionChoice(BaseModel):
+    """One choice of a text completion."""
+
+    index: int
+    finish_reason: FinishReason
+    logprobs: None
+    text: str
+    factorspec: RecordStats
+
+
+class ChatCompletion(BaseModel):
+    """The answer of ``POST /v1/chat/completions`` (without ``stream``)."""
+
+    id: str
+    object: Literal["chat.completion"]
+    created: int
+    model: str
+    choices: list[ChatChoice]
+    usage: Usage
+    factorspec: RecordStats | ChoiceStats
+
+
+class Completion(BaseModel):
+    """The answer of ``POST /v1/completions`` (without ``stream``)."""
+
+    id: str
+    object: Literal["text_completion"]
+    created: int
+    model: str
+    choices: list[CompletionChoice]
+    usage: Usage
+    factorspec: RecordStats | ChoiceStats
+
+
+class ChunkDelta(BaseModel):
+    """``choices[0].delta`` of a chat chunk: more record text (the role on the first)."""
+
+    role: Literal["assistant"] | None = None
+    content: str | None = None
+
+
+class ChatChunkChoice(BaseModel):
+    """The one choice of a chat completion chunk."""
+
+    index: int
+    finish_reason: FinishReason | None
+    logprobs: None
+    delta: ChunkDelta
+
+
+class CompletionChunkChoice(BaseModel):
+    """The one choice of a text completion chunk."""
+
+    index: int
+    finish_reason: FinishReason | None
+    logprobs: None
+    text: str
+
+
+class ChatCompletionChunk(BaseModel):
+    """One server-sent event of a streamed chat completion.
+
+    The last chunk with a choice has its ``finish_reason`` and the ``factorspec`` stats;
+    with ``stream_options.include_usage`` one more chunk has no choice and the ``usage``.
+    """
+
+    id: str
+    object: Literal["chat.completion.chunk"]
+    created: int
+    model: str
+    choices: list[ChatChunkChoice]
+    usage: Usage | None = None
+    factorspec: RecordStats | None = None
+
+
+class CompletionChunk(BaseModel):
+    """One server-sent event of a streamed text completion (as `ChatCompletionChunk`)."""
+
+    id: str
+    object: Literal["text_completion"]
+    created: int
+    model: str
+    choices: list[CompletionChunkChoice]
+    usage: Usage | None = None
+    factorspec: RecordStats | None = None
+
+
+class ModelCard(BaseModel):
+    """One served model (``GET /v1/models/{model_id}``)."""
+
+    id: str
+    object: Literal["model"]
+    created: int
+    owned_by: str
+
+
+class ModelList(BaseModel):
+    """``GET /v1/models``: the one model this server serves."""
+
+    object: Literal["list"]
+    data: list[ModelCard]
+
+
+class Health(BaseModel):
+    """``GET /health`` (200 while the engine thread runs, else 503)."""
+
+    status: str
+    model: str
+    engine: str
+    active: int
+    queued: int

@@ -137,6 +137,35 @@ class _GreedyEncode:
         return ids
 
 
+class _GreedyByteEncode:
+    """Picklable greedy longest-match encoder over byte pieces that include every byte."""
+
+    __slots__ = ("by_first",)
+
+    def __init__(self, pieces: Sequence[bytes]) -> None:
+        by_first: dict[int, list[tuple[bytes, int]]] = {}
+        seen: set[bytes] = set()
+        for i, piece in enumerate(pieces):
+            if piece and piece not in seen:
+                seen.add(piece)
+                by_first.setdefault(piece[0], []).append((piece, i))
+        for options in by_first.values():
+            options.sort(key=lambda item: (-len(item[0]), item[1]))
+        self.by_first = by_first
+
+    def __call__(self, text: str) -> list[int]:
+        data = text.encode("utf-8")
+        ids: list[int] = []
+        pos = 0
+        while pos < len(data):
+            for piece, token in self.by_first[data[pos]]:
+                if data.startswith(piece, pos):
+                    ids.append(token)
+                    pos += len(piece)
+                    break
+        return ids
+
+
 @dataclass(frozen=True, slots=True)
 class TokenizerInfo:
     """Byte strings of every token, the special tokens and the canonical encoder.
@@ -265,4 +294,29 @@ class TokenizerInfo:
             eos_ids=(eos_id,),
             special_ids=frozenset({eos_id}),
             encode=_GreedyEncode(pieces),
+        )
+
+    @classmethod
+    def tiny_bytes(cls, pieces: Sequence[str] = ()) -> TokenizerInfo:
+        """A small byte-level vocabulary that encodes every text (like byte-level BPE).
+
+        Tokens ``0..255`` are the single bytes, then ``pieces`` as UTF-8, then one
+        end-of-sequence token (``b""``). ``encode`` is a greedy longest match over the
+        text's UTF-8 bytes (ties go to the lower id), so it never fails.
+
+        Args:
+            pieces: multi-byte pieces to add (non-empty strings), e.g. ``'{"'``.
+
+        Raises:
+            ValueError: a piece is empty.
+        """
+        if any(not p for p in pieces):
+            raise ValueError("vocabulary pieces must be non-empty strings")
+        vocab = [bytes([b]) for b in range(256)] + [p.encode("utf-8") for p in pieces]
+        eos_id = len(vocab)
+        return cls(
+            vocab=(*vocab, b""),
+            eos_ids=(eos_id,),
+            special_ids=frozenset({eos_id}),
+            encode=_GreedyByteEncode(vocab),
         )
