@@ -195,7 +195,7 @@ def generate(
     ] = None,
     context: ContextOpt = None,
     engine: Annotated[
-        str, typer.Option(help="Engine name (the scripted test engine is built in Python).")
+        str, typer.Option(help="Engine name (scripted: a random test model, no weights).")
     ] = "embedded",
     model_path: Annotated[
         str | None,
@@ -277,7 +277,7 @@ def generate(
 @app.command()
 def serve(
     engine: Annotated[
-        str, typer.Option(help="Engine name (the scripted test engine is built in Python).")
+        str, typer.Option(help="Engine name (scripted: a random test model, no weights).")
     ] = "embedded",
     model_path: Annotated[
         str | None,
