@@ -428,9 +428,9 @@ class _Converter:
             extra, extra_at = s["unevaluatedProperties"], f"{where}/unevaluatedProperties"
         else:
             extra, extra_at = True, where
-        for key in dict.fromkeys(required):
-            if key in props:
-                continue
+        undeclared = [k for k in dict.fromkeys(required) if k not in props]
+        self._check_patterns(s, kws, undeclared, where)  # before additionalProperties
+        for key in undeclared:
             if extra is False:
                 raise IRError(
                     f"{where}: the schema is unsatisfiable there: required property {key!r} "
@@ -454,23 +454,28 @@ class _Converter:
             "nullable": nullable,
         }
 
+    def _check_patterns(self, s: JsonDict, kws: set[str], keys: list[str], where: str) -> None:
+        """Refuse ``patternProperties`` when a pattern matches a written key."""
+        if "patternProperties" not in kws:
+            return
+        patterns = _shaped(s["patternProperties"], dict, where, "patternProperties")
+        for pattern in patterns:
+            try:  # as jsonschema matches: re.search
+                hit = next((k for k in keys if re.search(pattern, k)), None)
+            except re.error as exc:
+                raise IRError(
+                    f"{where}/patternProperties: {pattern!r} is not a regex: {exc}"
+                ) from None
+            if hit is not None:
+                raise IRError(
+                    f"{where}/patternProperties: pattern {pattern!r} matches property "
+                    f"{hit!r}; patternProperties is not supported"
+                )
+
     def _check_keys(self, s: JsonDict, kws: set[str], keys: list[str], where: str) -> None:
         """The object keywords that constrain the (fixed) set of written keys."""
         written = set(keys)
-        if "patternProperties" in kws:
-            patterns = _shaped(s["patternProperties"], dict, where, "patternProperties")
-            for pattern in patterns:
-                try:
-                    hit = next((k for k in keys if re.search(pattern, k)), None)
-                except re.error as exc:
-                    raise IRError(
-                        f"{where}/patternProperties: {pattern!r} is not a regex: {exc}"
-                    ) from None
-                if hit is not None:
-                    raise IRError(
-                        f"{where}/patternProperties: pattern {pattern!r} matches property "
-                        f"{hit!r}; patternProperties is not supported"
-                    )
+        self._check_patterns(s, kws, keys, where)
         lo, hi = s.get("minProperties"), s.get("maxProperties")
         if "minProperties" in kws and isinstance(lo, int) and len(keys) < lo:
             raise IRError(

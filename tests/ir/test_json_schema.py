@@ -128,6 +128,10 @@ def test_null_only_where_every_keyword_allows_it() -> None:
         (obj({"a": {}}, dependentRequired={"a": ["z"]}), "'z'"),
         (obj({}, required=["k"], unevaluatedProperties=False), "unsatisfiable"),
         (obj({"ab": {}}, patternProperties={"^a": {"type": "integer"}}), "matches property 'ab'"),
+        (
+            obj({}, required=["ab"], patternProperties={"b$": {}}, additionalProperties=False),
+            "matches property 'ab'",
+        ),
         (obj({"t": {"type": "array", "items": [{"type": "integer"}]}}, **{"$schema": D7}), "tuple"),
         (obj({"t": {"type": "array", "prefixItems": [{"type": "integer"}]}}), "prefixItems"),
         (obj({"t": {"type": "array", "contains": {"type": "integer"}}}), "contains"),
