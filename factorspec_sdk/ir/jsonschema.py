@@ -42,13 +42,15 @@ values of that type, so ``minLength`` on an integer node is irrelevant, as JSON 
       draft 4's Boolean modifiers) on integers; ``multipleOf: 1``.
     * ``$ref`` to a place in the same document (``#``, ``#/$defs/A``, ``#/definitions/A``);
       beside it, other keywords only where the dialect ignores them (drafts 4 to 7).
-      ``allOf`` with one schema; ``anyOf`` / ``oneOf`` of one schema and ``{"type": "null"}``.
+      ``allOf`` with one schema; ``anyOf`` / ``oneOf`` of one schema and ``{"type": "null"}``;
+      either beside ``type`` when the values written for the one schema have that type.
 * **Refused** (an `IRError` where they would constrain a written value): ``number``,
   unions of several types, ``type: "null"`` alone where a value is needed, ``pattern``,
   ``format`` (outside an ``enum``), ``multipleOf`` other than 1, ``not``, ``if``,
-  ``allOf`` of several schemas, ``anyOf`` / ``oneOf`` of several non-null schemas or beside
-  other validation keywords, ``prefixItems`` and ``items`` as a list (tuples), ``contains``,
-  ``uniqueItems`` with room for two items, ``patternProperties`` matching a written key,
+  ``allOf`` of several schemas, ``anyOf`` / ``oneOf`` of several non-null schemas, a
+  combinator beside validation keywords other than ``type``, ``prefixItems`` and ``items``
+  as a list (tuples), ``contains``, ``uniqueItems`` with room for two items,
+  ``patternProperties`` matching a written key,
   schema-valued ``dependencies`` / ``dependentSchemas`` of a written key, ``$ref`` outside
   the document, ``$dynamicRef`` / ``$recursiveRef``, an embedded ``$id`` (draft 4: ``id``)
   over a ``$ref`` (it moves the base the ``$ref`` resolves against), required recursion,
@@ -328,17 +330,18 @@ class _Converter:
     ) -> JsonDict:
         key = found[0]
         others = kws - {key}
-        if others:
+        if others - {"type"}:
             raise IRError(f"{where}: {key} beside {', '.join(sorted(others))} is not supported")
         alts = _shaped(s[key], list, where, key)
         if key == "allOf":
             if len(alts) != 1:
                 raise IRError(f"{where}: allOf with several schemas is not supported")
-            return self.node(alts[0], f"{where}/allOf/0", refs, depth + 1)
-        rest = [(i, a) for i, a in enumerate(alts) if not self._null_only(a)]
-        if len(rest) != 1:
-            raise IRError(f"{where}: {key} of several schemas is not supported (only X | null)")
-        i, alt = rest[0]
+            i, alt = 0, alts[0]
+        else:
+            rest = [(i, a) for i, a in enumerate(alts) if not self._null_only(a)]
+            if len(rest) != 1:
+                raise IRError(f"{where}: {key} of several schemas is not supported (only X | null)")
+            i, alt = rest[0]
         try:
             out = self.node(alt, f"{where}/{key}/{i}", refs, depth + 1)
         except _NothingWritable:
@@ -347,10 +350,30 @@ class _Converter:
                     f"{where}: only null is allowed, and never written alone"
                 ) from None
             raise
+        if "type" in others:
+            self._fit_type(s["type"], out, f"{where}/{key}/{i}")
         # a value of `alt` matches no null-only alternative, so oneOf holds for it too;
-        # null is written only where the whole node accepts it
+        # null is written only where the whole node (its type included) accepts it
         out["nullable"] = nullable
         return out
+
+    def _fit_type(self, t: object, out: JsonDict, where: str) -> None:
+        """Check that the values of layout ``out`` all have JSON type ``t`` (a sibling)."""
+        if out["type"] == "leaf" and out["kind"] == "enum":
+            choices = out["choices"]
+            assert isinstance(choices, list)  # built by _enum
+            kept = [c for c in choices if self._valid({"type": t}, c)]
+            if not kept:
+                raise _NothingWritable(f"{where}: no enum value has the sibling type {t!r}")
+            out["choices"] = kept
+            return
+        if out["type"] == "leaf":
+            written = {"int": "integer", "bool": "boolean", "str": "string"}[str(out["kind"])]
+        else:
+            written = "object" if out["type"] == "object" else "array"
+        names = {t} if isinstance(t, str) else set(t) if isinstance(t, list) else set()
+        if written not in names and not (written == "integer" and "number" in names):
+            raise IRError(f"{where}: the {written} values written here do not fit type {t!r}")
 
     def _null_only(self, s: object) -> bool:
         """Whether ``s`` is ``{"type": "null"}`` (besides keywords the dialect ignores)."""

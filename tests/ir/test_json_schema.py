@@ -145,7 +145,8 @@ def test_null_only_where_every_keyword_allows_it() -> None:
         (obj({"n": {"type": "number"}}), "float"),
         (obj({"n": {"type": ["integer", "string"]}}), "union"),
         (obj({"n": {"anyOf": [{"type": "integer"}, {"type": "string"}]}}), "several"),
-        (obj({"n": {"type": "string", "anyOf": [{"maxLength": 2}]}}), "anyOf beside type"),
+        (obj({"n": {"type": "integer", "anyOf": [{"type": "string"}]}}), "do not fit type"),
+        (obj({"n": {"anyOf": [{"type": "string"}], "maxLength": 2}}), "anyOf beside maxLength"),
         (obj({"n": {"allOf": [{"type": "integer"}, {"minimum": 1}]}}), "allOf with several"),
         (obj({"n": {"$ref": "#/$defs/A", "maximum": 1}}, **{"$defs": {"A": {}}}), "beside"),
         (obj({"n": {"$ref": "other.json#/A"}}), "only local"),
@@ -201,6 +202,8 @@ def test_refused(schema: dict[str, object], match: str) -> None:
         ),
         obj({"n": {"title": "anything"}, "f": False, "t": {"type": "null"}}),
         obj({"tree": {"$ref": "#"}}),  # optional recursion: left out
+        obj({"n": {"type": ["integer", "null"], "oneOf": [{"minimum": 1}, {"type": "null"}]}}),
+        obj({"e": {"type": "string", "allOf": [{"enum": ["a", 1]}]}}, required=["e"]),
     ],
 )
 def test_accepted_and_valid(schema: dict[str, object]) -> None:
