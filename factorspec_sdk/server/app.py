@@ -293,7 +293,7 @@ class _Server:
             raise ApiError(400, "streaming supports n=1 only", param="n")
         ext = req.factorspec or FactorSpecExtension()
         t_spec = time.perf_counter()
-        ir = self._ir(req, ext)
+        ir = await asyncio.to_thread(self._ir, req, ext)  # the meta-schema check can take 1 s
         try:
             spec = await asyncio.to_thread(spec_from_ir, ir, self.limits)
         except (IRError, SpecError, RecursionError) as exc:
