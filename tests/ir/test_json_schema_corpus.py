@@ -14,11 +14,11 @@ vocabulary when that wheel or transformers is missing): standard-normal logits p
 closes a free string or a list, and most records run out of tokens.
 
 `make test` runs a fixed slice (every `STRIDE`-th schema file of each folder, sorted by
-name: 206 schemas, 76 accepted, 152 records, ~1 min of CPU on this machine);
-``FACTORSPEC_CORPUS=full`` runs every schema (1,023 schemas, 377 accepted, 754 records, 10
-at ``max_tokens``, 0 invalid when this was written; ~5 min of CPU). The test prints how
-many schemas it ran on, how many records it decoded and how many hit ``max_tokens``
-(``pytest -s``)::
+name: 206 schemas, 77 accepted, 154 records, 2 at ``max_tokens``, 0 invalid; ~1 min of CPU
+on this 2-core machine); ``FACTORSPEC_CORPUS=full`` runs every schema (1,023 schemas, 380
+accepted, 760 records, 10 at ``max_tokens``, 0 invalid when this was written; ~5 min).
+The test prints how many schemas it ran on, how many records it decoded and how many hit
+``max_tokens`` (``pytest -s``)::
 
     FACTORSPEC_CORPUS=full python -m pytest -q -s tests/ir/test_json_schema_corpus.py
 """
