@@ -2,8 +2,10 @@
 
 A client builds it from a Pydantic model, its ``@relation`` methods and the per-request
 context (`to_ir`); a server rebuilds a `CompiledSpec` from it (`spec_from_ir`) without any
-Python relation, and checks finished records with `check_record`. `IR_JSON_SCHEMA` is the
-JSON Schema of the format, generated from the pydantic models in `factorspec_sdk.ir.model`.
+Python relation, and checks finished records with `check_record`. `ir_from_json_schema`
+converts a JSON Schema to a relation-free IR, and `check_json_schema_record` holds a record to
+that schema with `jsonschema`. `IR_JSON_SCHEMA` is the JSON Schema of the format, generated
+from the pydantic models in `factorspec_sdk.ir.model`.
 
 Format (version 1)::
 
@@ -43,6 +45,7 @@ from factorspec_sdk.ir.export import IRExportError, spec_to_ir, to_ir
 from factorspec_sdk.ir.jsonschema import ir_from_json_schema
 from factorspec_sdk.ir.model import IR_VERSION, RelationIR
 from factorspec_sdk.ir.record import RecordInvalidError, check_record, record_facts
+from factorspec_sdk.ir.schema_check import check_json_schema_record, json_schema_validator
 
 if TYPE_CHECKING:
     from factorspec_sdk.graph.spec import CompiledSpec as CompiledSpec
@@ -55,10 +58,12 @@ __all__ = [
     "IRLimits",
     "RecordInvalidError",
     "RelationIR",
+    "check_json_schema_record",
     "check_record",
     "ir_digest",
     "ir_from_json_schema",
     "json_depth",
+    "json_schema_validator",
     "parse_ir",
     "record_facts",
     "spec_from_ir",

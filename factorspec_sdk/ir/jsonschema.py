@@ -1,55 +1,164 @@
 """From a JSON Schema (as OpenAI's ``response_format`` carries it) to a relation-free IR.
 
-Supported: objects, arrays with bounds, integer bounds, booleans, strings with length bounds,
-``enum``/``const``, nullable types and local ``$ref``. Anything the writer cannot guarantee
-(``number``, ``pattern``, ``format``, unions of several types, recursive schemas...) is an
-`IRError` naming the place in the schema.
+**The contract**: every record the writer can produce from the IR validates, with the
+`jsonschema` package, against the schema the client sent (`json_schema_validator`: its
+``$schema`` dialect, draft 2020-12 when absent, formats asserted). What the converter cannot
+guarantee is an `IRError` naming the place (``#/properties/a/items``), never silently
+dropped. The writer's values are a *subset* of what the schema accepts: it writes every
+property it keeps, integers within ``+-(10**18 - 1)``, free strings without escapes.
+
+Keywords, as `jsonschema` asserts them per dialect (a keyword of one type constrains only
+values of that type, so ``minLength`` on an integer node is irrelevant, as JSON Schema says):
+
+* **Enforced**
+    * ``type`` (one type besides ``"null"``: object, array, integer, boolean, string).
+    * ``enum`` / ``const``: each value is validated with `jsonschema` against the *whole*
+      node (its ``type``, ``$ref`` and every other sibling, formats and patterns included);
+      the writer offers the values that pass and that it can write (strings, integers,
+      booleans; an integral float as its integer). ``null`` is offered when listed and valid.
+    * ``null``: the writer may write ``null`` exactly where `jsonschema` accepts ``null`` for
+      the node (``type: [..., "null"]``, ``anyOf``/``oneOf`` with ``{"type": "null"}``,
+      an ``enum`` listing ``null``, a node that constrains nothing). OpenAPI's
+      ``nullable: true`` is not JSON Schema and `jsonschema` ignores it, so it allows no
+      ``null`` here (a record without ``null`` is valid under both readings).
+    * ``properties`` (every property is written, in schema order), ``required`` (a required
+      key not under ``properties`` is written after them, with the schema of
+      ``additionalProperties``, else ``unevaluatedProperties``; when neither is given or it
+      is ``true``, the value is a free string or ``null``; ``additionalProperties: false``
+      with such a key is unsatisfiable, an `IRError`), ``additionalProperties`` (it applies
+      only to those keys), ``patternProperties`` (when no written key matches a pattern,
+      by `re.search` as `jsonschema` matches), ``minProperties`` / ``maxProperties`` (the
+      number of written keys is fixed), ``propertyNames`` (each written key is validated),
+      ``dependencies`` / ``dependentRequired`` with key lists (every key is written),
+      ``unevaluatedProperties`` (keys under ``properties`` are evaluated).
+    * ``items`` (one schema; ``true``/absent: free strings or ``null``; ``false``: no items),
+      ``minItems`` / ``maxItems`` (no ``maxItems``: at most 16 items), ``uniqueItems``
+      (only with ``maxItems`` <= 1), ``additionalItems`` (irrelevant beside a single
+      ``items`` schema), ``unevaluatedItems`` (the items schema when ``items`` is absent).
+    * ``minLength`` / ``maxLength``: the free-string writer emits whole UTF-8 tokens, never
+      a backslash escape or a control character, so the length `jsonschema` counts (code
+      points) is the number of characters written.
+    * ``minimum`` / ``maximum`` / ``exclusiveMinimum`` / ``exclusiveMaximum`` (numbers, or
+      draft 4's Boolean modifiers) on integers; ``multipleOf: 1``.
+    * ``$ref`` to a place in the same document (``#``, ``#/$defs/A``, ``#/definitions/A``);
+      beside it, other keywords only where the dialect ignores them (drafts 4 to 7).
+      ``allOf`` with one schema; ``anyOf`` / ``oneOf`` of one schema and ``{"type": "null"}``;
+      either beside ``type`` when the values written for the one schema have that type.
+* **Refused** (an `IRError` where they would constrain a written value): ``number``,
+  unions of several types, ``type: "null"`` alone where a value is needed, ``pattern``,
+  ``format`` (outside an ``enum``), ``multipleOf`` other than 1, ``not``, ``if``,
+  ``allOf`` of several schemas, ``anyOf`` / ``oneOf`` of several non-null schemas, a
+  combinator beside validation keywords other than ``type``, ``prefixItems`` and ``items``
+  as a list (tuples), ``contains``, ``uniqueItems`` with room for two items,
+  ``patternProperties`` matching a written key,
+  schema-valued ``dependencies`` / ``dependentSchemas`` of a written key, ``$ref`` outside
+  the document, ``$dynamicRef`` / ``$recursiveRef``, an embedded ``$id`` (draft 4: ``id``)
+  over a ``$ref`` (it moves the base the ``$ref`` resolves against), required recursion,
+  draft 3 schemas, and schemas that fail their dialect's meta-schema.
+* **Irrelevant to validity** (`jsonschema` asserts nothing for them): ``title``,
+  ``description``, ``default``, ``examples``, ``$comment``, ``$schema`` (it picks the
+  dialect), ``$id`` / ``id`` at the root, ``$anchor``, ``$defs`` / ``definitions`` (read
+  through ``$ref``), ``readOnly``, ``writeOnly``, ``deprecated``, ``contentEncoding``,
+  ``contentMediaType``, ``contentSchema``, ``then`` / ``else`` without ``if``,
+  ``minContains`` / ``maxContains`` without ``contains``, OpenAPI's ``nullable``,
+  ``discriminator``, ``example``, vendor keywords (``x-...``, ``strict``,
+  ``propertyOrdering``) and every keyword the dialect does not define.
+
+A node with nothing the writer can write (an empty intersection: an ``enum`` none of whose
+values passes the node's other keywords, ``false``, ``type: "null"`` alone, ``minimum``
+above ``maximum``, recursion) makes an optional property absent-only (it is left out of the
+object, so the writer never writes it) and an array without ``minItems`` empty; a required
+property, an item of a non-empty array or the root is an `IRError` saying the schema is
+unsatisfiable there.
 """
 
 from __future__ import annotations
 
 import math
+import re
+from collections.abc import Iterable
+from typing import TypeVar
+from urllib.parse import unquote
+
+import jsonschema
+from jsonschema.protocols import Validator
 
 from factorspec_sdk.ir.build import DEFAULT_LIMITS, IRError, IRLimits, json_depth
 from factorspec_sdk.ir.model import IR_VERSION
+from factorspec_sdk.ir.schema_check import json_schema_validator
+from factorspec_sdk.relations.compiler import INT_LIMIT
 from factorspec_sdk.relations.layout import DEFAULT_MAX_LIST_LENGTH
 
 __all__ = ["ir_from_json_schema"]
 
 JsonDict = dict[str, object]
+_T = TypeVar("_T")
 
-_IGNORED = frozenset(
+_LEGACY = (
+    jsonschema.Draft4Validator,
+    jsonschema.Draft6Validator,
+    jsonschema.Draft7Validator,
+)
+"""Dialects whose ``$ref`` makes its sibling keywords ignored."""
+
+_OBJECT = frozenset(
     {
-        "title",
-        "description",
-        "default",
-        "examples",
-        "$schema",
-        "$id",
-        "$comment",
-        "$defs",
-        "definitions",
+        "properties",
         "required",
         "additionalProperties",
-        "strict",
-        "readOnly",
-        "writeOnly",
-        "deprecated",
-        "propertyOrdering",
+        "patternProperties",
+        "minProperties",
+        "maxProperties",
+        "propertyNames",
+        "dependencies",
+        "dependentRequired",
+        "dependentSchemas",
+        "unevaluatedProperties",
     }
 )
-_UNSUPPORTED = {
+_ARRAY = frozenset(
+    {
+        "items",
+        "prefixItems",
+        "additionalItems",
+        "minItems",
+        "maxItems",
+        "uniqueItems",
+        "contains",
+        "unevaluatedItems",
+    }
+)
+_STRING = frozenset({"minLength", "maxLength", "pattern", "format"})
+_NUMBER = frozenset({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"})
+_BY_TYPE = {
+    "object": _OBJECT,
+    "array": _ARRAY,
+    "string": _STRING,
+    "integer": _NUMBER,
+    "number": _NUMBER,
+    "boolean": frozenset(),
+}
+_COMBINATORS = ("allOf", "anyOf", "oneOf")
+_REFUSED = {
     "pattern": "string patterns are not supported",
     "format": "string formats are not supported (the writer cannot guarantee them)",
     "multipleOf": "multipleOf is not supported",
     "prefixItems": "tuple arrays (prefixItems) are not supported",
-    "patternProperties": "patternProperties is not supported",
-    "not": "'not' is not supported",
-    "if": "conditional schemas are not supported",
-    "uniqueItems": "uniqueItems is not supported (use a relation with distinct())",
     "contains": "'contains' is not supported",
-    "dependentRequired": "dependentRequired is not supported",
+    "not": "'not' is not supported",
+    "if": "conditional schemas (if/then/else) are not supported",
+    "$dynamicRef": "$dynamicRef is not supported",
+    "$recursiveRef": "$recursiveRef is not supported",
 }
+
+
+class _NothingWritable(IRError):
+    """No value the writer can write passes the schema at this place."""
+
+
+def _any_value() -> JsonDict:
+    """What the writer writes where the schema constrains nothing: a free string or null."""
+    return {"type": "leaf", "kind": "str", "nullable": True, "min_length": 0}
 
 
 def ir_from_json_schema(
@@ -57,21 +166,30 @@ def ir_from_json_schema(
 ) -> JsonDict:
     """A relation IR with the layout of ``schema`` and no relations.
 
-    Properties are written in the order the schema lists them, all of them (a record with
-    every property passes the schema whatever ``required`` says). Arrays without
-    ``maxItems`` get the default bound of 16 items.
+    Every record the IR's writer produces validates against ``schema`` with `jsonschema`
+    (see the module docstring for each keyword). Properties are written in the order the
+    schema lists them, all of them, then the required keys not under ``properties``; a
+    property that can have no value the writer can write is left out (unless required).
+    Arrays without ``maxItems`` get the default bound of 16 items.
 
     Raises:
-        IRError: the schema uses something the writer cannot guarantee, or is malformed.
+        IRError: the schema uses something the writer cannot guarantee, is unsatisfiable
+            (for the writer) at a place it names, or is malformed.
     """
     if not isinstance(schema, dict):
         raise IRError("the JSON schema must be an object")
     if json_depth(schema, limits.max_json_depth) > limits.max_json_depth:
         raise IRError(f"the JSON schema nests deeper than {limits.max_json_depth} levels")
     conv = _Converter(schema, limits)
-    layout = conv.node(schema, "#", (), 0)
-    if layout.get("type") != "object" or layout.get("nullable"):
+    try:
+        layout = conv.node(schema, "#", (), 0)
+    except _NothingWritable as exc:
+        raise IRError(f"the JSON schema is unsatisfiable: {exc.message}") from None
+    if layout.get("type") != "object":
         raise IRError("the JSON schema's root must be an object (type: object)")
+    # last, as it is the slow part: the keywords read above were shape-checked on the way
+    json_schema_validator(schema, check_schema=True)
+    layout["nullable"] = False  # an object is all the root may be
     layout["name"] = name
     return {"factorspec_ir": IR_VERSION, "name": name, "layout": layout}
 
@@ -81,125 +199,276 @@ class _Converter:
         self.root = root
         self.limits = limits
         self.count = 0
+        self.validator = json_schema_validator(root, check_schema=False)
+        cls = type(self.validator)
+        if cls is jsonschema.Draft3Validator:
+            raise IRError("draft 3 schemas are not supported; use draft 4 or later")
+        self.keywords = frozenset(cls.VALIDATORS)
+        self.legacy = cls in _LEGACY
+        self.id_key = "id" if cls is jsonschema.Draft4Validator else "$id"
 
-    def _resolve(self, ref: object, where: str) -> JsonDict:
-        if not isinstance(ref, str) or not ref.startswith("#/"):
+    def _valid(self, s: object, value: str | int | bool | None) -> bool:
+        """Whether `jsonschema` accepts ``value`` for the node ``s`` ($refs from the root)."""
+        v: Validator = self.validator.evolve(schema=s)
+        try:
+            return v.is_valid(value)
+        except Exception as exc:  # a malformed schema (the meta-schema check comes last)
+            raise IRError(f"jsonschema cannot evaluate the schema: {exc}") from None
+
+    def _resolve(self, ref: object, where: str) -> object:
+        if not isinstance(ref, str) or not (ref == "#" or ref.startswith("#/")):
             raise IRError(f"{where}: only local $ref ('#/$defs/Name') is supported, got {ref!r}")
         node: object = self.root
-        for part in ref[2:].split("/"):
+        moved = False
+        for part in unquote(ref[2:]).split("/") if ref != "#" else []:
+            moved = moved or (node is not self.root and self._moves_base(node))
             part = part.replace("~1", "/").replace("~0", "~")
-            if not isinstance(node, dict) or part not in node:
+            if isinstance(node, list) and part.isdigit() and int(part) < len(node):
+                node = node[int(part)]
+            elif isinstance(node, dict) and part in node:
+                node = node[part]
+            else:
                 raise IRError(f"{where}: $ref {ref!r} does not resolve")
-            node = node[part]
-        if not isinstance(node, dict):
-            raise IRError(f"{where}: $ref {ref!r} is not a schema")
+        if moved and _has_ref(node):
+            raise IRError(
+                f"{where}: $ref {ref!r} points under an embedded {self.id_key}, which moves "
+                "the base its $refs resolve against; not supported"
+            )
         return node
 
+    def _moves_base(self, s: object) -> bool:
+        """Whether ``s`` is a schema with an embedded id that is not a plain-name anchor."""
+        if not isinstance(s, dict):
+            return False
+        v = s.get(self.id_key)
+        return isinstance(v, str) and not v.startswith("#")
+
     def node(self, s: object, where: str, refs: tuple[str, ...], depth: int) -> JsonDict:
+        """The layout of schema ``s``; `_NothingWritable` when the writer has no value for it."""
         self.count += 1
         if self.count > self.limits.max_layout_nodes:
             raise IRError(f"the JSON schema has more than {self.limits.max_layout_nodes} nodes")
         if depth > self.limits.max_layout_depth:
             raise IRError(f"{where}: the schema nests deeper than {self.limits.max_layout_depth}")
+        if s is True:
+            return _any_value()
+        if s is False:
+            raise _NothingWritable(f"{where}: the schema false accepts no value")
         if not isinstance(s, dict):
             raise IRError(f"{where}: a schema must be an object")
-        if "$ref" in s:
+        if depth and self._moves_base(s) and _has_ref(s):
+            raise IRError(
+                f"{where}: an embedded {self.id_key} moves the base its $refs resolve "
+                "against; not supported"
+            )
+        kws = {k for k in s if k in self.keywords}
+        if "enum" in kws or "const" in kws:
+            return self._enum(s, where)
+        if "$ref" in kws:
+            siblings = set() if self.legacy else kws - {"$ref"}
+            if siblings:
+                raise IRError(
+                    f"{where}: $ref beside {', '.join(sorted(siblings))} is not supported"
+                )
             ref = s["$ref"]
             if ref in refs:
-                raise IRError(f"{where}: recursive schemas ($ref {ref!r}) have no finite layout")
+                raise _NothingWritable(
+                    f"{where}: recursive schemas ($ref {ref!r}) have no finite layout"
+                )
             target = self._resolve(ref, where)
-            merged = {k: v for k, v in s.items() if k != "$ref"}
-            out = self.node(target, f"{where}/$ref", (*refs, str(ref)), depth + 1)
-            if merged.get("nullable") is True:
-                out["nullable"] = True
-            return out
-        for key, why in _UNSUPPORTED.items():
-            if key in s:
-                raise IRError(f"{where}: {why}")
-        for key in ("anyOf", "oneOf", "allOf"):
-            if key in s:
-                return self._union(s, key, where, refs, depth)
-        nullable = s.get("nullable") is True
-        t = s.get("type")
+            return self.node(target, f"{where}/$ref", (*refs, str(ref)), depth + 1)
+        nullable = self._valid(s, None)
+        found = [k for k in _COMBINATORS if k in kws]
+        if found:
+            return self._combinator(s, kws, found, where, refs, depth, nullable)
+        for key in ("not", "if", "$dynamicRef", "$recursiveRef"):
+            if key in kws:
+                raise IRError(f"{where}: {_REFUSED[key]}")
+        t = s.get("type") if "type" in kws else None
+        if not (t is None or isinstance(t, str) or _all_str(t)):
+            raise IRError(f"{where}: type must be a type name or a list of them")
         if isinstance(t, list):
             types = [x for x in t if x != "null"]
-            nullable = nullable or len(types) < len(t)
-            if len(types) != 1:
+            if len(types) > 1:
                 raise IRError(f"{where}: a union of types {t!r} is not supported")
+            if not types:
+                raise _NothingWritable(f"{where}: only null is allowed, and never written alone")
             t = types[0]
-        if "enum" in s or "const" in s:
-            return self._enum(s, where, nullable)
-        if t is None:
-            if "properties" in s:
-                t = "object"
-            elif "items" in s:
-                t = "array"
-            else:
-                raise IRError(f"{where}: the schema needs a type")
-        if t == "object":
-            return self._object(s, where, refs, depth, nullable)
-        if t == "array":
-            return self._array(s, where, refs, depth, nullable)
-        if t == "integer":
-            return self._integer(s, where, nullable)
-        if t == "boolean":
-            return {"type": "leaf", "kind": "bool", "nullable": nullable}
-        if t == "string":
-            lo = _count(s.get("minLength", 0), where, "minLength")
-            hi = s.get("maxLength")
-            leaf: JsonDict = {"type": "leaf", "kind": "str", "nullable": nullable, "min_length": lo}
-            if hi is not None:
-                leaf["max_length"] = _count(hi, where, "maxLength")
-            return leaf
+        elif t == "null":
+            raise _NothingWritable(f"{where}: only null is allowed, and never written alone")
+        elif t is None:
+            t = _infer_type(kws)
+            if t is None:
+                return _any_value()
         if t == "number":
             raise IRError(f"{where}: number (float) fields are not supported; use integer")
-        raise IRError(f"{where}: type {t!r} is not supported")
+        if t not in _BY_TYPE:
+            raise IRError(f"{where}: type {t!r} is not supported")
+        unknown = kws - {"type"} - _OBJECT - _ARRAY - _STRING - _NUMBER
+        if unknown:  # a keyword a newer jsonschema asserts that this converter does not know
+            raise IRError(f"{where}: {', '.join(sorted(unknown))} is not supported")
+        applicable = kws & _BY_TYPE[t]
+        if t == "object":
+            return self._object(s, applicable, where, refs, depth, nullable)
+        if t == "array":
+            return self._array(s, applicable, where, refs, depth, nullable)
+        if t == "integer":
+            return self._integer(s, applicable, where, nullable)
+        if t == "boolean":
+            return {"type": "leaf", "kind": "bool", "nullable": nullable}
+        return self._string(s, applicable, where, nullable)
 
-    def _union(
-        self, s: JsonDict, key: str, where: str, refs: tuple[str, ...], depth: int
+    def _combinator(
+        self,
+        s: JsonDict,
+        kws: set[str],
+        found: list[str],
+        where: str,
+        refs: tuple[str, ...],
+        depth: int,
+        nullable: bool,
     ) -> JsonDict:
-        alts = s[key]
-        if not isinstance(alts, list) or not alts:
-            raise IRError(f"{where}: {key} needs a non-empty list of schemas")
+        key = found[0]
+        others = kws - {key}
+        if others - {"type"}:
+            raise IRError(f"{where}: {key} beside {', '.join(sorted(others))} is not supported")
+        alts = _shaped(s[key], list, where, key)
         if key == "allOf":
             if len(alts) != 1:
                 raise IRError(f"{where}: allOf with several schemas is not supported")
-            return self.node(alts[0], f"{where}/allOf/0", refs, depth + 1)
-        rest = [a for a in alts if not (isinstance(a, dict) and a.get("type") == "null")]
-        if len(rest) != 1:
-            raise IRError(f"{where}: {key} of several schemas is not supported (only X | null)")
-        out = self.node(rest[0], f"{where}/{key}", refs, depth + 1)
-        if len(rest) < len(alts):
-            out["nullable"] = True
+            i, alt = 0, alts[0]
+        else:
+            rest = [(i, a) for i, a in enumerate(alts) if not self._null_only(a)]
+            if len(rest) != 1:
+                raise IRError(f"{where}: {key} of several schemas is not supported (only X | null)")
+            i, alt = rest[0]
+        try:
+            out = self.node(alt, f"{where}/{key}/{i}", refs, depth + 1)
+        except _NothingWritable:
+            if nullable:
+                raise _NothingWritable(
+                    f"{where}: only null is allowed, and never written alone"
+                ) from None
+            raise
+        if "type" in others:
+            self._fit_type(s["type"], out, f"{where}/{key}/{i}")
+        # a value of `alt` matches no null-only alternative, so oneOf holds for it too;
+        # null is written only where the whole node (its type included) accepts it
+        out["nullable"] = nullable
         return out
 
-    def _enum(self, s: JsonDict, where: str, nullable: bool) -> JsonDict:
-        values = s["enum"] if "enum" in s else [s["const"]]
-        if not isinstance(values, list) or not values:
-            raise IRError(f"{where}: enum needs a non-empty list")
-        choices: list[object] = []
+    def _fit_type(self, t: object, out: JsonDict, where: str) -> None:
+        """Check that the values of layout ``out`` all have JSON type ``t`` (a sibling)."""
+        if out["type"] == "leaf" and out["kind"] == "enum":
+            choices = out["choices"]
+            assert isinstance(choices, list)  # built by _enum
+            kept = [c for c in choices if self._valid({"type": t}, c)]
+            if not kept:
+                raise _NothingWritable(f"{where}: no enum value has the sibling type {t!r}")
+            out["choices"] = kept
+            return
+        if out["type"] == "leaf":
+            written = {"int": "integer", "bool": "boolean", "str": "string"}[str(out["kind"])]
+        else:
+            written = "object" if out["type"] == "object" else "array"
+        names = {t} if isinstance(t, str) else set(t) if isinstance(t, list) else set()
+        if written not in names and not (written == "integer" and "number" in names):
+            raise IRError(f"{where}: the {written} values written here do not fit type {t!r}")
+
+    def _null_only(self, s: object) -> bool:
+        """Whether ``s`` is ``{"type": "null"}`` (besides keywords the dialect ignores)."""
+        return (
+            isinstance(s, dict)
+            and s.get("type") == "null"
+            and not ({k for k in s if k in self.keywords} - {"type"})
+        )
+
+    def _enum(self, s: JsonDict, where: str) -> JsonDict:
+        values = _shaped(s["enum"], list, where, "enum") if "enum" in s else [s["const"]]
+        choices: list[str | int | bool] = []
+        seen: set[tuple[type, object]] = set()
+        nullable = False
+        unwritable: list[object] = []
+        rejected = 0
         for v in values:
-            if v is None:
-                nullable = True
-            elif isinstance(v, (str, int, bool)):
-                if (type(v), v) not in {(type(c), c) for c in choices}:
-                    choices.append(v)
+            w: str | int | bool | None
+            if isinstance(v, float) and math.isfinite(v) and v.is_integer():
+                w = int(v)
+            elif v is None or isinstance(v, (str, int, bool)):
+                w = v
             else:
-                raise IRError(f"{where}: enum values must be strings, integers or booleans")
+                unwritable.append(v)
+                continue
+            if not self._valid(s, w):
+                rejected += 1
+                continue
+            if w is None:
+                nullable = True
+            elif (type(w), w) not in seen:
+                seen.add((type(w), w))
+                choices.append(w)
         if not choices:
-            raise IRError(f"{where}: an enum of only null is not supported")
+            why = []
+            if rejected:
+                why.append(f"{rejected} fail the node's other keywords")
+            if unwritable:
+                why.append(f"{len(unwritable)} are not strings, integers or booleans")
+            if nullable:
+                why.append("null is never written alone")
+            raise _NothingWritable(
+                f"{where}: no enum/const value can be written ({'; '.join(why)})"
+            )
         return {"type": "leaf", "kind": "enum", "nullable": nullable, "choices": choices}
 
     def _object(
-        self, s: JsonDict, where: str, refs: tuple[str, ...], depth: int, nullable: bool
+        self,
+        s: JsonDict,
+        kws: set[str],
+        where: str,
+        refs: tuple[str, ...],
+        depth: int,
+        nullable: bool,
     ) -> JsonDict:
-        props = s.get("properties", {})
-        if not isinstance(props, dict):
-            raise IRError(f"{where}: properties must be an object")
-        fields = []
+        props = _shaped(s.get("properties", {}), dict, where, "properties")
+        required = _shaped(s.get("required", []), list, where, "required")
+        if not all(isinstance(k, str) for k in required):
+            raise IRError(f"{where}: required must be a list of strings")
+        fields: list[JsonDict] = []
         for key, sub in props.items():
-            node = self.node(sub, f"{where}/properties/{key}", refs, depth + 1)
+            at = f"{where}/properties/{_pointer(key)}"
+            try:
+                node = self.node(sub, at, refs, depth + 1)
+            except _NothingWritable as exc:
+                if key in required:
+                    raise _NothingWritable(
+                        f"{at}: the property is required, but {exc.message}"
+                    ) from None
+                continue  # absent-only: the writer never writes it
             fields.append({"name": key, "key": key, "node": node})
+        if "additionalProperties" in kws:
+            extra, extra_at = s["additionalProperties"], f"{where}/additionalProperties"
+        elif "unevaluatedProperties" in kws:
+            extra, extra_at = s["unevaluatedProperties"], f"{where}/unevaluatedProperties"
+        else:
+            extra, extra_at = True, where
+        undeclared = [k for k in dict.fromkeys(required) if k not in props]
+        self._check_patterns(s, kws, undeclared, where)  # before additionalProperties
+        for key in undeclared:
+            if extra is False:
+                raise IRError(
+                    f"{where}: the schema is unsatisfiable there: required property {key!r} "
+                    "is not under properties and additionalProperties is false"
+                )
+            try:
+                node = self.node(extra, extra_at, refs, depth + 1)
+            except _NothingWritable as exc:
+                raise _NothingWritable(
+                    f"{where}: required property {key!r} (not under properties) can have no "
+                    f"value: {exc.message}"
+                ) from None
+            fields.append({"name": key, "key": key, "node": node})
+        keys = [str(f["key"]) for f in fields]
+        self._check_keys(s, kws, keys, where)
         title = s.get("title")
         return {
             "type": "object",
@@ -208,18 +477,100 @@ class _Converter:
             "nullable": nullable,
         }
 
+    def _check_patterns(self, s: JsonDict, kws: set[str], keys: list[str], where: str) -> None:
+        """Refuse ``patternProperties`` when a pattern matches a written key."""
+        if "patternProperties" not in kws:
+            return
+        patterns = _shaped(s["patternProperties"], dict, where, "patternProperties")
+        for pattern in patterns:
+            try:  # as jsonschema matches: re.search
+                hit = next((k for k in keys if re.search(pattern, k)), None)
+            except re.error as exc:
+                raise IRError(
+                    f"{where}/patternProperties: {pattern!r} is not a regex: {exc}"
+                ) from None
+            if hit is not None:
+                raise IRError(
+                    f"{where}/patternProperties: pattern {pattern!r} matches property "
+                    f"{hit!r}; patternProperties is not supported"
+                )
+
+    def _check_keys(self, s: JsonDict, kws: set[str], keys: list[str], where: str) -> None:
+        """The object keywords that constrain the (fixed) set of written keys."""
+        written = set(keys)
+        self._check_patterns(s, kws, keys, where)
+        lo, hi = s.get("minProperties"), s.get("maxProperties")
+        if "minProperties" in kws and isinstance(lo, int) and len(keys) < lo:
+            raise IRError(
+                f"{where}: minProperties {lo} needs more keys than the {len(keys)} written "
+                "(properties and required); not supported"
+            )
+        if "maxProperties" in kws and isinstance(hi, int) and len(keys) > hi:
+            raise IRError(
+                f"{where}: maxProperties {hi} allows fewer keys than the {len(keys)} written "
+                "(every property is written); not supported"
+            )
+        if "propertyNames" in kws:
+            names = s["propertyNames"]
+            bad = [k for k in keys if not self._valid(names, k)]
+            if bad:
+                raise IRError(f"{where}/propertyNames: property {bad[0]!r} fails propertyNames")
+        for kw in ("dependencies", "dependentRequired", "dependentSchemas"):
+            if kw not in kws:
+                continue
+            deps = _shaped(s[kw], dict, where, kw)
+            for key, dep in deps.items():
+                if key not in written or dep is True or dep == {}:
+                    continue
+                at = f"{where}/{kw}/{_pointer(key)}"
+                if not isinstance(dep, list):
+                    raise IRError(f"{at}: a schema dependency of a written key is not supported")
+                missing = [d for d in dep if d not in written]
+                if missing:
+                    raise IRError(
+                        f"{at}: {key!r} needs {missing[0]!r}, which the schema does not "
+                        "declare; not supported"
+                    )
+
     def _array(
-        self, s: JsonDict, where: str, refs: tuple[str, ...], depth: int, nullable: bool
+        self,
+        s: JsonDict,
+        kws: set[str],
+        where: str,
+        refs: tuple[str, ...],
+        depth: int,
+        nullable: bool,
     ) -> JsonDict:
-        if "items" not in s or not isinstance(s["items"], dict):
-            raise IRError(f"{where}: an array needs an items schema")
-        item = self.node(s["items"], f"{where}/items", refs, depth + 1)
-        lo = _count(s.get("minItems", 0), where, "minItems")
-        hi_raw = s.get("maxItems")
-        bounded = hi_raw is not None
-        hi = _count(hi_raw, where, "maxItems") if bounded else max(DEFAULT_MAX_LIST_LENGTH, lo)
+        for key in ("prefixItems", "contains"):
+            if key in kws:
+                raise IRError(f"{where}: {_REFUSED[key]}")
+        if "items" in kws:
+            items, items_at = s["items"], f"{where}/items"
+            if isinstance(items, list):
+                raise IRError(f"{where}: tuple arrays (items as a list) are not supported")
+        elif "unevaluatedItems" in kws:
+            items, items_at = s["unevaluatedItems"], f"{where}/unevaluatedItems"
+        else:
+            items, items_at = True, where
+        lo = _count(s.get("minItems", 0), where, "minItems") if "minItems" in kws else 0
+        bounded = "maxItems" in kws
+        hi = (
+            _count(s["maxItems"], where, "maxItems")
+            if bounded
+            else max(DEFAULT_MAX_LIST_LENGTH, lo)
+        )
         if hi < lo:
-            raise IRError(f"{where}: maxItems {hi} is below minItems {lo}")
+            raise _NothingWritable(f"{where}: maxItems {hi} is below minItems {lo}")
+        if "uniqueItems" in kws and s["uniqueItems"] is True and hi > 1:
+            raise IRError(f"{where}: uniqueItems is not supported (use a relation with distinct())")
+        try:
+            item = self.node(items, items_at, refs, depth + 1)
+        except _NothingWritable as exc:
+            if lo:
+                raise _NothingWritable(
+                    f"{where}: minItems {lo}, but no item can be written: {exc.message}"
+                ) from None
+            item, hi, bounded = _any_value(), 0, True  # only the empty array
         return {
             "type": "list",
             "item": item,
@@ -229,32 +580,85 @@ class _Converter:
             "nullable": nullable,
         }
 
-    def _integer(self, s: JsonDict, where: str, nullable: bool) -> JsonDict:
-        ge: int | None = None
-        le: int | None = None
-        for key, is_lower, strict in (
-            ("minimum", True, False),
-            ("exclusiveMinimum", True, True),
-            ("maximum", False, False),
-            ("exclusiveMaximum", False, True),
+    def _integer(self, s: JsonDict, kws: set[str], where: str, nullable: bool) -> JsonDict:
+        if "multipleOf" in kws and s["multipleOf"] != 1:
+            raise IRError(f"{where}: {_REFUSED['multipleOf']}")
+        ge, le = -INT_LIMIT, INT_LIMIT
+        for key, is_lower in (
+            ("minimum", True),
+            ("exclusiveMinimum", True),
+            ("maximum", False),
+            ("exclusiveMaximum", False),
         ):
-            if key not in s:
-                continue
-            v = s[key]
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-                raise IRError(f"{where}: {key} must be a number")
-            if is_lower:
-                b = math.floor(v) + 1 if strict else math.ceil(v)
-                ge = b if ge is None else max(ge, b)
+            v = s.get(key)
+            if key in ("exclusiveMinimum", "exclusiveMaximum"):
+                if isinstance(v, bool) or key not in kws:
+                    continue  # draft 4's Boolean modifier, read with minimum/maximum
+                strict = True
+            elif key in kws:
+                modifier = s.get("exclusive" + key[0].upper() + key[1:])
+                strict = modifier is True
             else:
-                b = math.ceil(v) - 1 if strict else math.floor(v)
-                le = b if le is None else min(le, b)
+                continue
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                raise IRError(f"{where}: {key} must be a finite number")
+            if is_lower:
+                ge = max(ge, math.floor(v) + 1 if strict else math.ceil(v))
+            else:
+                le = min(le, math.ceil(v) - 1 if strict else math.floor(v))
+        if ge > le:
+            raise _NothingWritable(f"{where}: no integer (within +-{INT_LIMIT}) is in bounds")
         out: JsonDict = {"type": "leaf", "kind": "int", "nullable": nullable}
-        if ge is not None:
+        if ge > -INT_LIMIT:
             out["ge"] = ge
-        if le is not None:
+        if le < INT_LIMIT:
             out["le"] = le
         return out
+
+    def _string(self, s: JsonDict, kws: set[str], where: str, nullable: bool) -> JsonDict:
+        for key in ("pattern", "format"):
+            if key in kws:
+                raise IRError(f"{where}: {_REFUSED[key]}")
+        lo = _count(s["minLength"], where, "minLength") if "minLength" in kws else 0
+        leaf: JsonDict = {"type": "leaf", "kind": "str", "nullable": nullable, "min_length": lo}
+        if "maxLength" in kws:
+            hi = _count(s["maxLength"], where, "maxLength")
+            if hi < lo:
+                raise _NothingWritable(f"{where}: maxLength {hi} is below minLength {lo}")
+            leaf["max_length"] = hi
+        return leaf
+
+
+def _infer_type(kws: Iterable[str]) -> str | None:
+    """The type written for a node without ``type``: the one its keywords are about."""
+    present = set(kws)
+    for t in ("object", "array", "string", "integer"):
+        if present & _BY_TYPE[t]:
+            return t
+    return None
+
+
+def _shaped(v: object, kind: type[_T], where: str, key: str) -> _T:
+    if not isinstance(v, kind):
+        what = "a list" if kind is list else "an object" if kind is dict else kind.__name__
+        raise IRError(f"{where}: {key} must be {what}")
+    return v
+
+
+def _all_str(v: object) -> bool:
+    return isinstance(v, list) and all(isinstance(x, str) for x in v)
+
+
+def _has_ref(s: object) -> bool:
+    if isinstance(s, dict):
+        return "$ref" in s or any(_has_ref(v) for v in s.values())
+    if isinstance(s, list):
+        return any(_has_ref(v) for v in s)
+    return False
+
+
+def _pointer(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")
 
 
 def _count(v: object, where: str, key: str) -> int:

@@ -10,8 +10,9 @@ OpenAI body. The record's shape comes from either
 
 * ``response_format={"type": "json_schema", "json_schema": {"name": ..., "schema": {...}}}``:
   a plain JSON schema (objects, arrays with ``minItems``/``maxItems``, integer bounds,
-  booleans, strings with length bounds, ``enum``/``const``, nullable types, local ``$ref``),
-  decoded with no relations, as on vLLM; or
+  booleans, strings with length bounds, ``enum``/``const``, ``null`` in ``type`` or as an
+  ``anyOf``/``oneOf`` alternative, local ``$ref``; `factorspec_sdk.ir.jsonschema` lists
+  every keyword), decoded with no relations, as on vLLM; or
 * the extension field ``"factorspec": {"ir": <relation IR>}`` (``extra_body`` in the
   official client): the schema *and* the relations, built on the client by
   ``factorspec_sdk.ir.to_ir(Model, context)``. The per-request context is folded into the
@@ -26,11 +27,13 @@ stats; ``stream_options.include_usage`` adds a usage chunk).
 
 Answers: ``choices[i].message.content`` is the canonical JSON record; ``finish_reason`` is
 ``stop`` for a complete record (always valid: it is re-checked against the schema and every
-factor before it is sent), or ``length`` with the partial record when ``max_tokens`` ran out
-or the request timed out (``factorspec.stop_reason`` says which). ``usage`` has
-``prompt_tokens`` and ``completion_tokens``; ``factorspec`` (top level and per choice) has
-the decoding stats: tokens, verify steps, tokens per step, drafted/certain tokens, guesses,
-forward / oracle time, queue time, spec build time, token ids.
+factor before it is sent, and against a ``response_format`` JSON schema as sent, with
+`jsonschema`; a record that fails is a logged 500), or ``length`` with the partial record
+when ``max_tokens`` ran out or the request timed out (``factorspec.stop_reason`` says
+which). ``usage`` has ``prompt_tokens`` and ``completion_tokens``; ``factorspec`` (top level
+and per choice) has the decoding stats: tokens, verify steps, tokens per step,
+drafted/certain tokens, guesses, forward / oracle time, queue time, spec build time, token
+ids.
 
 Errors are OpenAI-style ``{"error": {"message", "type", "param", "code"}}``: 400 for a body
 that is not JSON or does not match the request schema of ``/openapi.json`` (which states

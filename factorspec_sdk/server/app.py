@@ -33,9 +33,11 @@ from factorspec_sdk.ir import (
     IRError,
     IRLimits,
     RecordInvalidError,
+    check_json_schema_record,
     check_record,
     ir_from_json_schema,
     json_depth,
+    json_schema_validator,
     spec_from_ir,
 )
 from factorspec_sdk.server.contract import (
@@ -58,6 +60,8 @@ from factorspec_sdk.server.protocol import (
 from factorspec_sdk.server.worker import Delta, Done, EngineWorker, Job, PromptError
 
 if TYPE_CHECKING:
+    from jsonschema.protocols import Validator
+
     from factorspec_sdk.engines.protocol import ChatMessage, Engine
     from factorspec_sdk.graph.spec import CompiledSpec
 
@@ -80,7 +84,8 @@ class ServerOptions:
         max_body_bytes: largest request body (413 beyond).
         default_max_tokens: token budget when a request gives none.
         api_key: if set, requests need ``Authorization: Bearer <api_key>``.
-        validate_records: re-check every finished record against the spec (schema + factors).
+        validate_records: re-check every finished record against the spec (schema + factors)
+            and, for a ``response_format`` JSON schema, against that schema with `jsonschema`.
         solver_timeout_ms: if set, the time limit of each oracle solver query of each
             request's spec (one that runs out is a 422 for that request only), so that no IR
             can stall the engine thread. Set per solver, never process-wide; the checks
@@ -323,7 +328,7 @@ class _Server:
             raise ApiError(400, _validation_message(exc)) from None
         ext = req.factorspec or FactorSpecExtension()
         t_spec = time.perf_counter()
-        ir = self._ir(req, ext)
+        ir = await asyncio.to_thread(self._ir, req, ext)  # the meta-schema check can take 1 s
         try:
             spec = await asyncio.to_thread(
                 spec_from_ir, ir, self.limits, solver_timeout_ms=self.options.solver_timeout_ms
@@ -331,6 +336,9 @@ class _Server:
         except (IRError, SpecError, RecursionError) as exc:
             raise _spec_error(exc) from None
         spec_seconds = time.perf_counter() - t_spec
+        rf = req.response_format  # the schema `_ir` converted, when no IR came
+        sent = rf.json_schema.schema_ if ext.ir is None and rf and rf.json_schema else None
+        schema = None if sent is None else json_schema_validator(sent, check_schema=False)
         prompt = self._prompt(req, ext, spec)
         max_tokens = (
             (req.max_completion_tokens if isinstance(req, ChatRequest) else None)
@@ -361,6 +369,7 @@ class _Server:
             created=int(time.time()),
             kind=kind,
             spec_seconds=spec_seconds,
+            schema=schema,
         )
         if req.stream:
             include_usage = bool(req.stream_options and req.stream_options.include_usage)
@@ -465,7 +474,9 @@ class _Server:
 
     # ------------------------------------------------------------------ answers
 
-    async def _finish(self, done: Done, spec: CompiledSpec) -> tuple[str, str, bool]:
+    async def _finish(
+        self, done: Done, spec: CompiledSpec, schema: Validator | None
+    ) -> tuple[str, str, bool]:
         """(text, finish_reason, valid) of a job, or an ApiError."""
         if done.reason == "complete":
             assert done.outcome is not None
@@ -473,6 +484,8 @@ class _Server:
             if self.options.validate_records:
                 try:
                     await asyncio.to_thread(check_record, spec, text)
+                    if schema is not None:  # the JSON schema the client sent
+                        await asyncio.to_thread(check_json_schema_record, schema, text)
                 except RecordInvalidError as exc:
                     log.error("generated record failed validation: %s; text %r", exc, text)
                     raise ApiError(
@@ -528,7 +541,7 @@ class _Server:
         return out
 
     async def _choice(self, i: int, done: Done, spec: CompiledSpec, meta: _Meta) -> JsonObject:
-        text, finish, valid = await self._finish(done, spec)
+        text, finish, valid = await self._finish(done, spec, meta.schema)
         choice: JsonObject = {"index": i, "finish_reason": finish, "logprobs": None}
         if meta.kind == "chat":
             choice["message"] = {"role": "assistant", "content": text}
@@ -596,7 +609,7 @@ class _Server:
                     continue
                 finished = True
                 try:
-                    text, finish, valid = await self._finish(ev, spec)
+                    text, finish, valid = await self._finish(ev, spec, meta.schema)
                 except ApiError as exc:
                     yield sse(exc.body())
                     yield "data: [DONE]\n\n"
@@ -623,6 +636,7 @@ class _Meta:
     created: int
     kind: Kind
     spec_seconds: float
+    schema: Validator | None = None
 
 
 def _validation_message(exc: ValidationError) -> str:

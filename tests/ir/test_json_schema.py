@@ -1,0 +1,249 @@
+"""`ir_from_json_schema`: what it writes validates with `jsonschema`; what it cannot, it refuses."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from factorspec_sdk.drafter.loop import DecodeJob, Decoder
+from factorspec_sdk.drafter.verify import SamplingParams
+from factorspec_sdk.engines.scripted import ScriptedEngine
+from factorspec_sdk.errors import IncompleteGenerationError
+from factorspec_sdk.ir import (
+    IRError,
+    RecordInvalidError,
+    check_json_schema_record,
+    ir_from_json_schema,
+    json_schema_validator,
+    spec_from_ir,
+)
+from factorspec_sdk.tokens.plan import Planner
+from factorspec_sdk.writer.automaton import Writer
+from tests.helpers import tiny_tokenizer
+
+D4 = "http://json-schema.org/draft-04/schema#"
+D7 = "http://json-schema.org/draft-07/schema#"
+
+
+def obj(props: dict[str, object], **kw: object) -> dict[str, object]:
+    return {"type": "object", "properties": props, **kw}
+
+
+def fields(schema: dict[str, object]) -> dict[str, dict[str, object]]:
+    layout = ir_from_json_schema(schema)["layout"]
+    assert isinstance(layout, dict) and isinstance(layout["fields"], list)
+    return {f["key"]: f["node"] for f in layout["fields"]}
+
+
+def records(schema: dict[str, object], n: int = 6) -> list[object]:
+    """``n`` records decoded by a random model; each one validated with `jsonschema`."""
+    spec = spec_from_ir(ir_from_json_schema(schema))
+    validator = json_schema_validator(schema)
+    tok = tiny_tokenizer()
+    out: list[object] = []
+    for seed in range(n):
+        job = DecodeJob(
+            Planner(Writer(spec), tok),
+            tok.encode("go"),
+            SamplingParams(temperature=1.0, seed=seed, max_tokens=400),
+        )
+        (res,) = Decoder(ScriptedEngine.random(tok, seed=seed, temperature_scale=2.0)).run([job])
+        if isinstance(res.error, IncompleteGenerationError):
+            continue
+        assert res.error is None, res.error
+        check_json_schema_record(validator, res.text)
+        out.append(json.loads(res.text))
+    assert out, "every record ran out of tokens"
+    return out
+
+
+# --------------------------------------------------------------------------- the issue's three
+
+
+def test_required_keys_not_under_properties_are_written() -> None:
+    schema = obj({"FXCPath": {"type": "string"}}, required=["FXCPath", "OutputDirectory"])
+    f = fields(schema)
+    assert list(f) == ["FXCPath", "OutputDirectory"]
+    assert f["OutputDirectory"]["kind"] == "str"  # any value: a free string (or null)
+    for r in records(schema):
+        assert isinstance(r, dict) and "OutputDirectory" in r
+    typed = obj({}, required=["n"], additionalProperties={"type": "integer", "minimum": 3})
+    assert fields(typed)["n"]["ge"] == 3
+    assert all(isinstance(r, dict) and r["n"] >= 3 for r in records(typed))
+    with pytest.raises(IRError, match=r"unsatisfiable.*'OutputDirectory'.*additionalProperties"):
+        ir_from_json_schema({**schema, "additionalProperties": False})
+
+
+def test_enum_is_intersected_with_type_and_siblings() -> None:
+    kerberos = {"enum": ["X509", "Kerberos"], "type": "object"}
+    assert list(fields(obj({"a": {"type": "integer"}, "auth": kerberos}))) == ["a"]  # absent-only
+    with pytest.raises(IRError, match=r"unsatisfiable.*#/properties/auth.*required"):
+        ir_from_json_schema(obj({"auth": kerberos}, required=["auth"]))
+    mixed = {"type": "string", "enum": ["a", 1, "bb", True, None], "maxLength": 1}
+    assert fields(obj({"x": mixed}))["x"]["choices"] == ["a"]
+    email = {"type": "string", "format": "email", "enum": ["a@b.co", "nope"]}
+    assert fields(obj({"x": email}))["x"]["choices"] == ["a@b.co"]
+    via_ref = {
+        "$defs": {"Small": {"type": "integer", "maximum": 2}},
+        **obj({"x": {"allOf": [{"$ref": "#/$defs/Small"}], "enum": [1, 2, 3, "2"]}}),
+    }
+    assert fields(via_ref)["x"]["choices"] == [1, 2]
+    assert fields(obj({"x": {"const": 2.0, "type": "integer"}}))["x"]["choices"] == [2]
+    for r in records(obj({"x": mixed, "y": email}, required=["x", "y"])):
+        assert r == {"x": "a", "y": "a@b.co"}
+
+
+def test_null_only_where_every_keyword_allows_it() -> None:
+    kind = {"type": ["string", "null"], "enum": ["StorageClass"]}
+    assert fields(obj({"kind": kind}))["kind"]["nullable"] is False
+    listed = {"type": ["string", "null"], "enum": ["StorageClass", None]}
+    assert fields(obj({"kind": listed}))["kind"]["nullable"] is True
+    # OpenAPI's nullable is not JSON Schema: jsonschema rejects null there, so do we
+    assert fields(obj({"s": {"type": "string", "nullable": True}}))["s"]["nullable"] is False
+    assert fields(obj({"s": {"type": ["string", "null"]}}))["s"]["nullable"] is True
+    one = {"oneOf": [{"type": "integer"}, {"type": "null"}]}
+    assert fields(obj({"n": one}))["n"]["nullable"] is True
+    # both alternatives accept null, so oneOf rejects it
+    both = {"oneOf": [{"type": ["integer", "null"]}, {"type": "null"}]}
+    assert fields(obj({"n": both}))["n"]["nullable"] is False
+    assert all(r == {"kind": "StorageClass"} for r in records(obj({"kind": kind})))
+
+
+# --------------------------------------------------------------------------- keywords
+
+
+@pytest.mark.parametrize(
+    ("schema", "match"),
+    [
+        (obj({"a": {"type": "integer"}}, minProperties=2), "minProperties 2"),
+        (obj({"a": {}, "b": {}}, maxProperties=1), "maxProperties 1"),
+        (obj({"abc": {}}, propertyNames={"maxLength": 2}), "propertyNames"),
+        (obj({"a": {}}, dependencies={"a": ["c"]}, **{"$schema": D7}), r"dependencies/a.*'c'"),
+        (
+            obj({"a": {}}, dependencies={"a": {"required": ["x"]}}, **{"$schema": D7}),
+            "schema dependency",
+        ),
+        (obj({"a": {}}, dependentSchemas={"a": {"required": ["x"]}}), "schema dependency"),
+        (obj({"a": {}}, dependentRequired={"a": ["z"]}), "'z'"),
+        (obj({}, required=["k"], unevaluatedProperties=False), "unsatisfiable"),
+        (obj({"ab": {}}, patternProperties={"^a": {"type": "integer"}}), "matches property 'ab'"),
+        (
+            obj({}, required=["ab"], patternProperties={"b$": {}}, additionalProperties=False),
+            "matches property 'ab'",
+        ),
+        (obj({"t": {"type": "array", "items": [{"type": "integer"}]}}, **{"$schema": D7}), "tuple"),
+        (obj({"t": {"type": "array", "prefixItems": [{"type": "integer"}]}}), "prefixItems"),
+        (obj({"t": {"type": "array", "contains": {"type": "integer"}}}), "contains"),
+        (obj({"t": {"type": "array", "uniqueItems": True}}), "uniqueItems"),
+        (obj({"s": {"type": "string", "pattern": "a+"}}), "pattern"),
+        (obj({"s": {"type": "string", "format": "email"}}), "format"),
+        (obj({"n": {"type": "integer", "multipleOf": 3}}), "multipleOf"),
+        (obj({"n": {"not": {"type": "integer"}}}), "'not'"),
+        (obj({"n": {"if": {"type": "integer"}, "then": {"minimum": 1}}}), "conditional"),
+        (obj({"n": {"$dynamicRef": "#meta"}}), "dynamicRef"),
+        (obj({"n": {"type": "number"}}), "float"),
+        (obj({"n": {"type": ["integer", "string"]}}), "union"),
+        (obj({"n": {"anyOf": [{"type": "integer"}, {"type": "string"}]}}), "several"),
+        (obj({"n": {"type": "integer", "anyOf": [{"type": "string"}]}}), "do not fit type"),
+        (obj({"n": {"anyOf": [{"type": "string"}], "maxLength": 2}}), "anyOf beside maxLength"),
+        (obj({"n": {"allOf": [{"type": "integer"}, {"minimum": 1}]}}), "allOf with several"),
+        (obj({"n": {"$ref": "#/$defs/A", "maximum": 1}}, **{"$defs": {"A": {}}}), "beside"),
+        (obj({"n": {"$ref": "other.json#/A"}}), "only local"),
+        (obj({"n": {"$ref": "#/$defs/Nope"}}), "does not resolve"),
+        (
+            obj({"n": {"$id": "http://x/n", "properties": {"m": {"$ref": "#/$defs/A"}}}}),
+            "embedded",
+        ),
+        (obj({"s": {"type": "string", "maxItems": "many"}}), "not a valid Draft202012"),
+        (
+            obj(
+                {"n": {"type": "integer", "minimum": 0}},
+                **{"$schema": "http://json-schema.org/draft-03/schema#"},
+            ),
+            "draft 3",
+        ),
+        ({"type": "array", "items": {"type": "integer"}}, "root"),
+        (
+            {"type": "object", "properties": {}, "required": ["a"], "additionalProperties": False},
+            "unsatisfiable",
+        ),
+        ({"$defs": {"A": {"$ref": "#/$defs/A"}}, "$ref": "#/$defs/A"}, "recursive"),
+        (obj({"n": {"type": "integer", "minimum": 5, "maximum": 4}}, required=["n"]), "in bounds"),
+    ],
+)
+def test_refused(schema: dict[str, object], match: str) -> None:
+    with pytest.raises(IRError, match=match):
+        spec_from_ir(ir_from_json_schema(schema))
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        obj({"a": {"type": "integer"}}, minProperties=1, maxProperties=1),
+        obj({"ab": {}}, propertyNames={"maxLength": 2}),
+        obj(
+            {"a": {}, "b": {}},
+            dependencies={"a": ["b"], "z": {"required": ["q"]}},
+            **{"$schema": D7},
+        ),
+        # dependencies is not a keyword of draft 2020-12: jsonschema ignores it
+        obj({"a": {}}, dependencies={"a": ["c"]}),
+        obj({"ab": {}}, patternProperties={"^x": {"type": "integer"}}),
+        obj({"t": {"type": "array", "items": {"type": "integer"}, "additionalItems": False}}),
+        obj({"t": {"type": "array", "uniqueItems": True, "maxItems": 1}}),
+        obj({"t": {"type": "array"}}),  # items: any value
+        obj({"n": {"type": "integer", "minLength": 3, "pattern": "x"}}),  # string keywords
+        obj({"s": {"type": "string", "contentEncoding": "base64", "x-foo": 1}}),
+        obj(
+            {"n": {"$ref": "#/definitions/A", "maximum": 1}},
+            definitions={"A": {}},
+            **{"$schema": D7},
+        ),
+        obj({"n": {"title": "anything"}, "f": False, "t": {"type": "null"}}),
+        obj({"tree": {"$ref": "#"}}),  # optional recursion: left out
+        obj({"n": {"type": ["integer", "null"], "oneOf": [{"minimum": 1}, {"type": "null"}]}}),
+        obj({"e": {"type": "string", "allOf": [{"enum": ["a", 1]}]}}, required=["e"]),
+    ],
+)
+def test_accepted_and_valid(schema: dict[str, object]) -> None:
+    records(schema)
+
+
+def test_integer_bounds() -> None:
+    d4 = {"type": "integer", "minimum": 0, "exclusiveMinimum": True, "maximum": 9}
+    assert fields(obj({"n": d4}, **{"$schema": D4}))["n"] == {
+        "type": "leaf",
+        "kind": "int",
+        "nullable": False,
+        "ge": 1,
+        "le": 9,
+    }
+    d7 = {"type": "integer", "exclusiveMinimum": 0, "exclusiveMaximum": 9.5}
+    n = fields(obj({"n": d7}, **{"$schema": D7}))["n"]
+    assert (n["ge"], n["le"]) == (1, 9)
+    # draft 4's Boolean exclusiveMinimum is not a number in draft 7
+    with pytest.raises(IRError, match="not a valid Draft7"):
+        ir_from_json_schema(obj({"n": d4}, **{"$schema": D7}))
+    assert "ge" not in fields(obj({"n": {"type": "integer", "minimum": -1e30}}))["n"]
+
+
+def test_empty_items_make_an_empty_array() -> None:
+    schema = obj({"t": {"type": "array", "items": {"enum": ["a"], "type": "integer"}}})
+    assert fields(schema)["t"]["max_length"] == 0
+    assert all(r == {"t": []} for r in records(schema, 3))
+    with pytest.raises(IRError, match="minItems 1"):
+        ir_from_json_schema(
+            obj({"t": {**schema["properties"]["t"], "minItems": 1}}, required=["t"])
+        )  # type: ignore[index, dict-item]
+
+
+def test_check_json_schema_record() -> None:
+    validator = json_schema_validator(obj({"a": {"type": "integer"}}, required=["a"]))
+    check_json_schema_record(validator, '{"a": 1}')
+    with pytest.raises(RecordInvalidError, match=r"required"):
+        check_json_schema_record(validator, "{}")
+    with pytest.raises(RecordInvalidError, match=r"\$\['a'\].*integer"):
+        check_json_schema_record(validator, '{"a": "x"}')
+    with pytest.raises(RecordInvalidError, match="not JSON"):
+        check_json_schema_record(validator, '{"a": ')
