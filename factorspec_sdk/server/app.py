@@ -27,7 +27,7 @@ from pydantic import ValidationError
 
 from factorspec_sdk.drafter.loop import DecoderConfig
 from factorspec_sdk.drafter.verify import SamplingParams
-from factorspec_sdk.errors import OracleError, SpecError, UnsatisfiableSpecError
+from factorspec_sdk.errors import OracleError, SpecError, TokenBudgetError, UnsatisfiableSpecError
 from factorspec_sdk.ir import (
     IRError,
     IRLimits,
@@ -467,6 +467,14 @@ class _Server:
         err = done.error
         if isinstance(err, PromptError):
             raise ApiError(400, f"the prompt cannot be tokenized: {err}", param="messages")
+        if isinstance(err, TokenBudgetError):
+            raise ApiError(
+                400,
+                err.message,
+                code="token_budget",
+                param="max_tokens",
+                extra={"min_tokens": err.min_tokens},
+            )
         if isinstance(err, OracleError):
             raise ApiError(422, f"the spec is too hard to decide: {err}", code="oracle")
         log.error("generation failed: %r", err)

@@ -1,0 +1,260 @@
+"""Budget-feasible masks: only tokens after which the record can still finish within budget.
+
+Exactness under a token budget means: every prefix the planner allows under ``max_tokens`` can
+be completed to a valid record within ``max_tokens`` tokens *of this tokenizer, as the planner
+writes them* (canonical tokenization of each segment). The planner's masks already guarantee
+a valid completion exists; `CompletionBound` adds how many tokens one costs.
+
+The bound, for a cursor ``c`` of the planner:
+
+- ``G(c)``, the *greedy completion*: the exact token count of one particular completion that
+  the planner allows, found by walking forward from ``c``: in each planned segment the option
+  of least rank (its tokens plus the characters of the shortest layout text after it,
+  `Writer.shortest_rest`, so that numbers end and lists close as soon as the relations let
+  them); in a free string, pad
+  to its minimum length with one-character tokens, then the closing quote token that costs
+  least. The rank adds characters to tokens, a heuristic (characters bound tokens from
+  above for the text after the option); any rank keeps the bound exact, a good one keeps it
+  tight. The planner's options are exactly the feasible ones (the oracle decides them), so
+  this walk always ends in a valid record, and ``G(c)`` counts precisely the tokens it takes.
+- ``U(c)``, the bound the masks use: inside a segment, the least over the segment's options of
+  (tokens to that option's end + ``G`` after it); in a free string, ``G``. So
+  ``shortest(c) <= U(c) <= G(c)``.
+
+A token ``t`` is allowed at ``c`` with ``r`` tokens left iff ``1 + U(c after t) <= r``.
+This never allows a prefix that cannot finish: ``U`` is the length of a real completion.
+It never strands decoding either: if ``U(c) <= r`` (checked for the start cursor before the
+first token, `Planner.min_tokens`), the token that starts the completion achieving ``U(c)``
+is allowed and leaves a cursor with ``U <= r - 1`` (``U <= G`` along that completion), so by
+induction some token is always allowed until the record is finished.
+
+How conservative: ``U`` is exact within a segment and greedy beyond it, so it can exceed the
+true shortest completion when a locally cheap choice forces a longer rest (a value whose
+tokens are few but whose relations then demand more items) or when a different tokenization
+of the same text would be shorter (the planner only allows the canonical one, so that is not
+slack the decoder could use). On the bundled examples the two agree on every cursor tried;
+the tests measure it.
+
+Cost: ``U`` at a choice point with ``k`` options walks ``k`` greedy completions (memoized; the
+walks plan segments and ask the oracle). That is paid only when the budget is tight: a budget
+above `Writer.longest_bytes` (every token has at least one byte, so no completion the bound
+walks can take more tokens than that) skips the bound entirely, masks and certain drafts are
+then those without a budget. The default ``max_tokens`` is loose for the bundled examples.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from factorspec_sdk.errors import GenerationError
+from factorspec_sdk.tokens.plan import Cursor, Finished, FreeCursor, TokenIds, TrieNode
+
+if TYPE_CHECKING:
+    from factorspec_sdk.tokens.plan import Planner
+    from factorspec_sdk.writer.automaton import WriterState
+
+__all__ = ["CompletionBound"]
+
+
+class CompletionBound:
+    """Token counts of completions from the cursors of one `Planner`, and budget masks.
+
+    Attributes:
+        planner: the planner whose cursors are measured.
+        ceiling: more tokens than any completion the bound walks can take; a budget of at
+            least this many tokens constrains nothing.
+    """
+
+    def __init__(self, planner: Planner) -> None:
+        self.planner = planner
+        self.ceiling = planner.writer.longest_bytes() + 1
+        self._greedy: dict[Cursor, int] = {}
+        self._upper: dict[TrieNode, int] = {}
+        self._close: dict[tuple[WriterState, str], tuple[int, int]] = {}
+
+    # ------------------------------------------------------------------ public
+
+    def min_tokens(self, cursor: Cursor) -> int:
+        """``U(cursor)``: tokens of the shortest completion the masks guarantee from here."""
+        if isinstance(cursor, TrieNode):
+            return self._upper_of(cursor)
+        return self.greedy(cursor)
+
+    def allowed(self, cursor: Cursor, budget: int) -> TokenIds:
+        """The planner's allowed ids at ``cursor`` that leave a completion within ``budget``.
+
+        ``budget`` counts the tokens still allowed, this one included.
+        """
+        ids = self.planner.allowed(cursor)
+        if budget >= self.ceiling or not len(ids):
+            return ids
+        if isinstance(cursor, TrieNode):
+            keep = [t for t in ids.tolist() if 1 + self._after(cursor, t) <= budget]
+            return np.asarray(keep, dtype=np.int64)
+        if isinstance(cursor, FreeCursor):
+            return self._free_allowed(cursor, ids, budget)
+        return ids
+
+    def greedy(self, cursor: Cursor) -> int:
+        """``G(cursor)``: tokens of the greedy completion from ``cursor`` (see the module)."""
+        walked: list[tuple[Cursor, int]] = []
+        cur = cursor
+        while True:
+            hit = self._greedy.get(cur)
+            if hit is not None:
+                total = hit
+                break
+            if isinstance(cur, Finished):
+                total = 0
+                break
+            if isinstance(cur, FreeCursor):
+                total = self._free_greedy(cur)
+                self._greedy[cur] = total
+                break
+            depth, nxt = self._greedy_step(cur)
+            walked.append((cur, depth))
+            cur = nxt
+        for c, depth in reversed(walked):
+            total += depth
+            self._greedy[c] = total
+        return total
+
+    # ------------------------------------------------------------------ segments
+
+    def _after(self, node: TrieNode, token: int) -> int:
+        """Tokens to finish after ``token`` at ``node``: ``U`` inside the segment, else ``G``."""
+        child = node.children[token]
+        if child.terminal is None:
+            return self._upper_of(child)
+        return self.greedy(self.planner.advance(node, token, critical=False))
+
+    def _upper_of(self, node: TrieNode) -> int:
+        """``U(node)``: the least, over the segment's options below ``node``, of their cost."""
+        hit = self._upper.get(node)
+        if hit is not None:
+            return hit
+        # post-order without recursion: certain runs can be hundreds of tokens deep
+        stack: list[tuple[TrieNode, bool]] = [(node, False)]
+        while stack:
+            n, ready = stack.pop()
+            if n in self._upper:
+                continue
+            inner = [c for c in n.children.values() if c.terminal is None and c not in self._upper]
+            if not ready and inner:
+                stack.append((n, True))
+                stack.extend((c, False) for c in inner)
+                continue
+            self._upper[n] = min(1 + self._after(n, t) for t in n.children)
+        return self._upper[node]
+
+    def _greedy_step(self, node: TrieNode) -> tuple[int, Cursor]:
+        """The greedy option of the segment at ``node``: its tokens and the cursor after it."""
+        best: tuple[tuple[int, int], int, TrieNode, int] | None = None
+        stack: list[tuple[TrieNode, int]] = [(node, 0)]
+        while stack:
+            n, depth = stack.pop()
+            for t, child in n.children.items():
+                if child.terminal is None:
+                    stack.append((child, depth + 1))
+                    continue
+                rank = (depth + 1 + self._rest(child), depth + 1)
+                if best is None or rank < best[0]:
+                    best = (rank, depth + 1, n, t)
+        if best is None:
+            raise RuntimeError("a planned segment has no option")
+        _, depth, parent, token = best
+        return depth, self.planner.advance(parent, token, critical=False)
+
+    def _rest(self, leaf: TrieNode) -> int:
+        """Shortest layout text after a segment's end (relations ignored), for ranking."""
+        term = leaf.terminal
+        if isinstance(term, Finished):
+            return 0
+        if isinstance(term, FreeCursor):
+            return self.planner.writer.shortest_rest(term.free.state)
+        assert term is not None
+        state, skip = term
+        return self.planner.writer.shortest_rest(state) - len(skip)
+
+    # ------------------------------------------------------------------ free strings
+
+    def cheapest(self, cursor: TrieNode | FreeCursor) -> int:
+        """The token that starts the completion `min_tokens` counts from ``cursor``."""
+        if isinstance(cursor, TrieNode):
+            ids: list[int] = cursor.ids.tolist()
+            return min(ids, key=lambda t: (self._after(cursor, t), t))
+        if len(cursor.free.written) < cursor.free.min_length:
+            return self._pad_token()
+        return self._closing(cursor)[1]
+
+    def _pad_token(self) -> int:
+        """A one-character token, to pad a free string to its minimum length."""
+        tables = self.planner.free_tables()
+        ones = tables.safe_ids[tables.safe_chars == 1]
+        if not len(ones):
+            raise GenerationError(
+                "the vocabulary has no one-character token to pad a string to its "
+                "min_length, so a token budget cannot be guaranteed"
+            )
+        return int(ones[0])
+
+    def _free_greedy(self, cursor: FreeCursor) -> int:
+        """Pad to the minimum length one character per token, then close at least cost."""
+        free = cursor.free
+        missing = max(0, free.min_length - len(free.written))
+        if missing:
+            self._pad_token()
+        return missing + self._closing(cursor)[0]
+
+    def _closing(self, cursor: FreeCursor) -> tuple[int, int]:
+        """Least ``1 + G(after)`` over closing tokens with nothing before the quote, and one."""
+        free = cursor.free
+        after = self.planner.writer.close_free(free)
+        key = (after, free.close_suffix)
+        hit = self._close.get(key)
+        if hit is not None:
+            return hit
+        tables = self.planner.free_tables()
+        best: tuple[int, int] | None = None
+        cost: dict[str, int] = {}
+        for tid, before, rest in zip(
+            tables.quote_ids.tolist(), tables.quote_before, tables.quote_after, strict=True
+        ):
+            if before or not free.close_suffix.startswith(rest):
+                continue
+            if rest not in cost:
+                nxt = self.planner.resolve_state(after, rest, critical=False)
+                cost[rest] = 1 + self.greedy(nxt)
+            if best is None or (cost[rest], tid) < best:
+                best = (cost[rest], tid)
+        if best is None:
+            raise GenerationError(
+                "the vocabulary has no token that closes a string with its quote, so a token "
+                "budget cannot be guaranteed"
+            )
+        self._close[key] = best
+        return best
+
+    def _free_allowed(self, cursor: FreeCursor, ids: TokenIds, budget: int) -> TokenIds:
+        """Within a free string: text tokens that leave room to pad and close, closers that fit."""
+        tables = self.planner.free_tables()
+        free = cursor.free
+        n = len(free.written)
+        close = self._closing(cursor)[0]
+        after = self.planner.writer.close_free(free)
+        need = 1 + np.maximum(0, free.min_length - n - tables.safe_chars) + close
+        fits = set(tables.safe_ids[need <= budget].tolist())
+        cost: dict[str, int] = {}
+        for tid, before, rest in zip(
+            tables.quote_ids.tolist(), tables.quote_before, tables.quote_after, strict=True
+        ):
+            if n + len(before) < free.min_length or not free.close_suffix.startswith(rest):
+                continue
+            if rest not in cost:
+                nxt = self.planner.resolve_state(after, rest, critical=False)
+                cost[rest] = 1 + self.greedy(nxt)
+            if cost[rest] <= budget:
+                fits.add(tid)
+        return np.asarray([t for t in ids.tolist() if t in fits], dtype=np.int64)
