@@ -3,43 +3,46 @@
 Exactness under a token budget means: every prefix the planner allows under ``max_tokens`` can
 be completed to a valid record within ``max_tokens`` tokens *of this tokenizer, as the planner
 writes them* (canonical tokenization of each segment). The planner's masks already guarantee
-a valid completion exists; `CompletionBound` adds how many tokens one costs.
+that a valid completion exists; `CompletionBound` adds how many tokens one costs.
 
 The bound, for a cursor ``c`` of the planner:
 
-- ``G(c)``, the *greedy completion*: the exact token count of one particular completion that
-  the planner allows, found by walking forward from ``c``: in each planned segment the option
-  of least rank (its tokens plus the characters of the shortest layout text after it,
-  `Writer.shortest_rest`, so that numbers end and lists close as soon as the relations let
-  them); in a free string, pad
-  to its minimum length with one-character tokens, then the closing quote token that costs
-  least. The rank adds characters to tokens, a heuristic (characters bound tokens from
-  above for the text after the option); any rank keeps the bound exact, a good one keeps it
-  tight. The planner's options are exactly the feasible ones (the oracle decides them), so
-  this walk always ends in a valid record, and ``G(c)`` counts precisely the tokens it takes.
+- ``G(c)``, the *greedy completion*: the exact token count of one particular completion the
+  planner allows, found by walking forward from ``c``. In each planned segment it takes the
+  option of least rank: the option's tokens plus the characters of the shortest layout text
+  after it (`Writer.shortest_rest`), so numbers end and lists close as soon as the relations
+  let them and optional leaves are null. In a free string it pads to the minimum length with
+  the longest tokens that do not pass it, then takes the closing-quote token that costs
+  least. The planner's options are exactly the feasible ones (the oracle decides them), so the
+  walk always ends in a valid record, and ``G(c)`` counts precisely the tokens it takes,
+  relation-determined runs and token merges across value boundaries included (a closing
+  token such as ``", "`` is followed by the rest of the forced text, as the planner plans it).
+  The rank only steers the walk; any rank keeps the bound exact, a good one keeps it tight.
 - ``U(c)``, the bound the masks use: inside a segment, the least over the segment's options of
   (tokens to that option's end + ``G`` after it); in a free string, ``G``. So
   ``shortest(c) <= U(c) <= G(c)``.
 
-A token ``t`` is allowed at ``c`` with ``r`` tokens left iff ``1 + U(c after t) <= r``.
-This never allows a prefix that cannot finish: ``U`` is the length of a real completion.
-It never strands decoding either: if ``U(c) <= r`` (checked for the start cursor before the
-first token, `Planner.min_tokens`), the token that starts the completion achieving ``U(c)``
-is allowed and leaves a cursor with ``U <= r - 1`` (``U <= G`` along that completion), so by
-induction some token is always allowed until the record is finished.
+A token ``t`` is allowed at ``c`` with ``r`` tokens left iff ``1 + U(c after t) <= r``
+(``G`` after a closing quote). This never allows a prefix that cannot finish: ``U`` is the
+length of a real completion. It never strands decoding either: if ``U(c) <= r`` (checked for
+the start cursor before the first token: `Planner.min_tokens`, `TokenBudgetError`), the token
+that starts the completion achieving ``U(c)`` is allowed and leaves a cursor with
+``U <= r - 1`` (``U <= G`` along that completion), so by induction some token is always
+allowed until the record is finished.
 
-How conservative: ``U`` is exact within a segment and greedy beyond it, so it can exceed the
-true shortest completion when a locally cheap choice forces a longer rest (a value whose
-tokens are few but whose relations then demand more items) or when a different tokenization
-of the same text would be shorter (the planner only allows the canonical one, so that is not
-slack the decoder could use). On the bundled examples the two agree on every cursor tried;
-the tests measure it.
+How conservative: ``U`` is exact within a segment and greedy beyond it. It can exceed the
+true shortest completion when a locally cheap choice forces a longer rest (a value with few
+tokens whose relations then demand longer values later), or when a closing token with text
+before its quote would save a padding token. On the bundled examples ``U`` at the start
+equals the exhaustive-search shortest record wherever that search is feasible (the tests
+check it), for the tiny test vocabulary and for SmolLM2's.
 
-Cost: ``U`` at a choice point with ``k`` options walks ``k`` greedy completions (memoized; the
-walks plan segments and ask the oracle). That is paid only when the budget is tight: a budget
-above `Writer.longest_bytes` (every token has at least one byte, so no completion the bound
-walks can take more tokens than that) skips the bound entirely, masks and certain drafts are
-then those without a budget. The default ``max_tokens`` is loose for the bundled examples.
+Cost: ``U`` at a choice point with ``k`` options walks ``k`` greedy completions (memoized per
+planner; the walks plan segments and ask the oracle). That is paid only when the budget is
+tight: every token has at least one byte, so no completion the bound walks takes more tokens
+than `Writer.longest_bytes` (the longest record with free strings at their minimum); a budget
+above it skips the bound, and masks and certain drafts are exactly those without a budget.
+The default ``max_tokens`` (2048) is loose for the bundled examples.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 
 from factorspec_sdk.errors import GenerationError
 from factorspec_sdk.tokens.plan import Cursor, Finished, FreeCursor, TokenIds, TrieNode
@@ -73,6 +77,8 @@ class CompletionBound:
         self._greedy: dict[Cursor, int] = {}
         self._upper: dict[TrieNode, int] = {}
         self._close: dict[tuple[WriterState, str], tuple[int, int]] = {}
+        self._lengths: dict[int, int] | None = None
+        self._pad_table: list[int] = [0]
 
     # ------------------------------------------------------------------ public
 
@@ -185,28 +191,43 @@ class CompletionBound:
         if isinstance(cursor, TrieNode):
             ids: list[int] = cursor.ids.tolist()
             return min(ids, key=lambda t: (self._after(cursor, t), t))
-        if len(cursor.free.written) < cursor.free.min_length:
-            return self._pad_token()
+        missing = cursor.free.min_length - len(cursor.free.written)
+        if missing > 0:
+            return self._by_length()[self._pad_step(missing)]
         return self._closing(cursor)[1]
 
-    def _pad_token(self) -> int:
-        """A one-character token, to pad a free string to its minimum length."""
-        tables = self.planner.free_tables()
-        ones = tables.safe_ids[tables.safe_chars == 1]
-        if not len(ones):
+    def _by_length(self) -> dict[int, int]:
+        """The first safe token (no quote, no escape) of each length in characters."""
+        if self._lengths is None:
+            tables = self.planner.free_tables()
+            self._lengths = {}
+            for tid, n in zip(tables.safe_ids.tolist(), tables.safe_chars.tolist(), strict=True):
+                self._lengths.setdefault(n, tid)
+        return self._lengths
+
+    def _pad_step(self, missing: int) -> int:
+        """Length of the padding token for ``missing`` characters: the longest that fits."""
+        fits = [n for n in self._by_length() if 0 < n <= missing]
+        if not fits:
             raise GenerationError(
                 "the vocabulary has no one-character token to pad a string to its "
                 "min_length, so a token budget cannot be guaranteed"
             )
-        return int(ones[0])
+        return max(fits)
+
+    def _padding(self, missing: int) -> npt.NDArray[np.int64]:
+        """Tokens the padding takes for 0..``missing`` characters (longest token first)."""
+        table = self._pad_table
+        while len(table) <= missing:
+            m = len(table)
+            table.append(1 + table[m - self._pad_step(m)])
+        return np.asarray(table[: missing + 1], dtype=np.int64)
 
     def _free_greedy(self, cursor: FreeCursor) -> int:
-        """Pad to the minimum length one character per token, then close at least cost."""
+        """Pad to the minimum length (longest tokens first), then close at least cost."""
         free = cursor.free
         missing = max(0, free.min_length - len(free.written))
-        if missing:
-            self._pad_token()
-        return missing + self._closing(cursor)[0]
+        return int(self._padding(missing)[missing]) + self._closing(cursor)[0]
 
     def _closing(self, cursor: FreeCursor) -> tuple[int, int]:
         """Least ``1 + G(after)`` over closing tokens with nothing before the quote, and one."""
@@ -244,7 +265,9 @@ class CompletionBound:
         n = len(free.written)
         close = self._closing(cursor)[0]
         after = self.planner.writer.close_free(free)
-        need = 1 + np.maximum(0, free.min_length - n - tables.safe_chars) + close
+        missing = max(0, free.min_length - n)
+        pad = self._padding(missing)
+        need = 1 + pad[np.clip(missing - tables.safe_chars, 0, missing)] + close
         fits = set(tables.safe_ids[need <= budget].tolist())
         cost: dict[str, int] = {}
         for tid, before, rest in zip(
