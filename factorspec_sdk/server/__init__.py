@@ -26,8 +26,10 @@ stats; ``stream_options.include_usage`` adds a usage chunk).
 
 Answers: ``choices[i].message.content`` is the canonical JSON record; ``finish_reason`` is
 ``stop`` for a complete record (always valid: it is re-checked against the schema and every
-factor before it is sent), or ``length`` with the partial record when ``max_tokens`` ran out
-or the request timed out (``factorspec.stop_reason`` says which). ``usage`` has
+factor before it is sent), or ``length`` with the partial record when the request timed out
+(``factorspec.stop_reason`` says why; ``max_tokens`` never cuts a record: the masks finish
+it within the budget, and a budget below the shortest record is a 400 ``token_budget``
+naming ``min_tokens``). ``usage`` has
 ``prompt_tokens`` and ``completion_tokens``; ``factorspec`` (top level and per choice) has
 the decoding stats: tokens, verify steps, tokens per step, drafted/certain tokens, guesses,
 forward / oracle time, queue time, spec build time, token ids.

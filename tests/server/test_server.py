@@ -14,7 +14,7 @@ import openai  # noqa: TID253
 import pytest
 from pydantic import BaseModel, Field
 
-from factorspec_sdk import Client, UnsatisfiableSpecError
+from factorspec_sdk import Client, TokenBudgetError, UnsatisfiableSpecError
 from factorspec_sdk.engines.scripted import ScriptedEngine
 from factorspec_sdk.ir import to_ir
 from factorspec_sdk.remote import RemoteBackend
@@ -112,7 +112,7 @@ def test_n_choices_and_seeds(client: openai.OpenAI) -> None:
         Trip.model_validate_json(c.message.content, context=TRIP_CONTEXT)
 
 
-def test_max_tokens_below_the_shortest_record_is_a_400(client: openai.OpenAI) -> None:
+def test_max_tokens_below_the_shortest_record_is_a_400(url: str, client: openai.OpenAI) -> None:
     with pytest.raises(openai.BadRequestError) as info:
         chat(client, "cut", max_tokens=5)
     body = info.value.body
@@ -122,6 +122,9 @@ def test_max_tokens_below_the_shortest_record_is_a_400(client: openai.OpenAI) ->
     choice = r.choices[0]  # type: ignore[attr-defined]
     assert choice.finish_reason == "stop"
     Trip.model_validate_json(choice.message.content, context=TRIP_CONTEXT)
+    with pytest.raises(TokenBudgetError) as refused:  # the remote backend raises it as local
+        RemoteBackend(url).generate(Trip, "cut", context=TRIP_CONTEXT, max_tokens=5)
+    assert (refused.value.max_tokens, refused.value.min_tokens) == (5, need)
 
 
 def test_errors_are_4xx(url: str, client: openai.OpenAI) -> None:
