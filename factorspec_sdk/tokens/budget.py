@@ -268,7 +268,7 @@ class CompletionBound:
         missing = max(0, free.min_length - n)
         pad = self._padding(missing)
         need = 1 + pad[np.clip(missing - tables.safe_chars, 0, missing)] + close
-        fits = set(tables.safe_ids[need <= budget].tolist())
+        closers: list[int] = []
         cost: dict[str, int] = {}
         for tid, before, rest in zip(
             tables.quote_ids.tolist(), tables.quote_before, tables.quote_after, strict=True
@@ -279,5 +279,6 @@ class CompletionBound:
                 nxt = self.planner.resolve_state(after, rest, critical=False)
                 cost[rest] = 1 + self.greedy(nxt)
             if cost[rest] <= budget:
-                fits.add(tid)
-        return np.asarray([t for t in ids.tolist() if t in fits], dtype=np.int64)
+                closers.append(tid)
+        fits = np.concatenate([tables.safe_ids[need <= budget], np.asarray(closers, np.int64)])
+        return ids[np.isin(ids, fits)]
