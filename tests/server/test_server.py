@@ -122,8 +122,12 @@ def test_max_tokens_below_the_shortest_record_is_a_400(url: str, client: openai.
     choice = r.choices[0]  # type: ignore[attr-defined]
     assert choice.finish_reason == "stop"
     Trip.model_validate_json(choice.message.content, context=TRIP_CONTEXT)
-    with pytest.raises(TokenBudgetError) as refused:  # the remote backend raises it as local
-        RemoteBackend(url).generate(Trip, "cut", context=TRIP_CONTEXT, max_tokens=5)
+    backend = RemoteBackend(url)
+    try:
+        with pytest.raises(TokenBudgetError) as refused:  # the remote backend raises it too
+            backend.generate(Trip, "cut", context=TRIP_CONTEXT, max_tokens=5)
+    finally:
+        backend.close()
     assert (refused.value.max_tokens, refused.value.min_tokens) == (5, need)
 
 
