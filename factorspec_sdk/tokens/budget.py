@@ -38,11 +38,14 @@ equals the exhaustive-search shortest record wherever that search is feasible (t
 check it), for the tiny test vocabulary and for SmolLM2's.
 
 Cost: ``U`` at a choice point with ``k`` options walks ``k`` greedy completions (memoized per
-planner; the walks plan segments and ask the oracle). That is paid only when the budget is
+planner; the walks plan segments and ask the oracle). That is paid only where the budget is
 tight: every token has at least one byte, so no completion the bound walks takes more tokens
-than `Writer.longest_bytes` (the longest record with free strings at their minimum); a budget
-above it skips the bound, and masks and certain drafts are exactly those without a budget.
-The default ``max_tokens`` (2048) is loose for the bundled examples.
+than the longest rest of the record in bytes (`Writer.longest_rest_bytes`: lists at their
+bound, free strings at their minimum). A budget above that for the whole record
+(`CompletionBound.ceiling`) skips the bound, and masks and certain drafts are exactly those
+without a budget (the default ``max_tokens``, 2048, does so for the bundled examples); a
+token whose segment plus longest rest fits what is left is allowed without a walk, so walks
+start only near the end of the budget.
 """
 
 from __future__ import annotations
@@ -78,6 +81,7 @@ class CompletionBound:
         self._upper: dict[TrieNode, int] = {}
         self._close: dict[tuple[WriterState, str], tuple[int, int]] = {}
         self._lengths: dict[int, int] | None = None
+        self._roomy_cache: dict[TrieNode, int] = {}
         self._pad_table: list[int] = [0]
 
     # ------------------------------------------------------------------ public
@@ -97,11 +101,21 @@ class CompletionBound:
         if budget >= self.ceiling or not len(ids):
             return ids
         if isinstance(cursor, TrieNode):
-            keep = [t for t in ids.tolist() if 1 + self._after(cursor, t) <= budget]
+            keep = [
+                t
+                for t in ids.tolist()
+                if 1 + self._roomy(cursor.children[t]) <= budget
+                or 1 + self._after(cursor, t) <= budget
+            ]
             return np.asarray(keep, dtype=np.int64)
         if isinstance(cursor, FreeCursor):
             return self._free_allowed(cursor, ids, budget)
         return ids
+
+    @property
+    def walked(self) -> int:
+        """Cursors whose greedy completion has been counted so far (a cost measure)."""
+        return len(self._greedy)
 
     def greedy(self, cursor: Cursor) -> int:
         """``G(cursor)``: tokens of the greedy completion from ``cursor`` (see the module)."""
@@ -135,6 +149,40 @@ class CompletionBound:
         if child.terminal is None:
             return self._upper_of(child)
         return self.greedy(self.planner.advance(node, token, critical=False))
+
+    def _roomy(self, node: TrieNode) -> int:
+        """A cheap upper bound on ``U(node)``: segment tokens + the longest rest in bytes.
+
+        Every token has at least one byte, so the greedy completion after a segment's end
+        takes at most `Writer.longest_rest_bytes` tokens; a budget that covers this needs no
+        walk. The least over the segment's ends below ``node`` (memoized).
+        """
+        hit = self._roomy_cache.get(node)
+        if hit is not None:
+            return hit
+        best: int | None = None
+        stack: list[tuple[TrieNode, int]] = [(node, 0)]
+        while stack:
+            n, depth = stack.pop()
+            if n.terminal is not None:
+                rest = self._rest_bytes(n)
+                best = depth + rest if best is None else min(best, depth + rest)
+                continue
+            stack.extend((c, depth + 1) for c in n.children.values())
+        assert best is not None
+        self._roomy_cache[node] = best
+        return best
+
+    def _rest_bytes(self, leaf: TrieNode) -> int:
+        term = leaf.terminal
+        if isinstance(term, Finished):
+            return 0
+        writer = self.planner.writer
+        if isinstance(term, FreeCursor):
+            return writer.longest_rest_bytes(term.free.state)
+        assert term is not None
+        state, skip = term
+        return writer.longest_rest_bytes(state) - len(skip.encode("utf-8"))
 
     def _upper_of(self, node: TrieNode) -> int:
         """``U(node)``: the least, over the segment's options below ``node``, of their cost."""

@@ -245,8 +245,40 @@ class Writer:
         longest value. The text of any completion FactorSpec's token budget writes from any
         state is at most this long (`factorspec_sdk.tokens.budget`).
         """
-        strings = tuple(str(v) for v in self.spec.strings.strings)
-        return _longest(self.spec.layout, (), self.spec, strings)
+        return self.longest_rest_bytes(self.start())
+
+    def longest_rest_bytes(self, s: WriterState) -> int:
+        """UTF-8 bytes of the longest completion from ``s``, free strings at their minimum.
+
+        The `longest_bytes` of the rest of the record: a free string being written closes
+        after the characters it still lacks, a number gets its widest remaining digits.
+        """
+        spec = self.spec
+        strings = tuple(str(v) for v in spec.strings.strings)
+        total = 0
+        p = s.pending
+        if p is not None:
+            node = p.node
+            whole = _longest(node, p.path, spec, strings)
+            if s.partial is None:
+                total += whole
+            elif isinstance(node, LeafLayout) and node.kind == "str":
+                total += max(0, node.min_length - len(s.partial)) + 1
+            else:
+                total += max(0, whole - len(s.partial))
+        for frame in reversed(s.stack):
+            if isinstance(frame, _ObjFrame):
+                for k, f in enumerate(frame.node.fields[frame.index :], start=frame.index):
+                    key = _utf8(value_text(f.key))
+                    total += (2 if k else 0) + key + 2
+                    total += _longest(f.node, (*frame.path, f.name), spec, strings)
+                total += 1
+            else:
+                m = min(frame.node.max_length, spec.max_length(frame.path))
+                for j in range(frame.index, m):
+                    total += 2 + _longest(frame.node.item, (*frame.path, j), spec, strings)
+                total += 1
+        return total
 
     # ------------------------------------------------------------------ forced text
 

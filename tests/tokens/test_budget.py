@@ -141,6 +141,21 @@ def test_a_loose_budget_changes_no_mask_and_no_certain_token() -> None:
         cursor = p.advance(cursor, int(rng.choice(p.allowed(cursor))))
 
 
+def test_a_middling_budget_walks_only_near_its_end() -> None:
+    """A token whose longest rest fits what is left needs no greedy walk."""
+    p = Planner(Writer(compile_spec(Trip, TRIP_CONTEXT)), TOK)
+    cursor, left = p.start(), p.bound.ceiling - 1  # below the ceiling: the bound is on
+    rng = np.random.default_rng(1)
+    steps, first_walk = 0, None
+    while not isinstance(cursor, Finished):
+        allowed = p.allowed(cursor, left)
+        if first_walk is None and p.bound.walked:
+            first_walk = steps
+        cursor, left, steps = p.advance(cursor, int(rng.choice(allowed))), left - 1, steps + 1
+    # the budget (276 tokens) is far above this record (58 tokens): no walk at all
+    assert first_walk is None and steps >= SHORTEST["trip"]
+
+
 def test_a_tight_budget_makes_more_tokens_certain() -> None:
     p = planner("memo")
     cursor = p.start()
