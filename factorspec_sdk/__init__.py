@@ -37,6 +37,9 @@ from factorspec_sdk.errors import (
     SpecError as SpecError,
 )
 from factorspec_sdk.errors import (
+    TokenBudgetError as TokenBudgetError,
+)
+from factorspec_sdk.errors import (
     UnsatisfiableSpecError as UnsatisfiableSpecError,
 )
 from factorspec_sdk.errors import (
@@ -63,6 +66,7 @@ __all__ = [
     "RelationDefinitionError",
     "SamplingParams",
     "SpecError",
+    "TokenBudgetError",
     "UnsatisfiableSpecError",
     "UnsupportedFieldTypeError",
     "__version__",

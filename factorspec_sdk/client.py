@@ -362,14 +362,14 @@ class Client:
             temperature: 0 for greedy decoding.
             top_p: nucleus sampling mass.
             seed: random seed for sampling.
-            max_tokens: token budget for the record.
+            max_tokens: token budget for the record: the masks finish every record within it.
             speculative: override the client's setting for this call.
             schema_in_prompt: append a compact JSON picture of the model to the prompt.
             return_result: return a `GenerationResult` (value, text, stats) instead of the value.
 
         Raises:
             UnsatisfiableSpecError: no record satisfies the spec (before any token).
-            IncompleteGenerationError: ``max_tokens`` ran out; carries the partial text.
+            TokenBudgetError: ``max_tokens`` is below the shortest record (before any token).
         """
         results = self.generate_batch(
             model,

@@ -13,7 +13,8 @@ Every error the SDK raises on purpose derives from `FactorSpecError` and carries
     ├── EngineError                    an engine failed or cannot be loaded
     │   └── ModelLoadError             the model files cannot be found or converted
     └── GenerationError                decoding could not finish
-        └── IncompleteGenerationError  the token budget ran out; carries the partial text
+        ├── IncompleteGenerationError  the token budget ran out; carries the partial text
+        └── TokenBudgetError           max_tokens is below the shortest record (before any token)
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ __all__ = [
     "OracleError",
     "RelationDefinitionError",
     "SpecError",
+    "TokenBudgetError",
     "UnsatisfiableSpecError",
     "UnsupportedFieldTypeError",
 ]
@@ -152,3 +154,26 @@ class IncompleteGenerationError(GenerationError):
         self.partial_text = partial_text
         self.tokens = tokens
         super().__init__(f"{message} after {tokens} tokens; partial text: {partial_text[-200:]!r}")
+
+
+class TokenBudgetError(GenerationError):
+    """``max_tokens`` is below the shortest record of the spec; raised before any token.
+
+    With a token budget, FactorSpec masks every token after which the record could not be
+    finished within the budget, so a record either fits or is refused up front.
+
+    Attributes:
+        max_tokens: the budget asked for.
+        min_tokens: tokens of the shortest record FactorSpec guarantees to finish (in this
+            tokenizer's tokens); the least ``max_tokens`` that works.
+    """
+
+    code = "token-budget"
+
+    def __init__(self, *, max_tokens: int, min_tokens: int) -> None:
+        self.max_tokens = max_tokens
+        self.min_tokens = min_tokens
+        super().__init__(
+            f"max_tokens={max_tokens} is below the shortest record of this spec, which takes "
+            f"{min_tokens} tokens of this tokenizer; give max_tokens >= {min_tokens}"
+        )

@@ -29,6 +29,7 @@ from factorspec_sdk.errors import (
     GenerationError,
     IncompleteGenerationError,
     SpecError,
+    TokenBudgetError,
     UnsatisfiableSpecError,
 )
 
@@ -174,7 +175,8 @@ class RemoteBackend:
         Raises:
             UnsatisfiableSpecError, SpecError, RelationDefinitionError, ContextError: the spec
                 does not compile for a context (raised locally, before any request).
-            IncompleteGenerationError: ``max_tokens`` ran out (or the server's timeout).
+            TokenBudgetError: ``max_tokens`` is below the shortest record.
+            IncompleteGenerationError: the server's request timeout ended the record.
             RemoteError: the server refused or failed a request.
         """
         del speculative
@@ -243,7 +245,7 @@ class RemoteBackend:
                 extra_body={"factorspec": {"ir": ir}},
             )
         except APIStatusError as exc:
-            raise _remote_error(exc, model_cls.__name__) from exc
+            raise _remote_error(exc, model_cls.__name__, max_tokens) from exc
         except OpenAIError as exc:
             raise RemoteError(f"request failed: {exc}") from exc
         choice = completion.choices[0]
@@ -267,7 +269,7 @@ class RemoteBackend:
         return GenerationResult(value, text, [int(t) for t in token_ids], stats)
 
 
-def _remote_error(exc: object, model: str) -> FactorSpecError:
+def _remote_error(exc: object, model: str, max_tokens: int) -> FactorSpecError:
     status = getattr(exc, "status_code", None)
     body = getattr(exc, "body", None)
     err = body.get("error", body) if isinstance(body, dict) else None
@@ -277,6 +279,11 @@ def _remote_error(exc: object, model: str) -> FactorSpecError:
         core = fs.get("unsat_core") if isinstance(fs, dict) else None
         if isinstance(core, list):
             return UnsatisfiableSpecError([str(c) for c in core], model)
+    if isinstance(err, dict) and err.get("code") == "token_budget":
+        fs = err.get("factorspec")
+        need = fs.get("min_tokens") if isinstance(fs, dict) else None
+        if isinstance(need, int):
+            return TokenBudgetError(max_tokens=max_tokens, min_tokens=need)
     if status == 422 and not (
         isinstance(err, dict) and err.get("code") == "prompt_not_tokenizable"
     ):

@@ -9,7 +9,7 @@ from factorspec_sdk import (
     AsyncClient,
     Client,
     GenerationResult,
-    IncompleteGenerationError,
+    TokenBudgetError,
     UnsatisfiableSpecError,
     relation,
 )
@@ -111,10 +111,16 @@ def test_unsatisfiable_spec_fails_before_any_token() -> None:
     assert eng.forward_calls == 0
 
 
-def test_max_tokens_error_carries_partial_text() -> None:
-    with pytest.raises(IncompleteGenerationError) as info:
-        Client(engine()).generate(Trip, "trip", context=TRIP_CONTEXT, max_tokens=8)
-    assert info.value.partial_text.startswith('{"legs')
+def test_max_tokens_below_the_shortest_record_fails_before_any_token() -> None:
+    eng = engine()
+    with pytest.raises(TokenBudgetError) as info:
+        Client(eng).generate(Trip, "trip", context=TRIP_CONTEXT, max_tokens=8)
+    assert info.value.max_tokens == 8 and info.value.min_tokens > 8
+    assert eng.forward_calls == 0
+    record = Client(eng).generate(
+        Trip, "trip", context=TRIP_CONTEXT, max_tokens=info.value.min_tokens
+    )
+    Trip.model_validate(record.model_dump(), context=TRIP_CONTEXT)
 
 
 def test_bad_sampling_params() -> None:

@@ -38,7 +38,7 @@ EXPECT: dict[str, list[str]] = {
     "relations/tutorial002.py": ["variables (", "components (", "['Copenhagen']"],
     "relations/tutorial003.py": ["for loop", "Basket.all_positive True", "tutorial003.py:"],
     "errors/tutorial001.py": ["unsatisfiable-spec", "['a_below_b', 'b_below_a']"],
-    "errors/tutorial002.py": ["incomplete-generation 20", '{"text": "a'],
+    "errors/tutorial002.py": ["aaaaaaaa\n", "token-budget 10 12"],
     "engines/tutorial002.py": ["color='red' go=False", "forward passes for"],
     "cli/tutorial001.sh": ["variables (", "ok: the spec is satisfiable"],
     "cli/tutorial003.sh": ["exit code: 1", "exit code: 2", "--context"],

@@ -5,11 +5,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import pytest
+from pydantic import BaseModel
 
 from examples import invoice, meeting
 from examples.itinerary import Itinerary
-from factorspec_sdk import Client
+from factorspec_sdk import Client, TokenBudgetError
 from factorspec_sdk.bench.trip import evaluate, generate_problem, prompt_for
+from factorspec_sdk.graph import compile_spec
+from factorspec_sdk.tokens.plan import Planner
+from factorspec_sdk.writer.automaton import Writer
 from tests.greedy import CHUNKING_TOLERANCE, assert_same_greedy
 
 if TYPE_CHECKING:
@@ -87,3 +91,40 @@ def test_greedy_speculative_equals_one_token_per_forward(
         choices += b.stats.verify_steps
     assert choices > 10  # the model did make choices, not just follow forced text
     assert same >= len(problems) - 1  # a split needs a tie within 1e-3: at most one here
+
+
+@pytest.mark.parametrize(
+    ("model", "context", "prompt"),
+    [
+        (meeting.Meeting, meeting.SAMPLE_CONTEXT, meeting.SAMPLE_PROMPT),
+        (invoice.Invoice, invoice.SAMPLE_CONTEXT, invoice.SAMPLE_PROMPT),
+    ],
+    ids=["meeting", "invoice"],
+)
+def test_tight_budgets_finish_on_the_real_model(
+    embedded_engine: EmbeddedEngine, model: type[BaseModel], context: object, prompt: str
+) -> None:
+    """With max_tokens at the shortest record (and a little above), records finish, valid.
+
+    The invoice's wide numbers under arithmetic relations make a tight budget cost oracle
+    time (~10 s a record on two cores), so it runs once.
+    """
+    planner = Planner(Writer(compile_spec(model, context)), embedded_engine.tokenizer)
+    shortest = planner.min_tokens(planner.start())
+    client = Client(embedded_engine)
+    runs = [(shortest, 0.0), (shortest + 5, 0.0), (shortest + 1, 0.8)]
+    for budget, temperature in runs if model is meeting.Meeting else runs[:1]:
+        result = client.generate(
+            model,
+            prompt,
+            context=context,
+            max_tokens=budget,
+            temperature=temperature,
+            seed=1,
+            return_result=True,
+        )
+        assert result.stats.tokens <= budget
+        model.model_validate_json(result.text, context=context)
+    with pytest.raises(TokenBudgetError) as info:
+        client.generate(model, prompt, context=context, max_tokens=shortest - 1)
+    assert info.value.min_tokens == shortest

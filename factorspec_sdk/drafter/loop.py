@@ -21,10 +21,17 @@ from factorspec_sdk.drafter.guess import PromptLookupGuesser
 from factorspec_sdk.drafter.verify import SamplingParams, accept_or_replace, choose_token
 from factorspec_sdk.drafter.width import WidthPolicy
 from factorspec_sdk.engines.protocol import Engine, Logits, SequenceId
-from factorspec_sdk.errors import GenerationError, IncompleteGenerationError
+from factorspec_sdk.errors import GenerationError, IncompleteGenerationError, TokenBudgetError
 from factorspec_sdk.tokens.plan import Cursor, Finished, Planner
 
-__all__ = ["DecodeJob", "DecodeOutcome", "Decoder", "DecoderConfig", "GenerationStats"]
+__all__ = [
+    "DecodeJob",
+    "DecodeOutcome",
+    "Decoder",
+    "DecoderConfig",
+    "GenerationStats",
+    "check_budget",
+]
 
 
 @dataclass(slots=True)
@@ -153,6 +160,21 @@ class _Draft:
         return len(self.tokens) + 1 - self.lead
 
 
+def check_budget(job: DecodeJob, start: Cursor) -> None:
+    """Refuse a job whose ``max_tokens`` is below the shortest record, before any token.
+
+    Raises:
+        TokenBudgetError: no record of the spec fits in ``job.params.max_tokens`` tokens.
+    """
+    planner = job.planner
+    budget = job.params.max_tokens
+    if budget >= planner.bound.ceiling:  # no record the masks guarantee is longer
+        return
+    need = planner.min_tokens(start)
+    if need > budget:
+        raise TokenBudgetError(max_tokens=budget, min_tokens=need)
+
+
 class Decoder:
     """Runs jobs on an engine with certain drafts, guesses and masked verification.
 
@@ -181,6 +203,7 @@ class Decoder:
             if not job.prompt_ids:
                 raise GenerationError("the prompt has no tokens")
             cursor = job.planner.start()
+            check_budget(job, cursor)
         except Exception as exc:
             self._finished.append((ticket, DecodeOutcome("", [], GenerationStats(), exc)))
             return ticket
@@ -355,11 +378,13 @@ class Decoder:
         guesses = 0
         limit = budget  # certain tokens up to the first guess are not capped by max_width
         while len(tokens) < limit and not isinstance(cur, Finished):
-            t = planner.certain(cur)
+            left = budget + 1 - len(tokens)  # tokens left at `cur`, this one included
+            t = planner.certain(cur, left)
             if t is None:
                 if guesses >= a.policy.max_guesses:
                     break
-                t = a.guesser.guess(planner.allowed(cur), [*a.record[1:], a.pending, *tokens])
+                allowed = planner.allowed(cur, left)
+                t = a.guesser.guess(allowed, [*a.record[1:], a.pending, *tokens])
                 if t is None:
                     break
                 if not guesses:
@@ -382,6 +407,7 @@ class Decoder:
         """
         planner = a.job.planner
         params = a.job.params
+        left = params.max_tokens - len(a.record)  # tokens left at d.cursors[0]
         a.record.append(a.pending)
         a.stats.drafted += len(d.tokens)
         a.stats.certain_drafted += sum(d.certain)
@@ -395,7 +421,7 @@ class Decoder:
             cursor = d.cursors[i]
             proposed += 1
             replacement = accept_or_replace(
-                rows[i - lead], planner.allowed(cursor), drafted, params, a.rng
+                rows[i - lead], planner.allowed(cursor, left - i), drafted, params, a.rng
             )
             if replacement is None:
                 a.record.append(drafted)
@@ -416,7 +442,8 @@ class Decoder:
         if isinstance(end, Finished):
             a.cursor = end
             return True
-        bonus = choose_token(rows[len(d.tokens) - lead], planner.allowed(end), params, a.rng)
+        allowed = planner.allowed(end, left - len(d.tokens))
+        bonus = choose_token(rows[len(d.tokens) - lead], allowed, params, a.rng)
         a.pending = bonus
         a.cursor = planner.advance(end, bonus)
         return self._maybe_finished(a)

@@ -25,7 +25,13 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from factorspec_sdk.drafter.loop import DecodeJob, DecodeOutcome, DecoderConfig, GenerationStats
+from factorspec_sdk.drafter.loop import (
+    DecodeJob,
+    DecodeOutcome,
+    DecoderConfig,
+    GenerationStats,
+    check_budget,
+)
 from factorspec_sdk.engines.completion import (
     FREE_STRING_REGEX,
     Completion,
@@ -102,6 +108,7 @@ class SegmentDecoder:
             started = time.perf_counter()
             try:
                 cursor = job.planner.start()
+                check_budget(job, cursor)
             except Exception as exc:
                 stats = GenerationStats(prompt_tokens=len(job.prompt_ids))
                 results[i] = DecodeOutcome("", [], stats, exc)
@@ -150,14 +157,14 @@ class SegmentDecoder:
         planner = a.job.planner
         params = a.job.params
         if self.config.speculative:
-            while (token := planner.certain(a.cursor)) is not None:
+            while (token := planner.certain(a.cursor, self._left(a))) is not None:
                 self._take(a, token)
                 a.stats.drafted += 1
                 a.stats.certain_drafted += 1
         if isinstance(a.cursor, Finished):
             return True
-        budget = params.max_tokens - len(a.record)
-        if budget <= 0:
+        budget = self._left(a)
+        if budget <= 0:  # unreachable with budget masks; kept as a guard
             raise IncompleteGenerationError(
                 "max_tokens reached before the record was complete",
                 partial_text=self._text(a.record),
@@ -167,7 +174,7 @@ class SegmentDecoder:
         prompt = [*a.job.prompt_ids, *a.record]
         a.paths = None
         if self.engine.constraint_style == "tokens":
-            allowed = [int(t) for t in planner.allowed(a.cursor)]
+            allowed = [int(t) for t in planner.allowed(a.cursor, budget)]
             a.request = Completion(
                 prompt,
                 1,
@@ -177,7 +184,11 @@ class SegmentDecoder:
                 seed=seed,
             )
         elif isinstance(a.cursor, TrieNode):
-            a.paths = continuations(a.cursor, planner.tok.vocab)
+            a.paths = [
+                (text, ids)
+                for text, ids in continuations(a.cursor, planner.tok.vocab)
+                if self._fits(a, ids)
+            ]
             longest = max(len(text.encode("utf-8")) for text, _ in a.paths)
             a.request = Completion(
                 prompt,
@@ -192,7 +203,7 @@ class SegmentDecoder:
             a.request = Completion(
                 prompt,
                 budget,
-                regex=_free_regex(a.cursor),
+                regex=_free_regex(a.cursor, self._slack(a)),
                 temperature=params.temperature,
                 top_p=params.top_p,
                 seed=seed,
@@ -230,18 +241,54 @@ class SegmentDecoder:
                 f"the {name} engine returned {reply.text!r} for a free string, which its "
                 f"regex {request.regex!r} does not match: it ignored the constraint"
             )
-        for token in a.job.planner.tok.encode(reply.text):
-            try:
-                self._take(a, token)
-            except ValueError as exc:
+        self._take_string(a, reply.text)
+
+    def _take_string(self, a: _Active, text: str) -> None:
+        """Take a free string's tokens; where the budget ends it, close it the cheapest way."""
+        planner = a.job.planner
+        name = self.engine.name
+        for token in planner.tok.encode(text):
+            cursor = a.cursor
+            if not isinstance(cursor, FreeCursor):
+                break  # the string closed
+            if token not in planner.allowed(cursor):
                 raise GenerationError(
-                    f"the {name} engine's string {reply.text!r} does not tokenize within the "
-                    f"mask ({exc})"
-                ) from None
+                    f"the {name} engine's string {text!r} does not tokenize within the "
+                    f"mask (token {token})"
+                )
+            if token not in planner.allowed(cursor, self._left(a)):
+                break
+            self._take(a, token)
+        cursor = a.cursor
+        while isinstance(cursor, FreeCursor):  # cut by the budget
+            self._take(a, planner.bound.cheapest(cursor))
+            cursor = a.cursor
 
     def _take(self, a: _Active, token: int) -> None:
         a.cursor = a.job.planner.advance(a.cursor, token)
         a.record.append(token)
+
+    def _left(self, a: _Active) -> int:
+        """Tokens the record may still take."""
+        return a.job.params.max_tokens - len(a.record)
+
+    def _slack(self, a: _Active) -> int | None:
+        """Tokens left beyond the cheapest completion; None when the budget is loose."""
+        planner, left = a.job.planner, self._left(a)
+        if left >= planner.bound.ceiling:
+            return None
+        return left - planner.min_tokens(a.cursor)
+
+    def _fits(self, a: _Active, ids: Sequence[int]) -> bool:
+        """Whether a segment's continuation leaves a completion within the budget."""
+        planner = a.job.planner
+        cursor, left = a.cursor, self._left(a)
+        for token in ids:
+            if token not in planner.allowed(cursor, left):
+                return False
+            cursor = planner.advance(cursor, token, critical=False)
+            left -= 1
+        return True
 
     # ------------------------------------------------------------------ outcomes
 
@@ -264,13 +311,21 @@ class SegmentDecoder:
         return DecodeOutcome(self._text(a.record), list(a.record), self._close_stats(a), exc)
 
 
-def _free_regex(cursor: FreeCursor) -> str:
-    """The rest of a free string: its length bounds, then the closing quote."""
+def _free_regex(cursor: FreeCursor, slack: int | None = None) -> str:
+    """The rest of a free string: its length bounds, then the closing quote.
+
+    ``slack`` is the budget beyond the cheapest completion (None: the budget is loose); the
+    string may grow by that many characters past its minimum, which is about what fits (a
+    reply that does not fit anyway is cut and closed by `SegmentDecoder`).
+    """
     free = cursor.free
     n = len(free.written)
     low = max(0, free.min_length - n)
-    if free.max_length is None:
+    high = None if free.max_length is None else max(low, free.max_length - n)
+    if slack is not None:
+        high = low + max(0, slack) if high is None else min(high, low + max(0, slack))
+    if high is None:
         body = "{" + str(low) + ",}" if low else "*"
     else:
-        body = "{" + f"{low},{max(low, free.max_length - n)}" + "}"
+        body = "{" + f"{low},{high}" + "}"
     return FREE_STRING_REGEX.replace("]*", "]" + body, 1)

@@ -27,7 +27,9 @@ class SamplingParams:
         temperature: 0 for greedy; otherwise the softmax temperature.
         top_p: nucleus mass kept (1.0 keeps everything).
         seed: seed of the request's random generator (sampling only).
-        max_tokens: most record tokens before `IncompleteGenerationError`.
+        max_tokens: most record tokens; the masks finish every record within it
+            (`factorspec_sdk.tokens.budget`), and a budget below the shortest record is a
+            `TokenBudgetError` before any token.
     """
 
     temperature: float = 0.0

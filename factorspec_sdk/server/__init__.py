@@ -29,11 +29,12 @@ Answers: ``choices[i].message.content`` is the canonical JSON record; ``finish_r
 ``stop`` for a complete record (always valid: it is re-checked against the schema and every
 factor before it is sent, and against a ``response_format`` JSON schema as sent, with
 `jsonschema`; a record that fails is a logged 500), or ``length`` with the partial record
-when ``max_tokens`` ran out or the request timed out (``factorspec.stop_reason`` says
-which). ``usage`` has ``prompt_tokens`` and ``completion_tokens``; ``factorspec`` (top level
-and per choice) has the decoding stats: tokens, verify steps, tokens per step,
-drafted/certain tokens, guesses, forward / oracle time, queue time, spec build time, token
-ids.
+when the request timed out (``factorspec.stop_reason`` says why; ``max_tokens`` never cuts a
+record: the masks finish it within the budget, and a budget below the shortest record is a
+422 ``token_budget`` naming ``min_tokens``). ``usage`` has ``prompt_tokens`` and
+``completion_tokens``; ``factorspec`` (top level and per choice) has the decoding stats:
+tokens, verify steps, tokens per step, drafted/certain tokens, guesses, forward / oracle
+time, queue time, spec build time, token ids.
 
 Errors are OpenAI-style ``{"error": {"message", "type", "param", "code"}}``: 400 for a body
 that is not JSON or does not match the request schema of ``/openapi.json`` (which states

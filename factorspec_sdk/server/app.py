@@ -28,7 +28,7 @@ from starlette.exceptions import HTTPException
 
 from factorspec_sdk.drafter.loop import DecoderConfig
 from factorspec_sdk.drafter.verify import SamplingParams
-from factorspec_sdk.errors import OracleError, SpecError, UnsatisfiableSpecError
+from factorspec_sdk.errors import OracleError, SpecError, TokenBudgetError, UnsatisfiableSpecError
 from factorspec_sdk.ir import (
     IRError,
     IRLimits,
@@ -507,6 +507,14 @@ class _Server:
                 f"the prompt cannot be tokenized: {err}",
                 code="prompt_not_tokenizable",
                 param="messages",
+            )
+        if isinstance(err, TokenBudgetError):
+            raise ApiError(
+                422,
+                err.message,
+                code="token_budget",
+                param="max_tokens",
+                extra={"min_tokens": err.min_tokens},
             )
         if isinstance(err, OracleError):
             raise ApiError(422, f"the spec is too hard to decide: {err}", code="oracle")

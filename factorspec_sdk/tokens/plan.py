@@ -23,6 +23,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
@@ -30,10 +31,14 @@ import numpy.typing as npt
 from factorspec_sdk.tokens.vocab import TokenizerInfo
 from factorspec_sdk.writer.automaton import FreeString, Option, Writer, WriterState
 
+if TYPE_CHECKING:
+    from factorspec_sdk.tokens.budget import CompletionBound
+
 __all__ = [
     "Cursor",
     "Finished",
     "FreeCursor",
+    "FreeTables",
     "Planner",
     "TokenIds",
     "TrieNode",
@@ -77,7 +82,18 @@ Cursor = TrieNode | FreeCursor | Finished
 
 
 @dataclass(frozen=True, slots=True)
-class _FreeTables:
+class FreeTables:
+    """Vocabulary tables for free strings, built once per tokenizer.
+
+    Attributes:
+        safe_ids: tokens a JSON string may hold unescaped, without a quote.
+        safe_chars: characters of each safe token.
+        safe_text: text of each safe token.
+        quote_ids: tokens with a quote (they close the string).
+        quote_before: text of each quote token before its quote.
+        quote_after: text of each quote token after its quote.
+    """
+
     safe_ids: TokenIds
     safe_chars: npt.NDArray[np.int64]
     safe_text: tuple[str, ...]
@@ -87,7 +103,7 @@ class _FreeTables:
 
 
 @lru_cache(maxsize=8)
-def _free_tables(tok: TokenizerInfo) -> _FreeTables:
+def _free_tables(tok: TokenizerInfo) -> FreeTables:
     safe_ids: list[int] = []
     safe_chars: list[int] = []
     safe_text: list[str] = []
@@ -112,7 +128,7 @@ def _free_tables(tok: TokenizerInfo) -> _FreeTables:
             q_ids.append(i)
             q_before.append(text[:q])
             q_after.append(text[q + 1 :])
-    return _FreeTables(
+    return FreeTables(
         np.asarray(safe_ids, dtype=np.int64),
         np.asarray(safe_chars, dtype=np.int64),
         tuple(safe_text),
@@ -146,7 +162,8 @@ class Planner:
         self._plans: dict[tuple[WriterState, str], Cursor] = {}
         self._lock = threading.Lock()
         self.stats = PlannerStats()
-        self._free_tables: _FreeTables | None = None
+        self._free_tables: FreeTables | None = None
+        self._bound: CompletionBound | None = None
 
     # ------------------------------------------------------------------ entry points
 
@@ -154,19 +171,46 @@ class Planner:
         """The cursor before the record's first token."""
         return self.resolve_state(self.writer.start(), "", critical=True)
 
-    def allowed(self, cursor: Cursor) -> TokenIds:
-        """Allowed token ids at ``cursor`` (empty when the record is finished)."""
+    def allowed(self, cursor: Cursor, budget: int | None = None) -> TokenIds:
+        """Allowed token ids at ``cursor`` (empty when the record is finished).
+
+        With ``budget`` (the tokens left, this one included), only tokens after which the
+        record can still be finished within the budget (`factorspec_sdk.tokens.budget`).
+        """
+        if budget is not None:
+            return self.bound.allowed(cursor, budget)
         if isinstance(cursor, TrieNode):
             return cursor.ids
         if isinstance(cursor, FreeCursor):
             return self._free_allowed(cursor.free)
         return np.zeros(0, dtype=np.int64)
 
-    def certain(self, cursor: Cursor) -> int | None:
-        """The certain token at ``cursor``, if exactly one token is allowed."""
+    def certain(self, cursor: Cursor, budget: int | None = None) -> int | None:
+        """The certain token at ``cursor``, if exactly one token is allowed (within ``budget``)."""
         if isinstance(cursor, TrieNode) and len(cursor.ids) == 1:
             return int(cursor.ids[0])
-        return None
+        if budget is None or budget >= self.bound.ceiling or isinstance(cursor, Finished):
+            return None
+        ids = self.bound.allowed(cursor, budget)
+        return int(ids[0]) if len(ids) == 1 else None
+
+    @property
+    def bound(self) -> CompletionBound:
+        """Token counts of completions, for budget masks (built on first use)."""
+        if self._bound is None:
+            from factorspec_sdk.tokens.budget import CompletionBound
+
+            self._bound = CompletionBound(self)
+        return self._bound
+
+    def min_tokens(self, cursor: Cursor) -> int:
+        """Tokens of the shortest completion from ``cursor`` that budget masks guarantee.
+
+        An upper bound on the true shortest completion (exact on the bundled examples); see
+        `factorspec_sdk.tokens.budget`. ``min_tokens(start())`` is the least ``max_tokens``
+        a record of this spec can be decoded with.
+        """
+        return self.bound.min_tokens(cursor)
 
     def advance(self, cursor: Cursor, token: int, *, critical: bool = True) -> Cursor:
         """The cursor after ``token`` (which must be allowed at ``cursor``)."""
@@ -283,13 +327,14 @@ class Planner:
 
     # ------------------------------------------------------------------ free strings
 
-    def _tables(self) -> _FreeTables:
+    def free_tables(self) -> FreeTables:
+        """The vocabulary tables for free strings (built once per tokenizer)."""
         if self._free_tables is None:
             self._free_tables = _free_tables(self.tok)
         return self._free_tables
 
     def _free_allowed(self, free: FreeString) -> TokenIds:
-        tables = self._tables()
+        tables = self.free_tables()
         n = len(free.written)
         parts: list[TokenIds] = []
         if free.max_length is None:

@@ -24,7 +24,7 @@ from factorspec_sdk.relations.layout import (
     ObjectLayout,
     Path,
 )
-from factorspec_sdk.writer.digits import INT_LIMIT, next_digits_in_range
+from factorspec_sdk.writer.digits import INT_LIMIT, is_canonical_int, next_digits_in_range
 
 if TYPE_CHECKING:
     from factorspec_sdk.graph import Assignment, CompiledSpec, Fact, Oracle, Value
@@ -209,6 +209,76 @@ class Writer:
                 return "".join(parts), s
             parts.append(ev.text)
             s = ev.state
+
+    # ------------------------------------------------------------------ lengths
+
+    def shortest_rest(self, s: WriterState) -> int:
+        """Characters of the shortest layout text that completes the record from ``s``.
+
+        Relations are ignored, so this is a lower bound on the text of any valid completion;
+        the token budget uses it only to rank options (`factorspec_sdk.tokens.budget`).
+        """
+        total = 0
+        p = s.pending
+        if p is not None:
+            node = p.node
+            if s.partial is None:
+                total += _shortest(node)
+            elif isinstance(node, LeafLayout) and node.kind == "str":
+                total += max(0, node.min_length - len(s.partial)) + 1
+            elif not (s.partial and is_canonical_int(s.partial)):
+                total += 1  # an int needs at least one more digit
+        for frame in reversed(s.stack):
+            if isinstance(frame, _ObjFrame):
+                for k, f in enumerate(frame.node.fields[frame.index :], start=frame.index):
+                    total += (2 if k else 0) + len(value_text(f.key)) + 2 + _shortest(f.node)
+                total += 1
+            else:
+                missing = max(0, frame.node.min_length - frame.index)
+                total += missing * (2 + _shortest(frame.node.item)) + 1
+        return total
+
+    def longest_bytes(self) -> int:
+        """UTF-8 bytes of the longest record whose free strings have their minimum length.
+
+        Every list at its bound, every number at its widest, every enumerated string at its
+        longest value. The text of any completion FactorSpec's token budget writes from any
+        state is at most this long (`factorspec_sdk.tokens.budget`).
+        """
+        return self.longest_rest_bytes(self.start())
+
+    def longest_rest_bytes(self, s: WriterState) -> int:
+        """UTF-8 bytes of the longest completion from ``s``, free strings at their minimum.
+
+        The `longest_bytes` of the rest of the record: a free string being written closes
+        after the characters it still lacks, a number gets its widest remaining digits.
+        """
+        spec = self.spec
+        strings = tuple(str(v) for v in spec.strings.strings)
+        total = 0
+        p = s.pending
+        if p is not None:
+            node = p.node
+            whole = _longest(node, p.path, spec, strings)
+            if s.partial is None:
+                total += whole
+            elif isinstance(node, LeafLayout) and node.kind == "str":
+                total += max(0, node.min_length - len(s.partial)) + 1
+            else:
+                total += max(0, whole - len(s.partial))
+        for frame in reversed(s.stack):
+            if isinstance(frame, _ObjFrame):
+                for k, f in enumerate(frame.node.fields[frame.index :], start=frame.index):
+                    key = _utf8(value_text(f.key))
+                    total += (2 if k else 0) + key + 2
+                    total += _longest(f.node, (*frame.path, f.name), spec, strings)
+                total += 1
+            else:
+                m = min(frame.node.max_length, spec.max_length(frame.path))
+                for j in range(frame.index, m):
+                    total += 2 + _longest(frame.node.item, (*frame.path, j), spec, strings)
+                total += 1
+        return total
 
     # ------------------------------------------------------------------ forced text
 
@@ -411,3 +481,51 @@ class Writer:
     def close_free(self, free: FreeString) -> WriterState:
         """The state right after the closing quote of a free string."""
         return self._after_leaf(free.state, None)
+
+
+def _shortest(node: LayoutNode) -> int:
+    """Characters of the shortest canonical JSON text of ``node`` (relations ignored)."""
+    if isinstance(node, ObjectLayout):
+        n = 2 + sum(len(value_text(f.key)) + 2 + _shortest(f.node) for f in node.fields)
+        n += 2 * max(0, len(node.fields) - 1)
+    elif isinstance(node, ListLayout):
+        m = node.min_length
+        n = 2 + m * _shortest(node.item) + 2 * max(0, m - 1)
+    elif node.kind == "bool":
+        n = 4
+    elif node.kind == "enum":
+        n = min((len(value_text(c)) for c in node.choices), default=2)
+    elif node.kind == "str":
+        n = 2 + node.min_length
+    else:
+        n = 1
+    return min(n, 4) if node.nullable else n
+
+
+def _utf8(text: str) -> int:
+    return len(text.encode("utf-8"))
+
+
+def _longest(node: LayoutNode, path: Path, spec: CompiledSpec, strings: tuple[str, ...]) -> int:
+    """UTF-8 bytes of the longest text of ``node`` with free strings at their minimum."""
+    if isinstance(node, ObjectLayout):
+        n = 2 + 2 * max(0, len(node.fields) - 1)
+        for f in node.fields:
+            n += _utf8(value_text(f.key)) + 2 + _longest(f.node, (*path, f.name), spec, strings)
+    elif isinstance(node, ListLayout):
+        m = min(node.max_length, spec.max_length(path))
+        item = max((_longest(node.item, (*path, i), spec, strings) for i in range(m)), default=0)
+        n = 2 + m * (item + 2)
+    elif node.kind == "bool":
+        n = 5
+    elif node.kind == "enum":
+        n = max((_utf8(value_text(c)) for c in node.choices), default=2)
+    elif node.kind == "str":
+        n = 2 + node.min_length
+        if spec.variable_for(path) is not None:  # a relation reads it: a value of the table
+            n = max([n, *(_utf8(value_text(v)) for v in strings)])
+    else:
+        lo = -INT_LIMIT if node.ge is None else max(node.ge, -INT_LIMIT)
+        hi = INT_LIMIT if node.le is None else min(node.le, INT_LIMIT)
+        n = max(len(str(lo)), len(str(hi)))
+    return max(n, 4) if node.nullable else n

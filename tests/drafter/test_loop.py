@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 from factorspec_sdk.drafter.loop import DecodeJob, Decoder, DecoderConfig
 from factorspec_sdk.drafter.verify import SamplingParams, masked_probs
 from factorspec_sdk.engines.scripted import ScriptedEngine
-from factorspec_sdk.errors import IncompleteGenerationError
+from factorspec_sdk.errors import TokenBudgetError
 from factorspec_sdk.graph import compile_spec
 from factorspec_sdk.tokens.plan import Finished, Planner
 from factorspec_sdk.writer.automaton import Writer
@@ -115,12 +115,13 @@ def test_batch_decodes_all_requests_in_shared_forwards() -> None:
     assert max(len(rows) for rows in engine.batch_log) == 3
 
 
-def test_max_tokens_raises_with_partial_text() -> None:
+def test_max_tokens_below_the_shortest_record_is_refused_before_any_token() -> None:
     engine = ScriptedEngine.random(TOK, seed=0)
-    with pytest.raises(IncompleteGenerationError) as info:
+    with pytest.raises(TokenBudgetError) as info:
         decode(engine, Trip, TRIP_CONTEXT, DecoderConfig(), SamplingParams(max_tokens=5))
-    assert info.value.tokens == 5
-    assert info.value.partial_text == '{"legs'
+    assert (info.value.max_tokens, info.value.min_tokens) == (5, 58)
+    assert "max_tokens=5" in str(info.value) and "58 tokens" in str(info.value)
+    assert engine.forward_calls == 0
 
 
 def exact_distribution(engine: ScriptedEngine, params: SamplingParams) -> dict[str, float]:

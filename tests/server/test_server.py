@@ -14,7 +14,7 @@ import openai  # noqa: TID253
 import pytest
 from pydantic import BaseModel, Field
 
-from factorspec_sdk import Client, UnsatisfiableSpecError
+from factorspec_sdk import Client, TokenBudgetError, UnsatisfiableSpecError
 from factorspec_sdk.engines.scripted import ScriptedEngine
 from factorspec_sdk.ir import to_ir
 from factorspec_sdk.remote import RemoteBackend
@@ -112,13 +112,23 @@ def test_n_choices_and_seeds(client: openai.OpenAI) -> None:
         Trip.model_validate_json(c.message.content, context=TRIP_CONTEXT)
 
 
-def test_max_tokens_gives_length_with_partial_record(client: openai.OpenAI) -> None:
-    full = chat(client, "cut").choices[0].message.content  # type: ignore[attr-defined]
-    r = chat(client, "cut", max_tokens=5)
+def test_max_tokens_below_the_shortest_record_is_a_422(url: str, client: openai.OpenAI) -> None:
+    with pytest.raises(openai.UnprocessableEntityError) as info:
+        chat(client, "cut", max_tokens=5)
+    body = info.value.body
+    assert body["code"] == "token_budget" and body["param"] == "max_tokens"  # type: ignore[index]
+    need = body["factorspec"]["min_tokens"]  # type: ignore[index]
+    r = chat(client, "cut", max_tokens=need)  # the shortest record fits exactly
     choice = r.choices[0]  # type: ignore[attr-defined]
-    assert choice.finish_reason == "length"
-    assert full.startswith(choice.message.content) and len(choice.message.content) < len(full)
-    assert r.model_extra["factorspec"]["stop_reason"] == "max_tokens"  # type: ignore[attr-defined]
+    assert choice.finish_reason == "stop"
+    Trip.model_validate_json(choice.message.content, context=TRIP_CONTEXT)
+    backend = RemoteBackend(url)
+    try:
+        with pytest.raises(TokenBudgetError) as refused:  # the remote backend raises it too
+            backend.generate(Trip, "cut", context=TRIP_CONTEXT, max_tokens=5)
+    finally:
+        backend.close()
+    assert (refused.value.max_tokens, refused.value.min_tokens) == (5, need)
 
 
 def test_errors_are_4xx(url: str, client: openai.OpenAI) -> None:

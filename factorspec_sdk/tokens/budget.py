@@ -1,0 +1,344 @@
+"""Budget-feasible masks: only tokens after which the record can still finish within budget.
+
+Exactness under a token budget means: every prefix the planner allows under ``max_tokens`` can
+be completed to a valid record within ``max_tokens`` tokens *of this tokenizer, as the planner
+writes them* (canonical tokenization of each segment). The planner's masks already guarantee
+that a valid completion exists; `CompletionBound` adds how many tokens one costs.
+
+The bound, for a cursor ``c`` of the planner:
+
+- ``G(c)``, the *greedy completion*: the exact token count of one particular completion the
+  planner allows, found by walking forward from ``c``. In each planned segment it takes the
+  option of least rank: the option's tokens plus the characters of the shortest layout text
+  after it (`Writer.shortest_rest`), so numbers end and lists close as soon as the relations
+  let them and optional leaves are null. In a free string it pads to the minimum length with
+  the longest tokens that do not pass it, then takes the closing-quote token that costs
+  least. The planner's options are exactly the feasible ones (the oracle decides them), so the
+  walk always ends in a valid record, and ``G(c)`` counts precisely the tokens it takes,
+  relation-determined runs and token merges across value boundaries included (a closing
+  token such as ``", "`` is followed by the rest of the forced text, as the planner plans it).
+  The rank only steers the walk; any rank keeps the bound exact, a good one keeps it tight.
+- ``U(c)``, the bound the masks use: inside a segment, the least over the segment's options of
+  (tokens to that option's end + ``G`` after it); in a free string, ``G``. So
+  ``shortest(c) <= U(c) <= G(c)``.
+
+A token ``t`` is allowed at ``c`` with ``r`` tokens left iff ``1 + U(c after t) <= r``
+(``G`` after a closing quote). This never allows a prefix that cannot finish: ``U`` is the
+length of a real completion. It never strands decoding either: if ``U(c) <= r`` (checked for
+the start cursor before the first token: `Planner.min_tokens`, `TokenBudgetError`), the token
+that starts the completion achieving ``U(c)`` is allowed and leaves a cursor with
+``U <= r - 1`` (``U <= G`` along that completion), so by induction some token is always
+allowed until the record is finished.
+
+How conservative: ``U`` is exact within a segment and greedy beyond it. It can exceed the
+true shortest completion when a locally cheap choice forces a longer rest (a value with few
+tokens whose relations then demand longer values later), or when a closing token with text
+before its quote would save a padding token. On the bundled examples ``U`` at the start
+equals the exhaustive-search shortest record wherever that search is feasible (the tests
+check it), for the tiny test vocabulary and for SmolLM2's.
+
+Cost: ``U`` at a choice point with ``k`` options walks ``k`` greedy completions (memoized per
+planner; the walks plan segments and ask the oracle). That is paid only where the budget is
+tight: every token has at least one byte, so no completion the bound walks takes more tokens
+than the longest rest of the record in bytes (`Writer.longest_rest_bytes`: lists at their
+bound, free strings at their minimum). A budget above that for the whole record
+(`CompletionBound.ceiling`) skips the bound, and masks and certain drafts are exactly those
+without a budget (the default ``max_tokens``, 2048, does so for the bundled examples); a
+token whose segment plus longest rest fits what is left is allowed without a walk, so walks
+start only near the end of the budget.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
+
+from factorspec_sdk.errors import GenerationError
+from factorspec_sdk.tokens.plan import Cursor, Finished, FreeCursor, TokenIds, TrieNode
+
+if TYPE_CHECKING:
+    from factorspec_sdk.tokens.plan import Planner
+    from factorspec_sdk.writer.automaton import WriterState
+
+__all__ = ["CompletionBound"]
+
+
+class CompletionBound:
+    """Token counts of completions from the cursors of one `Planner`, and budget masks.
+
+    The bound refers to its planner weakly: the planner owns the bound, and a cycle between
+    them would keep the spec's Z3 contexts alive until a cyclic collection (the server's RSS
+    grows by ~16 MB a request meanwhile).
+
+    Attributes:
+        ceiling: more tokens than any completion the bound walks can take; a budget of at
+            least this many tokens constrains nothing.
+    """
+
+    def __init__(self, planner: Planner) -> None:
+        self._planner = weakref.ref(planner)
+        self.ceiling = planner.writer.longest_bytes() + 1
+        self._greedy: dict[Cursor, int] = {}
+        self._upper: dict[TrieNode, int] = {}
+        self._close: dict[tuple[WriterState, str], tuple[int, int]] = {}
+        self._lengths: dict[int, int] | None = None
+        self._roomy_cache: dict[TrieNode, int] = {}
+        self._pad_table: list[int] = [0]
+
+    @property
+    def planner(self) -> Planner:
+        """The planner whose cursors are measured."""
+        planner = self._planner()
+        if planner is None:  # the planner owns the bound: it cannot be gone while in use
+            raise GenerationError("internal error: the budget bound outlived its planner")
+        return planner
+
+    # ------------------------------------------------------------------ public
+
+    def min_tokens(self, cursor: Cursor) -> int:
+        """``U(cursor)``: tokens of the shortest completion the masks guarantee from here."""
+        if isinstance(cursor, TrieNode):
+            return self._upper_of(cursor)
+        return self.greedy(cursor)
+
+    def allowed(self, cursor: Cursor, budget: int) -> TokenIds:
+        """The planner's allowed ids at ``cursor`` that leave a completion within ``budget``.
+
+        ``budget`` counts the tokens still allowed, this one included.
+        """
+        ids = self.planner.allowed(cursor)
+        if budget >= self.ceiling or not len(ids):
+            return ids
+        if isinstance(cursor, TrieNode):
+            keep = [
+                t
+                for t in ids.tolist()
+                if 1 + self._roomy(cursor.children[t]) <= budget
+                or 1 + self._after(cursor, t) <= budget
+            ]
+            return np.asarray(keep, dtype=np.int64)
+        if isinstance(cursor, FreeCursor):
+            return self._free_allowed(cursor, ids, budget)
+        return ids
+
+    @property
+    def walked(self) -> int:
+        """Cursors whose greedy completion has been counted so far (a cost measure)."""
+        return len(self._greedy)
+
+    def greedy(self, cursor: Cursor) -> int:
+        """``G(cursor)``: tokens of the greedy completion from ``cursor`` (see the module)."""
+        walked: list[tuple[Cursor, int]] = []
+        cur = cursor
+        while True:
+            hit = self._greedy.get(cur)
+            if hit is not None:
+                total = hit
+                break
+            if isinstance(cur, Finished):
+                total = 0
+                break
+            if isinstance(cur, FreeCursor):
+                total = self._free_greedy(cur)
+                self._greedy[cur] = total
+                break
+            depth, nxt = self._greedy_step(cur)
+            walked.append((cur, depth))
+            cur = nxt
+        for c, depth in reversed(walked):
+            total += depth
+            self._greedy[c] = total
+        return total
+
+    # ------------------------------------------------------------------ segments
+
+    def _after(self, node: TrieNode, token: int) -> int:
+        """Tokens to finish after ``token`` at ``node``: ``U`` inside the segment, else ``G``."""
+        child = node.children[token]
+        if child.terminal is None:
+            return self._upper_of(child)
+        return self.greedy(self.planner.advance(node, token, critical=False))
+
+    def _roomy(self, node: TrieNode) -> int:
+        """A cheap upper bound on ``U(node)``: segment tokens + the longest rest in bytes.
+
+        Every token has at least one byte, so the greedy completion after a segment's end
+        takes at most `Writer.longest_rest_bytes` tokens; a budget that covers this needs no
+        walk. The least over the segment's ends below ``node`` (memoized).
+        """
+        hit = self._roomy_cache.get(node)
+        if hit is not None:
+            return hit
+        best: int | None = None
+        stack: list[tuple[TrieNode, int]] = [(node, 0)]
+        while stack:
+            n, depth = stack.pop()
+            if n.terminal is not None:
+                rest = self._rest_bytes(n)
+                best = depth + rest if best is None else min(best, depth + rest)
+                continue
+            stack.extend((c, depth + 1) for c in n.children.values())
+        assert best is not None
+        self._roomy_cache[node] = best
+        return best
+
+    def _rest_bytes(self, leaf: TrieNode) -> int:
+        term = leaf.terminal
+        if isinstance(term, Finished):
+            return 0
+        writer = self.planner.writer
+        if isinstance(term, FreeCursor):
+            return writer.longest_rest_bytes(term.free.state)
+        assert term is not None
+        state, skip = term
+        return writer.longest_rest_bytes(state) - len(skip.encode("utf-8"))
+
+    def _upper_of(self, node: TrieNode) -> int:
+        """``U(node)``: the least, over the segment's options below ``node``, of their cost."""
+        hit = self._upper.get(node)
+        if hit is not None:
+            return hit
+        # post-order without recursion: certain runs can be hundreds of tokens deep
+        stack: list[tuple[TrieNode, bool]] = [(node, False)]
+        while stack:
+            n, ready = stack.pop()
+            if n in self._upper:
+                continue
+            inner = [c for c in n.children.values() if c.terminal is None and c not in self._upper]
+            if not ready and inner:
+                stack.append((n, True))
+                stack.extend((c, False) for c in inner)
+                continue
+            self._upper[n] = min(1 + self._after(n, t) for t in n.children)
+        return self._upper[node]
+
+    def _greedy_step(self, node: TrieNode) -> tuple[int, Cursor]:
+        """The greedy option of the segment at ``node``: its tokens and the cursor after it."""
+        best: tuple[tuple[int, int], int, TrieNode, int] | None = None
+        stack: list[tuple[TrieNode, int]] = [(node, 0)]
+        while stack:
+            n, depth = stack.pop()
+            for t, child in n.children.items():
+                if child.terminal is None:
+                    stack.append((child, depth + 1))
+                    continue
+                rank = (depth + 1 + self._rest(child), depth + 1)
+                if best is None or rank < best[0]:
+                    best = (rank, depth + 1, n, t)
+        if best is None:
+            raise RuntimeError("a planned segment has no option")
+        _, depth, parent, token = best
+        return depth, self.planner.advance(parent, token, critical=False)
+
+    def _rest(self, leaf: TrieNode) -> int:
+        """Shortest layout text after a segment's end (relations ignored), for ranking."""
+        term = leaf.terminal
+        if isinstance(term, Finished):
+            return 0
+        if isinstance(term, FreeCursor):
+            return self.planner.writer.shortest_rest(term.free.state)
+        assert term is not None
+        state, skip = term
+        return self.planner.writer.shortest_rest(state) - len(skip)
+
+    # ------------------------------------------------------------------ free strings
+
+    def cheapest(self, cursor: TrieNode | FreeCursor) -> int:
+        """The token that starts the completion `min_tokens` counts from ``cursor``."""
+        if isinstance(cursor, TrieNode):
+            ids: list[int] = cursor.ids.tolist()
+            return min(ids, key=lambda t: (self._after(cursor, t), t))
+        missing = cursor.free.min_length - len(cursor.free.written)
+        if missing > 0:
+            return self._by_length()[self._pad_step(missing)]
+        return self._closing(cursor)[1]
+
+    def _by_length(self) -> dict[int, int]:
+        """The first safe token (no quote, no escape) of each length in characters."""
+        if self._lengths is None:
+            tables = self.planner.free_tables()
+            self._lengths = {}
+            for tid, n in zip(tables.safe_ids.tolist(), tables.safe_chars.tolist(), strict=True):
+                self._lengths.setdefault(n, tid)
+        return self._lengths
+
+    def _pad_step(self, missing: int) -> int:
+        """Length of the padding token for ``missing`` characters: the longest that fits."""
+        fits = [n for n in self._by_length() if 0 < n <= missing]
+        if not fits:
+            raise GenerationError(
+                "the vocabulary has no one-character token to pad a string to its "
+                "min_length, so a token budget cannot be guaranteed"
+            )
+        return max(fits)
+
+    def _padding(self, missing: int) -> npt.NDArray[np.int64]:
+        """Tokens the padding takes for 0..``missing`` characters (longest token first)."""
+        table = self._pad_table
+        while len(table) <= missing:
+            m = len(table)
+            table.append(1 + table[m - self._pad_step(m)])
+        return np.asarray(table[: missing + 1], dtype=np.int64)
+
+    def _free_greedy(self, cursor: FreeCursor) -> int:
+        """Pad to the minimum length (longest tokens first), then close at least cost."""
+        free = cursor.free
+        missing = max(0, free.min_length - len(free.written))
+        return int(self._padding(missing)[missing]) + self._closing(cursor)[0]
+
+    def _closing(self, cursor: FreeCursor) -> tuple[int, int]:
+        """Least ``1 + G(after)`` over closing tokens with nothing before the quote, and one."""
+        free = cursor.free
+        after = self.planner.writer.close_free(free)
+        key = (after, free.close_suffix)
+        hit = self._close.get(key)
+        if hit is not None:
+            return hit
+        tables = self.planner.free_tables()
+        best: tuple[int, int] | None = None
+        cost: dict[str, int] = {}
+        for tid, before, rest in zip(
+            tables.quote_ids.tolist(), tables.quote_before, tables.quote_after, strict=True
+        ):
+            if before or not free.close_suffix.startswith(rest):
+                continue
+            if rest not in cost:
+                nxt = self.planner.resolve_state(after, rest, critical=False)
+                cost[rest] = 1 + self.greedy(nxt)
+            if best is None or (cost[rest], tid) < best:
+                best = (cost[rest], tid)
+        if best is None:
+            raise GenerationError(
+                "the vocabulary has no token that closes a string with its quote, so a token "
+                "budget cannot be guaranteed"
+            )
+        self._close[key] = best
+        return best
+
+    def _free_allowed(self, cursor: FreeCursor, ids: TokenIds, budget: int) -> TokenIds:
+        """Within a free string: text tokens that leave room to pad and close, closers that fit."""
+        tables = self.planner.free_tables()
+        free = cursor.free
+        n = len(free.written)
+        close = self._closing(cursor)[0]
+        after = self.planner.writer.close_free(free)
+        missing = max(0, free.min_length - n)
+        pad = self._padding(missing)
+        need = 1 + pad[np.clip(missing - tables.safe_chars, 0, missing)] + close
+        closers: list[int] = []
+        cost: dict[str, int] = {}
+        for tid, before, rest in zip(
+            tables.quote_ids.tolist(), tables.quote_before, tables.quote_after, strict=True
+        ):
+            if n + len(before) < free.min_length or not free.close_suffix.startswith(rest):
+                continue
+            if rest not in cost:
+                nxt = self.planner.resolve_state(after, rest, critical=False)
+                cost[rest] = 1 + self.greedy(nxt)
+            if cost[rest] <= budget:
+                closers.append(tid)
+        fits = np.concatenate([tables.safe_ids[need <= budget], np.asarray(closers, np.int64)])
+        return ids[np.isin(ids, fits)]
