@@ -66,13 +66,13 @@ def test_sampled_records_are_valid(embedded_engine: EmbeddedEngine) -> None:
 def test_greedy_speculative_equals_one_token_per_forward(
     embedded_engine_fp32: EmbeddedEngine,
 ) -> None:
-    """Token for token, on 10 prompts with genuine choices.
+    """Token for token, on 6 prompts with genuine choices.
 
     fp32 logits agree across chunkings to ~1e-4, so the records are equal except past a
     masked top-two tie below `CHUNKING_TOLERANCE` (see tests/greedy.py), which a wrong mask
     or a wrong verification would not produce.
     """
-    problems = [generate_problem(3, seed=500 + i, unique=False) for i in range(10)]
+    problems = [generate_problem(3, seed=500 + i, unique=False) for i in range(6)]
     prompts = [prompt_for(p) for p in problems]
     plain = Client(embedded_engine_fp32, speculative=False).generate_batch(
         Itinerary, prompts, contexts=problems, return_result=True
@@ -89,7 +89,7 @@ def test_greedy_speculative_equals_one_token_per_forward(
         assert a.stats.verify_steps == a.stats.tokens
         assert b.stats.verify_steps < a.stats.verify_steps / 4
         choices += b.stats.verify_steps
-    assert choices > 10  # the model did make choices, not just follow forced text
+    assert choices > 6  # the model did make choices, not just follow forced text
     assert same >= len(problems) - 1  # a split needs a tie within 1e-3: at most one here
 
 

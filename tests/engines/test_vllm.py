@@ -71,7 +71,8 @@ def test_greedy_equals_the_embedded_engine(
     on_vllm = Client(vllm_engine)
     embedded = Client(embedded_engine_fp32)
     compared = same = 0
-    for model, prompt, context in CASES:
+    cases = CASES[:4]  # the invoice has most of the choices; trips have 0-4 each
+    for model, prompt, context in cases:
         a = on_vllm.generate(model, prompt, context=context, max_tokens=700, return_result=True)
         b = embedded.generate(model, prompt, context=context, max_tokens=700, return_result=True)
         how = assert_same_greedy(
@@ -80,7 +81,7 @@ def test_greedy_equals_the_embedded_engine(
         compared += how.compared_choices
         same += how.same
     assert compared >= 40, compared  # real choices (the invoice alone has ~70 clear ones)
-    assert same >= len(CASES) - 2, same  # ties are rare: most records are identical
+    assert same >= len(cases) - 1, same  # ties are rare: most records are identical
 
 
 def test_the_trip_bench_runs_on_vllm(vllm_engine: VLLMEngine) -> None:
