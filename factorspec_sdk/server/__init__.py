@@ -55,28 +55,23 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from fastapi import FastAPI
-
-    from factorspec_sdk.drafter.loop import DecoderConfig
     from factorspec_sdk.engines.protocol import Engine
-    from factorspec_sdk.ir import IRLimits
-    from factorspec_sdk.server.app import ServerOptions
+    from factorspec_sdk.server.app import create_app as create_app
 
 __all__ = ["create_app", "serve"]
 
 
-def create_app(
-    engine: Engine,
-    *,
-    model_name: str | None = None,
-    config: DecoderConfig | None = None,
-    limits: IRLimits | None = None,
-    options: ServerOptions | None = None,
-) -> FastAPI:
-    """The FastAPI app serving ``engine`` (see `factorspec_sdk.server.app.create_app`)."""
-    from factorspec_sdk.server.app import create_app as _create_app
+def __getattr__(name: str) -> object:
+    """`factorspec_sdk.server.app.create_app`, imported on first use.
 
-    return _create_app(engine, model_name=model_name, config=config, limits=limits, options=options)
+    (So that importing a light part of the package, such as `factorspec_sdk.server.protocol`,
+    does not import FastAPI.)
+    """
+    if name == "create_app":
+        from factorspec_sdk.server.app import create_app
+
+        return create_app
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def serve(
@@ -108,7 +103,7 @@ def serve(
     """
     import uvicorn
 
-    from factorspec_sdk.server.app import ServerOptions
+    from factorspec_sdk.server.app import ServerOptions, create_app
 
     if isinstance(engine, str):
         from factorspec_sdk.engines import create_logits_engine

@@ -59,6 +59,8 @@ __all__ = [
 ]
 
 JsonObject = dict[str, object]
+Kind = Literal["chat", "completion"]
+"""The generation endpoint a request came to: ``/v1/chat/completions`` or ``/v1/completions``."""
 
 
 class ApiError(Exception):

@@ -11,8 +11,8 @@ import pytest
 from fastapi.testclient import TestClient  # noqa: TID253
 
 from factorspec_sdk.ir import ir_from_json_schema
-from factorspec_sdk.server import app as server_app
 from factorspec_sdk.server import create_app
+from factorspec_sdk.server import specs as server_specs
 from tests.server.helpers import MODEL, scripted_engine
 
 SENT = {
@@ -53,7 +53,7 @@ def test_a_record_the_schema_rejects_is_a_500(
     def forgetful(schema: object, **kw: object) -> dict[str, object]:
         return ir_from_json_schema({**SENT, "required": ["a"], "properties": SENT["properties"]})
 
-    monkeypatch.setattr(server_app, "ir_from_json_schema", forgetful)
+    monkeypatch.setattr(server_specs, "ir_from_json_schema", forgetful)
     with caplog.at_level(logging.ERROR, logger="factorspec.server"):
         r = client.post("/v1/chat/completions", json=body())
     assert r.status_code == 500

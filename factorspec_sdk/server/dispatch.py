@@ -1,0 +1,256 @@
+"""Running prepared requests on the engine thread and waiting for their results.
+
+Owns the asyncio side of `factorspec_sdk.server.worker.EngineWorker`: the queue limit (a
+429), one `Job` per choice, the request's deadline (a job past it is cancelled with reason
+``timeout``), waiting for every choice, or for a stream's deltas, while watching for a client
+that went away (its jobs are cancelled, freeing their decoder slots), and turning a job's
+`Done` into its answer: the record re-checked against the spec and the JSON schema sent, or
+the `ApiError` its failure maps to.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from factorspec_sdk.errors import OracleError, TokenBudgetError
+from factorspec_sdk.ir import RecordInvalidError, check_json_schema_record, check_record
+from factorspec_sdk.server import render
+from factorspec_sdk.server.protocol import ApiError
+from factorspec_sdk.server.render import Answer, Meta
+from factorspec_sdk.server.worker import Delta, Done, EngineWorker, Job, PromptError
+
+if TYPE_CHECKING:
+    from fastapi import Request
+    from jsonschema.protocols import Validator
+
+    from factorspec_sdk.drafter.loop import DecoderConfig
+    from factorspec_sdk.engines.protocol import Engine
+    from factorspec_sdk.graph.spec import CompiledSpec
+    from factorspec_sdk.server.metrics import Metrics
+    from factorspec_sdk.server.specs import Prepared
+
+__all__ = ["Batch", "Dispatcher"]
+
+log = logging.getLogger("factorspec.server")
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """The jobs of one request (one per choice), submitted, and their deadline.
+
+    Attributes:
+        prepared: the request.
+        jobs: its jobs, choice ``i`` at index ``i``.
+        deadline: the event-loop time by which they must finish.
+    """
+
+    prepared: Prepared
+    jobs: list[Job]
+    deadline: float
+
+
+class Dispatcher:
+    """Submits requests to the engine thread and awaits their answers.
+
+    Args:
+        engine: the engine; only the engine thread calls it.
+        config: decoder options.
+        metrics: counters to update.
+        max_batch: most generations decoded together.
+        max_queue: most generations waiting; beyond that a request is a 429.
+        validate_records: re-check every finished record before it is answered.
+    """
+
+    def __init__(
+        self,
+        engine: Engine,
+        config: DecoderConfig,
+        metrics: Metrics,
+        *,
+        max_batch: int,
+        max_queue: int,
+        validate_records: bool,
+    ) -> None:
+        self.metrics = metrics
+        self.max_queue = max_queue
+        self.validate_records = validate_records
+        self.worker = EngineWorker(engine, config, metrics, max_batch=max_batch)
+
+    @property
+    def alive(self) -> bool:
+        """Whether the engine thread runs."""
+        return self.worker.alive
+
+    def close(self) -> None:
+        """Stop the engine thread (waiting and running jobs end with reason ``shutdown``)."""
+        self.worker.close()
+
+    def submit(self, prepared: Prepared) -> Batch:
+        """Queue one job per choice of ``prepared``.
+
+        Raises:
+            ApiError: 429 when the queue cannot take them all; 400 for sampling parameters
+                the decoder rejects.
+        """
+        req = prepared.request
+        loop = asyncio.get_running_loop()
+        if self.metrics.queue_depth + req.n > self.max_queue:
+            raise ApiError(429, "the server queue is full; retry later", type="rate_limit_error")
+        jobs = [
+            Job(
+                prepared.spec,
+                prepared.prompt,
+                prepared.sampling(i),
+                loop,
+                asyncio.Queue(),
+                stream=req.stream,
+            )
+            for i in range(req.n)
+        ]
+        deadline = loop.time() + prepared.timeout_s
+        for job in jobs:
+            self.worker.submit(job)
+        return Batch(prepared, jobs, deadline)
+
+    async def answers(self, request: Request, batch: Batch) -> list[tuple[Done, Answer]] | None:
+        """Every choice's end and answer; None when the client went away first.
+
+        The jobs are cancelled on the way out, whatever happens (a no-op for finished ones).
+
+        Raises:
+            ApiError: the first choice whose failure maps to an error answer.
+        """
+        try:
+            dones = await self._wait_all(request, batch)
+        finally:
+            for job in batch.jobs:
+                self.worker.cancel(job)  # no-op for finished jobs
+        if dones is None:
+            return None
+        spec, schema = batch.prepared.spec, batch.prepared.schema
+        return [(d, await self.finish(d, spec, schema)) for d in dones]
+
+    async def stream(self, batch: Batch, meta: Meta, include_usage: bool) -> AsyncIterator[str]:
+        """The SSE events of choice 0: a role chunk, the deltas, the last chunk, ``[DONE]``.
+
+        An error answer at the end is sent as an error event; a stream closed before its
+        job ended (the client went away) cancels the job.
+        """
+        job = batch.jobs[0]
+        finished = False
+        sent = ""
+        try:
+            yield render.sse(render.chunk(meta, "", None, role=True))
+            while True:
+                ev = await self._next(job, batch.deadline)
+                if isinstance(ev, Delta):
+                    sent += ev.text
+                    yield render.sse(render.chunk(meta, ev.text, None, role=False))
+                    continue
+                finished = True
+                try:
+                    answer = await self.finish(ev, batch.prepared.spec, batch.prepared.schema)
+                except ApiError as exc:
+                    yield render.sse(exc.body())
+                    yield render.SSE_DONE
+                    return
+                yield render.sse(render.last_chunk(meta, ev, answer, sent))
+                if include_usage:
+                    yield render.sse(render.usage_chunk(meta, ev))
+                yield render.SSE_DONE
+                return
+        finally:
+            if not finished:
+                self.worker.cancel(job)
+
+    async def finish(self, done: Done, spec: CompiledSpec, schema: Validator | None) -> Answer:
+        """The answer of a job that ended.
+
+        Raises:
+            ApiError: 500 for a record that fails the re-check (logged), 503 shutting down,
+                422 for a prompt that cannot be tokenized, a token budget below the shortest
+                record or an oracle query the solver cannot decide, 500 another failure.
+        """
+        if done.reason == "complete":
+            assert done.outcome is not None
+            text = done.outcome.text
+            if self.validate_records:
+                try:
+                    await asyncio.to_thread(check_record, spec, text)
+                    if schema is not None:  # the JSON schema the client sent
+                        await asyncio.to_thread(check_json_schema_record, schema, text)
+                except RecordInvalidError as exc:
+                    log.error("generated record failed validation: %s; text %r", exc, text)
+                    raise ApiError(
+                        500,
+                        f"internal error: the generated record failed validation ({exc})",
+                        type="server_error",
+                    ) from None
+            return Answer(text, "stop", True)
+        if done.reason in ("max_tokens", "timeout"):
+            return Answer(done.text, "length", False)
+        if done.reason == "shutdown":
+            raise ApiError(503, "the server is shutting down", type="server_error")
+        if done.reason == "cancelled":
+            return Answer(done.text, "length", False)
+        err = done.error
+        if isinstance(err, PromptError):
+            raise ApiError(
+                422,
+                f"the prompt cannot be tokenized: {err}",
+                code="prompt_not_tokenizable",
+                param="messages",
+            )
+        if isinstance(err, TokenBudgetError):
+            raise ApiError(
+                422,
+                err.message,
+                code="token_budget",
+                param="max_tokens",
+                extra={"min_tokens": err.min_tokens},
+            )
+        if isinstance(err, OracleError):
+            raise ApiError(422, f"the spec is too hard to decide: {err}", code="oracle")
+        log.error("generation failed: %r", err)
+        raise ApiError(500, f"generation failed: {err}", type="server_error")
+
+    async def _next(self, job: Job, deadline: float) -> Delta | Done:
+        loop = asyncio.get_running_loop()
+        remaining = deadline - loop.time()
+        try:
+            return await asyncio.wait_for(job.events.get(), timeout=max(remaining, 0.0))
+        except TimeoutError:
+            self.worker.cancel(job, "timeout")
+        try:  # the engine thread answers a cancel within one step
+            while True:
+                ev = await asyncio.wait_for(job.events.get(), timeout=120.0)
+                if isinstance(ev, Done):
+                    return ev
+        except TimeoutError:
+            return Done("error", error=RuntimeError("the engine thread did not answer"))
+
+    async def _wait_done(self, job: Job, deadline: float) -> Done:
+        while True:
+            ev = await self._next(job, deadline)
+            if isinstance(ev, Done):
+                return ev
+
+    async def _wait_all(self, request: Request, batch: Batch) -> list[Done] | None:
+        waits = (self._wait_done(j, batch.deadline) for j in batch.jobs)
+        task = asyncio.ensure_future(asyncio.gather(*waits))
+        try:
+            while True:
+                finished, _ = await asyncio.wait({task}, timeout=0.5)
+                if finished:
+                    return task.result()
+                if await request.is_disconnected():
+                    for job in batch.jobs:
+                        self.worker.cancel(job)
+                    return None
+        finally:
+            if not task.done():
+                task.cancel()

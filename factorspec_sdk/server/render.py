@@ -1,0 +1,188 @@
+"""The OpenAI answers of `factorspec serve`, as JSON objects and SSE frames.
+
+Owns the shapes of `factorspec_sdk.server.protocol`'s answers: the model card, chat
+completion and text completion bodies, their stream chunks, ``usage``, the ``factorspec``
+stats extension (top level and per choice), and the SSE framing (``data: ...`` events and
+the closing ``data: [DONE]``). Pure functions: no I/O, no waiting.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, NamedTuple
+
+from factorspec_sdk.server.protocol import JsonObject, Kind
+
+if TYPE_CHECKING:
+    from factorspec_sdk.server.worker import Done
+
+__all__ = [
+    "SSE_DONE",
+    "Answer",
+    "Meta",
+    "body",
+    "choice",
+    "chunk",
+    "last_chunk",
+    "model_card",
+    "sse",
+    "stats",
+    "usage",
+    "usage_chunk",
+]
+
+SSE_DONE = "data: [DONE]\n\n"
+"""The SSE event that ends a stream."""
+
+
+class Answer(NamedTuple):
+    """What a finished job answers: the record text, the finish reason, whether it is valid."""
+
+    text: str
+    finish_reason: str
+    valid: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Meta:
+    """What every body and chunk of one answer shares.
+
+    Attributes:
+        id: the completion id (``chatcmpl-...`` or ``cmpl-...``).
+        created: its Unix time.
+        kind: the endpoint answered.
+        model: the served model id.
+        spec_seconds: how long building the request's spec took.
+    """
+
+    id: str
+    created: int
+    kind: Kind
+    model: str
+    spec_seconds: float
+
+    @classmethod
+    def new(cls, kind: Kind, model: str, spec_seconds: float) -> Meta:
+        """A fresh id, created now."""
+        return cls(
+            id=("chatcmpl-" if kind == "chat" else "cmpl-") + uuid.uuid4().hex,
+            created=int(time.time()),
+            kind=kind,
+            model=model,
+            spec_seconds=spec_seconds,
+        )
+
+
+def model_card(model: str, created: int) -> JsonObject:
+    """The ``/v1/models`` entry of the served model."""
+    return {"id": model, "object": "model", "created": created, "owned_by": "factorspec"}
+
+
+def stats(done: Done, meta: Meta, valid: bool) -> JsonObject:
+    """The ``factorspec`` stats of one choice: validity, stop reason, times, decoding counts."""
+    out: JsonObject = {
+        "valid": valid,
+        "stop_reason": done.reason,
+        "queue_seconds": round(done.queue_seconds, 6),
+        "spec_seconds": round(meta.spec_seconds, 6),
+    }
+    if done.outcome is not None:
+        s = done.outcome.stats
+        out.update(
+            tokens=s.tokens,
+            verify_steps=s.verify_steps,
+            tokens_per_step=round(s.tokens_per_step, 4),
+            drafted=s.drafted,
+            certain_drafted=s.certain_drafted,
+            guesses_proposed=s.guesses_proposed,
+            guesses_accepted=s.guesses_accepted,
+            forward_seconds=round(s.forward_seconds, 6),
+            oracle_seconds=round(s.plan_seconds, 6),
+            critical_oracle_seconds=round(s.critical_plan_seconds, 6),
+            wall_seconds=round(s.wall_seconds, 6),
+            token_ids=list(done.outcome.tokens),
+        )
+    else:
+        out["tokens"] = done.tokens
+    return out
+
+
+def choice(i: int, done: Done, answer: Answer, meta: Meta) -> JsonObject:
+    """``choices[i]`` of a (non-streamed) body, with its stats."""
+    out: JsonObject = {"index": i, "finish_reason": answer.finish_reason, "logprobs": None}
+    if meta.kind == "chat":
+        out["message"] = {"role": "assistant", "content": answer.text}
+    else:
+        out["text"] = answer.text
+    out["factorspec"] = stats(done, meta, answer.valid)
+    return out
+
+
+def usage(dones: list[Done]) -> JsonObject:
+    """``usage``: the prompt's tokens (once) and the completion tokens of every choice."""
+    prompt = max((d.outcome.stats.prompt_tokens for d in dones if d.outcome), default=0)
+    completion = sum(len(d.outcome.tokens) if d.outcome else d.tokens for d in dones)
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
+
+
+def body(meta: Meta, choices: list[JsonObject], dones: list[Done]) -> JsonObject:
+    """A chat completion or text completion body (``factorspec``: one choice's stats, or all)."""
+    all_stats = [c["factorspec"] for c in choices]
+    return {
+        "id": meta.id,
+        "object": "chat.completion" if meta.kind == "chat" else "text_completion",
+        "created": meta.created,
+        "model": meta.model,
+        "choices": choices,
+        "usage": usage(dones),
+        "factorspec": all_stats[0] if len(all_stats) == 1 else {"choices": all_stats},
+    }
+
+
+def chunk(meta: Meta, delta: str | None, finish: str | None, role: bool) -> JsonObject:
+    """A stream chunk of choice 0 (``role``: the first chat chunk names the assistant)."""
+    out: JsonObject = {"index": 0, "finish_reason": finish, "logprobs": None}
+    if meta.kind == "chat":
+        d: JsonObject = {}
+        if role:
+            d["role"] = "assistant"
+        if delta is not None:
+            d["content"] = delta
+        out["delta"] = d
+    else:
+        out["text"] = delta or ""
+    return {
+        "id": meta.id,
+        "object": "chat.completion.chunk" if meta.kind == "chat" else "text_completion",
+        "created": meta.created,
+        "model": meta.model,
+        "choices": [out],
+    }
+
+
+def last_chunk(meta: Meta, done: Done, answer: Answer, sent: str) -> JsonObject:
+    """The chunk that finishes a stream: the text not yet ``sent``, the reason, the stats."""
+    rest = answer.text[len(sent) :] if answer.text.startswith(sent) else ""
+    out = chunk(meta, rest, answer.finish_reason, role=False)
+    out["factorspec"] = stats(done, meta, answer.valid)
+    return out
+
+
+def usage_chunk(meta: Meta, done: Done) -> JsonObject:
+    """The chunk with no choices and the usage (``stream_options.include_usage``)."""
+    out = chunk(meta, None, None, role=False)
+    out["choices"] = []
+    out["usage"] = usage([done])
+    return out
+
+
+def sse(obj: JsonObject) -> str:
+    """One SSE event carrying ``obj`` as JSON."""
+    return f"data: {json.dumps(obj, ensure_ascii=False)}\n\n"

@@ -1,0 +1,259 @@
+"""From a request body to what the engine thread needs: the spec, the prompt and the sampling.
+
+Owns the request side of a generation: the model check and request-model validation (a
+404 / 400), the record's spec (a relation IR from the ``factorspec`` extension, else the
+``response_format`` JSON schema converted to one, compiled to a `CompiledSpec`; a spec that
+does not compile or is unsatisfiable is a 422), the `jsonschema` validator of a schema the
+client sent, the prompt (chat messages through the engine's chat template, with the schema
+hint when asked; a raw text or token-id prompt), and the token budget, timeout and
+sampling parameters of each choice. Every failure is an `ApiError`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from pydantic import ValidationError
+
+from factorspec_sdk.drafter.verify import SamplingParams
+from factorspec_sdk.errors import SpecError, UnsatisfiableSpecError
+from factorspec_sdk.ir import (
+    IRError,
+    IRLimits,
+    ir_from_json_schema,
+    json_schema_validator,
+    spec_from_ir,
+)
+from factorspec_sdk.server.protocol import (
+    ApiError,
+    ChatRequest,
+    CompletionRequest,
+    FactorSpecExtension,
+    JsonObject,
+    Kind,
+)
+
+if TYPE_CHECKING:
+    from jsonschema.protocols import Validator
+
+    from factorspec_sdk.engines.protocol import ChatMessage, Engine
+    from factorspec_sdk.graph.spec import CompiledSpec
+    from factorspec_sdk.relations.layout import ObjectLayout
+
+__all__ = [
+    "Prepared",
+    "add_schema_hint",
+    "parse_request",
+    "prepare",
+    "spec_error",
+]
+
+Prompt = Callable[["Engine"], list[int]]
+"""The prompt of a request: called on the engine thread with the engine, gives token ids."""
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """A request made ready for the engine thread.
+
+    Attributes:
+        request: the validated request body.
+        spec: the record's compiled spec.
+        spec_seconds: how long building the spec took.
+        schema: the validator of the JSON schema the client sent (``response_format``,
+            when no IR came), to hold finished records to; else None.
+        prompt: the prompt, as the engine thread turns it into token ids.
+        max_tokens: the token budget of each choice.
+        timeout_s: the request's time limit.
+    """
+
+    request: ChatRequest | CompletionRequest
+    spec: CompiledSpec
+    spec_seconds: float
+    schema: Validator | None
+    prompt: Prompt
+    max_tokens: int
+    timeout_s: float
+
+    def sampling(self, i: int) -> SamplingParams:
+        """The sampling parameters of choice ``i`` (seed ``seed + i``).
+
+        Raises:
+            ApiError: 400 for parameters `SamplingParams` rejects.
+        """
+        req = self.request
+        try:
+            return SamplingParams(
+                temperature=req.temperature if req.temperature is not None else 0.0,
+                top_p=req.top_p if req.top_p is not None else 1.0,
+                seed=None if req.seed is None else req.seed + i,
+                max_tokens=self.max_tokens,
+            )
+        except ValueError as exc:
+            raise ApiError(400, str(exc)) from None
+
+
+async def prepare(
+    payload: JsonObject,
+    kind: Kind,
+    *,
+    model_name: str,
+    vocab_size: int,
+    limits: IRLimits,
+    solver_timeout_ms: int | None,
+    default_max_tokens: int,
+    request_timeout_s: float,
+) -> Prepared:
+    """Validate a generation request and build its spec and prompt.
+
+    Args:
+        payload: the JSON body.
+        kind: the endpoint it came to.
+        model_name: the model this server serves (another one is a 404).
+        vocab_size: the engine's vocabulary size (token-id prompts must lie below it).
+        limits: limits on relation IRs and JSON schemas.
+        solver_timeout_ms: the time limit of each oracle solver query of the spec.
+        default_max_tokens: the token budget when the request gives none.
+        request_timeout_s: the time limit when the request gives none.
+
+    Raises:
+        ApiError: 404 unknown model, 400 a body the request schema rejects, 422 a spec that
+            cannot be built, 400 prompt token ids outside the vocabulary.
+    """
+    req = parse_request(payload, kind, model_name)
+    ext = req.factorspec or FactorSpecExtension()
+    t_spec = time.perf_counter()
+    ir = await asyncio.to_thread(_ir, req, ext, limits)  # the meta-schema check can take 1 s
+    try:
+        spec = await asyncio.to_thread(
+            spec_from_ir, ir, limits, solver_timeout_ms=solver_timeout_ms
+        )
+    except (IRError, SpecError, RecursionError) as exc:
+        raise spec_error(exc) from None
+    spec_seconds = time.perf_counter() - t_spec
+    rf = req.response_format  # the schema `_ir` converted, when no IR came
+    sent = rf.json_schema.schema_ if ext.ir is None and rf and rf.json_schema else None
+    schema = None if sent is None else json_schema_validator(sent, check_schema=False)
+    prompt = _prompt(req, ext, spec, vocab_size)
+    max_tokens = (
+        (req.max_completion_tokens if isinstance(req, ChatRequest) else None)
+        or req.max_tokens
+        or default_max_tokens
+    )
+    return Prepared(
+        request=req,
+        spec=spec,
+        spec_seconds=spec_seconds,
+        schema=schema,
+        prompt=prompt,
+        max_tokens=max_tokens,
+        timeout_s=min(ext.timeout_s or request_timeout_s, 3600.0),
+    )
+
+
+def parse_request(
+    payload: JsonObject, kind: Kind, model_name: str
+) -> ChatRequest | CompletionRequest:
+    """The request model of ``payload``, after checking it asks for the served model.
+
+    Raises:
+        ApiError: 404 ``model_not_found`` (checked before the rest of the body), 400 for a
+            body the request model rejects (its first five errors).
+    """
+    model = payload.get("model")
+    if isinstance(model, str) and model != model_name:  # before the rest of the body
+        raise ApiError(
+            404,
+            f"model {model!r} not found; this server serves {model_name!r}",
+            code="model_not_found",
+            param="model",
+        )
+    try:
+        if kind == "chat":
+            return ChatRequest.model_validate(payload)
+        return CompletionRequest.model_validate(payload)
+    except ValidationError as exc:
+        raise ApiError(400, _validation_message(exc)) from None
+
+
+def spec_error(exc: Exception) -> ApiError:
+    """The answer to an error met building a spec (re-raises any other exception).
+
+    An `IRError` keeps its status (``invalid_relation_ir``), an unsatisfiable spec is a 422
+    with its unsat core, another `SpecError` a 422, a `RecursionError` a 400.
+    """
+    if isinstance(exc, IRError):
+        return ApiError(exc.status, exc.message, code="invalid_relation_ir", param="factorspec.ir")
+    if isinstance(exc, UnsatisfiableSpecError):
+        return ApiError(
+            422, exc.message, code="unsatisfiable_spec", extra={"unsat_core": list(exc.core)}
+        )
+    if isinstance(exc, SpecError):
+        return ApiError(422, exc.message, code="spec_error")
+    if isinstance(exc, RecursionError):
+        return ApiError(400, "the request nests too deeply")
+    raise exc
+
+
+def add_schema_hint(messages: list[ChatMessage], layout: ObjectLayout) -> None:
+    """Append a picture of the record's JSON to the last user message (``schema_in_prompt``)."""
+    from factorspec_sdk.client import schema_hint
+
+    for m in reversed(messages):
+        if m["role"] == "user":
+            m["content"] += "\n\nAnswer with JSON of this form: " + schema_hint(layout)
+            break
+
+
+def _ir(req: ChatRequest | CompletionRequest, ext: FactorSpecExtension, limits: IRLimits) -> object:
+    if ext.ir is not None:
+        return ext.ir
+    rf = req.response_format
+    # the request model let the body through only with a json_schema response format
+    assert rf is not None and rf.json_schema is not None
+    try:
+        return ir_from_json_schema(rf.json_schema.schema_, name=rf.json_schema.name, limits=limits)
+    except (IRError, RecursionError) as exc:
+        err = spec_error(exc)
+        err.param = "response_format"
+        raise err from None
+
+
+def _prompt(
+    req: ChatRequest | CompletionRequest,
+    ext: FactorSpecExtension,
+    spec: CompiledSpec,
+    vocab_size: int,
+) -> Prompt:
+    if isinstance(req, ChatRequest):
+        messages: list[ChatMessage] = []
+        for m in req.messages:
+            role = "system" if m.role == "developer" else m.role
+            messages.append({"role": role, "content": m.text()})
+        if ext.schema_in_prompt:
+            add_schema_hint(messages, spec.layout)
+        return lambda engine: engine.apply_chat_template(messages)
+    prompt = req.prompt
+    if isinstance(prompt, str):
+        text = prompt
+        return lambda engine: engine.tokenizer.encode(text)
+    bad = [t for t in prompt if not 0 <= t < vocab_size]
+    if bad:
+        raise ApiError(
+            400, f"prompt token ids {bad[:5]} are outside the vocabulary", param="prompt"
+        )
+    ids = list(prompt)
+    return lambda engine: ids
+
+
+def _validation_message(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors()[:5]:
+        loc = ".".join(str(x) for x in err["loc"])
+        parts.append(f"{loc or '<body>'}: {err['msg']}")
+    more = f" (and {exc.error_count() - 5} more)" if exc.error_count() > 5 else ""
+    return "invalid request: " + "; ".join(parts) + more
