@@ -21,11 +21,11 @@ from typing import TYPE_CHECKING, cast
 import z3
 
 from factorspec_sdk.errors import OracleError
-from factorspec_sdk.graph.spec import AtLeast, Fact, Value
+from factorspec_sdk.graph.compiled import AtLeast, Fact, Value
 from factorspec_sdk.relations.compiler import OTHER_CODE
 
 if TYPE_CHECKING:
-    from factorspec_sdk.graph.spec import Assignment, CompiledSpec
+    from factorspec_sdk.graph.compiled import Assignment, CompiledSpec
 
 __all__ = ["Oracle", "OracleStats"]
 
