@@ -1,17 +1,22 @@
 """The factor graph of a model's relations and its exact feasibility oracle."""
 
+from factorspec_sdk.graph.cache import SpecCache as SpecCache
+from factorspec_sdk.graph.compiled import Assignment as Assignment
+from factorspec_sdk.graph.compiled import AtLeast as AtLeast
+from factorspec_sdk.graph.compiled import CompiledSpec as CompiledSpec
+from factorspec_sdk.graph.compiled import Fact as Fact
+from factorspec_sdk.graph.compiled import Factor as Factor
+from factorspec_sdk.graph.compiled import Value as Value
+from factorspec_sdk.graph.compiled import VarInfo as VarInfo
 from factorspec_sdk.graph.oracle import Oracle as Oracle
 from factorspec_sdk.graph.oracle import OracleStats as OracleStats
-from factorspec_sdk.graph.spec import Assignment as Assignment
-from factorspec_sdk.graph.spec import AtLeast as AtLeast
-from factorspec_sdk.graph.spec import CompiledSpec as CompiledSpec
-from factorspec_sdk.graph.spec import Fact as Fact
-from factorspec_sdk.graph.spec import Factor as Factor
-from factorspec_sdk.graph.spec import Value as Value
-from factorspec_sdk.graph.spec import VarInfo as VarInfo
+from factorspec_sdk.graph.spec import SPEC_CACHE as SPEC_CACHE
 from factorspec_sdk.graph.spec import compile_spec as compile_spec
+from factorspec_sdk.graph.z3context import MAIN_CONTEXT_LOCK as MAIN_CONTEXT_LOCK
 
 __all__ = [
+    "MAIN_CONTEXT_LOCK",
+    "SPEC_CACHE",
     "Assignment",
     "AtLeast",
     "CompiledSpec",
@@ -19,6 +24,7 @@ __all__ = [
     "Factor",
     "Oracle",
     "OracleStats",
+    "SpecCache",
     "Value",
     "VarInfo",
     "compile_spec",

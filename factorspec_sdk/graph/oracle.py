@@ -8,6 +8,10 @@ are cached (LRU) by the component's facts.
 
 Every answer is exact: a value is reported feasible iff some completion of the assignment
 satisfies every relation and bound. A solver ``unknown`` raises `OracleError`.
+
+A spec compiled from a Pydantic model keeps its terms in Z3's main context, which other
+threads use to compile specs: every copy of a spec's terms into the oracle's context
+(``translate``) holds `MAIN_CONTEXT_LOCK`; everything after runs in the private context.
 """
 
 from __future__ import annotations
@@ -21,11 +25,12 @@ from typing import TYPE_CHECKING, cast
 import z3
 
 from factorspec_sdk.errors import OracleError
-from factorspec_sdk.graph.spec import AtLeast, Fact, Value
+from factorspec_sdk.graph.compiled import AtLeast, Fact, Value
+from factorspec_sdk.graph.z3context import MAIN_CONTEXT_LOCK
 from factorspec_sdk.relations.compiler import OTHER_CODE
 
 if TYPE_CHECKING:
-    from factorspec_sdk.graph.spec import Assignment, CompiledSpec
+    from factorspec_sdk.graph.compiled import Assignment, CompiledSpec
 
 __all__ = ["Oracle", "OracleStats"]
 
@@ -61,8 +66,9 @@ class _Solver:
         self.solver = z3.SimpleSolver(ctx=self.ctx)
         if spec.solver_timeout_ms is not None:
             self.solver.set("timeout", spec.solver_timeout_ms)
-        for f in comp.constraints:
-            self.solver.add(f.translate(self.ctx))
+        with MAIN_CONTEXT_LOCK:  # translate reads the spec's context (the main one, often)
+            for f in comp.constraints:
+                self.solver.add(f.translate(self.ctx))
         self.pushed: list[Fact] = []
         self.terms: dict[str, z3.ExprRef] = {}
         # the spec and the counters, not the oracle: no reference cycle, so an oracle's
@@ -75,7 +81,8 @@ class _Solver:
     def term(self, var: str) -> z3.ExprRef:
         t = self.terms.get(var)
         if t is None:
-            t = self.spec.record(var).term.translate(self.ctx)
+            with MAIN_CONTEXT_LOCK:
+                t = self.spec.record(var).term.translate(self.ctx)
             self.terms[var] = t
         return t
 
@@ -391,7 +398,8 @@ class Oracle:
         ex = self.spec.record(var).exists
         if isinstance(ex, bool):
             return z3.BoolVal(ex, s.ctx)
-        return ex.translate(s.ctx)
+        with MAIN_CONTEXT_LOCK:
+            return ex.translate(s.ctx)
 
 
 def _sorted(values: list[Value]) -> list[Value]:

@@ -40,7 +40,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from factorspec_sdk.ir.build import IRError, IRLimits, ir_digest, json_depth, parse_ir, spec_from_ir
+from factorspec_sdk.ir.build import (
+    IR_CACHE,
+    IRError,
+    IRLimits,
+    ir_digest,
+    json_depth,
+    parse_ir,
+    spec_from_ir,
+)
 from factorspec_sdk.ir.export import IRExportError, spec_to_ir, to_ir
 from factorspec_sdk.ir.jsonschema import ir_from_json_schema
 from factorspec_sdk.ir.model import IR_VERSION, RelationIR
@@ -48,9 +56,10 @@ from factorspec_sdk.ir.record import RecordInvalidError, check_record, record_fa
 from factorspec_sdk.ir.schema_check import check_json_schema_record, json_schema_validator
 
 if TYPE_CHECKING:
-    from factorspec_sdk.graph.spec import CompiledSpec as CompiledSpec
+    from factorspec_sdk.graph.compiled import CompiledSpec as CompiledSpec
 
 __all__ = [
+    "IR_CACHE",
     "IR_JSON_SCHEMA",
     "IR_VERSION",
     "IRError",

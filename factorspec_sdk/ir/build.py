@@ -1,20 +1,22 @@
-"""From the relation IR back to a `CompiledSpec`: validate, check limits, rebuild Z3 terms.
+"""The relation-IR front end of the spec back end: validate, check limits, rebuild Z3 terms.
 
 Nothing in the IR is executed: the expression trees are read node by node against an
 allowlist of operators and rebuilt as Z3 terms in a private Z3 context (one per spec, so that
-specs built in different threads never share a context). Bounds and domains of variables,
-their existence conditions and the bound/length factors are *derived from the layout*, as the
-compiler derives them, never taken from the sender; only relation formulas come from the IR.
+specs built in different threads never share a context). Bounds and domains of variables and
+their existence conditions are *derived from the layout*, as the compiler derives them, never
+taken from the sender; only relation formulas come from the IR. The variables and relation
+formulas then go to the same assembly as `compile_spec`'s
+(`factorspec_sdk.graph.assemble.assemble_spec`: schema factors, components, checks), so both
+entry points give the same spec, unsat cores and errors. What the checks of each document
+found is kept in `IR_CACHE`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import threading
 import time
 import typing
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Literal, cast
@@ -33,14 +35,10 @@ from pydantic import (
 )
 from z3 import z3core as _C
 
-from factorspec_sdk.errors import FactorSpecError, SpecError, UnsatisfiableSpecError
-from factorspec_sdk.graph.spec import (
-    CompiledSpec,
-    Factor,
-    _Component,
-    bound_constraint,
-    connected_components,
-)
+from factorspec_sdk.errors import FactorSpecError, OracleError, SpecError
+from factorspec_sdk.graph.assemble import RelationFactor, assemble_spec, schema_factor_name
+from factorspec_sdk.graph.cache import SpecCache
+from factorspec_sdk.graph.compiled import CompiledSpec
 from factorspec_sdk.ir.model import (
     OPS,
     Apply,
@@ -55,7 +53,7 @@ from factorspec_sdk.ir.model import (
     RelationIR,
     VarRef,
 )
-from factorspec_sdk.relations.compiler import INT_LIMIT, OTHER_CODE, InternTable, VarRecord
+from factorspec_sdk.relations.compiler import INT_LIMIT, InternTable, VarRecord
 from factorspec_sdk.relations.decorator import RelationSet
 from factorspec_sdk.relations.layout import (
     LayoutNode,
@@ -65,10 +63,20 @@ from factorspec_sdk.relations.layout import (
     ObjectLayout,
     Path,
     length_name,
+    node_at,
     path_name,
 )
 
-__all__ = ["IRError", "IRLimits", "json_depth", "parse_ir", "spec_from_ir"]
+__all__ = [
+    "IR_CACHE",
+    "CheckedIR",
+    "IRError",
+    "IRLimits",
+    "ir_digest",
+    "json_depth",
+    "parse_ir",
+    "spec_from_ir",
+]
 
 JsonScalar = str | int | bool
 
@@ -331,23 +339,6 @@ def _annotation(node: LayoutNode) -> object:
 # --------------------------------------------------------------------------- variables
 
 
-def _node_at(layout: ObjectLayout, path: Path) -> LayoutNode | None:
-    node: LayoutNode = layout
-    for part in path:
-        if isinstance(part, int):
-            if not isinstance(node, ListLayout) or not 0 <= part < node.max_length:
-                return None
-            node = node.item
-        else:
-            if not isinstance(node, ObjectLayout):
-                return None
-            found = [f for f in node.fields if f.name == part]
-            if not found:
-                return None
-            node = found[0].node
-    return node
-
-
 @dataclass(frozen=True, slots=True)
 class _VarSpec:
     name: str
@@ -362,7 +353,7 @@ class _VarSpec:
 
 def _derive(layout: ObjectLayout, name: str, path: Path, kind: str) -> _VarSpec:
     """Bounds, domain and kind of a variable, as the relation compiler derives them."""
-    node = _node_at(layout, path)
+    node = node_at(layout, path)
     if node is None:
         raise IRError(f"variable {name!r}: path {list(path)!r} is not in the layout")
     if name == length_name(path):
@@ -512,8 +503,16 @@ class _ExprBuilder:
 
 
 @dataclass(slots=True)
-class _Checked:
-    """What the checks of one IR found (cached per IR document)."""
+class CheckedIR:
+    """What the checks of one IR document found (the entries of `IR_CACHE`).
+
+    Attributes:
+        ir: the parsed document.
+        layout: its layout.
+        list_bounds: the list bounds the checks found (None: not checked yet).
+        error: the error the document raised (a malformed IR or an unsatisfiable spec);
+            an undecided check is not kept, the next request tries again.
+    """
 
     ir: RelationIR
     layout: ObjectLayout
@@ -521,9 +520,12 @@ class _Checked:
     error: FactorSpecError | None = None
 
 
-_CACHE: OrderedDict[str, _Checked] = OrderedDict()
-_CACHE_SIZE = 128
-_LOCK = threading.Lock()
+IR_CACHE: SpecCache[str, CheckedIR] = SpecCache(max_size=128)
+"""What `spec_from_ir` found for each IR document, by digest: an LRU of 128 documents.
+
+A hit skips parsing, the layout and the satisfiability checks (Z3 terms are rebuilt in a
+fresh context on every call). ``IR_CACHE.clear()`` forgets them.
+"""
 
 
 def ir_digest(data: object) -> str:
@@ -545,13 +547,13 @@ def spec_from_ir(
     components, list bounds, feasible sets and unsat cores. Its ``model`` is a pydantic model
     built from the layout (structure and bounds); `check_record` checks the relations too.
     Each call builds fresh Z3 terms in a private context (safe to use from any one thread);
-    the satisfiability checks are cached per IR document (a check that ran out of time is
-    not: it is tried again). ``limits.solver_timeout_ms`` bounds each check here;
+    the satisfiability checks are cached per IR document in `IR_CACHE` (a check that ran out
+    of time is not: it is tried again). ``limits.solver_timeout_ms`` bounds each check here;
     ``solver_timeout_ms`` bounds each query of the spec's oracles (`CompiledSpec`).
 
     Raises:
         IRError: a malformed IR, a limit exceeded, or a spec the solver cannot decide in time.
-        UnsatisfiableSpecError: no record satisfies the spec (the core names the factors).
+        UnsatisfiableSpecError: no record satisfies the spec (the core names the IR's factors).
         SpecError: a list needs more items than its bound, or a str read by a relation has no
             finite domain.
     """
@@ -561,34 +563,29 @@ def spec_from_ir(
             key = ir_digest(data)
         except (TypeError, ValueError, RecursionError):
             key = None
-    checked: _Checked | None = None
-    if key is not None:
-        with _LOCK:
-            checked = _CACHE.get(key)
-            if checked is not None:
-                _CACHE.move_to_end(key)
+    checked = IR_CACHE.get(key) if key is not None else None
     if checked is None:
         ir = parse_ir(data, limits)
         layout = _LayoutBuilder(limits).build(ir.layout, 1, 1, "")
         assert isinstance(layout, ObjectLayout)
-        checked = _Checked(ir, layout)
+        checked = CheckedIR(ir, layout)
     if checked.error is not None:
         raise checked.error
     try:
-        return _assemble(checked, limits, solver_timeout_ms)
+        spec = _build(checked, limits, solver_timeout_ms)
+        checked.list_bounds = dict(spec.list_bounds)
+        return spec
     except (IRError, SpecError) as exc:
         if not (isinstance(exc, IRError) and exc.undecided):
             checked.error = exc
         raise
     finally:
         if key is not None:
-            with _LOCK:
-                _CACHE[key] = checked
-                while len(_CACHE) > _CACHE_SIZE:
-                    _CACHE.popitem(last=False)
+            IR_CACHE.put(key, checked)
 
 
-def _assemble(checked: _Checked, limits: IRLimits, solver_timeout_ms: int | None) -> CompiledSpec:
+def _build(checked: CheckedIR, limits: IRLimits, solver_timeout_ms: int | None) -> CompiledSpec:
+    """Validate the IR against the layout and limits, build its Z3 terms, assemble the spec."""
     t0 = time.perf_counter()
     ir, layout = checked.ir, checked.layout
     lim = limits
@@ -626,18 +623,20 @@ def _assemble(checked: _Checked, limits: IRLimits, solver_timeout_ms: int | None
         records[n] = VarRecord(
             n, s.path, s.kind, terms[n], s.ge, s.le, s.choices, s.free_str, exists
         )
+    # the IR's factor names are the relation names; they may not take a schema factor's name
+    schema_names = {schema_factor_name(rec) for rec in records.values()}
 
     eb = _ExprBuilder(ctx, terms, lim)
     for i, d in enumerate(ir.defs):
         eb.defs.append(eb.build(d, f"defs[{i}]"))
-    factors: list[Factor] = []
-    formulas: dict[str, z3.BoolRef] = {}
-    default_upper: dict[str, z3.BoolRef] = {}
+    relation_factors: list[RelationFactor] = []
+    names: set[str] = set()
     for i, f in enumerate(ir.factors):
-        if f.name in formulas:
+        if f.name in names or f.name in schema_names:
             raise IRError(f"factor name {f.name!r} repeats")
         if len(f.name) > lim.max_string_length:
             raise IRError(f"factors[{i}]: the name is longer than {lim.max_string_length}")
+        names.add(f.name)
         eb.used = set()
         formula = eb.build(f.formula, f"factors[{i}] ({f.name})")
         if not z3.is_bool(formula):
@@ -645,48 +644,27 @@ def _assemble(checked: _Checked, limits: IRLimits, solver_timeout_ms: int | None
         unknown = [v for v in f.variables if v not in terms]
         if unknown:
             raise IRError(f"factors[{i}] ({f.name}): unknown variables {unknown[:5]}")
-        factors.append(Factor(f.name, "relation", frozenset(f.variables) | eb.used))
-        formulas[f.name] = cast(z3.BoolRef, formula)
-    for n, rec in records.items():
-        if rec.kind == "len":
-            fname = f"length bounds of {path_name(rec.path)}"
-            node = _node_at(layout, rec.path)
-            assert isinstance(node, ListLayout)
-            t = cast(z3.ArithRef, rec.term)
-            lower = t >= node.min_length
-            upper = t <= node.max_length
-            if node.bounded_by_schema:
-                bound: z3.BoolRef | None = z3.And(lower, upper)
-            else:
-                bound = lower
-                default_upper[fname] = upper
-            kind: Literal["bounds", "length"] = "length"
-        else:
-            fname = f"bounds of {n}"
-            bound = bound_constraint(rec, strings, ctx)
-            kind = "bounds"
-        if bound is not None:
-            if fname in formulas:
-                raise IRError(f"factor name {fname!r} repeats")
-            formulas[fname] = bound
-            factors.append(Factor(fname, kind, frozenset({n})))
-
-    components = connected_components(ir.name, records, factors, formulas, default_upper)
-    if checked.list_bounds is None:
-        checked.list_bounds = _check(ir.name, components, formulas, default_upper, records, lim)
-    return CompiledSpec(
-        model=layout.model,
-        layout=layout,
-        relations=RelationSet(layout.model, ()),
-        context=None,
-        records=records,
-        strings=strings,
-        factors=tuple(factors),
-        components=tuple(components),
-        list_bounds=checked.list_bounds,
-        compile_seconds=time.perf_counter() - t0,
-        solver_timeout_ms=solver_timeout_ms,
-    )
+        relation_factors.append(
+            RelationFactor(f.name, frozenset(f.variables) | eb.used, cast(z3.BoolRef, formula))
+        )
+    try:
+        return assemble_spec(
+            name=ir.name,
+            model=layout.model,
+            layout=layout,
+            relations=RelationSet(layout.model, ()),
+            context=None,
+            records=records,
+            strings=strings,
+            relation_factors=relation_factors,
+            ctx=ctx,
+            check_timeout_ms=lim.solver_timeout_ms,
+            list_bounds=checked.list_bounds,
+            solver_timeout_ms=solver_timeout_ms,
+            started=t0,
+        )
+    except OracleError as exc:
+        raise IRError(exc.message, status=422, undecided=True) from None
 
 
 def _exists(path: Path, terms: dict[str, z3.ExprRef], name: str) -> z3.BoolRef | bool:
@@ -701,133 +679,3 @@ def _exists(path: Path, terms: dict[str, z3.ExprRef], name: str) -> z3.BoolRef |
     if not conds:
         return True
     return conds[0] if len(conds) == 1 else z3.And(*conds)
-
-
-def _decide(s: z3.Solver, lim: IRLimits) -> z3.CheckSatResult:
-    r = s.check()
-    if r == z3.unknown:
-        raise IRError(
-            f"the solver could not decide the spec within {lim.solver_timeout_ms} ms "
-            f"({s.reason_unknown()})",
-            status=422,
-            undecided=True,
-        )
-    return r
-
-
-def _check(
-    model: str,
-    components: list[_Component],
-    formulas: dict[str, z3.BoolRef],
-    default_upper: dict[str, z3.BoolRef],
-    records: dict[str, VarRecord],
-    lim: IRLimits,
-) -> dict[Path, int]:
-    list_bounds: dict[Path, int] = {}
-    for cp in components:
-        if not cp.constraints:
-            continue
-        ctx = cp.constraints[0].ctx
-        s = z3.SimpleSolver(ctx=ctx)
-        s.set("timeout", lim.solver_timeout_ms)
-        s.add(*cp.constraints)
-        if _decide(s, lim) == z3.unsat:
-            _raise_core(model, cp, formulas, default_upper, records, lim)
-        _check_str_domains(s, cp, records, formulas, lim)
-        for v in sorted(cp.variables):
-            rec = records[v]
-            if rec.kind == "len":
-                list_bounds[rec.path] = _max_length(s, rec, lim)
-    return list_bounds
-
-
-def _max_length(s: z3.Solver, rec: VarRecord, lim: IRLimits) -> int:
-    t = cast(z3.ArithRef, rec.term)
-    exists = rec.exists if not isinstance(rec.exists, bool) else z3.BoolVal(rec.exists, t.ctx)
-    best = 0
-    m = s.model()
-    if z3.is_true(m.eval(exists, model_completion=True)):
-        best = cast(z3.IntNumRef, m.eval(t, model_completion=True)).as_long()
-    assert rec.le is not None
-    while best < rec.le:
-        s.push()
-        s.add(exists, t > best)
-        r = _decide(s, lim)
-        if r == z3.sat:
-            best = cast(z3.IntNumRef, s.model().eval(t, model_completion=True)).as_long()
-        s.pop()
-        if r == z3.unsat:
-            break
-    if s.check() != z3.sat:  # pragma: no cover - restores the model for the next variable
-        raise IRError("inconsistent solver answers", status=422)
-    return max(best, 0)
-
-
-def _raise_core(
-    model: str,
-    c: _Component,
-    formulas: dict[str, z3.BoolRef],
-    default_upper: dict[str, z3.BoolRef],
-    records: dict[str, VarRecord],
-    lim: IRLimits,
-) -> None:
-    ctx = c.constraints[0].ctx
-    s = z3.Solver(ctx=ctx)
-    s.set("core.minimize", True)
-    s.set("timeout", lim.solver_timeout_ms)
-    tracks: dict[str, str] = {}
-    for n in c.factor_names:
-        lit = z3.Bool(f"__track_{len(tracks)}", ctx)
-        tracks[str(lit)] = n
-        s.assert_and_track(formulas[n], lit)
-        if n in default_upper:
-            lit2 = z3.Bool(f"__track_{len(tracks)}", ctx)
-            tracks[str(lit2)] = "\x00" + n
-            s.assert_and_track(default_upper[n], lit2)
-    if _decide(s, lim) != z3.unsat:  # pragma: no cover
-        raise IRError("inconsistent solver answers while computing an unsat core", status=422)
-    core = [tracks[str(x)] for x in s.unsat_core()]
-    for n in core:
-        if n.startswith("\x00"):
-            lst = n[1:].removeprefix("length bounds of ")
-            rec = next(r for r in records.values() if r.kind == "len" and path_name(r.path) == lst)
-            others = sorted({x.lstrip("\x00") for x in core if x != n})
-            raise SpecError(
-                f"list {lst} needs more than {rec.le} items (the default bound) to satisfy "
-                f"{', '.join(others)}; set Field(max_length=...) on {lst}"
-            )
-    names = sorted(set(core), key=lambda n: c.factor_names.index(n))
-    raise UnsatisfiableSpecError(names, model)
-
-
-def _check_str_domains(
-    s: z3.Solver,
-    c: _Component,
-    records: dict[str, VarRecord],
-    formulas: dict[str, z3.BoolRef],
-    lim: IRLimits,
-) -> None:
-    free = [records[v] for v in sorted(c.variables) if records[v].free_str]
-    if not free:
-        return
-
-    def other(r: VarRecord) -> z3.BoolRef:
-        eq = cast(z3.BoolRef, r.term == OTHER_CODE)
-        return eq if isinstance(r.exists, bool) else z3.And(r.exists, eq)
-
-    s.push()
-    s.add(z3.Or(*(other(r) for r in free)))
-    r = _decide(s, lim)
-    bad: VarRecord | None = None
-    if r == z3.sat:
-        m = s.model()
-        bad = next(x for x in free if z3.is_true(m.eval(other(x), True)))
-    s.pop()
-    _decide(s, lim)  # restore a model for the list-bound search
-    if bad is not None:
-        rels = [n for n in c.factor_names if n in formulas and n.startswith("bounds of ") is False]
-        raise SpecError(
-            f"field {bad.name} takes part in relation {', '.join(rels)} but has no finite "
-            "domain: the relations allow strings they never name. Give it a finite domain "
-            "(a Literal or Enum type, or a relation like `x in context.values`)"
-        )

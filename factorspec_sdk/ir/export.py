@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING, cast
 import z3
 
 from factorspec_sdk.errors import SpecError
-from factorspec_sdk.graph.spec import _LOCK as _MAIN_CONTEXT_LOCK
+from factorspec_sdk.graph.z3context import MAIN_CONTEXT_LOCK
 from factorspec_sdk.ir.model import IR_VERSION
 from factorspec_sdk.relations.layout import LayoutNode, ListLayout, ObjectLayout
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from factorspec_sdk.graph.spec import CompiledSpec
+    from factorspec_sdk.graph.compiled import CompiledSpec
 
 __all__ = ["MAX_INLINE_DEPTH", "IRExportError", "spec_to_ir", "to_ir"]
 
@@ -68,17 +68,18 @@ def to_ir(model: type[BaseModel], context: object = None) -> JsonDict:
     """
     from factorspec_sdk.graph import compile_spec
 
-    with _MAIN_CONTEXT_LOCK:
+    with MAIN_CONTEXT_LOCK:
         return spec_to_ir(compile_spec(model, context))
 
 
 def spec_to_ir(spec: CompiledSpec) -> JsonDict:
     """The relation IR of a compiled spec (from `compile_spec` or `spec_from_ir`).
 
-    Z3 contexts are not thread-safe: the walk holds the lock `compile_spec` holds, so that
-    exports and compilations in other threads do not touch the main context at once.
+    Z3 contexts are not thread-safe: the walk holds `MAIN_CONTEXT_LOCK`, as `compile_spec`
+    does, so that exports and compilations in other threads do not touch the main context
+    at once.
     """
-    with _MAIN_CONTEXT_LOCK:
+    with MAIN_CONTEXT_LOCK:
         return _spec_to_ir(spec)
 
 

@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from factorspec_sdk.errors import GenerationError
 
 if TYPE_CHECKING:
-    from factorspec_sdk.graph.spec import CompiledSpec, Fact
+    from factorspec_sdk.graph.compiled import CompiledSpec, Fact
     from factorspec_sdk.relations.layout import LayoutNode, Path
 
 __all__ = ["RecordInvalidError", "check_record", "record_facts"]

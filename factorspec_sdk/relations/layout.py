@@ -33,6 +33,7 @@ __all__ = [
     "Path",
     "build_layout",
     "length_name",
+    "node_at",
     "path_name",
 ]
 
@@ -133,6 +134,27 @@ class ObjectLayout:
 
 
 LayoutNode = ObjectLayout | ListLayout | LeafLayout
+
+
+def node_at(layout: ObjectLayout, path: Path) -> LayoutNode | None:
+    """The node at ``path`` (concrete list indices), or None if the layout has none there.
+
+    An index at or past its list's ``max_length`` has no node.
+    """
+    node: LayoutNode = layout
+    for part in path:
+        if isinstance(part, int):
+            if not isinstance(node, ListLayout) or not 0 <= part < node.max_length:
+                return None
+            node = node.item
+        else:
+            if not isinstance(node, ObjectLayout):
+                return None
+            found = [f for f in node.fields if f.name == part]
+            if not found:
+                return None
+            node = found[0].node
+    return node
 
 
 def build_layout(model: type[BaseModel]) -> ObjectLayout:

@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 from factorspec_sdk import distinct, relation
 from factorspec_sdk.errors import UnsatisfiableSpecError
 from factorspec_sdk.graph import AtLeast, compile_spec
-from factorspec_sdk.graph.spec import Fact, Value
+from factorspec_sdk.graph.compiled import Fact, Value
 from factorspec_sdk.relations.decorator import evaluate, relations_of
 
 

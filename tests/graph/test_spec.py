@@ -18,7 +18,7 @@ from factorspec_sdk import relation
 from factorspec_sdk.bench.trip import generate_problem, itinerary_record
 from factorspec_sdk.errors import ContextError, SpecError, UnsatisfiableSpecError
 from factorspec_sdk.graph import AtLeast, compile_spec
-from factorspec_sdk.graph.spec import Fact
+from factorspec_sdk.graph.compiled import Fact
 from tests.relations.helpers import compiled_truths
 
 

@@ -1,0 +1,374 @@
+"""The one spec back end: from variables and relation formulas to a checked `CompiledSpec`.
+
+Both entry points end here: `compile_spec` (relations lowered from a Pydantic model) and
+`spec_from_ir` (relation formulas rebuilt from the relation IR). `assemble_spec` adds the
+schema factors of every variable (enum choices, int bounds, string codes, list lengths, all
+derived from the layout), splits the factor graph into connected components, and checks each
+one: that it is satisfiable (else `UnsatisfiableSpecError` with an unsat core of factor
+names), that a list without a schema bound does not need more items than its default bound,
+that a free ``str`` read by a relation has a finite domain, and how long each list can be.
+Every solver check is bounded by ``check_timeout_ms``; a check the solver cannot decide
+raises `OracleError`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import cast
+
+import z3
+from pydantic import BaseModel
+
+from factorspec_sdk.errors import OracleError, SpecError, UnsatisfiableSpecError
+from factorspec_sdk.graph.compiled import CompiledSpec, Component, Factor
+from factorspec_sdk.relations.compiler import OTHER_CODE, InternTable, VarRecord
+from factorspec_sdk.relations.decorator import RelationSet
+from factorspec_sdk.relations.layout import ListLayout, ObjectLayout, Path, node_at, path_name
+
+__all__ = [
+    "RelationFactor",
+    "assemble_spec",
+    "bound_constraint",
+    "connected_components",
+    "schema_factor_name",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class RelationFactor:
+    """A relation lowered to Z3: its factor name, the variables it reads and its formula.
+
+    For a Pydantic model the name is the relation's (``stay_lengths``, or ``amount_ok
+    (items[2])`` for a nested model's relation at a path); for the relation IR it is the
+    IR factor's name. Unsat cores and errors name relations by it.
+    """
+
+    name: str
+    variables: frozenset[str]
+    formula: z3.BoolRef
+
+
+def schema_factor_name(rec: VarRecord) -> str:
+    """The name of a variable's schema factor: ``bounds of x`` or ``length bounds of xs``."""
+    if rec.kind == "len":
+        return f"length bounds of {path_name(rec.path)}"
+    return f"bounds of {rec.name}"
+
+
+def assemble_spec(
+    *,
+    name: str,
+    model: type[BaseModel],
+    layout: ObjectLayout,
+    relations: RelationSet,
+    context: object,
+    records: Mapping[str, VarRecord],
+    strings: InternTable,
+    relation_factors: Sequence[RelationFactor],
+    ctx: z3.Context | None = None,
+    check_timeout_ms: int | None = None,
+    list_bounds: Mapping[Path, int] | None = None,
+    solver_timeout_ms: int | None = None,
+    started: float | None = None,
+) -> CompiledSpec:
+    """Add the schema factors, split into components, check them and build the spec.
+
+    Args:
+        name: the record type's name, for errors (the model's or the IR's).
+        model: the pydantic model the spec's records validate against.
+        layout: its layout (the source of every schema bound).
+        relations: its relations (empty for an IR spec).
+        context: the context the relations were compiled for.
+        records: every variable, in the order their schema factors are listed.
+        strings: the intern table of string constants (every string choice is in it).
+        relation_factors: the relations lowered to Z3, in order (names unique).
+        ctx: the Z3 context of the terms (None: the main one; hold `MAIN_CONTEXT_LOCK`).
+        check_timeout_ms: time limit of each solver check made here (None: none).
+        list_bounds: the list bounds an earlier assembly of the same spec found; given, the
+            checks are skipped.
+        solver_timeout_ms: time limit of each query of the spec's oracles.
+        started: `time.perf_counter()` when the front end began (for ``compile_seconds``).
+
+    Raises:
+        UnsatisfiableSpecError: no record satisfies the spec (the core names the factors).
+        SpecError: a list needs more items than its default bound, a free str read by a
+            relation has no finite domain, or two factors share a name.
+        OracleError: the solver could not decide a check (``check_timeout_ms`` ran out).
+    """
+    t0 = time.perf_counter() if started is None else started
+    factors: list[Factor] = []
+    formulas: dict[str, z3.BoolRef] = {}
+    default_upper: dict[str, z3.BoolRef] = {}  # tracked apart to explain list-bound errors
+
+    def add(factor: Factor, formula: z3.BoolRef) -> None:
+        if factor.name in formulas:
+            raise SpecError(f"{name}: factor name {factor.name!r} repeats")
+        formulas[factor.name] = formula
+        factors.append(factor)
+
+    for rf in relation_factors:
+        add(Factor(rf.name, "relation", rf.variables), rf.formula)
+    for rec in records.values():
+        fname = schema_factor_name(rec)
+        if rec.kind == "len":
+            node = node_at(layout, rec.path)
+            if not isinstance(node, ListLayout):  # pragma: no cover - the front ends check
+                raise SpecError(f"{name}: {path_name(rec.path)} is not a list")
+            t = cast(z3.ArithRef, rec.term)
+            lower = cast(z3.BoolRef, t >= node.min_length)
+            upper = cast(z3.BoolRef, t <= node.max_length)
+            if node.bounded_by_schema:
+                add(Factor(fname, "length", frozenset({rec.name})), z3.And(lower, upper))
+            else:
+                add(Factor(fname, "length", frozenset({rec.name})), lower)
+                default_upper[fname] = upper
+            continue
+        bc = bound_constraint(rec, strings, ctx)
+        if bc is not None:
+            add(Factor(fname, "bounds", frozenset({rec.name})), bc)
+
+    components = connected_components(name, records, factors, formulas, default_upper)
+    if list_bounds is None:
+        checker = _Checker(name, records, formulas, default_upper, factors, ctx, check_timeout_ms)
+        list_bounds = checker.check(components)
+    return CompiledSpec(
+        model=model,
+        layout=layout,
+        relations=relations,
+        context=context,
+        records=records,
+        strings=strings,
+        factors=tuple(factors),
+        components=tuple(components),
+        list_bounds=list_bounds,
+        compile_seconds=time.perf_counter() - t0,
+        solver_timeout_ms=solver_timeout_ms,
+    )
+
+
+# --------------------------------------------------------------------------- schema factors
+
+
+def bound_constraint(
+    rec: VarRecord, strings: InternTable, ctx: z3.Context | None = None
+) -> z3.BoolRef | None:
+    """The schema bounds of one variable (enum choices, int bounds, string codes), if any.
+
+    Built in the Z3 context ``ctx`` of the variable's term (None: the main one); every string
+    choice must already be interned.
+    """
+    t = rec.term
+    if rec.kind == "bool":
+        if rec.choices is not None and len(set(rec.choices)) == 1:
+            return cast(z3.BoolRef, t == z3.BoolVal(bool(rec.choices[0]), ctx))
+        return None
+    if rec.kind == "str":
+        if rec.choices is not None:
+            codes = sorted({strings.code(cast(str, c)) for c in rec.choices})
+            return _in_set(cast(z3.ArithRef, t), codes)
+        return z3.And(t >= 0, t < len(strings))
+    if rec.choices is not None:
+        return _in_set(cast(z3.ArithRef, t), sorted({cast(int, c) for c in rec.choices}))
+    parts = []
+    if rec.ge is not None:
+        parts.append(t >= rec.ge)
+    if rec.le is not None:
+        parts.append(t <= rec.le)
+    if not parts:
+        return None
+    return z3.And(*parts) if len(parts) > 1 else parts[0]
+
+
+def _in_set(t: z3.ArithRef, values: list[int]) -> z3.BoolRef:
+    if len(values) == 1:
+        return cast(z3.BoolRef, t == values[0])
+    if values[-1] - values[0] + 1 == len(values):
+        return z3.And(t >= values[0], t <= values[-1])
+    return z3.Or(*(t == v for v in values))
+
+
+def connected_components(
+    model: str,
+    records: Mapping[str, VarRecord],
+    factors: Sequence[Factor],
+    formulas: Mapping[str, z3.BoolRef],
+    default_upper: Mapping[str, z3.BoolRef],
+) -> list[Component]:
+    """Group variables into components connected by factors (union-find), with constraints.
+
+    A factor over no variable is a constant: a false one raises `UnsatisfiableSpecError` at
+    once.
+    """
+    parent: dict[str, str] = {v: v for v in records}
+
+    def find(v: str) -> str:
+        while parent[v] != v:
+            parent[v] = parent[parent[v]]
+            v = parent[v]
+        return v
+
+    for f in factors:
+        vs = list(f.variables)
+        for v in vs[1:]:
+            ra, rb = find(vs[0]), find(v)
+            if ra != rb:
+                parent[rb] = ra
+    groups: dict[str, set[str]] = {}
+    for v in records:
+        groups.setdefault(find(v), set()).add(v)
+    comp_of_root = {root: i for i, root in enumerate(sorted(groups, key=lambda r: min(groups[r])))}
+    comp_factors: list[list[str]] = [[] for _ in comp_of_root]
+    for f in factors:
+        if f.variables:
+            comp_factors[comp_of_root[find(next(iter(f.variables)))]].append(f.name)
+        elif z3.is_false(z3.simplify(formulas[f.name])):
+            raise UnsatisfiableSpecError([f.name], model)
+    out: list[Component] = []
+    for root, i in sorted(comp_of_root.items(), key=lambda kv: kv[1]):
+        fnames = comp_factors[i]
+        cons = [formulas[n] for n in fnames] + [
+            default_upper[n] for n in fnames if n in default_upper
+        ]
+        out.append(Component(i, frozenset(groups[root]), cons, tuple(fnames)))
+    return out
+
+
+# --------------------------------------------------------------------------- checks
+
+
+class _Checker:
+    """The checks of one spec's components (one solver per component, in context ``ctx``)."""
+
+    def __init__(
+        self,
+        model: str,
+        records: Mapping[str, VarRecord],
+        formulas: Mapping[str, z3.BoolRef],
+        default_upper: Mapping[str, z3.BoolRef],
+        factors: Sequence[Factor],
+        ctx: z3.Context | None,
+        timeout_ms: int | None,
+    ) -> None:
+        self.model = model
+        self.records = records
+        self.formulas = formulas
+        self.default_upper = default_upper
+        self.factors = {f.name: f for f in factors}
+        self.ctx = ctx
+        self.timeout_ms = timeout_ms
+
+    def check(self, components: Sequence[Component]) -> dict[Path, int]:
+        """Check every component; the longest length the relations allow, per list."""
+        list_bounds: dict[Path, int] = {}
+        for cp in components:
+            if not cp.constraints:  # a lone unbounded variable: nothing to check
+                continue
+            s = self._solver(z3.SimpleSolver(ctx=self.ctx))
+            s.add(*cp.constraints)
+            if self._decide(s) == z3.unsat:
+                self._raise_core(cp)
+            m = s.model()
+            self._check_str_domains(s, cp)
+            for v in sorted(cp.variables):
+                rec = self.records[v]
+                if rec.kind == "len":
+                    list_bounds[rec.path] = self._max_length(s, rec, m)
+        return list_bounds
+
+    def _solver(self, s: z3.Solver) -> z3.Solver:
+        if self.timeout_ms is not None:
+            s.set("timeout", self.timeout_ms)
+        return s
+
+    def _decide(self, s: z3.Solver) -> z3.CheckSatResult:
+        r = s.check()
+        if r == z3.unknown:
+            within = "" if self.timeout_ms is None else f" within {self.timeout_ms} ms"
+            raise OracleError(
+                f"the solver could not decide the spec{within} ({s.reason_unknown()})"
+            )
+        return r
+
+    def _exists(self, rec: VarRecord) -> z3.BoolRef:
+        ex = rec.exists
+        return z3.BoolVal(ex, self.ctx) if isinstance(ex, bool) else ex
+
+    def _max_length(self, s: z3.Solver, rec: VarRecord, m: z3.ModelRef) -> int:
+        """The longest length of ``rec``'s list; ``m`` is a model of the component."""
+        t = cast(z3.ArithRef, rec.term)
+        exists = self._exists(rec)
+        best = 0
+        if z3.is_true(m.eval(exists, model_completion=True)):
+            best = cast(z3.IntNumRef, m.eval(t, model_completion=True)).as_long()
+        if rec.le is None:  # pragma: no cover - length records always have a bound
+            raise SpecError(f"{self.model}: {rec.name} has no upper bound")
+        while best < rec.le:
+            s.push()
+            s.add(exists, t > best)
+            r = self._decide(s)
+            if r == z3.sat:
+                best = cast(z3.IntNumRef, s.model().eval(t, model_completion=True)).as_long()
+            s.pop()
+            if r == z3.unsat:
+                break
+        return max(best, 0)
+
+    def _raise_core(self, c: Component) -> None:
+        s = self._solver(z3.Solver(ctx=self.ctx))
+        s.set("core.minimize", True)
+        tracks: dict[str, str] = {}
+        for n in c.factor_names:
+            lit = z3.Bool(f"__track_{len(tracks)}", self.ctx)
+            tracks[str(lit)] = n
+            s.assert_and_track(self.formulas[n], lit)
+            if n in self.default_upper:
+                lit2 = z3.Bool(f"__track_{len(tracks)}", self.ctx)
+                tracks[str(lit2)] = "\x00" + n
+                s.assert_and_track(self.default_upper[n], lit2)
+        if self._decide(s) != z3.unsat:  # pragma: no cover - the untracked check said unsat
+            raise OracleError("inconsistent solver answers while computing an unsat core")
+        core = [tracks[str(x)] for x in s.unsat_core()]
+        for n in core:
+            if n.startswith("\x00"):
+                lst = n[1:].removeprefix("length bounds of ")
+                rec = next(
+                    r for r in self.records.values() if r.kind == "len" and path_name(r.path) == lst
+                )
+                others = sorted({x.lstrip("\x00") for x in core if x != n})
+                raise SpecError(
+                    f"list {lst} needs more than {rec.le} items (the default bound) to satisfy "
+                    f"{', '.join(others)}; set Field(max_length=...) on {lst}"
+                )
+        names = sorted(set(core), key=lambda n: c.factor_names.index(n))
+        raise UnsatisfiableSpecError(names, self.model)
+
+    def _check_str_domains(self, s: z3.Solver, c: Component) -> None:
+        """A free str read by a relation must not take a string no relation names."""
+        free = [self.records[v] for v in sorted(c.variables) if self.records[v].free_str]
+        if not free:
+            return
+
+        def other(r: VarRecord) -> z3.BoolRef:
+            return z3.And(self._exists(r), cast(z3.BoolRef, r.term == OTHER_CODE))
+
+        s.push()
+        s.add(z3.Or(*(other(r) for r in free)))
+        r = self._decide(s)
+        bad: VarRecord | None = None
+        if r == z3.sat:
+            m = s.model()
+            bad = next(x for x in free if z3.is_true(m.eval(other(x), True)))
+        s.pop()
+        if bad is not None:
+            rels = [
+                n
+                for n in c.factor_names
+                if self.factors[n].kind == "relation" and bad.name in self.factors[n].variables
+            ]
+            raise SpecError(
+                f"field {bad.name} takes part in relation {', '.join(rels)} but has no finite "
+                "domain: the relations allow strings they never name. Give it a finite domain "
+                "(a Literal or Enum type, or a relation like `x in context.values`)"
+            )

@@ -1,0 +1,302 @@
+"""The compiled spec: the factor graph of a record type, its variables, factors and components.
+
+`CompiledSpec` is what both spec entry points produce (`compile_spec` from a Pydantic model,
+`spec_from_ir` from the relation IR), through one assembly (`factorspec_sdk.graph.assemble`):
+variables by name with their bounds and domains, relation/bound/length factors, connected
+components with their Z3 constraints, and the list bounds the relations allow. An `Oracle`
+(`CompiledSpec.new_oracle`) answers feasibility queries on it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal, cast
+
+import z3
+from pydantic import BaseModel
+
+from factorspec_sdk.relations.compiler import InternTable, VarRecord
+from factorspec_sdk.relations.decorator import RelationSet
+from factorspec_sdk.relations.layout import (
+    ListLayout,
+    ObjectLayout,
+    Path,
+    node_at,
+    path_name,
+)
+
+if TYPE_CHECKING:
+    from factorspec_sdk.graph.oracle import Oracle
+
+__all__ = [
+    "Assignment",
+    "AtLeast",
+    "CompiledSpec",
+    "Component",
+    "Fact",
+    "Factor",
+    "FactorKind",
+    "Value",
+    "VarInfo",
+    "VarKind",
+]
+
+Value = int | bool | str
+VarKind = Literal["int", "bool", "str", "len"]
+FactorKind = Literal["relation", "bounds", "length"]
+
+
+@dataclass(frozen=True, slots=True)
+class AtLeast:
+    """A fact about a length variable: ``len >= n`` (the list has at least ``n`` items)."""
+
+    n: int
+
+
+Fact = tuple[str, "Value | AtLeast"]
+Assignment = tuple[Fact, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class VarInfo:
+    """A variable of the factor graph.
+
+    Attributes:
+        name: ``stays[2].city``, ``len(stays)``, ``null(note)``.
+        path: layout path of the leaf (or of the list, for a length; of the node, for null).
+        kind: ``int``, ``bool``, ``str`` or ``len``.
+        ge: inclusive lower bound (ints and lengths).
+        le: inclusive upper bound (ints and lengths).
+        domain: the finite set of values the schema allows (enum leaves; for a free str,
+            the strings the relations mention), else None.
+    """
+
+    name: str
+    path: Path
+    kind: VarKind
+    ge: int | None
+    le: int | None
+    domain: tuple[Value, ...] | None
+
+
+@dataclass(frozen=True, slots=True)
+class Factor:
+    """A constraint over variables: a relation, the bounds of a leaf or of a list length."""
+
+    name: str
+    kind: FactorKind
+    variables: frozenset[str]
+
+
+@dataclass(slots=True)
+class Component:
+    """One connected component: its variables, constraints and the names of its factors.
+
+    The constraints live in the spec's Z3 context: the main one for `compile_spec`, a private
+    one for `spec_from_ir`.
+    """
+
+    index: int
+    variables: frozenset[str]
+    constraints: list[z3.BoolRef]
+    factor_names: tuple[str, ...]
+
+
+class CompiledSpec:
+    """A model's relations lowered to a factor graph with Z3 constraints (for one context).
+
+    Attributes:
+        model: the model class.
+        layout: its layout.
+        relations: its relations.
+        variables: variables by name.
+        factors: relation, bound and length factors.
+        components: connected components (sets of variable names).
+        compile_seconds: time spent compiling.
+        solver_timeout_ms: time limit of each solver query of this spec's oracles (None:
+            none); a query that runs out raises `OracleError`. Per spec, never process-wide.
+    """
+
+    def __init__(
+        self,
+        *,
+        model: type[BaseModel],
+        layout: ObjectLayout,
+        relations: RelationSet,
+        context: object,
+        records: Mapping[str, VarRecord],
+        strings: InternTable,
+        factors: tuple[Factor, ...],
+        components: tuple[Component, ...],
+        list_bounds: Mapping[Path, int],
+        compile_seconds: float,
+        solver_timeout_ms: int | None = None,
+    ) -> None:
+        if solver_timeout_ms is not None and solver_timeout_ms < 1:
+            raise ValueError(f"solver_timeout_ms must be >= 1, got {solver_timeout_ms}")
+        self.solver_timeout_ms = solver_timeout_ms
+        self.model = model
+        self.layout = layout
+        self.relations = relations
+        self.context = context
+        self.factors = factors
+        self.compile_seconds = compile_seconds
+        self._records = dict(records)
+        self.strings = strings
+        self._components = components
+        self._list_bounds = dict(list_bounds)
+        self._comp_of: dict[str, int] = {}
+        for comp in components:
+            for v in comp.variables:
+                self._comp_of[v] = comp.index
+        self.components: tuple[frozenset[str], ...] = tuple(c.variables for c in components)
+        visible = {n: r for n, r in self._records.items() if self._within_bounds(r.path)}
+        self.variables: Mapping[str, VarInfo] = {
+            n: self._var_info(r) for n, r in sorted(visible.items(), key=lambda kv: _order(kv[1]))
+        }
+        self._by_path: dict[Path, str] = {}
+        self._len_by_path: dict[Path, str] = {}
+        self._null_by_path: dict[Path, str] = {}
+        for n, r in visible.items():
+            if r.kind == "len":
+                self._len_by_path[r.path] = n
+            elif n.startswith("null("):
+                self._null_by_path[r.path] = n
+            else:
+                self._by_path[r.path] = n
+        mentions: dict[str, list[str]] = {}
+        for f in factors:
+            if f.kind == "relation":
+                for v in f.variables:
+                    mentions.setdefault(v, []).append(f.name)
+        self._mentions = {v: tuple(ns) for v, ns in mentions.items()}
+
+    # ------------------------------------------------------------------ lookups
+
+    def _within_bounds(self, path: Path) -> bool:
+        for k, part in enumerate(path):
+            if isinstance(part, int) and part >= self.max_length(path[:k]):
+                return False
+        return True
+
+    def _var_info(self, r: VarRecord) -> VarInfo:
+        domain: tuple[Value, ...] | None = None
+        if r.choices is not None:
+            domain = tuple(cast(Value, c) for c in r.choices)
+        elif r.free_str:
+            domain = tuple(sorted(self.strings.strings[1:]))
+        elif r.kind == "bool":
+            domain = (False, True)
+        return VarInfo(r.name, r.path, r.kind, r.ge, r.le, domain)
+
+    def variable_for(self, path: Path) -> str | None:
+        """The variable of the leaf at ``path`` (concrete indices), if relations read it."""
+        return self._by_path.get(tuple(path))
+
+    def length_variable(self, path: Path) -> str | None:
+        """The length variable of the list at ``path`` (``len(stays)``), if relations read it."""
+        return self._len_by_path.get(tuple(path))
+
+    def null_variable(self, path: Path) -> str | None:
+        """The Bool variable ``null(path)`` of an Optional node, if relations read it."""
+        return self._null_by_path.get(tuple(path))
+
+    def max_length(self, path: Path) -> int:
+        """The effective bound of the list at ``path`` (schema, default or tightened)."""
+        path = tuple(path)
+        bound = self._list_bounds.get(path)
+        if bound is not None:
+            return bound
+        node = node_at(self.layout, path)
+        if not isinstance(node, ListLayout):
+            raise KeyError(f"{path_name(path)} is not a list")
+        return node.max_length
+
+    @property
+    def list_bounds(self) -> Mapping[Path, int]:
+        """The longest length the relations allow, per list read by a relation."""
+        return dict(self._list_bounds)
+
+    def component_of(self, var: str) -> int:
+        """Index of the component holding ``var``."""
+        try:
+            return self._comp_of[var]
+        except KeyError:
+            raise KeyError(f"unknown variable {var!r}") from None
+
+    def record(self, var: str) -> VarRecord:
+        """The Z3-level record of a variable."""
+        return self._records[var]
+
+    def relations_mentioning(self, var: str) -> tuple[str, ...]:
+        """Names of the relation factors that read ``var``."""
+        return self._mentions.get(var, ())
+
+    def factor_formulas(self) -> dict[str, z3.BoolRef]:
+        """The Z3 formula of each factor, by name (for export, e.g. the relation IR).
+
+        A list without a schema bound also has a default upper bound on its length in its
+        component; that bound is implied by the layout and is not part of the factor's formula.
+        Factors over no variable (constant relations that hold) have no formula here.
+        """
+        out: dict[str, z3.BoolRef] = {}
+        for comp in self._components:
+            out.update(zip(comp.factor_names, comp.constraints))
+        return out
+
+    def new_oracle(self) -> Oracle:
+        """A fresh oracle (one per request; not thread-safe; it owns its Z3 context)."""
+        from factorspec_sdk.graph.oracle import Oracle
+
+        return Oracle(self)
+
+    # ------------------------------------------------------------------ text
+
+    def describe(self) -> str:
+        """A human-readable account of the graph."""
+        lines = [f"spec of {self.model.__name__}: compiled in {self.compile_seconds * 1000:.1f} ms"]
+        lines.append(f"variables ({len(self.variables)}):")
+        for v in self.variables.values():
+            extra = ""
+            if v.kind in ("int", "len"):
+                extra = f" in [{v.ge}, {v.le}]"
+            if v.domain is not None and v.kind != "bool":
+                shown = ", ".join(map(repr, v.domain[:8])) + (", ..." if len(v.domain) > 8 else "")
+                extra += f" in {{{shown}}}"
+            lines.append(f"  {v.name}: {v.kind}{extra}")
+        rel = [f for f in self.factors if f.kind == "relation"]
+        lines.append(f"factors: {len(rel)} relations, {len(self.factors) - len(rel)} bounds")
+        for f in rel:
+            lines.append(f"  {f.name}: {len(f.variables)} variables")
+        lines.append(f"components ({len(self.components)}):")
+        for i, c in enumerate(self._components):
+            names = ", ".join(n for n in c.factor_names)
+            lines.append(f"  #{i}: {len(c.variables)} variables; {names}")
+        lists = _list_paths(self.layout, ())
+        if lists:
+            lines.append("list bounds:")
+            for p in lists:
+                lines.append(f"  {path_name(p)}: at most {self.max_length(p)} items")
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return (
+            f"CompiledSpec({self.model.__name__}, {len(self.variables)} variables, "
+            f"{len(self.factors)} factors, {len(self.components)} components)"
+        )
+
+
+def _order(r: VarRecord) -> tuple[object, ...]:
+    parts = tuple((0, p, "") if isinstance(p, int) else (1, 0, p) for p in r.path)
+    return (parts, r.name)
+
+
+def _list_paths(node: object, path: Path) -> list[Path]:
+    out: list[Path] = []
+    if isinstance(node, ObjectLayout):
+        for f in node.fields:
+            out += _list_paths(f.node, (*path, f.name))
+    elif isinstance(node, ListLayout):
+        out.append(path)
+    return out

@@ -1,0 +1,94 @@
+"""The Z3 main-context lock: oracles copy a spec's terms out of the main context under it."""
+
+from __future__ import annotations
+
+import threading
+
+from pydantic import BaseModel, Field
+
+from factorspec_sdk import relation
+from factorspec_sdk.graph import MAIN_CONTEXT_LOCK, compile_spec
+from factorspec_sdk.graph.compiled import Value
+
+
+class Limit(BaseModel):
+    cap: int
+
+
+class Pair(BaseModel):
+    a: int = Field(ge=0, le=9)
+    b: int = Field(ge=0, le=9)
+
+    @relation
+    def sum_is_cap(self, limit: Limit) -> bool:
+        return self.a + self.b == limit.cap
+
+
+class Diff(BaseModel):
+    a: int = Field(ge=0, le=9)
+    b: int = Field(ge=0, le=9)
+
+    @relation
+    def difference_is_cap(self, limit: Limit) -> bool:
+        return self.a - self.b == limit.cap
+
+
+def test_oracle_translation_waits_for_the_main_context_lock() -> None:
+    spec = compile_spec(Pair, Limit(cap=3))
+    done = threading.Event()
+    answers: list[list[Value] | None] = []
+    errors: list[BaseException] = []
+
+    def query() -> None:
+        try:
+            answers.append(spec.new_oracle().feasible_values((), "a"))
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+        finally:
+            done.set()
+
+    with MAIN_CONTEXT_LOCK:
+        worker = threading.Thread(target=query)
+        worker.start()
+        # the oracle's first query copies the component's formulas out of the main context:
+        # it must wait while another thread holds the lock (e.g. one compiling a spec)
+        assert not done.wait(0.5)
+    worker.join(60)
+    assert done.is_set()
+    assert not errors
+    assert answers == [[0, 1, 2, 3]]
+
+
+def test_compiling_and_querying_in_many_threads() -> None:
+    specs = {cap: compile_spec(Pair, Limit(cap=cap)) for cap in range(4)}
+    errors: list[BaseException] = []
+
+    def compile_many(model: type[BaseModel], caps: range) -> None:
+        try:
+            for cap in caps:  # fresh specs, built in the main context
+                spec = compile_spec(model, Limit(cap=cap))
+                lo, hi = (max(0, cap - 9), min(9, cap)) if model is Pair else (max(0, cap), 9 + cap)
+                assert spec.new_oracle().feasible_values((), "a") == list(range(lo, min(hi, 9) + 1))
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    def query_many(cap: int) -> None:
+        try:
+            for _ in range(20):
+                oracle = specs[cap].new_oracle()
+                assert oracle.feasible_values((), "a") == list(range(cap + 1))
+                assert oracle.feasible_values((("a", 0),), "b") == [cap]
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [
+        threading.Thread(target=compile_many, args=(Pair, range(4, 19))),
+        threading.Thread(target=compile_many, args=(Diff, range(-9, 10))),
+    ]
+    threads += [threading.Thread(target=query_many, args=(cap,)) for cap in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not any(t.is_alive() for t in threads)
+    assert not errors
