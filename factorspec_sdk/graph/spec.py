@@ -35,7 +35,6 @@ from factorspec_sdk.relations.layout import (
 
 __all__ = [
     "SPEC_CACHE",
-    "CompiledSpec",  # TEMPORARY: removed when server/ imports it from factorspec_sdk.graph
     "compile_spec",
 ]
 

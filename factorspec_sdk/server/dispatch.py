@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
     from factorspec_sdk.drafter.loop import DecoderConfig
     from factorspec_sdk.engines.protocol import Engine
-    from factorspec_sdk.graph.spec import CompiledSpec
+    from factorspec_sdk.graph import CompiledSpec
     from factorspec_sdk.server.metrics import Metrics
     from factorspec_sdk.server.specs import Prepared
 

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from jsonschema.protocols import Validator
 
     from factorspec_sdk.engines.protocol import ChatMessage, Engine
-    from factorspec_sdk.graph.spec import CompiledSpec
+    from factorspec_sdk.graph import CompiledSpec
     from factorspec_sdk.relations.layout import ObjectLayout
 
 __all__ = [

@@ -27,7 +27,7 @@ from factorspec_sdk.writer.automaton import Writer
 
 if TYPE_CHECKING:
     from factorspec_sdk.engines.protocol import Engine
-    from factorspec_sdk.graph.spec import CompiledSpec
+    from factorspec_sdk.graph import CompiledSpec
     from factorspec_sdk.server.metrics import Metrics
 
 __all__ = ["Delta", "Done", "EngineWorker", "Job", "PromptError"]
