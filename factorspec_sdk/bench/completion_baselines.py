@@ -134,12 +134,12 @@ def run_completion_baseline(
     Raises:
         TypeError: the engine is not the in-process vLLM engine.
     """
-    from factorspec_sdk.bench.trip import evaluate
     from factorspec_sdk.bench.trip_bench import (
         _relation_docs,
         itinerary_schema,
         violation_sentences,
     )
+    from factorspec_sdk.domains.trip import evaluate
     from factorspec_sdk.engines.vllm_engine import VLLMEngine
 
     engine = setup.engine

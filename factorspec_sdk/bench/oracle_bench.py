@@ -22,8 +22,7 @@ def _pct(values: list[float], q: float) -> float:
 
 def run(sizes: tuple[int, ...] = (3, 5, 7, 10), seeds: int = 5) -> list[dict[str, float]]:
     """Measure; one row per trip size (milliseconds)."""
-    from examples.itinerary import Itinerary
-    from factorspec_sdk.bench.trip import generate_problem, itinerary_record
+    from factorspec_sdk.domains.trip import Itinerary, generate_problem, itinerary_record
     from factorspec_sdk.graph import AtLeast, compile_spec
     from factorspec_sdk.graph.spec import _compile
 

@@ -36,7 +36,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from factorspec_sdk.bench.trip import TripProblem, evaluate, generate_problem, prompt_for
+from factorspec_sdk.domains.trip import TripProblem, evaluate, generate_problem, prompt_for
 from factorspec_sdk.engines.completion import CompletionEngine
 from factorspec_sdk.engines.protocol import ChatMessage, Engine
 
@@ -125,7 +125,7 @@ def parse_cities(text: str) -> tuple[int, int]:
     Raises:
         ValueError: not a count or a range of counts within 3..10.
     """
-    from factorspec_sdk.bench.trip import MAX_CITIES, MIN_CITIES
+    from factorspec_sdk.domains.trip import MAX_CITIES, MIN_CITIES
 
     parts = text.replace("..", "-").split("-")
     try:
@@ -1030,8 +1030,8 @@ def run_trip_bench(
     """
     from rich.progress import Progress
 
-    from examples.itinerary import Itinerary
     from factorspec_sdk.client import Client, schema_hint
+    from factorspec_sdk.domains.trip import Itinerary
     from factorspec_sdk.relations.layout import build_layout
 
     chosen = expand_methods(methods)

@@ -17,7 +17,7 @@ import threading
 import time
 from collections import Counter
 
-from factorspec_sdk.bench.trip import generate_problem, prompt_for
+from factorspec_sdk.domains.trip import generate_problem, prompt_for
 from factorspec_sdk.engines.protocol import Engine
 from factorspec_sdk.ir import to_ir
 
@@ -60,7 +60,7 @@ def run_load(
     """Run the load; returns the summary numbers (also printed)."""
     from openai import OpenAI, OpenAIError
 
-    from examples.itinerary import Itinerary
+    from factorspec_sdk.domains.trip import Itinerary
 
     problems = [generate_problem(n, seed) for seed, n in enumerate((3, 4, 5, 3, 4, 5, 3, 4))]
     work = [(prompt_for(p), to_ir(Itinerary, p)) for p in problems]

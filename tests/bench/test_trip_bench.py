@@ -21,7 +21,6 @@ from factorspec_sdk.bench.baselines import (
     decode_with_retries,
     ngram_propose,
 )
-from factorspec_sdk.bench.trip import generate_problem, itinerary_record, prompt_for
 from factorspec_sdk.bench.trip_bench import (
     BenchReport,
     RecordResult,
@@ -35,6 +34,7 @@ from factorspec_sdk.bench.trip_bench import (
     summarize,
     violation_sentences,
 )
+from factorspec_sdk.domains.trip import generate_problem, itinerary_record, prompt_for
 from factorspec_sdk.engines.scripted import ScriptedEngine
 from tests.helpers import tiny_tokenizer
 
@@ -93,7 +93,7 @@ def test_parse_cities() -> None:
 
 
 def test_problems_match_the_generator() -> None:
-    from factorspec_sdk.bench.trip import generate_problems
+    from factorspec_sdk.domains.trip import generate_problems
 
     assert generate_bench_problems(4, (3, 6), 1) == generate_problems(4, (3, 6), 1)
     loose = generate_bench_problems(4, (3, 6), 1, unique=False)
@@ -302,8 +302,8 @@ def test_runner_every_method_on_a_scripted_engine(tmp_path: Path) -> None:
 
 
 def test_prompts_are_identical_across_methods() -> None:
-    from examples.itinerary import Itinerary
     from factorspec_sdk.client import Client, schema_hint
+    from factorspec_sdk.domains.trip import Itinerary
     from factorspec_sdk.graph import compile_spec
     from factorspec_sdk.relations.layout import build_layout
 

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from examples.itinerary import Itinerary
 from factorspec_sdk import Client
-from factorspec_sdk.bench.trip import evaluate, prompt_for
+from factorspec_sdk.domains.trip import Itinerary, evaluate, prompt_for
 from factorspec_sdk.engines import ENGINES
 from factorspec_sdk.engines.embedded import EmbeddedEngine
 from factorspec_sdk.engines.vllm_engine import VLLMEngine, check_vllm_version
