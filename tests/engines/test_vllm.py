@@ -85,7 +85,7 @@ def test_greedy_equals_the_embedded_engine(
 
 def test_the_trip_bench_runs_on_vllm(vllm_engine: VLLMEngine) -> None:
     """`factorspec bench trip --engine vllm`: the baselines as a vLLM user runs them."""
-    from factorspec_sdk.bench.trip_bench import run_trip_bench, summarize
+    from factorspec_sdk.bench.trip import run_trip_bench, summarize
 
     report = run_trip_bench(
         1,

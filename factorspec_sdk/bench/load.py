@@ -1,10 +1,10 @@
 """Load test for `factorspec serve` (a script, not a test).
 
-``python -m factorspec_sdk.server.load --engine scripted --clients 64 --seconds 60`` starts a
-server in this process on a free loopback port (or targets ``--url``), then runs N concurrent
-clients (official ``openai`` client, one thread each) for the given time, each sending
-structured requests with a relation IR (trip plans of 3-5 cities; run from the repository
-root so that ``examples`` imports). Prints throughput, p50/p99 latency and errors.
+``python -m factorspec_sdk.bench.load --engine scripted --clients 64 --seconds 60`` (``make
+load``) starts a server in this process on a free loopback port (or targets ``--url``), then
+runs N concurrent clients (official ``openai`` client, one thread each) for the given time,
+each sending structured requests with a relation IR (trip plans of 3-5 cities, the packaged
+`factorspec_sdk.domains.trip.Itinerary`). Prints throughput, p50/p99 latency and errors.
 """
 
 from __future__ import annotations
