@@ -77,10 +77,10 @@ soak: install
 	$(PY) -m factorspec_sdk.server.soak --requests 10000 --clients 16 --max-seconds 1800
 
 load: install
-	$(PY) -m factorspec_sdk.server.load --engine scripted --clients 64 --seconds 60
+	$(PY) -m factorspec_sdk.bench.load --engine scripted --clients 64 --seconds 60
 
 load-embedded: install
-	$(PY) -m factorspec_sdk.server.load --engine embedded --clients 16 --seconds 90
+	$(PY) -m factorspec_sdk.bench.load --engine embedded --clients 16 --seconds 90
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

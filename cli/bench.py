@@ -113,7 +113,7 @@ def trip(
     """Trip planning: validity, exact match and speed of every method on the same problems."""
     from rich.console import Console
 
-    from factorspec_sdk.bench.trip_bench import (
+    from factorspec_sdk.bench.trip import (
         expand_methods,
         make_engine,
         parse_cities,
@@ -184,7 +184,7 @@ def report(
     """Re-render results.md and the plots from a results.json, or merge shards of one run."""
     import json
 
-    from factorspec_sdk.bench.trip_bench import BenchReport, merge_reports, write_outputs
+    from factorspec_sdk.bench.trip import BenchReport, merge_reports, write_outputs
 
     target = out if out is not None else results[0].parent
     reports = []

@@ -358,7 +358,7 @@ def main() -> None:
     """Entry point of the ``factorspec`` console script.
 
     Like ``python -m``, the working directory goes first on ``sys.path``, so that
-    ``MODULE:Model`` arguments and the benchmark's ``examples`` package resolve from a checkout.
+    ``MODULE:Model`` arguments (``examples.itinerary:Itinerary``) resolve from a checkout.
     """
     import os
     import sys

@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from examples import invoice, itinerary, meeting
 from factorspec_sdk import relations_of
-from factorspec_sdk.bench.trip import evaluate, itinerary_record
+from factorspec_sdk.domains.trip import Itinerary, evaluate, itinerary_record
 from factorspec_sdk.relations import build_layout
 
 
@@ -24,7 +24,7 @@ def _violated(model: Any, data: Any, ctx: Any) -> str:
 
 
 def test_itinerary_relations_and_layout() -> None:
-    names = [r.name for r in relations_of(itinerary.Itinerary)]
+    names = [r.name for r in relations_of(Itinerary)]
     assert names == [
         "visits_every_city_once",
         "stays_follow_each_other",
@@ -32,7 +32,7 @@ def test_itinerary_relations_and_layout() -> None:
         "flights_link_stays",
         "events_covered",
     ]
-    layout = build_layout(itinerary.Itinerary)
+    layout = build_layout(Itinerary)
     assert layout.field("stays").node.max_length == 10  # type: ignore[union-attr]
     assert layout.field("flights").node.max_length == 9  # type: ignore[union-attr]
 
@@ -42,7 +42,7 @@ def test_itinerary_sample() -> None:
     assert len(ctx.cities) == 5 and len(ctx.events) >= 1
     assert f"visit 5 European cities for {ctx.total_days} days" in itinerary.SAMPLE_PROMPT
     golden = itinerary_record(ctx.golden)
-    itinerary.Itinerary.model_validate(golden, context=ctx)
+    Itinerary.model_validate(golden, context=ctx)
     result = evaluate(ctx, golden)
     assert result.valid and result.exact_match
 
@@ -55,7 +55,7 @@ def test_itinerary_main(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_itinerary_needs_context() -> None:
     with pytest.raises(ValidationError, match="needs a context"):
-        itinerary.Itinerary.model_validate(itinerary_record(itinerary.SAMPLE_CONTEXT.golden))
+        Itinerary.model_validate(itinerary_record(itinerary.SAMPLE_CONTEXT.golden))
 
 
 # ------------------------------------------------------------------ invoice

@@ -8,9 +8,8 @@ import pytest
 from pydantic import BaseModel
 
 from examples import invoice, meeting
-from examples.itinerary import Itinerary
 from factorspec_sdk import Client, TokenBudgetError
-from factorspec_sdk.bench.trip import evaluate, generate_problem, prompt_for
+from factorspec_sdk.domains.trip import Itinerary, evaluate, generate_problem, prompt_for
 from factorspec_sdk.graph import compile_spec
 from factorspec_sdk.tokens.plan import Planner
 from factorspec_sdk.writer.automaton import Writer

@@ -1,6 +1,5 @@
-from examples.itinerary import Itinerary
 from factorspec_sdk import Client
-from factorspec_sdk.bench.trip import generate_problem, prompt_for
+from factorspec_sdk.domains.trip import Itinerary, generate_problem, prompt_for
 
 
 def main() -> None:

@@ -1,6 +1,7 @@
 from pydantic import ValidationError
 
-from examples.itinerary import SAMPLE_CONTEXT, Itinerary
+from examples.itinerary import SAMPLE_CONTEXT
+from factorspec_sdk.domains.trip import Itinerary
 
 plan = {
     "stays": [{"city": "Copenhagen", "first_day": 1, "last_day": 5}],

@@ -5,9 +5,8 @@ token planner: a token is *certain* when it is the only token the relations allo
 point (it is drafted without asking the model), *chosen* otherwise.
 """
 
-from examples.itinerary import Itinerary
 from factorspec_sdk import Client
-from factorspec_sdk.bench.trip import generate_problem, prompt_for
+from factorspec_sdk.domains.trip import Itinerary, generate_problem, prompt_for
 from factorspec_sdk.graph import compile_spec
 from factorspec_sdk.tokens.plan import Planner
 from factorspec_sdk.writer.automaton import Writer

@@ -1,7 +1,7 @@
 from pydantic import BaseModel, Field
 
 from factorspec_sdk import distinct, relation
-from factorspec_sdk.bench.trip import TripProblem
+from factorspec_sdk.domains.trip import TripProblem
 
 
 class Stay(BaseModel):

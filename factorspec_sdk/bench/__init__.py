@@ -1,1 +1,7 @@
-"""The bench stage of the FactorSpec pipeline."""
+"""Benchmarks and load scripts, shipped in the package so an installed wheel runs them.
+
+`trip` (``factorspec bench trip``): FactorSpec against syntax-only baselines on trip problems;
+`baselines`: the syntax-only decoding loops; `gen_bench` and `oracle_bench`: decoding-mode and
+oracle timings; `gpu_check`: the prepared check for a GPU machine; `load`: the load test of
+``factorspec serve``.
+"""

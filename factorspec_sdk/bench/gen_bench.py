@@ -65,9 +65,8 @@ def run(
     """Decode ``n`` problems in every mode; returns the aggregates per mode."""
     from rich.progress import Progress
 
-    from examples.itinerary import Itinerary
-    from factorspec_sdk.bench.trip import generate_problem, prompt_for
     from factorspec_sdk.client import Client
+    from factorspec_sdk.domains.trip import Itinerary, generate_problem, prompt_for
     from factorspec_sdk.engines import create_logits_engine
 
     engine = create_logits_engine("embedded", **({"model": model} if model else {}))

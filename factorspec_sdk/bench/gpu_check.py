@@ -83,9 +83,8 @@ def main() -> int:
 
     import torch
 
-    from examples.itinerary import Itinerary
     from factorspec_sdk import Client
-    from factorspec_sdk.bench.trip import evaluate, generate_problem, prompt_for
+    from factorspec_sdk.domains.trip import Itinerary, evaluate, generate_problem, prompt_for
     from factorspec_sdk.engines.embedded import EmbeddedEngine
 
     model = args.model or tiny_model(args.tiny, Path("/tmp/factorspec-tiny-llama"))

@@ -1,7 +1,7 @@
 """Oracle benchmark: compile time and per-query time on NATURAL PLAN-style trips.
 
 ``python -m factorspec_sdk.bench.oracle_bench`` (``make bench-oracle``) compiles the
-`examples.itinerary.Itinerary` spec for trips of 3, 5, 7 and 10 cities and replays the
+`factorspec_sdk.domains.trip.Itinerary` spec for trips of 3, 5, 7 and 10 cities and replays the
 writer's typical queries along the golden plan: the feasible set of the next city, the
 values the city determines, the digits of each day, the list continue/close checks.
 """
@@ -22,8 +22,7 @@ def _pct(values: list[float], q: float) -> float:
 
 def run(sizes: tuple[int, ...] = (3, 5, 7, 10), seeds: int = 5) -> list[dict[str, float]]:
     """Measure; one row per trip size (milliseconds)."""
-    from examples.itinerary import Itinerary
-    from factorspec_sdk.bench.trip import generate_problem, itinerary_record
+    from factorspec_sdk.domains.trip import Itinerary, generate_problem, itinerary_record
     from factorspec_sdk.graph import AtLeast, compile_spec
     from factorspec_sdk.graph.spec import _compile
 

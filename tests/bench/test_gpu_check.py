@@ -7,9 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from examples.itinerary import Itinerary
 from factorspec_sdk import Client
-from factorspec_sdk.bench.trip import evaluate, generate_problem, prompt_for
+from factorspec_sdk.domains.trip import Itinerary, evaluate, generate_problem, prompt_for
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.bench import bench_app
-from factorspec_sdk.bench import baselines, trip_bench
+from factorspec_sdk.bench import baselines
 from factorspec_sdk.bench.baselines import (
     DecodeRun,
     Steps,
@@ -21,20 +21,11 @@ from factorspec_sdk.bench.baselines import (
     decode_with_retries,
     ngram_propose,
 )
-from factorspec_sdk.bench.trip import generate_problem, itinerary_record, prompt_for
-from factorspec_sdk.bench.trip_bench import (
-    BenchReport,
-    RecordResult,
-    expand_methods,
-    generate_bench_problems,
-    itinerary_schema,
-    parse_cities,
-    parse_shard,
-    ratios,
-    run_trip_bench,
-    summarize,
-    violation_sentences,
-)
+from factorspec_sdk.bench.trip.options import METHODS, expand_methods, parse_cities, parse_shard
+from factorspec_sdk.bench.trip.results import BenchReport, RecordResult, ratios, summarize
+from factorspec_sdk.bench.trip.runner import generate_bench_problems, run_trip_bench
+from factorspec_sdk.bench.trip.tasks import itinerary_schema, violation_sentences
+from factorspec_sdk.domains.trip import generate_problem, itinerary_record, prompt_for
 from factorspec_sdk.engines.scripted import ScriptedEngine
 from tests.helpers import tiny_tokenizer
 
@@ -72,7 +63,7 @@ def _check_schema(data: Any, problem: Any) -> None:
 
 
 def test_expand_methods() -> None:
-    assert expand_methods("all") == list(trip_bench.METHODS)
+    assert expand_methods("all") == list(METHODS)
     assert expand_methods("factorspec,free") == ["free", "factorspec"]
     assert expand_methods("syntax+ngram") == [
         "syntax+ngram-k3",
@@ -93,7 +84,7 @@ def test_parse_cities() -> None:
 
 
 def test_problems_match_the_generator() -> None:
-    from factorspec_sdk.bench.trip import generate_problems
+    from factorspec_sdk.domains.trip import generate_problems
 
     assert generate_bench_problems(4, (3, 6), 1) == generate_problems(4, (3, 6), 1)
     loose = generate_bench_problems(4, (3, 6), 1, unique=False)
@@ -281,7 +272,7 @@ def test_runner_every_method_on_a_scripted_engine(tmp_path: Path) -> None:
     report = run_trip_bench(
         2, (3, 3), "all", engine, tmp_path, 0, max_tokens=400, progress=False, log=lines.append
     )
-    methods = list(trip_bench.METHODS)
+    methods = list(METHODS)
     assert [r.method for r in report.records] == methods * 2
     assert len(lines) == 2 * len(methods)
     assert not [r.error for r in report.records if r.error]
@@ -302,8 +293,8 @@ def test_runner_every_method_on_a_scripted_engine(tmp_path: Path) -> None:
 
 
 def test_prompts_are_identical_across_methods() -> None:
-    from examples.itinerary import Itinerary
     from factorspec_sdk.client import Client, schema_hint
+    from factorspec_sdk.domains.trip import Itinerary
     from factorspec_sdk.graph import compile_spec
     from factorspec_sdk.relations.layout import build_layout
 

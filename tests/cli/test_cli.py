@@ -266,7 +266,8 @@ def test_help_is_fast_and_light(args: list[str]) -> None:
 
 @pytest.mark.model
 def test_generate_end_to_end(tmp_path: Path) -> None:
-    from examples.itinerary import SAMPLE_CONTEXT, SAMPLE_PROMPT, Itinerary
+    from examples.itinerary import SAMPLE_CONTEXT, SAMPLE_PROMPT
+    from factorspec_sdk.domains.trip import Itinerary
 
     prompt = tmp_path / "prompt.txt"
     prompt.write_text(SAMPLE_PROMPT)

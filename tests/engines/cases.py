@@ -9,8 +9,7 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from examples import invoice, meeting
-from examples.itinerary import Itinerary
-from factorspec_sdk.bench.trip import TripProblem, generate_problem, prompt_for
+from factorspec_sdk.domains.trip import Itinerary, TripProblem, generate_problem, prompt_for
 
 
 def problems(n: int, seed: int = 100) -> list[TripProblem]:

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from examples.itinerary import Itinerary
 from factorspec_sdk import Client
-from factorspec_sdk.bench.trip import evaluate, prompt_for
+from factorspec_sdk.domains.trip import Itinerary, evaluate, prompt_for
 from factorspec_sdk.engines import ENGINES
 from factorspec_sdk.engines.embedded import EmbeddedEngine
 from factorspec_sdk.engines.vllm_engine import VLLMEngine, check_vllm_version
@@ -86,7 +85,7 @@ def test_greedy_equals_the_embedded_engine(
 
 def test_the_trip_bench_runs_on_vllm(vllm_engine: VLLMEngine) -> None:
     """`factorspec bench trip --engine vllm`: the baselines as a vLLM user runs them."""
-    from factorspec_sdk.bench.trip_bench import run_trip_bench, summarize
+    from factorspec_sdk.bench.trip import run_trip_bench, summarize
 
     report = run_trip_bench(
         1,

@@ -13,9 +13,8 @@ from pathlib import Path
 import pytest
 
 from examples import invoice
-from examples.itinerary import Itinerary
 from factorspec_sdk import Client
-from factorspec_sdk.bench.trip import evaluate, prompt_for
+from factorspec_sdk.domains.trip import Itinerary, evaluate, prompt_for
 from factorspec_sdk.engines.embedded import EmbeddedEngine
 from factorspec_sdk.engines.openai_server import OpenAIServerEngine
 from factorspec_sdk.errors import EngineError

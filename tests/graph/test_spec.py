@@ -11,11 +11,10 @@ import pytest
 from pydantic import BaseModel, Field
 
 from examples.invoice import Invoice, InvoiceContext
-from examples.itinerary import Itinerary
 from examples.meeting import SAMPLE_CONTEXT as MEETING_CONTEXT
 from examples.meeting import Meeting
 from factorspec_sdk import relation
-from factorspec_sdk.bench.trip import generate_problem, itinerary_record
+from factorspec_sdk.domains.trip import Itinerary, generate_problem, itinerary_record
 from factorspec_sdk.errors import ContextError, SpecError, UnsatisfiableSpecError
 from factorspec_sdk.graph import AtLeast, compile_spec
 from factorspec_sdk.graph.compiled import Fact

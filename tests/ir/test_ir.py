@@ -11,11 +11,10 @@ from pydantic import BaseModel, Field
 
 from examples.invoice import SAMPLE_CONTEXT as INVOICE_CONTEXT
 from examples.invoice import Invoice
-from examples.itinerary import Itinerary
 from examples.meeting import SAMPLE_CONTEXT as MEETING_CONTEXT
 from examples.meeting import Meeting
 from factorspec_sdk import UnsatisfiableSpecError, relation
-from factorspec_sdk.bench.trip import generate_problem
+from factorspec_sdk.domains.trip import Itinerary, generate_problem
 from factorspec_sdk.drafter.loop import DecodeJob, Decoder
 from factorspec_sdk.drafter.verify import SamplingParams
 from factorspec_sdk.engines.scripted import ScriptedEngine

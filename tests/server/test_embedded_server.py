@@ -11,12 +11,11 @@ from pydantic import BaseModel
 from examples.invoice import SAMPLE_CONTEXT as INVOICE_CONTEXT
 from examples.invoice import SAMPLE_PROMPT as INVOICE_PROMPT
 from examples.invoice import Invoice
-from examples.itinerary import Itinerary
 from examples.meeting import SAMPLE_CONTEXT as MEETING_CONTEXT
 from examples.meeting import SAMPLE_PROMPT as MEETING_PROMPT
 from examples.meeting import Meeting
-from factorspec_sdk.bench.trip import generate_problem, prompt_for
 from factorspec_sdk.client import GenerationResult
+from factorspec_sdk.domains.trip import Itinerary, generate_problem, prompt_for
 from factorspec_sdk.remote import RemoteBackend
 from factorspec_sdk.server import create_app
 from tests.server.helpers import running

@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field
 
 from examples import invoice, itinerary, meeting
 from factorspec_sdk import TokenBudgetError
+from factorspec_sdk.domains.trip import Itinerary
 from factorspec_sdk.drafter.loop import DecodeJob, DecodeOutcome, Decoder, DecoderConfig
 from factorspec_sdk.drafter.segments import SegmentDecoder
 from factorspec_sdk.drafter.verify import SamplingParams
@@ -45,7 +46,7 @@ class Memo(BaseModel):
 
 
 EXAMPLES: dict[str, tuple[type[BaseModel], object]] = {
-    "itinerary": (itinerary.Itinerary, itinerary.SAMPLE_CONTEXT),
+    "itinerary": (Itinerary, itinerary.SAMPLE_CONTEXT),
     "invoice": (invoice.Invoice, invoice.SAMPLE_CONTEXT),
     "meeting": (meeting.Meeting, meeting.SAMPLE_CONTEXT),
     "trip": (Trip, TRIP_CONTEXT),

@@ -1,10 +1,10 @@
 """Load test for `factorspec serve` (a script, not a test).
 
-``python -m factorspec_sdk.server.load --engine scripted --clients 64 --seconds 60`` starts a
-server in this process on a free loopback port (or targets ``--url``), then runs N concurrent
-clients (official ``openai`` client, one thread each) for the given time, each sending
-structured requests with a relation IR (trip plans of 3-5 cities; run from the repository
-root so that ``examples`` imports). Prints throughput, p50/p99 latency and errors.
+``python -m factorspec_sdk.bench.load --engine scripted --clients 64 --seconds 60`` (``make
+load``) starts a server in this process on a free loopback port (or targets ``--url``), then
+runs N concurrent clients (official ``openai`` client, one thread each) for the given time,
+each sending structured requests with a relation IR (trip plans of 3-5 cities, the packaged
+`factorspec_sdk.domains.trip.Itinerary`). Prints throughput, p50/p99 latency and errors.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import threading
 import time
 from collections import Counter
 
-from factorspec_sdk.bench.trip import generate_problem, prompt_for
+from factorspec_sdk.domains.trip import generate_problem, prompt_for
 from factorspec_sdk.engines.protocol import Engine
 from factorspec_sdk.ir import to_ir
 
@@ -60,7 +60,7 @@ def run_load(
     """Run the load; returns the summary numbers (also printed)."""
     from openai import OpenAI, OpenAIError
 
-    from examples.itinerary import Itinerary
+    from factorspec_sdk.domains.trip import Itinerary
 
     problems = [generate_problem(n, seed) for seed, n in enumerate((3, 4, 5, 3, 4, 5, 3, 4))]
     work = [(prompt_for(p), to_ir(Itinerary, p)) for p in problems]

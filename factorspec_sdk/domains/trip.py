@@ -1,4 +1,4 @@
-"""NATURAL PLAN-style trip planning problems: generator, prompt, reference solver, evaluator.
+"""The trip planning domain: problem, ``Itinerary`` model, generator, prompt, solver, evaluator.
 
 The NATURAL PLAN data file (Zheng et al. 2024, arXiv 2406.04520) is not available offline, so
 this module follows the paper's construction of its *trip planning* task:
@@ -14,12 +14,15 @@ this module follows the paper's construction of its *trip planning* task:
 
 Scoring follows the official evaluation: *exact match* compares the ordered (city, days) list
 of a plan with the golden one; *validity* is stricter than the paper and means the record
-passes every relation of the ``Itinerary`` model (``examples/itinerary.py``).
+passes every relation of the `Itinerary` model below.
+
+This module is the one home of the domain: ``examples/itinerary.py`` (``make run``), the
+benchmarks (``factorspec_sdk.bench``), the docs snippets and the tests import it from here,
+so an installed wheel can run all of them.
 """
 
 from __future__ import annotations
 
-import importlib
 import itertools
 import json
 import random
@@ -30,8 +33,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError, model_validator
 
+from factorspec_sdk.relations.decorator import distinct, relation, relations_of
 from factorspec_sdk.relations.decorator import evaluate as run_relation
-from factorspec_sdk.relations.decorator import relations_of
 
 __all__ = [
     "EUROPEAN_CITIES",
@@ -42,6 +45,9 @@ __all__ = [
     "MIN_STAY",
     "Evaluation",
     "Event",
+    "Flight",
+    "Itinerary",
+    "Stay",
     "TripProblem",
     "count_solutions",
     "evaluate",
@@ -183,6 +189,80 @@ class TripProblem(BaseModel):
         if any(e.city not in known for e in self.events):
             raise ValueError("events may only name the problem's cities")
         return self
+
+
+# --------------------------------------------------------------------------- the record model
+
+
+class Stay(BaseModel):
+    """Days ``first_day``..``last_day`` spent in ``city`` (the flight days count for both)."""
+
+    city: str
+    first_day: int = Field(ge=1, le=MAX_TRIP_DAYS)
+    last_day: int = Field(ge=1, le=MAX_TRIP_DAYS)
+
+
+class Flight(BaseModel):
+    """A direct flight on ``day`` from ``origin`` to ``destination``."""
+
+    day: int = Field(ge=1, le=MAX_TRIP_DAYS)
+    origin: str
+    destination: str
+
+
+class Itinerary(BaseModel):
+    """An ordered trip: one stay per city, linked by direct flights.
+
+    The per-request context is a `TripProblem`; the relations make every plan a valid trip.
+    """
+
+    stays: list[Stay] = Field(max_length=10)
+    flights: list[Flight] = Field(max_length=9)
+
+    @relation
+    def visits_every_city_once(self, trip: TripProblem) -> bool:
+        """One stay per city of the trip, none repeated."""
+        return (
+            len(self.stays) == len(trip.cities)
+            and all(s.city in trip.cities for s in self.stays)
+            and distinct(s.city for s in self.stays)
+        )
+
+    @relation
+    def stays_follow_each_other(self, trip: TripProblem) -> bool:
+        """The trip starts on day 1, ends on its last day; a stay starts when the last ends."""
+        return (
+            self.stays[0].first_day == 1
+            and self.stays[-1].last_day == trip.total_days
+            and all(b.first_day == a.last_day for a, b in zip(self.stays, self.stays[1:]))
+        )
+
+    @relation
+    def stay_lengths(self, trip: TripProblem) -> bool:
+        """Each stay lasts as many days as asked for its city."""
+        return all(s.last_day - s.first_day + 1 == trip.days[s.city] for s in self.stays)
+
+    @relation
+    def flights_link_stays(self, trip: TripProblem) -> bool:
+        """A direct flight from each stay to the next, on the day the first ends."""
+        return len(self.flights) == len(self.stays) - 1 and all(
+            f.day == a.last_day
+            and f.origin == a.city
+            and f.destination == b.city
+            and (a.city, b.city) in trip.direct_flights
+            for f, a, b in zip(self.flights, self.stays, self.stays[1:])
+        )
+
+    @relation
+    def events_covered(self, trip: TripProblem) -> bool:
+        """The stay in an event's city covers the event's days."""
+        return all(
+            any(
+                s.city == e.city and s.first_day <= e.first_day and e.last_day <= s.last_day
+                for s in self.stays
+            )
+            for e in trip.events
+        )
 
 
 # --------------------------------------------------------------------------- generation
@@ -493,11 +573,10 @@ def evaluate(
     Args:
         problem: the trip problem (also the validation context).
         record_or_text: the answer.
-        model: the record model; defaults to ``examples.itinerary.Itinerary`` (importable from
-            a checkout of the repository).
+        model: the record model; defaults to `Itinerary`.
     """
     if model is None:
-        model = _default_model()
+        model = Itinerary
     if isinstance(record_or_text, BaseModel):
         data: Any = record_or_text.model_dump(mode="json")
     elif isinstance(record_or_text, (str, bytes)):
@@ -523,18 +602,6 @@ def evaluate(
         valid = False
     violations = [] if valid else _violations(model, data, problem)
     return Evaluation(valid, exact, True, violations, plan)
-
-
-def _default_model() -> type[BaseModel]:
-    try:
-        module = importlib.import_module("examples.itinerary")
-    except ImportError as exc:  # pragma: no cover - depends on the working directory
-        raise ImportError(
-            "evaluate() needs the Itinerary model: run from a checkout of the repository "
-            "(examples/itinerary.py) or pass model=..."
-        ) from exc
-    itinerary: type[BaseModel] = module.Itinerary
-    return itinerary
 
 
 def _parse_json(text: str) -> Any:

@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from examples.itinerary import Itinerary
-from factorspec_sdk.bench.trip import (
+from factorspec_sdk.domains.trip import (
     EUROPEAN_CITIES,
     MAX_TRIP_DAYS,
     Event,
+    Itinerary,
     TripProblem,
     count_solutions,
     evaluate,

@@ -1,4 +1,4 @@
-"""The trip benchmark's baselines on vLLM (``factorspec bench trip --engine vllm``).
+"""Running the trip benchmark's baselines on vLLM (``factorspec bench trip --engine vllm``).
 
 On a completion engine the baselines are what a vLLM user runs, on the same ``vllm.LLM``
 instance that FactorSpec uses (prompts as token ids, greedy, the same budget):
@@ -25,15 +25,22 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from factorspec_sdk.bench.baselines import DecodeRun
+from factorspec_sdk.bench.trip.options import ngram_k
+from factorspec_sdk.bench.trip.tasks import (
+    Setup,
+    Task,
+    itinerary_schema,
+    relation_docs,
+    violation_sentences,
+)
+from factorspec_sdk.domains.trip import evaluate
 from factorspec_sdk.engines.protocol import ChatMessage
 
 if TYPE_CHECKING:
-    from factorspec_sdk.bench.trip_bench import _Setup, _Task
     from factorspec_sdk.engines.vllm_engine import VLLMEngine
 
 __all__ = ["accepted_draft_tokens", "close_ngram_engines", "prepare", "run_completion_baseline"]
 
-_NGRAM_PREFIX = "syntax+ngram-k"
 _NGRAM_LLMS: dict[tuple[int, int], Any] = {}
 
 
@@ -127,19 +134,13 @@ def _generate(
 
 
 def run_completion_baseline(
-    setup: _Setup, method: str, tasks: Sequence[_Task], firsts: Sequence[DecodeRun | None]
+    setup: Setup, method: str, tasks: Sequence[Task], firsts: Sequence[DecodeRun | None]
 ) -> list[DecodeRun | Exception]:
     """Run a baseline ``method`` for ``tasks`` on the vLLM engine of ``setup``.
 
     Raises:
         TypeError: the engine is not the in-process vLLM engine.
     """
-    from factorspec_sdk.bench.trip import evaluate
-    from factorspec_sdk.bench.trip_bench import (
-        _relation_docs,
-        itinerary_schema,
-        violation_sentences,
-    )
     from factorspec_sdk.engines.vllm_engine import VLLMEngine
 
     engine = setup.engine
@@ -152,12 +153,13 @@ def run_completion_baseline(
         return list(_generate(llm, engine, prompts, setup.max_tokens, [None] * len(tasks)))
     if method == "syntax":
         return list(_generate(llm, engine, prompts, setup.max_tokens, schemas))
-    if method.startswith(_NGRAM_PREFIX):
-        ngram = _ngram_llm(engine, int(method.removeprefix(_NGRAM_PREFIX)))
+    k = ngram_k(method)
+    if k is not None:
+        ngram = _ngram_llm(engine, k)
         return list(_generate(ngram, engine, prompts, setup.max_tokens, schemas, True))
     if method != "syntax+retry":
         raise ValueError(f"unknown method {method!r}")
-    docs = _relation_docs(setup.model)
+    docs = relation_docs(setup.model)
     conversations: list[list[ChatMessage]] = [[dict(m) for m in t.messages] for t in tasks]
     totals = [DecodeRun("", [], attempts=0) for _ in tasks]
     active = list(range(len(tasks)))
@@ -203,7 +205,7 @@ def run_completion_baseline(
     return list(totals)
 
 
-def prepare(setup: _Setup, methods: Sequence[str], prompt_ids: list[int]) -> None:
+def prepare(setup: Setup, methods: Sequence[str], prompt_ids: list[int]) -> None:
     """Start what the methods need (the n-gram engines) and warm vLLM up, outside the timing."""
     from factorspec_sdk.engines.vllm_engine import VLLMEngine
 
@@ -212,8 +214,9 @@ def prepare(setup: _Setup, methods: Sequence[str], prompt_ids: list[int]) -> Non
         return
     llms = [engine.llm]
     for method in methods:
-        if method.startswith(_NGRAM_PREFIX):
-            llms.append(_ngram_llm(engine, int(method.removeprefix(_NGRAM_PREFIX))))
+        k = ngram_k(method)
+        if k is not None:
+            llms.append(_ngram_llm(engine, k))
     for llm in llms:
         _generate(llm, engine, [prompt_ids], 4, [None])
 

@@ -1,0 +1,6 @@
+"""Problem domains shipped with the library: the data, the Pydantic model and its relations.
+
+A domain is what the benchmarks, the examples, the docs and the tests decode and score; it is
+packaged (not kept in ``examples/``) so that an installed wheel can run them. `trip` is the
+NATURAL PLAN-style trip planning domain (`trip.TripProblem`, `trip.Itinerary`).
+"""
