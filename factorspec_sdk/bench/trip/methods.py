@@ -76,10 +76,10 @@ def score(record: RecordResult, problem: TripProblem, model: type[Any]) -> None:
 
 def cold_spec_cache() -> None:
     """Forget compiled specs so each FactorSpec record pays its own compilation."""
-    from factorspec_sdk.graph import spec as spec_module
+    from factorspec_sdk.graph import MAIN_CONTEXT_LOCK, SPEC_CACHE
 
-    with spec_module._LOCK:
-        spec_module._CACHE.clear()
+    with MAIN_CONTEXT_LOCK:  # dropping specs frees main-context Z3 terms
+        SPEC_CACHE.clear()
 
 
 def decode_with_client(
