@@ -283,3 +283,13 @@ def test_client_with_base_url_talks_to_the_server(url: str) -> None:
         Client(scripted_engine(), base_url=url)
     with pytest.raises(TypeError):
         Client(api_key="k")
+
+
+def test_remote_batch_returns_per_record_errors(url: str) -> None:
+    bad = {"Paris": 3, "Rome": 2, "Parma": 4, "Oslo": 1, "Nice": 2}  # 5 cities > max_length 4
+    with Client(backend=RemoteBackend(url)) as remote:
+        got = remote.generate_batch(
+            Trip, ["a trip", "x"], contexts=[TRIP_CONTEXT, bad], return_exceptions=True
+        )
+    local = Client(scripted_engine()).generate(Trip, "a trip", context=TRIP_CONTEXT)
+    assert got[0] == local and isinstance(got[1], UnsatisfiableSpecError)
