@@ -221,7 +221,7 @@ def test_async_callers_are_decoded_in_one_batch() -> None:
 def test_async_batch_errors_stay_with_their_caller() -> None:
     client = AsyncClient(engine())
 
-    async def both() -> list[object]:
+    async def both() -> tuple[Trip | BaseException, Pick | BaseException]:
         return await asyncio.gather(
             client.generate(Trip, "a", context=TOO_MANY),
             client.generate(Pick, "b"),
