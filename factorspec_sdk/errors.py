@@ -14,7 +14,8 @@ Every error the SDK raises on purpose derives from `FactorSpecError` and carries
     │   └── ModelLoadError             the model files cannot be found or converted
     └── GenerationError                decoding could not finish
         ├── IncompleteGenerationError  the token budget ran out; carries the partial text
-        └── TokenBudgetError           max_tokens is below the shortest record (before any token)
+        ├── TokenBudgetError           max_tokens is below the shortest record (before any token)
+        └── RemoteError                a FactorSpec server refused or failed a request
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ __all__ = [
     "ModelLoadError",
     "OracleError",
     "RelationDefinitionError",
+    "RemoteError",
     "SpecError",
     "TokenBudgetError",
     "UnsatisfiableSpecError",
@@ -177,3 +179,17 @@ class TokenBudgetError(GenerationError):
             f"max_tokens={max_tokens} is below the shortest record of this spec, which takes "
             f"{min_tokens} tokens of this tokenizer; give max_tokens >= {min_tokens}"
         )
+
+
+class RemoteError(GenerationError):
+    """A FactorSpec server refused or failed a request.
+
+    Attributes:
+        status: the server's HTTP status (None when no answer came).
+    """
+
+    code = "remote"
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status

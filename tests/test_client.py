@@ -1,6 +1,7 @@
 """Client behaviour on the scripted engine (fast, no model)."""
 
 import asyncio
+from collections.abc import Sequence
 
 import pytest
 from pydantic import BaseModel, Field
@@ -9,10 +10,12 @@ from factorspec_sdk import (
     AsyncClient,
     Client,
     GenerationResult,
+    SamplingParams,
     TokenBudgetError,
     UnsatisfiableSpecError,
     relation,
 )
+from factorspec_sdk.engines.protocol import Logits, SequenceId
 from factorspec_sdk.engines.scripted import ScriptedEngine
 from tests.helpers import TRIP_CONTEXT, Pick, Trip, tiny_tokenizer
 
@@ -126,3 +129,110 @@ def test_max_tokens_below_the_shortest_record_fails_before_any_token() -> None:
 def test_bad_sampling_params() -> None:
     with pytest.raises(ValueError):
         Client(engine()).generate(Pick, "x", temperature=-0.5)
+
+
+class CountingEngine(ScriptedEngine):
+    """The scripted engine, recording how many sequences each forward carried."""
+
+    widths: list[int]
+
+    def extend(
+        self,
+        requests: Sequence[tuple[SequenceId, Sequence[int]]],
+        *,
+        keep: Sequence[int] | None = None,
+    ) -> list[Logits]:
+        self.widths = [*getattr(self, "widths", []), len(requests)]
+        return super().extend(requests, keep=keep)
+
+
+def counting_engine() -> CountingEngine:
+    eng = CountingEngine.random(TOK, seed=2, temperature_scale=2.0)
+    assert isinstance(eng, CountingEngine)
+    return eng
+
+
+TOO_MANY = {"Paris": 3, "Rome": 2, "Parma": 4, "Oslo": 1, "Nice": 2}  # 5 cities > max_length 4
+
+
+def test_batch_returns_per_record_errors() -> None:
+    eng = counting_engine()
+    client = Client(eng)
+    got = client.generate_batch(
+        Trip,
+        ["a", "b", "c"],
+        contexts=[TRIP_CONTEXT, TOO_MANY, TRIP_CONTEXT],
+        return_result=True,
+        return_exceptions=True,
+    )
+    first, failed, last = got
+    assert isinstance(first, GenerationResult) and isinstance(last, GenerationResult)
+    assert isinstance(failed, UnsatisfiableSpecError)
+    assert max(eng.widths) == 2  # the two good records ran in one decoder run
+    alone = Client(engine()).generate(Trip, "a", context=TRIP_CONTEXT, return_result=True)
+    assert first.tokens == alone.tokens
+    values = client.generate_batch(
+        Trip, ["a", "b"], contexts=[TRIP_CONTEXT, TOO_MANY], return_exceptions=True
+    )
+    assert values[0] == first.value and isinstance(values[1], UnsatisfiableSpecError)
+    with pytest.raises(UnsatisfiableSpecError):
+        client.generate_batch(Trip, ["a", "b"], contexts=[TRIP_CONTEXT, TOO_MANY])
+
+
+def test_batch_budget_error_is_per_record() -> None:
+    client = Client(engine())
+    got = client.generate_batch(Pick, ["a"], max_tokens=2, return_exceptions=True)
+    assert isinstance(got[0], TokenBudgetError)
+    with pytest.raises(ValueError, match="contexts"):  # argument errors still raise
+        client.generate_batch(Pick, ["a"], contexts=[None, None], return_exceptions=True)
+
+
+def test_sampling_params_object_or_keywords() -> None:
+    client = Client(engine())
+    by_keywords = client.generate_batch(
+        Trip, ["a", "b"], contexts=[TRIP_CONTEXT] * 2, temperature=1.0, seed=7
+    )
+    by_params = client.generate_batch(
+        Trip, ["a", "b"], contexts=[TRIP_CONTEXT] * 2, params=SamplingParams(1.0, seed=7)
+    )
+    assert by_keywords == by_params
+    with pytest.raises(TypeError, match="not both"):
+        client.generate(Pick, "x", params=SamplingParams(), seed=1)
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        client.generate(Pick, "x", temprature=1.0)  # type: ignore[call-overload]
+
+
+def test_async_callers_are_decoded_in_one_batch() -> None:
+    eng = counting_engine()
+    client = AsyncClient(eng)
+
+    async def together() -> tuple[Pick, Trip]:
+        return await asyncio.gather(
+            client.generate(Pick, "pick"), client.generate(Trip, "trip", context=TRIP_CONTEXT)
+        )
+
+    pick, trip = asyncio.run(together())
+    assert client.batch_sizes == [2]  # one backend run for both callers
+    assert eng.widths[0] == 2  # its first forward carried both sequences
+    assert pick == Client(engine()).generate(Pick, "pick")
+    assert trip == Client(engine()).generate(Trip, "trip", context=TRIP_CONTEXT)
+
+
+def test_async_batch_errors_stay_with_their_caller() -> None:
+    client = AsyncClient(engine())
+
+    async def both() -> tuple[Trip | BaseException, Pick | BaseException]:
+        return await asyncio.gather(
+            client.generate(Trip, "a", context=TOO_MANY),
+            client.generate(Pick, "b"),
+            return_exceptions=True,
+        )
+
+    failed, pick = asyncio.run(both())
+    assert client.batch_sizes == [2]
+    assert isinstance(failed, UnsatisfiableSpecError) and isinstance(pick, Pick)
+    again = asyncio.run(
+        client.generate_batch(Trip, ["a"], contexts=[TOO_MANY], return_exceptions=True)
+    )  # a new event loop gets a new background task
+    assert isinstance(again[0], UnsatisfiableSpecError)
+    assert client.batch_sizes == [2, 1]

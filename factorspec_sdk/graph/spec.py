@@ -46,9 +46,6 @@ SPEC_CACHE: SpecCache[Hashable, CompiledSpec] = SpecCache(max_size=64)
 value (see `compile_spec`) is compiled every time and never cached.
 """
 
-_LOCK = MAIN_CONTEXT_LOCK  # TEMPORARY: removed when remote.py and bench move to the public names
-_CACHE = SPEC_CACHE  # TEMPORARY: removed when remote.py and bench move to the public names
-
 
 def compile_spec(model: type[BaseModel], context: object = None) -> CompiledSpec:
     """Compile ``model``'s relations for ``context`` (cached per model and context value).

@@ -28,6 +28,7 @@ from factorspec_sdk.ir import (
     json_schema_validator,
     spec_from_ir,
 )
+from factorspec_sdk.prompts import with_schema_hint
 from factorspec_sdk.server.protocol import (
     ApiError,
     ChatRequest,
@@ -42,11 +43,9 @@ if TYPE_CHECKING:
 
     from factorspec_sdk.engines.protocol import ChatMessage, Engine
     from factorspec_sdk.graph import CompiledSpec
-    from factorspec_sdk.relations.layout import ObjectLayout
 
 __all__ = [
     "Prepared",
-    "add_schema_hint",
     "parse_request",
     "prepare",
     "spec_error",
@@ -199,16 +198,6 @@ def spec_error(exc: Exception) -> ApiError:
     raise exc
 
 
-def add_schema_hint(messages: list[ChatMessage], layout: ObjectLayout) -> None:
-    """Append a picture of the record's JSON to the last user message (``schema_in_prompt``)."""
-    from factorspec_sdk.client import schema_hint
-
-    for m in reversed(messages):
-        if m["role"] == "user":
-            m["content"] += "\n\nAnswer with JSON of this form: " + schema_hint(layout)
-            break
-
-
 def _ir(req: ChatRequest | CompletionRequest, ext: FactorSpecExtension, limits: IRLimits) -> object:
     if ext.ir is not None:
         return ext.ir
@@ -234,8 +223,8 @@ def _prompt(
         for m in req.messages:
             role = "system" if m.role == "developer" else m.role
             messages.append({"role": role, "content": m.text()})
-        if ext.schema_in_prompt:
-            add_schema_hint(messages, spec.layout)
+        if ext.schema_in_prompt:  # the sentence the client adds (factorspec_sdk.prompts)
+            messages = with_schema_hint(messages, spec.layout)
         return lambda engine: engine.apply_chat_template(messages)
     prompt = req.prompt
     if isinstance(prompt, str):

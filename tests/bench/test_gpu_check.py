@@ -15,11 +15,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.mark.model
 def test_the_tiny_model_decodes_valid_records(tmp_path: Path) -> None:
-    from factorspec_sdk.bench.gpu_check import tiny_model
     from factorspec_sdk.engines.embedded import EmbeddedEngine
     from factorspec_sdk.engines.model_store import default_model_path
+    from factorspec_sdk.engines.torch_setup import random_llama
 
-    folder = tiny_model(str(default_model_path()), tmp_path / "tiny")
+    folder = random_llama(str(default_model_path()), tmp_path / "tiny")
     client = Client(EmbeddedEngine(folder, device="cpu", dtype="float32"))
     trip = generate_problem(4, 1, unique=False)
     result = client.generate(Itinerary, prompt_for(trip), context=trip, return_result=True)

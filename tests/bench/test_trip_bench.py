@@ -293,9 +293,10 @@ def test_runner_every_method_on_a_scripted_engine(tmp_path: Path) -> None:
 
 
 def test_prompts_are_identical_across_methods() -> None:
-    from factorspec_sdk.client import Client, schema_hint
+    from factorspec_sdk.client import Client
     from factorspec_sdk.domains.trip import Itinerary
     from factorspec_sdk.graph import compile_spec
+    from factorspec_sdk.prompts import schema_hint
     from factorspec_sdk.relations.layout import build_layout
 
     engine = _random_engine(0)

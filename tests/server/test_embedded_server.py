@@ -14,9 +14,9 @@ from examples.invoice import Invoice
 from examples.meeting import SAMPLE_CONTEXT as MEETING_CONTEXT
 from examples.meeting import SAMPLE_PROMPT as MEETING_PROMPT
 from examples.meeting import Meeting
-from factorspec_sdk.client import GenerationResult
+from factorspec_sdk.backends.remote import RemoteBackend
+from factorspec_sdk.client import Client, GenerationResult
 from factorspec_sdk.domains.trip import Itinerary, generate_problem, prompt_for
-from factorspec_sdk.remote import RemoteBackend
 from factorspec_sdk.server import create_app
 from tests.server.helpers import running
 
@@ -33,11 +33,11 @@ def test_examples_through_the_server(embedded_engine: EmbeddedEngine) -> None:
         (Meeting, MEETING_PROMPT, MEETING_CONTEXT),
     ]
     with running(create_app(embedded_engine)) as url:
-        backend = RemoteBackend(url, max_retries=0)
+        backend = Client(backend=RemoteBackend(url, max_retries=0))
 
         def one(item: tuple[type[BaseModel], str, object]) -> GenerationResult[BaseModel]:
             model, prompt, ctx = item
-            return backend.generate(model, prompt, context=ctx, max_tokens=1024)
+            return backend.generate(model, prompt, context=ctx, max_tokens=1024, return_result=True)
 
         with ThreadPoolExecutor(len(work)) as pool:  # decoded together on the engine thread
             results = list(pool.map(one, work))

@@ -15,9 +15,9 @@ import pytest
 from pydantic import BaseModel, Field
 
 from factorspec_sdk import Client, TokenBudgetError, UnsatisfiableSpecError
+from factorspec_sdk.backends.remote import RemoteBackend
 from factorspec_sdk.engines.scripted import ScriptedEngine
 from factorspec_sdk.ir import to_ir
-from factorspec_sdk.remote import RemoteBackend
 from factorspec_sdk.server import create_app
 from factorspec_sdk.server.app import ServerOptions
 from tests.helpers import TRIP_CONTEXT, Pick, Trip, tiny_tokenizer
@@ -122,7 +122,7 @@ def test_max_tokens_below_the_shortest_record_is_a_422(url: str, client: openai.
     choice = r.choices[0]  # type: ignore[attr-defined]
     assert choice.finish_reason == "stop"
     Trip.model_validate_json(choice.message.content, context=TRIP_CONTEXT)
-    backend = RemoteBackend(url)
+    backend = Client(backend=RemoteBackend(url))
     try:
         with pytest.raises(TokenBudgetError) as refused:  # the remote backend raises it too
             backend.generate(Trip, "cut", context=TRIP_CONTEXT, max_tokens=5)
@@ -152,8 +152,8 @@ def test_errors_are_4xx(url: str, client: openai.OpenAI) -> None:
 
 def test_remote_backend_matches_local_client(url: str) -> None:
     prompts = ["a trip", "b trip", "c trip"]
-    backend = RemoteBackend(url)
-    remote = backend.generate_batch(Trip, prompts, contexts=[TRIP_CONTEXT] * 3)
+    backend = Client(backend=RemoteBackend(url))
+    remote = backend.generate_batch(Trip, prompts, contexts=[TRIP_CONTEXT] * 3, return_result=True)
     local = Client(scripted_engine()).generate_batch(
         Trip, prompts, contexts=[TRIP_CONTEXT] * 3, return_result=True
     )
@@ -168,9 +168,11 @@ def test_remote_backend_matches_local_client(url: str) -> None:
 def test_32_concurrent_requests_none_lost_none_mixed(url: str) -> None:
     prompts = [f"trip number {i}" for i in range(32)]
     contexts = [dict(list(TRIP_CONTEXT.items())[: 1 + i % 3]) for i in range(32)]
-    backend = RemoteBackend(url, max_concurrency=32)
+    backend = Client(backend=RemoteBackend(url, max_concurrency=32))
     t0 = time.perf_counter()
-    remote = backend.generate_batch(Trip, prompts, contexts=contexts, temperature=1.0, seed=100)
+    remote = backend.generate_batch(
+        Trip, prompts, contexts=contexts, temperature=1.0, seed=100, return_result=True
+    )
     elapsed = time.perf_counter() - t0
     local = Client(scripted_engine()).generate_batch(
         Trip, prompts, contexts=contexts, temperature=1.0, seed=100, return_result=True
@@ -281,3 +283,13 @@ def test_client_with_base_url_talks_to_the_server(url: str) -> None:
         Client(scripted_engine(), base_url=url)
     with pytest.raises(TypeError):
         Client(api_key="k")
+
+
+def test_remote_batch_returns_per_record_errors(url: str) -> None:
+    bad = {"Paris": 3, "Rome": 2, "Parma": 4, "Oslo": 1, "Nice": 2}  # 5 cities > max_length 4
+    with Client(backend=RemoteBackend(url)) as remote:
+        got = remote.generate_batch(
+            Trip, ["a trip", "x"], contexts=[TRIP_CONTEXT, bad], return_exceptions=True
+        )
+    local = Client(scripted_engine()).generate(Trip, "a trip", context=TRIP_CONTEXT)
+    assert got[0] == local and isinstance(got[1], UnsatisfiableSpecError)

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
     from factorspec_sdk.bench.baselines import DecodeRun, Steps
     from factorspec_sdk.client import Client, GenerationResult
+    from factorspec_sdk.errors import FactorSpecError
 
 __all__ = [
     "baseline_steps",
@@ -84,23 +85,19 @@ def cold_spec_cache() -> None:
 
 def decode_with_client(
     client: Client, model: type[BaseModel], tasks: Sequence[Task], max_tokens: int
-) -> list[GenerationResult[Any] | Exception]:
-    """Decode ``tasks`` together with ``client``: each task's result, or the error it raised."""
-    from factorspec_sdk.drafter.verify import SamplingParams
+) -> list[GenerationResult[Any] | FactorSpecError]:
+    """Decode ``tasks`` together with ``client``: each task's result, or its record's error.
 
-    # Client.generate_batch raises the first error; the bench wants each record's outcome,
-    # so it runs the client's own job/decoder/finish steps.
-    params = SamplingParams(max_tokens=max_tokens)
-    outcomes: list[GenerationResult[Any] | Exception] = []
-    jobs = []
-    for task in tasks:
-        jobs.append(client._job(model, task.prompt, task.problem, None, params, True))
-    for task, out in zip(tasks, client._decoder(None).run(jobs), strict=True):
-        try:
-            outcomes.append(client._finish(model, task.problem, out))
-        except Exception as exc:
-            outcomes.append(exc)
-    return outcomes
+    One decoder run over the batch (`Client.generate_batch` with ``return_exceptions``).
+    """
+    return client.generate_batch(
+        model,
+        [task.prompt for task in tasks],
+        contexts=[task.problem for task in tasks],
+        max_tokens=max_tokens,
+        return_result=True,
+        return_exceptions=True,
+    )
 
 
 def baseline_steps(method: str, task: Task, setup: Setup, first: DecodeRun | None) -> Steps:

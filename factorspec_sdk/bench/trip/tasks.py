@@ -109,17 +109,14 @@ def make_tasks(
     client adds); the baselines' chat messages carry the same hint, so their prompt ids are
     the same tokens.
     """
-    from factorspec_sdk.client import schema_hint
+    from factorspec_sdk.prompts import chat_messages
     from factorspec_sdk.relations.layout import build_layout
 
     layout = build_layout(model)
-    hint = schema_hint(layout)
     tasks: list[Task] = []
     for i, problem in problems:
         prompt = prompt_for(problem)
-        messages: list[ChatMessage] = [
-            {"role": "user", "content": prompt + "\n\nAnswer with JSON of this form: " + hint}
-        ]
+        messages = chat_messages(prompt, layout=layout)
         ids = client.prompt_ids(prompt, layout=layout)
         tasks.append(Task(i, problem, prompt, messages, ids))
     return tasks

@@ -1,0 +1,254 @@
+"""`RemoteBackend`: records decoded on a ``factorspec serve`` server.
+
+The model's relations never travel as code: the backend compiles the spec locally for each
+context and sends its relation IR (`factorspec_sdk.ir.spec_to_ir`) in the ``factorspec``
+extension field of an OpenAI chat completion request, made with the official ``openai``
+package, with the chat messages a local engine would see (`factorspec_sdk.prompts`). The
+client validates the answer with ``Model.model_validate_json(text, context=...)``, the same
+relations run in Python.
+
+```python
+client = Client(backend=RemoteBackend("http://127.0.0.1:8000"))
+plan = client.generate(Itinerary, prompt, context=trip)
+```
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, cast
+
+from factorspec_sdk.backends.base import GenerationRequest
+from factorspec_sdk.drafter.loop import DecodeOutcome, GenerationStats
+from factorspec_sdk.errors import (
+    FactorSpecError,
+    IncompleteGenerationError,
+    RemoteError,
+    SpecError,
+    TokenBudgetError,
+    UnsatisfiableSpecError,
+)
+from factorspec_sdk.prompts import chat_messages
+
+if TYPE_CHECKING:
+    from openai import OpenAI
+    from openai.types.chat import ChatCompletionMessageParam
+    from openai.types.shared_params import ResponseFormatJSONSchema
+
+    from factorspec_sdk.engines.protocol import ChatMessage
+
+__all__ = ["RemoteBackend", "api_root"]
+
+
+def api_root(base_url: str) -> str:
+    """``base_url`` ending in ``/v1`` (added if missing), without a trailing slash."""
+    url = base_url.rstrip("/")
+    return url if url.endswith("/v1") else url + "/v1"
+
+
+class RemoteBackend:
+    """Generates records on a remote ``factorspec serve`` (or any server that reads the IR).
+
+    Args:
+        base_url: the server, e.g. ``http://127.0.0.1:8000`` (``/v1`` is added if missing).
+        api_key: the server's API key, if it needs one.
+        model: the model id to request (default: the first one ``/v1/models`` lists).
+        timeout: seconds to wait for one answer.
+        max_retries: retries of the openai client on 429 / connection errors.
+        max_concurrency: requests of one batch in flight at once (the server batches them
+            on its engine).
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str | None = None,
+        model: str | None = None,
+        *,
+        timeout: float = 600.0,
+        max_retries: int = 2,
+        max_concurrency: int = 32,
+    ) -> None:
+        from openai import OpenAI
+
+        self.base_url = api_root(base_url)
+        self.openai: OpenAI = OpenAI(
+            base_url=self.base_url,
+            api_key=api_key or "EMPTY",
+            timeout=timeout,
+            max_retries=max_retries,
+        )
+        self._model = model
+        self.max_concurrency = max_concurrency
+
+    @property
+    def name(self) -> str:
+        """``"factorspec-server"``."""
+        return "factorspec-server"
+
+    @property
+    def model(self) -> str:
+        """The model id requests name (asked from the server once if not given).
+
+        Raises:
+            RemoteError: the server cannot be reached or lists no model.
+        """
+        if self._model is None:
+            from openai import OpenAIError
+
+            try:
+                models = self.openai.models.list()
+            except OpenAIError as exc:
+                raise RemoteError(f"cannot list the server's models: {exc}") from exc
+            if not models.data:
+                raise RemoteError("the server lists no model")
+            self._model = models.data[0].id
+        return self._model
+
+    def close(self) -> None:
+        """Close the HTTP connections."""
+        self.openai.close()
+
+    def run(self, requests: Sequence[GenerationRequest]) -> list[DecodeOutcome]:
+        """Send every request, up to ``max_concurrency`` in flight; one outcome each.
+
+        A request's spec is compiled locally first (a spec error is that request's outcome,
+        no request is sent for it). The server's drafting setting applies: a request's
+        ``speculative`` is not sent. Errors the server names come back as their class
+        (`UnsatisfiableSpecError`, `TokenBudgetError`, `SpecError`); a record the server's
+        timeout ended is an `IncompleteGenerationError`; anything else a `RemoteError`.
+        """
+        from factorspec_sdk.graph import compile_spec
+        from factorspec_sdk.ir import spec_to_ir
+
+        outcomes: dict[int, DecodeOutcome] = {}
+        bodies: list[tuple[int, list[ChatMessage], dict[str, object]]] = []
+        for i, request in enumerate(requests):
+            try:
+                spec = compile_spec(request.model, request.context)
+                ir = spec_to_ir(spec)
+                messages = chat_messages(
+                    request.prompt,
+                    system=request.system,
+                    layout=spec.layout,
+                    hint=request.schema_in_prompt,
+                )
+            except Exception as exc:
+                outcomes[i] = _failed(exc)
+                continue
+            bodies.append((i, messages, ir))
+        model_id = ""
+        if bodies:
+            try:
+                model_id = self.model
+            except RemoteError as exc:
+                for i, _, _ in bodies:
+                    outcomes[i] = _failed(exc)
+                bodies = []
+
+        def one(body: tuple[int, list[ChatMessage], dict[str, object]]) -> DecodeOutcome:
+            i, messages, ir = body
+            try:
+                return self._request(requests[i], model_id, messages, ir)
+            except Exception as exc:
+                return _failed(exc)
+
+        if len(bodies) == 1:
+            outcomes[bodies[0][0]] = one(bodies[0])
+        elif bodies:
+            with ThreadPoolExecutor(max_workers=min(self.max_concurrency, len(bodies))) as pool:
+                for (i, _, _), out in zip(bodies, pool.map(one, bodies), strict=True):
+                    outcomes[i] = out
+        return [outcomes[i] for i in range(len(requests))]
+
+    def _request(
+        self,
+        request: GenerationRequest,
+        model_id: str,
+        messages: list[ChatMessage],
+        ir: dict[str, object],
+    ) -> DecodeOutcome:
+        from openai import APIStatusError, OpenAIError
+
+        model_cls = request.model
+        params = request.params
+        response_format: ResponseFormatJSONSchema = {
+            "type": "json_schema",
+            "json_schema": {"name": model_cls.__name__, "schema": model_cls.model_json_schema()},
+        }
+        try:
+            completion = self.openai.chat.completions.create(
+                model=model_id,
+                messages=cast("list[ChatCompletionMessageParam]", messages),
+                temperature=params.temperature,
+                top_p=params.top_p,
+                seed=params.seed,
+                max_tokens=params.max_tokens,
+                response_format=response_format,
+                extra_body={"factorspec": {"ir": ir}},
+            )
+        except APIStatusError as exc:
+            raise _remote_error(exc, model_cls.__name__, params.max_tokens) from exc
+        except OpenAIError as exc:
+            raise RemoteError(f"request failed: {exc}") from exc
+        choice = completion.choices[0]
+        text = choice.message.content or ""
+        extra = completion.model_extra or {}
+        stats_raw = extra.get("factorspec")
+        stats = _stats(stats_raw if isinstance(stats_raw, dict) else {}, completion.usage)
+        token_ids = stats_raw.get("token_ids", []) if isinstance(stats_raw, dict) else []
+        if choice.finish_reason == "length":
+            raise IncompleteGenerationError(
+                "the server stopped before the record was complete",
+                partial_text=text,
+                tokens=stats.tokens,
+            )
+        return DecodeOutcome(text, [int(t) for t in token_ids], stats)
+
+
+def _failed(exc: Exception) -> DecodeOutcome:
+    return DecodeOutcome("", [], GenerationStats(), exc)
+
+
+def _remote_error(exc: object, model: str, max_tokens: int) -> FactorSpecError:
+    status = getattr(exc, "status_code", None)
+    body = getattr(exc, "body", None)
+    err = body.get("error", body) if isinstance(body, dict) else None
+    message = str(err.get("message")) if isinstance(err, dict) else str(exc)
+    if isinstance(err, dict) and err.get("code") == "unsatisfiable_spec":
+        fs = err.get("factorspec")
+        core = fs.get("unsat_core") if isinstance(fs, dict) else None
+        if isinstance(core, list):
+            return UnsatisfiableSpecError([str(c) for c in core], model)
+    if isinstance(err, dict) and err.get("code") == "token_budget":
+        fs = err.get("factorspec")
+        need = fs.get("min_tokens") if isinstance(fs, dict) else None
+        if isinstance(need, int):
+            return TokenBudgetError(max_tokens=max_tokens, min_tokens=need)
+    if status == 422 and not (
+        isinstance(err, dict) and err.get("code") == "prompt_not_tokenizable"
+    ):
+        return SpecError(message)
+    return RemoteError(f"the server answered {status}: {message}", status)
+
+
+def _stats(raw: dict[str, object], usage: object) -> GenerationStats:
+    def num(key: str) -> float:
+        v = raw.get(key, 0)
+        return float(v) if isinstance(v, (int, float)) else 0.0
+
+    prompt_tokens = getattr(usage, "prompt_tokens", 0) or 0
+    return GenerationStats(
+        prompt_tokens=int(prompt_tokens),
+        tokens=int(num("tokens")),
+        verify_steps=int(num("verify_steps")),
+        drafted=int(num("drafted")),
+        certain_drafted=int(num("certain_drafted")),
+        guesses_proposed=int(num("guesses_proposed")),
+        guesses_accepted=int(num("guesses_accepted")),
+        forward_seconds=num("forward_seconds"),
+        plan_seconds=num("oracle_seconds"),
+        critical_plan_seconds=num("critical_oracle_seconds"),
+        wall_seconds=num("wall_seconds"),
+    )

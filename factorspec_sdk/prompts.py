@@ -1,0 +1,113 @@
+"""Prompt building: the chat messages a record is generated from, and the schema hint.
+
+One copy of the prompt conventions, used by every backend (local engines tokenize the
+messages with their chat template, the remote backend sends them) and by the server, so a
+server sees the prompt a local engine would:
+
+- `schema_hint`: a compact picture of the expected JSON (``{"city": <text>, ...}``);
+- `hint_sentence`: the sentence that carries it (``Answer with JSON of this form: ...``);
+- `with_schema_hint`: messages with that sentence appended to the last user message;
+- `chat_messages`: a plain prompt (plus an optional system prompt) or a message list, as
+  chat messages, with the hint; `check_prompt` refuses a malformed prompt up front.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from factorspec_sdk.engines.protocol import ChatMessage
+from factorspec_sdk.relations.layout import LayoutNode, LeafLayout, ListLayout, ObjectLayout
+
+__all__ = [
+    "Prompt",
+    "chat_messages",
+    "check_prompt",
+    "hint_sentence",
+    "schema_hint",
+    "with_schema_hint",
+]
+
+Prompt = str | Sequence[ChatMessage]
+"""A plain-text prompt, or a list of chat messages (``{"role": ..., "content": ...}``)."""
+
+
+def schema_hint(layout: ObjectLayout) -> str:
+    """A compact picture of the expected JSON, appended to the user's prompt by default."""
+
+    def show(node: LayoutNode) -> str:
+        if isinstance(node, ObjectLayout):
+            inner = ", ".join(f"{json.dumps(f.key)}: {show(f.node)}" for f in node.fields)
+            return "{" + inner + "}"
+        if isinstance(node, ListLayout):
+            return "[" + show(node.item) + ", ...]"
+        return _leaf_hint(node)
+
+    return show(layout)
+
+
+def _leaf_hint(node: LeafLayout) -> str:
+    if node.kind == "enum":
+        return " | ".join(json.dumps(c) for c in node.choices)
+    return {"bool": "true|false", "int": "<integer>", "str": "<text>"}[node.kind]
+
+
+def hint_sentence(layout: ObjectLayout) -> str:
+    """The sentence that asks for ``layout``'s JSON: ``Answer with JSON of this form: ...``."""
+    return "Answer with JSON of this form: " + schema_hint(layout)
+
+
+def with_schema_hint(messages: Sequence[ChatMessage], layout: ObjectLayout) -> list[ChatMessage]:
+    """A copy of ``messages`` with `hint_sentence` appended to the last user message.
+
+    The sentence follows the message's text after a blank line; messages without a user
+    message are copied unchanged.
+    """
+    out: list[ChatMessage] = [dict(m) for m in messages]
+    for m in reversed(out):
+        if m["role"] == "user":
+            m["content"] += "\n\n" + hint_sentence(layout)
+            break
+    return out
+
+
+def check_prompt(prompt: Prompt, system: str | None = None) -> None:
+    """Refuse a prompt `chat_messages` cannot use.
+
+    Raises:
+        TypeError: ``system`` with a message list, or a message whose keys are not
+            ``role`` and ``content``.
+    """
+    if isinstance(prompt, str):
+        return
+    if system is not None:
+        raise TypeError("pass the system prompt inside the messages, not as system=")
+    for m in prompt:
+        if set(m) != {"role", "content"}:
+            raise TypeError(f"a chat message has the keys role and content, got {m!r}")
+
+
+def chat_messages(
+    prompt: Prompt,
+    *,
+    system: str | None = None,
+    layout: ObjectLayout | None = None,
+    hint: bool = True,
+) -> list[ChatMessage]:
+    """The chat messages for ``prompt``.
+
+    A plain prompt becomes one user message (after an optional system message); a message
+    list is checked and copied. With ``hint`` and a ``layout``, a plain prompt gets
+    `hint_sentence` appended (a message list is sent as written).
+
+    Raises:
+        TypeError: as `check_prompt`.
+    """
+    check_prompt(prompt, system)
+    if isinstance(prompt, str):
+        messages: list[ChatMessage] = []
+        if system is not None:
+            messages.append({"role": "system", "content": system})
+        messages.append({"role": "user", "content": prompt})
+        return with_schema_hint(messages, layout) if hint and layout is not None else messages
+    return [dict(m) for m in prompt]
