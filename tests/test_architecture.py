@@ -1,0 +1,144 @@
+"""The import direction of docs/architecture.md, checked on the source (an AST walk, no imports).
+
+Every module of ``factorspec_sdk`` belongs to one layer; a module may import its own layer and
+the layers below it, never one above. Two libraries are fenced in: torch only in ``engines``
+(and ``tokens``), Z3 only in ``relations``, ``graph`` and ``ir``. No module imports a private
+(underscore) name from another module. Imports under ``if TYPE_CHECKING:`` count too: a type
+that points upward is still a dependency a reader has to follow.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "factorspec_sdk"
+
+LAYERS: list[tuple[str, ...]] = [
+    ("errors",),
+    ("relations",),
+    ("graph",),
+    ("ir",),
+    ("writer",),
+    ("tokens",),
+    ("engines",),
+    ("drafter",),
+    ("prompts", "backends", "client", "remote"),
+    ("server",),
+    ("domains",),
+    ("bench",),
+]
+"""Lowest first. ``engines`` sits below ``drafter``: the drafter drives an engine through the
+engine protocol, an engine never calls back into the drafter. The package root
+(``factorspec_sdk/__init__.py``) re-exports the public API and may import any layer."""
+
+TORCH_LAYERS = {"engines", "tokens"}
+Z3_LAYERS = {"relations", "graph", "ir"}
+
+
+def _layer_of(top: str) -> int | None:
+    for i, names in enumerate(LAYERS):
+        if top in names:
+            return i
+    return None
+
+
+def _modules() -> list[Path]:
+    return sorted(p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def _top(path: Path) -> str:
+    rel = path.relative_to(PACKAGE)
+    return rel.parts[0].removesuffix(".py")
+
+
+def _imports(path: Path) -> list[tuple[int, str, list[str]]]:
+    """(line, absolute module, imported names) for every import in the file."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    package = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+    if path.name == "__init__.py":
+        package = package.removesuffix(".__init__")
+    else:
+        package = package.rsplit(".", 1)[0]
+    out: list[tuple[int, str, list[str]]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.extend((node.lineno, a.name, []) for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - node.level + 1]
+                module = ".".join([*base, node.module] if node.module else base)
+            else:
+                module = node.module or ""
+            out.append((node.lineno, module, [a.name for a in node.names]))
+    aliases = {
+        (a.asname or a.name): f"{node.module}.{a.name}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("factorspec_sdk")
+        for a in node.names
+    } | {
+        a.asname: a.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for a in node.names
+        if a.asname and a.name.startswith("factorspec_sdk")
+    }
+    for node in ast.walk(tree):  # `module._private` through a module imported under a name
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in aliases
+            and node.attr.startswith("_")
+            and not node.attr.startswith("__")
+        ):
+            out.append((node.lineno, aliases[node.value.id], [node.attr]))
+    return out
+
+
+def test_every_module_has_a_layer() -> None:
+    tops = {_top(p) for p in _modules()} - {"__init__"}
+    assert tops <= {n for names in LAYERS for n in names}, tops - {
+        n for names in LAYERS for n in names
+    }
+
+
+@pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_imports_point_down(path: Path) -> None:
+    top = _top(path)
+    if top == "__init__":
+        return
+    own = _layer_of(top)
+    assert own is not None
+    wrong: list[str] = []
+    for line, module, names in _imports(path):
+        parts = module.split(".")
+        if parts[0] == "factorspec_sdk" and len(parts) > 1:
+            other = _layer_of(parts[1])
+            if other is not None and other > own:
+                wrong.append(f"line {line}: {top} imports {module} (a later layer)")
+            private = [n for n in names if n.startswith("_") and not n.startswith("__")]
+            if private and module != _module_name(path):
+                wrong.append(f"line {line}: imports private {private} from {module}")
+        elif parts[0] == "torch" and top not in TORCH_LAYERS:
+            wrong.append(f"line {line}: torch is imported outside engines/tokens")
+        elif parts[0] == "z3" and top not in Z3_LAYERS:
+            wrong.append(f"line {line}: z3 is imported outside relations/graph/ir")
+    assert not wrong, f"{path.relative_to(ROOT)}:\n" + "\n".join(wrong)
+
+
+def _module_name(path: Path) -> str:
+    return ".".join(("factorspec_sdk", *path.relative_to(PACKAGE).with_suffix("").parts))
+
+
+def test_cli_imports_no_torch_or_z3() -> None:
+    """The CLI reaches torch and Z3 only through the package."""
+    wrong = []
+    for path in sorted((ROOT / "cli").rglob("*.py")):
+        for line, module, _ in _imports(path):
+            if module.split(".")[0] in {"torch", "z3"}:
+                wrong.append(f"{path.relative_to(ROOT)}:{line}: imports {module}")
+    assert not wrong, "\n".join(wrong)
