@@ -231,3 +231,40 @@ def test_vllm_dtype(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(dc.DTYPE_ENV, "float16")
     got = vllm_dtype(None, on_gpu=False, cached=_never, measure=_never)
     assert (got.dtype, got.how) == ("float16", "environment")
+
+
+@pytest.mark.model  # the default model folder's tokenizer; vLLM itself is a fake
+def test_vllm_engine_starts_vllm_in_the_chosen_dtype(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import sys
+    import types
+
+    import torch
+
+    from factorspec_sdk.engines.model_store import default_model_path
+    from factorspec_sdk.engines.vllm_engine import VLLMEngine
+
+    started: list[dict[str, object]] = []
+
+    class FakeLLM:
+        def __init__(self, **kwargs: object) -> None:
+            started.append(kwargs)
+
+    fake = types.ModuleType("vllm")
+    fake.__dict__.update(__version__="0.32.0", LLM=FakeLLM)
+    monkeypatch.setitem(sys.modules, "vllm", fake)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.delenv(dc.DTYPE_ENV, raising=False)
+    folder = str(default_model_path())  # before the cache folder moves
+    monkeypatch.setenv("FACTORSPEC_CACHE_DIR", str(tmp_path))
+    measured = measure_choice(
+        ["float32", "bfloat16"], FakeMeasure(AMX), key=dc.machine_key(folder, "cpu")
+    )
+    store_choice(measured)
+    engine = VLLMEngine(folder)
+    assert started[-1]["dtype"] == "bfloat16" == engine.dtype
+    assert engine.dtype_choice.how == "cached"
+    engine = VLLMEngine(folder, dtype="fp32")
+    assert started[-1]["dtype"] == "float32" == engine.dtype
+    assert engine.dtype_choice.how == "explicit"
