@@ -94,7 +94,7 @@ class EmbeddedEngine:
             machine and model, else measures: it times the forward shapes of
             `factorspec_sdk.engines.dtype_choice.SHAPES` in each candidate (fp32 and bf16 on
             CPU; bf16 where supported, fp16 and fp32 on CUDA) and keeps the one of least
-            expected cost per record (about 5-10 s once per machine and model on a 2-core
+            expected cost per record (about 8 s once per machine and model on a 2-core
             CPU; the loaded weights are cast, not reloaded). `dtype_choice` says which and
             why.
 
