@@ -40,6 +40,7 @@ __all__ = [
     "DTYPE_NAMES",
     "SHAPES",
     "WORKLOAD",
+    "busy_reason",
     "ChoiceHow",
     "DtypeChoice",
     "Measure",
@@ -153,6 +154,22 @@ def engine_threads() -> int:
     return os.cpu_count() or 1
 
 
+def busy_reason() -> str:
+    """Why timings taken now would mislead, or ``""``: other work holds the CPU.
+
+    Busy means a 1-minute load average above the cores plus one (the engine's own threads
+    count up to the cores). On an oversubscribed CPU small multi-threaded forwards slow
+    down far more than wide ones (seen on 2 cores at load 8: one-token steps 20x, 128-token
+    forwards 7x in bf16), so such timings choose the wrong dtype; they are used, not cached.
+    """
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):  # pragma: no cover - Windows
+        return ""
+    cores = engine_threads()
+    return f"load average {load:.1f} on {cores} cores" if load > cores + 1 else ""
+
+
 def repeats(shape: Shape) -> int:
     """How many times a shape is timed (the best run counts): 3, or 2 for wide forwards."""
     return 2 if shape[1] > _WIDE else 3
@@ -185,12 +202,14 @@ class DtypeChoice:
         costs: seconds of one forward per measured shape, per candidate dtype (empty unless
             measured or cached). A candidate dropped early lacks its wider shapes.
         key: the cache key digest of this machine and model (``""`` when no cache applies).
+        note: why a measured choice was not cached (``""`` when it was, or not measured).
     """
 
     dtype: str
     how: ChoiceHow
     costs: Mapping[str, Mapping[Shape, float]] = field(default_factory=dict)
     key: str = ""
+    note: str = ""
 
     @property
     def expected(self) -> dict[str, float]:
@@ -203,13 +222,14 @@ class DtypeChoice:
 
     def summary(self) -> str:
         """One line, e.g. ``float32 (measured; per record: float32 4.1 s, bfloat16 >= 4.5 s)``."""
+        how = f"{self.how}, {self.note}" if self.note else self.how
         if not self.costs:
-            return f"{self.dtype} ({self.how})"
+            return f"{self.dtype} ({how})"
         parts = [
             f"{dtype} {'' if self.complete(dtype) else '>= '}{cost:.2f} s"
             for dtype, cost in sorted(self.expected.items(), key=lambda item: item[1])
         ]
-        return f"{self.dtype} ({self.how}; per record: {', '.join(parts)})"
+        return f"{self.dtype} ({how}; per record: {', '.join(parts)})"
 
 
 def measure_choice(candidates: Sequence[str], measure: Measure, key: str = "") -> DtypeChoice:

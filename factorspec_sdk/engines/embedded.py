@@ -27,7 +27,7 @@ import json
 import os
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -38,6 +38,7 @@ from factorspec_sdk.engines.dtype_choice import (
     DtypeChoice,
     Measure,
     Shape,
+    busy_reason,
     candidate_dtypes,
     canonical_dtype,
     dtype_from_env,
@@ -95,8 +96,9 @@ class EmbeddedEngine:
             `factorspec_sdk.engines.dtype_choice.SHAPES` in each candidate (fp32 and bf16 on
             CPU; bf16 where supported, fp16 and fp32 on CUDA) and keeps the one of least
             expected cost per record (about 8 s once per machine and model on a 2-core
-            CPU; the loaded weights are cast, not reloaded). `dtype_choice` says which and
-            why.
+            CPU; the loaded weights are cast, not reloaded; not cached when the machine is
+            busy, see `factorspec_sdk.engines.dtype_choice.busy_reason`). `dtype_choice`
+            says which and why.
 
     Raises:
         ModelLoadError: torch/transformers are missing or the model cannot be loaded.
@@ -176,7 +178,11 @@ class EmbeddedEngine:
                 choice = measure_choice(candidates, measure, key)
             warm = self.dtype == choice.dtype  # the last dtype measured: its shapes ran
             self._set_dtype(choice.dtype)
-            store_choice(choice)
+            busy = busy_reason()
+            if busy:
+                choice = replace(choice, note=f"not cached: {busy}")
+            else:
+                store_choice(choice)
         self.dtype_choice: DtypeChoice = choice
         """The dtype, how it was chosen and the timings it was chosen by."""
         if choice.costs:

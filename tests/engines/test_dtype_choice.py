@@ -205,6 +205,16 @@ def test_dtype_names_and_the_environment(monkeypatch: pytest.MonkeyPatch) -> Non
         dc.dtype_from_env()
 
 
+def test_a_busy_machine_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(dc, "engine_threads", lambda: 2)
+    monkeypatch.setattr(dc.os, "getloadavg", lambda: (2.5, 1.0, 1.0))
+    assert dc.busy_reason() == ""
+    monkeypatch.setattr(dc.os, "getloadavg", lambda: (8.3, 8.0, 6.0))
+    assert dc.busy_reason() == "load average 8.3 on 2 cores"
+    noted = DtypeChoice("float32", "measured", note="not cached: load average 8.3 on 2 cores")
+    assert "not cached" in noted.summary()
+
+
 def test_cpu_candidates_need_no_gpu() -> None:
     assert dc.candidate_dtypes("cpu") == ("float32", "bfloat16")
 
