@@ -211,7 +211,11 @@ def generate(
         str | None, typer.Option(help="cpu, cuda, cuda:1... (default: CUDA when available).")
     ] = None,
     dtype: Annotated[
-        str | None, typer.Option(help="bfloat16, float16 or float32 (default: bfloat16).")
+        str | None,
+        typer.Option(
+            help="bfloat16, float16 or float32 (default: $FACTORSPEC_DTYPE, else measured once "
+            "per machine and model and cached)."
+        ),
     ] = None,
     temperature: Annotated[float, typer.Option(min=0.0, help="0 decodes greedily.")] = 0.0,
     top_p: Annotated[float, typer.Option(min=0.0, max=1.0, help="Nucleus sampling mass.")] = 1.0,
@@ -271,6 +275,11 @@ def generate(
             typer.echo(result.text)
         else:
             typer.echo(result.value.model_dump_json(indent=indent))
+        from factorspec_sdk.engines.dtype_choice import DtypeChoice
+
+        choice = getattr(client.engine, "dtype_choice", None)
+        if isinstance(choice, DtypeChoice):
+            typer.echo(f"dtype: {choice.summary()}", err=True)
         typer.echo(f"stats: {result.stats.summary()}", err=True)
 
 

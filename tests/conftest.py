@@ -19,7 +19,8 @@ if TYPE_CHECKING:
 
 @pytest.fixture(scope="session")
 def embedded_engine() -> Iterator[EmbeddedEngine]:
-    """The default embedded engine (SmolLM2-135M-Instruct, bf16 on CPU), as users get it."""
+    """The default embedded engine (SmolLM2-135M-Instruct, dtype measured or cached), as users
+    get it."""
     from factorspec_sdk.engines.embedded import EmbeddedEngine
 
     yield EmbeddedEngine()

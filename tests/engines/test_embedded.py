@@ -6,7 +6,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from factorspec_sdk.engines import Engine, model_store
+from factorspec_sdk.engines import Engine, embedded, model_store
+from factorspec_sdk.engines.dtype_choice import CACHE_FILE, CONTEXT, DTYPE_ENV
 from factorspec_sdk.engines.embedded import PROFILE_KS, EmbeddedEngine
 from factorspec_sdk.errors import EngineError, ModelLoadError
 
@@ -58,6 +59,26 @@ def test_bad_model_path_is_model_load_error(tmp_path: Path) -> None:
         EmbeddedEngine(tmp_path / "nothing-here", dtype="float32")
 
 
+def test_an_explicit_dtype_skips_the_measurement(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    pytest.importorskip("transformers")
+
+    def never(*args: object, **kwargs: object) -> None:
+        raise AssertionError("looked for a dtype choice although the dtype was given")
+
+    for name in ("machine_key", "load_choice", "measure_choice", "store_choice"):
+        monkeypatch.setattr(embedded, name, never)
+    with pytest.raises(ModelLoadError, match="cannot load model"):
+        EmbeddedEngine(tmp_path / "nothing-here", dtype="fp32")
+    monkeypatch.setenv(DTYPE_ENV, "bf16")
+    with pytest.raises(ModelLoadError, match="cannot load model"):
+        EmbeddedEngine(tmp_path / "nothing-here")
+    monkeypatch.setenv(DTYPE_ENV, "int8")
+    with pytest.raises(EngineError, match=DTYPE_ENV):
+        EmbeddedEngine(tmp_path / "nothing-here")
+
+
 # --------------------------------------------------------------------------- real model
 
 
@@ -66,10 +87,56 @@ def _prompt(engine: EmbeddedEngine) -> list[int]:
 
 
 @pytest.mark.model
+def test_the_dtype_is_measured_once_then_read_from_the_cache(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import torch
+
+    folder = model_store.default_model_path()  # before the cache folder moves
+    monkeypatch.setenv("FACTORSPEC_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv(DTYPE_ENV, raising=False)
+    monkeypatch.setattr(embedded, "busy_reason", lambda: "")  # cache even on a busy machine
+    first = EmbeddedEngine(folder, device="cpu")
+    choice = first.dtype_choice
+    assert choice.how == "measured"
+    assert first.dtype == choice.dtype
+    assert choice.complete(choice.dtype)
+    assert set(choice.costs) == {"float32", "bfloat16"}
+    expected = choice.expected
+    assert expected[choice.dtype] == min(expected.values())
+    assert (tmp_path / CACHE_FILE).is_file()
+    profile = first.cost_profile()  # the chosen dtype's timings, no new measurement
+    assert sorted(profile) == list(PROFILE_KS)
+    assert profile[1] == choice.costs[choice.dtype][(CONTEXT, 1)]
+    assert first.forward_calls == 0  # measuring and warming up count no forwards
+    del first
+
+    second = EmbeddedEngine(folder, device="cpu")
+    again = second.dtype_choice
+    assert again.how == "cached"
+    assert again.key == choice.key
+    assert second.dtype == choice.dtype
+    assert again.expected[again.dtype] == min(again.expected.values())
+    # this machine class (AVX2, no native bf16): the measurement finds fp32 cheaper
+    if torch.backends.cpu.get_cpu_capability() == "AVX2" and (
+        expected["float32"] < expected["bfloat16"]
+    ):
+        assert choice.dtype == "float32"
+
+
+@pytest.mark.model
+def test_an_explicit_dtype_is_recorded(embedded_engine_fp32: EmbeddedEngine) -> None:
+    choice = embedded_engine_fp32.dtype_choice
+    assert (choice.dtype, choice.how, dict(choice.costs)) == ("float32", "explicit", {})
+
+
+@pytest.mark.model
 def test_protocol_and_facts(embedded_engine: EmbeddedEngine) -> None:
     assert isinstance(embedded_engine, Engine)
     assert embedded_engine.name == "embedded"
-    assert embedded_engine.dtype == "bfloat16"
+    choice = embedded_engine.dtype_choice
+    assert embedded_engine.dtype == choice.dtype
+    assert choice.how in ("measured", "cached")
     assert embedded_engine.device == "cpu"
     ids = _prompt(embedded_engine)
     assert ids[0] == 1  # <|im_start|>
