@@ -308,6 +308,16 @@ def serve(
         str | None,
         typer.Option(help="The model id clients pass (default: the model folder's name)."),
     ] = None,
+    device: Annotated[
+        str | None, typer.Option(help="cpu, cuda, cuda:1... (default: CUDA when available).")
+    ] = None,
+    dtype: Annotated[
+        str | None,
+        typer.Option(
+            help="bfloat16, float16 or float32 (default: $FACTORSPEC_DTYPE, else measured once "
+            "per machine and model and cached)."
+        ),
+    ] = None,
 ) -> None:
     """Serve the OpenAI-compatible API (chat completions with relation-checked records).
 
@@ -330,6 +340,10 @@ def serve(
             extra["api_key"] = api_key
         if model_name is not None:
             extra["model_name"] = model_name
+        if device is not None:
+            extra["device"] = device
+        if dtype is not None:
+            extra["dtype"] = dtype
         try:
             run(engine=engine, model=model_path, host=host, port=port, **extra)
         except TypeError as exc:

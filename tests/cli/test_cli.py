@@ -329,3 +329,19 @@ def test_dict_context_is_passed_as_is(tmp_path: Path) -> None:
     result = runner.invoke(app, ["check", f"{path}:Score", "-c", str(ctx)])
     assert result.exit_code == 0, result.output
     assert "points: int in [40, 100]" in result.stdout or "at_least" in result.stdout
+
+
+def test_serve_passes_device_and_dtype_to_the_engine(monkeypatch: pytest.MonkeyPatch) -> None:
+    import factorspec_sdk.server as server
+
+    seen: dict[str, object] = {}
+    monkeypatch.setattr(server, "serve", lambda **kwargs: seen.update(kwargs))
+    result = runner.invoke(
+        app, ["serve", "--engine", "embedded", "--device", "cpu", "--dtype", "float32"]
+    )
+    assert result.exit_code == 0, result.output
+    assert seen["dtype"] == "float32" and seen["device"] == "cpu"
+    assert seen["engine"] == "embedded" and seen["port"] == 8000
+    seen.clear()
+    assert runner.invoke(app, ["serve", "--engine", "scripted"]).exit_code == 0
+    assert "dtype" not in seen and "device" not in seen  # the engine's own defaults
