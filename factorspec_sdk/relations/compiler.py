@@ -39,7 +39,7 @@ from z3 import z3core as _C
 from factorspec_sdk.errors import ContextError, RelationDefinitionError
 from factorspec_sdk.relations.decorator import RelationInfo, distinct
 from factorspec_sdk.relations.layout import (
-    DEFAULT_MAX_INT_DIGITS,
+    INT_LIMIT,
     LayoutNode,
     LeafLayout,
     ListLayout,
@@ -57,9 +57,6 @@ __all__ = [
     "RelationCompiler",
     "VarRecord",
 ]
-
-INT_LIMIT = 10**DEFAULT_MAX_INT_DIGITS - 1
-"""Largest magnitude of an int leaf without bounds (the writer emits at most 18 digits)."""
 
 OTHER_CODE = 0
 """Code of "any string not in the intern table"."""
