@@ -31,12 +31,12 @@ rules of all of them):
 - `ints`, `codes`: the rules of each *value kind* (see below).
 - `choices`: values under conditions (``a if c else b``, If-chains), truthiness.
 - `statements`: let-bindings, ``if``/``return`` chains, target binding.
+- `names`: literals, names (locals, closures, globals, builtins) and displays.
+- `fields`: the values of the record's nodes, and attribute access.
 - `operators`: boolean, arithmetic, comparison, membership and conditional operators.
 - `sequences`: subscripts, slices, comprehensions, iteration.
 - `builtin_calls`: ``len``/``sum``/``min``/``max``/``all``/``any``/``zip``/``enumerate``/
   ``range``/``abs``/``bool``/``list``/``tuple``/``distinct`` and methods of constants.
-- `names`, `fields`: literals, names and displays; the values of the record's nodes and
-  attribute access.
 - `core`: `RelationCompiler`, the state (layout, context, variables, intern table) and the
   dispatch of each AST node type to its rule.
 
@@ -47,13 +47,14 @@ mixins would hide that behind one ``self`` spread over ten bases. So `RelationCo
 keeps only the state and the variables, and every rule is a function ``rule(cx, ...)`` over
 it; each rule module exports ``RULES`` (AST node type -> rule), which `core` merges.
 
-Value kinds (where a new type's rules go): each kind of leaf value has one module with the
-same set of rules: its leaf variables (``*_leaf``, dispatched by `fields.leaf`), how a value
-becomes a term (`ints.as_int_term`, `codes.code_of`), equality, ordering, arithmetic,
-membership, truthiness and merging under a condition. `ints` holds Int/Bool terms, `codes`
-str/Literal/Enum codes. A new kind (floats, dates, strings, unions) is a new module of that
-shape, e.g. ``reals.py``, plus one line at each dispatch point that asks "is this value of
-the kind?": `fields.leaf`, `operators.eq`/`order`/`arith`, `choices.ite`/`truthy`.
+Value kinds (where a new type's rules go): each kind of leaf value has one module for the
+rules that depend on the kind: `ints` (Int/Bool terms: leaf variables, the term of a value,
+``==``, ordering, arithmetic) and `codes` (str/Literal/Enum codes: leaf variables, the code
+of a constant, ``==``, membership, truthiness, merging under a condition). A new kind
+(floats, dates, strings, unions) is a new module of that shape, e.g. ``reals.py``, plus one
+line at each dispatch point that asks "is this value of the kind?": `fields.leaf`,
+`operators.eq`/`order`/`arith`/``in``, `choices.ite`/`truthy`, and the builtins that take
+numbers (``sum``/``min``/``max``/``abs`` in `builtin_calls`).
 """
 
 from factorspec_sdk.relations.compiler.core import RelationCompiler as RelationCompiler
