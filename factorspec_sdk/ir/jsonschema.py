@@ -86,8 +86,7 @@ from jsonschema.protocols import Validator
 from factorspec_sdk.ir.build import DEFAULT_LIMITS, IRError, IRLimits, json_depth
 from factorspec_sdk.ir.model import IR_VERSION
 from factorspec_sdk.ir.schema_check import json_schema_validator
-from factorspec_sdk.relations.compiler import INT_LIMIT
-from factorspec_sdk.relations.layout import DEFAULT_MAX_LIST_LENGTH
+from factorspec_sdk.relations.layout import DEFAULT_MAX_LIST_LENGTH, INT_LIMIT
 
 __all__ = ["ir_from_json_schema"]
 

@@ -18,7 +18,7 @@ from factorspec_sdk.errors import RelationDefinitionError
 if TYPE_CHECKING:
     from factorspec_sdk.relations.decorator import RelationInfo
 
-__all__ = ["SUPPORTED_CALLS", "SUPPORTED_METHODS", "check_syntax"]
+__all__ = ["SUPPORTED_CALLS", "SUPPORTED_METHODS", "check_syntax", "relation_body"]
 
 SUPPORTED_CALLS = frozenset(
     {
@@ -119,6 +119,14 @@ def check_syntax(info: RelationInfo) -> None:
     tree = info.tree
     if tree.decorator_list and len(tree.decorator_list) > 1:
         _fail(info, tree.decorator_list[0], "extra decorators", "@relation must be alone")
+    body = relation_body(tree)
+    if not body:
+        _fail(info, tree, "empty relation", "a relation must return a value")
+    _check_block(info, body, top=True)
+
+
+def relation_body(tree: ast.FunctionDef) -> list[ast.stmt]:
+    """The statements of a relation's body, without its docstring."""
     body = list(tree.body)
     if (
         body
@@ -127,9 +135,7 @@ def check_syntax(info: RelationInfo) -> None:
         and isinstance(body[0].value.value, str)
     ):
         body = body[1:]
-    if not body:
-        _fail(info, tree, "empty relation", "a relation must return a value")
-    _check_block(info, body, top=True)
+    return body
 
 
 def _check_block(info: RelationInfo, stmts: list[ast.stmt], *, top: bool) -> None:

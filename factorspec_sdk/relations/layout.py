@@ -24,6 +24,7 @@ from factorspec_sdk.errors import UnsupportedFieldTypeError
 __all__ = [
     "DEFAULT_MAX_INT_DIGITS",
     "DEFAULT_MAX_LIST_LENGTH",
+    "INT_LIMIT",
     "LayoutNode",
     "LeafKind",
     "LeafLayout",
@@ -42,6 +43,9 @@ DEFAULT_MAX_LIST_LENGTH = 16
 
 DEFAULT_MAX_INT_DIGITS = 18
 """Longest integer (in digits) the writer produces for an int without bounds."""
+
+INT_LIMIT = 10**DEFAULT_MAX_INT_DIGITS - 1
+"""Largest magnitude of an int leaf without bounds (`DEFAULT_MAX_INT_DIGITS` nines)."""
 
 Path = tuple[str | int, ...]
 LeafKind = Literal["bool", "int", "str", "enum"]

@@ -18,13 +18,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from factorspec_sdk.relations.layout import (
+    INT_LIMIT,
     LayoutNode,
     LeafLayout,
     ListLayout,
     ObjectLayout,
     Path,
 )
-from factorspec_sdk.writer.digits import INT_LIMIT, is_canonical_int, next_digits_in_range
+from factorspec_sdk.writer.digits import is_canonical_int, next_digits_in_range
 
 if TYPE_CHECKING:
     from factorspec_sdk.graph import Assignment, CompiledSpec, Fact, Oracle, Value

@@ -8,12 +8,9 @@ completed, and whether the prefix itself is such an integer (the empty string in
 
 from __future__ import annotations
 
-from factorspec_sdk.relations.layout import DEFAULT_MAX_INT_DIGITS
+from factorspec_sdk.relations.layout import DEFAULT_MAX_INT_DIGITS, INT_LIMIT
 
-__all__ = ["INT_LIMIT", "is_canonical_int", "next_digits_in_range"]
-
-INT_LIMIT = 10**DEFAULT_MAX_INT_DIGITS - 1
-"""Largest magnitude the writer emits for an unbounded int."""
+__all__ = ["is_canonical_int", "next_digits_in_range"]
 
 _DIGITS = "0123456789"
 

@@ -1,0 +1,86 @@
+"""Symbolic evaluation of relations into Z3 formulas.
+
+A relation's AST is evaluated against the model's layout. Expressions rooted at the context
+parameter (and literals, and module constants) evaluate *concretely* to Python values at
+compile time; expressions rooted at ``self`` evaluate *symbolically* to Z3 terms over leaf
+variables and list-length variables.
+
+Every evaluation yields a value and a *definedness* condition ``ok``: the condition under
+which evaluating the expression raises no exception (an index out of range, a dict lookup
+miss, a division by zero, ``min()`` of an empty sequence). Python's short-circuiting is
+respected: ``len(xs) > 0 and xs[0].a == 1`` is defined on an empty list. A relation holds
+exactly when its body evaluates without exception to a truthy value, as in
+`factorspec_sdk.relations.decorator.evaluate`.
+
+Representation:
+
+- ``int`` leaves are Z3 ``Int``; ``bool`` leaves Z3 ``Bool``.
+- ``str`` leaves and ``Literal``/``Enum`` leaves with str values are Z3 ``Int`` *codes* into
+  a per-spec intern table (`InternTable`) of every constant string seen; code 0 means
+  "any other string".
+- Lists are unrolled to their bound; element ``i`` exists iff ``i < len(path)``.
+- ``Optional`` nodes get a Bool ``null(path)`` variable.
+
+Modules, one job each (each imports only those above it, except `core`, which collects the
+rules of all of them):
+
+- `terms`: Z3 term helpers (connectives that fold Python bools, C-API builders, lengths).
+- `values`: the symbolic value classes (`SCode`, `SSeq`, `SMaybe`, `SChoice`...), results
+  (`R`) and scopes.
+- `records`: what the graph stage receives: `VarRecord`, `InternTable`, `CompiledRelation`.
+- `ints`, `codes`: the rules of each *value kind* (see below).
+- `choices`: values under conditions (``a if c else b``, If-chains), truthiness.
+- `statements`: let-bindings, ``if``/``return`` chains, target binding.
+- `names`: literals, names (locals, closures, globals, builtins) and displays.
+- `fields`: the values of the record's nodes, and attribute access.
+- `operators`: boolean, arithmetic, comparison, membership and conditional operators.
+- `sequences`: subscripts, slices, comprehensions, iteration.
+- `builtin_calls`: ``len``/``sum``/``min``/``max``/``all``/``any``/``zip``/``enumerate``/
+  ``range``/``abs``/``bool``/``list``/``tuple``/``distinct`` and methods of constants.
+- `core`: `RelationCompiler`, the state (layout, context, variables, intern table) and the
+  dispatch of each AST node type to its rule.
+
+Why functions taking the compiler rather than mixins: the rules call one another across jobs
+(a comprehension binds targets and compares values; ``distinct`` compares items), and a
+plain function call names the module it comes from and is checked by mypy as it stands;
+mixins would hide that behind one ``self`` spread over ten bases. So `RelationCompiler`
+keeps only the state and the variables, and every rule is a function ``rule(cx, ...)`` over
+it; each rule module exports ``RULES`` (AST node type -> rule), which `core` merges.
+
+Value kinds (where a new type's rules go): each kind of leaf value has one module for the
+rules that depend on the kind: `ints` (Int/Bool terms: leaf variables, the term of a value,
+``==``, ordering, arithmetic) and `codes` (str/Literal/Enum codes: leaf variables, the code
+of a constant, ``==``, membership, truthiness, merging under a condition). A new kind
+(floats, dates, strings, unions) is a new module of that shape, e.g. ``reals.py``, plus one
+line at each dispatch point that asks "is this value of the kind?": `fields.leaf`,
+`operators.eq`/`order`/`arith`/``in``, `choices.ite`/`truthy`, and the builtins that take
+numbers (``sum``/``min``/``max``/``abs`` in `builtin_calls`).
+"""
+
+from factorspec_sdk.relations.compiler.core import RelationCompiler as RelationCompiler
+from factorspec_sdk.relations.compiler.records import (
+    OTHER_CODE as OTHER_CODE,
+)
+from factorspec_sdk.relations.compiler.records import (
+    CompiledRelation as CompiledRelation,
+)
+from factorspec_sdk.relations.compiler.records import (
+    InternTable as InternTable,
+)
+from factorspec_sdk.relations.compiler.records import (
+    VarRecord as VarRecord,
+)
+from factorspec_sdk.relations.compiler.terms import AND as AND
+from factorspec_sdk.relations.compiler.terms import to_bool as to_bool
+from factorspec_sdk.relations.layout import INT_LIMIT as INT_LIMIT
+
+__all__ = [
+    "AND",
+    "INT_LIMIT",
+    "OTHER_CODE",
+    "CompiledRelation",
+    "InternTable",
+    "RelationCompiler",
+    "VarRecord",
+    "to_bool",
+]

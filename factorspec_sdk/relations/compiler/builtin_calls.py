@@ -1,0 +1,462 @@
+"""Calls: the supported builtins and the methods of constants (``get``, ``count``...).
+
+The builtins are ``all``, ``any``, ``sum``, ``len``, ``min``, ``max``, ``zip``, ``enumerate``,
+``range``, ``abs``, ``bool``, ``list``, ``tuple`` and ``distinct`` (`SUPPORTED_CALLS`).
+
+On constant arguments a call runs the Python function itself; on record values each builtin
+has a rule here (`CALLS`), over the items of `iterate`'s view of its argument.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, cast
+
+import z3
+
+from factorspec_sdk.relations.compiler.choices import choice, ite, map_choice, truthy, unwrap
+from factorspec_sdk.relations.compiler.ints import as_int_term
+from factorspec_sdk.relations.compiler.names import eval_each
+from factorspec_sdk.relations.compiler.operators import eq
+from factorspec_sdk.relations.compiler.sequences import count, iterate
+from factorspec_sdk.relations.compiler.terms import (
+    AND,
+    IMPLIES,
+    NOT,
+    OR,
+    Cond,
+    max0,
+    min2,
+    to_bool,
+)
+from factorspec_sdk.relations.compiler.values import (
+    UNDEF,
+    Item,
+    Iter,
+    R,
+    SChoice,
+    SCode,
+    Scope,
+    SFunc,
+    SMaybe,
+    SSeq,
+    V,
+    is_sym,
+)
+from factorspec_sdk.relations.decorator import distinct
+
+if TYPE_CHECKING:
+    from factorspec_sdk.relations.compiler.core import ExprRule, RelationCompiler
+
+__all__ = ["CALLS", "RULES"]
+
+CallRule = Callable[["RelationCompiler", list[V], dict[str, V], ast.AST], R]
+"""The rule of one builtin on record values: (compiler, args, kwargs, node) -> result."""
+
+
+def _e_call(cx: RelationCompiler, node: ast.Call, scope: Scope) -> R:
+    fn = cx.eval(node.func, scope)
+    f = fn.value
+    if not isinstance(f, SFunc):
+        name = ast.unparse(node.func)
+        cx.fail(f"call to {name}()", "this function cannot be compiled", node)
+    args, arg_oks = eval_each(cx, node.args, scope)
+    oks: list[Cond] = [fn.ok, *arg_oks]
+    kwargs: dict[str, V] = {}
+    for kw in node.keywords:
+        if kw.arg is None:
+            cx.fail("keyword unpacking", "**kwargs are not supported", kw)
+        r = cx.eval(kw.value, scope)
+        kwargs[kw.arg] = r.value
+        oks.append(r.ok)
+    cx.node = node
+    out = _call(cx, f, args, kwargs, node)
+    return R(out.value, AND(*oks, out.ok))
+
+
+def _call(cx: RelationCompiler, f: SFunc, args: list[V], kwargs: dict[str, V], node: ast.AST) -> R:
+    """Apply a supported builtin."""
+    if f.bound is not None:
+        return _method(cx, f, args, kwargs, node)
+    if not any(is_sym(a) for a in args) and not any(is_sym(v) for v in kwargs.values()):
+        if f.name == "distinct":
+            try:
+                return R(distinct(cast(Iterable[object], args[0])))
+            except Exception:
+                return R(UNDEF, False)
+        if UNDEF in args:
+            return R(UNDEF, False)
+        pyf = cast(Callable[..., object], getattr(builtins, f.name))
+        try:
+            return R(pyf(*args, **kwargs))
+        except Exception:
+            return R(UNDEF, False)
+    return CALLS[f.name](cx, args, kwargs, node)
+
+
+def _method(
+    cx: RelationCompiler, f: SFunc, args: list[V], kwargs: dict[str, V], node: ast.AST
+) -> R:
+    obj = f.bound
+    if not any(is_sym(a) for a in args):
+        try:
+            return R(getattr(obj, f.name)(*args, **kwargs))
+        except Exception:
+            return R(UNDEF, False)
+    if f.name == "get" and isinstance(obj, Mapping) and 1 <= len(args) <= 2:
+        default = args[1] if len(args) > 1 else None
+        alts: list[tuple[Cond, V]] = []
+        for k, v in obj.items():
+            c = eq(cx, args[0], k, node)
+            if c is not False:
+                alts.append((c, v))
+        alts.append((True, default))
+        return R(choice(cx, alts))
+    if f.name == "count" and isinstance(obj, (list, tuple)) and len(args) == 1:
+        terms = [eq(cx, args[0], e, node) for e in obj]
+        return _sum(cx, [[t for t in terms]], {}, node)
+    cx.fail(f"call to {f.name}()", f"{f.name}() with a value read from the record", node)
+
+
+def _one_iter(cx: RelationCompiler, args: list[V], node: ast.AST, name: str) -> Iter:
+    if len(args) != 1:
+        cx.fail(f"call to {name}()", f"{name}() takes one iterable here", node)
+    return iterate(cx, args[0], node)
+
+
+def _consume_ok(it: Iter) -> Cond:
+    return AND(it.ok, *(NOT(x.err) for x in it.seq.items if x.err is not False))
+
+
+def _int_operand(
+    cx: RelationCompiler, x: Item, node: ast.AST, strs: tuple[str, str], optional: tuple[str, str]
+) -> z3.ArithRef | int | None:
+    """The int term of an item of ``sum``/``min``/``max`` (None: not a number, ok is false)."""
+    v, okv = unwrap(x.value)
+    t = as_int_term(v)
+    if t is None:
+        if isinstance(v, SCode):
+            cx.fail(*strs, node)
+        return None
+    if okv is not True:
+        cx.fail(*optional, node)
+    return t
+
+
+def _all(cx: RelationCompiler, args: list[V], kwargs: dict[str, V], node: ast.AST) -> R:
+    it = _one_iter(cx, args, node, "all")
+    value: list[Cond] = []
+    ok: list[Cond] = [it.ok]
+    reached: Cond = True
+    for x in it.seq.items:
+        t = truthy(cx, x.value)
+        if x.err is not False:
+            ok.append(NOT(AND(reached, x.err)))
+        if x.present is False:
+            continue
+        step = IMPLIES(x.present, t)
+        value.append(step)
+        if x.err is not False or any(y.err is not False for y in it.seq.items):
+            reached = AND(reached, step)
+    return R(AND(*value), AND(*ok))
+
+
+def _any(cx: RelationCompiler, args: list[V], kwargs: dict[str, V], node: ast.AST) -> R:
+    it = _one_iter(cx, args, node, "any")
+    value: list[Cond] = []
+    ok: list[Cond] = [it.ok]
+    reached: Cond = True
+    has_err = any(y.err is not False for y in it.seq.items)
+    for x in it.seq.items:
+        if x.err is not False:
+            ok.append(NOT(AND(reached, x.err)))
+        if x.present is False:
+            continue
+        step = AND(x.present, truthy(cx, x.value))
+        value.append(step)
+        if has_err:
+            reached = AND(reached, NOT(step))
+    return R(OR(*value), AND(*ok))
+
+
+def _sum(cx: RelationCompiler, args: list[V], kwargs: dict[str, V], node: ast.AST) -> R:
+    if not args:
+        cx.fail("call to sum()", "sum() needs an iterable", node)
+    start = kwargs.get("start", args[1] if len(args) > 1 else 0)
+    it = iterate(cx, args[0], node)
+    total: z3.ArithRef | int = 0
+    terms: list[z3.ArithRef] = []
+    for x in it.seq.items:
+        if x.present is False:
+            continue
+        t = _int_operand(
+            cx,
+            x,
+            node,
+            ("sum of strings", "sum() of str values"),
+            ("sum of optional values", "sum() over Optional values"),
+        )
+        if t is None:
+            return R(UNDEF, False)
+        if x.present is True:
+            if isinstance(t, int):
+                total += t
+            else:
+                terms.append(t)
+        else:
+            terms.append(cast(z3.ArithRef, z3.If(x.present, t, 0)))
+    st = as_int_term(start)
+    if st is None:
+        return R(UNDEF, False)
+    out: z3.ArithRef | int = total + st
+    if terms:
+        s = z3.Sum(*terms) if len(terms) > 1 else terms[0]
+        out = s + out if not (isinstance(out, int) and out == 0) else s
+    return R(out, _consume_ok(it))
+
+
+def _len(cx: RelationCompiler, args: list[V], kwargs: dict[str, V], node: ast.AST) -> R:
+    v = args[0] if len(args) == 1 else cx.fail("call to len()", "len() takes one argument", node)
+    if isinstance(v, SMaybe):
+        r = _len(cx, [v.inner()], kwargs, node)
+        return R(r.value, AND(NOT(v.null), r.ok))
+    if isinstance(v, SChoice):
+        return map_choice(cx, v, lambda x: _len(cx, [x], kwargs, node))
+    if isinstance(v, SSeq):
+        if v.lazy:
+            cx.fail("len() of a generator", "use a list comprehension or sum(1 for ...)", node)
+        return R(v.length)
+    if isinstance(v, tuple):
+        return R(len(v))
+    if isinstance(v, SCode):
+        cx.fail("len() of a string field", "len() of str fields is not supported", node)
+    return R(UNDEF, False)
+
+
+def _abs(cx: RelationCompiler, args: list[V], kwargs: dict[str, V], node: ast.AST) -> R:
+    v, ok = unwrap(args[0])
+    t = as_int_term(v)
+    if t is None or isinstance(t, int):
+        return R(UNDEF, False) if t is None else R(abs(t), ok)
+    return R(z3.If(t >= 0, t, -t), ok)
+
+
+def _bool(cx: RelationCompiler, args: list[V], kwargs: dict[str, V], node: ast.AST) -> R:
+    return R(truthy(cx, args[0]) if args else False)
+
+
+def _minmax(
+    cx: RelationCompiler, args: list[V], kwargs: dict[str, V], node: ast.AST, is_min: bool
+) -> R:
+    name = "min" if is_min else "max"
+    if "key" in kwargs:
+        cx.fail(f"{name}() with key=", "key= is not supported", node)
+    has_default = "default" in kwargs
+    if len(args) == 1:
+        it = iterate(cx, args[0], node)
+        items = it.seq.items
+        ok0 = _consume_ok(it)
+    else:
+        items = [Item(True, a) for a in args]
+        ok0 = True
+    best: z3.ArithRef | int | None = None
+    seen: Cond = False
+    for x in items:
+        if x.present is False:
+            continue
+        t = _int_operand(
+            cx,
+            x,
+            node,
+            (f"{name}() of strings", f"{name}() of str values"),
+            (f"{name}() of optional values", "Optional values"),
+        )
+        if t is None:
+            return R(UNDEF, False)
+        if best is None:
+            best = t
+            seen = x.present
+            continue
+        better = t < best if is_min else t > best
+        if isinstance(better, bool) and x.present is True:
+            if better:
+                best = t
+        else:
+            take = AND(x.present, OR(NOT(seen), better))
+            best = cast(z3.ArithRef, z3.If(to_bool(take), t, best))
+        seen = OR(seen, x.present)
+    if best is None:
+        if has_default:
+            return R(kwargs["default"], ok0)
+        return R(UNDEF, False)
+    if has_default:
+        d = as_int_term(kwargs["default"])
+        if d is None:
+            cx.fail(f"{name}() default", "default must be an int", node)
+        return R(ite(cx, seen, best, d), ok0)
+    return R(best, AND(ok0, seen))
+
+
+def _min(cx: RelationCompiler, args: list[V], kwargs: dict[str, V], node: ast.AST) -> R:
+    return _minmax(cx, args, kwargs, node, True)
+
+
+def _max(cx: RelationCompiler, args: list[V], kwargs: dict[str, V], node: ast.AST) -> R:
+    return _minmax(cx, args, kwargs, node, False)
+
+
+def _distinct(cx: RelationCompiler, args: list[V], kwargs: dict[str, V], node: ast.AST) -> R:
+    it = _one_iter(cx, args, node, "distinct")
+    items = [x for x in it.seq.items if x.present is not False]
+    conds: list[Cond] = []
+    contiguous = it.seq.contiguous
+    for j, b in enumerate(items):
+        for a in items[:j]:
+            guard = b.present if contiguous else AND(a.present, b.present)
+            conds.append(IMPLIES(guard, NOT(eq(cx, a.value, b.value, node))))
+    return R(AND(*conds), _consume_ok(it))
+
+
+def _zip(cx: RelationCompiler, args: list[V], kwargs: dict[str, V], node: ast.AST) -> R:
+    if kwargs:
+        cx.fail("zip() with keywords", "zip(strict=...) is not supported", node)
+    its = [iterate(cx, a, node) for a in args]
+    for it in its:
+        if not it.seq.contiguous:
+            cx.fail("zip over a filtered sequence", "zip lists, not filtered ones", node)
+    n = min((len(it.seq.items) for it in its), default=0)
+    items: list[Item] = []
+    for j in range(n):
+        parts = [it.seq.items[j] for it in its]
+        present = AND(*(p.present for p in parts))
+        err: Cond = False
+        before: Cond = True
+        for p in parts:
+            err = OR(err, AND(before, p.err))
+            before = AND(before, p.present)
+        items.append(Item(present, tuple(p.value for p in parts), err))
+    lengths = [it.seq.length for it in its]
+    length: z3.ArithRef | int = lengths[0] if lengths else 0
+    for ln in lengths[1:]:
+        length = min2(length, ln)
+    return R(SSeq(items, length, True, True), AND(*(it.ok for it in its)))
+
+
+def _enumerate(cx: RelationCompiler, args: list[V], kwargs: dict[str, V], node: ast.AST) -> R:
+    start = kwargs.get("start", args[1] if len(args) > 1 else 0)
+    if is_sym(start) or not isinstance(start, int):
+        cx.fail("enumerate() start", "start must be a constant int", node)
+    it = iterate(cx, args[0], node)
+    items: list[Item] = []
+    seen: z3.ArithRef | int = start
+    for j, x in enumerate(it.seq.items):
+        idx: z3.ArithRef | int = j + start if it.seq.contiguous else seen
+        items.append(Item(x.present, (idx, x.value), x.err))
+        if not it.seq.contiguous:
+            seen = seen + (1 if x.present is True else z3.If(to_bool(x.present), 1, 0))
+    return R(SSeq(items, it.seq.length, it.seq.contiguous, True), it.ok)
+
+
+def _range(cx: RelationCompiler, args: list[V], kwargs: dict[str, V], node: ast.AST) -> R:
+    if not 1 <= len(args) <= 3:
+        cx.fail("call to range()", "range() takes 1 to 3 arguments", node)
+    lo: V = 0 if len(args) == 1 else args[0]
+    hi: V = args[0] if len(args) == 1 else args[1]
+    step = args[2] if len(args) == 3 else 1
+    if is_sym(step) or not isinstance(step, int) or step <= 0:
+        cx.fail("range() step", "range() needs a constant positive step", node)
+    lo_t, hi_t = as_int_term(lo), as_int_term(hi)
+    if lo_t is None or hi_t is None:
+        return R(UNDEF, False)
+    lo_b, _ = _interval(cx, lo_t)
+    _, hi_b = _interval(cx, hi_t)
+    if lo_b is None or hi_b is None:
+        cx.fail(
+            "range() over an unbounded value",
+            "range() bounds read from the record must be list lengths",
+            node,
+        )
+    items: list[Item] = []
+    j = 0
+    while True:
+        v = lo_t + j * step
+        vb = lo_b + j * step
+        if vb >= hi_b:
+            break
+        items.append(Item(v < hi_t, v))
+        j += 1
+    if step == 1:
+        length = max0(hi_t - lo_t)
+    else:
+        length = count(items)
+    return R(SSeq(items, length, True))
+
+
+def _interval(cx: RelationCompiler, e: z3.ArithRef | int) -> tuple[int | None, int | None]:
+    """A cheap interval for length-like terms (lengths, constants, +, -, If)."""
+    if isinstance(e, int):
+        return e, e
+    if z3.is_int_value(e):
+        v = cast(z3.IntNumRef, e).as_long()
+        return v, v
+    if z3.is_const(e):
+        rec = cx.vars.get(str(e))
+        if rec is not None:
+            return rec.ge, rec.le
+        return None, None
+    kids = e.children()
+    if z3.is_add(e):
+        ivs = [_interval(cx, k) for k in kids]
+        lo = sum(i[0] for i in ivs) if all(i[0] is not None for i in ivs) else None  # type: ignore[misc]
+        hi = sum(i[1] for i in ivs) if all(i[1] is not None for i in ivs) else None  # type: ignore[misc]
+        return lo, hi
+    if z3.is_sub(e) and len(kids) == 2:
+        (a0, a1), (b0, b1) = _interval(cx, kids[0]), _interval(cx, kids[1])
+        return (
+            a0 - b1 if a0 is not None and b1 is not None else None,
+            a1 - b0 if a1 is not None and b0 is not None else None,
+        )
+    if z3.is_app_of(e, z3.Z3_OP_ITE):
+        (a0, a1), (b0, b1) = _interval(cx, kids[1]), _interval(cx, kids[2])
+        return (
+            min(a0, b0) if a0 is not None and b0 is not None else None,
+            max(a1, b1) if a1 is not None and b1 is not None else None,
+        )
+    return None, None
+
+
+def _list(cx: RelationCompiler, args: list[V], kwargs: dict[str, V], node: ast.AST) -> R:
+    it = _one_iter(cx, args, node, "list")
+    seq = it.seq
+    return R(
+        SSeq(
+            [Item(x.present, x.value) for x in seq.items],
+            seq.length if seq.contiguous else count(seq.items),
+            seq.contiguous,
+        ),
+        _consume_ok(it),
+    )
+
+
+CALLS: dict[str, CallRule] = {
+    "all": _all,
+    "any": _any,
+    "sum": _sum,
+    "len": _len,
+    "min": _min,
+    "max": _max,
+    "zip": _zip,
+    "enumerate": _enumerate,
+    "range": _range,
+    "abs": _abs,
+    "bool": _bool,
+    "list": _list,
+    "tuple": _list,
+    "distinct": _distinct,
+}
+"""The rule of each supported builtin on record values (one per name in `SUPPORTED_CALLS`)."""
+
+RULES: dict[type[ast.AST], ExprRule] = {ast.Call: _e_call}
+"""The expressions this module evaluates."""

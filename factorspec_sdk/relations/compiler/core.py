@@ -1,0 +1,236 @@
+"""`RelationCompiler`: the compiler's state, its variables, and the dispatch of expressions.
+
+The compiler holds what outlives one expression: the layout and context, the spec's variables
+(`var`, `exists`, `len_var`), the intern table, and the relation being compiled (for error
+messages). `eval` dispatches an expression to the rule of its AST node type, collected from
+the rule modules (`names`, `fields`, `operators`, `sequences`, `builtin_calls`), which take
+the compiler as their first argument.
+"""
+
+from __future__ import annotations
+
+import ast
+import enum
+from collections.abc import Callable, Mapping
+from typing import Any, NoReturn, cast
+
+import z3
+
+from factorspec_sdk.errors import ContextError, RelationDefinitionError
+from factorspec_sdk.relations.checks import relation_body
+from factorspec_sdk.relations.compiler import builtin_calls, fields, names, operators, sequences
+from factorspec_sdk.relations.compiler.choices import truthy
+from factorspec_sdk.relations.compiler.records import (
+    CompiledRelation,
+    InternTable,
+    VarKind,
+    VarRecord,
+)
+from factorspec_sdk.relations.compiler.statements import block
+from factorspec_sdk.relations.compiler.terms import AND, IMPLIES, NOT, Cond, mk_cmp, to_bool
+from factorspec_sdk.relations.compiler.values import R, Scope, SObj, SSeq, V
+from factorspec_sdk.relations.decorator import RelationInfo
+from factorspec_sdk.relations.layout import (
+    LayoutNode,
+    ListLayout,
+    ObjectLayout,
+    Path,
+    length_name,
+    path_name,
+)
+
+__all__ = ["RelationCompiler"]
+
+ExprRule = Callable[["RelationCompiler", Any, Scope], R]
+"""The rule of one AST node type: (compiler, node, scope) -> result."""
+
+_RULES: dict[type[ast.AST], ExprRule] = {
+    **names.RULES,
+    **fields.RULES,
+    **operators.RULES,
+    **sequences.RULES,
+    **builtin_calls.RULES,
+}
+
+_UNSUPPORTED: dict[type[ast.AST], tuple[str, str]] = {
+    ast.Lambda: ("lambda", "lambdas are not supported"),
+    ast.JoinedStr: ("f-string", "f-strings are not supported"),
+    ast.NamedExpr: ("assignment expression", ":= is not supported"),
+}
+"""Expressions outside the subset that get a construct name of their own in the error."""
+
+
+class RelationCompiler:
+    """Lowers the relations of one model (for one context) to Z3.
+
+    Args:
+        layout: the model's layout.
+        context: the per-request context (a constant at compile time).
+        list_bounds: unrolling bound per list path (default: the layout's max_length).
+    """
+
+    def __init__(
+        self,
+        layout: ObjectLayout,
+        context: object,
+        list_bounds: Mapping[Path, int] | None = None,
+    ) -> None:
+        self.layout = layout
+        self.context = context
+        self.list_bounds = dict(list_bounds or {})
+        self.strings = InternTable()
+        self.vars: dict[str, VarRecord] = {}
+        self.seqs: dict[Path, SSeq] = {}
+        """The unrolled lists of the relation being compiled, by path."""
+        self._gt_cache: dict[tuple[int, int], z3.BoolRef] = {}
+        self._used: set[str] = set()
+        self._info: RelationInfo | None = None
+        self.node: ast.AST | None = None
+        """The node being evaluated (the default place of an error)."""
+
+    # ------------------------------------------------------------------ entry point
+
+    def compile(self, info: RelationInfo, root: Path = ()) -> CompiledRelation:
+        """Lower one relation of the model at ``root`` (``()``: the top model).
+
+        A relation of a nested model holds vacuously when that object is absent (a list item
+        beyond the length, or a null Optional). Raises `RelationDefinitionError` /
+        `ContextError`.
+        """
+        self._info = info
+        self._used = set()
+        self.seqs = {}
+        if info.takes_context and self.context is None:
+            raise ContextError(
+                f"relation {info.qualname!r} reads a context ({info.context_param}): "
+                "pass context=... to compile the spec"
+            )
+        bound: dict[str, V] = {}
+        args = info.tree.args
+        params = [a.arg for a in args.posonlyargs + args.args]
+        node = self.node_at(root)
+        assert isinstance(node, ObjectLayout)
+        bound[params[0]] = SObj(root, node)
+        if info.takes_context and len(params) > 1:
+            bound[params[1]] = self.context
+        res = block(self, relation_body(info.tree), Scope(bound))
+        formula = AND(res.ok, truthy(self, res.value))
+        if root:
+            guards: list[Cond] = [self.exists(root)]
+            for k in range(1, len(root) + 1):
+                sub = root[:k]
+                if not isinstance(sub[-1], int) and self.node_at(sub).nullable:
+                    null = self.var(sub, "bool", name=f"null({path_name(sub)})")
+                    guards.append(NOT(cast(z3.BoolRef, null.term)))
+            formula = IMPLIES(AND(*guards), formula)
+        return CompiledRelation(info, to_bool(formula), frozenset(self._used))
+
+    def eval(self, node: ast.expr, scope: Scope) -> R:
+        """Evaluate an expression to a value and its definedness condition."""
+        self.node = node
+        rule = _RULES.get(type(node))
+        if rule is None:
+            construct, message = _UNSUPPORTED.get(
+                type(node), (type(node).__name__, "expression outside the supported subset")
+            )
+            self.fail(construct, message, node)
+        return rule(self, node, scope)
+
+    # ------------------------------------------------------------------ errors
+
+    @property
+    def info(self) -> RelationInfo:
+        """The relation being compiled."""
+        assert self._info is not None
+        return self._info
+
+    def fail(self, construct: str, message: str, node: ast.AST | None = None) -> NoReturn:
+        """Raise `RelationDefinitionError` for ``construct`` at ``node`` (or the current one)."""
+        info = self._info
+        where = node or self.node
+        lineno = getattr(where, "lineno", info.lineno if info else 0)
+        raise RelationDefinitionError(
+            message,
+            relation=info.qualname if info else "?",
+            filename=info.filename if info else "?",
+            lineno=lineno,
+            construct=construct,
+        )
+
+    def where(self, node: ast.AST) -> str:
+        """``file:line: relation 'Model.name'`` for a `ContextError` message."""
+        info = self.info
+        return f"{info.filename}:{getattr(node, 'lineno', info.lineno)}: relation {info.qualname!r}"
+
+    # ------------------------------------------------------------------ variables
+
+    def var(
+        self,
+        path: Path,
+        kind: VarKind,
+        *,
+        name: str | None = None,
+        ge: int | None = None,
+        le: int | None = None,
+        choices: tuple[object, ...] | None = None,
+        free_str: bool = False,
+        enum_type: type[enum.Enum] | None = None,
+    ) -> VarRecord:
+        """The variable of the node at ``path`` (created on first use), marked as used."""
+        vname = name or path_name(path)
+        rec = self.vars.get(vname)
+        if rec is None:
+            term: z3.ExprRef = z3.Bool(vname) if kind == "bool" else z3.Int(vname)
+            exists = self.exists(path)
+            rec = VarRecord(vname, path, kind, term, ge, le, choices, free_str, exists, enum_type)
+            self.vars[vname] = rec
+        self._used.add(vname)
+        return rec
+
+    def exists(self, path: Path) -> Cond:
+        """Condition that the node at ``path`` exists (enclosing lists long enough)."""
+        conds: list[Cond] = []
+        for k, part in enumerate(path):
+            if isinstance(part, int):
+                conds.append(self.gt(self.len_var(path[:k]), part))
+        return AND(*conds)
+
+    def gt(self, length: z3.ArithRef | int, i: int) -> Cond:
+        """``length > i`` (cached per length term)."""
+        if isinstance(length, int):
+            return length > i
+        key = (length.get_id(), i)
+        c = self._gt_cache.get(key)
+        if c is None:
+            c = mk_cmp(">", length, i)
+            self._gt_cache[key] = c
+        return c
+
+    def len_var(self, path: Path) -> z3.ArithRef:
+        """The length variable of the list at ``path``."""
+        node = self.node_at(path)
+        assert isinstance(node, ListLayout)
+        rec = self.var(
+            path,
+            "len",
+            name=length_name(path),
+            ge=node.min_length,
+            le=self.list_bound(path, node),
+        )
+        return cast(z3.ArithRef, rec.term)
+
+    def list_bound(self, path: Path, node: ListLayout) -> int:
+        """The unrolling bound of the list at ``path`` (at most its ``max_length``)."""
+        return min(self.list_bounds.get(path, node.max_length), node.max_length)
+
+    def node_at(self, path: Path) -> LayoutNode:
+        """The layout node at ``path``."""
+        node: LayoutNode = self.layout
+        for part in path:
+            if isinstance(part, int):
+                assert isinstance(node, ListLayout)
+                node = node.item
+            else:
+                assert isinstance(node, ObjectLayout)
+                node = node.field(part).node
+        return node

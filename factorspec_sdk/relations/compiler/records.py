@@ -1,0 +1,84 @@
+"""What the compiler hands to the graph stage: variable records, the intern table, relations.
+
+`VarRecord` describes one Z3 variable of the spec (a leaf, a list length or a ``null(...)``
+flag) with its bounds and domain; `InternTable` numbers the constant strings (code
+`OTHER_CODE` means "any other string"); `CompiledRelation` is one relation lowered to Z3.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Literal
+
+import z3
+
+from factorspec_sdk.relations.compiler.terms import Cond
+from factorspec_sdk.relations.decorator import RelationInfo
+from factorspec_sdk.relations.layout import Path
+
+__all__ = ["OTHER_CODE", "CompiledRelation", "InternTable", "VarKind", "VarRecord"]
+
+OTHER_CODE = 0
+"""Code of "any string not in the intern table"."""
+
+VarKind = Literal["int", "bool", "str", "len"]
+
+
+class InternTable:
+    """Codes of constant strings (code 0 is reserved for "any other string")."""
+
+    def __init__(self) -> None:
+        self.codes: dict[str, int] = {}
+        self.strings: list[str] = ["<other>"]
+
+    def code(self, s: str) -> int:
+        """The code of ``s`` (interning it)."""
+        c = self.codes.get(s)
+        if c is None:
+            c = len(self.strings)
+            self.codes[s] = c
+            self.strings.append(s)
+        return c
+
+    def __len__(self) -> int:
+        return len(self.strings)
+
+
+@dataclass(slots=True)
+class VarRecord:
+    """A Z3 variable of the spec.
+
+    Attributes:
+        name: variable name (``stays[2].city``, ``len(stays)``, ``null(note)``).
+        path: the layout path of the leaf or list.
+        kind: ``int`` / ``bool`` / ``str`` / ``len``.
+        term: the Z3 term.
+        ge: inclusive lower bound (ints and lengths).
+        le: inclusive upper bound.
+        choices: the finite domain of an enum leaf (Python values), if any.
+        free_str: a free ``str`` leaf (its domain is the intern table).
+        exists: condition under which the node exists in the record (enclosing list
+            lengths and non-null parents).
+        enum_type: the Enum class of an Enum leaf.
+    """
+
+    name: str
+    path: Path
+    kind: VarKind
+    term: z3.ExprRef
+    ge: int | None = None
+    le: int | None = None
+    choices: tuple[object, ...] | None = None
+    free_str: bool = False
+    exists: Cond = True
+    enum_type: type[enum.Enum] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledRelation:
+    """A relation lowered to Z3: ``formula`` holds iff the relation holds."""
+
+    info: RelationInfo
+    formula: z3.BoolRef
+    variables: frozenset[str]

@@ -1,0 +1,167 @@
+"""The values a relation evaluates to, and the scopes of its local names.
+
+A value (`V`) is a concrete Python object (from the context, a literal or a module constant),
+a Z3 Bool/Int term, or one of the symbolic classes here: `SCode` (a str/Enum field), `SObj`
+(a nested model), `SSeq` of `Item` (a list or a comprehension), `SMaybe` (an ``Optional``),
+`SChoice` (one of several values, by condition) and `SFunc` (a supported builtin). Every
+evaluation returns an `R`: the value and the condition under which no exception occurs.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeAlias
+
+import z3
+
+from factorspec_sdk.relations.compiler.terms import Cond
+from factorspec_sdk.relations.layout import ObjectLayout, Path
+
+__all__ = [
+    "UNDEF",
+    "Item",
+    "Iter",
+    "R",
+    "SChoice",
+    "SCode",
+    "SFunc",
+    "SMaybe",
+    "SObj",
+    "SSeq",
+    "Scope",
+    "V",
+    "is_sym",
+]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class SCode:
+    """A symbolic str or Enum value: ``e`` is an intern code (str values) or the int value."""
+
+    e: z3.ArithRef
+    enum_type: type[enum.Enum] | None
+    strs: bool
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class SObj:
+    """A (possibly absent) nested model at a concrete path."""
+
+    path: Path
+    layout: ObjectLayout
+
+
+@dataclass(slots=True, eq=False)
+class Item:
+    """One element of a symbolic sequence.
+
+    Attributes:
+        present: the element exists (and passed the filters).
+        value: the element.
+        err: producing the element raises (only for lazy sequences).
+    """
+
+    present: Cond
+    value: V
+    err: Cond = False
+
+
+@dataclass(slots=True, eq=False)
+class SSeq:
+    """A symbolic sequence of bounded size.
+
+    Attributes:
+        items: candidate elements, in order.
+        length: number of present elements.
+        contiguous: ``items[i].present`` iff ``i < length`` (a prefix).
+        lazy: a generator (errors happen only when the consumer reaches an item).
+    """
+
+    items: list[Item]
+    length: z3.ArithRef | int
+    contiguous: bool
+    lazy: bool = False
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class SMaybe:
+    """A nullable node: ``null`` is its None-ness; ``inner()`` its value when not None."""
+
+    null: Cond
+    inner: Callable[[], V]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class SChoice:
+    """``alts[0].value if alts[0].cond else alts[1].value if ... else alts[-1].value``."""
+
+    alts: tuple[tuple[Cond, V], ...]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class SFunc:
+    """A supported builtin (``len``, ``all``, ``distinct``...) or a method of a constant."""
+
+    name: str
+    bound: object = None
+
+
+V: TypeAlias = object
+"""A value: a concrete Python object, a Z3 Bool/Int term, or one of the S* classes."""
+
+
+def is_sym(v: V) -> bool:
+    """Whether a value is symbolic (depends on the record)."""
+    if isinstance(v, (z3.ExprRef, SCode, SObj, SSeq, SMaybe, SChoice)):
+        return True
+    if isinstance(v, tuple):
+        return any(is_sym(x) for x in v)
+    return False
+
+
+@dataclass(frozen=True, slots=True)
+class R:
+    """An evaluation result: ``value`` and the condition ``ok`` that no exception occurs."""
+
+    value: V
+    ok: Cond = True
+
+
+class _Undefined:
+    def __repr__(self) -> str:
+        return "<undefined>"
+
+
+UNDEF: V = _Undefined()
+"""The value of an expression that raises (its ``ok`` is false)."""
+
+
+@dataclass(slots=True)
+class Iter:
+    """A value viewed as a sequence to iterate over, and the condition that iterating works."""
+
+    seq: SSeq
+    ok: Cond
+
+
+class Scope:
+    """Local names of one evaluation (let-bindings and comprehension targets)."""
+
+    def __init__(self, names: dict[str, V], parent: Scope | None = None) -> None:
+        self.names = names
+        self.parent = parent
+
+    def lookup(self, name: str) -> tuple[bool, V]:
+        """``(found, value)`` of a local name, searching the enclosing scopes."""
+        scope: Scope | None = self
+        while scope is not None:
+            if name in scope.names:
+                return True, scope.names[name]
+            scope = scope.parent
+        return False, None
+
+    def child(self, names: dict[str, V]) -> Scope:
+        """A nested scope binding ``names``."""
+        return Scope(names, self)
