@@ -53,9 +53,10 @@ from factorspec_sdk.ir.model import (
     RelationIR,
     VarRef,
 )
-from factorspec_sdk.relations.compiler import INT_LIMIT, InternTable, VarRecord
+from factorspec_sdk.relations.compiler import InternTable, VarRecord
 from factorspec_sdk.relations.decorator import RelationSet
 from factorspec_sdk.relations.layout import (
+    INT_LIMIT,
     LayoutNode,
     LeafLayout,
     ListLayout,

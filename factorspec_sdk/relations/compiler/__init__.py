@@ -57,26 +57,17 @@ line at each dispatch point that asks "is this value of the kind?": `fields.leaf
 numbers (``sum``/``min``/``max``/``abs`` in `builtin_calls`).
 """
 
-from factorspec_sdk.relations.compiler.core import RelationCompiler as RelationCompiler
+from factorspec_sdk.relations.compiler.core import RelationCompiler
 from factorspec_sdk.relations.compiler.records import (
-    OTHER_CODE as OTHER_CODE,
+    OTHER_CODE,
+    CompiledRelation,
+    InternTable,
+    VarRecord,
 )
-from factorspec_sdk.relations.compiler.records import (
-    CompiledRelation as CompiledRelation,
-)
-from factorspec_sdk.relations.compiler.records import (
-    InternTable as InternTable,
-)
-from factorspec_sdk.relations.compiler.records import (
-    VarRecord as VarRecord,
-)
-from factorspec_sdk.relations.compiler.terms import AND as AND
-from factorspec_sdk.relations.compiler.terms import to_bool as to_bool
-from factorspec_sdk.relations.layout import INT_LIMIT as INT_LIMIT
+from factorspec_sdk.relations.compiler.terms import AND, to_bool
 
 __all__ = [
     "AND",
-    "INT_LIMIT",
     "OTHER_CODE",
     "CompiledRelation",
     "InternTable",
