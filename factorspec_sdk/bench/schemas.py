@@ -29,11 +29,15 @@ in one run with SmolLM2's tokenizer:
   over records, while the libraries' run over tokens (their per-record means are reported
   beside them for a like-for-like reading).
 
-Every library runs in its own **worker process** (``multiprocessing`` ``spawn``), which
+Every library runs in its own **worker process** (``multiprocessing`` ``forkserver``, whose
+server imports torch and transformers once; ``spawn`` where forkserver is missing), which
 loads the tokenizer once and then compiles, decodes or masks on request. The parent waits
 for each answer with a deadline; a worker past its deadline is killed and a fresh one is
 started for the next schema, so a hang (in Z3 or in a library's native code, which a thread
-could not be stopped from) costs one time limit and never stalls the run.
+could not be stopped from) costs one time limit and never stalls the run. Scripts that call
+`run_schema_bench` need the ``if __name__ == "__main__":`` guard multiprocessing asks for.
+llguidance runs with its defaults otherwise (as vLLM's guidance backend does): ``oneOf`` is
+refused rather than coerced to ``anyOf``, which could accept records the schema rejects.
 
 The tokenizer is SmolLM2's, read from the embedded engine's model folder
 (`cache_root` / ``models`` / `DEFAULT_MODEL_NAME`) when it is there, else from the GGUF
