@@ -248,7 +248,14 @@ def schemas(
         f"factorspec bench schemas {corpus} --out {out} --records {records}{limit_option} "
         f"--timeout {timeout:g}"
     )
-    rows = run_schema_bench(files, records=records, timeout_s=timeout, progress=err.is_terminal)
+
+    def say(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    tty = err.is_terminal
+    rows = run_schema_bench(
+        files, records=records, timeout_s=timeout, progress=tty, log=None if tty else say
+    )
     rep = SchemaBenchReport(facts, rows)
     write_outputs(rep, out)
     print(rep.markdown())

@@ -655,6 +655,7 @@ def run_schema_bench(
     records: int = 2,
     timeout_s: float = 10.0,
     progress: bool = False,
+    log: Callable[[str], None] | None = None,
 ) -> list[SchemaResult]:
     """Measure every schema in ``files`` with the three libraries (see the module docstring).
 
@@ -663,6 +664,7 @@ def run_schema_bench(
         records: records FactorSpec decodes per schema it accepts.
         timeout_s: time limit of each compile.
         progress: show a rich progress bar (on stderr).
+        log: called with one line per schema measured (for runs without a terminal).
 
     Raises:
         ValueError: ``records`` < 0 or ``timeout_s`` <= 0.
@@ -685,7 +687,13 @@ def run_schema_bench(
                     results.append(_measure(path, workers, timeout_s))
                     bar.advance(task)
         else:
-            results = [_measure(path, workers, timeout_s) for path in files]
+            for i, path in enumerate(files, 1):
+                results.append(_measure(path, workers, timeout_s))
+                if log is not None:
+                    got = results[-1]
+                    answers = ", ".join(f"{lib} {c.status}" for lib, c in got.compile.items())
+                    outcomes = ", ".join(r.outcome for r in got.records) or "no records"
+                    log(f"[{i}/{len(files)}] {got.dataset}/{got.name}: {answers}; {outcomes}")
     finally:
         for worker in workers.values():
             worker.stop()
