@@ -3,7 +3,9 @@
 ``factorspec bench trip --n 100 --cities 3-10 --methods all --engine embedded --out bench-results/``
 runs the trip-planning benchmark: FactorSpec against free generation, an XGrammar
 JSON-schema mask, the mask with retries, and the mask with an n-gram speculator, on the same
-engine, prompts and token budget. Heavy imports happen inside the commands.
+engine, prompts and token budget. ``factorspec bench schemas DIR`` measures which JSON
+Schemas FactorSpec, llguidance and XGrammar accept, and decodes records of FactorSpec's.
+Heavy imports happen inside the commands.
 
 Exit codes follow ``factorspec``: 2 for a usage error (bad ``--cities`` / ``--methods``),
 3 for an engine error (unknown ``--engine`` or a backend that cannot load).
@@ -208,3 +210,53 @@ def report(
             raise typer.Exit(_USAGE_ERROR) from None
     write_outputs(rep, target)
     print(rep.markdown())
+
+
+@bench_app.command("schemas")
+def schemas(
+    corpus: Annotated[
+        Path, typer.Argument(help="Folder of dataset folders of *.json schemas (JSONSchemaBench).")
+    ],
+    out: Annotated[
+        Path, typer.Option("--out", help="Folder for results.json, results.md and the plot.")
+    ] = Path("bench-results/schemas"),
+    records: Annotated[
+        int, typer.Option("--records", min=0, help="Records decoded per schema FactorSpec accepts.")
+    ] = 2,
+    limit: Annotated[
+        int | None, typer.Option("--limit", min=1, help="First N schemas of each dataset only.")
+    ] = None,
+    timeout: Annotated[
+        float, typer.Option("--timeout", min=0.001, help="Time limit of each compile, seconds.")
+    ] = 10.0,
+) -> None:
+    """JSON Schemas: acceptance, compile and mask time of FactorSpec, llguidance, XGrammar."""
+    from rich.console import Console
+
+    from factorspec_sdk.bench.schemas import run_facts, run_schema_bench, schema_files
+    from factorspec_sdk.bench.schemas_report import SchemaBenchReport, write_outputs
+
+    err = Console(stderr=True)
+    try:
+        files = schema_files(corpus, limit)
+    except ValueError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(_USAGE_ERROR) from None
+    facts = run_facts(corpus, records=records, timeout_s=timeout, limit=limit)
+    limit_option = "" if limit is None else f" --limit {limit}"
+    facts["command"] = (
+        f"factorspec bench schemas {corpus} --out {out} --records {records}{limit_option} "
+        f"--timeout {timeout:g}"
+    )
+
+    def say(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    tty = err.is_terminal
+    rows = run_schema_bench(
+        files, records=records, timeout_s=timeout, progress=tty, log=None if tty else say
+    )
+    rep = SchemaBenchReport(facts, rows)
+    write_outputs(rep, out)
+    print(rep.markdown())
+    err.print(f"wrote {', '.join(str(p) for p in rep.files)}")

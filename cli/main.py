@@ -371,7 +371,7 @@ def _mount_bench() -> None:
         return
     if not isinstance(bench_app, typer.Typer):
         raise TypeError(f"cli.bench.bench_app is not a typer.Typer: {bench_app!r}")
-    app.add_typer(bench_app, name="bench", help="Benchmarks (NATURAL PLAN-style trips).")
+    app.add_typer(bench_app, name="bench", help="Benchmarks (trips, JSON Schemas).")
 
 
 _mount_bench()

