@@ -67,7 +67,7 @@ import numpy.typing as npt
 
 from factorspec_sdk.drafter.loop import DecodeJob, Decoder, DecoderConfig
 from factorspec_sdk.drafter.verify import SamplingParams
-from factorspec_sdk.engines.model_store import DEFAULT_MODEL_NAME, cache_root, find_default_gguf
+from factorspec_sdk.engines.model_store import default_model_folder, find_default_gguf
 from factorspec_sdk.engines.scripted import ScriptedEngine
 from factorspec_sdk.errors import FactorSpecError, IncompleteGenerationError
 from factorspec_sdk.ir import ir_from_json_schema, spec_from_ir
@@ -79,7 +79,7 @@ from factorspec_sdk.writer.automaton import Writer
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
 
-    from factorspec_sdk.graph.spec import CompiledSpec
+    from factorspec_sdk.graph import CompiledSpec
 
 __all__ = [
     "CLOSE_BOOST",
@@ -129,7 +129,7 @@ def load_hf_tokenizer() -> PreTrainedTokenizerBase:
     """
     import transformers
 
-    folder = cache_root() / "models" / DEFAULT_MODEL_NAME
+    folder = default_model_folder()
     if (folder / "tokenizer.json").is_file():
         return transformers.AutoTokenizer.from_pretrained(folder)
     gguf = find_default_gguf()

