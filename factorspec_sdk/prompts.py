@@ -15,9 +15,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from typing import Any
 
 from factorspec_sdk.engines.protocol import ChatMessage
-from factorspec_sdk.relations.layout import LayoutNode, LeafLayout, ListLayout, ObjectLayout
+from factorspec_sdk.relations.layout import (
+    GrammarLayout,
+    LayoutNode,
+    LeafLayout,
+    ListLayout,
+    ObjectLayout,
+)
 
 __all__ = [
     "Prompt",
@@ -46,10 +53,22 @@ def schema_hint(layout: ObjectLayout) -> str:
     return show(layout)
 
 
-def _leaf_hint(node: LeafLayout) -> str:
+def _leaf_hint(node: LeafLayout | GrammarLayout) -> str:
+    if isinstance(node, GrammarLayout):
+        return _schema_hint(node.schema_dict)
     if node.kind == "enum":
         return " | ".join(json.dumps(c) for c in node.choices)
     return {"bool": "true|false", "int": "<integer>", "str": "<text>"}[node.kind]
+
+
+def _schema_hint(schema: dict[str, Any]) -> str:
+    """A short hint for a grammar value: its format or type (``<date>``, ``<number>``)."""
+    what = schema.get("format") or schema.get("type")
+    if isinstance(what, str):
+        return (
+            "<" + {"number": "number", "integer": "integer", "string": "text"}.get(what, what) + ">"
+        )
+    return "<value>"
 
 
 def hint_sentence(layout: ObjectLayout) -> str:

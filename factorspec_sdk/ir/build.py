@@ -23,6 +23,7 @@ from typing import Annotated, Literal, cast
 
 import z3
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -46,6 +47,7 @@ from factorspec_sdk.ir.model import (
     DefRef,
     Expr,
     IntConst,
+    IRGrammar,
     IRLeaf,
     IRList,
     IRNode,
@@ -57,12 +59,14 @@ from factorspec_sdk.relations.compiler import InternTable, VarRecord
 from factorspec_sdk.relations.decorator import RelationSet
 from factorspec_sdk.relations.layout import (
     INT_LIMIT,
+    GrammarLayout,
     LayoutNode,
     LeafLayout,
     ListLayout,
     ObjectField,
     ObjectLayout,
     Path,
+    grammar_layout,
     length_name,
     node_at,
     path_name,
@@ -217,6 +221,12 @@ class _LayoutBuilder:
             raise IRError(f"the layout nests deeper than {lim.max_layout_depth} levels")
         if isinstance(node, IRObject):
             return self._object(node, depth, mult, where)
+        if isinstance(node, IRGrammar):
+
+            def fail(why: str) -> IRError:
+                return IRError(f"value {where or '<root>'}: {why}")
+
+            return grammar_layout(node.json_schema, fail)
         if isinstance(node, IRList):
             if not 0 <= node.min_length <= node.max_length <= lim.max_list_length:
                 raise IRError(
@@ -322,6 +332,8 @@ def _annotation(node: LayoutNode) -> object:
             list[_annotation(node.item)],  # type: ignore[misc]
             Field(min_length=node.min_length, max_length=node.max_length),
         ]
+    elif isinstance(node, GrammarLayout):
+        return Annotated[typing.Any, AfterValidator(_schema_check(node.schema))]
     elif node.kind == "bool":
         t = StrictBool
     elif node.kind == "int":
@@ -335,6 +347,21 @@ def _annotation(node: LayoutNode) -> object:
     if node.nullable:
         return t | None  # type: ignore[operator]
     return t
+
+
+def _schema_check(schema: str) -> typing.Callable[[object], object]:
+    """A Pydantic after-validator: the value satisfies the JSON Schema (``jsonschema``)."""
+    from factorspec_sdk.ir.schema_check import json_schema_validator
+
+    validator = json_schema_validator(json.loads(schema), check_schema=False)
+
+    def check(value: object) -> object:
+        error = next(iter(validator.iter_errors(value)), None)  # type: ignore[arg-type]
+        if error is not None:
+            raise ValueError(f"does not match its JSON Schema: {error.message}")
+        return value
+
+    return check
 
 
 # --------------------------------------------------------------------------- variables

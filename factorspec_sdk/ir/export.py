@@ -14,7 +14,7 @@ import z3
 from factorspec_sdk.errors import SpecError
 from factorspec_sdk.graph.z3context import MAIN_CONTEXT_LOCK
 from factorspec_sdk.ir.model import IR_VERSION
-from factorspec_sdk.relations.layout import LayoutNode, ListLayout, ObjectLayout
+from factorspec_sdk.relations.layout import GrammarLayout, LayoutNode, ListLayout, ObjectLayout
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -141,6 +141,8 @@ def _layout(node: LayoutNode) -> JsonDict:
             "bounded_by_schema": node.bounded_by_schema,
             "nullable": node.nullable,
         }
+    if isinstance(node, GrammarLayout):
+        return {"type": "grammar", "schema": node.schema_dict}
     out: JsonDict = {"type": "leaf", "kind": node.kind, "nullable": node.nullable}
     if node.ge is not None:
         out["ge"] = node.ge

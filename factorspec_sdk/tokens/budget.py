@@ -46,6 +46,12 @@ bound, free strings at their minimum). A budget above that for the whole record
 without a budget (the default ``max_tokens``, 2048, does so for the bundled examples); a
 token whose segment plus longest rest fits what is left is allowed without a walk, so walks
 start only near the end of the budget.
+
+Grammar values (`factorspec_sdk.tokens.grammar`) have no bound here: llguidance does not say
+how many tokens the shortest completion of a JSON Schema takes. A spec with grammar values
+gets no budget masks (``ceiling`` 0, so every budget "constrains nothing"): its records are
+decoded as without a budget, and a record that runs out of ``max_tokens`` ends in
+`IncompleteGenerationError`, as with llguidance or XGrammar alone.
 """
 
 from __future__ import annotations
@@ -57,7 +63,15 @@ import numpy as np
 import numpy.typing as npt
 
 from factorspec_sdk.errors import GenerationError
-from factorspec_sdk.tokens.plan import Cursor, Finished, FreeCursor, TokenIds, TrieNode
+from factorspec_sdk.relations.layout import has_grammar
+from factorspec_sdk.tokens.plan import (
+    Cursor,
+    Finished,
+    FreeCursor,
+    GrammarCursor,
+    TokenIds,
+    TrieNode,
+)
 
 if TYPE_CHECKING:
     from factorspec_sdk.tokens.plan import Planner
@@ -74,13 +88,15 @@ class CompletionBound:
     grows by ~16 MB a request meanwhile).
 
     Attributes:
+        enforced: whether budget masks apply (not for a spec with grammar values).
         ceiling: more tokens than any completion the bound walks can take; a budget of at
-            least this many tokens constrains nothing.
+            least this many tokens constrains nothing (0 when not ``enforced``).
     """
 
     def __init__(self, planner: Planner) -> None:
         self._planner = weakref.ref(planner)
-        self.ceiling = planner.writer.longest_bytes() + 1
+        self.enforced = not has_grammar(planner.writer.spec.layout)
+        self.ceiling = planner.writer.longest_bytes() + 1 if self.enforced else 0
         self._greedy: dict[Cursor, int] = {}
         self._upper: dict[TrieNode, int] = {}
         self._close: dict[tuple[WriterState, str], tuple[int, int]] = {}
@@ -99,7 +115,13 @@ class CompletionBound:
     # ------------------------------------------------------------------ public
 
     def min_tokens(self, cursor: Cursor) -> int:
-        """``U(cursor)``: tokens of the shortest completion the masks guarantee from here."""
+        """``U(cursor)``: tokens of the shortest completion the masks guarantee from here.
+
+        Raises:
+            GenerationError: the spec has grammar values, so no bound exists (not ``enforced``).
+        """
+        if not self.enforced:
+            raise GenerationError("a spec with grammar values has no token budget bound")
         if isinstance(cursor, TrieNode):
             return self._upper_of(cursor)
         return self.greedy(cursor)
@@ -145,6 +167,8 @@ class CompletionBound:
                 total = self._free_greedy(cur)
                 self._greedy[cur] = total
                 break
+            if isinstance(cur, GrammarCursor):  # unreachable: not `enforced` with grammar values
+                raise GenerationError("a grammar value has no token budget bound")
             depth, nxt = self._greedy_step(cur)
             walked.append((cur, depth))
             cur = nxt
@@ -192,7 +216,7 @@ class CompletionBound:
         writer = self.planner.writer
         if isinstance(term, FreeCursor):
             return writer.longest_rest_bytes(term.free.state)
-        assert term is not None
+        assert term is not None and not isinstance(term, GrammarCursor)
         state, skip = term
         return writer.longest_rest_bytes(state) - len(skip.encode("utf-8"))
 
@@ -240,7 +264,7 @@ class CompletionBound:
             return 0
         if isinstance(term, FreeCursor):
             return self.planner.writer.shortest_rest(term.free.state)
-        assert term is not None
+        assert term is not None and not isinstance(term, GrammarCursor)
         state, skip = term
         return self.planner.writer.shortest_rest(state) - len(skip)
 

@@ -28,8 +28,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
+from factorspec_sdk.tokens.grammar import GrammarCursor, GrammarSegment, grammar_tables
 from factorspec_sdk.tokens.vocab import TokenizerInfo
-from factorspec_sdk.writer.automaton import FreeString, Option, Writer, WriterState
+from factorspec_sdk.writer.automaton import FreeString, GrammarValue, Option, Writer, WriterState
 
 if TYPE_CHECKING:
     from factorspec_sdk.tokens.budget import CompletionBound
@@ -39,6 +40,7 @@ __all__ = [
     "Finished",
     "FreeCursor",
     "FreeTables",
+    "GrammarCursor",
     "Planner",
     "TokenIds",
     "TrieNode",
@@ -61,7 +63,7 @@ class TrieNode:
 
     ids: TokenIds = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     children: dict[int, TrieNode] = field(default_factory=dict)
-    terminal: tuple[WriterState, str] | FreeCursor | Finished | None = None
+    terminal: tuple[WriterState, str] | FreeCursor | GrammarCursor | Finished | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +80,7 @@ class Finished:
     state: WriterState
 
 
-Cursor = TrieNode | FreeCursor | Finished
+Cursor = TrieNode | FreeCursor | GrammarCursor | Finished
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,12 +185,17 @@ class Planner:
             return cursor.ids
         if isinstance(cursor, FreeCursor):
             return self._free_allowed(cursor.free)
+        if isinstance(cursor, GrammarCursor):
+            return self._grammar_allowed(cursor)
         return np.zeros(0, dtype=np.int64)
 
     def certain(self, cursor: Cursor, budget: int | None = None) -> int | None:
         """The certain token at ``cursor``, if exactly one token is allowed (within ``budget``)."""
         if isinstance(cursor, TrieNode) and len(cursor.ids) == 1:
             return int(cursor.ids[0])
+        if isinstance(cursor, GrammarCursor):
+            ids = self._grammar_allowed(cursor)
+            return int(ids[0]) if len(ids) == 1 else None
         if budget is None or budget >= self.bound.ceiling or isinstance(cursor, Finished):
             return None
         ids = self.bound.allowed(cursor, budget)
@@ -221,6 +228,8 @@ class Planner:
             return self._resolve_node(child, critical=critical)
         if isinstance(cursor, FreeCursor):
             return self._free_advance(cursor.free, token, critical=critical)
+        if isinstance(cursor, GrammarCursor):
+            return self._grammar_advance(cursor, token, critical=critical)
         raise ValueError("the record is finished; no token can follow")
 
     def prefetch(self, cursor: Cursor, depth: int = 1) -> None:
@@ -247,7 +256,7 @@ class Planner:
         term = node.terminal
         if term is None:
             return node
-        if isinstance(term, FreeCursor | Finished):
+        if isinstance(term, FreeCursor | GrammarCursor | Finished):
             return term
         state, skip = term
         return self.resolve_state(state, skip, critical=critical)
@@ -284,11 +293,13 @@ class Planner:
             self._seal(root)
             return root
         choice = self.writer.choices(at)
-        if isinstance(choice, FreeString):
+        if isinstance(choice, FreeString | GrammarValue):
+            inner: FreeCursor | GrammarCursor
+            inner = FreeCursor(choice) if isinstance(choice, FreeString) else self._segment(choice)
             if not forced:
-                return FreeCursor(choice)
+                return inner
             root = TrieNode()
-            self._insert(root, self.tok.encode(forced), TrieNode(terminal=FreeCursor(choice)))
+            self._insert(root, self.tok.encode(forced), TrieNode(terminal=inner))
             self._seal(root)
             return root
         return self._trie(forced, choice)
@@ -324,6 +335,41 @@ class Planner:
             node = stack.pop()
             node.ids = np.asarray(sorted(node.children), dtype=np.int64)
             stack.extend(node.children.values())
+
+    # ------------------------------------------------------------------ grammar values
+
+    def _segment(self, value: GrammarValue) -> GrammarCursor:
+        suffix, exit_state = self.writer.forced(value.after)
+        segment = GrammarSegment(grammar_tables(self.tok), value, suffix, exit_state)
+        return GrammarCursor(segment)
+
+    def _exit(self, cursor: GrammarCursor, *, critical: bool) -> Cursor:
+        return self.resolve_state(cursor.segment.exit_state, "", critical=critical)
+
+    def _grammar_allowed(self, cursor: GrammarCursor) -> TokenIds:
+        step = cursor.step()
+        if not step.accepting:
+            return step.ids
+        # complete but able to grow (no forced text after it): the choice after it, too
+        after = self.allowed(self._exit(cursor, critical=True))
+        overlap = np.intersect1d(step.ids, after)
+        if len(overlap):
+            raise RuntimeError(
+                f"{cursor.segment.where}: tokens {overlap[:5].tolist()} both continue the value "
+                "and start what follows it"
+            )
+        return np.union1d(step.ids, after).astype(np.int64)
+
+    def _grammar_advance(self, cursor: GrammarCursor, token: int, *, critical: bool) -> Cursor:
+        step = cursor.step()
+        if step.has(token):
+            nxt = GrammarCursor(cursor.segment, (*cursor.tokens, token))
+            if nxt.step().stopped:
+                return self._exit(nxt, critical=critical)
+            return nxt
+        if step.accepting:
+            return self.advance(self._exit(cursor, critical=critical), token, critical=critical)
+        raise ValueError(f"token {token} is not allowed here")
 
     # ------------------------------------------------------------------ free strings
 

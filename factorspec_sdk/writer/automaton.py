@@ -6,6 +6,10 @@ choice points are leaf values, list continue/close and ``null`` for optional lea
 choice point the writer consults the compiled spec's oracle, so every continuation it offers
 can still be completed to a record that passes the schema and every relation.
 
+A grammar value (a `GrammarLayout`: a float, a date, a union, a dict, ...; no relation reads
+it) is a choice point of its own: the writer hands out a `GrammarValue`, and the token level
+generates it with llguidance (`factorspec_sdk.tokens.grammar`).
+
 States are immutable and hashable, so speculative decoding rolls back by keeping old states.
 """
 
@@ -19,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from factorspec_sdk.relations.layout import (
     INT_LIMIT,
+    GrammarLayout,
     LayoutNode,
     LeafLayout,
     ListLayout,
@@ -32,6 +37,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FreeString",
+    "GrammarValue",
     "Option",
     "Writer",
     "WriterState",
@@ -122,6 +128,28 @@ class FreeString:
 
 
 @dataclass(frozen=True, slots=True)
+class GrammarValue:
+    """A grammar value due next: its JSON Schema and the writer state after it.
+
+    Attributes:
+        path: where the value sits.
+        node: its layout (the JSON Schema text).
+        after: the writer state once the value is written.
+    """
+
+    path: Path
+    node: GrammarLayout
+    after: WriterState
+
+
+@dataclass(frozen=True, slots=True)
+class _Grammar:
+    path: Path
+    node: GrammarLayout
+    state: WriterState
+
+
+@dataclass(frozen=True, slots=True)
 class _Text:
     text: str
     state: WriterState
@@ -145,7 +173,9 @@ class _Done:
     state: WriterState
 
 
-_Event = _Text | _Leaf | _ListDecision | _Done
+_Event = _Text | _Leaf | _Grammar | _ListDecision | _Done
+Choice = list[Option] | FreeString | GrammarValue
+"""What a choice point offers: whole options, a free string, or a grammar value."""
 
 
 class Writer:
@@ -155,7 +185,7 @@ class Writer:
         self.spec = spec
         self.oracle = oracle if oracle is not None else spec.new_oracle()
         self._forced_cache: dict[WriterState, tuple[str, WriterState]] = {}
-        self._choice_cache: dict[WriterState, list[Option] | FreeString] = {}
+        self._choice_cache: dict[WriterState, Choice] = {}
 
     # ------------------------------------------------------------------ states
 
@@ -176,6 +206,8 @@ class Writer:
             if isinstance(node, ListLayout):
                 frame2 = _ListFrame(p.path, 0, node)
                 return _Text("[", _replace(s, stack=(*s.stack, frame2), pending=None))
+            if isinstance(node, GrammarLayout):
+                return _Grammar(p.path, node, s)
             if node.kind == "str" and s.partial is None and not node.nullable:
                 if self.spec.variable_for(p.path) is None:
                     return _Text('"', _replace(s, partial=""))
@@ -299,6 +331,8 @@ class Writer:
             if isinstance(ev, _Done):
                 break
             options = self._raw_options(ev)
+            if isinstance(options, GrammarValue):
+                break
             if isinstance(options, list) and len(options) == 1:
                 parts.append(options[0].text)
                 s = options[0].state
@@ -310,7 +344,7 @@ class Writer:
         self._forced_cache[start] = result
         return result
 
-    def choices(self, s: WriterState) -> list[Option] | FreeString:
+    def choices(self, s: WriterState) -> Choice:
         """The alternatives at the choice point ``s`` (as returned by `forced`).
 
         Each option's text is non-empty and carries the layout text after the choice, so the
@@ -323,8 +357,8 @@ class Writer:
         if isinstance(ev, _Text | _Done):
             raise ValueError("choices() needs a state at a choice point")
         raw = self._raw_options(ev)
-        result: list[Option] | FreeString
-        if isinstance(raw, FreeString):
+        result: Choice
+        if isinstance(raw, FreeString | GrammarValue):
             result = raw
         else:
             result = []
@@ -344,15 +378,17 @@ class Writer:
             yield Option(forced, at)
             return
         sub = self.choices(at)
-        if isinstance(sub, FreeString):
-            raise RuntimeError("an empty option cannot be followed by a free string")
+        if isinstance(sub, FreeString | GrammarValue):
+            raise RuntimeError("an empty option cannot be followed by a free value")
         yield from sub
 
     # ------------------------------------------------------------------ leaves
 
-    def _raw_options(self, ev: _Leaf | _ListDecision) -> list[Option] | FreeString:
+    def _raw_options(self, ev: _Leaf | _Grammar | _ListDecision) -> Choice:
         if isinstance(ev, _ListDecision):
             return self._list_options(ev)
+        if isinstance(ev, _Grammar):
+            return GrammarValue(ev.path, ev.node, self._after_leaf(ev.state, None))
         return self._leaf_options(ev)
 
     def _after_leaf(self, s: WriterState, fact: Fact | None) -> WriterState:
@@ -486,6 +522,8 @@ class Writer:
 
 def _shortest(node: LayoutNode) -> int:
     """Characters of the shortest canonical JSON text of ``node`` (relations ignored)."""
+    if isinstance(node, GrammarLayout):
+        return 1  # a lower bound: every JSON value has a character
     if isinstance(node, ObjectLayout):
         n = 2 + sum(len(value_text(f.key)) + 2 + _shortest(f.node) for f in node.fields)
         n += 2 * max(0, len(node.fields) - 1)
@@ -509,6 +547,8 @@ def _utf8(text: str) -> int:
 
 def _longest(node: LayoutNode, path: Path, spec: CompiledSpec, strings: tuple[str, ...]) -> int:
     """UTF-8 bytes of the longest text of ``node`` with free strings at their minimum."""
+    if isinstance(node, GrammarLayout):
+        raise ValueError("a grammar value has no longest text; the token budget is off")
     if isinstance(node, ObjectLayout):
         n = 2 + 2 * max(0, len(node.fields) - 1)
         for f in node.fields:

@@ -1,0 +1,233 @@
+"""Grammar values on the token level: llguidance generates what no relation reads.
+
+A writer `GrammarValue` is a value whose JSON Schema the writer does not walk itself: a
+float, a Decimal, a date, a UUID, a union, a dict, a tuple, a recursive model, a string with
+a pattern or a format, ... (`factorspec_sdk.relations.layout.GrammarLayout`). It is decoded as
+one *grammar segment*: llguidance's matcher for the Lark grammar ``value SUFFIX``, where
+``value`` is the schema (``%json``, with the writer's separators) and ``SUFFIX`` is the layout
+text forced after the value, up to the writer's next choice point. So a token may span the
+value's end and the text after it (``5,``, ``"}``), as the canonical tokenization has it.
+
+llguidance does the grammar work: masks, the forced (certain) tokens inside and after the
+value, the JSON string grammar with every escape, formats, patterns, numbers, ``$ref``
+recursion. Written here by hand is only what llguidance cannot know:
+
+- where the segment ends: once its suffix is consumed, decoding resumes at the writer's next
+  choice point (a trie of the oracle's options, another grammar value, or the record's end).
+  A value with no forced text after it that can still grow (a number as the item of a list
+  whose length a relation reads) offers both its continuations and the choice after it;
+- rollback for speculative decoding: a cursor is the segment plus the tokens consumed inside
+  it, and the segment's single matcher is moved to a cursor by llguidance's ``rollback`` and
+  ``consume_tokens``.
+
+Cursors are immutable and cheap; the segment holds the matcher behind a lock (the planner's
+prefetch thread may create segments while the decoding thread masks).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from factorspec_sdk.errors import GenerationError
+from factorspec_sdk.relations.layout import GRAMMAR_OPTIONS, path_name
+from factorspec_sdk.tokens.vocab import TokenizerInfo
+
+if TYPE_CHECKING:
+    from factorspec_sdk.writer.automaton import GrammarValue, WriterState
+
+__all__ = ["GrammarCursor", "GrammarSegment", "GrammarStep", "GrammarTables", "lark_grammar"]
+
+TokenIds = npt.NDArray[np.int64]
+
+
+def lark_grammar(schema: str, suffix: str) -> str:
+    """The Lark grammar of a grammar segment: the value's JSON Schema, then ``suffix``."""
+    body: dict[str, Any] = json.loads(schema)
+    if isinstance(body, dict):
+        body = {**body, "x-guidance": GRAMMAR_OPTIONS}
+    value = "%json " + json.dumps(body, ensure_ascii=False)
+    if not suffix:
+        return f"start: {value}\n"
+    return (
+        f"start: value SUFFIX\nvalue: {value}\nSUFFIX: {json.dumps(suffix, ensure_ascii=False)}\n"
+    )
+
+
+class _Encoder:
+    """The canonical encoder, in the shape llguidance's ``TokenizerWrapper`` calls."""
+
+    def __init__(self, tok: TokenizerInfo) -> None:
+        self.eos_token_id = tok.eos_ids[0] if tok.eos_ids else len(tok.vocab) - 1
+        self.bos_token_id = None
+        self.tokens = list(tok.vocab)
+        self.special_token_ids = sorted(tok.special_ids)
+        self._encode = tok.encode
+
+    def __call__(self, text: str | bytes) -> list[int]:
+        if isinstance(text, bytes):
+            text = text.decode("utf-8", errors="replace")
+        return self._encode(text)
+
+
+class GrammarTables:
+    """llguidance's tokenizer for one vocabulary, and its compiled segment grammars.
+
+    Matchers for a grammar are compiled once and copied for each segment
+    (``LLMatcher.deep_copy`` is a few microseconds; compiling takes milliseconds).
+    """
+
+    def __init__(self, tok: TokenizerInfo, *, max_grammars: int = 512) -> None:
+        import llguidance
+
+        self._llg = llguidance
+        self.tok = tok
+        self.tokenizer = llguidance.LLTokenizer(llguidance.TokenizerWrapper(_Encoder(tok)))
+        self.vocab_size = len(tok.vocab)
+        self.special = np.asarray(sorted(tok.special_ids), dtype=np.int64)
+        self._templates: OrderedDict[tuple[str, str], Any] = OrderedDict()
+        self._max = max_grammars
+        self._lock = threading.Lock()
+
+    def matcher(self, schema: str, suffix: str, where: str) -> Any:
+        """A fresh matcher for ``schema`` followed by ``suffix``.
+
+        Raises:
+            GenerationError: llguidance cannot compile the grammar (the layout checks each
+                schema alone when the spec compiles, so this names an internal fault).
+        """
+        key = (schema, suffix)
+        with self._lock:
+            template = self._templates.get(key)
+            if template is not None:
+                self._templates.move_to_end(key)
+                return template.deep_copy()
+        grammar = self._llg.LLMatcher.grammar_from_lark(lark_grammar(schema, suffix))
+        template = self._llg.LLMatcher(self.tokenizer, grammar, log_level=0)
+        if template.is_error():
+            raise GenerationError(
+                f"{where}: llguidance rejects its grammar: {template.get_error()}"
+            )
+        with self._lock:
+            self._templates[key] = template
+            if len(self._templates) > self._max:
+                self._templates.popitem(last=False)
+        return template.deep_copy()
+
+    def ids(self, bitmask: bytes) -> TokenIds:
+        """Allowed token ids of an llguidance bitmask, special tokens (EOS) left out."""
+        bits = np.unpackbits(np.frombuffer(bitmask, dtype=np.uint8), bitorder="little")
+        bits = bits[: self.vocab_size]
+        if len(self.special):
+            bits[self.special] = 0
+        return np.flatnonzero(bits).astype(np.int64)
+
+
+_TABLES: dict[int, tuple[TokenizerInfo, GrammarTables]] = {}
+_TABLES_LOCK = threading.Lock()
+
+
+def grammar_tables(tok: TokenizerInfo) -> GrammarTables:
+    """The `GrammarTables` of a tokenizer (one per tokenizer object, built on first use)."""
+    with _TABLES_LOCK:
+        hit = _TABLES.get(id(tok))
+        if hit is not None and hit[0] is tok:
+            return hit[1]
+    tables = GrammarTables(tok)
+    with _TABLES_LOCK:
+        if len(_TABLES) >= 8:
+            _TABLES.pop(next(iter(_TABLES)))
+        _TABLES[id(tok)] = (tok, tables)
+    return tables
+
+
+@dataclass(frozen=True, slots=True)
+class GrammarStep:
+    """What a grammar segment allows after some of its tokens.
+
+    Attributes:
+        ids: tokens that continue the segment (sorted).
+        accepting: the segment is complete here.
+        stopped: nothing can follow inside the segment (complete, and the value cannot grow).
+    """
+
+    ids: TokenIds
+    accepting: bool
+    stopped: bool
+
+    def has(self, token: int) -> bool:
+        """Whether ``token`` continues the segment."""
+        i = int(np.searchsorted(self.ids, token))
+        return i < len(self.ids) and int(self.ids[i]) == token
+
+
+class GrammarSegment:
+    """One grammar value of one record being decoded: its matcher and where it leads.
+
+    Attributes:
+        value: the writer's grammar value.
+        suffix: the forced layout text after the value, inside the grammar.
+        exit_state: the writer state after the suffix (a choice point, or the record's end).
+    """
+
+    def __init__(
+        self, tables: GrammarTables, value: GrammarValue, suffix: str, exit_state: WriterState
+    ) -> None:
+        self.value = value
+        self.suffix = suffix
+        self.exit_state = exit_state
+        self.where = path_name(value.path) or "<root>"
+        self._tables = tables
+        self._matcher = tables.matcher(value.node.schema, suffix, self.where)
+        self._at: tuple[int, ...] = ()
+        self._steps: OrderedDict[tuple[int, ...], GrammarStep] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def step(self, tokens: tuple[int, ...]) -> GrammarStep:
+        """The segment after ``tokens`` (a few recent answers are kept)."""
+        with self._lock:
+            hit = self._steps.get(tokens)
+            if hit is not None:
+                return hit
+            self._goto(tokens)
+            m = self._matcher
+            out = GrammarStep(
+                self._tables.ids(m.compute_bitmask()), bool(m.is_accepting()), bool(m.is_stopped())
+            )
+            self._steps[tokens] = out
+            if len(self._steps) > 8:
+                self._steps.popitem(last=False)
+            return out
+
+    def _goto(self, tokens: tuple[int, ...]) -> None:
+        at, m = self._at, self._matcher
+        k = 0
+        for a, b in zip(at, tokens, strict=False):
+            if a != b:
+                break
+            k += 1
+        if len(at) > k and not m.rollback(len(at) - k):
+            raise GenerationError(f"{self.where}: llguidance could not roll back: {m.get_error()}")
+        if len(tokens) > k and not m.consume_tokens(list(tokens[k:])):
+            raise GenerationError(
+                f"{self.where}: a token outside the grammar reached the matcher: {m.get_error()}"
+            )
+        self._at = tokens
+
+
+@dataclass(frozen=True, slots=True)
+class GrammarCursor:
+    """Inside a grammar segment, after ``tokens`` of it."""
+
+    segment: GrammarSegment
+    tokens: tuple[int, ...] = ()
+
+    def step(self) -> GrammarStep:
+        """What the segment allows here."""
+        return self.segment.step(self.tokens)
