@@ -1,7 +1,7 @@
 """Invoices whose arithmetic always adds up.
 
-Amounts are integer cents (float fields are not supported). The per-request context gives the
-tax rate and the largest number of line items. ``python -m examples.invoice`` validates a
+Amounts are integer cents (relations read int fields, not floats). The per-request context
+gives the tax rate and the largest number of line items. ``python -m examples.invoice`` validates a
 hand-written invoice for the sample purchase.
 """
 

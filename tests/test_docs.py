@@ -53,6 +53,7 @@ EXPECT: dict[str, list[str]] = {
     "serving/tutorial003.py": ["stop", "Day 1-5: Copenhagen"],
     "client/tutorial001.py": ["['Ada', 'Bo']\nunsatisfiable-spec\n['Cy']"],
     "client/tutorial002.py": ["[4]"],
+    "types/tutorial001.py": ["nights: writer", "check_in: grammar", "rating: grammar"],
 }
 
 

@@ -12,6 +12,7 @@ list as ``len(stays)``.
 
 from __future__ import annotations
 
+import decimal
 import enum
 import json
 import types
@@ -30,6 +31,7 @@ __all__ = [
     "DEFAULT_MAX_INT_DIGITS",
     "DEFAULT_MAX_LIST_LENGTH",
     "GRAMMAR_OPTIONS",
+    "FORMAT_PATTERNS",
     "GrammarLayout",
     "INT_LIMIT",
     "LayoutNode",
@@ -40,11 +42,13 @@ __all__ = [
     "ObjectLayout",
     "Path",
     "build_layout",
+    "decimal_pattern",
     "grammar_layout",
     "has_grammar",
     "length_name",
     "node_at",
     "path_name",
+    "pydantic_grammar_schema",
 ]
 
 DEFAULT_MAX_LIST_LENGTH = 16
@@ -296,16 +300,168 @@ def _node(
         return _native(model, name, annotation, info, stack)
     except _NotNative:
         pass
-    full = annotation if info is None else typing.Annotated[annotation, info]
-    try:
-        schema = TypeAdapter(full).json_schema()  # type: ignore[arg-type]
-    except PydanticUserError as exc:
-        raise UnsupportedFieldTypeError(model.__name__, name, annotation, str(exc)) from None
 
     def fail(why: str) -> UnsupportedFieldTypeError:
         return UnsupportedFieldTypeError(model.__name__, name, annotation, why)
 
-    return grammar_layout(schema, fail)
+    full = annotation if info is None else typing.Annotated[annotation, info]
+    try:
+        schema = TypeAdapter(full).json_schema()  # type: ignore[arg-type]
+    except PydanticUserError as exc:
+        raise fail(str(exc)) from None
+    decimal_schema = _decimal_schema(annotation, info, fail)
+    if decimal_schema is not None:
+        schema = decimal_schema
+    return grammar_layout(pydantic_grammar_schema(schema), fail)
+
+
+_YEAR = "(?:[1-9][0-9]{3}|0[1-9][0-9]{2}|00[1-9][0-9]|000[1-9])"
+_LEAP = "(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:0[48]|[2468][048]|[13579][26])00)"
+_DATE = (
+    f"(?:{_YEAR}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-"
+    f"(?:0[1-9]|[12][0-9]|30)|02-(?:0[1-9]|1[0-9]|2[0-8]))|{_LEAP}-02-29)"
+)
+_TIME = "(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\\.[0-9]{1,6})?"
+_OFFSET = "(?:Z|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])"
+_TPART = (
+    "(?:[0-9]{1,5}H(?:[0-9]{1,5}M)?(?:[0-9]{1,5}(?:\\.[0-9]{1,6})?S)?"
+    "|[0-9]{1,5}M(?:[0-9]{1,5}(?:\\.[0-9]{1,6})?S)?|[0-9]{1,5}(?:\\.[0-9]{1,6})?S)"
+)
+_LABEL = "[a-z0-9]{1,20}(?:-[a-z0-9]{1,20}){0,2}"
+_TLD = "(?:com|org|net|io|dev|edu|gov|app|ai|co|uk|de|fr|es|it|nl|jp|info)"
+FORMAT_PATTERNS: dict[str, str] = {
+    "date": f"^{_DATE}$",
+    "time": f"^{_TIME}{_OFFSET}?$",
+    "date-time": f"^{_DATE}T{_TIME}{_OFFSET}?$",
+    "duration": f"^-?P(?:[0-9]{{1,5}}D(?:T{_TPART})?|T{_TPART})$",
+    "email": (
+        f"^[a-z0-9]{{1,20}}(?:[._-][a-z0-9]{{1,20}}){{0,3}}"
+        f"@{_LABEL}(?:\\.{_LABEL}){{0,3}}\\.{_TLD}$"
+    ),
+    "uri": (
+        f"^https?://{_LABEL}(?:\\.{_LABEL}){{0,3}}\\.{_TLD}(?:/[A-Za-z0-9._~-]{{1,30}}){{0,6}}/?"
+        "(?:\\?[A-Za-z0-9._~-]{1,20}=[A-Za-z0-9._~-]{0,30}"
+        "(?:&[A-Za-z0-9._~-]{1,20}=[A-Za-z0-9._~-]{0,30}){0,5})?$"
+    ),
+}
+"""Patterns for the string formats of Pydantic's types, within what Pydantic parses.
+
+JSON Schema's formats are wider than Pydantic's parsers (a leap second, year 0, Feb 29 of any
+year, quoted e-mail local parts, any URI scheme), so a Pydantic field's format becomes the
+pattern of a subset both accept: dates with real month lengths and leap years, times to the
+microsecond, ISO durations in days, hours, minutes and seconds, plain e-mail addresses and
+http(s) URLs under common top-level domains, with bounded parts (so no value runs on).
+UUIDs and IP addresses keep llguidance's formats.
+"""
+
+
+def pydantic_grammar_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """Pydantic's JSON Schema of a field, tightened to values Pydantic's parsers accept.
+
+    - Objects without ``additionalProperties`` get ``false`` (the writer writes a model's
+      fields, not extra keys Pydantic would drop).
+    - `FORMAT_PATTERNS` replace formats.
+    - A dict with ``Literal``/``Enum`` keys (``propertyNames`` with an ``enum``, which
+      llguidance does not implement) becomes an object whose optional properties are the keys.
+    - ``uniqueItems`` is dropped: Pydantic builds a ``set`` from a list with repeats, and
+      llguidance does not implement the keyword.
+    """
+    defs = schema.get("$defs", {})
+
+    def resolve(node: object) -> object:
+        if isinstance(node, dict) and isinstance(node.get("$ref"), str):
+            name = node["$ref"].removeprefix("#/$defs/")
+            return defs.get(name, node)
+        return node
+
+    def walk(node: object) -> object:
+        if isinstance(node, list):
+            return [walk(x) for x in node]
+        if not isinstance(node, dict):
+            return node
+        keep = ("default", "examples", "const", "enum")
+        out = {k: v if k in keep else walk(v) for k, v in node.items()}
+        names = resolve(out.get("propertyNames"))
+        if isinstance(names, dict) and isinstance(names.get("enum"), list):
+            value = out.get("additionalProperties", True)
+            out.pop("propertyNames")
+            out["properties"] = {str(k): value for k in names["enum"]}
+            out["additionalProperties"] = False
+        if "properties" in out and "additionalProperties" not in out:
+            out["additionalProperties"] = False
+        out.pop("uniqueItems", None)
+        fmt = out.get("format")
+        if isinstance(fmt, str) and fmt in FORMAT_PATTERNS and "pattern" not in out:
+            del out["format"]
+            out["pattern"] = FORMAT_PATTERNS[fmt]
+        return out
+
+    result = walk(schema)
+    assert isinstance(result, dict)
+    return result
+
+
+def _decimal_schema(
+    annotation: object, info: FieldInfo | None, fail: typing.Callable[[str], Exception]
+) -> dict[str, Any] | None:
+    """The schema of a Decimal field, or None when ``annotation`` is not one.
+
+    Pydantic's JSON Schema for a Decimal drops ``max_digits`` and ``decimal_places`` and allows
+    any string; this one keeps them as a pattern on the string form Pydantic serializes.
+    """
+    meta, base = _metadata(info, annotation)
+    base, nullable = _strip_optional(base)
+    more, base = _metadata(None, base)
+    if base is not decimal.Decimal:
+        return None
+    limits: dict[str, object] = {}
+    for m in [*meta, *more]:
+        for item in m.metadata if isinstance(m, FieldInfo) else [m]:
+            for key in ("max_digits", "decimal_places", "ge", "gt", "le", "lt"):
+                value = getattr(item, key, None)
+                if value is not None:
+                    limits[key] = value
+    bounds = {k: limits[k] for k in ("ge", "gt", "le", "lt") if k in limits}
+    digits, places = limits.get("max_digits"), limits.get("decimal_places")
+    if digits is None and places is None:
+        out: dict[str, Any] = {"type": "number"}
+        names = {
+            "ge": "minimum",
+            "gt": "exclusiveMinimum",
+            "le": "maximum",
+            "lt": "exclusiveMaximum",
+        }
+        out.update({names[k]: float(v) if not isinstance(v, int) else v for k, v in bounds.items()})  # type: ignore[arg-type]
+    else:
+        if bounds and bounds != {"ge": 0}:
+            raise fail("a Decimal with digit limits takes no bound other than ge=0")
+        sign = "" if bounds else "-?"
+        out = {"type": "string", "pattern": f"^{sign}{decimal_pattern(digits, places)}$"}  # type: ignore[arg-type]
+    return {"anyOf": [out, {"type": "null"}]} if nullable else out
+
+
+def decimal_pattern(max_digits: int | None, decimal_places: int | None) -> str:
+    """A regex of decimals: at most ``max_digits`` digits, ``decimal_places`` after the point.
+
+    No leading zeros and no trailing zeros after the point, so the digits Pydantic counts are
+    the digits written.
+    """
+
+    def frac(n: int | None) -> str:
+        if n == 0:
+            return ""
+        reps = "*" if n is None else f"{{0,{n - 1}}}"
+        return f"(?:\\.[0-9]{reps}[1-9])?"
+
+    if max_digits is None:
+        return f"(?:0|[1-9][0-9]*){frac(decimal_places)}"
+    parts = ["0" + frac(max_digits if decimal_places is None else min(max_digits, decimal_places))]
+    for i in range(1, max_digits + 1):
+        room = max_digits - i
+        places = room if decimal_places is None else min(room, decimal_places)
+        rest = f"[0-9]{{{i - 1}}}" if i > 1 else ""
+        parts.append(f"[1-9]{rest}" + (frac(places) if places else ""))
+    return "(?:" + "|".join(parts) + ")"
 
 
 def _native(

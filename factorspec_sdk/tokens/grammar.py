@@ -3,10 +3,11 @@
 A writer `GrammarValue` is a value whose JSON Schema the writer does not walk itself: a
 float, a Decimal, a date, a UUID, a union, a dict, a tuple, a recursive model, a string with
 a pattern or a format, ... (`factorspec_sdk.relations.layout.GrammarLayout`). It is decoded as
-one *grammar segment*: llguidance's matcher for the Lark grammar ``value SUFFIX``, where
-``value`` is the schema (``%json``, with the writer's separators) and ``SUFFIX`` is the layout
-text forced after the value, up to the writer's next choice point. So a token may span the
-value's end and the text after it (``5,``, ``"}``), as the canonical tokenization has it.
+one *grammar segment*: llguidance's matcher for the Lark grammar ``PREFIX value SUFFIX``,
+where ``PREFIX`` is the layout text forced since the previous choice, ``value`` is the schema
+(``%json``, with the writer's separators) and ``SUFFIX`` is the layout text forced after the
+value, up to the writer's next choice point. So a token may span the value's start or end
+and the text beside it (`` [``, ``5,``, ``"}``), as the canonical tokenization has it.
 
 llguidance does the grammar work: masks, the forced (certain) tokens inside and after the
 value, the JSON string grammar with every escape, formats, patterns, numbers, ``$ref``
@@ -47,17 +48,21 @@ __all__ = ["GrammarCursor", "GrammarSegment", "GrammarStep", "GrammarTables", "l
 TokenIds = npt.NDArray[np.int64]
 
 
-def lark_grammar(schema: str, suffix: str) -> str:
-    """The Lark grammar of a grammar segment: the value's JSON Schema, then ``suffix``."""
+def lark_grammar(prefix: str, schema: str, suffix: str) -> str:
+    """The Lark grammar of a grammar segment: ``prefix``, the value's JSON Schema, ``suffix``."""
     body: dict[str, Any] = json.loads(schema)
     if isinstance(body, dict):
         body = {**body, "x-guidance": GRAMMAR_OPTIONS}
-    value = "%json " + json.dumps(body, ensure_ascii=False)
-    if not suffix:
-        return f"start: {value}\n"
-    return (
-        f"start: value SUFFIX\nvalue: {value}\nSUFFIX: {json.dumps(suffix, ensure_ascii=False)}\n"
-    )
+    rules = ["value: %json " + json.dumps(body, ensure_ascii=False)]
+    parts = []
+    if prefix:
+        parts.append("PREFIX")
+        rules.append("PREFIX: " + json.dumps(prefix, ensure_ascii=False))
+    parts.append("value")
+    if suffix:
+        parts.append("SUFFIX")
+        rules.append("SUFFIX: " + json.dumps(suffix, ensure_ascii=False))
+    return "\n".join(["start: " + " ".join(parts), *rules]) + "\n"
 
 
 class _Encoder:
@@ -91,24 +96,24 @@ class GrammarTables:
         self.tokenizer = llguidance.LLTokenizer(llguidance.TokenizerWrapper(_Encoder(tok)))
         self.vocab_size = len(tok.vocab)
         self.special = np.asarray(sorted(tok.special_ids), dtype=np.int64)
-        self._templates: OrderedDict[tuple[str, str], Any] = OrderedDict()
+        self._templates: OrderedDict[tuple[str, str, str], Any] = OrderedDict()
         self._max = max_grammars
         self._lock = threading.Lock()
 
-    def matcher(self, schema: str, suffix: str, where: str) -> Any:
-        """A fresh matcher for ``schema`` followed by ``suffix``.
+    def matcher(self, prefix: str, schema: str, suffix: str, where: str) -> Any:
+        """A fresh matcher for ``prefix``, then ``schema``, then ``suffix``.
 
         Raises:
             GenerationError: llguidance cannot compile the grammar (the layout checks each
                 schema alone when the spec compiles, so this names an internal fault).
         """
-        key = (schema, suffix)
+        key = (prefix, schema, suffix)
         with self._lock:
             template = self._templates.get(key)
             if template is not None:
                 self._templates.move_to_end(key)
                 return template.deep_copy()
-        grammar = self._llg.LLMatcher.grammar_from_lark(lark_grammar(schema, suffix))
+        grammar = self._llg.LLMatcher.grammar_from_lark(lark_grammar(prefix, schema, suffix))
         template = self._llg.LLMatcher(self.tokenizer, grammar, log_level=0)
         if template.is_error():
             raise GenerationError(
@@ -172,19 +177,27 @@ class GrammarSegment:
 
     Attributes:
         value: the writer's grammar value.
+        prefix: the forced layout text before the value (after the previous choice), inside
+            the grammar, so a token may span it and the value's start (`` [``, `` "``).
         suffix: the forced layout text after the value, inside the grammar.
         exit_state: the writer state after the suffix (a choice point, or the record's end).
     """
 
     def __init__(
-        self, tables: GrammarTables, value: GrammarValue, suffix: str, exit_state: WriterState
+        self,
+        tables: GrammarTables,
+        prefix: str,
+        value: GrammarValue,
+        suffix: str,
+        exit_state: WriterState,
     ) -> None:
         self.value = value
+        self.prefix = prefix
         self.suffix = suffix
         self.exit_state = exit_state
         self.where = path_name(value.path) or "<root>"
         self._tables = tables
-        self._matcher = tables.matcher(value.node.schema, suffix, self.where)
+        self._matcher = tables.matcher(prefix, value.node.schema, suffix, self.where)
         self._at: tuple[int, ...] = ()
         self._steps: OrderedDict[tuple[int, ...], GrammarStep] = OrderedDict()
         self._lock = threading.Lock()

@@ -293,13 +293,13 @@ class Planner:
             self._seal(root)
             return root
         choice = self.writer.choices(at)
-        if isinstance(choice, FreeString | GrammarValue):
-            inner: FreeCursor | GrammarCursor
-            inner = FreeCursor(choice) if isinstance(choice, FreeString) else self._segment(choice)
+        if isinstance(choice, GrammarValue):
+            return self._segment(forced, choice)
+        if isinstance(choice, FreeString):
             if not forced:
-                return inner
+                return FreeCursor(choice)
             root = TrieNode()
-            self._insert(root, self.tok.encode(forced), TrieNode(terminal=inner))
+            self._insert(root, self.tok.encode(forced), TrieNode(terminal=FreeCursor(choice)))
             self._seal(root)
             return root
         return self._trie(forced, choice)
@@ -338,9 +338,9 @@ class Planner:
 
     # ------------------------------------------------------------------ grammar values
 
-    def _segment(self, value: GrammarValue) -> GrammarCursor:
+    def _segment(self, prefix: str, value: GrammarValue) -> GrammarCursor:
         suffix, exit_state = self.writer.forced(value.after)
-        segment = GrammarSegment(grammar_tables(self.tok), value, suffix, exit_state)
+        segment = GrammarSegment(grammar_tables(self.tok), prefix, value, suffix, exit_state)
         return GrammarCursor(segment)
 
     def _exit(self, cursor: GrammarCursor, *, critical: bool) -> Cursor:

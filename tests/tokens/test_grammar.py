@@ -1,0 +1,270 @@
+# ruff: noqa: UP007, UP042, UP045  (Optional, Union and str+Enum: the spellings users write)
+"""Grammar values (llguidance segments): records of every field kind validate with Pydantic.
+
+Records are decoded with a random scripted model over SmolLM2's real vocabulary (its
+tokenizer only, no weights), sampling at temperature 1 on many seeds so every branch of the
+grammars is exercised.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import ipaddress
+import json
+import re
+import uuid
+from enum import Enum
+from typing import Annotated, Literal, Optional, Union
+
+import numpy as np
+import pytest
+from pydantic import AnyUrl, BaseModel, EmailStr, Field, HttpUrl, TypeAdapter, conint, constr
+
+from factorspec_sdk.bench.schemas import ClosingModel, load_hf_tokenizer
+from factorspec_sdk.drafter.loop import DecodeJob, Decoder, DecoderConfig
+from factorspec_sdk.drafter.verify import SamplingParams
+from factorspec_sdk.engines.scripted import ScriptedEngine
+from factorspec_sdk.errors import RelationDefinitionError
+from factorspec_sdk.graph import compile_spec
+from factorspec_sdk.relations import relation
+from factorspec_sdk.relations.layout import (
+    FORMAT_PATTERNS,
+    GrammarLayout,
+    LeafLayout,
+    build_layout,
+    decimal_pattern,
+)
+from factorspec_sdk.tokens.grammar import GrammarCursor
+from factorspec_sdk.tokens.plan import Planner
+from factorspec_sdk.tokens.vocab import TokenizerInfo
+from factorspec_sdk.writer.automaton import Writer
+
+
+@pytest.fixture(scope="module")
+def tok() -> TokenizerInfo:
+    return TokenizerInfo.from_hf(load_hf_tokenizer())
+
+
+class Sentiment(BaseModel):
+    label: Literal["positive", "negative", "neutral"]
+    confidence: float = Field(ge=0, le=1)
+
+
+class Contact(BaseModel):
+    name: str = Field(max_length=30)
+    email: EmailStr
+    phone: Optional[str] = Field(None, pattern=r"^\+?[0-9]{7,12}$")
+
+
+class Booking(BaseModel):
+    hotel: str = Field(max_length=20)
+    check_in: dt.date
+    check_out: dt.date
+    guests: int = Field(ge=1, le=8)
+
+
+class Receipt(BaseModel):
+    prices: list[float] = Field(max_length=4)
+    total: float
+
+
+class Order(BaseModel):
+    amount: decimal.Decimal = Field(max_digits=8, decimal_places=2, ge=0)
+    tax: decimal.Decimal = Field(max_digits=5, decimal_places=3)
+
+
+class Search(BaseModel):
+    action: Literal["search"]
+    query: str = Field(max_length=20)
+
+
+class Book(BaseModel):
+    action: Literal["book"]
+    hotel: str = Field(max_length=20)
+    nights: int = Field(ge=1, le=14)
+
+
+class Step(BaseModel):
+    call: Union[Search, Book] = Field(discriminator="action")
+
+
+class Tally(BaseModel):
+    counts: dict[str, int] = Field(max_length=3)
+
+
+class Quote(BaseModel):
+    text: str
+    author: str = Field(max_length=20)
+    lines: tuple[str, ...] = Field(max_length=2)  # strings of a grammar value: every escape
+
+
+class Slot(BaseModel):
+    start: dt.time
+    end: dt.time
+    when: dt.datetime
+    length: dt.timedelta
+
+
+class Category(str, Enum):
+    FOOD = "food"
+    RENT = "rent"
+
+
+class Budget(BaseModel):
+    limits: dict[Category, int]
+    note: Optional[str] = None
+
+
+class Comment(BaseModel):
+    text: str = Field(max_length=12)
+    replies: list[Comment] = Field(default=[], max_length=2)
+
+
+class Thread(BaseModel):
+    root: Comment
+
+
+class Misc(BaseModel):
+    id: uuid.UUID
+    site: HttpUrl
+    any_url: AnyUrl
+    v4: ipaddress.IPv4Address
+    v6: ipaddress.IPv6Address
+    pair: tuple[int, str]
+    many: tuple[int, ...] = Field(max_length=3)
+    tags: set[str] = Field(max_length=3)
+    frozen: frozenset[Literal["a", "b", "c"]]
+    either: int | str
+    maybe: Optional[float] = None
+    step: conint(multiple_of=5, ge=0, le=100)  # type: ignore[valid-type]
+    code: constr(pattern=r"^[A-Z]{3}-[0-9]{2}$")  # type: ignore[valid-type]
+    flag: Annotated[bool, Field(description="a flag")]
+
+
+MODELS: list[type[BaseModel]] = [
+    Sentiment,
+    Contact,
+    Booking,
+    Receipt,
+    Order,
+    Step,
+    Tally,
+    Quote,
+    Slot,
+    Budget,
+    Thread,
+    Misc,
+]
+
+
+def _decode(model: type[BaseModel], tok: TokenizerInfo, seeds: range) -> list[str]:
+    spec = compile_spec(model)
+    jobs = [
+        DecodeJob(
+            Planner(Writer(spec), tok),
+            tok.encode("Answer with JSON:"),
+            SamplingParams(temperature=1.0, seed=seed, max_tokens=1200),
+        )
+        for seed in seeds
+    ]
+    engine = ScriptedEngine(tok, ClosingModel(tok, seed=7))
+    texts = []
+    for out in Decoder(engine, DecoderConfig()).run(jobs):
+        assert out.error is None, f"{model.__name__}: {out.error!r} after {out.text[:300]!r}"
+        texts.append(out.text)
+    return texts
+
+
+@pytest.mark.parametrize("model", MODELS, ids=lambda m: m.__name__)
+def test_records_validate_with_pydantic(model: type[BaseModel], tok: TokenizerInfo) -> None:
+    for text in _decode(model, tok, range(6)):
+        model.model_validate_json(text)  # raises on an invalid record
+        json.loads(text)
+
+
+def test_grammar_fields_are_grammar_layouts() -> None:
+    fields = {f.name: f.node for f in build_layout(Booking).fields}
+    assert isinstance(fields["check_in"], GrammarLayout)
+    assert isinstance(fields["guests"], LeafLayout)  # a relation may still read it
+    receipt = {f.name: f.node for f in build_layout(Receipt).fields}
+    assert isinstance(receipt["prices"], GrammarLayout)  # one value, never unrolled
+    assert json.loads(receipt["prices"].schema)["maxItems"] == 4
+    comment = {f.name: f.node for f in build_layout(Comment).fields}
+    assert "$defs" in json.loads(comment["replies"].schema)  # recursion through $defs
+
+
+def test_a_relation_over_a_grammar_field_names_it() -> None:
+    class Priced(BaseModel):
+        price: float
+        qty: int
+
+        @relation
+        def positive(self) -> bool:
+            return self.price > 0
+
+    with pytest.raises(RelationDefinitionError, match="price"):
+        compile_spec(Priced)
+
+
+def test_relations_beside_grammar_fields_still_hold(tok: TokenizerInfo) -> None:
+    class Stay(BaseModel):
+        nights: int = Field(ge=1, le=9)
+        rate: float = Field(ge=0)
+        arrive: dt.date
+        leave_day: int = Field(ge=1, le=20)
+        arrive_day: int = Field(ge=1, le=10)
+
+        @relation
+        def leaves_after_nights(self) -> bool:
+            return self.leave_day == self.arrive_day + self.nights
+
+    for text in _decode(Stay, tok, range(8)):
+        s = Stay.model_validate_json(text)
+        assert s.leave_day == s.arrive_day + s.nights
+
+
+def test_escapes_round_trip(tok: TokenizerInfo) -> None:
+    """Strings in grammar values may hold every JSON escape; what is written parses back."""
+    spec = compile_spec(Quote)
+    planner = Planner(Writer(spec), tok)
+    line = 'He said "hi"\\ \n\t/\b\f\r \u00e9 \u2603 \x01'
+    body = {"text": "plain", "author": "Ann", "lines": [line, "\\/"]}
+    text = json.dumps(body, ensure_ascii=False)
+    cursor = planner.start()
+    for token in tok.encode(text):
+        assert token in planner.allowed(cursor).tolist(), (text, token)
+        cursor = planner.advance(cursor, token)
+    assert Quote.model_validate_json(text).lines == (line, "\\/")
+
+
+def test_cursors_roll_back_exactly(tok: TokenizerInfo) -> None:
+    """Masks at old cursors are unchanged after decoding past them (speculative rollback)."""
+    spec = compile_spec(Receipt)
+    planner = Planner(Writer(spec), tok)
+    cursors = [planner.start()]
+    text = '{"prices": [1.5, 20, -3e2], "total": 0.25}'
+    masks = []
+    for token in tok.encode(text):
+        masks.append(planner.allowed(cursors[-1]).copy())
+        cursors.append(planner.advance(cursors[-1], token))
+    assert any(isinstance(c, GrammarCursor) for c in cursors)
+    for cursor, mask in reversed(list(zip(cursors, masks, strict=False))):
+        assert np.array_equal(planner.allowed(cursor), mask)
+
+
+def test_format_patterns_stay_within_pydantic() -> None:
+    """Every pattern's samples parse with Pydantic; dates have month lengths and leap years."""
+    date = re.compile(FORMAT_PATTERNS["date"])
+    assert date.match("2024-02-29") and not date.match("2023-02-29")
+    assert date.match("2000-02-29") and not date.match("1900-02-29")
+    assert not date.match("0000-01-01") and not date.match("2024-04-31")
+    ta = TypeAdapter(dt.timedelta)
+    for sample in ("P1D", "PT5M", "P2DT3H4M5.5S", "-PT1S"):
+        assert re.match(FORMAT_PATTERNS["duration"], sample)
+        ta.validate_python(sample)
+    for bad in ("P", "PT", "P1DT"):
+        assert not re.match(FORMAT_PATTERNS["duration"], bad)
+    places = re.compile(f"^{decimal_pattern(5, 2)}$")
+    assert places.match("123.45") and not places.match("12345.6") and not places.match("1.456")
+    assert not places.match("01") and not places.match("1.50")
