@@ -266,8 +266,9 @@ def remote_error(exc: object, model: str, max_tokens: int | None) -> FactorSpecE
     """The FactorSpec error a server's error answer ``exc`` (an ``openai.APIStatusError``) means.
 
     An unsatisfiable spec (with its unsat core), a token budget below the shortest record
-    (when ``max_tokens`` was given), another 422 a `SpecError`, anything else a `RemoteError`
-    with the server's status and message.
+    (a `TokenBudgetError` when the request gave ``max_tokens``, else a `RemoteError` naming
+    the server's default), another 422 a `SpecError`, anything else a `RemoteError` with the
+    server's status and message.
     """
     status = getattr(exc, "status_code", None)
     body = getattr(exc, "body", None)
@@ -283,6 +284,7 @@ def remote_error(exc: object, model: str, max_tokens: int | None) -> FactorSpecE
         need = fs.get("min_tokens") if isinstance(fs, dict) else None
         if isinstance(need, int) and max_tokens is not None:
             return TokenBudgetError(max_tokens=max_tokens, min_tokens=need)
+        return RemoteError(f"the server answered {status}: {message}", status)  # its budget
     if status == 422 and not (
         isinstance(err, dict) and err.get("code") == "prompt_not_tokenizable"
     ):

@@ -24,6 +24,7 @@ from factorspec_sdk import (
     IncompleteGenerationError,
     RemoteError,
     RetriesExhaustedError,
+    TokenBudgetError,
     UnsatisfiableSpecError,
     relation,
 )
@@ -258,6 +259,11 @@ def test_errors_are_factorspec_errors(url: str) -> None:
     kw = {"model": MODEL, "messages": MESSAGES}
     with pytest.raises(UnsatisfiableSpecError):
         client.chat.completions.create(**kw, response_model=Trip, context=dict.fromkeys("ABCDE", 1))
+    with pytest.raises(TokenBudgetError) as budget:
+        client.chat.completions.create(
+            **kw, response_model=Trip, context=TRIP_CONTEXT, max_tokens=3
+        )
+    assert budget.value.max_tokens == 3 and budget.value.min_tokens > 3
     with pytest.raises(ContextError):
         client.chat.completions.create(**kw, response_model=Trip)
     with pytest.raises(RemoteError) as info:
