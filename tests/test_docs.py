@@ -3,7 +3,8 @@
 Snippets run in a fresh interpreter (or bash, for ``.sh`` files) in a temporary folder, with
 the repository on ``PYTHONPATH`` and ``examples/`` linked in. Snippets that load the real model
 carry the ``model`` marker; the serving snippets run in ``test_serving_snippets`` against a
-live ``factorspec serve``.
+live ``factorspec serve``, the integration snippets in ``test_integration_snippets`` against a
+scripted-engine server on loopback.
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ NEEDS_MODEL = {
     "cli/tutorial002.sh",
 }
 NEEDS_SERVER = {p.relative_to(DOCS_SRC).as_posix() for p in DOCS_SRC.glob("serving/*.*")}
+NEEDS_SCRIPTED_SERVER = {
+    p.relative_to(DOCS_SRC).as_posix() for p in DOCS_SRC.glob("integrations/*.py")
+}
 NEEDS_VLLM = {"engines/tutorial003.py"}
 NEEDS_VLLM_SERVER = {"engines/tutorial004.py"}  # run by tests/engines/test_vllm.py
 
@@ -54,6 +58,10 @@ EXPECT: dict[str, list[str]] = {
     "client/tutorial001.py": ["['Ada', 'Bo']\nunsatisfiable-spec\n['Cy']"],
     "client/tutorial002.py": ["[4]"],
     "types/tutorial001.py": ["nights: writer", "check_in: grammar", "rating: grammar"],
+    "integrations/tutorial001.py": [" True\nflights="],
+    "integrations/tutorial002.py": ['"city": "'],
+    "integrations/tutorial003.py": ["('Paris', 3)", "True stop"],
+    "integrations/tutorial004.py": ["[100, 100, 100]"],
 }
 
 
@@ -63,7 +71,7 @@ def snippet_files() -> list[str]:
         for p in DOCS_SRC.rglob("*")
         if p.suffix in (".py", ".sh") and "__pycache__" not in p.parts
     )
-    return [f for f in files if f not in NEEDS_SERVER | NEEDS_VLLM_SERVER]
+    return [f for f in files if f not in NEEDS_SERVER | NEEDS_VLLM_SERVER | NEEDS_SCRIPTED_SERVER]
 
 
 def params() -> list[object]:
@@ -109,12 +117,12 @@ def test_every_snippet_is_included_and_every_include_exists() -> None:
         for ref in re.findall(r'--8<-- "([^"]+)"', page.read_text()):
             assert (ROOT / ref).is_file(), f"{page.name} includes missing {ref}"
             included.add(ref)
-    for rel in snippet_files() + sorted(NEEDS_SERVER | NEEDS_VLLM_SERVER):
+    for rel in snippet_files() + sorted(NEEDS_SERVER | NEEDS_VLLM_SERVER | NEEDS_SCRIPTED_SERVER):
         assert f"docs_src/{rel}" in included, f"docs_src/{rel} is not included in any page"
 
 
 def test_expectations_name_real_snippets() -> None:
-    known = set(snippet_files()) | NEEDS_SERVER | NEEDS_VLLM_SERVER
+    known = set(snippet_files()) | NEEDS_SERVER | NEEDS_VLLM_SERVER | NEEDS_SCRIPTED_SERVER
     assert set(EXPECT) <= known
     assert known >= NEEDS_MODEL
 
@@ -181,3 +189,17 @@ def test_serving_snippets(tmp_path: Path) -> None:
         assert proc.returncode == 0, f"{rel}:\n{output[-3000:]}"
         for expected in EXPECT.get(rel, []):
             assert expected in output, f"{rel}: {expected!r} not in output:\n{output[-3000:]}"
+
+
+@pytest.mark.parametrize("rel", sorted(NEEDS_SCRIPTED_SERVER))
+def test_integration_snippets(rel: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from factorspec_sdk.server import create_app
+    from tests.server.helpers import MODEL, running, scripted_engine
+
+    with running(create_app(scripted_engine(), model_name=MODEL)) as url:
+        monkeypatch.setenv("FACTORSPEC_URL", url)
+        proc = run_snippet(rel, tmp_path, timeout=300)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 0, output[-3000:]
+    for expected in EXPECT.get(rel, []):
+        assert expected in output, f"{rel}: {expected!r} not in output:\n{output[-3000:]}"

@@ -11,13 +11,20 @@ relations run in Python.
 client = Client(backend=RemoteBackend("http://127.0.0.1:8000"))
 plan = client.generate(Itinerary, prompt, context=trip)
 ```
+
+`WireSpec` (a model and context as a request carries them), `remote_error` (a server's
+error answer as a FactorSpec error) and `check_finished` are the pieces other callers of a
+FactorSpec server reuse (`factorspec_sdk.integrations.openai_compat`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
+
+from pydantic import BaseModel
 
 from factorspec_sdk.backends.base import GenerationRequest
 from factorspec_sdk.drafter.loop import DecodeOutcome, GenerationStats
@@ -37,14 +44,71 @@ if TYPE_CHECKING:
     from openai.types.shared_params import ResponseFormatJSONSchema
 
     from factorspec_sdk.engines.protocol import ChatMessage
+    from factorspec_sdk.graph import CompiledSpec
 
-__all__ = ["RemoteBackend", "api_root"]
+__all__ = ["RemoteBackend", "WireSpec", "api_root", "check_finished", "remote_error"]
 
 
 def api_root(base_url: str) -> str:
     """``base_url`` ending in ``/v1`` (added if missing), without a trailing slash."""
     url = base_url.rstrip("/")
     return url if url.endswith("/v1") else url + "/v1"
+
+
+@dataclass(frozen=True, slots=True)
+class WireSpec:
+    """A model and its context as a request to a FactorSpec server carries them.
+
+    Attributes:
+        model: the Pydantic model class.
+        spec: its spec compiled locally for the context (the layout, for prompt hints).
+        ir: the relation IR of ``spec`` (the context folded in as constants).
+    """
+
+    model: type[BaseModel]
+    spec: CompiledSpec
+    ir: dict[str, object]
+
+    @classmethod
+    def build(cls, model: type[BaseModel], context: object = None) -> WireSpec:
+        """Compile ``model`` for ``context`` (cached) and export its relation IR.
+
+        Raises:
+            SpecError: the model, its relations or the context cannot be compiled.
+        """
+        from factorspec_sdk.graph import compile_spec
+        from factorspec_sdk.ir import spec_to_ir
+
+        spec = compile_spec(model, context)
+        return cls(model, spec, spec_to_ir(spec))
+
+    def response_format(self) -> ResponseFormatJSONSchema:
+        """The ``response_format`` of the request: the model's JSON schema."""
+        return {
+            "type": "json_schema",
+            "json_schema": {"name": self.model.__name__, "schema": self.model.model_json_schema()},
+        }
+
+    def extra_body(self, extra: Mapping[str, object] | None = None) -> dict[str, object]:
+        """``extra``, with the IR added to its ``factorspec`` extension field."""
+        body = dict(extra or {})
+        ext = body.get("factorspec")
+        if ext is not None and not isinstance(ext, Mapping):
+            raise TypeError(f"extra_body['factorspec'] must be a mapping, not {type(ext)}")
+        body["factorspec"] = {**(ext or {}), "ir": self.ir}
+        return body
+
+
+def check_finished(finish_reason: str | None, text: str, tokens: int) -> None:
+    """Raise when the server's answer ended before the record was complete.
+
+    Raises:
+        IncompleteGenerationError: ``finish_reason`` is ``length`` (the server's timeout).
+    """
+    if finish_reason == "length":
+        raise IncompleteGenerationError(
+            "the server stopped before the record was complete", partial_text=text, tokens=tokens
+        )
 
 
 class RemoteBackend:
@@ -119,25 +183,21 @@ class RemoteBackend:
         (`UnsatisfiableSpecError`, `TokenBudgetError`, `SpecError`); a record the server's
         timeout ended is an `IncompleteGenerationError`; anything else a `RemoteError`.
         """
-        from factorspec_sdk.graph import compile_spec
-        from factorspec_sdk.ir import spec_to_ir
-
         outcomes: dict[int, DecodeOutcome] = {}
-        bodies: list[tuple[int, list[ChatMessage], dict[str, object]]] = []
+        bodies: list[tuple[int, list[ChatMessage], WireSpec]] = []
         for i, request in enumerate(requests):
             try:
-                spec = compile_spec(request.model, request.context)
-                ir = spec_to_ir(spec)
+                wire = WireSpec.build(request.model, request.context)
                 messages = chat_messages(
                     request.prompt,
                     system=request.system,
-                    layout=spec.layout,
+                    layout=wire.spec.layout,
                     hint=request.schema_in_prompt,
                 )
             except Exception as exc:
                 outcomes[i] = _failed(exc)
                 continue
-            bodies.append((i, messages, ir))
+            bodies.append((i, messages, wire))
         model_id = ""
         if bodies:
             try:
@@ -147,10 +207,10 @@ class RemoteBackend:
                     outcomes[i] = _failed(exc)
                 bodies = []
 
-        def one(body: tuple[int, list[ChatMessage], dict[str, object]]) -> DecodeOutcome:
-            i, messages, ir = body
+        def one(body: tuple[int, list[ChatMessage], WireSpec]) -> DecodeOutcome:
+            i, messages, wire = body
             try:
-                return self._request(requests[i], model_id, messages, ir)
+                return self._request(requests[i], model_id, messages, wire)
             except Exception as exc:
                 return _failed(exc)
 
@@ -167,16 +227,12 @@ class RemoteBackend:
         request: GenerationRequest,
         model_id: str,
         messages: list[ChatMessage],
-        ir: dict[str, object],
+        wire: WireSpec,
     ) -> DecodeOutcome:
         from openai import APIStatusError, OpenAIError
 
         model_cls = request.model
         params = request.params
-        response_format: ResponseFormatJSONSchema = {
-            "type": "json_schema",
-            "json_schema": {"name": model_cls.__name__, "schema": model_cls.model_json_schema()},
-        }
         try:
             completion = self.openai.chat.completions.create(
                 model=model_id,
@@ -185,11 +241,11 @@ class RemoteBackend:
                 top_p=params.top_p,
                 seed=params.seed,
                 max_tokens=params.max_tokens,
-                response_format=response_format,
-                extra_body={"factorspec": {"ir": ir}},
+                response_format=wire.response_format(),
+                extra_body=wire.extra_body(),
             )
         except APIStatusError as exc:
-            raise _remote_error(exc, model_cls.__name__, params.max_tokens) from exc
+            raise remote_error(exc, model_cls.__name__, params.max_tokens) from exc
         except OpenAIError as exc:
             raise RemoteError(f"request failed: {exc}") from exc
         choice = completion.choices[0]
@@ -198,12 +254,7 @@ class RemoteBackend:
         stats_raw = extra.get("factorspec")
         stats = _stats(stats_raw if isinstance(stats_raw, dict) else {}, completion.usage)
         token_ids = stats_raw.get("token_ids", []) if isinstance(stats_raw, dict) else []
-        if choice.finish_reason == "length":
-            raise IncompleteGenerationError(
-                "the server stopped before the record was complete",
-                partial_text=text,
-                tokens=stats.tokens,
-            )
+        check_finished(choice.finish_reason, text, stats.tokens)
         return DecodeOutcome(text, [int(t) for t in token_ids], stats)
 
 
@@ -211,7 +262,14 @@ def _failed(exc: Exception) -> DecodeOutcome:
     return DecodeOutcome("", [], GenerationStats(), exc)
 
 
-def _remote_error(exc: object, model: str, max_tokens: int) -> FactorSpecError:
+def remote_error(exc: object, model: str, max_tokens: int | None) -> FactorSpecError:
+    """The FactorSpec error a server's error answer ``exc`` (an ``openai.APIStatusError``) means.
+
+    An unsatisfiable spec (with its unsat core), a token budget below the shortest record
+    (a `TokenBudgetError` when the request gave ``max_tokens``, else a `RemoteError` naming
+    the server's default), another 422 a `SpecError`, anything else a `RemoteError` with the
+    server's status and message.
+    """
     status = getattr(exc, "status_code", None)
     body = getattr(exc, "body", None)
     err = body.get("error", body) if isinstance(body, dict) else None
@@ -224,8 +282,9 @@ def _remote_error(exc: object, model: str, max_tokens: int) -> FactorSpecError:
     if isinstance(err, dict) and err.get("code") == "token_budget":
         fs = err.get("factorspec")
         need = fs.get("min_tokens") if isinstance(fs, dict) else None
-        if isinstance(need, int):
+        if isinstance(need, int) and max_tokens is not None:
             return TokenBudgetError(max_tokens=max_tokens, min_tokens=need)
+        return RemoteError(f"the server answered {status}: {message}", status)  # its budget
     if status == 422 and not (
         isinstance(err, dict) and err.get("code") == "prompt_not_tokenizable"
     ):

@@ -4,7 +4,8 @@ Owns the asyncio side of `factorspec_sdk.server.worker.EngineWorker`: the queue 
 429), one `Job` per choice, the request's deadline (a job past it is cancelled with reason
 ``timeout``), waiting for every choice, or for a stream's deltas, while watching for a client
 that went away (its jobs are cancelled, freeing their decoder slots), and turning a job's
-`Done` into its answer: the record re-checked against the spec and the JSON schema sent, or
+`Done` into its answer: the record re-checked against the spec and the JSON schema sent (the
+bare string of a vLLM ``choice``/``regex`` request, `factorspec_sdk.server.structured`), or
 the `ApiError` its failure maps to.
 """
 
@@ -21,15 +22,14 @@ from factorspec_sdk.ir import RecordInvalidError, check_json_schema_record, chec
 from factorspec_sdk.server import render
 from factorspec_sdk.server.protocol import ApiError
 from factorspec_sdk.server.render import Answer, Meta
+from factorspec_sdk.server.structured import VALUE_KEY, bare_text
 from factorspec_sdk.server.worker import Delta, Done, EngineWorker, Job, PromptError
 
 if TYPE_CHECKING:
     from fastapi import Request
-    from jsonschema.protocols import Validator
 
     from factorspec_sdk.drafter.loop import DecoderConfig
     from factorspec_sdk.engines.protocol import Engine
-    from factorspec_sdk.graph import CompiledSpec
     from factorspec_sdk.server.metrics import Metrics
     from factorspec_sdk.server.specs import Prepared
 
@@ -131,14 +131,14 @@ class Dispatcher:
                 self.worker.cancel(job)  # no-op for finished jobs
         if dones is None:
             return None
-        spec, schema = batch.prepared.spec, batch.prepared.schema
-        return [(d, await self.finish(d, spec, schema)) for d in dones]
+        return [(d, await self.finish(d, batch.prepared)) for d in dones]
 
     async def stream(self, batch: Batch, meta: Meta, include_usage: bool) -> AsyncIterator[str]:
         """The SSE events of choice 0: a role chunk, the deltas, the last chunk, ``[DONE]``.
 
         An error answer at the end is sent as an error event; a stream closed before its
-        job ended (the client went away) cancels the job.
+        job ended (the client went away) cancels the job. A bare answer (vLLM ``choice`` /
+        ``regex``) comes whole in the last chunk: its record's text is not the answer.
         """
         job = batch.jobs[0]
         finished = False
@@ -148,12 +148,14 @@ class Dispatcher:
             while True:
                 ev = await self._next(job, batch.deadline)
                 if isinstance(ev, Delta):
+                    if batch.prepared.bare:
+                        continue
                     sent += ev.text
                     yield render.sse(render.chunk(meta, ev.text, None, role=False))
                     continue
                 finished = True
                 try:
-                    answer = await self.finish(ev, batch.prepared.spec, batch.prepared.schema)
+                    answer = await self.finish(ev, batch.prepared)
                 except ApiError as exc:
                     yield render.sse(exc.body())
                     yield render.SSE_DONE
@@ -167,14 +169,15 @@ class Dispatcher:
             if not finished:
                 self.worker.cancel(job)
 
-    async def finish(self, done: Done, spec: CompiledSpec, schema: Validator | None) -> Answer:
-        """The answer of a job that ended.
+    async def finish(self, done: Done, prepared: Prepared) -> Answer:
+        """The answer of a job that ended (``prepared``: its request).
 
         Raises:
             ApiError: 500 for a record that fails the re-check (logged), 503 shutting down,
                 422 for a prompt that cannot be tokenized, a token budget below the shortest
                 record or an oracle query the solver cannot decide, 500 another failure.
         """
+        spec, schema = prepared.spec, prepared.schema
         if done.reason == "complete":
             assert done.outcome is not None
             text = done.outcome.text
@@ -190,13 +193,11 @@ class Dispatcher:
                         f"internal error: the generated record failed validation ({exc})",
                         type="server_error",
                     ) from None
-            return Answer(text, "stop", True)
-        if done.reason in ("max_tokens", "timeout"):
-            return Answer(done.text, "length", False)
+            return Answer(bare_text(text) if prepared.bare else text, "stop", True)
+        if done.reason in ("max_tokens", "timeout", "cancelled"):
+            return Answer(_partial(done.text, prepared.bare), "length", False)
         if done.reason == "shutdown":
             raise ApiError(503, "the server is shutting down", type="server_error")
-        if done.reason == "cancelled":
-            return Answer(done.text, "length", False)
         err = done.error
         if isinstance(err, PromptError):
             raise ApiError(
@@ -254,3 +255,11 @@ class Dispatcher:
         finally:
             if not task.done():
                 task.cancel()
+
+
+def _partial(text: str, bare: bool) -> str:
+    """The text of a record cut short; of a bare answer, the part of its string written."""
+    if not bare:
+        return text
+    head = '{"' + VALUE_KEY + '": "'
+    return text[len(head) :] if text.startswith(head) else ""

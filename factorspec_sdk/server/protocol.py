@@ -7,6 +7,11 @@ schema accepts is answered 200, or 404 (unknown model), or 422 when its *content
 served (a relation IR or JSON schema that does not compile, an unsatisfiable spec, a prompt
 the engine cannot tokenize), or 429/503 (busy, shutting down).
 
+Two dialects of other servers are read too: an ``x-factorspec`` key at the root of a
+``response_format`` JSON schema (the extension field's content, as llguidance reads
+``x-guidance``), and vLLM's ``structured_outputs`` (`StructuredOutputs`: ``json``, ``regex``
+or ``choice``), so code written for vLLM runs unchanged.
+
 Answers: `ChatCompletion`, `Completion`, `ModelList`, `ModelCard`, `Health`, and
 `ErrorResponse` for every error status.
 """
@@ -23,6 +28,7 @@ from pydantic import (
     StrictBool,
     StrictInt,
     StrictStr,
+    ValidationInfo,
     WithJsonSchema,
     model_validator,
 )
@@ -54,11 +60,15 @@ __all__ = [
     "RecordStats",
     "ResponseFormat",
     "StreamOptions",
+    "StructuredOutputs",
     "TextPart",
     "Usage",
+    "X_FACTORSPEC",
 ]
 
 JsonObject = dict[str, object]
+X_FACTORSPEC = "x-factorspec"
+"""The JSON Schema keyword that carries the extension field inside a ``response_format`` schema."""
 Kind = Literal["chat", "completion"]
 """The generation endpoint a request came to: ``/v1/chat/completions`` or ``/v1/completions``."""
 
@@ -131,7 +141,12 @@ class JsonSchemaFormat(BaseModel):
     name: StrictStr = "Record"
     schema_: JsonObject = Field(
         alias="schema",
-        description="A JSON Schema of the subset `factorspec serve` compiles (a 422 otherwise).",
+        description="A JSON Schema of the subset `factorspec serve` compiles (a 422 otherwise). "
+        f"An `{X_FACTORSPEC}` key at its root carries the `factorspec` extension field "
+        "(the relation IR, ...); the extension field itself overrides it key by key.",
+        json_schema_extra={
+            "properties": {X_FACTORSPEC: {"$ref": "#/components/schemas/FactorSpecExtension"}}
+        },
     )
     description: StrictStr | None = None
     strict: StrictBool | None = None
@@ -167,6 +182,96 @@ class FactorSpecExtension(BaseModel):
     schema_in_prompt: StrictBool = False
 
 
+_ONE_CONSTRAINT = "structured_outputs takes exactly one of json, regex, choice"
+
+
+def _refuse(value: object, info: ValidationInfo) -> object:
+    if value is not None:
+        raise ValueError(
+            f"structured_outputs.{info.field_name} is not supported (use json, regex or choice)"
+        )
+    return value
+
+
+_Refused = Annotated[
+    object | None,
+    AfterValidator(_refuse),
+    WithJsonSchema({"type": "null", "description": "not supported (a 400)"}),
+]
+
+
+class StructuredOutputs(BaseModel):
+    r"""vLLM's ``structured_outputs`` (``extra_body={"structured_outputs": {...}}``).
+
+    Exactly one constraint: ``json`` (a JSON schema, or its text; the record comes back as
+    with ``response_format``), ``regex`` (the answer is text that matches it in full) or
+    ``choice`` (the answer is one of these strings). vLLM's other options (whitespace,
+    fallback, backend) do not change which answers are valid and are ignored; ``grammar``,
+    ``json_object`` and ``structural_tag`` are a 400.
+
+    A regex is served when its language is finite and has at most ``IRLimits.max_choices``
+    strings (``[0-9]{2}``, ``(cat|dog)s?``); an unbounded one (``\d+``) is a 422.
+    """
+
+    model_config = ConfigDict(
+        extra="ignore",
+        strict=True,
+        json_schema_extra={
+            "description": _ONE_CONSTRAINT,
+            "oneOf": [{"required": ["json"]}, {"required": ["regex"]}, {"required": ["choice"]}],
+        },
+    )
+    json_: (
+        Annotated[
+            JsonObject | StrictStr,
+            WithJsonSchema(
+                {
+                    "anyOf": [{"type": "object"}, {"type": "string"}],
+                    "description": "a JSON schema, or its JSON text",
+                }
+            ),
+        ]
+        | None
+    ) = Field(default=None, alias="json")
+    regex: (
+        Annotated[
+            StrictStr,
+            Field(min_length=1, max_length=4096),
+            WithJsonSchema(
+                {"type": "string", "minLength": 1, "maxLength": 4096, "format": "regex"}
+            ),
+        ]
+        | None
+    ) = None
+    choice: (
+        Annotated[
+            list[Annotated[StrictStr, Field(max_length=1024)]],
+            Field(min_length=1, max_length=1024),
+            WithJsonSchema(
+                {
+                    "type": "array",
+                    "minItems": 1,
+                    "maxItems": 1024,
+                    "items": {"type": "string", "maxLength": 1024},
+                }
+            ),
+        ]
+        | None
+    ) = None
+    grammar: _Refused = None
+    json_object: _Refused = None
+    structural_tag: _Refused = None
+
+    @model_validator(mode="after")
+    def _one(self) -> StructuredOutputs:
+        given = [k for k in ("json_", "regex", "choice") if k in self.model_fields_set]
+        if len(given) != 1:
+            raise ValueError(_ONE_CONSTRAINT)
+        if getattr(self, given[0]) is None:
+            raise ValueError(f"structured_outputs.{given[0].rstrip('_')} must not be null")
+        return self
+
+
 class StreamOptions(BaseModel):
     """OpenAI's ``stream_options``."""
 
@@ -185,8 +290,12 @@ def _unsupported(name: str) -> AfterValidator:
 
 _NEEDS_A_SPEC = (
     "factorspec serve writes structured records: pass response_format="
-    '{"type": "json_schema", "json_schema": {"name": ..., "schema": {...}}} '
-    'or a relation IR in the "factorspec" extension field'
+    '{"type": "json_schema", "json_schema": {"name": ..., "schema": {...}}}, '
+    'a relation IR in the "factorspec" extension field, or vLLM\'s "structured_outputs"'
+)
+_TWO_SPECS = (
+    'pass either "structured_outputs" or a json_schema "response_format", not both '
+    '(a relation IR in "factorspec" may go with either, and wins)'
 )
 
 _REQUEST_RULES: JsonDict = {
@@ -217,7 +326,25 @@ _REQUEST_RULES: JsonDict = {
                         }
                     },
                 },
+                {
+                    "required": ["structured_outputs"],
+                    "properties": {"structured_outputs": {"type": "object"}},
+                },
             ],
+        },
+        {
+            "description": _TWO_SPECS,
+            "not": {
+                "required": ["structured_outputs", "response_format"],
+                "properties": {
+                    "structured_outputs": {"type": "object"},
+                    "response_format": {
+                        "type": "object",
+                        "required": ["type"],
+                        "properties": {"type": {"const": "json_schema"}},
+                    },
+                },
+            },
         },
         {
             "description": "streaming supports n=1 only",
@@ -242,6 +369,7 @@ class _Common(BaseModel):
     stream_options: StreamOptions | None = None
     response_format: ResponseFormat | None = None
     factorspec: FactorSpecExtension | None = None
+    structured_outputs: StructuredOutputs | None = None
     logprobs: (
         Annotated[
             StrictBool,
@@ -253,8 +381,12 @@ class _Common(BaseModel):
 
     @model_validator(mode="after")
     def _servable(self) -> _Common:
-        if self.factorspec is None or self.factorspec.ir is None:
-            rf = self.response_format
+        rf = self.response_format
+        if self.structured_outputs is not None and rf is not None and rf.type == "json_schema":
+            raise ValueError(_TWO_SPECS)
+        if (self.factorspec is None or self.factorspec.ir is None) and (
+            self.structured_outputs is None
+        ):
             if rf is None or rf.type == "text":
                 raise ValueError(_NEEDS_A_SPEC)
             if rf.type == "json_object":

@@ -1,12 +1,14 @@
 """From a request body to what the engine thread needs: the spec, the prompt and the sampling.
 
 Owns the request side of a generation: the model check and request-model validation (a
-404 / 400), the record's spec (a relation IR from the ``factorspec`` extension, else the
-``response_format`` JSON schema converted to one, compiled to a `CompiledSpec`; a spec that
-does not compile or is unsatisfiable is a 422), the `jsonschema` validator of a schema the
-client sent, the prompt (chat messages through the engine's chat template, with the schema
-hint when asked; a raw text or token-id prompt), and the token budget, timeout and
-sampling parameters of each choice. Every failure is an `ApiError`.
+404 / 400), the record's spec (a relation IR from the ``factorspec`` extension or the
+``x-factorspec`` key of the schema sent, else the ``response_format`` or vLLM
+``structured_outputs`` schema converted to one (`factorspec_sdk.server.structured`),
+compiled to a `CompiledSpec`; a spec that does not compile or is unsatisfiable is a 422),
+the `jsonschema` validator of a schema the client sent, the prompt (chat messages through
+the engine's chat template, with the schema hint when asked; a raw text or token-id
+prompt), and the token budget, timeout and sampling parameters of each choice. Every
+failure is an `ApiError`.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from factorspec_sdk.server.protocol import (
     JsonObject,
     Kind,
 )
+from factorspec_sdk.server.structured import extension, structured
 
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator
@@ -68,6 +71,7 @@ class Prepared:
         prompt: the prompt, as the engine thread turns it into token ids.
         max_tokens: the token budget of each choice.
         timeout_s: the request's time limit.
+        bare: the answer is the record's one string (vLLM ``choice``/``regex``), not its JSON.
     """
 
     request: ChatRequest | CompletionRequest
@@ -77,6 +81,7 @@ class Prepared:
     prompt: Prompt
     max_tokens: int
     timeout_s: float
+    bare: bool = False
 
     def sampling(self, i: int) -> SamplingParams:
         """The sampling parameters of choice ``i`` (seed ``seed + i``).
@@ -124,9 +129,19 @@ async def prepare(
             cannot be built, 400 prompt token ids outside the vocabulary.
     """
     req = parse_request(payload, kind, model_name)
-    ext = req.factorspec or FactorSpecExtension()
+    so = req.structured_outputs
+    target = None if so is None else structured(so, limits.max_choices)
+    rf = req.response_format
+    if target is not None:
+        sent, name, param = target.schema, target.name, "structured_outputs"
+    elif rf is not None and rf.type == "json_schema" and rf.json_schema is not None:
+        sent, name, param = rf.json_schema.schema_, rf.json_schema.name, "response_format"
+    else:
+        sent, name, param = None, "Record", "response_format"
+    ext = extension(req.factorspec, None if target is not None and target.bare else sent)
     t_spec = time.perf_counter()
-    ir = await asyncio.to_thread(_ir, req, ext, limits)  # the meta-schema check can take 1 s
+    # the meta-schema check can take 1 s
+    ir = await asyncio.to_thread(_ir, ext, sent, name, param, limits)
     try:
         spec = await asyncio.to_thread(
             spec_from_ir, ir, limits, solver_timeout_ms=solver_timeout_ms
@@ -134,9 +149,11 @@ async def prepare(
     except (IRError, SpecError, RecursionError) as exc:
         raise spec_error(exc) from None
     spec_seconds = time.perf_counter() - t_spec
-    rf = req.response_format  # the schema `_ir` converted, when no IR came
-    sent = rf.json_schema.schema_ if ext.ir is None and rf and rf.json_schema else None
-    schema = None if sent is None else json_schema_validator(sent, check_schema=False)
+    # the schema `_ir` converted, when no IR came
+    if ext.ir is None and sent is not None:
+        schema = json_schema_validator(sent, check_schema=False)
+    else:
+        schema = None
     prompt = _prompt(req, ext, spec, vocab_size)
     max_tokens = (
         (req.max_completion_tokens if isinstance(req, ChatRequest) else None)
@@ -151,6 +168,7 @@ async def prepare(
         prompt=prompt,
         max_tokens=max_tokens,
         timeout_s=min(ext.timeout_s or request_timeout_s, 3600.0),
+        bare=target is not None and target.bare and ext.ir is None,
     )
 
 
@@ -198,17 +216,22 @@ def spec_error(exc: Exception) -> ApiError:
     raise exc
 
 
-def _ir(req: ChatRequest | CompletionRequest, ext: FactorSpecExtension, limits: IRLimits) -> object:
+def _ir(
+    ext: FactorSpecExtension,
+    schema: JsonObject | None,
+    name: str,
+    param: str,
+    limits: IRLimits,
+) -> object:
     if ext.ir is not None:
         return ext.ir
-    rf = req.response_format
-    # the request model let the body through only with a json_schema response format
-    assert rf is not None and rf.json_schema is not None
+    # the request model lets a body through only with an IR or a schema
+    assert schema is not None
     try:
-        return ir_from_json_schema(rf.json_schema.schema_, name=rf.json_schema.name, limits=limits)
+        return ir_from_json_schema(schema, name=name, limits=limits)
     except (IRError, RecursionError) as exc:
         err = spec_error(exc)
-        err.param = "response_format"
+        err.param = param
         raise err from None
 
 

@@ -5,11 +5,14 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
+import numpy as np
+import numpy.typing as npt
 import uvicorn  # noqa: TID253
 from fastapi import FastAPI  # noqa: TID253
+from pydantic import BaseModel, Field
 
 from factorspec_sdk.engines.scripted import ScriptedEngine
 from tests.helpers import tiny_tokenizer
@@ -19,6 +22,25 @@ MODEL = "scripted-test"
 
 def scripted_engine(seed: int = 2) -> ScriptedEngine:
     return ScriptedEngine.random(tiny_tokenizer(), seed=seed, temperature_scale=2.0)
+
+
+class Slow(BaseModel):
+    """Twelve free strings: long enough for `slow_engine` to outlast a 0.3 s timeout."""
+
+    notes: list[str] = Field(min_length=12, max_length=12)
+
+
+def slow_engine() -> ScriptedEngine:
+    """A scripted engine that sleeps 2 ms per forward."""
+    tok = tiny_tokenizer()
+    base = ScriptedEngine.random(tok, seed=3, temperature_scale=0.5)
+    fn = base._logits_fn
+
+    def logits(prefix: Sequence[int]) -> npt.NDArray[np.floating]:
+        time.sleep(0.002)
+        return fn(prefix)
+
+    return ScriptedEngine(tok, logits)
 
 
 def free_port() -> int:

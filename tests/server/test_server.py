@@ -5,23 +5,19 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 
 import httpx
-import numpy as np
-import numpy.typing as npt
 import openai  # noqa: TID253
 import pytest
-from pydantic import BaseModel, Field
 
 from factorspec_sdk import Client, TokenBudgetError, UnsatisfiableSpecError
 from factorspec_sdk.backends.remote import RemoteBackend
-from factorspec_sdk.engines.scripted import ScriptedEngine
 from factorspec_sdk.ir import to_ir
 from factorspec_sdk.server import create_app
 from factorspec_sdk.server.app import ServerOptions
 from tests.helpers import TRIP_CONTEXT, Pick, Trip, tiny_tokenizer
-from tests.server.helpers import MODEL, running, scripted_engine
+from tests.server.helpers import MODEL, Slow, running, scripted_engine, slow_engine
 
 
 @pytest.fixture(scope="module")
@@ -182,22 +178,6 @@ def test_32_concurrent_requests_none_lost_none_mixed(url: str) -> None:
         Trip.model_validate(r.value.model_dump(), context=ctx)
         assert r.text == lo.text  # each answer is its own request's record
     assert elapsed < 60
-
-
-class Slow(BaseModel):
-    notes: list[str] = Field(min_length=12, max_length=12)
-
-
-def slow_engine() -> ScriptedEngine:
-    tok = tiny_tokenizer()
-    base = ScriptedEngine.random(tok, seed=3, temperature_scale=0.5)
-    fn = base._logits_fn
-
-    def logits(prefix: Sequence[int]) -> npt.NDArray[np.floating]:
-        time.sleep(0.002)
-        return fn(prefix)
-
-    return ScriptedEngine(tok, logits)
 
 
 def test_disconnect_frees_slot_and_timeout_is_length() -> None:

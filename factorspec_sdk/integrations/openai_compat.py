@@ -1,0 +1,462 @@
+"""Instructor's call shape on a FactorSpec server: `from_openai`.
+
+```python
+client = factorspec_sdk.from_openai(openai.OpenAI(base_url="http://127.0.0.1:8000/v1"))
+plan = client.chat.completions.create(
+    model=model_id,
+    messages=[{"role": "user", "content": prompt}],
+    response_model=Itinerary,
+    context=trip,
+    max_retries=2,
+)  # -> Itinerary, its relations hold
+plan, completion = client.chat.completions.create_with_completion(...)  # + the raw answer
+```
+
+The same call as ``instructor.from_openai(client, mode=instructor.Mode.JSON_SCHEMA)``, with
+the same meaning for ``response_model``, ``context`` (the Pydantic validation context, and
+here also the context the relations are compiled for) and ``max_retries`` (re-asks after the
+first request). What differs:
+
+* The relations of ``response_model`` travel to the server as the relation IR, the way
+  `factorspec_sdk.backends.remote.RemoteBackend` sends them (`WireSpec`), so the schema and
+  every relation hold in the first answer.
+* A re-ask happens only when an ordinary Pydantic validator (a ``@field_validator`` or
+  ``@model_validator`` that is not a ``@relation``: the compiler does not take it) rejects the
+  record. The re-ask appends the record and Instructor's JSON-mode correction message with
+  the validation error and the names of the failing validators. A relation that fails is a
+  server bug and raises `RemoteError` at once; retries running out raise
+  `RetriesExhaustedError`.
+* Server errors come back as FactorSpec errors (`remote_error`): an unsatisfiable spec as
+  `UnsatisfiableSpecError`, ...; an answer cut short (``finish_reason`` ``length``) as
+  `IncompleteGenerationError`.
+
+The re-ask loop is written once, free of I/O (`Attempts`); the sync and async clients only
+send its requests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, get_args, overload
+
+from pydantic import BaseModel, ValidationError
+
+from factorspec_sdk.backends.remote import WireSpec, check_finished, remote_error
+from factorspec_sdk.errors import FactorSpecError, RemoteError, RetriesExhaustedError
+from factorspec_sdk.relations.decorator import RelationViolation, relations_of
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI, OpenAI
+    from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
+
+__all__ = [
+    "REASK_PROMPT",
+    "AsyncStructuredCompletions",
+    "AsyncStructuredOpenAI",
+    "Attempts",
+    "StructuredCompletions",
+    "StructuredOpenAI",
+    "failing_validators",
+    "from_openai",
+    "reask_message",
+]
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+REASK_PROMPT = "Correct your JSON ONLY RESPONSE, based on the following errors:\n"
+"""The first line of a re-ask: Instructor's, for its JSON modes (``reask_md_json``)."""
+
+_REFUSED = {
+    "response_format": "the response format is response_model's JSON schema",
+    "stream": "records come back whole (use factorspec_sdk.Client for streamed stats)",
+    "n": "one record per call",
+    "tools": "factorspec serve writes records, not tool calls",
+    "tool_choice": "factorspec serve writes records, not tool calls",
+    "functions": "factorspec serve writes records, not tool calls",
+}
+_VALIDATOR_ERRORS = {"value_error", "assertion_error"}
+
+
+def failing_validators(model: type[BaseModel], error: ValidationError) -> list[str]:
+    """The validators of ``model`` (and its nested models) that may have raised ``error``.
+
+    An error a validator raised carries no validator name, only the place: the field
+    validators of that field (``Model.name`` for ``@field_validator("name")`` or ``"*"``), or
+    the model validators of that model when the place is a whole model. Relations are left
+    out; so are errors of Pydantic's own checks (types, bounds).
+    """
+    names: list[str] = []
+    for err in error.errors():
+        if not _from_a_validator(err["type"], err.get("ctx")):
+            continue
+        owner, name = _owner(model, err["loc"])
+        if owner is None:
+            continue
+        if name is None:
+            names += _model_validators(owner)
+            continue
+        names += [
+            f"{owner.__name__}.{v}"
+            for v, d in owner.__pydantic_decorators__.field_validators.items()
+            if name in d.info.fields or "*" in d.info.fields
+        ]
+        inner = _model_in(owner.model_fields[name].annotation)
+        if inner is not None:  # the place is a nested model (or a list of them)
+            names += _model_validators(inner)
+    return list(dict.fromkeys(names))
+
+
+def _model_validators(model: type[BaseModel]) -> list[str]:
+    relations = {r.name for r in relations_of(model)}
+    return [
+        f"{model.__name__}.{v}"
+        for v in model.__pydantic_decorators__.model_validators
+        if v not in relations
+    ]
+
+
+def reask_message(model: type[BaseModel], error: ValidationError) -> str:
+    """The user message of a re-ask: Instructor's text, the error, the failing validators."""
+    names = failing_validators(model, error)
+    named = f"\nFailing validators: {', '.join(names)}" if names else ""
+    return f"{REASK_PROMPT}{error}{named}"
+
+
+@dataclass(slots=True)
+class Attempts(Generic[ModelT]):
+    """The re-ask loop of one call, free of I/O: what to send next, and what an answer means.
+
+    Attributes:
+        wire: the response model and context as the request carries them.
+        context: the Pydantic validation context (also the relations' context).
+        messages: the conversation so far (re-asks are appended).
+        kwargs: the other arguments of ``chat.completions.create``.
+        max_retries: re-asks allowed after the first request.
+        made: requests answered so far.
+    """
+
+    wire: WireSpec
+    context: object
+    messages: list[ChatCompletionMessageParam]
+    kwargs: dict[str, Any]
+    max_retries: int
+    made: int = field(default=0)
+
+    @classmethod
+    def start(
+        cls,
+        response_model: type[ModelT],
+        messages: Iterable[ChatCompletionMessageParam],
+        context: object,
+        max_retries: int,
+        kwargs: dict[str, Any],
+    ) -> Attempts[ModelT]:
+        """Check the arguments and compile the spec (Z3: off the event loop when async).
+
+        Raises:
+            TypeError: an argument this shape sets itself (``response_format``, ``stream``,
+                ``n``, ``tools``...).
+            ValueError: a negative ``max_retries``.
+            SpecError: the model, its relations or the context cannot be compiled.
+        """
+        for name, why in _REFUSED.items():
+            if name in kwargs:
+                raise TypeError(f"from_openai clients do not take {name}=: {why}")
+        if not (inspect.isclass(response_model) and issubclass(response_model, BaseModel)):
+            raise TypeError(
+                f"response_model must be a pydantic model class, not {response_model!r}"
+            )
+        if max_retries < 0:
+            raise ValueError(f"max_retries must be >= 0, not {max_retries}")
+        wire = WireSpec.build(response_model, context)
+        return cls(wire, context, list(messages), dict(kwargs), max_retries)
+
+    @property
+    def model(self) -> type[ModelT]:
+        """The response model."""
+        return cast("type[ModelT]", self.wire.model)
+
+    def request(self) -> dict[str, Any]:
+        """The keyword arguments of the next ``chat.completions.create``."""
+        return {
+            **self.kwargs,
+            "messages": list(self.messages),
+            "response_format": self.wire.response_format(),
+            "extra_body": self.wire.extra_body(self.kwargs.get("extra_body")),
+        }
+
+    def failed(self, exc: Exception) -> FactorSpecError:
+        """The FactorSpec error an ``openai`` exception of a request means."""
+        from openai import APIStatusError
+
+        if isinstance(exc, APIStatusError):
+            budget = self.kwargs.get("max_completion_tokens") or self.kwargs.get("max_tokens")
+            return remote_error(
+                exc, self.model.__name__, budget if isinstance(budget, int) else None
+            )
+        return RemoteError(f"request failed: {exc}")
+
+    def take(self, completion: ChatCompletion) -> ModelT | None:
+        """The record of ``completion``, or None when a re-ask was queued (`request` again).
+
+        Raises:
+            IncompleteGenerationError: the server stopped before the record was complete.
+            RemoteError: the record breaks a relation (the server broke its guarantee).
+            RetriesExhaustedError: an ordinary validator still fails after ``max_retries``.
+        """
+        self.made += 1
+        if not completion.choices:
+            raise RemoteError("the server answered no choice")
+        choice = completion.choices[0]
+        text = choice.message.content or ""
+        tokens = completion.usage.completion_tokens if completion.usage else 0
+        check_finished(choice.finish_reason, text, tokens)
+        try:
+            return self.model.model_validate_json(text, context=self.context)
+        except ValidationError as exc:
+            broken = _relation_violations(exc)
+            if broken:
+                raise RemoteError(
+                    f"the server's record breaks {'; '.join(broken)}: a FactorSpec server "
+                    f"guarantees every relation, so this is a server bug; record {text[:200]!r}"
+                ) from exc
+            if self.made > self.max_retries:
+                raise RetriesExhaustedError(
+                    f"{self.model.__name__} still fails validation after {self.made} "
+                    f"request(s): {exc}",
+                    attempts=self.made,
+                    last_text=text,
+                    last_error=exc,
+                    last_completion=completion,
+                ) from exc
+            self.messages.append({"role": "assistant", "content": text})
+            self.messages.append({"role": "user", "content": reask_message(self.model, exc)})
+            return None
+
+
+class StructuredCompletions:
+    """``client.chat.completions`` of a `StructuredOpenAI`."""
+
+    def __init__(self, client: OpenAI) -> None:
+        self._client = client
+
+    def create(
+        self,
+        *,
+        model: str,
+        messages: Iterable[ChatCompletionMessageParam],
+        response_model: type[ModelT],
+        context: object = None,
+        max_retries: int = 3,
+        **kwargs: Any,
+    ) -> ModelT:
+        """A ``response_model`` instance for ``messages``, its schema and relations satisfied.
+
+        Args:
+            model: the model id the server serves.
+            messages: the chat messages (sent as they are).
+            response_model: the Pydantic model of the record (with ``@relation`` methods).
+            context: the relations' context, also passed to Pydantic validation.
+            max_retries: re-asks when an ordinary validator rejects the record (Instructor's
+                default, 3).
+            **kwargs: any other ``chat.completions.create`` argument (``temperature``,
+                ``max_tokens``, ``extra_body``...).
+
+        Raises:
+            SpecError: the model or its relations cannot be compiled for ``context``.
+            RetriesExhaustedError: an ordinary validator still fails after the re-asks.
+            IncompleteGenerationError: the server's time limit ended the record.
+            RemoteError: the server refused or failed the request.
+        """
+        return self.create_with_completion(
+            model=model,
+            messages=messages,
+            response_model=response_model,
+            context=context,
+            max_retries=max_retries,
+            **kwargs,
+        )[0]
+
+    def create_with_completion(
+        self,
+        *,
+        model: str,
+        messages: Iterable[ChatCompletionMessageParam],
+        response_model: type[ModelT],
+        context: object = None,
+        max_retries: int = 3,
+        **kwargs: Any,
+    ) -> tuple[ModelT, ChatCompletion]:
+        """As `create`, with the raw ``ChatCompletion`` of the answer the record came from."""
+        from openai import OpenAIError
+
+        attempts = Attempts.start(response_model, messages, context, max_retries, kwargs)
+        while True:
+            try:
+                completion = self._client.chat.completions.create(model=model, **attempts.request())
+            except OpenAIError as exc:
+                raise attempts.failed(exc) from exc
+            value = attempts.take(completion)
+            if value is not None:
+                return value, completion
+
+
+class AsyncStructuredCompletions:
+    """``client.chat.completions`` of an `AsyncStructuredOpenAI` (as `StructuredCompletions`)."""
+
+    def __init__(self, client: AsyncOpenAI) -> None:
+        self._client = client
+
+    async def create(
+        self,
+        *,
+        model: str,
+        messages: Iterable[ChatCompletionMessageParam],
+        response_model: type[ModelT],
+        context: object = None,
+        max_retries: int = 3,
+        **kwargs: Any,
+    ) -> ModelT:
+        """As `StructuredCompletions.create`, awaited."""
+        value, _ = await self.create_with_completion(
+            model=model,
+            messages=messages,
+            response_model=response_model,
+            context=context,
+            max_retries=max_retries,
+            **kwargs,
+        )
+        return value
+
+    async def create_with_completion(
+        self,
+        *,
+        model: str,
+        messages: Iterable[ChatCompletionMessageParam],
+        response_model: type[ModelT],
+        context: object = None,
+        max_retries: int = 3,
+        **kwargs: Any,
+    ) -> tuple[ModelT, ChatCompletion]:
+        """As `StructuredCompletions.create_with_completion`, awaited (compiles in a thread)."""
+        from openai import OpenAIError
+
+        attempts = await asyncio.to_thread(
+            Attempts.start, response_model, messages, context, max_retries, kwargs
+        )
+        while True:
+            try:
+                completion = await self._client.chat.completions.create(
+                    model=model, **attempts.request()
+                )
+            except OpenAIError as exc:
+                raise attempts.failed(exc) from exc
+            value = attempts.take(completion)
+            if value is not None:
+                return value, completion
+
+
+@dataclass(frozen=True, slots=True)
+class _Chat:
+    completions: StructuredCompletions
+
+
+@dataclass(frozen=True, slots=True)
+class _AsyncChat:
+    completions: AsyncStructuredCompletions
+
+
+class StructuredOpenAI:
+    """An ``openai.OpenAI`` client in Instructor's shape (`from_openai`).
+
+    Attributes:
+        client: the wrapped client (its base URL, key, timeouts and retries apply).
+        chat: ``chat.completions.create`` / ``create_with_completion``.
+    """
+
+    def __init__(self, client: OpenAI) -> None:
+        self.client = client
+        self.chat = _Chat(StructuredCompletions(client))
+
+
+class AsyncStructuredOpenAI:
+    """An ``openai.AsyncOpenAI`` client in Instructor's shape (`from_openai`)."""
+
+    def __init__(self, client: AsyncOpenAI) -> None:
+        self.client = client
+        self.chat = _AsyncChat(AsyncStructuredCompletions(client))
+
+
+@overload
+def from_openai(client: AsyncOpenAI) -> AsyncStructuredOpenAI: ...
+
+
+@overload
+def from_openai(client: OpenAI) -> StructuredOpenAI: ...
+
+
+def from_openai(client: OpenAI | AsyncOpenAI) -> StructuredOpenAI | AsyncStructuredOpenAI:
+    """Wrap an ``openai`` client of a FactorSpec server in Instructor's call shape.
+
+    Args:
+        client: ``openai.OpenAI(base_url="http://HOST:PORT/v1", ...)`` or its async twin.
+
+    Raises:
+        TypeError: ``client`` is neither.
+    """
+    from openai import AsyncOpenAI, OpenAI
+
+    if isinstance(client, AsyncOpenAI):
+        return AsyncStructuredOpenAI(client)
+    if isinstance(client, OpenAI):
+        return StructuredOpenAI(client)
+    raise TypeError(f"from_openai takes an openai.OpenAI or openai.AsyncOpenAI, not {client!r}")
+
+
+def _from_a_validator(kind: str, ctx: dict[str, Any] | None) -> bool:
+    if kind in _VALIDATOR_ERRORS:
+        return not isinstance((ctx or {}).get("error"), RelationViolation)
+    from pydantic_core.core_schema import ErrorType
+
+    return kind not in get_args(ErrorType)  # a PydanticCustomError a validator raised
+
+
+def _relation_violations(error: ValidationError) -> list[str]:
+    return [
+        str(err["ctx"]["error"])
+        for err in error.errors()
+        if isinstance((err.get("ctx") or {}).get("error"), RelationViolation)
+    ]
+
+
+def _owner(
+    model: type[BaseModel], loc: Sequence[int | str]
+) -> tuple[type[BaseModel] | None, str | None]:
+    """The model the place ``loc`` lies in, and the field (None: the model itself)."""
+    current: type[BaseModel] = model
+    name: str | None = None
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        if name is not None:
+            inner = _model_in(current.model_fields[name].annotation)
+            if inner is None:
+                return None, None
+            current = inner
+        if part not in current.model_fields:
+            return None, None
+        name = part
+    return current, name
+
+
+def _model_in(annotation: object) -> type[BaseModel] | None:
+    if inspect.isclass(annotation) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in get_args(annotation):
+        found = _model_in(arg)
+        if found is not None:
+            return found
+    return None

@@ -1,0 +1,185 @@
+"""What other servers' clients send instead of the ``factorspec`` field, read as FactorSpec specs.
+
+Two dialects, so that code written for another server runs unchanged:
+
+* ``x-factorspec``: a key at the root of a ``response_format`` (or vLLM ``json``) JSON
+  schema that carries the ``factorspec`` extension field's content (a relation IR, a
+  timeout...), as llguidance reads ``x-guidance``; `extension` merges it with the field,
+  the field winning key by key.
+* vLLM's ``structured_outputs``: ``json`` is the JSON schema path; ``choice`` and ``regex``
+  answer bare text, not a JSON record. The engine thread only writes records, so both are
+  decoded as the record ``{"value": <one of the strings>}`` (`VALUE_KEY`, a string enum) and
+  the answer carries the string (`Structured.bare`). A regex is turned into its finite
+  language first (`regex_language`, with ``interegular``); an unbounded one is a 422.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Protocol, cast
+
+from pydantic import ValidationError
+
+from factorspec_sdk.server.protocol import (
+    X_FACTORSPEC,
+    ApiError,
+    FactorSpecExtension,
+    JsonObject,
+    StructuredOutputs,
+)
+
+__all__ = ["VALUE_KEY", "Structured", "bare_text", "extension", "regex_language", "structured"]
+
+VALUE_KEY = "value"
+"""The key of the one-field record a ``choice`` or ``regex`` answer is decoded as."""
+
+
+@dataclass(frozen=True, slots=True)
+class Structured:
+    """The JSON schema a ``structured_outputs`` constraint is decoded with.
+
+    Attributes:
+        schema: the JSON schema (for ``choice``/``regex``: the one-field wrapper record).
+        name: the record's name.
+        bare: the answer is the string under `VALUE_KEY`, not the record's JSON.
+    """
+
+    schema: JsonObject
+    name: str
+    bare: bool
+
+
+class _FSM(Protocol):
+    """The part of ``interegular.FSM`` used here (its methods carry no annotations)."""
+
+    def cardinality(self) -> int: ...
+
+    def strings(self) -> Iterator[Sequence[object]]: ...
+
+
+def extension(own: FactorSpecExtension | None, schema: JsonObject | None) -> FactorSpecExtension:
+    """The request's extension field: ``schema``'s ``x-factorspec`` overridden by ``own``.
+
+    Raises:
+        ApiError: 400 for an ``x-factorspec`` value the extension model rejects.
+    """
+    raw = None if schema is None else schema.get(X_FACTORSPEC)
+    if raw is None:
+        return own or FactorSpecExtension()
+    try:
+        embedded = FactorSpecExtension.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(x) for x in (X_FACTORSPEC, *first["loc"]))
+        raise ApiError(400, f"invalid request: {loc}: {first['msg']}", param=X_FACTORSPEC) from None
+    if own is None:
+        return embedded
+    merged = embedded.model_dump(exclude_unset=True) | own.model_dump(exclude_unset=True)
+    return FactorSpecExtension.model_validate(merged)
+
+
+def structured(so: StructuredOutputs, max_choices: int) -> Structured:
+    """The schema ``so`` is decoded with.
+
+    Args:
+        so: the request's ``structured_outputs``.
+        max_choices: the most strings a ``regex`` may match (`IRLimits.max_choices`).
+
+    Raises:
+        ApiError: 400 for ``json`` text that is not a JSON object or a regex that does not
+            compile; 422 (``unsupported_regex``) for a regex whose language is unbounded,
+            larger than ``max_choices`` or not read the same by Python's ``re``.
+    """
+    if so.json_ is not None:
+        schema = so.json_
+        if isinstance(schema, str):
+            try:
+                schema = json.loads(schema)
+            except json.JSONDecodeError as exc:
+                raise ApiError(
+                    400,
+                    f"structured_outputs.json is not valid JSON: {exc}",
+                    param="structured_outputs.json",
+                ) from None
+            if not isinstance(schema, dict):
+                raise ApiError(
+                    400,
+                    "structured_outputs.json must be a JSON schema object",
+                    param="structured_outputs.json",
+                )
+        return Structured(schema, "Record", bare=False)
+    if so.choice is not None:
+        return Structured(_wrapper(list(dict.fromkeys(so.choice))), "Choice", bare=True)
+    assert so.regex is not None  # the request model lets exactly one through
+    return Structured(_wrapper(regex_language(so.regex, max_choices)), "Regex", bare=True)
+
+
+def regex_language(pattern: str, limit: int) -> list[str]:
+    r"""Every string ``pattern`` matches in full, shortest first, if at most ``limit``.
+
+    Raises:
+        ApiError: 400 for a pattern Python's ``re`` cannot compile; 422
+            (``unsupported_regex``) for an unbounded language (``\d+``, ``.``), one with more
+            than ``limit`` strings, or syntax ``interegular`` does not read.
+    """
+    param = "structured_outputs.regex"
+    try:
+        compiled = re.compile(pattern)
+    except re.error as exc:
+        raise ApiError(
+            400, f"structured_outputs.regex does not compile: {exc}", param=param
+        ) from None
+
+    def refuse(why: str) -> ApiError:
+        return ApiError(
+            422,
+            f"regex {pattern!r} cannot be served: {why}; factorspec serve decodes a regex as "
+            f"the list of strings it matches (at most {limit})",
+            code="unsupported_regex",
+            param=param,
+        )
+
+    import interegular
+
+    try:
+        fsm = cast(_FSM, interegular.parse_pattern(pattern).to_fsm())
+    except Exception as exc:  # interegular's syntax errors share no base class
+        raise refuse(f"{type(exc).__name__}: {exc}") from None
+    try:
+        size = fsm.cardinality()
+    except OverflowError:
+        raise refuse("it matches unboundedly many strings") from None
+    if size > limit:
+        raise refuse(f"it matches {size} strings")
+    out: list[str] = []
+    for chars in itertools.islice(fsm.strings(), limit):
+        parts = [c for c in chars if isinstance(c, str)]
+        if len(parts) != len(chars):  # interegular's "anything else" symbol
+            raise refuse("it matches any character at some position")
+        text = "".join(parts)
+        if compiled.fullmatch(text) is None:
+            raise refuse(f"Python's re does not match {text!r}, which interegular says it does")
+        out.append(text)
+    if not out:
+        raise refuse("it matches no string")
+    return list(dict.fromkeys(out))
+
+
+def bare_text(record: str) -> str:
+    """The string a ``choice``/``regex`` answer carries, from its complete wrapper record."""
+    value = json.loads(record)[VALUE_KEY]
+    assert isinstance(value, str)
+    return value
+
+
+def _wrapper(values: list[str]) -> JsonObject:
+    return {
+        "type": "object",
+        "properties": {VALUE_KEY: {"type": "string", "enum": values}},
+        "required": [VALUE_KEY],
+        "additionalProperties": False,
+    }

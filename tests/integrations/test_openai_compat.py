@@ -1,0 +1,378 @@
+"""The OpenAI SDK's ``parse`` and Instructor's call shape against a real ``factorspec serve``.
+
+Every test talks to a uvicorn server on 127.0.0.1 over the scripted engine with the real
+``openai`` and ``instructor`` packages; the I/O-free re-ask loop (`Attempts`) is also driven
+by hand with real ``ChatCompletion`` objects.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+
+import httpx
+import instructor
+import openai  # noqa: TID253
+import pytest
+from instructor.core import InstructorRetryException
+from openai.types.chat import ChatCompletion  # noqa: TID253
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+import factorspec_sdk
+from factorspec_sdk import (
+    ContextError,
+    IncompleteGenerationError,
+    RemoteError,
+    RetriesExhaustedError,
+    TokenBudgetError,
+    UnsatisfiableSpecError,
+    relation,
+)
+from factorspec_sdk.integrations.openai_compat import (
+    REASK_PROMPT,
+    AsyncStructuredOpenAI,
+    Attempts,
+    StructuredOpenAI,
+    failing_validators,
+)
+from factorspec_sdk.ir import to_ir
+from factorspec_sdk.server import create_app
+from tests.helpers import TRIP_CONTEXT, Pick, Trip
+from tests.server.helpers import MODEL, Slow, running, scripted_engine, slow_engine
+
+MESSAGES = [{"role": "user", "content": "give me a record"}]
+
+
+class Sum(BaseModel):
+    a: int = Field(ge=0, le=9)
+    b: int = Field(ge=0, le=9)
+    total: int = Field(ge=0, le=18)
+
+    @relation
+    def adds_up(self) -> bool:
+        return self.total == self.a + self.b
+
+
+class SumInSchema(Sum):
+    """``Sum`` whose JSON schema carries its relation IR (``x-factorspec``)."""
+
+    model_config = ConfigDict(
+        json_schema_extra=lambda schema, cls: schema.update({"x-factorspec": {"ir": to_ir(cls)}})
+    )
+
+
+class Tagged(BaseModel):
+    """A relation the server enforces and a validator it cannot (a re-ask's business)."""
+
+    letter: str = Field(max_length=3)
+    n: int = Field(ge=0, le=3)
+    big: bool
+
+    @relation
+    def big_means_n_above_one(self) -> bool:
+        return self.big == (self.n > 1)
+
+    @field_validator("letter")
+    @classmethod
+    def letter_is_x(cls, value: str) -> str:
+        if value != "x":
+            raise ValueError("letter must be 'x'")
+        return value
+
+
+class Never(BaseModel):
+    n: int = Field(ge=0, le=3)
+
+    @field_validator("n")
+    @classmethod
+    def above_three(cls, value: int) -> int:
+        raise ValueError(f"n must be above 3, got {value}")
+
+
+@pytest.fixture(scope="module")
+def url() -> Iterator[str]:
+    with running(create_app(scripted_engine(), model_name=MODEL)) as base:
+        yield base
+
+
+@pytest.fixture(scope="module")
+def oai(url: str) -> openai.OpenAI:
+    return openai.OpenAI(base_url=url + "/v1", api_key="none", max_retries=0)
+
+
+def requests_served(url: str) -> float:
+    for line in httpx.get(url + "/metrics").text.splitlines():
+        if line.startswith('factorspec_requests_total{route="/v1/chat/completions",status="200"'):
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
+# ---------------------------------------------------------------- the OpenAI SDK's parse
+
+
+def test_parse_with_relations_in_extra_body(oai: openai.OpenAI) -> None:
+    for seed in range(4):
+        completion = oai.chat.completions.parse(
+            model=MODEL,
+            messages=MESSAGES,  # type: ignore[arg-type]
+            response_format=Sum,
+            extra_body={"factorspec": {"ir": to_ir(Sum)}},
+            temperature=1.0,
+            seed=seed,
+        )
+        parsed = completion.choices[0].message.parsed
+        assert isinstance(parsed, Sum)  # parse validated it: the relation held
+        assert parsed.total == parsed.a + parsed.b
+
+
+def test_parse_with_relations_in_the_schema(oai: openai.OpenAI) -> None:
+    for seed in range(4):
+        completion = oai.chat.completions.parse(
+            model=MODEL,
+            messages=MESSAGES,  # type: ignore[arg-type]
+            response_format=SumInSchema,  # its schema carries x-factorspec
+            temperature=1.0,
+            seed=seed,
+        )
+        parsed = completion.choices[0].message.parsed
+        assert isinstance(parsed, SumInSchema) and parsed.total == parsed.a + parsed.b
+
+
+def test_parse_without_relations_fails_them(oai: openai.OpenAI) -> None:
+    # the control of the two tests above: the schema alone does not make the scripted model
+    # add up, so the records that did came from the relation IR
+    failures = 0
+    for seed in range(4):
+        try:
+            oai.chat.completions.parse(
+                model=MODEL,
+                messages=MESSAGES,  # type: ignore[arg-type]
+                response_format=Sum,
+                temperature=1.0,
+                seed=seed,
+            )
+        except ValidationError:
+            failures += 1
+    assert failures == 4
+
+
+def test_parse_raises_length_when_the_time_budget_ends_first() -> None:
+    with running(create_app(slow_engine(), model_name=MODEL)) as base:
+        client = openai.OpenAI(base_url=base + "/v1", api_key="none", max_retries=0)
+        with pytest.raises(openai.LengthFinishReasonError) as info:
+            client.chat.completions.parse(
+                model=MODEL,
+                messages=[{"role": "user", "content": "notes"}],
+                response_format=Slow,
+                extra_body={"factorspec": {"ir": to_ir(Slow), "timeout_s": 0.3}},
+            )
+        completion = info.value.completion
+        assert completion.choices[0].finish_reason == "length"
+        assert (completion.choices[0].message.content or "").startswith('{"notes": [')
+        # the same answer through from_openai is an IncompleteGenerationError
+        with pytest.raises(IncompleteGenerationError) as incomplete:
+            factorspec_sdk.from_openai(client).chat.completions.create(
+                model=MODEL,
+                messages=[{"role": "user", "content": "notes"}],
+                response_model=Slow,
+                extra_body={"factorspec": {"timeout_s": 0.3}},
+            )
+        assert incomplete.value.partial_text.startswith('{"notes": [')
+
+
+# ---------------------------------------------------------------- Instructor's shape
+
+
+def test_from_openai_gives_the_same_class_as_instructor(url: str) -> None:
+    raw = openai.OpenAI(base_url=url + "/v1", api_key="none", max_retries=0)
+    theirs = instructor.from_openai(raw, mode=instructor.Mode.JSON_SCHEMA)
+    ours = factorspec_sdk.from_openai(raw)
+    assert isinstance(ours, StructuredOpenAI) and ours.client is raw
+    a = theirs.chat.completions.create(
+        model=MODEL, messages=MESSAGES, response_model=Pick, max_retries=3
+    )
+    b = ours.chat.completions.create(
+        model=MODEL, messages=MESSAGES, response_model=Pick, max_retries=3
+    )
+    # Instructor returns its own subclass of the response model (a ResponseSchema mixin)
+    assert isinstance(a, Pick) and isinstance(b, Pick) and type(b) is Pick
+    Pick.model_validate(b.model_dump())  # its relation holds
+
+
+def test_from_openai_satisfies_relations_instructor_cannot(url: str) -> None:
+    raw = openai.OpenAI(base_url=url + "/v1", api_key="none", max_retries=0)
+    theirs = instructor.from_openai(raw, mode=instructor.Mode.JSON_SCHEMA)
+    ours = factorspec_sdk.from_openai(raw)
+    # Instructor sends the schema only and re-asks; the scripted model never finds the trip
+    with pytest.raises(InstructorRetryException):
+        theirs.chat.completions.create(
+            model=MODEL, messages=MESSAGES, response_model=Trip, context=TRIP_CONTEXT, max_retries=2
+        )
+    before = requests_served(url)
+    trip, completion = ours.chat.completions.create_with_completion(
+        model=MODEL, messages=MESSAGES, response_model=Trip, context=TRIP_CONTEXT, max_retries=2
+    )
+    assert requests_served(url) == before + 1  # right the first time: no re-ask
+    assert type(trip) is Trip
+    Trip.model_validate(trip.model_dump(), context=TRIP_CONTEXT)
+    assert sorted(leg.city for leg in trip.legs) == sorted(TRIP_CONTEXT)
+    assert isinstance(completion, ChatCompletion)
+    text = completion.choices[0].message.content or ""
+    assert Trip.model_validate_json(text, context=TRIP_CONTEXT) == trip
+
+
+def test_async_from_openai(url: str) -> None:
+    async def main() -> tuple[Trip, Sum]:
+        raw = openai.AsyncOpenAI(base_url=url + "/v1", api_key="none", max_retries=0)
+        client = factorspec_sdk.from_openai(raw)
+        assert isinstance(client, AsyncStructuredOpenAI)
+        try:
+            trip, s = await asyncio.gather(
+                client.chat.completions.create(
+                    model=MODEL, messages=MESSAGES, response_model=Trip, context=TRIP_CONTEXT
+                ),
+                client.chat.completions.create(model=MODEL, messages=MESSAGES, response_model=Sum),
+            )
+        finally:
+            await raw.close()
+        return trip, s
+
+    trip, s = asyncio.run(main())
+    Trip.model_validate(trip.model_dump(), context=TRIP_CONTEXT)
+    assert s.total == s.a + s.b
+
+
+def test_retries_run_out_on_a_validator_the_server_cannot_enforce(url: str) -> None:
+    client = factorspec_sdk.from_openai(openai.OpenAI(base_url=url + "/v1", api_key="none"))
+    before = requests_served(url)
+    with pytest.raises(RetriesExhaustedError) as info:
+        client.chat.completions.create(
+            model=MODEL, messages=MESSAGES, response_model=Never, max_retries=2
+        )
+    assert info.value.attempts == 3 and requests_served(url) == before + 3
+    assert isinstance(info.value.last_error, ValidationError)
+    assert isinstance(info.value.last_completion, ChatCompletion)
+
+
+def test_errors_are_factorspec_errors(url: str) -> None:
+    client = factorspec_sdk.from_openai(openai.OpenAI(base_url=url + "/v1", api_key="none"))
+    kw = {"model": MODEL, "messages": MESSAGES}
+    with pytest.raises(UnsatisfiableSpecError):
+        client.chat.completions.create(**kw, response_model=Trip, context=dict.fromkeys("ABCDE", 1))
+    with pytest.raises(TokenBudgetError) as budget:
+        client.chat.completions.create(
+            **kw, response_model=Trip, context=TRIP_CONTEXT, max_tokens=3
+        )
+    assert budget.value.max_tokens == 3 and budget.value.min_tokens > 3
+    with pytest.raises(ContextError):
+        client.chat.completions.create(**kw, response_model=Trip)
+    with pytest.raises(RemoteError) as info:
+        client.chat.completions.create(model="other", messages=MESSAGES, response_model=Pick)
+    assert info.value.status == 404
+    with pytest.raises(TypeError, match="response_format"):
+        client.chat.completions.create(**kw, response_model=Pick, response_format={})
+    with pytest.raises(TypeError, match="stream"):
+        client.chat.completions.create(**kw, response_model=Pick, stream=True)
+    with pytest.raises(TypeError, match="pydantic model class"):
+        client.chat.completions.create(**kw, response_model=dict)  # type: ignore[type-var]
+    with pytest.raises(ValueError, match="max_retries"):
+        client.chat.completions.create(**kw, response_model=Pick, max_retries=-1)
+    with pytest.raises(TypeError, match=r"openai\.OpenAI"):
+        factorspec_sdk.from_openai(object())  # type: ignore[call-overload]
+
+
+# ---------------------------------------------------------------- the re-ask loop, by hand
+
+
+def completion(text: str, finish: str = "stop") -> ChatCompletion:
+    return ChatCompletion.model_validate(
+        {
+            "id": "chatcmpl-1",
+            "object": "chat.completion",
+            "created": 0,
+            "model": MODEL,
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": finish,
+                    "message": {"role": "assistant", "content": text},
+                }
+            ],
+            "usage": {"prompt_tokens": 3, "completion_tokens": 7, "total_tokens": 10},
+        }
+    )
+
+
+def test_a_failing_validator_is_re_asked_by_name() -> None:
+    attempts = Attempts.start(Tagged, MESSAGES, None, 1, {"temperature": 0.5})  # type: ignore[arg-type]
+    first = attempts.request()
+    assert first["temperature"] == 0.5 and first["messages"] == MESSAGES
+    assert first["response_format"]["json_schema"]["name"] == "Tagged"
+    assert first["extra_body"]["factorspec"]["ir"]["name"] == "Tagged"
+    bad = '{"letter": "y", "n": 2, "big": true}'
+    assert attempts.take(completion(bad)) is None
+    reask = attempts.request()["messages"]
+    assert reask[:-2] == MESSAGES
+    assert reask[-2] == {"role": "assistant", "content": bad}
+    assert reask[-1]["role"] == "user"
+    assert reask[-1]["content"].startswith(REASK_PROMPT)
+    assert "letter must be 'x'" in reask[-1]["content"]
+    assert "Failing validators: Tagged.letter_is_x" in reask[-1]["content"]
+    good = attempts.take(completion('{"letter": "x", "n": 0, "big": false}'))
+    assert isinstance(good, Tagged) and good.letter == "x"
+
+
+def test_the_last_failure_raises_with_the_evidence() -> None:
+    attempts = Attempts.start(Tagged, MESSAGES, None, 0, {})  # type: ignore[arg-type]
+    last = completion('{"letter": "y", "n": 0, "big": false}')
+    with pytest.raises(RetriesExhaustedError) as info:
+        attempts.take(last)
+    err = info.value
+    assert err.attempts == 1 and err.last_completion is last and err.code == "retries-exhausted"
+    assert err.last_text == '{"letter": "y", "n": 0, "big": false}'
+
+
+def test_a_broken_relation_is_a_server_bug_never_a_re_ask() -> None:
+    attempts = Attempts.start(Tagged, MESSAGES, None, 3, {})  # type: ignore[arg-type]
+    with pytest.raises(RemoteError, match="big_means_n_above_one"):
+        attempts.take(completion('{"letter": "x", "n": 0, "big": true}'))
+
+
+def test_length_is_incomplete_not_a_re_ask() -> None:
+    attempts = Attempts.start(Pick, MESSAGES, None, 3, {})  # type: ignore[arg-type]
+    with pytest.raises(IncompleteGenerationError) as info:
+        attempts.take(completion('{"letter": "x", ', finish="length"))
+    assert info.value.tokens == 7
+
+
+def test_failing_validators_name_nested_and_model_validators() -> None:
+    from pydantic import model_validator
+
+    class Inner(BaseModel):
+        v: int
+
+        @field_validator("v")
+        @classmethod
+        def small(cls, value: int) -> int:
+            if value > 1:
+                raise ValueError("too big")
+            return value
+
+        @model_validator(mode="after")
+        def whole(self) -> Inner:
+            return self
+
+    class Outer(BaseModel):
+        items: list[Inner]
+
+        @field_validator("*")
+        @classmethod
+        def anything(cls, value: object) -> object:
+            return value
+
+    with pytest.raises(ValidationError) as info:
+        Outer.model_validate({"items": [{"v": 0}, {"v": 5}]})
+    assert failing_validators(Outer, info.value) == ["Inner.small"]
+    with pytest.raises(ValidationError) as info:
+        Outer.model_validate({"items": [{"v": "no"}]})
+    assert failing_validators(Outer, info.value) == []  # a type error: no validator raised it

@@ -1,0 +1,211 @@
+"""vLLM's ``structured_outputs`` and the ``x-factorspec`` schema key on a real server.
+
+Code written for vLLM (``extra_body={"structured_outputs": {...}}``) runs unchanged against
+`factorspec serve`; the official ``openai`` client sends it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+
+import httpx
+import jsonschema
+import openai  # noqa: TID253
+import pytest
+
+from factorspec_sdk.ir import to_ir
+from factorspec_sdk.server import create_app
+from factorspec_sdk.server.protocol import ApiError
+from factorspec_sdk.server.structured import regex_language
+from tests.helpers import TRIP_CONTEXT, Pick, Trip
+from tests.server.helpers import MODEL, running, scripted_engine
+
+MESSAGES = [{"role": "user", "content": "answer"}]
+
+
+@pytest.fixture(scope="module")
+def url() -> Iterator[str]:
+    with running(create_app(scripted_engine(), model_name=MODEL)) as base:
+        yield base
+
+
+@pytest.fixture(scope="module")
+def client(url: str) -> openai.OpenAI:
+    return openai.OpenAI(base_url=url + "/v1", api_key="none", max_retries=0)
+
+
+def vllm_style(client: openai.OpenAI, constraint: dict[str, object], **kw: object) -> object:
+    return client.chat.completions.create(
+        model=MODEL,
+        messages=MESSAGES,  # type: ignore[arg-type]
+        extra_body={"structured_outputs": constraint},
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def content(r: object) -> tuple[str, str]:
+    choice = r.choices[0]  # type: ignore[attr-defined]
+    return choice.message.content, choice.finish_reason
+
+
+def test_choice_answers_one_of_the_strings(client: openai.OpenAI) -> None:
+    options = ["Paris", "Rome", "Berlin", 'say "hi"']
+    seen = set()
+    for seed in range(6):
+        text, finish = content(vllm_style(client, {"choice": options}, temperature=1.0, seed=seed))
+        assert finish == "stop"
+        assert text in options  # the bare string, not JSON
+        seen.add(text)
+    assert len(seen) > 1  # sampled, not a constant
+
+
+@pytest.mark.parametrize(
+    ("pattern", "size"),
+    [("(cat|dog)s?", 4), ("[0-9]{2}", 100), ("yes|no", 2), (r"[A-C]x\.", 3)],
+)
+def test_finite_regex_answers_a_full_match(client: openai.OpenAI, pattern: str, size: int) -> None:
+    assert len(regex_language(pattern, 1024)) == size
+    for seed in range(3):
+        text, finish = content(vllm_style(client, {"regex": pattern}, temperature=1.0, seed=seed))
+        assert finish == "stop"
+        assert re.fullmatch(pattern, text), text
+
+
+def test_json_schema_as_object_and_as_text(client: openai.OpenAI) -> None:
+    schema = Pick.model_json_schema()
+    for value in (schema, json.dumps(schema)):
+        text, finish = content(vllm_style(client, {"json": value}))
+        assert finish == "stop"
+        jsonschema.validate(json.loads(text), schema)
+
+
+def test_relations_travel_in_x_factorspec(client: openai.OpenAI) -> None:
+    schema = {**Trip.model_json_schema(), "x-factorspec": {"ir": to_ir(Trip, TRIP_CONTEXT)}}
+    rf = {"type": "json_schema", "json_schema": {"name": "Trip", "schema": schema}}
+    for seed in range(3):
+        via_vllm, _ = content(vllm_style(client, {"json": schema}, temperature=1.0, seed=seed))
+        via_openai = client.chat.completions.create(
+            model=MODEL,
+            messages=MESSAGES,  # type: ignore[arg-type]
+            response_format=rf,  # type: ignore[arg-type]
+            temperature=1.0,
+            seed=seed,
+        )
+        for text in (via_vllm, via_openai.choices[0].message.content or ""):
+            Trip.model_validate_json(text, context=TRIP_CONTEXT)  # every relation holds
+
+
+def test_without_x_factorspec_the_relations_do_not_hold(client: openai.OpenAI) -> None:
+    # the control of the test above: the schema alone does not make the scripted model
+    # satisfy Trip's relations, so records that satisfy them came from the IR
+    schema = Trip.model_json_schema()
+    texts = [
+        content(vllm_style(client, {"json": schema}, temperature=1.0, seed=seed))[0]
+        for seed in range(3)
+    ]
+    broken = 0
+    for text in texts:
+        try:
+            Trip.model_validate_json(text, context=TRIP_CONTEXT)
+        except ValueError:
+            broken += 1
+    assert broken == len(texts)
+
+
+def test_extension_field_overrides_x_factorspec(client: openai.OpenAI) -> None:
+    schema = {**Pick.model_json_schema(), "x-factorspec": {"ir": to_ir(Trip, TRIP_CONTEXT)}}
+    r = client.chat.completions.create(
+        model=MODEL,
+        messages=MESSAGES,  # type: ignore[arg-type]
+        extra_body={"structured_outputs": {"json": schema}, "factorspec": {"ir": to_ir(Pick)}},
+    )
+    Pick.model_validate_json(r.choices[0].message.content or "")
+
+
+def test_streamed_choice_comes_whole_in_the_last_chunk(url: str, client: openai.OpenAI) -> None:
+    constraint = {"choice": ["Paris", "Rome"]}
+    whole, _ = content(vllm_style(client, constraint))
+    body = {"model": MODEL, "messages": MESSAGES, "stream": True, "structured_outputs": constraint}
+    with httpx.stream("POST", url + "/v1/chat/completions", json=body, timeout=30) as resp:
+        events = [
+            json.loads(line[len("data: ") :])
+            for line in resp.iter_lines()
+            if line.startswith("data: {")
+        ]
+    deltas = [e["choices"][0]["delta"].get("content") for e in events]
+    assert deltas == ["", whole]
+    assert events[-1]["choices"][0]["finish_reason"] == "stop"
+
+
+BAD_400 = [
+    {"regex": "ab("},
+    {"choice": []},
+    {"choice": [1, 2]},
+    {"grammar": "root ::= 'a'"},
+    {"json_object": True},
+    {"json": "{not json"},
+    {"json": "[1, 2]"},
+    {"regex": "a", "choice": ["a"]},
+    {"json": None},
+    {},
+    "regex",
+]
+
+
+@pytest.mark.parametrize("constraint", BAD_400)
+def test_malformed_structured_outputs_are_a_400(url: str, constraint: object) -> None:
+    body = {"model": MODEL, "messages": MESSAGES, "structured_outputs": constraint}
+    r = httpx.post(url + "/v1/chat/completions", json=body, timeout=30)
+    assert r.status_code == 400, r.text
+    err = r.json()["error"]
+    assert err["type"] == "invalid_request_error"
+    assert set(err) >= {"message", "type", "param", "code"}
+    assert "structured_outputs" in err["message"]
+
+
+@pytest.mark.parametrize(
+    ("pattern", "why"),
+    [(r"\d+", "unboundedly many"), (".", "any character"), ("[a-z]{3}", "17576 strings")],
+)
+def test_regex_beyond_a_finite_list_is_a_422(url: str, pattern: str, why: str) -> None:
+    body = {"model": MODEL, "messages": MESSAGES, "structured_outputs": {"regex": pattern}}
+    r = httpx.post(url + "/v1/chat/completions", json=body, timeout=30)
+    assert r.status_code == 422, r.text
+    err = r.json()["error"]
+    assert err["code"] == "unsupported_regex" and why in err["message"]
+
+
+def test_structured_outputs_with_a_response_format_schema_is_a_400(url: str) -> None:
+    rf = {"type": "json_schema", "json_schema": {"name": "P", "schema": Pick.model_json_schema()}}
+    body = {
+        "model": MODEL,
+        "messages": MESSAGES,
+        "structured_outputs": {"choice": ["a"]},
+        "response_format": rf,
+    }
+    r = httpx.post(url + "/v1/chat/completions", json=body, timeout=30)
+    assert r.status_code == 400 and "not both" in r.json()["error"]["message"]
+
+
+def test_bad_x_factorspec_is_a_400(url: str) -> None:
+    schema = {**Pick.model_json_schema(), "x-factorspec": {"timeout_s": -1}}
+    body = {
+        "model": MODEL,
+        "messages": MESSAGES,
+        "response_format": {"type": "json_schema", "json_schema": {"name": "P", "schema": schema}},
+    }
+    r = httpx.post(url + "/v1/chat/completions", json=body, timeout=30)
+    assert r.status_code == 400, r.text
+    assert "x-factorspec.timeout_s" in r.json()["error"]["message"]
+
+
+def test_regex_language_refuses_what_it_cannot_list() -> None:
+    assert regex_language("a?b", 10) == ["b", "ab"]
+    with pytest.raises(ApiError) as info:
+        regex_language("[0-9]{2}", 99)
+    assert info.value.status == 422 and "100 strings" in info.value.message
+    with pytest.raises(ApiError) as info:
+        regex_language("(", 10)
+    assert info.value.status == 400
