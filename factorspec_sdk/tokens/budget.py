@@ -69,6 +69,7 @@ from factorspec_sdk.tokens.plan import (
     Finished,
     FreeCursor,
     GrammarCursor,
+    Owed,
     TokenIds,
     TrieNode,
 )
@@ -216,7 +217,7 @@ class CompletionBound:
         writer = self.planner.writer
         if isinstance(term, FreeCursor):
             return writer.longest_rest_bytes(term.free.state)
-        assert term is not None and not isinstance(term, GrammarCursor)
+        assert term is not None and not isinstance(term, GrammarCursor | Owed)
         state, skip = term
         return writer.longest_rest_bytes(state) - len(skip.encode("utf-8"))
 
@@ -264,7 +265,7 @@ class CompletionBound:
             return 0
         if isinstance(term, FreeCursor):
             return self.planner.writer.shortest_rest(term.free.state)
-        assert term is not None and not isinstance(term, GrammarCursor)
+        assert term is not None and not isinstance(term, GrammarCursor | Owed)
         state, skip = term
         return self.planner.writer.shortest_rest(state) - len(skip)
 

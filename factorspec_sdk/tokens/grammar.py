@@ -3,11 +3,13 @@
 A writer `GrammarValue` is a value whose JSON Schema the writer does not walk itself: a
 float, a Decimal, a date, a UUID, a union, a dict, a tuple, a recursive model, a string with
 a pattern or a format, ... (`factorspec_sdk.relations.layout.GrammarLayout`). It is decoded as
-one *grammar segment*: llguidance's matcher for the Lark grammar ``PREFIX value SUFFIX``,
-where ``PREFIX`` is the layout text forced since the previous choice, ``value`` is the schema
-(``%json``, with the writer's separators) and ``SUFFIX`` is the layout text forced after the
-value, up to the writer's next choice point. So a token may span the value's start or end
-and the text beside it (`` [``, ``5,``, ``"}``), as the canonical tokenization has it.
+one *grammar segment*, together with the grammar values that follow it with only forced
+layout text between them: llguidance's matcher for the Lark grammar ``T0 v0 T1 v1 ... Tn``,
+where each ``vi`` is a value's schema (``%json``, with the writer's separators), ``T0`` is the
+layout text forced since the previous choice, ``Ti`` the text between two values and ``Tn``
+the text forced after the last one, up to the writer's next choice point. So a token may span
+a value's start or end and the text beside it (`` [``, ``5,``, ``", "``), as the canonical
+tokenization has it; a record of grammar values only is one segment.
 
 llguidance does the grammar work: masks, the forced (certain) tokens inside and after the
 value, the JSON string grammar with every escape, formats, patterns, numbers, ``$ref``
@@ -30,6 +32,7 @@ from __future__ import annotations
 import json
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -48,20 +51,22 @@ __all__ = ["GrammarCursor", "GrammarSegment", "GrammarStep", "GrammarTables", "l
 TokenIds = npt.NDArray[np.int64]
 
 
-def lark_grammar(prefix: str, schema: str, suffix: str) -> str:
-    """The Lark grammar of a grammar segment: ``prefix``, the value's JSON Schema, ``suffix``."""
-    body: dict[str, Any] = json.loads(schema)
-    if isinstance(body, dict):
-        body = {**body, "x-guidance": GRAMMAR_OPTIONS}
-    rules = ["value: %json " + json.dumps(body, ensure_ascii=False)]
-    parts = []
-    if prefix:
-        parts.append("PREFIX")
-        rules.append("PREFIX: " + json.dumps(prefix, ensure_ascii=False))
-    parts.append("value")
-    if suffix:
-        parts.append("SUFFIX")
-        rules.append("SUFFIX: " + json.dumps(suffix, ensure_ascii=False))
+def lark_grammar(texts: Sequence[str], schemas: Sequence[str]) -> str:
+    """The Lark grammar of a segment: ``texts[0] schemas[0] texts[1] ... texts[-1]``."""
+    if len(texts) != len(schemas) + 1:
+        raise ValueError("a segment has one more text than values")
+    rules: list[str] = []
+    parts: list[str] = []
+    for i, text in enumerate(texts):
+        if text:
+            parts.append(f"T{i}")
+            rules.append(f"T{i}: " + json.dumps(text, ensure_ascii=False))
+        if i < len(schemas):
+            body: dict[str, Any] = json.loads(schemas[i])
+            if isinstance(body, dict):
+                body = {**body, "x-guidance": GRAMMAR_OPTIONS}
+            parts.append(f"v{i}")
+            rules.append(f"v{i}: %json " + json.dumps(body, ensure_ascii=False))
     return "\n".join(["start: " + " ".join(parts), *rules]) + "\n"
 
 
@@ -96,24 +101,24 @@ class GrammarTables:
         self.tokenizer = llguidance.LLTokenizer(llguidance.TokenizerWrapper(_Encoder(tok)))
         self.vocab_size = len(tok.vocab)
         self.special = np.asarray(sorted(tok.special_ids), dtype=np.int64)
-        self._templates: OrderedDict[tuple[str, str, str], Any] = OrderedDict()
+        self._templates: OrderedDict[tuple[tuple[str, ...], tuple[str, ...]], Any] = OrderedDict()
         self._max = max_grammars
         self._lock = threading.Lock()
 
-    def matcher(self, prefix: str, schema: str, suffix: str, where: str) -> Any:
-        """A fresh matcher for ``prefix``, then ``schema``, then ``suffix``.
+    def matcher(self, texts: tuple[str, ...], schemas: tuple[str, ...], where: str) -> Any:
+        """A fresh matcher for the segment ``texts[0] schemas[0] ... texts[-1]``.
 
         Raises:
             GenerationError: llguidance cannot compile the grammar (the layout checks each
                 schema alone when the spec compiles, so this names an internal fault).
         """
-        key = (prefix, schema, suffix)
+        key = (texts, schemas)
         with self._lock:
             template = self._templates.get(key)
             if template is not None:
                 self._templates.move_to_end(key)
                 return template.deep_copy()
-        grammar = self._llg.LLMatcher.grammar_from_lark(lark_grammar(prefix, schema, suffix))
+        grammar = self._llg.LLMatcher.grammar_from_lark(lark_grammar(texts, schemas))
         template = self._llg.LLMatcher(self.tokenizer, grammar, log_level=0)
         if template.is_error():
             raise GenerationError(
@@ -173,31 +178,34 @@ class GrammarStep:
 
 
 class GrammarSegment:
-    """One grammar value of one record being decoded: its matcher and where it leads.
+    """A run of grammar values of one record being decoded: its matcher and where it leads.
 
     Attributes:
-        value: the writer's grammar value.
-        prefix: the forced layout text before the value (after the previous choice), inside
-            the grammar, so a token may span it and the value's start (`` [``, `` "``).
-        suffix: the forced layout text after the value, inside the grammar.
-        exit_state: the writer state after the suffix (a choice point, or the record's end).
+        values: the writer's grammar values, in order.
+        texts: the forced layout text before, between and after them (one more than values),
+            inside the grammar.
+        exit_state: the writer state after the last text (a choice point, or the record's end).
+        owe: the end of the last text left to the choice after the segment (a space, so
+            `` true`` stays one token), or "".
+        where: the values' paths, for messages.
     """
 
     def __init__(
         self,
         tables: GrammarTables,
-        prefix: str,
-        value: GrammarValue,
-        suffix: str,
+        values: Sequence[GrammarValue],
+        texts: Sequence[str],
         exit_state: WriterState,
+        owe: str = "",
     ) -> None:
-        self.value = value
-        self.prefix = prefix
-        self.suffix = suffix
+        self.values = tuple(values)
+        self.texts = tuple(texts)
         self.exit_state = exit_state
-        self.where = path_name(value.path) or "<root>"
+        self.owe = owe
+        self.where = ", ".join(path_name(v.path) or "<root>" for v in self.values)
         self._tables = tables
-        self._matcher = tables.matcher(prefix, value.node.schema, suffix, self.where)
+        schemas = tuple(v.node.schema for v in self.values)
+        self._matcher = tables.matcher(self.texts, schemas, self.where)
         self._at: tuple[int, ...] = ()
         self._steps: OrderedDict[tuple[int, ...], GrammarStep] = OrderedDict()
         self._lock = threading.Lock()

@@ -57,13 +57,26 @@ class TrieNode:
         ids: allowed token ids here (sorted); one id means the token is certain.
         children: the node after each allowed token.
         terminal: for a node that ends a planned segment, where decoding goes on: the writer
-            state after it with the text already emitted past that state, a free string, or
-            the finished record (``None`` on inner nodes).
+            state after it with the text already emitted past that state, an `Owed` state, a
+            free string, a grammar segment, or the finished record (``None`` on inner nodes).
     """
 
     ids: TokenIds = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     children: dict[int, TrieNode] = field(default_factory=dict)
-    terminal: tuple[WriterState, str] | FreeCursor | GrammarCursor | Finished | None = None
+    terminal: tuple[WriterState, str] | Owed | FreeCursor | GrammarCursor | Finished | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Owed:
+    """A segment's end whose last text is left to the grammar value after it.
+
+    Attributes:
+        state: the writer state after the segment's text (at the grammar value).
+        text: the end of that text not emitted by the segment (a space).
+    """
+
+    state: WriterState
+    text: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,7 +174,7 @@ class Planner:
     def __init__(self, writer: Writer, tokenizer: TokenizerInfo) -> None:
         self.writer = writer
         self.tok = tokenizer
-        self._plans: dict[tuple[WriterState, str], Cursor] = {}
+        self._plans: dict[tuple[WriterState, str, str], Cursor] = {}
         self._lock = threading.Lock()
         self.stats = PlannerStats()
         self._free_tables: FreeTables | None = None
@@ -258,12 +271,20 @@ class Planner:
             return node
         if isinstance(term, FreeCursor | GrammarCursor | Finished):
             return term
+        if isinstance(term, Owed):
+            return self.resolve_state(term.state, "", critical=critical, owe=term.text)
         state, skip = term
         return self.resolve_state(state, skip, critical=critical)
 
-    def resolve_state(self, state: WriterState, skip: str, *, critical: bool) -> Cursor:
-        """The cursor at writer ``state`` when ``skip`` text past it is already emitted."""
-        key = (state, skip)
+    def resolve_state(
+        self, state: WriterState, skip: str, *, critical: bool, owe: str = ""
+    ) -> Cursor:
+        """The cursor at writer ``state`` when ``skip`` text past it is already emitted.
+
+        ``owe``: text before ``state`` not yet emitted (the space a trie option leaves to the
+        grammar value after it; `Owed`).
+        """
+        key = (state, skip, owe)
         hit = self._plans.get(key)
         if hit is not None:
             return hit
@@ -272,7 +293,7 @@ class Planner:
             hit = self._plans.get(key)
             if hit is None:
                 t1 = time.perf_counter()
-                hit = self._plan(state, skip)
+                hit = self._plan(state, skip, owe)
                 self._plans[key] = hit
                 self.stats.segments += 1
                 self.stats.plan_seconds += time.perf_counter() - t1
@@ -280,11 +301,11 @@ class Planner:
             self.stats.critical_seconds += time.perf_counter() - t0
         return hit
 
-    def _plan(self, state: WriterState, skip: str) -> Cursor:
+    def _plan(self, state: WriterState, skip: str, owe: str = "") -> Cursor:
         forced, at = self.writer.forced(state)
         if not forced.startswith(skip):
             raise RuntimeError(f"emitted text {skip!r} does not match forced text {forced!r}")
-        forced = forced[len(skip) :]
+        forced = owe + forced[len(skip) :]
         if at.done:
             if not forced:
                 return Finished(at)
@@ -307,9 +328,12 @@ class Planner:
     def _trie(self, forced: str, options: list[Option]) -> TrieNode:
         root = TrieNode()
         for o in options:
-            ids = self.tok.encode(forced + o.text)
-            leaf = TrieNode(terminal=(o.state, ""))
-            self._insert(root, ids, leaf)
+            text = o.text
+            term: tuple[WriterState, str] | Owed = (o.state, "")
+            if len(text) > 1 and text.endswith(" ") and self.writer.grammar_next(o.state):
+                # the space before a grammar value goes to its segment: `` "`` is one token
+                text, term = text[:-1], Owed(o.state, " ")
+            self._insert(root, self.tok.encode(forced + text), TrieNode(terminal=term))
         self._seal(root)
         return root
 
@@ -339,12 +363,25 @@ class Planner:
     # ------------------------------------------------------------------ grammar values
 
     def _segment(self, prefix: str, value: GrammarValue) -> GrammarCursor:
-        suffix, exit_state = self.writer.forced(value.after)
-        segment = GrammarSegment(grammar_tables(self.tok), prefix, value, suffix, exit_state)
+        """The segment of ``value`` and the grammar values after it, forced text between."""
+        values, texts = [value], [prefix]
+        while True:
+            text, at = self.writer.forced(values[-1].after)
+            texts.append(text)
+            nxt = None if at.done else self.writer.choices(at)
+            if not isinstance(nxt, GrammarValue):
+                break
+            values.append(nxt)
+        owe = ""
+        if isinstance(nxt, list) and texts[-1].endswith(" "):
+            # the space before the options goes to their trie: `` true`` is one token
+            texts[-1], owe = texts[-1][:-1], " "
+        segment = GrammarSegment(grammar_tables(self.tok), values, texts, at, owe)
         return GrammarCursor(segment)
 
     def _exit(self, cursor: GrammarCursor, *, critical: bool) -> Cursor:
-        return self.resolve_state(cursor.segment.exit_state, "", critical=critical)
+        segment = cursor.segment
+        return self.resolve_state(segment.exit_state, "", critical=critical, owe=segment.owe)
 
     def _grammar_allowed(self, cursor: GrammarCursor) -> TokenIds:
         step = cursor.step()

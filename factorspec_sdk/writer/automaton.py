@@ -19,6 +19,7 @@ import dataclasses
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from factorspec_sdk.relations.layout import (
@@ -29,6 +30,7 @@ from factorspec_sdk.relations.layout import (
     ListLayout,
     ObjectLayout,
     Path,
+    has_grammar,
 )
 from factorspec_sdk.writer.digits import is_canonical_int, next_digits_in_range
 
@@ -38,6 +40,7 @@ if TYPE_CHECKING:
 __all__ = [
     "FreeString",
     "GrammarValue",
+    "string_grammar",
     "Option",
     "Writer",
     "WriterState",
@@ -186,6 +189,8 @@ class Writer:
         self.oracle = oracle if oracle is not None else spec.new_oracle()
         self._forced_cache: dict[WriterState, tuple[str, WriterState]] = {}
         self._choice_cache: dict[WriterState, Choice] = {}
+        self.grammar_strings = has_grammar(spec.layout)
+        """Whether free strings are grammar values too (see `string_grammar`)."""
 
     # ------------------------------------------------------------------ states
 
@@ -208,8 +213,12 @@ class Writer:
                 return _Text("[", _replace(s, stack=(*s.stack, frame2), pending=None))
             if isinstance(node, GrammarLayout):
                 return _Grammar(p.path, node, s)
-            if node.kind == "str" and s.partial is None and not node.nullable:
-                if self.spec.variable_for(p.path) is None:
+            if node.kind == "str" and s.partial is None and self.spec.variable_for(p.path) is None:
+                if self.grammar_strings and (
+                    not node.nullable or self.spec.null_variable(p.path) is None
+                ):
+                    return _Grammar(p.path, string_grammar(node), s)
+                if not node.nullable:
                     return _Text('"', _replace(s, partial=""))
             return _Leaf(p.path, node, s)
         if not s.stack:
@@ -232,6 +241,10 @@ class Writer:
                 )
             return _Text("}", _replace(s, stack=s.stack[:-1]))
         return _ListDecision(top, s)
+
+    def grammar_next(self, s: WriterState) -> bool:
+        """Whether a grammar value is due right at ``s`` (no text, no oracle, before it)."""
+        return isinstance(self._event(s), _Grammar)
 
     def layout_text(self, s: WriterState) -> tuple[str, WriterState]:
         """The structure text forced from ``s`` without consulting the oracle."""
@@ -518,6 +531,23 @@ class Writer:
     def close_free(self, free: FreeString) -> WriterState:
         """The state right after the closing quote of a free string."""
         return self._after_leaf(free.state, None)
+
+
+@lru_cache(maxsize=256)
+def string_grammar(node: LeafLayout) -> GrammarLayout:
+    r"""A free string as a grammar value: the JSON string grammar, every escape included.
+
+    In a spec that has grammar values the token budget has no bound anyway
+    (`factorspec_sdk.tokens.budget`), so its free strings are grammar values too and may
+    hold quotes, backslashes, newlines and ``\u`` escapes. A spec without grammar values
+    writes free strings itself, without escapes, and keeps the exact budget bound.
+    """
+    schema: dict[str, object] = {"type": "string", "minLength": node.min_length}
+    if node.max_length is not None:
+        schema["maxLength"] = node.max_length
+    if node.nullable:
+        schema = {"anyOf": [schema, {"type": "null"}]}
+    return GrammarLayout(json.dumps(schema, sort_keys=True, separators=(",", ":")))
 
 
 def _shortest(node: LayoutNode) -> int:

@@ -96,7 +96,7 @@ class Tally(BaseModel):
 class Quote(BaseModel):
     text: str
     author: str = Field(max_length=20)
-    lines: tuple[str, ...] = Field(max_length=2)  # strings of a grammar value: every escape
+    lines: tuple[str, ...] = Field(max_length=2)  # a grammar value: free strings get escapes
 
 
 class Slot(BaseModel):
@@ -225,17 +225,18 @@ def test_relations_beside_grammar_fields_still_hold(tok: TokenizerInfo) -> None:
 
 
 def test_escapes_round_trip(tok: TokenizerInfo) -> None:
-    """Strings in grammar values may hold every JSON escape; what is written parses back."""
+    """Strings may hold every JSON escape in a spec with grammar values; they parse back."""
     spec = compile_spec(Quote)
     planner = Planner(Writer(spec), tok)
     line = 'He said "hi"\\ \n\t/\b\f\r \u00e9 \u2603 \x01'
-    body = {"text": "plain", "author": "Ann", "lines": [line, "\\/"]}
+    body = {"text": line, "author": 'A "B"', "lines": [line, "\\/"]}
     text = json.dumps(body, ensure_ascii=False)
     cursor = planner.start()
     for token in tok.encode(text):
         assert token in planner.allowed(cursor).tolist(), (text, token)
         cursor = planner.advance(cursor, token)
-    assert Quote.model_validate_json(text).lines == (line, "\\/")
+    quote = Quote.model_validate_json(text)
+    assert (quote.text, quote.author, quote.lines) == (line, 'A "B"', (line, "\\/"))
 
 
 def test_cursors_roll_back_exactly(tok: TokenizerInfo) -> None:
@@ -268,3 +269,29 @@ def test_format_patterns_stay_within_pydantic() -> None:
     places = re.compile(f"^{decimal_pattern(5, 2)}$")
     assert places.match("123.45") and not places.match("12345.6") and not places.match("1.456")
     assert not places.match("01") and not places.match("1.50")
+
+
+def test_the_canonical_tokenization_crosses_every_boundary(tok: TokenizerInfo) -> None:
+    """Tokens span trie options, grammar values and the layout between them (`` "``, `` true``,
+    ``", "``): the canonical tokens of a whole record are allowed one after the other."""
+
+    class Stay(BaseModel):
+        nights: int = Field(ge=1, le=9)
+        arrive: dt.date
+        note: str
+        tags: list[float]
+        ok: bool
+        rate: float
+
+        @relation
+        def more_than_one(self) -> bool:
+            return self.nights > 1
+
+    planner = Planner(Writer(compile_spec(Stay)), tok)
+    record = {"nights": 3, "arrive": "2026-01-02", "note": 'a "b"', "tags": [1.5, -2]}
+    text = json.dumps({**record, "ok": True, "rate": 0.5})
+    cursor = planner.start()
+    for token in tok.encode(text):
+        assert token in planner.allowed(cursor).tolist(), (text, tok.vocab[token])
+        cursor = planner.advance(cursor, token)
+    assert not len(planner.allowed(cursor))
