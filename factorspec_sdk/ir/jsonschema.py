@@ -86,7 +86,8 @@ from jsonschema.protocols import Validator
 from factorspec_sdk.ir.build import DEFAULT_LIMITS, IRError, IRLimits, json_depth
 from factorspec_sdk.ir.model import IR_VERSION
 from factorspec_sdk.ir.schema_check import json_schema_validator
-from factorspec_sdk.relations.layout import DEFAULT_MAX_LIST_LENGTH, INT_LIMIT
+from factorspec_sdk.ir.standalone import has_ref, pointer_part, standalone_schema
+from factorspec_sdk.relations.layout import DEFAULT_MAX_LIST_LENGTH, INT_LIMIT, grammar_layout
 
 __all__ = ["ir_from_json_schema"]
 
@@ -138,14 +139,16 @@ _BY_TYPE = {
     "boolean": frozenset(),
 }
 _COMBINATORS = ("allOf", "anyOf", "oneOf")
+_NOT_NATIVE = {
+    "pattern": "a string pattern",
+    "format": "a string format",
+    "multipleOf": "multipleOf",
+    "prefixItems": "a tuple array (prefixItems)",
+    "contains": "'contains'",
+    "not": "'not'",
+    "if": "a conditional schema (if/then/else)",
+}
 _REFUSED = {
-    "pattern": "string patterns are not supported",
-    "format": "string formats are not supported (the writer cannot guarantee them)",
-    "multipleOf": "multipleOf is not supported",
-    "prefixItems": "tuple arrays (prefixItems) are not supported",
-    "contains": "'contains' is not supported",
-    "not": "'not' is not supported",
-    "if": "conditional schemas (if/then/else) are not supported",
     "$dynamicRef": "$dynamicRef is not supported",
     "$recursiveRef": "$recursiveRef is not supported",
 }
@@ -153,6 +156,10 @@ _REFUSED = {
 
 class _NothingWritable(IRError):
     """No value the writer can write passes the schema at this place."""
+
+
+class _NotNative(IRError):
+    """The writer does not lay this sub-schema out itself: it becomes a grammar value."""
 
 
 def _any_value() -> JsonDict:
@@ -206,13 +213,13 @@ class _Converter:
         self.legacy = cls in _LEGACY
         self.id_key = "id" if cls is jsonschema.Draft4Validator else "$id"
 
-    def _valid(self, s: object, value: str | int | bool | None) -> bool:
+    def _valid(self, s: object, value: str | int | bool | None, where: str) -> bool:
         """Whether `jsonschema` accepts ``value`` for the node ``s`` ($refs from the root)."""
         v: Validator = self.validator.evolve(schema=s)
         try:
             return v.is_valid(value)
         except Exception as exc:  # a malformed schema (the meta-schema check comes last)
-            raise IRError(f"jsonschema cannot evaluate the schema: {exc}") from None
+            raise IRError(f"{where}: jsonschema cannot evaluate the schema: {exc}") from None
 
     def _resolve(self, ref: object, where: str) -> object:
         if not isinstance(ref, str) or not (ref == "#" or ref.startswith("#/")):
@@ -228,7 +235,7 @@ class _Converter:
                 node = node[part]
             else:
                 raise IRError(f"{where}: $ref {ref!r} does not resolve")
-        if moved and _has_ref(node):
+        if moved and has_ref(node):
             raise IRError(
                 f"{where}: $ref {ref!r} points under an embedded {self.id_key}, which moves "
                 "the base its $refs resolve against; not supported"
@@ -243,7 +250,31 @@ class _Converter:
         return isinstance(v, str) and not v.startswith("#")
 
     def node(self, s: object, where: str, refs: tuple[str, ...], depth: int) -> JsonDict:
-        """The layout of schema ``s``; `_NothingWritable` when the writer has no value for it."""
+        """The layout of schema ``s``; `_NothingWritable` when the writer has no value for it.
+
+        A sub-schema the writer does not lay out itself is one grammar value (its whole
+        sub-tree, made self-contained by `standalone_schema`), checked by llguidance here so
+        that a refusal names the place.
+        """
+        try:
+            return self._native(s, where, refs, depth)
+        except _NotNative as exc:
+            reason = exc.message
+            if where == "#":
+                raise IRError(
+                    f"{exc.message}; the root must be an object the writer lays out"
+                ) from None
+            schema = standalone_schema(
+                s, where, root=self.root, dialect=type(self.validator), resolve=self._resolve
+            )
+
+            def fail(why: str) -> IRError:
+                return IRError(f"{reason}, and as a grammar value {why}")
+
+            grammar_layout(schema, fail)
+            return {"type": "grammar", "schema": schema}
+
+    def _native(self, s: object, where: str, refs: tuple[str, ...], depth: int) -> JsonDict:
         self.count += 1
         if self.count > self.limits.max_layout_nodes:
             raise IRError(f"the JSON schema has more than {self.limits.max_layout_nodes} nodes")
@@ -255,7 +286,7 @@ class _Converter:
             raise _NothingWritable(f"{where}: the schema false accepts no value")
         if not isinstance(s, dict):
             raise IRError(f"{where}: a schema must be an object")
-        if depth and self._moves_base(s) and _has_ref(s):
+        if depth and self._moves_base(s) and has_ref(s):
             raise IRError(
                 f"{where}: an embedded {self.id_key} moves the base its $refs resolve "
                 "against; not supported"
@@ -266,30 +297,29 @@ class _Converter:
         if "$ref" in kws:
             siblings = set() if self.legacy else kws - {"$ref"}
             if siblings:
-                raise IRError(
-                    f"{where}: $ref beside {', '.join(sorted(siblings))} is not supported"
-                )
+                raise _NotNative(f"{where}: $ref beside {', '.join(sorted(siblings))}")
             ref = s["$ref"]
             if ref in refs:
-                raise _NothingWritable(
-                    f"{where}: recursive schemas ($ref {ref!r}) have no finite layout"
-                )
+                raise _NotNative(f"{where}: a recursive schema ($ref {ref!r})")
             target = self._resolve(ref, where)
             return self.node(target, f"{where}/$ref", (*refs, str(ref)), depth + 1)
-        nullable = self._valid(s, None)
+        nullable = self._valid(s, None, where)
         found = [k for k in _COMBINATORS if k in kws]
         if found:
             return self._combinator(s, kws, found, where, refs, depth, nullable)
-        for key in ("not", "if", "$dynamicRef", "$recursiveRef"):
+        for key in ("$dynamicRef", "$recursiveRef"):
             if key in kws:
                 raise IRError(f"{where}: {_REFUSED[key]}")
+        for key in ("not", "if"):
+            if key in kws:
+                raise _NotNative(f"{where}: {_NOT_NATIVE[key]}")
         t = s.get("type") if "type" in kws else None
         if not (t is None or isinstance(t, str) or _all_str(t)):
             raise IRError(f"{where}: type must be a type name or a list of them")
         if isinstance(t, list):
             types = [x for x in t if x != "null"]
             if len(types) > 1:
-                raise IRError(f"{where}: a union of types {t!r} is not supported")
+                raise _NotNative(f"{where}: a union of types {t!r}")
             if not types:
                 raise _NothingWritable(f"{where}: only null is allowed, and never written alone")
             t = types[0]
@@ -300,7 +330,7 @@ class _Converter:
             if t is None:
                 return _any_value()
         if t == "number":
-            raise IRError(f"{where}: number (float) fields are not supported; use integer")
+            raise _NotNative(f"{where}: a number (float)")
         if t not in _BY_TYPE:
             raise IRError(f"{where}: type {t!r} is not supported")
         unknown = kws - {"type"} - _OBJECT - _ARRAY - _STRING - _NUMBER
@@ -330,16 +360,16 @@ class _Converter:
         key = found[0]
         others = kws - {key}
         if others - {"type"}:
-            raise IRError(f"{where}: {key} beside {', '.join(sorted(others))} is not supported")
+            raise _NotNative(f"{where}: {key} beside {', '.join(sorted(others))}")
         alts = _shaped(s[key], list, where, key)
         if key == "allOf":
             if len(alts) != 1:
-                raise IRError(f"{where}: allOf with several schemas is not supported")
+                raise _NotNative(f"{where}: allOf with several schemas")
             i, alt = 0, alts[0]
         else:
             rest = [(i, a) for i, a in enumerate(alts) if not self._null_only(a)]
             if len(rest) != 1:
-                raise IRError(f"{where}: {key} of several schemas is not supported (only X | null)")
+                raise _NotNative(f"{where}: {key} of several schemas (other than X | null)")
             i, alt = rest[0]
         try:
             out = self.node(alt, f"{where}/{key}/{i}", refs, depth + 1)
@@ -349,6 +379,8 @@ class _Converter:
                     f"{where}: only null is allowed, and never written alone"
                 ) from None
             raise
+        if out["type"] == "grammar":  # the whole combinator is then one grammar value
+            raise _NotNative(f"{where}/{key}/{i}: a grammar value under {key}")
         if "type" in others:
             self._fit_type(s["type"], out, f"{where}/{key}/{i}")
         # a value of `alt` matches no null-only alternative, so oneOf holds for it too;
@@ -361,7 +393,7 @@ class _Converter:
         if out["type"] == "leaf" and out["kind"] == "enum":
             choices = out["choices"]
             assert isinstance(choices, list)  # built by _enum
-            kept = [c for c in choices if self._valid({"type": t}, c)]
+            kept = [c for c in choices if self._valid({"type": t}, c, where)]
             if not kept:
                 raise _NothingWritable(f"{where}: no enum value has the sibling type {t!r}")
             out["choices"] = kept
@@ -398,7 +430,7 @@ class _Converter:
             else:
                 unwritable.append(v)
                 continue
-            if not self._valid(s, w):
+            if not self._valid(s, w, where):
                 rejected += 1
                 continue
             if w is None:
@@ -406,6 +438,10 @@ class _Converter:
             elif (type(w), w) not in seen:
                 seen.add((type(w), w))
                 choices.append(w)
+        if not choices and unwritable:
+            raise _NotNative(
+                f"{where}: enum/const values that are not strings, integers or booleans"
+            )
         if not choices:
             why = []
             if rejected:
@@ -432,11 +468,12 @@ class _Converter:
         required = _shaped(s.get("required", []), list, where, "required")
         if not all(isinstance(k, str) for k in required):
             raise IRError(f"{where}: required must be a list of strings")
+        patterns = self._patterns(s, kws, where)
         fields: list[JsonDict] = []
         for key, sub in props.items():
-            at = f"{where}/properties/{_pointer(key)}"
+            at = f"{where}/properties/{pointer_part(key)}"
             try:
-                node = self.node(sub, at, refs, depth + 1)
+                node = self._property(key, [sub], patterns, at, refs, depth)
             except _NothingWritable as exc:
                 if key in required:
                     raise _NothingWritable(
@@ -451,8 +488,17 @@ class _Converter:
         else:
             extra, extra_at = True, where
         undeclared = [k for k in dict.fromkeys(required) if k not in props]
-        self._check_patterns(s, kws, undeclared, where)  # before additionalProperties
         for key in undeclared:
+            if any(re.search(p, key) for p in patterns):  # additionalProperties is then moot
+                at = f"{where}/patternProperties"
+                fields.append(
+                    {
+                        "name": key,
+                        "key": key,
+                        "node": self._property(key, [], patterns, at, refs, depth),
+                    }
+                )
+                continue
             if extra is False:
                 raise IRError(
                     f"{where}: the schema is unsatisfiable there: required property {key!r} "
@@ -476,44 +522,59 @@ class _Converter:
             "nullable": nullable,
         }
 
-    def _check_patterns(self, s: JsonDict, kws: set[str], keys: list[str], where: str) -> None:
-        """Refuse ``patternProperties`` when a pattern matches a written key."""
+    def _patterns(self, s: JsonDict, kws: set[str], where: str) -> dict[str, object]:
+        """The ``patternProperties`` of an object node (each pattern a Python regex)."""
         if "patternProperties" not in kws:
-            return
+            return {}
         patterns = _shaped(s["patternProperties"], dict, where, "patternProperties")
         for pattern in patterns:
             try:  # as jsonschema matches: re.search
-                hit = next((k for k in keys if re.search(pattern, k)), None)
+                re.compile(pattern)
             except re.error as exc:
                 raise IRError(
                     f"{where}/patternProperties: {pattern!r} is not a regex: {exc}"
                 ) from None
-            if hit is not None:
-                raise IRError(
-                    f"{where}/patternProperties: pattern {pattern!r} matches property "
-                    f"{hit!r}; patternProperties is not supported"
-                )
+        return patterns
+
+    def _property(
+        self,
+        key: str,
+        own: list[object],
+        patterns: dict[str, object],
+        where: str,
+        refs: tuple[str, ...],
+        depth: int,
+    ) -> JsonDict:
+        """A written key's value: its own schema and those of the patterns that match it."""
+        schemas = own + [sub for p, sub in patterns.items() if re.search(p, key)]
+        schemas = [x for x in schemas if x is not True and x != {}]
+        if len(schemas) > 1:  # all of them hold: a grammar value
+            return self.node({"allOf": schemas}, where, refs, depth + 1)
+        return self.node(schemas[0] if schemas else True, where, refs, depth + 1)
 
     def _check_keys(self, s: JsonDict, kws: set[str], keys: list[str], where: str) -> None:
-        """The object keywords that constrain the (fixed) set of written keys."""
+        """The object keywords that constrain the (fixed) set of written keys.
+
+        Raises:
+            _NotNative: the written keys break one: the object is then a grammar value.
+        """
         written = set(keys)
-        self._check_patterns(s, kws, keys, where)
         lo, hi = s.get("minProperties"), s.get("maxProperties")
         if "minProperties" in kws and isinstance(lo, int) and len(keys) < lo:
-            raise IRError(
+            raise _NotNative(
                 f"{where}: minProperties {lo} needs more keys than the {len(keys)} written "
-                "(properties and required); not supported"
+                "(properties and required)"
             )
         if "maxProperties" in kws and isinstance(hi, int) and len(keys) > hi:
-            raise IRError(
+            raise _NotNative(
                 f"{where}: maxProperties {hi} allows fewer keys than the {len(keys)} written "
-                "(every property is written); not supported"
+                "(every property is written)"
             )
         if "propertyNames" in kws:
             names = s["propertyNames"]
-            bad = [k for k in keys if not self._valid(names, k)]
+            bad = [k for k in keys if not self._valid(names, k, f"{where}/propertyNames")]
             if bad:
-                raise IRError(f"{where}/propertyNames: property {bad[0]!r} fails propertyNames")
+                raise _NotNative(f"{where}/propertyNames: property {bad[0]!r} fails propertyNames")
         for kw in ("dependencies", "dependentRequired", "dependentSchemas"):
             if kw not in kws:
                 continue
@@ -521,14 +582,13 @@ class _Converter:
             for key, dep in deps.items():
                 if key not in written or dep is True or dep == {}:
                     continue
-                at = f"{where}/{kw}/{_pointer(key)}"
+                at = f"{where}/{kw}/{pointer_part(key)}"
                 if not isinstance(dep, list):
-                    raise IRError(f"{at}: a schema dependency of a written key is not supported")
+                    raise _NotNative(f"{at}: a schema dependency of a written key")
                 missing = [d for d in dep if d not in written]
                 if missing:
-                    raise IRError(
-                        f"{at}: {key!r} needs {missing[0]!r}, which the schema does not "
-                        "declare; not supported"
+                    raise _NotNative(
+                        f"{at}: {key!r} needs {missing[0]!r}, which the schema does not declare"
                     )
 
     def _array(
@@ -542,11 +602,11 @@ class _Converter:
     ) -> JsonDict:
         for key in ("prefixItems", "contains"):
             if key in kws:
-                raise IRError(f"{where}: {_REFUSED[key]}")
+                raise _NotNative(f"{where}: {_NOT_NATIVE[key]}")
         if "items" in kws:
             items, items_at = s["items"], f"{where}/items"
             if isinstance(items, list):
-                raise IRError(f"{where}: tuple arrays (items as a list) are not supported")
+                raise _NotNative(f"{where}: a tuple array (items as a list)")
         elif "unevaluatedItems" in kws:
             items, items_at = s["unevaluatedItems"], f"{where}/unevaluatedItems"
         else:
@@ -561,7 +621,7 @@ class _Converter:
         if hi < lo:
             raise _NothingWritable(f"{where}: maxItems {hi} is below minItems {lo}")
         if "uniqueItems" in kws and s["uniqueItems"] is True and hi > 1:
-            raise IRError(f"{where}: uniqueItems is not supported (use a relation with distinct())")
+            raise _NotNative(f"{where}: uniqueItems with room for two items")
         try:
             item = self.node(items, items_at, refs, depth + 1)
         except _NothingWritable as exc:
@@ -570,6 +630,8 @@ class _Converter:
                     f"{where}: minItems {lo}, but no item can be written: {exc.message}"
                 ) from None
             item, hi, bounded = _any_value(), 0, True  # only the empty array
+        if item["type"] == "grammar":  # one grammar value, not unrolled to its bound
+            raise _NotNative(f"{items_at}: an array of grammar values")
         return {
             "type": "list",
             "item": item,
@@ -581,7 +643,7 @@ class _Converter:
 
     def _integer(self, s: JsonDict, kws: set[str], where: str, nullable: bool) -> JsonDict:
         if "multipleOf" in kws and s["multipleOf"] != 1:
-            raise IRError(f"{where}: {_REFUSED['multipleOf']}")
+            raise _NotNative(f"{where}: {_NOT_NATIVE['multipleOf']}")
         ge, le = -INT_LIMIT, INT_LIMIT
         for key, is_lower in (
             ("minimum", True),
@@ -617,7 +679,7 @@ class _Converter:
     def _string(self, s: JsonDict, kws: set[str], where: str, nullable: bool) -> JsonDict:
         for key in ("pattern", "format"):
             if key in kws:
-                raise IRError(f"{where}: {_REFUSED[key]}")
+                raise _NotNative(f"{where}: {_NOT_NATIVE[key]}")
         lo = _count(s["minLength"], where, "minLength") if "minLength" in kws else 0
         leaf: JsonDict = {"type": "leaf", "kind": "str", "nullable": nullable, "min_length": lo}
         if "maxLength" in kws:
@@ -646,18 +708,6 @@ def _shaped(v: object, kind: type[_T], where: str, key: str) -> _T:
 
 def _all_str(v: object) -> bool:
     return isinstance(v, list) and all(isinstance(x, str) for x in v)
-
-
-def _has_ref(s: object) -> bool:
-    if isinstance(s, dict):
-        return "$ref" in s or any(_has_ref(v) for v in s.values())
-    if isinstance(s, list):
-        return any(_has_ref(v) for v in s)
-    return False
-
-
-def _pointer(key: str) -> str:
-    return key.replace("~", "~0").replace("/", "~1")
 
 
 def _count(v: object, where: str, key: str) -> int:

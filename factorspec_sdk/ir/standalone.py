@@ -1,0 +1,266 @@
+"""A sub-schema of a JSON Schema document as a self-contained draft 2020-12 schema.
+
+This is what a grammar value of `ir_from_json_schema` carries: llguidance generates the value
+from it, and the IR-built model checks it with `jsonschema` (default dialect 2020-12), so the
+schema must mean alone, in draft 2020-12, exactly what the sub-schema meant in its document
+and dialect:
+
+* every ``$ref`` (resolved by the caller, from the document's root) is rewritten to an entry
+  of the schema's own ``$defs``, copied (transitively) from the document: ``#/$defs/A`` and
+  ``#/definitions/A`` become ``#/$defs/A``, ``#`` (the root) ``#/$defs/Root``, any other
+  pointer an entry named after its last part;
+* only the dialect's keywords are kept (`jsonschema` ignores the others; llguidance might
+  not), and those whose reading differs are translated: drafts 4 to 7 ignore the siblings
+  of ``$ref`` (dropped); draft 4's Boolean ``exclusiveMinimum`` / ``exclusiveMaximum`` move
+  the bound into the numeric keyword; ``items`` as a list (drafts before 2020-12) becomes
+  ``prefixItems`` and ``additionalItems`` becomes ``items``; ``dependencies``,
+  ``dependentRequired`` and ``dependentSchemas`` (which llguidance does not implement)
+  become ``anyOf`` of "the key is absent" and "the key's requirements hold";
+* what the two readers would read differently is refused with an `IRError` naming the
+  place: a ``multipleOf`` that is not an integer, or on a node that allows non-integer
+  numbers (`jsonschema` divides floats), a ``pattern`` Python's `re` cannot compile or that
+  uses a POSIX class (``[[:alpha:]]``, a class of characters in Rust, a set in Python),
+  an embedded ``$id`` above a ``$ref``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from urllib.parse import unquote
+
+import jsonschema
+from jsonschema.protocols import Validator
+
+from factorspec_sdk.ir.build import IRError
+
+__all__ = ["has_ref", "pointer_part", "standalone_schema"]
+
+JsonDict = dict[str, object]
+
+_ONE = frozenset(
+    {
+        "additionalProperties",
+        "contains",
+        "propertyNames",
+        "not",
+        "if",
+        "unevaluatedItems",
+        "unevaluatedProperties",
+    }
+)
+_LIST = frozenset({"allOf", "anyOf", "oneOf", "prefixItems"})
+_MAP = frozenset({"properties", "patternProperties"})
+_DEPENDENCIES = frozenset({"dependencies", "dependentRequired", "dependentSchemas"})
+_LEGACY_REF = (jsonschema.Draft4Validator, jsonschema.Draft6Validator, jsonschema.Draft7Validator)
+_NAME = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def standalone_schema(
+    s: object,
+    where: str,
+    *,
+    root: JsonDict,
+    dialect: type[Validator],
+    resolve: Callable[[str, str], object],
+) -> JsonDict:
+    """The self-contained draft 2020-12 schema of sub-schema ``s`` (at ``where``).
+
+    Args:
+        s: the sub-schema, as the document has it.
+        where: its place (``#/properties/a``), for errors.
+        root: the document (its own ``$id`` does not move the base of its ``$ref``).
+        dialect: the document's `jsonschema` validator class.
+        resolve: ``resolve(ref, where)`` is the schema a ``$ref`` points to in the document.
+
+    Raises:
+        IRError: the two readers would read something differently (see the module docstring),
+            ``resolve`` refused a ``$ref``, or ``$ref`` chains loop (``A`` is ``$ref: A``).
+    """
+    return _Copier(root, dialect, resolve).build(s, where)
+
+
+class _Copier:
+    def __init__(
+        self, root: JsonDict, dialect: type[Validator], resolve: Callable[[str, str], object]
+    ) -> None:
+        self.root = root
+        self.keywords = frozenset(dialect.VALIDATORS)
+        self.legacy_ref = dialect in _LEGACY_REF
+        self.draft4 = dialect is jsonschema.Draft4Validator
+        self.tuple_items = dialect is not jsonschema.Draft202012Validator
+        self.id_key = "id" if self.draft4 else "$id"
+        self.resolve = resolve
+        self.names: dict[str, str] = {}
+        self.defs: JsonDict = {}
+        self.pending: list[tuple[str, object, str]] = []
+
+    def build(self, s: object, where: str) -> JsonDict:
+        body = self.copy(s, where)
+        while self.pending:
+            name, target, at = self.pending.pop()
+            self.defs[name] = self.copy(target, at)
+        out: JsonDict = body if isinstance(body, dict) else {"allOf": [body]}
+        if self.defs:
+            out["$defs"] = dict(sorted(self.defs.items()))
+        return out
+
+    def copy(self, s: object, where: str) -> object:
+        if isinstance(s, bool):
+            return s
+        if not isinstance(s, dict):
+            raise IRError(f"{where}: a schema must be an object")
+        if s is not self.root and self._moves_base(s) and has_ref(s):
+            raise IRError(
+                f"{where}: an embedded {self.id_key} moves the base its $refs resolve "
+                "against; not supported"
+            )
+        if "$ref" in s and self.legacy_ref:
+            s = {"$ref": s["$ref"]}  # drafts 4 to 7 ignore the siblings of $ref
+        out: JsonDict = {}
+        extra: list[object] = []  # conjuncts translated from keywords llguidance lacks
+        for key, v in s.items():
+            if key not in self.keywords:
+                continue
+            at = f"{where}/{key}"
+            if key == "$ref":
+                out[key] = self._ref(v, where)
+            elif key == "items":
+                if isinstance(v, list) and self.tuple_items:
+                    out["prefixItems"] = [self.copy(x, f"{at}/{i}") for i, x in enumerate(v)]
+                    if "additionalItems" in s:
+                        out["items"] = self.copy(s["additionalItems"], f"{where}/additionalItems")
+                else:
+                    out[key] = self.copy(v, at)  # additionalItems is then irrelevant
+            elif key == "additionalItems":
+                continue  # read with a list of items, above
+            elif key in _ONE:
+                out[key] = self.copy(v, at)
+            elif key in _LIST:
+                items = _shaped_list(v, at)
+                out[key] = [self.copy(x, f"{at}/{i}") for i, x in enumerate(items)]
+            elif key in _MAP:
+                out[key] = {k: self.copy(x, f"{at}/{pointer_part(k)}") for k, x in _map(v, at)}
+            elif key in _DEPENDENCIES:
+                extra += self._dependencies(v, at)
+            elif key in ("minimum", "maximum") and self.draft4:
+                exclusive = "exclusive" + key[0].upper() + key[1:]
+                out[exclusive if s.get(exclusive) is True else key] = v
+            elif key == "multipleOf":
+                self._check_multiple(s, v, at)
+                out[key] = v
+            elif key == "pattern":
+                _check_pattern(v, at)
+                out[key] = v
+            else:
+                out[key] = v  # data: type, enum, const, required, bounds, format, ...
+        if extra:
+            out["allOf"] = [*_shaped_list(out.get("allOf", []), where), *extra]
+        return out
+
+    def _ref(self, ref: object, where: str) -> str:
+        if not isinstance(ref, str):
+            raise IRError(f"{where}: $ref must be a string")
+        name = self.names.get(ref)
+        if name is None:
+            target = self.resolve(ref, where)
+            self._check_cycle(ref, target, where)
+            name = self._fresh(ref)
+            self.names[ref] = name
+            self.pending.append((name, target, f"{where}/$ref"))
+        return f"#/$defs/{name}"
+
+    def _check_cycle(self, ref: str, target: object, where: str) -> None:
+        """Refuse a chain of ``$ref`` that comes back to ``ref`` without any other keyword."""
+        seen = {ref}
+        while isinstance(target, dict) and isinstance(target.get("$ref"), str):
+            if not self.legacy_ref and set(target) & self.keywords - {"$ref"}:
+                return
+            nxt = str(target["$ref"])
+            if nxt in seen:
+                raise IRError(
+                    f"{where}: $ref {ref!r} is a cycle of $refs that never reaches a schema"
+                )
+            seen.add(nxt)
+            target = self.resolve(nxt, where)
+
+    def _fresh(self, ref: str) -> str:
+        parts = unquote(ref[2:]).split("/") if ref.startswith("#/") else []
+        if not parts:
+            base = "Root"
+        else:
+            last = parts[-1].replace("~1", "/").replace("~0", "~")
+            base = _NAME.sub("_", last) or "Ref"
+        taken = set(self.names.values())
+        name, n = base, 1
+        while name in taken:
+            n += 1
+            name = f"{base}_{n}"
+        return name
+
+    def _moves_base(self, s: JsonDict) -> bool:
+        v = s.get(self.id_key)
+        return isinstance(v, str) and not v.startswith("#")
+
+    def _dependencies(self, v: object, at: str) -> list[object]:
+        """``key present => requirement`` as ``anyOf: [key absent, requirement]`` per key."""
+        out: list[object] = []
+        for key, dep in _map(v, at):
+            absent: JsonDict = {"properties": {key: False}}
+            if isinstance(dep, list):
+                if not all(isinstance(d, str) for d in dep):
+                    raise IRError(f"{at}/{pointer_part(key)}: a dependency must list key names")
+                need: object = {"required": [key, *dep]}
+            else:
+                need = {"allOf": [{"required": [key]}, self.copy(dep, f"{at}/{pointer_part(key)}")]}
+            out.append({"anyOf": [absent, need]})
+        return out
+
+    def _check_multiple(self, s: JsonDict, v: object, at: str) -> None:
+        t = s.get("type")
+        types = {t} if isinstance(t, str) else set(t) if isinstance(t, list) else set()
+        if isinstance(v, bool) or not isinstance(v, int) or "number" in types or not types:
+            raise IRError(
+                f"{at}: multipleOf {v!r} on values that may be non-integer numbers is not "
+                "supported (jsonschema divides floats, the grammar decimals; they disagree)"
+            )
+
+
+def _check_pattern(v: object, at: str) -> None:
+    if not isinstance(v, str):
+        raise IRError(f"{at}: pattern must be a string")
+    if "[:" in v:
+        raise IRError(
+            f"{at}: pattern {v!r} may hold a POSIX class ([:alpha:]), which Python's re and "
+            "the grammar's regex read differently; not supported"
+        )
+    try:
+        re.compile(v)
+    except re.error as exc:
+        raise IRError(f"{at}: {v!r} is not a Python regex: {exc}") from None
+
+
+def _shaped_list(v: object, at: str) -> list[object]:
+    if not isinstance(v, list):
+        raise IRError(f"{at}: must be a list")
+    return v
+
+
+def _map(v: object, at: str) -> list[tuple[str, object]]:
+    if not isinstance(v, dict):
+        raise IRError(f"{at}: must be an object")
+    return [(str(k), x) for k, x in v.items()]
+
+
+def has_ref(s: object) -> bool:
+    """Whether a ``$ref`` key appears anywhere in the JSON value ``s``."""
+    if isinstance(s, dict):
+        return "$ref" in s or any(has_ref(v) for v in s.values())
+    if isinstance(s, list):
+        return any(has_ref(v) for v in s)
+    return False
+
+
+def pointer_part(key: str) -> str:
+    """``key`` as one part of a JSON pointer (``~`` and ``/`` escaped)."""
+    return key.replace("~", "~0").replace("/", "~1")
