@@ -86,7 +86,12 @@ from jsonschema.protocols import Validator
 from factorspec_sdk.ir.build import DEFAULT_LIMITS, IRError, IRLimits, json_depth
 from factorspec_sdk.ir.model import IR_VERSION
 from factorspec_sdk.ir.schema_check import json_schema_validator
-from factorspec_sdk.ir.standalone import has_ref, pointer_part, standalone_schema
+from factorspec_sdk.ir.standalone import (
+    asserted_format,
+    has_ref,
+    pointer_part,
+    standalone_schema,
+)
 from factorspec_sdk.relations.layout import DEFAULT_MAX_LIST_LENGTH, INT_LIMIT, grammar_layout
 
 __all__ = ["ir_from_json_schema"]
@@ -259,20 +264,21 @@ class _Converter:
         try:
             return self._native(s, where, refs, depth)
         except _NotNative as exc:
-            reason = exc.message
-            if where == "#":
-                raise IRError(
-                    f"{exc.message}; the root must be an object the writer lays out"
-                ) from None
-            schema = standalone_schema(
-                s, where, root=self.root, dialect=type(self.validator), resolve=self._resolve
-            )
+            return self._grammar(s, where, exc.message)
 
-            def fail(why: str) -> IRError:
-                return IRError(f"{reason}, and as a grammar value {why}")
+    def _grammar(self, s: object, where: str, reason: str) -> JsonDict:
+        """The grammar value of sub-schema ``s``, which the writer does not lay out (``reason``)."""
+        if where == "#":
+            raise IRError(f"{reason}; the root must be an object the writer lays out")
+        schema = standalone_schema(
+            s, where, root=self.root, dialect=type(self.validator), resolve=self._resolve
+        )
 
-            grammar_layout(schema, fail)
-            return {"type": "grammar", "schema": schema}
+        def fail(why: str) -> IRError:
+            return IRError(f"{reason}, and as a grammar value {why}")
+
+        grammar_layout(schema, fail)
+        return {"type": "grammar", "schema": schema}
 
     def _native(self, s: object, where: str, refs: tuple[str, ...], depth: int) -> JsonDict:
         self.count += 1
@@ -473,13 +479,16 @@ class _Converter:
         for key, sub in props.items():
             at = f"{where}/properties/{pointer_part(key)}"
             try:
-                node = self._property(key, [sub], patterns, at, refs, depth)
+                sub = self._key_schema(key, [sub], patterns)
+                node = self.node(sub, at, refs, depth + 1)
             except _NothingWritable as exc:
-                if key in required:
+                if key not in required:
+                    continue  # absent-only: the writer never writes it
+                if not self._valid(sub, None, at):
                     raise _NothingWritable(
                         f"{at}: the property is required, but {exc.message}"
                     ) from None
-                continue  # absent-only: the writer never writes it
+                node = self._grammar(sub, at, exc.message)  # null, written by the grammar
             fields.append({"name": key, "key": key, "node": node})
         if "additionalProperties" in kws:
             extra, extra_at = s["additionalProperties"], f"{where}/additionalProperties"
@@ -495,7 +504,7 @@ class _Converter:
                     {
                         "name": key,
                         "key": key,
-                        "node": self._property(key, [], patterns, at, refs, depth),
+                        "node": self.node(self._key_schema(key, [], patterns), at, refs, depth + 1),
                     }
                 )
                 continue
@@ -536,21 +545,14 @@ class _Converter:
                 ) from None
         return patterns
 
-    def _property(
-        self,
-        key: str,
-        own: list[object],
-        patterns: dict[str, object],
-        where: str,
-        refs: tuple[str, ...],
-        depth: int,
-    ) -> JsonDict:
-        """A written key's value: its own schema and those of the patterns that match it."""
+    @staticmethod
+    def _key_schema(key: str, own: list[object], patterns: dict[str, object]) -> object:
+        """A written key's schema: its own and those of the patterns that match it, all held."""
         schemas = own + [sub for p, sub in patterns.items() if re.search(p, key)]
         schemas = [x for x in schemas if x is not True and x != {}]
-        if len(schemas) > 1:  # all of them hold: a grammar value
-            return self.node({"allOf": schemas}, where, refs, depth + 1)
-        return self.node(schemas[0] if schemas else True, where, refs, depth + 1)
+        if len(schemas) > 1:  # allOf of several: a grammar value
+            return {"allOf": schemas}
+        return schemas[0] if schemas else True
 
     def _check_keys(self, s: JsonDict, kws: set[str], keys: list[str], where: str) -> None:
         """The object keywords that constrain the (fixed) set of written keys.
@@ -677,9 +679,10 @@ class _Converter:
         return out
 
     def _string(self, s: JsonDict, kws: set[str], where: str, nullable: bool) -> JsonDict:
-        for key in ("pattern", "format"):
-            if key in kws:
-                raise _NotNative(f"{where}: {_NOT_NATIVE[key]}")
+        if "pattern" in kws:
+            raise _NotNative(f"{where}: {_NOT_NATIVE['pattern']}")
+        if "format" in kws and asserted_format(s["format"], type(self.validator)):
+            raise _NotNative(f"{where}: {_NOT_NATIVE['format']}")
         lo = _count(s["minLength"], where, "minLength") if "minLength" in kws else 0
         leaf: JsonDict = {"type": "leaf", "kind": "str", "nullable": nullable, "min_length": lo}
         if "maxLength" in kws:

@@ -16,11 +16,21 @@ and dialect:
   ``prefixItems`` and ``additionalItems`` becomes ``items``; ``dependencies``,
   ``dependentRequired`` and ``dependentSchemas`` (which llguidance does not implement)
   become ``anyOf`` of "the key is absent" and "the key's requirements hold";
+* ``not`` and ``if`` / ``then`` / ``else`` (which llguidance does not implement either)
+  become the negation of their schema where it can be written without ``not`` (``type``,
+  ``required``, ``properties``, ``allOf``, ``anyOf``, ``not``), and ``anyOf: [if and then,
+  (not if) and else]``. A negation may keep fewer values than the schema allows (``not:
+  {type: integer}`` leaves out non-integer numbers too; a keyword it cannot negate, such as
+  ``enum``, is left out of the ``anyOf`` of the negated keywords), never more; where none
+  can be written, ``not`` stays and llguidance refuses it by name, and ``if`` keeps only its
+  ``then`` branch;
+* a ``format`` neither `jsonschema` (its dialect's format checker) nor llguidance knows is
+  dropped: `jsonschema` ignores it (`asserted_format`);
 * what the two readers would read differently is refused with an `IRError` naming the
-  place: a ``multipleOf`` that is not an integer, or on a node that allows non-integer
-  numbers (`jsonschema` divides floats), a ``pattern`` Python's `re` cannot compile or that
-  uses a POSIX class (``[[:alpha:]]``, a class of characters in Rust, a set in Python),
-  an embedded ``$id`` above a ``$ref``.
+  place: a ``multipleOf`` that is not an integer, or other than 1 on a node that allows
+  non-integer numbers (`jsonschema` divides floats), a ``pattern`` Python's `re` cannot
+  compile or that uses a POSIX class (``[[:alpha:]]``, a class of characters in Rust, a set
+  in Python), an embedded ``$id`` above a ``$ref``.
 """
 
 from __future__ import annotations
@@ -33,8 +43,9 @@ import jsonschema
 from jsonschema.protocols import Validator
 
 from factorspec_sdk.ir.build import IRError
+from factorspec_sdk.relations.layout import grammar_layout
 
-__all__ = ["has_ref", "pointer_part", "standalone_schema"]
+__all__ = ["asserted_format", "has_ref", "pointer_part", "standalone_schema"]
 
 JsonDict = dict[str, object]
 
@@ -43,12 +54,11 @@ _ONE = frozenset(
         "additionalProperties",
         "contains",
         "propertyNames",
-        "not",
-        "if",
         "unevaluatedItems",
         "unevaluatedProperties",
     }
 )
+_TYPES = ("null", "boolean", "object", "array", "number", "string")
 _LIST = frozenset({"allOf", "anyOf", "oneOf", "prefixItems"})
 _MAP = frozenset({"properties", "patternProperties"})
 _DEPENDENCIES = frozenset({"dependencies", "dependentRequired", "dependentSchemas"})
@@ -85,6 +95,7 @@ class _Copier:
         self, root: JsonDict, dialect: type[Validator], resolve: Callable[[str, str], object]
     ) -> None:
         self.root = root
+        self.dialect = dialect
         self.keywords = frozenset(dialect.VALIDATORS)
         self.legacy_ref = dialect in _LEGACY_REF
         self.draft4 = dialect is jsonschema.Draft4Validator
@@ -143,6 +154,14 @@ class _Copier:
                 out[key] = {k: self.copy(x, f"{at}/{pointer_part(k)}") for k, x in _map(v, at)}
             elif key in _DEPENDENCIES:
                 extra += self._dependencies(v, at)
+            elif key == "not":
+                negation = self._negation(v, at)
+                if negation is None:
+                    out[key] = self.copy(v, at)  # llguidance refuses it, by name
+                else:
+                    extra.append(negation)
+            elif key == "if":
+                extra.append(self._conditional(s, where))
             elif key in ("minimum", "maximum") and self.draft4:
                 exclusive = "exclusive" + key[0].upper() + key[1:]
                 out[exclusive if s.get(exclusive) is True else key] = v
@@ -152,6 +171,9 @@ class _Copier:
             elif key == "pattern":
                 _check_pattern(v, at)
                 out[key] = v
+            elif key == "format":
+                if asserted_format(v, self.dialect):
+                    out[key] = v
             else:
                 out[key] = v  # data: type, enum, const, required, bounds, format, ...
         if extra:
@@ -216,14 +238,113 @@ class _Copier:
             out.append({"anyOf": [absent, need]})
         return out
 
+    def _conditional(self, s: JsonDict, where: str) -> object:
+        """``if I then T else E`` as ``anyOf: [I and T, (not I) and E]``."""
+        cond = s["if"]
+        branches: list[object] = [
+            {
+                "allOf": [
+                    self.copy(cond, f"{where}/if"),
+                    self.copy(s.get("then", True), f"{where}/then"),
+                ]
+            }
+        ]
+        negation = self._negation(cond, f"{where}/if")
+        if negation is not None:  # else the values all satisfy I (a subset)
+            branches.append({"allOf": [negation, self.copy(s.get("else", True), f"{where}/else")]})
+        return {"anyOf": branches}
+
+    def _negation(self, v: object, at: str) -> object | None:
+        """A schema that only values failing ``v`` satisfy (maybe not all of them), or None.
+
+        ``v`` is a conjunction of its keywords, so its negation is the ``anyOf`` of theirs; a
+        keyword that cannot be negated here is left out of it (fewer values, all failing
+        ``v``), and None means none can: ``enum``, ``const``, ``$ref``, bounds, ...
+        """
+        if v is True or v == {}:
+            return False
+        if v is False:
+            return True
+        if not isinstance(v, dict) or "$ref" in v:
+            return None
+        if not self.keywords & set(v):
+            return False  # constrains nothing, like {}
+        parts: list[object] = []
+        for key, x in v.items():
+            if key not in self.keywords:
+                continue
+            part = self._negate_keyword(key, x, f"{at}/{key}")
+            if part is not None:
+                parts.append(part)
+        if not parts:
+            return None
+        return parts[0] if len(parts) == 1 else {"anyOf": parts}
+
+    def _negate_keyword(self, key: str, x: object, at: str) -> object | None:
+        if key == "type":
+            named = {x} if isinstance(x, str) else set(x) if isinstance(x, list) else set()
+            # not integer: not number either (the non-integer numbers cannot be named)
+            rest = [
+                t for t in _TYPES if t not in named and not (t == "number" and "integer" in named)
+            ]
+            return {"type": rest} if rest else False
+        if key == "required" and isinstance(x, list):
+            return {"anyOf": [{"properties": {str(k): False}} for k in x]} if x else False
+        if key == "properties" and isinstance(x, dict):
+            parts: list[object] = []
+            for k, sub in x.items():
+                negation = self._negation(sub, f"{at}/{pointer_part(str(k))}")
+                if negation is not None:
+                    parts.append({"type": "object", "required": [k], "properties": {k: negation}})
+            return {"anyOf": parts} if parts else None
+        if key == "allOf" and isinstance(x, list):
+            negations = [self._negation(sub, f"{at}/{i}") for i, sub in enumerate(x)]
+            kept = [n for n in negations if n is not None]
+            return {"anyOf": kept} if kept else None
+        if key == "anyOf" and isinstance(x, list):
+            negations = [self._negation(sub, f"{at}/{i}") for i, sub in enumerate(x)]
+            if any(n is None for n in negations):
+                return None
+            return {"allOf": negations}
+        if key == "not":
+            return self.copy(x, at)
+        return None
+
     def _check_multiple(self, s: JsonDict, v: object, at: str) -> None:
         t = s.get("type")
         types = {t} if isinstance(t, str) else set(t) if isinstance(t, list) else set()
-        if isinstance(v, bool) or not isinstance(v, int) or "number" in types or not types:
+        integral = not isinstance(v, bool) and isinstance(v, int)
+        if not integral or (v != 1 and ("number" in types or not types)):
             raise IRError(
                 f"{at}: multipleOf {v!r} on values that may be non-integer numbers is not "
                 "supported (jsonschema divides floats, the grammar decimals; they disagree)"
             )
+
+
+class _Unknown(Exception):
+    pass
+
+
+def asserted_format(fmt: object, dialect: type[Validator]) -> bool:
+    """Whether a string ``format`` constrains the value: `jsonschema` or llguidance checks it.
+
+    `jsonschema` asserts the formats of its dialect's checker (those whose libraries are
+    installed) and ignores the others; a format llguidance knows is kept too (the values look
+    like what the client asked for). A format neither knows is irrelevant to validity.
+    """
+    if not isinstance(fmt, str):
+        return True  # the meta-schema check refuses it
+    if fmt in dialect.FORMAT_CHECKER.checkers:
+        return True
+
+    def unknown(why: str) -> Exception:
+        return _Unknown(why)
+
+    try:
+        grammar_layout({"type": "string", "format": fmt}, unknown)
+    except _Unknown:
+        return False
+    return True
 
 
 def _check_pattern(v: object, at: str) -> None:
