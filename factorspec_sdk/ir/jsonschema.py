@@ -7,30 +7,48 @@ guarantee is an `IRError` naming the place (``#/properties/a/items``), never sil
 dropped. The writer's values are a *subset* of what the schema accepts: it writes every
 property it keeps, integers within ``+-(10**18 - 1)``, free strings without escapes.
 
+The writer lays out what it can itself (*native* nodes, which relations can read and whose
+certain tokens are drafted); every other sub-schema is one **grammar value**
+(``{"type": "grammar", "schema": ...}``): llguidance generates it from the sub-schema, made
+self-contained and read as its dialect reads it (`factorspec_sdk.ir.standalone`: the
+``$defs`` it references copied in, a ``$ref`` to the root or to any other pointer turned
+into a ``$defs`` entry, draft 4 to 2019-09 keywords translated to draft 2020-12). An array
+or object under a keyword the writer does not lay out is one grammar value with everything
+under it, never unrolled; so is an array whose items are grammar values, and a combinator
+one of whose alternatives is. A grammar value is compiled by llguidance when the IR is
+built, so what llguidance refuses is an `IRError` naming the place and carrying
+llguidance's message. The root must be a native object (the spec's layout is an object).
+
 Keywords, as `jsonschema` asserts them per dialect (a keyword of one type constrains only
 values of that type, so ``minLength`` on an integer node is irrelevant, as JSON Schema says):
 
-* **Enforced**
+* **Native**
     * ``type`` (one type besides ``"null"``: object, array, integer, boolean, string).
     * ``enum`` / ``const``: each value is validated with `jsonschema` against the *whole*
       node (its ``type``, ``$ref`` and every other sibling, formats and patterns included);
       the writer offers the values that pass and that it can write (strings, integers,
       booleans; an integral float as its integer). ``null`` is offered when listed and valid.
+      An enum with none of those but objects, arrays or floats is a grammar value.
     * ``null``: the writer may write ``null`` exactly where `jsonschema` accepts ``null`` for
       the node (``type: [..., "null"]``, ``anyOf``/``oneOf`` with ``{"type": "null"}``,
       an ``enum`` listing ``null``, a node that constrains nothing). OpenAPI's
       ``nullable: true`` is not JSON Schema and `jsonschema` ignores it, so it allows no
-      ``null`` here (a record without ``null`` is valid under both readings).
+      ``null`` here (a record without ``null`` is valid under both readings). A required
+      property whose only value is ``null`` is a grammar value.
     * ``properties`` (every property is written, in schema order), ``required`` (a required
       key not under ``properties`` is written after them, with the schema of
       ``additionalProperties``, else ``unevaluatedProperties``; when neither is given or it
       is ``true``, the value is a free string or ``null``; ``additionalProperties: false``
       with such a key is unsatisfiable, an `IRError`), ``additionalProperties`` (it applies
-      only to those keys), ``patternProperties`` (when no written key matches a pattern,
-      by `re.search` as `jsonschema` matches), ``minProperties`` / ``maxProperties`` (the
-      number of written keys is fixed), ``propertyNames`` (each written key is validated),
-      ``dependencies`` / ``dependentRequired`` with key lists (every key is written),
-      ``unevaluatedProperties`` (keys under ``properties`` are evaluated).
+      only to those keys), ``patternProperties`` (a written key a pattern matches, by
+      `re.search` as `jsonschema` matches, holds the pattern's schema too: its value is the
+      grammar value of ``allOf`` of them), ``minProperties`` / ``maxProperties``
+      (the number of written keys is fixed), ``propertyNames`` (each written key is
+      validated), ``dependencies`` / ``dependentRequired`` with key lists (every key is
+      written), ``unevaluatedProperties`` (keys under ``properties`` are evaluated). An
+      object whose written keys break ``minProperties``, ``maxProperties``,
+      ``propertyNames`` or a dependency (a key list naming an undeclared key, a schema
+      dependency of a written key) is a grammar value.
     * ``items`` (one schema; ``true``/absent: free strings or ``null``; ``false``: no items),
       ``minItems`` / ``maxItems`` (no ``maxItems``: at most 16 items), ``uniqueItems``
       (only with ``maxItems`` <= 1), ``additionalItems`` (irrelevant beside a single
@@ -40,20 +58,37 @@ values of that type, so ``minLength`` on an integer node is irrelevant, as JSON 
       points) is the number of characters written.
     * ``minimum`` / ``maximum`` / ``exclusiveMinimum`` / ``exclusiveMaximum`` (numbers, or
       draft 4's Boolean modifiers) on integers; ``multipleOf: 1``.
-    * ``$ref`` to a place in the same document (``#``, ``#/$defs/A``, ``#/definitions/A``);
-      beside it, other keywords only where the dialect ignores them (drafts 4 to 7).
-      ``allOf`` with one schema; ``anyOf`` / ``oneOf`` of one schema and ``{"type": "null"}``;
-      either beside ``type`` when the values written for the one schema have that type.
-* **Refused** (an `IRError` where they would constrain a written value): ``number``,
-  unions of several types, ``type: "null"`` alone where a value is needed, ``pattern``,
-  ``format`` (outside an ``enum``), ``multipleOf`` other than 1, ``not``, ``if``,
-  ``allOf`` of several schemas, ``anyOf`` / ``oneOf`` of several non-null schemas, a
-  combinator beside validation keywords other than ``type``, ``prefixItems`` and ``items``
-  as a list (tuples), ``contains``, ``uniqueItems`` with room for two items,
-  ``patternProperties`` matching a written key,
-  schema-valued ``dependencies`` / ``dependentSchemas`` of a written key, ``$ref`` outside
-  the document, ``$dynamicRef`` / ``$recursiveRef``, an embedded ``$id`` (draft 4: ``id``)
-  over a ``$ref`` (it moves the base the ``$ref`` resolves against), required recursion,
+    * ``$ref`` to a place in the same document (``#``, ``#/$defs/A``, ``#/definitions/A``,
+      any JSON pointer); beside it, other keywords where the dialect ignores them (drafts 4
+      to 7). ``allOf`` with one schema; ``anyOf`` / ``oneOf`` of one schema and
+      ``{"type": "null"}``; either beside ``type`` when the values written for the one
+      schema have that type. Recursion is laid out until a ``$ref`` comes back to one it
+      went through; that ``$ref`` is a grammar value.
+    * ``format`` that neither `jsonschema` (its dialect's checker, with the libraries
+      installed) nor llguidance knows: irrelevant, `jsonschema` ignores it.
+* **Grammar values** (llguidance): ``number``; unions of several types; ``pattern``;
+  ``format`` (outside an ``enum``; llguidance's formats: date, time, date-time, duration,
+  email, hostname, ipv4, ipv6, uuid, uri, ...); ``multipleOf`` other than 1; ``allOf`` of
+  several schemas; ``anyOf`` of several schemas; ``oneOf`` of several schemas that
+  llguidance proves exclusive (it is never coerced to ``anyOf``, which could write a value
+  two branches accept); a combinator beside other validation keywords; ``$ref`` beside
+  other keywords (draft 2019-09 and later); ``prefixItems`` and ``items`` as a list
+  (tuples, with ``additionalItems``); ``not`` and ``if`` / ``then`` / ``else``, as
+  `standalone_schema` negates them (a subset of the values where a negation must leave some
+  out); the object keywords above; recursion; ``$ref`` to the root.
+* **Refused** (an `IRError` where they would constrain a written value): what llguidance
+  does not implement or cannot compile, by its message: ``uniqueItems`` with room for two
+  items, ``contains``, ``propertyNames`` / ``unevaluatedProperties`` /
+  ``unevaluatedItems`` inside a grammar value, ``not`` of what `standalone_schema` cannot
+  negate (``enum``, ``const``, ``$ref``, ...), a ``oneOf`` it cannot prove exclusive,
+  formats it does not know that `jsonschema` asserts (``idn-email``, ``regex``, ...),
+  regexes with look-around, recursion through a ``$ref`` with siblings; what the two
+  readers would read differently (a non-integer ``multipleOf``, or one other than 1 on a
+  node that allows non-integer numbers; a ``pattern`` with a POSIX class); a root that is
+  not a native object (an array, a string, ``anyOf`` of objects, a root object that breaks
+  one of the object keywords above, ...); ``$ref`` outside the document, ``$dynamicRef`` /
+  ``$recursiveRef``, an embedded ``$id`` (draft 4: ``id``) over a ``$ref`` (it moves the
+  base the ``$ref`` resolves against), a cycle of ``$ref`` that never reaches a schema,
   draft 3 schemas, and schemas that fail their dialect's meta-schema.
 * **Irrelevant to validity** (`jsonschema` asserts nothing for them): ``title``,
   ``description``, ``default``, ``examples``, ``$comment``, ``$schema`` (it picks the
@@ -62,14 +97,15 @@ values of that type, so ``minLength`` on an integer node is irrelevant, as JSON 
   ``contentMediaType``, ``contentSchema``, ``then`` / ``else`` without ``if``,
   ``minContains`` / ``maxContains`` without ``contains``, OpenAPI's ``nullable``,
   ``discriminator``, ``example``, vendor keywords (``x-...``, ``strict``,
-  ``propertyOrdering``) and every keyword the dialect does not define.
+  ``propertyOrdering``) and every keyword the dialect does not define (grammar values
+  leave them out).
 
 A node with nothing the writer can write (an empty intersection: an ``enum`` none of whose
 values passes the node's other keywords, ``false``, ``type: "null"`` alone, ``minimum``
-above ``maximum``, recursion) makes an optional property absent-only (it is left out of the
-object, so the writer never writes it) and an array without ``minItems`` empty; a required
-property, an item of a non-empty array or the root is an `IRError` saying the schema is
-unsatisfiable there.
+above ``maximum``) makes an optional property absent-only (it is left out of the object,
+so the writer never writes it) and an array without ``minItems`` empty; a required
+property (unless ``null`` is its value: a grammar value), an item of a non-empty array or
+the root is an `IRError` saying the schema is unsatisfiable there.
 """
 
 from __future__ import annotations
@@ -181,11 +217,14 @@ def ir_from_json_schema(
     (see the module docstring for each keyword). Properties are written in the order the
     schema lists them, all of them, then the required keys not under ``properties``; a
     property that can have no value the writer can write is left out (unless required).
-    Arrays without ``maxItems`` get the default bound of 16 items.
+    Arrays without ``maxItems`` get the default bound of 16 items. A sub-schema the writer
+    does not lay out itself is one grammar value (``{"type": "grammar", "schema": ...}``,
+    self-contained, draft 2020-12), generated by llguidance.
 
     Raises:
-        IRError: the schema uses something the writer cannot guarantee, is unsatisfiable
-            (for the writer) at a place it names, or is malformed.
+        IRError: the schema uses something neither the writer nor llguidance can guarantee
+            (llguidance's message included), its root is not an object the writer lays
+            out, it is unsatisfiable (for the writer) at a place it names, or malformed.
     """
     if not isinstance(schema, dict):
         raise IRError("the JSON schema must be an object")
@@ -549,6 +588,8 @@ class _Converter:
     def _key_schema(key: str, own: list[object], patterns: dict[str, object]) -> object:
         """A written key's schema: its own and those of the patterns that match it, all held."""
         schemas = own + [sub for p, sub in patterns.items() if re.search(p, key)]
+        if any(x is False for x in schemas):
+            return False  # no value: the key is absent-only (or the schema unsatisfiable)
         schemas = [x for x in schemas if x is not True and x != {}]
         if len(schemas) > 1:  # allOf of several: a grammar value
             return {"allOf": schemas}

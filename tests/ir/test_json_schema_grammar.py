@@ -213,6 +213,22 @@ def test_dialects_are_translated_to_2020_12() -> None:
     assert "const" not in str(fields(obj({"x": d4const}, **{"$schema": D4}))["x"]["schema"])
 
 
+def test_null_alone_and_pattern_properties() -> None:
+    schema = obj({"z": {"type": "null"}, "o": {"type": "null"}}, required=["z"])
+    assert fields(schema) == {"z": {"type": "grammar", "schema": {"type": "null"}}}
+    assert all(r == {"z": None} for r in records(schema, 2))
+    # a key the pattern's schema and its own schema both constrain; false stays absent-only
+    pp = obj({"ab": INT, "ac": False, "b": INT}, patternProperties={"^a": {"maximum": 5}})
+    f = fields(pp)
+    assert list(f) == ["ab", "b"] and f["b"]["type"] == "leaf"
+    assert f["ab"]["schema"] == {"allOf": [INT, {"maximum": 5}]}
+    assert all(0 <= r["ab"] <= 5 for r in records({**pp, "required": ["ab"]}, 3))
+    # a required key not under properties takes the patterns' schemas, not additionalProperties
+    undeclared = obj({}, required=["ab"], patternProperties={"^a": INT}, additionalProperties=False)
+    assert fields(undeclared)["ab"]["kind"] == "int"
+    assert all(0 <= r["ab"] <= 9 for r in records(undeclared, 3))
+
+
 def test_formats_nobody_checks_are_irrelevant() -> None:
     s = {"type": "string", "format": "x-made-up", "maxLength": 3}
     assert fields(obj({"s": s}))["s"]["type"] == "leaf"
