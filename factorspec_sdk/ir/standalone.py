@@ -24,6 +24,10 @@ and dialect:
   ``enum``, is left out of the ``anyOf`` of the negated keywords), never more; where none
   can be written, ``not`` stays and llguidance refuses it by name, and ``if`` keeps only its
   ``then`` branch;
+* a ``pattern`` must match the whole string (``^(?:p)$``): a string that is one match of
+  the pattern contains a match, as `jsonschema`'s `re.search` asks, so the values are a
+  subset; without it llguidance lets any text surround the match, and a model (a random one
+  above all) rarely reaches a match within free text;
 * a ``format`` neither `jsonschema` (its dialect's format checker) nor llguidance knows is
   dropped: `jsonschema` ignores it (`asserted_format`);
 * what the two readers would read differently is refused with an `IRError` naming the
@@ -64,6 +68,7 @@ _MAP = frozenset({"properties", "patternProperties"})
 _DEPENDENCIES = frozenset({"dependencies", "dependentRequired", "dependentSchemas"})
 _LEGACY_REF = (jsonschema.Draft4Validator, jsonschema.Draft6Validator, jsonschema.Draft7Validator)
 _NAME = re.compile(r"[^A-Za-z0-9_.-]+")
+_FLAGS = re.compile(r"(\(\?[aiLmsux]+\))+")
 
 
 def standalone_schema(
@@ -169,8 +174,7 @@ class _Copier:
                 self._check_multiple(s, v, at)
                 out[key] = v
             elif key == "pattern":
-                _check_pattern(v, at)
-                out[key] = v
+                out[key] = _whole_match(_checked_pattern(v, at))
             elif key == "format":
                 if asserted_format(v, self.dialect):
                     out[key] = v
@@ -347,7 +351,29 @@ def asserted_format(fmt: object, dialect: type[Validator]) -> bool:
     return True
 
 
-def _check_pattern(v: object, at: str) -> None:
+def _whole_match(pattern: str) -> str:
+    """``pattern`` anchored at both ends, once (llguidance takes anchors only there).
+
+    The pattern's own leading ``^`` and trailing unescaped ``$`` are dropped first: a string
+    the rest matches whole still holds a match of the pattern. Global flags (``(?i)``) stay in
+    front, as Python asks.
+    """
+    flags = _FLAGS.match(pattern)
+    head = flags.group(0) if flags else ""
+    core = pattern[len(head) :].removeprefix("^")
+    if core.endswith("$"):
+        backslashes = len(core[:-1]) - len(core[:-1].rstrip("\\"))
+        if backslashes % 2 == 0:  # not an escaped dollar
+            core = core[:-1]
+    anchored = f"{head}^(?:{core})$"
+    try:
+        re.compile(anchored)
+    except re.error:
+        return pattern
+    return anchored
+
+
+def _checked_pattern(v: object, at: str) -> str:
     if not isinstance(v, str):
         raise IRError(f"{at}: pattern must be a string")
     if "[:" in v:
@@ -359,6 +385,7 @@ def _check_pattern(v: object, at: str) -> None:
         re.compile(v)
     except re.error as exc:
         raise IRError(f"{at}: {v!r} is not a Python regex: {exc}") from None
+    return v
 
 
 def _shaped_list(v: object, at: str) -> list[object]:

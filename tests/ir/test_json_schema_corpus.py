@@ -82,7 +82,7 @@ def test_accepted_schemas_decode_to_valid_records() -> None:
     tried: Counter[str] = Counter()
     accepted: Counter[str] = Counter()
     records = 0
-    stopped = 0
+    stopped: list[str] = []
     invalid: list[str] = []
     for path in corpus_files():
         tried[path.parent.name] += 1
@@ -95,7 +95,7 @@ def test_accepted_schemas_decode_to_valid_records() -> None:
         for check in decode_records(spec, schema, tok, RECORDS, model_seed=len(path.name)):
             records += 1
             if check.outcome == "max_tokens":
-                stopped += 1
+                stopped.append(str(path.relative_to(CORPUS)))
                 continue
             assert check.outcome != "error", (path, check.detail)
             if check.outcome == "invalid":
@@ -104,9 +104,10 @@ def test_accepted_schemas_decode_to_valid_records() -> None:
     per_folder = ", ".join(f"{k} {accepted[k]}/{tried[k]}" for k in sorted(tried))
     print(
         f"\n{sum(accepted.values())} of {sum(tried.values())} schemas accepted ({per_folder}); "
-        f"{records} records, {stopped} hit max_tokens={MAX_TOKENS}, {len(invalid)} invalid; "
-        f"vocabulary {tok.vocab_size} tokens; prompt {PROMPT!r}; {seconds:.1f} s"
+        f"{records} records, {len(stopped)} hit max_tokens={MAX_TOKENS} ({', '.join(stopped)}), "
+        f"{len(invalid)} invalid; vocabulary {tok.vocab_size} tokens; prompt {PROMPT!r}; "
+        f"{seconds:.1f} s"
     )
     assert not invalid, "\n".join(invalid)
     assert sum(accepted.values()) >= sum(tried.values()) // 4  # 37% when this was written
-    assert stopped <= records // 10, f"{stopped} of {records} records hit max_tokens"
+    assert len(stopped) <= records // 10, f"{len(stopped)} of {records} records hit max_tokens"
