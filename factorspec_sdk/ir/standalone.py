@@ -300,7 +300,9 @@ class _Copier:
 
     def _negate_keyword(self, key: str, x: object, at: str) -> object | None:
         if key == "type":
-            named = {x} if isinstance(x, str) else set(x) if isinstance(x, list) else set()
+            named = _type_names(x)
+            if named is None:
+                return None
             # not integer: not number either (the non-integer numbers cannot be named)
             rest = [
                 t for t in _TYPES if t not in named and not (t == "number" and "integer" in named)
@@ -329,8 +331,7 @@ class _Copier:
         return None
 
     def _check_multiple(self, s: JsonDict, v: object, at: str) -> None:
-        t = s.get("type")
-        types = {t} if isinstance(t, str) else set(t) if isinstance(t, list) else set()
+        types = _type_names(s.get("type")) or set()
         integral = not isinstance(v, bool) and isinstance(v, int)
         if not integral or (v != 1 and ("number" in types or not types)):
             raise IRError(
@@ -400,6 +401,15 @@ def _checked_pattern(v: object, at: str) -> str:
     except re.error as exc:
         raise IRError(f"{at}: {v!r} is not a Python regex: {exc}") from None
     return v
+
+
+def _type_names(t: object) -> set[str] | None:
+    """The names in a ``type`` value (a name or a list of names); None if it is neither."""
+    if isinstance(t, str):
+        return {t}
+    if isinstance(t, list) and all(isinstance(x, str) for x in t):
+        return {str(x) for x in t}
+    return None
 
 
 def _shaped_list(v: object, at: str) -> list[object]:
