@@ -7,30 +7,48 @@ guarantee is an `IRError` naming the place (``#/properties/a/items``), never sil
 dropped. The writer's values are a *subset* of what the schema accepts: it writes every
 property it keeps, integers within ``+-(10**18 - 1)``, free strings without escapes.
 
+The writer lays out what it can itself (*native* nodes, which relations can read and whose
+certain tokens are drafted); every other sub-schema is one **grammar value**
+(``{"type": "grammar", "schema": ...}``): llguidance generates it from the sub-schema, made
+self-contained and read as its dialect reads it (`factorspec_sdk.ir.standalone`: the
+``$defs`` it references copied in, a ``$ref`` to the root or to any other pointer turned
+into a ``$defs`` entry, draft 4 to 2019-09 keywords translated to draft 2020-12). An array
+or object under a keyword the writer does not lay out is one grammar value with everything
+under it, never unrolled; so is an array whose items are grammar values, and a combinator
+one of whose alternatives is. A grammar value is compiled by llguidance when the IR is
+built, so what llguidance refuses is an `IRError` naming the place and carrying
+llguidance's message. The root must be a native object (the spec's layout is an object).
+
 Keywords, as `jsonschema` asserts them per dialect (a keyword of one type constrains only
 values of that type, so ``minLength`` on an integer node is irrelevant, as JSON Schema says):
 
-* **Enforced**
+* **Native**
     * ``type`` (one type besides ``"null"``: object, array, integer, boolean, string).
     * ``enum`` / ``const``: each value is validated with `jsonschema` against the *whole*
       node (its ``type``, ``$ref`` and every other sibling, formats and patterns included);
       the writer offers the values that pass and that it can write (strings, integers,
       booleans; an integral float as its integer). ``null`` is offered when listed and valid.
+      An enum with none of those but objects, arrays or floats is a grammar value.
     * ``null``: the writer may write ``null`` exactly where `jsonschema` accepts ``null`` for
       the node (``type: [..., "null"]``, ``anyOf``/``oneOf`` with ``{"type": "null"}``,
       an ``enum`` listing ``null``, a node that constrains nothing). OpenAPI's
       ``nullable: true`` is not JSON Schema and `jsonschema` ignores it, so it allows no
-      ``null`` here (a record without ``null`` is valid under both readings).
+      ``null`` here (a record without ``null`` is valid under both readings). A required
+      property whose only value is ``null`` is a grammar value.
     * ``properties`` (every property is written, in schema order), ``required`` (a required
       key not under ``properties`` is written after them, with the schema of
       ``additionalProperties``, else ``unevaluatedProperties``; when neither is given or it
       is ``true``, the value is a free string or ``null``; ``additionalProperties: false``
       with such a key is unsatisfiable, an `IRError`), ``additionalProperties`` (it applies
-      only to those keys), ``patternProperties`` (when no written key matches a pattern,
-      by `re.search` as `jsonschema` matches), ``minProperties`` / ``maxProperties`` (the
-      number of written keys is fixed), ``propertyNames`` (each written key is validated),
-      ``dependencies`` / ``dependentRequired`` with key lists (every key is written),
-      ``unevaluatedProperties`` (keys under ``properties`` are evaluated).
+      only to those keys), ``patternProperties`` (a written key a pattern matches, by
+      `re.search` as `jsonschema` matches, holds the pattern's schema too: its value is the
+      grammar value of ``allOf`` of them), ``minProperties`` / ``maxProperties``
+      (the number of written keys is fixed), ``propertyNames`` (each written key is
+      validated), ``dependencies`` / ``dependentRequired`` with key lists (every key is
+      written), ``unevaluatedProperties`` (keys under ``properties`` are evaluated). An
+      object whose written keys break ``minProperties``, ``maxProperties``,
+      ``propertyNames`` or a dependency (a key list naming an undeclared key, a schema
+      dependency of a written key) is a grammar value.
     * ``items`` (one schema; ``true``/absent: free strings or ``null``; ``false``: no items),
       ``minItems`` / ``maxItems`` (no ``maxItems``: at most 16 items), ``uniqueItems``
       (only with ``maxItems`` <= 1), ``additionalItems`` (irrelevant beside a single
@@ -40,20 +58,37 @@ values of that type, so ``minLength`` on an integer node is irrelevant, as JSON 
       points) is the number of characters written.
     * ``minimum`` / ``maximum`` / ``exclusiveMinimum`` / ``exclusiveMaximum`` (numbers, or
       draft 4's Boolean modifiers) on integers; ``multipleOf: 1``.
-    * ``$ref`` to a place in the same document (``#``, ``#/$defs/A``, ``#/definitions/A``);
-      beside it, other keywords only where the dialect ignores them (drafts 4 to 7).
-      ``allOf`` with one schema; ``anyOf`` / ``oneOf`` of one schema and ``{"type": "null"}``;
-      either beside ``type`` when the values written for the one schema have that type.
-* **Refused** (an `IRError` where they would constrain a written value): ``number``,
-  unions of several types, ``type: "null"`` alone where a value is needed, ``pattern``,
-  ``format`` (outside an ``enum``), ``multipleOf`` other than 1, ``not``, ``if``,
-  ``allOf`` of several schemas, ``anyOf`` / ``oneOf`` of several non-null schemas, a
-  combinator beside validation keywords other than ``type``, ``prefixItems`` and ``items``
-  as a list (tuples), ``contains``, ``uniqueItems`` with room for two items,
-  ``patternProperties`` matching a written key,
-  schema-valued ``dependencies`` / ``dependentSchemas`` of a written key, ``$ref`` outside
-  the document, ``$dynamicRef`` / ``$recursiveRef``, an embedded ``$id`` (draft 4: ``id``)
-  over a ``$ref`` (it moves the base the ``$ref`` resolves against), required recursion,
+    * ``$ref`` to a place in the same document (``#``, ``#/$defs/A``, ``#/definitions/A``,
+      any JSON pointer); beside it, other keywords where the dialect ignores them (drafts 4
+      to 7). ``allOf`` with one schema; ``anyOf`` / ``oneOf`` of one schema and
+      ``{"type": "null"}``; either beside ``type`` when the values written for the one
+      schema have that type. Recursion is laid out until a ``$ref`` comes back to one it
+      went through; that ``$ref`` is a grammar value.
+    * ``format`` that neither `jsonschema` (its dialect's checker, with the libraries
+      installed) nor llguidance knows: irrelevant, `jsonschema` ignores it.
+* **Grammar values** (llguidance): ``number``; unions of several types; ``pattern``;
+  ``format`` (outside an ``enum``; llguidance's formats: date, time, date-time, duration,
+  email, hostname, ipv4, ipv6, uuid, uri, ...); ``multipleOf`` other than 1; ``allOf`` of
+  several schemas; ``anyOf`` of several schemas; ``oneOf`` of several schemas that
+  llguidance proves exclusive (it is never coerced to ``anyOf``, which could write a value
+  two branches accept); a combinator beside other validation keywords; ``$ref`` beside
+  other keywords (draft 2019-09 and later); ``prefixItems`` and ``items`` as a list
+  (tuples, with ``additionalItems``); ``not`` and ``if`` / ``then`` / ``else``, as
+  `standalone_schema` negates them (a subset of the values where a negation must leave some
+  out); the object keywords above; recursion; ``$ref`` to the root.
+* **Refused** (an `IRError` where they would constrain a written value): what llguidance
+  does not implement or cannot compile, by its message: ``uniqueItems`` with room for two
+  items, ``contains``, ``propertyNames`` / ``unevaluatedProperties`` /
+  ``unevaluatedItems`` inside a grammar value, ``not`` of what `standalone_schema` cannot
+  negate (``enum``, ``const``, ``$ref``, ...), a ``oneOf`` it cannot prove exclusive,
+  formats it does not know that `jsonschema` asserts (``idn-email``, ``regex``, ...),
+  regexes with look-around, recursion through a ``$ref`` with siblings; what the two
+  readers would read differently (a non-integer ``multipleOf``, or one other than 1 on a
+  node that allows non-integer numbers; a ``pattern`` with a POSIX class); a root that is
+  not a native object (an array, a string, ``anyOf`` of objects, a root object that breaks
+  one of the object keywords above, ...); ``$ref`` outside the document, ``$dynamicRef`` /
+  ``$recursiveRef``, an embedded ``$id`` (draft 4: ``id``) over a ``$ref`` (it moves the
+  base the ``$ref`` resolves against), a cycle of ``$ref`` that never reaches a schema,
   draft 3 schemas, and schemas that fail their dialect's meta-schema.
 * **Irrelevant to validity** (`jsonschema` asserts nothing for them): ``title``,
   ``description``, ``default``, ``examples``, ``$comment``, ``$schema`` (it picks the
@@ -62,14 +97,15 @@ values of that type, so ``minLength`` on an integer node is irrelevant, as JSON 
   ``contentMediaType``, ``contentSchema``, ``then`` / ``else`` without ``if``,
   ``minContains`` / ``maxContains`` without ``contains``, OpenAPI's ``nullable``,
   ``discriminator``, ``example``, vendor keywords (``x-...``, ``strict``,
-  ``propertyOrdering``) and every keyword the dialect does not define.
+  ``propertyOrdering``) and every keyword the dialect does not define (grammar values
+  leave them out).
 
 A node with nothing the writer can write (an empty intersection: an ``enum`` none of whose
 values passes the node's other keywords, ``false``, ``type: "null"`` alone, ``minimum``
-above ``maximum``, recursion) makes an optional property absent-only (it is left out of the
-object, so the writer never writes it) and an array without ``minItems`` empty; a required
-property, an item of a non-empty array or the root is an `IRError` saying the schema is
-unsatisfiable there.
+above ``maximum``) makes an optional property absent-only (it is left out of the object,
+so the writer never writes it) and an array without ``minItems`` empty; a required
+property (unless ``null`` is its value: a grammar value), an item of a non-empty array or
+the root is an `IRError` saying the schema is unsatisfiable there.
 """
 
 from __future__ import annotations
@@ -86,7 +122,13 @@ from jsonschema.protocols import Validator
 from factorspec_sdk.ir.build import DEFAULT_LIMITS, IRError, IRLimits, json_depth
 from factorspec_sdk.ir.model import IR_VERSION
 from factorspec_sdk.ir.schema_check import json_schema_validator
-from factorspec_sdk.relations.layout import DEFAULT_MAX_LIST_LENGTH, INT_LIMIT
+from factorspec_sdk.ir.standalone import (
+    asserted_format,
+    has_ref,
+    pointer_part,
+    standalone_schema,
+)
+from factorspec_sdk.relations.layout import DEFAULT_MAX_LIST_LENGTH, INT_LIMIT, grammar_layout
 
 __all__ = ["ir_from_json_schema"]
 
@@ -138,14 +180,16 @@ _BY_TYPE = {
     "boolean": frozenset(),
 }
 _COMBINATORS = ("allOf", "anyOf", "oneOf")
+_NOT_NATIVE = {
+    "pattern": "a string pattern",
+    "format": "a string format",
+    "multipleOf": "multipleOf",
+    "prefixItems": "a tuple array (prefixItems)",
+    "contains": "'contains'",
+    "not": "'not'",
+    "if": "a conditional schema (if/then/else)",
+}
 _REFUSED = {
-    "pattern": "string patterns are not supported",
-    "format": "string formats are not supported (the writer cannot guarantee them)",
-    "multipleOf": "multipleOf is not supported",
-    "prefixItems": "tuple arrays (prefixItems) are not supported",
-    "contains": "'contains' is not supported",
-    "not": "'not' is not supported",
-    "if": "conditional schemas (if/then/else) are not supported",
     "$dynamicRef": "$dynamicRef is not supported",
     "$recursiveRef": "$recursiveRef is not supported",
 }
@@ -153,6 +197,10 @@ _REFUSED = {
 
 class _NothingWritable(IRError):
     """No value the writer can write passes the schema at this place."""
+
+
+class _NotNative(IRError):
+    """The writer does not lay this sub-schema out itself: it becomes a grammar value."""
 
 
 def _any_value() -> JsonDict:
@@ -169,11 +217,14 @@ def ir_from_json_schema(
     (see the module docstring for each keyword). Properties are written in the order the
     schema lists them, all of them, then the required keys not under ``properties``; a
     property that can have no value the writer can write is left out (unless required).
-    Arrays without ``maxItems`` get the default bound of 16 items.
+    Arrays without ``maxItems`` get the default bound of 16 items. A sub-schema the writer
+    does not lay out itself is one grammar value (``{"type": "grammar", "schema": ...}``,
+    self-contained, draft 2020-12), generated by llguidance.
 
     Raises:
-        IRError: the schema uses something the writer cannot guarantee, is unsatisfiable
-            (for the writer) at a place it names, or is malformed.
+        IRError: the schema uses something neither the writer nor llguidance can guarantee
+            (llguidance's message included), its root is not an object the writer lays
+            out, it is unsatisfiable (for the writer) at a place it names, or malformed.
     """
     if not isinstance(schema, dict):
         raise IRError("the JSON schema must be an object")
@@ -206,13 +257,13 @@ class _Converter:
         self.legacy = cls in _LEGACY
         self.id_key = "id" if cls is jsonschema.Draft4Validator else "$id"
 
-    def _valid(self, s: object, value: str | int | bool | None) -> bool:
+    def _valid(self, s: object, value: str | int | bool | None, where: str) -> bool:
         """Whether `jsonschema` accepts ``value`` for the node ``s`` ($refs from the root)."""
         v: Validator = self.validator.evolve(schema=s)
         try:
             return v.is_valid(value)
         except Exception as exc:  # a malformed schema (the meta-schema check comes last)
-            raise IRError(f"jsonschema cannot evaluate the schema: {exc}") from None
+            raise IRError(f"{where}: jsonschema cannot evaluate the schema: {exc}") from None
 
     def _resolve(self, ref: object, where: str) -> object:
         if not isinstance(ref, str) or not (ref == "#" or ref.startswith("#/")):
@@ -228,7 +279,7 @@ class _Converter:
                 node = node[part]
             else:
                 raise IRError(f"{where}: $ref {ref!r} does not resolve")
-        if moved and _has_ref(node):
+        if moved and has_ref(node):
             raise IRError(
                 f"{where}: $ref {ref!r} points under an embedded {self.id_key}, which moves "
                 "the base its $refs resolve against; not supported"
@@ -243,7 +294,32 @@ class _Converter:
         return isinstance(v, str) and not v.startswith("#")
 
     def node(self, s: object, where: str, refs: tuple[str, ...], depth: int) -> JsonDict:
-        """The layout of schema ``s``; `_NothingWritable` when the writer has no value for it."""
+        """The layout of schema ``s``; `_NothingWritable` when the writer has no value for it.
+
+        A sub-schema the writer does not lay out itself is one grammar value (its whole
+        sub-tree, made self-contained by `standalone_schema`), checked by llguidance here so
+        that a refusal names the place.
+        """
+        try:
+            return self._native(s, where, refs, depth)
+        except _NotNative as exc:
+            return self._grammar(s, where, exc.message)
+
+    def _grammar(self, s: object, where: str, reason: str) -> JsonDict:
+        """The grammar value of sub-schema ``s``, which the writer does not lay out (``reason``)."""
+        if where == "#":
+            raise IRError(f"{reason}; the root must be an object the writer lays out")
+        schema = standalone_schema(
+            s, where, root=self.root, dialect=type(self.validator), resolve=self._resolve
+        )
+
+        def fail(why: str) -> IRError:
+            return IRError(f"{reason}, and as a grammar value {why}")
+
+        grammar_layout(schema, fail)
+        return {"type": "grammar", "schema": schema}
+
+    def _native(self, s: object, where: str, refs: tuple[str, ...], depth: int) -> JsonDict:
         self.count += 1
         if self.count > self.limits.max_layout_nodes:
             raise IRError(f"the JSON schema has more than {self.limits.max_layout_nodes} nodes")
@@ -255,7 +331,7 @@ class _Converter:
             raise _NothingWritable(f"{where}: the schema false accepts no value")
         if not isinstance(s, dict):
             raise IRError(f"{where}: a schema must be an object")
-        if depth and self._moves_base(s) and _has_ref(s):
+        if depth and self._moves_base(s) and has_ref(s):
             raise IRError(
                 f"{where}: an embedded {self.id_key} moves the base its $refs resolve "
                 "against; not supported"
@@ -266,30 +342,29 @@ class _Converter:
         if "$ref" in kws:
             siblings = set() if self.legacy else kws - {"$ref"}
             if siblings:
-                raise IRError(
-                    f"{where}: $ref beside {', '.join(sorted(siblings))} is not supported"
-                )
+                raise _NotNative(f"{where}: $ref beside {', '.join(sorted(siblings))}")
             ref = s["$ref"]
             if ref in refs:
-                raise _NothingWritable(
-                    f"{where}: recursive schemas ($ref {ref!r}) have no finite layout"
-                )
+                raise _NotNative(f"{where}: a recursive schema ($ref {ref!r})")
             target = self._resolve(ref, where)
             return self.node(target, f"{where}/$ref", (*refs, str(ref)), depth + 1)
-        nullable = self._valid(s, None)
+        nullable = self._valid(s, None, where)
         found = [k for k in _COMBINATORS if k in kws]
         if found:
             return self._combinator(s, kws, found, where, refs, depth, nullable)
-        for key in ("not", "if", "$dynamicRef", "$recursiveRef"):
+        for key in ("$dynamicRef", "$recursiveRef"):
             if key in kws:
                 raise IRError(f"{where}: {_REFUSED[key]}")
+        for key in ("not", "if"):
+            if key in kws:
+                raise _NotNative(f"{where}: {_NOT_NATIVE[key]}")
         t = s.get("type") if "type" in kws else None
         if not (t is None or isinstance(t, str) or _all_str(t)):
             raise IRError(f"{where}: type must be a type name or a list of them")
         if isinstance(t, list):
             types = [x for x in t if x != "null"]
             if len(types) > 1:
-                raise IRError(f"{where}: a union of types {t!r} is not supported")
+                raise _NotNative(f"{where}: a union of types {t!r}")
             if not types:
                 raise _NothingWritable(f"{where}: only null is allowed, and never written alone")
             t = types[0]
@@ -300,7 +375,7 @@ class _Converter:
             if t is None:
                 return _any_value()
         if t == "number":
-            raise IRError(f"{where}: number (float) fields are not supported; use integer")
+            raise _NotNative(f"{where}: a number (float)")
         if t not in _BY_TYPE:
             raise IRError(f"{where}: type {t!r} is not supported")
         unknown = kws - {"type"} - _OBJECT - _ARRAY - _STRING - _NUMBER
@@ -330,16 +405,16 @@ class _Converter:
         key = found[0]
         others = kws - {key}
         if others - {"type"}:
-            raise IRError(f"{where}: {key} beside {', '.join(sorted(others))} is not supported")
+            raise _NotNative(f"{where}: {key} beside {', '.join(sorted(others))}")
         alts = _shaped(s[key], list, where, key)
         if key == "allOf":
             if len(alts) != 1:
-                raise IRError(f"{where}: allOf with several schemas is not supported")
+                raise _NotNative(f"{where}: allOf with several schemas")
             i, alt = 0, alts[0]
         else:
             rest = [(i, a) for i, a in enumerate(alts) if not self._null_only(a)]
             if len(rest) != 1:
-                raise IRError(f"{where}: {key} of several schemas is not supported (only X | null)")
+                raise _NotNative(f"{where}: {key} of several schemas (other than X | null)")
             i, alt = rest[0]
         try:
             out = self.node(alt, f"{where}/{key}/{i}", refs, depth + 1)
@@ -349,6 +424,8 @@ class _Converter:
                     f"{where}: only null is allowed, and never written alone"
                 ) from None
             raise
+        if out["type"] == "grammar":  # the whole combinator is then one grammar value
+            raise _NotNative(f"{where}/{key}/{i}: a grammar value under {key}")
         if "type" in others:
             self._fit_type(s["type"], out, f"{where}/{key}/{i}")
         # a value of `alt` matches no null-only alternative, so oneOf holds for it too;
@@ -361,7 +438,7 @@ class _Converter:
         if out["type"] == "leaf" and out["kind"] == "enum":
             choices = out["choices"]
             assert isinstance(choices, list)  # built by _enum
-            kept = [c for c in choices if self._valid({"type": t}, c)]
+            kept = [c for c in choices if self._valid({"type": t}, c, where)]
             if not kept:
                 raise _NothingWritable(f"{where}: no enum value has the sibling type {t!r}")
             out["choices"] = kept
@@ -398,7 +475,7 @@ class _Converter:
             else:
                 unwritable.append(v)
                 continue
-            if not self._valid(s, w):
+            if not self._valid(s, w, where):
                 rejected += 1
                 continue
             if w is None:
@@ -406,6 +483,10 @@ class _Converter:
             elif (type(w), w) not in seen:
                 seen.add((type(w), w))
                 choices.append(w)
+        if not choices and unwritable:
+            raise _NotNative(
+                f"{where}: enum/const values that are not strings, integers or booleans"
+            )
         if not choices:
             why = []
             if rejected:
@@ -432,17 +513,21 @@ class _Converter:
         required = _shaped(s.get("required", []), list, where, "required")
         if not all(isinstance(k, str) for k in required):
             raise IRError(f"{where}: required must be a list of strings")
+        patterns = self._patterns(s, kws, where)
         fields: list[JsonDict] = []
         for key, sub in props.items():
-            at = f"{where}/properties/{_pointer(key)}"
+            at = f"{where}/properties/{pointer_part(key)}"
             try:
+                sub = self._key_schema(key, [sub], patterns)
                 node = self.node(sub, at, refs, depth + 1)
             except _NothingWritable as exc:
-                if key in required:
+                if key not in required:
+                    continue  # absent-only: the writer never writes it
+                if not self._valid(sub, None, at):
                     raise _NothingWritable(
                         f"{at}: the property is required, but {exc.message}"
                     ) from None
-                continue  # absent-only: the writer never writes it
+                node = self._grammar(sub, at, exc.message)  # null, written by the grammar
             fields.append({"name": key, "key": key, "node": node})
         if "additionalProperties" in kws:
             extra, extra_at = s["additionalProperties"], f"{where}/additionalProperties"
@@ -451,8 +536,17 @@ class _Converter:
         else:
             extra, extra_at = True, where
         undeclared = [k for k in dict.fromkeys(required) if k not in props]
-        self._check_patterns(s, kws, undeclared, where)  # before additionalProperties
         for key in undeclared:
+            if any(re.search(p, key) for p in patterns):  # additionalProperties is then moot
+                at = f"{where}/patternProperties"
+                fields.append(
+                    {
+                        "name": key,
+                        "key": key,
+                        "node": self.node(self._key_schema(key, [], patterns), at, refs, depth + 1),
+                    }
+                )
+                continue
             if extra is False:
                 raise IRError(
                     f"{where}: the schema is unsatisfiable there: required property {key!r} "
@@ -476,44 +570,54 @@ class _Converter:
             "nullable": nullable,
         }
 
-    def _check_patterns(self, s: JsonDict, kws: set[str], keys: list[str], where: str) -> None:
-        """Refuse ``patternProperties`` when a pattern matches a written key."""
+    def _patterns(self, s: JsonDict, kws: set[str], where: str) -> dict[str, object]:
+        """The ``patternProperties`` of an object node (each pattern a Python regex)."""
         if "patternProperties" not in kws:
-            return
+            return {}
         patterns = _shaped(s["patternProperties"], dict, where, "patternProperties")
         for pattern in patterns:
             try:  # as jsonschema matches: re.search
-                hit = next((k for k in keys if re.search(pattern, k)), None)
+                re.compile(pattern)
             except re.error as exc:
                 raise IRError(
                     f"{where}/patternProperties: {pattern!r} is not a regex: {exc}"
                 ) from None
-            if hit is not None:
-                raise IRError(
-                    f"{where}/patternProperties: pattern {pattern!r} matches property "
-                    f"{hit!r}; patternProperties is not supported"
-                )
+        return patterns
+
+    @staticmethod
+    def _key_schema(key: str, own: list[object], patterns: dict[str, object]) -> object:
+        """A written key's schema: its own and those of the patterns that match it, all held."""
+        schemas = own + [sub for p, sub in patterns.items() if re.search(p, key)]
+        if any(x is False for x in schemas):
+            return False  # no value: the key is absent-only (or the schema unsatisfiable)
+        schemas = [x for x in schemas if x is not True and x != {}]
+        if len(schemas) > 1:  # allOf of several: a grammar value
+            return {"allOf": schemas}
+        return schemas[0] if schemas else True
 
     def _check_keys(self, s: JsonDict, kws: set[str], keys: list[str], where: str) -> None:
-        """The object keywords that constrain the (fixed) set of written keys."""
+        """The object keywords that constrain the (fixed) set of written keys.
+
+        Raises:
+            _NotNative: the written keys break one: the object is then a grammar value.
+        """
         written = set(keys)
-        self._check_patterns(s, kws, keys, where)
         lo, hi = s.get("minProperties"), s.get("maxProperties")
         if "minProperties" in kws and isinstance(lo, int) and len(keys) < lo:
-            raise IRError(
+            raise _NotNative(
                 f"{where}: minProperties {lo} needs more keys than the {len(keys)} written "
-                "(properties and required); not supported"
+                "(properties and required)"
             )
         if "maxProperties" in kws and isinstance(hi, int) and len(keys) > hi:
-            raise IRError(
+            raise _NotNative(
                 f"{where}: maxProperties {hi} allows fewer keys than the {len(keys)} written "
-                "(every property is written); not supported"
+                "(every property is written)"
             )
         if "propertyNames" in kws:
             names = s["propertyNames"]
-            bad = [k for k in keys if not self._valid(names, k)]
+            bad = [k for k in keys if not self._valid(names, k, f"{where}/propertyNames")]
             if bad:
-                raise IRError(f"{where}/propertyNames: property {bad[0]!r} fails propertyNames")
+                raise _NotNative(f"{where}/propertyNames: property {bad[0]!r} fails propertyNames")
         for kw in ("dependencies", "dependentRequired", "dependentSchemas"):
             if kw not in kws:
                 continue
@@ -521,14 +625,13 @@ class _Converter:
             for key, dep in deps.items():
                 if key not in written or dep is True or dep == {}:
                     continue
-                at = f"{where}/{kw}/{_pointer(key)}"
+                at = f"{where}/{kw}/{pointer_part(key)}"
                 if not isinstance(dep, list):
-                    raise IRError(f"{at}: a schema dependency of a written key is not supported")
+                    raise _NotNative(f"{at}: a schema dependency of a written key")
                 missing = [d for d in dep if d not in written]
                 if missing:
-                    raise IRError(
-                        f"{at}: {key!r} needs {missing[0]!r}, which the schema does not "
-                        "declare; not supported"
+                    raise _NotNative(
+                        f"{at}: {key!r} needs {missing[0]!r}, which the schema does not declare"
                     )
 
     def _array(
@@ -542,11 +645,11 @@ class _Converter:
     ) -> JsonDict:
         for key in ("prefixItems", "contains"):
             if key in kws:
-                raise IRError(f"{where}: {_REFUSED[key]}")
+                raise _NotNative(f"{where}: {_NOT_NATIVE[key]}")
         if "items" in kws:
             items, items_at = s["items"], f"{where}/items"
             if isinstance(items, list):
-                raise IRError(f"{where}: tuple arrays (items as a list) are not supported")
+                raise _NotNative(f"{where}: a tuple array (items as a list)")
         elif "unevaluatedItems" in kws:
             items, items_at = s["unevaluatedItems"], f"{where}/unevaluatedItems"
         else:
@@ -561,7 +664,7 @@ class _Converter:
         if hi < lo:
             raise _NothingWritable(f"{where}: maxItems {hi} is below minItems {lo}")
         if "uniqueItems" in kws and s["uniqueItems"] is True and hi > 1:
-            raise IRError(f"{where}: uniqueItems is not supported (use a relation with distinct())")
+            raise _NotNative(f"{where}: uniqueItems with room for two items")
         try:
             item = self.node(items, items_at, refs, depth + 1)
         except _NothingWritable as exc:
@@ -570,6 +673,8 @@ class _Converter:
                     f"{where}: minItems {lo}, but no item can be written: {exc.message}"
                 ) from None
             item, hi, bounded = _any_value(), 0, True  # only the empty array
+        if item["type"] == "grammar":  # one grammar value, not unrolled to its bound
+            raise _NotNative(f"{items_at}: an array of grammar values")
         return {
             "type": "list",
             "item": item,
@@ -581,7 +686,7 @@ class _Converter:
 
     def _integer(self, s: JsonDict, kws: set[str], where: str, nullable: bool) -> JsonDict:
         if "multipleOf" in kws and s["multipleOf"] != 1:
-            raise IRError(f"{where}: {_REFUSED['multipleOf']}")
+            raise _NotNative(f"{where}: {_NOT_NATIVE['multipleOf']}")
         ge, le = -INT_LIMIT, INT_LIMIT
         for key, is_lower in (
             ("minimum", True),
@@ -615,9 +720,10 @@ class _Converter:
         return out
 
     def _string(self, s: JsonDict, kws: set[str], where: str, nullable: bool) -> JsonDict:
-        for key in ("pattern", "format"):
-            if key in kws:
-                raise IRError(f"{where}: {_REFUSED[key]}")
+        if "pattern" in kws:
+            raise _NotNative(f"{where}: {_NOT_NATIVE['pattern']}")
+        if "format" in kws and asserted_format(s["format"], type(self.validator)):
+            raise _NotNative(f"{where}: {_NOT_NATIVE['format']}")
         lo = _count(s["minLength"], where, "minLength") if "minLength" in kws else 0
         leaf: JsonDict = {"type": "leaf", "kind": "str", "nullable": nullable, "min_length": lo}
         if "maxLength" in kws:
@@ -646,18 +752,6 @@ def _shaped(v: object, kind: type[_T], where: str, key: str) -> _T:
 
 def _all_str(v: object) -> bool:
     return isinstance(v, list) and all(isinstance(x, str) for x in v)
-
-
-def _has_ref(s: object) -> bool:
-    if isinstance(s, dict):
-        return "$ref" in s or any(_has_ref(v) for v in s.values())
-    if isinstance(s, list):
-        return any(_has_ref(v) for v in s)
-    return False
-
-
-def _pointer(key: str) -> str:
-    return key.replace("~", "~0").replace("/", "~1")
 
 
 def _count(v: object, where: str, key: str) -> int:

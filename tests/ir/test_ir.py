@@ -252,17 +252,20 @@ def test_json_schema_to_ir() -> None:
     assert not spec.factors
     text = _generate(spec, 0)
     check_record(spec, text)
+    number = ir_from_json_schema({"type": "object", "properties": {"x": {"type": "number"}}})
+    assert number["layout"]["fields"][0]["node"] == {
+        "type": "grammar",
+        "schema": {"type": "number"},
+    }
     for bad, msg in [
-        ({"type": "object", "properties": {"x": {"type": "number"}}}, "float"),
-        ({"type": "object", "properties": {"x": {"type": "string", "pattern": "a+"}}}, "pattern"),
         ({"type": "array", "items": {"type": "integer"}}, "root"),
-        ({"$defs": {"A": {"$ref": "#/$defs/A"}}, "$ref": "#/$defs/A"}, "recursive"),
+        ({"$defs": {"A": {"$ref": "#/$defs/A"}}, "$ref": "#/$defs/A"}, "cycle of"),
         (
             {
                 "type": "object",
-                "properties": {"x": {"anyOf": [{"type": "string"}, {"type": "integer"}]}},
+                "properties": {"x": {"oneOf": [{"type": "number"}, {"type": "integer"}]}},
             },
-            "several",
+            "coerce_one_of",
         ),
     ]:
         with pytest.raises(IRError, match=msg):

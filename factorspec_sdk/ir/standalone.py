@@ -1,0 +1,438 @@
+"""A sub-schema of a JSON Schema document as a self-contained draft 2020-12 schema.
+
+This is what a grammar value of `ir_from_json_schema` carries: llguidance generates the value
+from it, and the IR-built model checks it with `jsonschema` (default dialect 2020-12), so the
+schema must mean alone, in draft 2020-12, exactly what the sub-schema meant in its document
+and dialect:
+
+* every ``$ref`` (resolved by the caller, from the document's root) is rewritten to an entry
+  of the schema's own ``$defs``, copied (transitively) from the document: ``#/$defs/A`` and
+  ``#/definitions/A`` become ``#/$defs/A``, ``#`` (the root) ``#/$defs/Root``, any other
+  pointer an entry named after its last part;
+* only the dialect's keywords are kept (`jsonschema` ignores the others; llguidance might
+  not), and those whose reading differs are translated: drafts 4 to 7 ignore the siblings
+  of ``$ref`` (dropped); draft 4's Boolean ``exclusiveMinimum`` / ``exclusiveMaximum`` move
+  the bound into the numeric keyword; ``items`` as a list (drafts before 2020-12) becomes
+  ``prefixItems`` and ``additionalItems`` becomes ``items``; ``dependencies``,
+  ``dependentRequired`` and ``dependentSchemas`` (which llguidance does not implement)
+  become ``anyOf`` of "the key is absent" and "the key's requirements hold";
+* ``not`` and ``if`` / ``then`` / ``else`` (which llguidance does not implement either)
+  become the negation of their schema where it can be written without ``not`` (``type``,
+  ``required``, ``properties``, ``allOf``, ``anyOf``, ``not``), and ``anyOf: [if and then,
+  (not if) and else]``. A negation may keep fewer values than the schema allows (``not:
+  {type: integer}`` leaves out non-integer numbers too; a keyword it cannot negate, such as
+  ``enum``, is left out of the ``anyOf`` of the negated keywords), never more; where none
+  can be written, ``not`` stays and llguidance refuses it by name, and ``if`` keeps only its
+  ``then`` branch;
+* a ``pattern`` must match the whole string (``^(?:p)$``): a string that is one match of
+  the pattern contains a match, as `jsonschema`'s `re.search` asks, so the values are a
+  subset; without it llguidance lets any text surround the match, and a model (a random one
+  above all) rarely reaches a match within free text;
+* ``format: date`` is the pattern of the dates `jsonschema` accepts (`FORMAT_PATTERNS`:
+  llguidance's allows February 29 of any year);
+* a ``format`` neither `jsonschema` (its dialect's format checker) nor llguidance knows is
+  dropped: `jsonschema` ignores it (`asserted_format`);
+* what the two readers would read differently is refused with an `IRError` naming the
+  place: a ``multipleOf`` that is not an integer, or other than 1 on a node that allows
+  non-integer numbers (`jsonschema` divides floats), a ``pattern`` Python's `re` cannot
+  compile or that uses a POSIX class (``[[:alpha:]]``, a class of characters in Rust, a set
+  in Python), an embedded ``$id`` above a ``$ref``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from urllib.parse import unquote
+
+import jsonschema
+from jsonschema.protocols import Validator
+
+from factorspec_sdk.ir.build import IRError
+from factorspec_sdk.relations.layout import grammar_layout
+
+__all__ = ["FORMAT_PATTERNS", "asserted_format", "has_ref", "pointer_part", "standalone_schema"]
+
+JsonDict = dict[str, object]
+
+_ONE = frozenset(
+    {
+        "additionalProperties",
+        "contains",
+        "propertyNames",
+        "unevaluatedItems",
+        "unevaluatedProperties",
+    }
+)
+_TYPES = ("null", "boolean", "object", "array", "number", "string")
+_LIST = frozenset({"allOf", "anyOf", "oneOf", "prefixItems"})
+_MAP = frozenset({"properties", "patternProperties"})
+_DEPENDENCIES = frozenset({"dependencies", "dependentRequired", "dependentSchemas"})
+_LEGACY_REF = (jsonschema.Draft4Validator, jsonschema.Draft6Validator, jsonschema.Draft7Validator)
+_NAME = re.compile(r"[^A-Za-z0-9_.-]+")
+_YEAR = r"(?:[1-9][0-9]{3}|0[1-9][0-9]{2}|00[1-9][0-9]|000[1-9])"
+_LEAP_YEAR = r"(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:0[48]|[2468][048]|[13579][26])00)"
+_MONTH_DAY = (
+    r"(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])"
+    r"|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)|02-(?:0[1-9]|1[0-9]|2[0-8]))"
+)
+FORMAT_PATTERNS = {"date": rf"^(?:{_YEAR}-{_MONTH_DAY}|{_LEAP_YEAR}-02-29)$"}
+"""Formats llguidance reads more loosely than `jsonschema`, as the pattern `jsonschema`'s check
+accepts: llguidance's ``date`` allows February 29 of every year and year 0000, which
+``datetime.date.fromisoformat`` refuses."""
+_FLAGS = re.compile(r"(\(\?[aiLmsux]+\))+")
+
+
+def standalone_schema(
+    s: object,
+    where: str,
+    *,
+    root: JsonDict,
+    dialect: type[Validator],
+    resolve: Callable[[str, str], object],
+) -> JsonDict:
+    """The self-contained draft 2020-12 schema of sub-schema ``s`` (at ``where``).
+
+    Args:
+        s: the sub-schema, as the document has it.
+        where: its place (``#/properties/a``), for errors.
+        root: the document (its own ``$id`` does not move the base of its ``$ref``).
+        dialect: the document's `jsonschema` validator class.
+        resolve: ``resolve(ref, where)`` is the schema a ``$ref`` points to in the document.
+
+    Raises:
+        IRError: the two readers would read something differently (see the module docstring),
+            ``resolve`` refused a ``$ref``, or ``$ref`` chains loop (``A`` is ``$ref: A``).
+    """
+    return _Copier(root, dialect, resolve).build(s, where)
+
+
+class _Copier:
+    def __init__(
+        self, root: JsonDict, dialect: type[Validator], resolve: Callable[[str, str], object]
+    ) -> None:
+        self.root = root
+        self.dialect = dialect
+        self.keywords = frozenset(dialect.VALIDATORS)
+        self.legacy_ref = dialect in _LEGACY_REF
+        self.draft4 = dialect is jsonschema.Draft4Validator
+        self.tuple_items = dialect is not jsonschema.Draft202012Validator
+        self.id_key = "id" if self.draft4 else "$id"
+        self.resolve = resolve
+        self.names: dict[str, str] = {}
+        self.defs: JsonDict = {}
+        self.pending: list[tuple[str, object, str]] = []
+
+    def build(self, s: object, where: str) -> JsonDict:
+        body = self.copy(s, where)
+        while self.pending:
+            name, target, at = self.pending.pop()
+            self.defs[name] = self.copy(target, at)
+        out: JsonDict = body if isinstance(body, dict) else {"allOf": [body]}
+        if self.defs:
+            out["$defs"] = dict(sorted(self.defs.items()))
+        return out
+
+    def copy(self, s: object, where: str) -> object:
+        if isinstance(s, bool):
+            return s
+        if not isinstance(s, dict):
+            raise IRError(f"{where}: a schema must be an object")
+        if s is not self.root and self._moves_base(s) and has_ref(s):
+            raise IRError(
+                f"{where}: an embedded {self.id_key} moves the base its $refs resolve "
+                "against; not supported"
+            )
+        if "$ref" in s and self.legacy_ref:
+            s = {"$ref": s["$ref"]}  # drafts 4 to 7 ignore the siblings of $ref
+        out: JsonDict = {}
+        extra: list[object] = []  # conjuncts translated from keywords llguidance lacks
+        for key, v in s.items():
+            if key not in self.keywords:
+                continue
+            at = f"{where}/{key}"
+            if key == "$ref":
+                out[key] = self._ref(v, where)
+            elif key == "items":
+                if isinstance(v, list) and self.tuple_items:
+                    out["prefixItems"] = [self.copy(x, f"{at}/{i}") for i, x in enumerate(v)]
+                    if "additionalItems" in s:
+                        out["items"] = self.copy(s["additionalItems"], f"{where}/additionalItems")
+                else:
+                    out[key] = self.copy(v, at)  # additionalItems is then irrelevant
+            elif key == "additionalItems":
+                continue  # read with a list of items, above
+            elif key in _ONE:
+                out[key] = self.copy(v, at)
+            elif key in _LIST:
+                items = _shaped_list(v, at)
+                out[key] = [self.copy(x, f"{at}/{i}") for i, x in enumerate(items)]
+            elif key in _MAP:
+                out[key] = {k: self.copy(x, f"{at}/{pointer_part(k)}") for k, x in _map(v, at)}
+            elif key in _DEPENDENCIES:
+                extra += self._dependencies(v, at)
+            elif key == "not":
+                negation = self._negation(v, at)
+                if negation is None:
+                    out[key] = self.copy(v, at)  # llguidance refuses it, by name
+                else:
+                    extra.append(negation)
+            elif key == "if":
+                extra.append(self._conditional(s, where))
+            elif key in ("minimum", "maximum") and self.draft4:
+                exclusive = "exclusive" + key[0].upper() + key[1:]
+                out[exclusive if s.get(exclusive) is True else key] = v
+            elif key == "multipleOf":
+                self._check_multiple(s, v, at)
+                out[key] = v
+            elif key == "pattern":
+                out[key] = _whole_match(_checked_pattern(v, at))
+            elif key == "format":
+                if isinstance(v, str) and v in FORMAT_PATTERNS:
+                    extra.append({"pattern": FORMAT_PATTERNS[v]})
+                elif asserted_format(v, self.dialect):
+                    out[key] = v
+            else:
+                out[key] = v  # data: type, enum, const, required, bounds, format, ...
+        if extra:
+            out["allOf"] = [*_shaped_list(out.get("allOf", []), where), *extra]
+        return out
+
+    def _ref(self, ref: object, where: str) -> str:
+        if not isinstance(ref, str):
+            raise IRError(f"{where}: $ref must be a string")
+        name = self.names.get(ref)
+        if name is None:
+            target = self.resolve(ref, where)
+            self._check_cycle(ref, target, where)
+            name = self._fresh(ref)
+            self.names[ref] = name
+            self.pending.append((name, target, f"{where}/$ref"))
+        return f"#/$defs/{name}"
+
+    def _check_cycle(self, ref: str, target: object, where: str) -> None:
+        """Refuse a chain of ``$ref`` that comes back to ``ref`` without any other keyword."""
+        seen = {ref}
+        while isinstance(target, dict) and isinstance(target.get("$ref"), str):
+            if not self.legacy_ref and set(target) & self.keywords - {"$ref"}:
+                return
+            nxt = str(target["$ref"])
+            if nxt in seen:
+                raise IRError(
+                    f"{where}: $ref {ref!r} is a cycle of $refs that never reaches a schema"
+                )
+            seen.add(nxt)
+            target = self.resolve(nxt, where)
+
+    def _fresh(self, ref: str) -> str:
+        parts = unquote(ref[2:]).split("/") if ref.startswith("#/") else []
+        if not parts:
+            base = "Root"
+        else:
+            last = parts[-1].replace("~1", "/").replace("~0", "~")
+            base = _NAME.sub("_", last) or "Ref"
+        taken = set(self.names.values())
+        name, n = base, 1
+        while name in taken:
+            n += 1
+            name = f"{base}_{n}"
+        return name
+
+    def _moves_base(self, s: JsonDict) -> bool:
+        v = s.get(self.id_key)
+        return isinstance(v, str) and not v.startswith("#")
+
+    def _dependencies(self, v: object, at: str) -> list[object]:
+        """``key present => requirement`` as ``anyOf: [key absent, requirement]`` per key."""
+        out: list[object] = []
+        for key, dep in _map(v, at):
+            absent: JsonDict = {"properties": {key: False}}
+            if isinstance(dep, list):
+                if not all(isinstance(d, str) for d in dep):
+                    raise IRError(f"{at}/{pointer_part(key)}: a dependency must list key names")
+                need: object = {"required": [key, *dep]}
+            else:
+                need = {"allOf": [{"required": [key]}, self.copy(dep, f"{at}/{pointer_part(key)}")]}
+            out.append({"anyOf": [absent, need]})
+        return out
+
+    def _conditional(self, s: JsonDict, where: str) -> object:
+        """``if I then T else E`` as ``anyOf: [I and T, (not I) and E]``."""
+        cond = s["if"]
+        branches: list[object] = [
+            {
+                "allOf": [
+                    self.copy(cond, f"{where}/if"),
+                    self.copy(s.get("then", True), f"{where}/then"),
+                ]
+            }
+        ]
+        negation = self._negation(cond, f"{where}/if")
+        if negation is not None:  # else the values all satisfy I (a subset)
+            branches.append({"allOf": [negation, self.copy(s.get("else", True), f"{where}/else")]})
+        return {"anyOf": branches}
+
+    def _negation(self, v: object, at: str) -> object | None:
+        """A schema that only values failing ``v`` satisfy (maybe not all of them), or None.
+
+        ``v`` is a conjunction of its keywords, so its negation is the ``anyOf`` of theirs; a
+        keyword that cannot be negated here is left out of it (fewer values, all failing
+        ``v``), and None means none can: ``enum``, ``const``, ``$ref``, bounds, ...
+        """
+        if v is True or v == {}:
+            return False
+        if v is False:
+            return True
+        if not isinstance(v, dict) or "$ref" in v:
+            return None
+        if not self.keywords & set(v):
+            return False  # constrains nothing, like {}
+        parts: list[object] = []
+        for key, x in v.items():
+            if key not in self.keywords:
+                continue
+            part = self._negate_keyword(key, x, f"{at}/{key}")
+            if part is not None:
+                parts.append(part)
+        if not parts:
+            return None
+        return parts[0] if len(parts) == 1 else {"anyOf": parts}
+
+    def _negate_keyword(self, key: str, x: object, at: str) -> object | None:
+        if key == "type":
+            named = _type_names(x)
+            if named is None:
+                return None
+            # not integer: not number either (the non-integer numbers cannot be named)
+            rest = [
+                t for t in _TYPES if t not in named and not (t == "number" and "integer" in named)
+            ]
+            return {"type": rest} if rest else False
+        if key == "required" and isinstance(x, list):
+            return {"anyOf": [{"properties": {str(k): False}} for k in x]} if x else False
+        if key == "properties" and isinstance(x, dict):
+            parts: list[object] = []
+            for k, sub in x.items():
+                negation = self._negation(sub, f"{at}/{pointer_part(str(k))}")
+                if negation is not None:
+                    parts.append({"type": "object", "required": [k], "properties": {k: negation}})
+            return {"anyOf": parts} if parts else None
+        if key == "allOf" and isinstance(x, list):
+            negations = [self._negation(sub, f"{at}/{i}") for i, sub in enumerate(x)]
+            kept = [n for n in negations if n is not None]
+            return {"anyOf": kept} if kept else None
+        if key == "anyOf" and isinstance(x, list):
+            negations = [self._negation(sub, f"{at}/{i}") for i, sub in enumerate(x)]
+            if any(n is None for n in negations):
+                return None
+            return {"allOf": negations}
+        if key == "not":
+            return self.copy(x, at)
+        return None
+
+    def _check_multiple(self, s: JsonDict, v: object, at: str) -> None:
+        types = _type_names(s.get("type")) or set()
+        integral = not isinstance(v, bool) and isinstance(v, int)
+        if not integral or (v != 1 and ("number" in types or not types)):
+            raise IRError(
+                f"{at}: multipleOf {v!r} on values that may be non-integer numbers is not "
+                "supported (jsonschema divides floats, the grammar decimals; they disagree)"
+            )
+
+
+class _Unknown(Exception):
+    pass
+
+
+def asserted_format(fmt: object, dialect: type[Validator]) -> bool:
+    """Whether a string ``format`` constrains the value: `jsonschema` or llguidance checks it.
+
+    `jsonschema` asserts the formats of its dialect's checker (those whose libraries are
+    installed) and ignores the others; a format llguidance knows is kept too (the values look
+    like what the client asked for). A format neither knows is irrelevant to validity.
+    """
+    if not isinstance(fmt, str):
+        return True  # the meta-schema check refuses it
+    if fmt in dialect.FORMAT_CHECKER.checkers:
+        return True
+
+    def unknown(why: str) -> Exception:
+        return _Unknown(why)
+
+    try:
+        grammar_layout({"type": "string", "format": fmt}, unknown)
+    except _Unknown:
+        return False
+    return True
+
+
+def _whole_match(pattern: str) -> str:
+    """``pattern`` anchored at both ends, once (llguidance takes anchors only there).
+
+    The pattern's own leading ``^`` and trailing unescaped ``$`` are dropped first: a string
+    the rest matches whole still holds a match of the pattern. Global flags (``(?i)``) stay in
+    front, as Python asks.
+    """
+    flags = _FLAGS.match(pattern)
+    head = flags.group(0) if flags else ""
+    core = pattern[len(head) :].removeprefix("^")
+    if core.endswith("$"):
+        backslashes = len(core[:-1]) - len(core[:-1].rstrip("\\"))
+        if backslashes % 2 == 0:  # not an escaped dollar
+            core = core[:-1]
+    anchored = f"{head}^(?:{core})$"
+    try:
+        re.compile(anchored)
+    except re.error:
+        return pattern
+    return anchored
+
+
+def _checked_pattern(v: object, at: str) -> str:
+    if not isinstance(v, str):
+        raise IRError(f"{at}: pattern must be a string")
+    if "[:" in v:
+        raise IRError(
+            f"{at}: pattern {v!r} may hold a POSIX class ([:alpha:]), which Python's re and "
+            "the grammar's regex read differently; not supported"
+        )
+    try:
+        re.compile(v)
+    except re.error as exc:
+        raise IRError(f"{at}: {v!r} is not a Python regex: {exc}") from None
+    return v
+
+
+def _type_names(t: object) -> set[str] | None:
+    """The names in a ``type`` value (a name or a list of names); None if it is neither."""
+    if isinstance(t, str):
+        return {t}
+    if isinstance(t, list) and all(isinstance(x, str) for x in t):
+        return {str(x) for x in t}
+    return None
+
+
+def _shaped_list(v: object, at: str) -> list[object]:
+    if not isinstance(v, list):
+        raise IRError(f"{at}: must be a list")
+    return v
+
+
+def _map(v: object, at: str) -> list[tuple[str, object]]:
+    if not isinstance(v, dict):
+        raise IRError(f"{at}: must be an object")
+    return [(str(k), x) for k, x in v.items()]
+
+
+def has_ref(s: object) -> bool:
+    """Whether a ``$ref`` key appears anywhere in the JSON value ``s``."""
+    if isinstance(s, dict):
+        return "$ref" in s or any(has_ref(v) for v in s.values())
+    if isinstance(s, list):
+        return any(has_ref(v) for v in s)
+    return False
+
+
+def pointer_part(key: str) -> str:
+    """``key`` as one part of a JSON pointer (``~`` and ``/`` escaped)."""
+    return key.replace("~", "~0").replace("/", "~1")
