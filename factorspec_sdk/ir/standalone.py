@@ -28,7 +28,7 @@ and dialect:
   the pattern contains a match, as `jsonschema`'s `re.search` asks, so the values are a
   subset; without it llguidance lets any text surround the match, and a model (a random one
   above all) rarely reaches a match within free text;
-* ``format: date`` is the pattern of the dates `jsonschema` accepts (`FORMAT_PATTERNS`:
+* ``format: date`` is the pattern of the dates `jsonschema` accepts (`STRICT_FORMATS`:
   llguidance's allows February 29 of any year);
 * a ``format`` neither `jsonschema` (its dialect's format checker) nor llguidance knows is
   dropped: `jsonschema` ignores it (`asserted_format`);
@@ -49,9 +49,9 @@ import jsonschema
 from jsonschema.protocols import Validator
 
 from factorspec_sdk.ir.build import IRError
-from factorspec_sdk.relations.layout import grammar_layout
+from factorspec_sdk.relations.layout import FORMAT_PATTERNS, grammar_layout
 
-__all__ = ["FORMAT_PATTERNS", "asserted_format", "has_ref", "pointer_part", "standalone_schema"]
+__all__ = ["STRICT_FORMATS", "asserted_format", "has_ref", "pointer_part", "standalone_schema"]
 
 JsonDict = dict[str, object]
 
@@ -70,16 +70,10 @@ _MAP = frozenset({"properties", "patternProperties"})
 _DEPENDENCIES = frozenset({"dependencies", "dependentRequired", "dependentSchemas"})
 _LEGACY_REF = (jsonschema.Draft4Validator, jsonschema.Draft6Validator, jsonschema.Draft7Validator)
 _NAME = re.compile(r"[^A-Za-z0-9_.-]+")
-_YEAR = r"(?:[1-9][0-9]{3}|0[1-9][0-9]{2}|00[1-9][0-9]|000[1-9])"
-_LEAP_YEAR = r"(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:0[48]|[2468][048]|[13579][26])00)"
-_MONTH_DAY = (
-    r"(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])"
-    r"|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)|02-(?:0[1-9]|1[0-9]|2[0-8]))"
-)
-FORMAT_PATTERNS = {"date": rf"^(?:{_YEAR}-{_MONTH_DAY}|{_LEAP_YEAR}-02-29)$"}
+STRICT_FORMATS = {"date": FORMAT_PATTERNS["date"]}
 """Formats llguidance reads more loosely than `jsonschema`, as the pattern `jsonschema`'s check
 accepts: llguidance's ``date`` allows February 29 of every year and year 0000, which
-``datetime.date.fromisoformat`` refuses."""
+``datetime.date.fromisoformat`` refuses (the Pydantic path's pattern, one copy)."""
 _FLAGS = re.compile(r"(\(\?[aiLmsux]+\))+")
 
 
@@ -188,8 +182,8 @@ class _Copier:
             elif key == "pattern":
                 out[key] = _whole_match(_checked_pattern(v, at))
             elif key == "format":
-                if isinstance(v, str) and v in FORMAT_PATTERNS:
-                    extra.append({"pattern": FORMAT_PATTERNS[v]})
+                if isinstance(v, str) and v in STRICT_FORMATS:
+                    extra.append({"pattern": STRICT_FORMATS[v]})
                 elif asserted_format(v, self.dialect):
                     out[key] = v
             else:

@@ -17,7 +17,7 @@ import pytest
 
 from factorspec_sdk.bench.schemas import decode_records
 from factorspec_sdk.ir import IRError, ir_from_json_schema, json_schema_validator, spec_from_ir
-from factorspec_sdk.ir.standalone import FORMAT_PATTERNS
+from factorspec_sdk.ir.standalone import STRICT_FORMATS
 from tests.ir.test_json_schema import D4, D7, fields, obj, records
 from tests.ir.test_json_schema_corpus import vocabulary
 
@@ -244,8 +244,8 @@ def test_null_alone_and_pattern_properties() -> None:
 
 def test_dates_are_the_ones_jsonschema_accepts() -> None:
     s = fields(obj({"d": {"type": "string", "format": "date"}}))["d"]["schema"]
-    assert s == {"type": "string", "allOf": [{"pattern": FORMAT_PATTERNS["date"]}]}
-    pattern = re.compile(FORMAT_PATTERNS["date"])
+    assert s == {"type": "string", "allOf": [{"pattern": STRICT_FORMATS["date"]}]}
+    pattern = re.compile(STRICT_FORMATS["date"])
     for y in (1, 4, 100, 400, 1900, 2000, 2023, 2024, 3225, 9999):
         for m, d in ((2, 28), (2, 29), (2, 30), (4, 30), (4, 31), (12, 31), (13, 1), (1, 0)):
             text = f"{y:04d}-{m:02d}-{d:02d}"
