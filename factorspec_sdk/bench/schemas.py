@@ -145,7 +145,8 @@ class ClosingModel:
 
     def __init__(self, tok: TokenizerInfo, seed: int) -> None:
         self.seed = seed
-        closers = [any(c in piece for c in b'"]},') for piece in tok.vocab]
+        # an escaped quote (``\"``) inside a string closes nothing
+        closers = [any(c in piece.replace(b'\\"', b"") for c in b'"]},') for piece in tok.vocab]
         self.boost = np.where(closers, CLOSE_BOOST, 0.0).astype(np.float32)
 
     def __call__(self, prefix: Sequence[int]) -> npt.NDArray[np.float32]:

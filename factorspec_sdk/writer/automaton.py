@@ -214,8 +214,11 @@ class Writer:
             if isinstance(node, GrammarLayout):
                 return _Grammar(p.path, node, s)
             if node.kind == "str" and s.partial is None and self.spec.variable_for(p.path) is None:
-                if self.grammar_strings and (
-                    not node.nullable or self.spec.null_variable(p.path) is None
+                item = bool(p.path) and isinstance(p.path[-1], int)
+                if (
+                    self.grammar_strings
+                    and not item  # a list item follows the empty "continue" option: no segment
+                    and (not node.nullable or self.spec.null_variable(p.path) is None)
                 ):
                     return _Grammar(p.path, string_grammar(node), s)
                 if not node.nullable:
@@ -540,7 +543,9 @@ def string_grammar(node: LeafLayout) -> GrammarLayout:
     In a spec that has grammar values the token budget has no bound anyway
     (`factorspec_sdk.tokens.budget`), so its free strings are grammar values too and may
     hold quotes, backslashes, newlines and ``\u`` escapes. A spec without grammar values
-    writes free strings itself, without escapes, and keeps the exact budget bound.
+    writes free strings itself, without escapes, and keeps the exact budget bound; so do
+    the items of a list of free strings (the list's first item follows an empty option, and a
+    trie cannot end in a grammar segment there).
     """
     schema: dict[str, object] = {"type": "string", "minLength": node.min_length}
     if node.max_length is not None:
