@@ -9,8 +9,10 @@ Two dialects, so that code written for another server runs unchanged:
 * vLLM's ``structured_outputs``: ``json`` is the JSON schema path; ``choice`` and ``regex``
   answer bare text, not a JSON record. The engine thread only writes records, so both are
   decoded as the record ``{"value": <one of the strings>}`` (`VALUE_KEY`, a string enum) and
-  the answer carries the string (`Structured.bare`). A regex is turned into its finite
-  language first (`regex_language`, with ``interegular``); an unbounded one is a 422.
+  the answer carries the string (`Structured.bare`). A regex whose language is a short finite
+  list (`regex_language`, with ``interegular``) is that enum, so relations and certain tokens
+  work on it; any other regex is the wrapper's string with the regex as its ``pattern``, a
+  grammar value llguidance generates (a regex llguidance cannot compile is a 422).
 """
 
 from __future__ import annotations
@@ -115,7 +117,14 @@ def structured(so: StructuredOutputs, max_choices: int) -> Structured:
     if so.choice is not None:
         return Structured(_wrapper(list(dict.fromkeys(so.choice))), "Choice", bare=True)
     assert so.regex is not None  # the request model lets exactly one through
-    return Structured(_wrapper(regex_language(so.regex, max_choices)), "Regex", bare=True)
+    try:
+        values = regex_language(so.regex, max_choices)
+    except ApiError as exc:
+        if exc.code != "unsupported_regex":
+            raise
+        # not a short finite list: the string is a grammar value with the regex as its pattern
+        return Structured(_pattern_wrapper(so.regex), "Regex", bare=True)
+    return Structured(_wrapper(values), "Regex", bare=True)
 
 
 def regex_language(pattern: str, limit: int) -> list[str]:
@@ -174,6 +183,15 @@ def bare_text(record: str) -> str:
     value = json.loads(record)[VALUE_KEY]
     assert isinstance(value, str)
     return value
+
+
+def _pattern_wrapper(pattern: str) -> JsonObject:
+    return {
+        "type": "object",
+        "properties": {VALUE_KEY: {"type": "string", "pattern": pattern}},
+        "required": [VALUE_KEY],
+        "additionalProperties": False,
+    }
 
 
 def _wrapper(values: list[str]) -> JsonObject:
