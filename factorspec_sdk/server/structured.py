@@ -93,8 +93,8 @@ def structured(so: StructuredOutputs, max_choices: int) -> Structured:
 
     Raises:
         ApiError: 400 for ``json`` text that is not a JSON object or a regex that does not
-            compile; 422 (``unsupported_regex``) for a regex whose language is unbounded,
-            larger than ``max_choices`` or not read the same by Python's ``re``.
+            compile. A regex whose language is not a list of at most ``max_choices`` strings
+            becomes a ``pattern`` (llguidance refusing it is the spec's 422, later).
     """
     if so.json_ is not None:
         schema = so.json_
