@@ -273,3 +273,31 @@ def test_remote_batch_returns_per_record_errors(url: str) -> None:
         )
     local = Client(scripted_engine()).generate(Trip, "a trip", context=TRIP_CONTEXT)
     assert got[0] == local and isinstance(got[1], UnsatisfiableSpecError)
+
+
+def test_grammar_values_travel_to_the_server_as_ir(url: str) -> None:
+    """A model with floats, dates and a union beside a relation: the IR carries the grammar
+    values, the server decodes them with llguidance, the client gets a valid typed record."""
+    import datetime as dt
+
+    from pydantic import BaseModel, Field
+
+    from factorspec_sdk import relation
+
+    class Priced(BaseModel):
+        price: float = Field(ge=0, le=100)
+        day: dt.date
+        code: int | str
+        lo: int = Field(ge=0, le=5)
+        hi: int = Field(ge=0, le=5)
+
+        @relation
+        def ordered(self) -> bool:
+            return self.lo < self.hi
+
+    ir = to_ir(Priced)
+    assert [f["node"]["type"] for f in ir["layout"]["fields"]][:3] == ["grammar"] * 3
+    with Client(backend=RemoteBackend(url)) as remote:
+        for seed in range(3):
+            record = remote.generate(Priced, "price", temperature=1.0, seed=seed, max_tokens=400)
+            assert type(record) is Priced and record.lo < record.hi and 0 <= record.price <= 100
