@@ -92,9 +92,10 @@ def structured(so: StructuredOutputs, max_choices: int) -> Structured:
         max_choices: the most strings a ``regex`` may match (`IRLimits.max_choices`).
 
     Raises:
-        ApiError: 400 for ``json`` text that is not a JSON object or a regex that does not
-            compile. A regex whose language is not a list of at most ``max_choices`` strings
-            becomes a ``pattern`` (llguidance refusing it is the spec's 422, later).
+        ApiError: 422 for ``json`` text that is not a JSON object or a regex that does not
+            compile (strings the request schema lets through, so not a 400). A regex whose
+            language is not a list of at most ``max_choices`` strings becomes a ``pattern``
+            (llguidance refusing it is the spec's 422, later).
     """
     if so.json_ is not None:
         schema = so.json_
@@ -103,13 +104,13 @@ def structured(so: StructuredOutputs, max_choices: int) -> Structured:
                 schema = json.loads(schema)
             except json.JSONDecodeError as exc:
                 raise ApiError(
-                    400,
+                    422,
                     f"structured_outputs.json is not valid JSON: {exc}",
                     param="structured_outputs.json",
                 ) from None
             if not isinstance(schema, dict):
                 raise ApiError(
-                    400,
+                    422,
                     "structured_outputs.json must be a JSON schema object",
                     param="structured_outputs.json",
                 )
@@ -140,7 +141,7 @@ def regex_language(pattern: str, limit: int) -> list[str]:
         compiled = re.compile(pattern)
     except re.error as exc:
         raise ApiError(
-            400, f"structured_outputs.regex does not compile: {exc}", param=param
+            422, f"structured_outputs.regex does not compile: {exc}", param=param
         ) from None
 
     def refuse(why: str) -> ApiError:
