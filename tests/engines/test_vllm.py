@@ -70,7 +70,7 @@ def test_greedy_equals_the_embedded_engine(
     on_vllm = Client(vllm_engine)
     embedded = Client(embedded_engine_fp32)
     compared = same = 0
-    cases = CASES[:4]  # the invoice has most of the choices; trips have 0-4 each
+    cases = CASES[:3]  # the invoice has most of the choices; trips have 0-4 each
     for model, prompt, context in cases:
         a = on_vllm.generate(model, prompt, context=context, max_tokens=700, return_result=True)
         b = embedded.generate(model, prompt, context=context, max_tokens=700, return_result=True)

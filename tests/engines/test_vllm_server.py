@@ -32,7 +32,7 @@ def test_a_vllm_server_through_the_openai_api(
     assert remote.engine.name == "vllm-server" and remote.engine.constraint_style == "tokens"
     local = Client(embedded_engine_fp32)
     compared = 0
-    for model, prompt, context in CASES[:3]:  # the invoice has most of the choices
+    for model, prompt, context in CASES[:2]:  # the invoice has most of the choices
         a = remote.generate(model, prompt, context=context, max_tokens=700, return_result=True)
         b = local.generate(model, prompt, context=context, max_tokens=700, return_result=True)
         model.model_validate_json(a.text, context=context)
@@ -48,7 +48,7 @@ def test_regex_constraints_on_a_vllm_server(vllm_server: str) -> None:
     """The SGLang-style protocol (one regex per choice) also runs on vLLM: always valid."""
     engine = OpenAIServerEngine(vllm_server, constraint="regex")
     client = Client(engine)
-    trips = problems(6, seed=200)
+    trips = problems(2, seed=200)
     results = client.generate_batch(
         Itinerary, [prompt_for(p) for p in trips], contexts=trips, return_result=True
     )
