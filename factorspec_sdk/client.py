@@ -39,7 +39,7 @@ from factorspec_sdk.engines.completion import CompletionEngine
 from factorspec_sdk.engines.protocol import Engine
 from factorspec_sdk.errors import EngineError, FactorSpecError, GenerationError
 from factorspec_sdk.prompts import Prompt, check_prompt
-from factorspec_sdk.relations.layout import ObjectLayout
+from factorspec_sdk.relations.layout import RootLayout
 
 __all__ = [
     "AsyncClient",
@@ -266,7 +266,7 @@ class BaseClient:
         prompt: Prompt,
         *,
         system: str | None = None,
-        layout: ObjectLayout | None = None,
+        layout: RootLayout | None = None,
         hint: bool = True,
     ) -> list[int]:
         """Token ids of the prompt with the engine's chat template applied.

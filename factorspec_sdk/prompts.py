@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
 
 from factorspec_sdk.engines.protocol import ChatMessage
 from factorspec_sdk.relations.layout import (
@@ -24,6 +23,7 @@ from factorspec_sdk.relations.layout import (
     LeafLayout,
     ListLayout,
     ObjectLayout,
+    RootLayout,
 )
 
 __all__ = [
@@ -39,7 +39,7 @@ Prompt = str | Sequence[ChatMessage]
 """A plain-text prompt, or a list of chat messages (``{"role": ..., "content": ...}``)."""
 
 
-def schema_hint(layout: ObjectLayout) -> str:
+def schema_hint(layout: RootLayout) -> str:
     """A compact picture of the expected JSON, appended to the user's prompt by default."""
 
     def show(node: LayoutNode) -> str:
@@ -61,9 +61,32 @@ def _leaf_hint(node: LeafLayout | GrammarLayout) -> str:
     return {"bool": "true|false", "int": "<integer>", "str": "<text>"}[node.kind]
 
 
-def _schema_hint(schema: dict[str, Any]) -> str:
-    """A short hint for a grammar value: its format or type (``<date>``, ``<number>``)."""
+def _schema_hint(schema: object, depth: int = 0) -> str:
+    """A short picture of a grammar value from its JSON Schema (``<date>``, ``[<number>, ...]``).
+
+    Objects show their properties and arrays their items, three levels deep; a union shows
+    its first alternatives; anything else its format or type.
+    """
+    if not isinstance(schema, dict):
+        return "<value>"
+    if "const" in schema:
+        return json.dumps(schema["const"])
+    if isinstance(schema.get("enum"), list) and schema["enum"]:
+        return " | ".join(json.dumps(v) for v in schema["enum"][:5])
+    for key in ("anyOf", "oneOf"):
+        alts = schema.get(key)
+        if isinstance(alts, list) and alts:
+            return " | ".join(_schema_hint(a, depth + 1) for a in alts[:3])
     what = schema.get("format") or schema.get("type")
+    props = schema.get("properties")
+    if depth < 3 and isinstance(props, dict) and props and what in (None, "object"):
+        inner = ", ".join(
+            f"{json.dumps(k)}: {_schema_hint(v, depth + 1)}" for k, v in list(props.items())[:12]
+        )
+        return "{" + inner + "}"
+    items = schema.get("items")
+    if depth < 3 and isinstance(items, dict) and what in (None, "array"):
+        return "[" + _schema_hint(items, depth + 1) + ", ...]"
     if isinstance(what, str):
         return (
             "<" + {"number": "number", "integer": "integer", "string": "text"}.get(what, what) + ">"
@@ -71,12 +94,12 @@ def _schema_hint(schema: dict[str, Any]) -> str:
     return "<value>"
 
 
-def hint_sentence(layout: ObjectLayout) -> str:
+def hint_sentence(layout: RootLayout) -> str:
     """The sentence that asks for ``layout``'s JSON: ``Answer with JSON of this form: ...``."""
     return "Answer with JSON of this form: " + schema_hint(layout)
 
 
-def with_schema_hint(messages: Sequence[ChatMessage], layout: ObjectLayout) -> list[ChatMessage]:
+def with_schema_hint(messages: Sequence[ChatMessage], layout: RootLayout) -> list[ChatMessage]:
     """A copy of ``messages`` with `hint_sentence` appended to the last user message.
 
     The sentence follows the message's text after a blank line; messages without a user
@@ -110,7 +133,7 @@ def chat_messages(
     prompt: Prompt,
     *,
     system: str | None = None,
-    layout: ObjectLayout | None = None,
+    layout: RootLayout | None = None,
     hint: bool = True,
 ) -> list[ChatMessage]:
     """The chat messages for ``prompt``.

@@ -28,7 +28,7 @@ from factorspec_sdk.drafter.segments import SegmentDecoder
 from factorspec_sdk.engines.completion import CompletionEngine
 from factorspec_sdk.engines.protocol import Engine
 from factorspec_sdk.prompts import Prompt, chat_messages
-from factorspec_sdk.relations.layout import ObjectLayout
+from factorspec_sdk.relations.layout import RootLayout
 from factorspec_sdk.tokens.plan import Planner
 from factorspec_sdk.writer.automaton import Writer
 
@@ -60,7 +60,7 @@ class EngineBackend(ABC, Generic[E]):
         prompt: Prompt,
         *,
         system: str | None = None,
-        layout: ObjectLayout | None = None,
+        layout: RootLayout | None = None,
         hint: bool = True,
     ) -> list[int]:
         """Token ids of `factorspec_sdk.prompts.chat_messages` with the chat template applied."""

@@ -25,7 +25,7 @@ from factorspec_sdk.errors import OracleError, SpecError, UnsatisfiableSpecError
 from factorspec_sdk.graph.compiled import CompiledSpec, Component, Factor
 from factorspec_sdk.relations.compiler import OTHER_CODE, InternTable, VarRecord
 from factorspec_sdk.relations.decorator import RelationSet
-from factorspec_sdk.relations.layout import ListLayout, ObjectLayout, Path, node_at, path_name
+from factorspec_sdk.relations.layout import ListLayout, Path, RootLayout, node_at, path_name
 
 __all__ = [
     "RelationFactor",
@@ -61,7 +61,7 @@ def assemble_spec(
     *,
     name: str,
     model: type[BaseModel],
-    layout: ObjectLayout,
+    layout: RootLayout,
     relations: RelationSet,
     context: object,
     records: Mapping[str, VarRecord],

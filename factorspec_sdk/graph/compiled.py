@@ -22,6 +22,7 @@ from factorspec_sdk.relations.layout import (
     ListLayout,
     ObjectLayout,
     Path,
+    RootLayout,
     node_at,
     path_name,
 )
@@ -122,7 +123,7 @@ class CompiledSpec:
         self,
         *,
         model: type[BaseModel],
-        layout: ObjectLayout,
+        layout: RootLayout,
         relations: RelationSet,
         context: object,
         records: Mapping[str, VarRecord],

@@ -27,6 +27,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    RootModel,
     StrictBool,
     StrictInt,
     StrictStr,
@@ -66,6 +67,7 @@ from factorspec_sdk.relations.layout import (
     ObjectField,
     ObjectLayout,
     Path,
+    RootLayout,
     grammar_layout,
     length_name,
     node_at,
@@ -349,6 +351,13 @@ def _annotation(node: LayoutNode) -> object:
     return t
 
 
+def _root_model(name: str, layout: GrammarLayout) -> type[BaseModel]:
+    """The model of a record that is one grammar value: a `RootModel` checking its schema."""
+    cls_name = name if name.isidentifier() else "Record"
+    root = cast(type[BaseModel], RootModel[_annotation(layout)])  # type: ignore[misc]
+    return create_model(cls_name, __base__=root)
+
+
 def _schema_check(schema: str) -> typing.Callable[[object], object]:
     """A Pydantic after-validator: the value satisfies the JSON Schema (``jsonschema``)."""
     from factorspec_sdk.ir.schema_check import json_schema_validator
@@ -379,7 +388,7 @@ class _VarSpec:
     is_null: bool
 
 
-def _derive(layout: ObjectLayout, name: str, path: Path, kind: str) -> _VarSpec:
+def _derive(layout: RootLayout, name: str, path: Path, kind: str) -> _VarSpec:
     """Bounds, domain and kind of a variable, as the relation compiler derives them."""
     node = node_at(layout, path)
     if node is None:
@@ -543,7 +552,7 @@ class CheckedIR:
     """
 
     ir: RelationIR
-    layout: ObjectLayout
+    layout: RootLayout
     list_bounds: dict[Path, int] | None = None
     error: FactorSpecError | None = None
 
@@ -595,7 +604,7 @@ def spec_from_ir(
     if checked is None:
         ir = parse_ir(data, limits)
         layout = _LayoutBuilder(limits).build(ir.layout, 1, 1, "")
-        assert isinstance(layout, ObjectLayout)
+        assert isinstance(layout, (ObjectLayout, GrammarLayout))  # IRRoot's two kinds
         checked = CheckedIR(ir, layout)
     if checked.error is not None:
         raise checked.error
@@ -675,12 +684,13 @@ def _build(checked: CheckedIR, limits: IRLimits, solver_timeout_ms: int | None) 
         relation_factors.append(
             RelationFactor(f.name, frozenset(f.variables) | eb.used, cast(z3.BoolRef, formula))
         )
+    model = layout.model if isinstance(layout, ObjectLayout) else _root_model(ir.name, layout)
     try:
         return assemble_spec(
             name=ir.name,
-            model=layout.model,
+            model=model,
             layout=layout,
-            relations=RelationSet(layout.model, ()),
+            relations=RelationSet(model, ()),
             context=None,
             records=records,
             strings=strings,

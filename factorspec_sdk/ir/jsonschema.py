@@ -17,7 +17,12 @@ or object under a keyword the writer does not lay out is one grammar value with 
 under it, never unrolled; so is an array whose items are grammar values, and a combinator
 one of whose alternatives is. A grammar value is compiled by llguidance when the IR is
 built, so what llguidance refuses is an `IRError` naming the place and carrying
-llguidance's message. The root must be a native object (the spec's layout is an object).
+llguidance's message. A root that is no object the writer lays out (an array, a string,
+``anyOf`` of objects, an object breaking one of the object keywords below, ...) makes the
+whole record one grammar value; so does a root object whose native layout would pass the
+limits (`IRLimits`: more than ``max_layout_nodes`` schema nodes, or more than
+``max_unrolled_nodes`` once every array is unrolled to its bound). Such a record has no
+native leaves, so relations cannot read it.
 
 Keywords, as `jsonschema` asserts them per dialect (a keyword of one type constrains only
 values of that type, so ``minLength`` on an integer node is irrelevant, as JSON Schema says):
@@ -84,12 +89,11 @@ values of that type, so ``minLength`` on an integer node is irrelevant, as JSON 
   formats it does not know that `jsonschema` asserts (``idn-email``, ``regex``, ...),
   regexes with look-around, recursion through a ``$ref`` with siblings; what the two
   readers would read differently (a non-integer ``multipleOf``, or one other than 1 on a
-  node that allows non-integer numbers; a ``pattern`` with a POSIX class); a root that is
-  not a native object (an array, a string, ``anyOf`` of objects, a root object that breaks
-  one of the object keywords above, ...); ``$ref`` outside the document, ``$dynamicRef`` /
-  ``$recursiveRef``, an embedded ``$id`` (draft 4: ``id``) over a ``$ref`` (it moves the
-  base the ``$ref`` resolves against), a cycle of ``$ref`` that never reaches a schema,
-  draft 3 schemas, and schemas that fail their dialect's meta-schema.
+  node that allows non-integer numbers; a ``pattern`` with a POSIX class); ``$ref`` outside
+  the document, ``$dynamicRef`` / ``$recursiveRef``, an embedded ``$id`` (draft 4:
+  ``id``) over a ``$ref`` (it moves the base the ``$ref`` resolves against), a cycle of
+  ``$ref`` that never reaches a schema, draft 3 schemas, and schemas that fail their
+  dialect's meta-schema.
 * **Irrelevant to validity** (`jsonschema` asserts nothing for them): ``title``,
   ``description``, ``default``, ``examples``, ``$comment``, ``$schema`` (it picks the
   dialect), ``$id`` / ``id`` at the root, ``$anchor``, ``$defs`` / ``definitions`` (read
@@ -199,6 +203,10 @@ class _NothingWritable(IRError):
     """No value the writer can write passes the schema at this place."""
 
 
+class _TooLarge(IRError):
+    """The native layout would pass a limit: the whole record becomes one grammar value."""
+
+
 class _NotNative(IRError):
     """The writer does not lay this sub-schema out itself: it becomes a grammar value."""
 
@@ -235,13 +243,31 @@ def ir_from_json_schema(
         layout = conv.node(schema, "#", (), 0)
     except _NothingWritable as exc:
         raise IRError(f"the JSON schema is unsatisfiable: {exc.message}") from None
-    if layout.get("type") != "object":
-        raise IRError("the JSON schema's root must be an object (type: object)")
+    except _TooLarge:
+        layout = conv.root_grammar()
+    if layout["type"] == "object" and _unrolled(layout) > limits.max_unrolled_nodes:
+        layout = conv.root_grammar()  # the writer would unroll its lists past the limit
+    elif layout["type"] not in ("object", "grammar"):
+        layout = conv.root_grammar()  # an array, a string, ...: the whole record
     # last, as it is the slow part: the keywords read above were shape-checked on the way
     json_schema_validator(schema, check_schema=True)
-    layout["nullable"] = False  # an object is all the root may be
-    layout["name"] = name
+    if layout["type"] == "object":
+        layout["nullable"] = False  # an object is all the root may be
+        layout["name"] = name
     return {"factorspec_ir": IR_VERSION, "name": name, "layout": layout}
+
+
+def _unrolled(node: JsonDict, mult: int = 1) -> int:
+    """Nodes of a layout once every list is unrolled to its bound (as `spec_from_ir` counts)."""
+    total = mult
+    if node["type"] == "object":
+        for f in node["fields"]:  # type: ignore[attr-defined]
+            total += _unrolled(f["node"], mult)
+    elif node["type"] == "list":
+        bound = node["max_length"]
+        assert isinstance(bound, int)  # built by _array
+        total += _unrolled(node["item"], mult * max(bound, 1))  # type: ignore[arg-type]
+    return total
 
 
 class _Converter:
@@ -308,9 +334,23 @@ class _Converter:
     def _grammar(self, s: object, where: str, reason: str) -> JsonDict:
         """The grammar value of sub-schema ``s``, which the writer does not lay out (``reason``)."""
         if where == "#":
-            raise IRError(f"{reason}; the root must be an object the writer lays out")
+            return self.root_grammar(reason)
         schema = standalone_schema(
             s, where, root=self.root, dialect=type(self.validator), resolve=self._resolve
+        )
+
+        def fail(why: str) -> IRError:
+            return IRError(f"{reason}, and as a grammar value {why}")
+
+        grammar_layout(schema, fail)
+        return {"type": "grammar", "schema": schema}
+
+    def root_grammar(
+        self, reason: str = "#: the root is no object the writer lays out"
+    ) -> JsonDict:
+        """The whole record as one grammar value (the root is not laid out natively)."""
+        schema = standalone_schema(
+            self.root, "#", root=self.root, dialect=type(self.validator), resolve=self._resolve
         )
 
         def fail(why: str) -> IRError:
@@ -322,7 +362,7 @@ class _Converter:
     def _native(self, s: object, where: str, refs: tuple[str, ...], depth: int) -> JsonDict:
         self.count += 1
         if self.count > self.limits.max_layout_nodes:
-            raise IRError(f"the JSON schema has more than {self.limits.max_layout_nodes} nodes")
+            raise _TooLarge(f"the JSON schema has more than {self.limits.max_layout_nodes} nodes")
         if depth > self.limits.max_layout_depth:
             raise IRError(f"{where}: the schema nests deeper than {self.limits.max_layout_depth}")
         if s is True:
@@ -513,6 +553,8 @@ class _Converter:
         required = _shaped(s.get("required", []), list, where, "required")
         if not all(isinstance(k, str) for k in required):
             raise IRError(f"{where}: required must be a list of strings")
+        if "" in props or "" in required:  # a field needs a name for its paths
+            raise _NotNative(f"{where}: a property named by the empty string")
         patterns = self._patterns(s, kws, where)
         fields: list[JsonDict] = []
         for key, sub in props.items():
@@ -675,6 +717,11 @@ class _Converter:
             item, hi, bounded = _any_value(), 0, True  # only the empty array
         if item["type"] == "grammar":  # one grammar value, not unrolled to its bound
             raise _NotNative(f"{items_at}: an array of grammar values")
+        if hi > self.limits.max_list_length:
+            raise _NotNative(
+                f"{where}: room for {hi} items (the writer lays out at most "
+                f"{self.limits.max_list_length})"
+            )
         return {
             "type": "list",
             "item": item,
@@ -731,6 +778,8 @@ class _Converter:
             if hi < lo:
                 raise _NothingWritable(f"{where}: maxLength {hi} is below minLength {lo}")
             leaf["max_length"] = hi
+        if max(lo, _as_int(leaf.get("max_length", 0))) > self.limits.max_text_length:
+            raise _NotNative(f"{where}: a string length past {self.limits.max_text_length}")
         return leaf
 
 
@@ -747,6 +796,11 @@ def _shaped(v: object, kind: type[_T], where: str, key: str) -> _T:
     if not isinstance(v, kind):
         what = "a list" if kind is list else "an object" if kind is dict else kind.__name__
         raise IRError(f"{where}: {key} must be {what}")
+    return v
+
+
+def _as_int(v: object) -> int:
+    assert isinstance(v, int)  # a count read by _count
     return v
 
 

@@ -34,6 +34,7 @@ __all__ = [
     "IRGrammar",
     "IRNode",
     "IRObject",
+    "IRRoot",
     "IRVariable",
     "RelationIR",
     "VarRef",
@@ -151,6 +152,9 @@ class IRGrammar(BaseModel):
 
 IRNode = Annotated[IRObject | IRList | IRLeaf | IRGrammar, Field(discriminator="type")]
 
+IRRoot = Annotated[IRObject | IRGrammar, Field(discriminator="type")]
+"""The record: an object, or one grammar value (a JSON Schema whose root is no object)."""
+
 
 # --------------------------------------------------------------------------- expressions
 
@@ -253,7 +257,7 @@ class RelationIR(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, title="FactorSpecRelationIR")
     factorspec_ir: Literal[1]
     name: str = "Record"
-    layout: IRObject
+    layout: IRRoot
     strings: list[str] = Field(default_factory=list)
     variables: list[IRVariable] = Field(default_factory=list)
     defs: list[Expr] = Field(default_factory=list)

@@ -41,6 +41,7 @@ __all__ = [
     "ObjectField",
     "ObjectLayout",
     "Path",
+    "RootLayout",
     "build_layout",
     "decimal_pattern",
     "grammar_layout",
@@ -180,6 +181,11 @@ class GrammarLayout:
 
 LayoutNode = ObjectLayout | ListLayout | LeafLayout | GrammarLayout
 
+RootLayout = ObjectLayout | GrammarLayout
+"""What a spec's whole record is: an object the writer lays out, or one grammar value (a
+JSON Schema whose root is no object the writer lays out: an array, a string, a union, ...;
+no relation can read into it)."""
+
 
 def has_grammar(node: LayoutNode) -> bool:
     """Whether any value under ``node`` is a grammar value."""
@@ -221,7 +227,7 @@ def _grammar_problem(text: str) -> str:
     return str(llguidance.LLMatcher.validate_grammar(grammar))
 
 
-def node_at(layout: ObjectLayout, path: Path) -> LayoutNode | None:
+def node_at(layout: RootLayout, path: Path) -> LayoutNode | None:
     """The node at ``path`` (concrete list indices), or None if the layout has none there.
 
     An index at or past its list's ``max_length`` has no node.

@@ -14,6 +14,7 @@ import re
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from factorspec_sdk.bench.schemas import decode_records
 from factorspec_sdk.ir import IRError, ir_from_json_schema, json_schema_validator, spec_from_ir
@@ -299,6 +300,47 @@ def test_dependencies_become_any_of() -> None:
         assert isinstance(r, dict) and "b" in r["x"]
 
 
+WIDE = {"type": "array", "maxItems": 200, "items": obj({f"k{i}": INT for i in range(20)})}
+
+ROOTS: dict[str, dict[str, Any]] = {
+    # the record is one grammar value: no object the writer lays out
+    "array": {"type": "array", "items": INT, "minItems": 1, "maxItems": 4},
+    "string with a format": {"type": "string", "format": "date"},
+    "integer": INT,
+    "anyOf of objects": {"anyOf": [obj({"a": INT}, required=["a"]), obj({"b": {"enum": ["x"]}})]},
+    "root with a dependency": obj({"a": {}}, dependencies={"a": ["c"]}, **{"$schema": D7}),
+    "root with a schema dependency": obj({"a": {}}, dependentSchemas={"a": {"required": ["x"]}}),
+    "a property named by the empty string": obj({"": INT}, required=[""]),
+    # unrolled, the writer's layout would pass max_unrolled_nodes (200 x 20 x 16 nodes)
+    "too large to lay out": obj({"rows": {"type": "array", "maxItems": 16, "items": WIDE}}),
+}
+
+
+@pytest.mark.parametrize("name", list(ROOTS))
+def test_a_root_the_writer_does_not_lay_out_is_one_grammar_value(name: str) -> None:
+    schema = ROOTS[name]
+    ir = ir_from_json_schema(schema)
+    assert ir["layout"]["type"] == "grammar"  # type: ignore[index]
+    spec = spec_from_ir(ir)
+    assert not spec.variables
+    got = records(schema)
+    assert got
+    if name == "array":
+        assert all(isinstance(r, list) and 1 <= len(r) <= 4 for r in got)
+    # the IR-built model checks the whole record against the schema
+    bad = {"array": [], "integer": 10, "string with a format": "2026-02-30"}.get(name)
+    if bad is not None:
+        with pytest.raises(ValidationError):
+            spec.model.model_validate(bad)
+
+
+def test_a_long_array_field_is_a_grammar_value_beside_native_fields() -> None:
+    schema = obj({"xs": {"type": "array", "items": INT, "maxItems": 1000}, "n": INT})
+    f = fields(schema)
+    assert f["xs"]["type"] == "grammar" and f["n"]["kind"] == "int"
+    records(schema)
+
+
 @pytest.mark.parametrize(
     ("schema", "match"),
     [
@@ -321,10 +363,13 @@ def test_dependencies_become_any_of() -> None:
             "#/properties/x: jsonschema cannot evaluate",
         ),
         (obj({"x": {"$ref": "other.json", "maximum": 1}}), "#/properties/x: only local"),
-        # the root must be an object the writer lays out
-        ({"anyOf": [obj({"a": INT}), obj({"b": INT})]}, "root must be an object"),
-        (obj({"a": INT}, minProperties=2), "minProperties 2.*root"),
-        (obj({"a": {}}, dependencies={"a": ["c"]}, **{"$schema": D7}), r"dependencies/a.*root"),
+        # a root the writer does not lay out is one grammar value, which llguidance refuses
+        ({"type": "array", "contains": INT}, r"#: 'contains'.*Unimplemented keys.*contains"),
+        (
+            {"oneOf": [obj({"a": INT}), obj({"b": INT})]},
+            r"#: oneOf of several schemas.*coerce_one_of",
+        ),
+        (obj({"a": INT}, minProperties=2), "minProperties 2.*min/maxProperties only supported"),
     ],
 )
 def test_still_refused(schema: dict[str, object], match: str) -> None:

@@ -23,6 +23,7 @@ from tests.helpers import TRIP_CONTEXT, Pick, Trip
 from tests.server.helpers import MODEL, running, scripted_engine
 
 MESSAGES = [{"role": "user", "content": "answer"}]
+FORMATS = jsonschema.Draft202012Validator.FORMAT_CHECKER
 
 
 @pytest.fixture(scope="module")
@@ -79,6 +80,28 @@ def test_json_schema_as_object_and_as_text(client: openai.OpenAI) -> None:
         text, finish = content(vllm_style(client, {"json": value}))
         assert finish == "stop"
         jsonschema.validate(json.loads(text), schema)
+
+
+def test_a_schema_whose_root_is_no_object(client: openai.OpenAI) -> None:
+    # the whole record is one grammar value (llguidance), checked by the server as sent
+    roots = [
+        {"type": "array", "items": {"type": "integer", "minimum": 0}, "minItems": 1, "maxItems": 3},
+        {"anyOf": [{"type": "string", "format": "date"}, {"type": "boolean"}]},
+    ]
+    for schema in roots:
+        rf = {"type": "json_schema", "json_schema": {"name": "R", "schema": schema}}
+        for seed in range(2):
+            r = client.chat.completions.create(
+                model=MODEL,
+                messages=MESSAGES,  # type: ignore[arg-type]
+                response_format=rf,  # type: ignore[arg-type]
+                temperature=1.0,
+                seed=seed,
+                max_tokens=200,
+            )
+            text, finish = content(r)
+            assert finish == "stop"
+            jsonschema.validate(json.loads(text), schema, format_checker=FORMATS)
 
 
 def test_relations_travel_in_x_factorspec(client: openai.OpenAI) -> None:
