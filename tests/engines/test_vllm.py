@@ -6,9 +6,12 @@ One in-process vLLM (fp32) starts for this module and is shut down when it ends 
 
 from __future__ import annotations
 
-import pytest
+import asyncio
 
-from factorspec_sdk import Client
+import pytest
+from pydantic import BaseModel
+
+from factorspec_sdk import AsyncClient, Client
 from factorspec_sdk.domains.trip import Itinerary, evaluate, prompt_for
 from factorspec_sdk.engines import ENGINES
 from factorspec_sdk.engines.embedded import EmbeddedEngine
@@ -16,6 +19,7 @@ from factorspec_sdk.engines.vllm_engine import VLLMEngine, check_vllm_version
 from factorspec_sdk.errors import EngineError
 from tests.engines.cases import CASES, problems
 from tests.greedy import FP32_TOLERANCE, assert_same_greedy
+from tests.test_types_model import CASES as KINDS
 
 pytestmark = [pytest.mark.model, pytest.mark.vllm]
 
@@ -46,6 +50,23 @@ def test_every_record_is_valid_on_twelve_trip_problems(vllm_engine: VLLMEngine) 
     assert asked > 0  # the model did make choices
     total = sum(r.stats.tokens for r in results)
     assert total / asked > 8  # most tokens were certain, appended without a forward
+
+
+def test_grammar_values_are_valid_on_vllm(vllm_engine: VLLMEngine) -> None:
+    """A float, a union of models and a dict (llguidance's masks) on vLLM's logits."""
+    picked = {"Sentiment", "Step", "Tally"}
+    cases = [(m, p) for m, p in KINDS if m.__name__ in picked]
+    assert len(cases) == len(picked)
+
+    async def run() -> list[BaseModel]:
+        async with AsyncClient(vllm_engine) as client:
+            return list(
+                await asyncio.gather(*(client.generate(m, p, max_tokens=300) for m, p in cases))
+            )
+
+    for (model, _), record in zip(cases, asyncio.run(run()), strict=True):
+        assert type(record) is model
+        model.model_validate(record.model_dump())
 
 
 def test_sampling_stays_valid(vllm_engine: VLLMEngine) -> None:
