@@ -69,9 +69,12 @@ values of that type, so ``minLength`` on an integer node is irrelevant, as JSON 
 * **Grammar values** (llguidance): ``number``; unions of several types; ``pattern``;
   ``format`` (outside an ``enum``; llguidance's formats: date, time, date-time, duration,
   email, hostname, ipv4, ipv6, uuid, uri, ...); ``multipleOf`` other than 1; ``allOf`` of
-  several schemas; ``anyOf`` of several schemas; ``oneOf`` of several schemas that
-  llguidance proves exclusive (it is never coerced to ``anyOf``, which could write a value
-  two branches accept); a combinator beside other validation keywords; ``$ref`` beside
+  several schemas; ``anyOf`` of several schemas; ``oneOf`` of several schemas proven
+  exclusive (`factorspec_sdk.ir.exclusive`: no instance satisfies two branches beside the
+  siblings of the ``oneOf`` and of the combinators it lies in, ``allOf`` members included;
+  it is then exactly ``anyOf``), or that llguidance proves exclusive from branches the
+  grammar copies exactly (never coerced to ``anyOf``, which could write a value two branches
+  accept); a combinator beside other validation keywords; ``$ref`` beside
   other keywords (draft 2019-09 and later); ``prefixItems`` and ``items`` as a list
   (tuples, with ``additionalItems``); ``not`` and ``if`` / ``then`` / ``else``, as
   `standalone_schema` negates them (a subset of the values where a negation must leave some
@@ -80,7 +83,9 @@ values of that type, so ``minLength`` on an integer node is irrelevant, as JSON 
   does not implement or cannot compile, by its message: ``uniqueItems`` with room for two
   items, ``contains``, ``propertyNames`` / ``unevaluatedProperties`` /
   ``unevaluatedItems`` inside a grammar value, ``not`` of what `standalone_schema` cannot
-  negate (``enum``, ``const``, ``$ref``, ...), a ``oneOf`` it cannot prove exclusive,
+  negate (``enum``, ``const``, ``$ref``, ...), a ``oneOf`` neither proves exclusive (and
+  one llguidance would prove from branches the grammar narrows: a pattern matched whole, a
+  negation, as a value of one could pass the other's schema),
   formats it does not know that `jsonschema` asserts (``idn-email``, ``regex``, ...),
   regexes with look-around, recursion through a ``$ref`` with siblings; what the two
   readers would read differently (a non-integer ``multipleOf``, or one other than 1 on a
