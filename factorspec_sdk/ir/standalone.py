@@ -41,6 +41,10 @@ and dialect:
   the ``$defs`` they use), as a branch narrowed by a rewrite below could leave out the
   values by which two branches overlap; else it is an `IRError`. So is a ``not`` kept over
   a narrowed copy (fewer values under ``not`` are more);
+* ``uniqueItems`` (which llguidance does not implement) is dropped where ``maxItems`` is at
+  most 1 or it is false; with ``minItems`` at most 1, ``maxItems`` becomes 1 (an array of at
+  most one item is unique: a subset); with ``minItems`` 2 or more it stays and llguidance
+  refuses it by name;
 * what the two readers would read differently is refused with an `IRError` naming the
   place: a ``multipleOf`` that is not an integer, or other than 1 on a node that allows
   non-integer numbers (`jsonschema` divides floats), a ``pattern`` Python's `re` cannot
@@ -220,6 +224,11 @@ class _Copier:
                 out[key] = _whole_match(_checked_pattern(v, at))
                 if out[key] != v:
                     self.subsets += 1
+            elif key == "uniqueItems":
+                if _unique_items(s) == "kept":
+                    out[key] = v  # llguidance refuses it, by name
+            elif key == "maxItems" and _unique_items(s) == "one item":
+                out[key] = 1
             elif key == "format":
                 if isinstance(v, str) and v in STRICT_FORMATS:
                     extra.append({"pattern": STRICT_FORMATS[v]})
@@ -227,6 +236,9 @@ class _Copier:
                     out[key] = v
             else:
                 out[key] = v  # data: type, enum, const, required, bounds, format, ...
+        if _unique_items(s) == "one item":
+            self.subsets += 1
+            out["maxItems"] = 1
         if extra:
             out["allOf"] = [*_shaped_list(out.get("allOf", []), where), *extra]
         return out
@@ -469,8 +481,8 @@ def _subset_error(at: str, key: str, what: str) -> IRError:
     )
     return IRError(
         f"{at}: {why} the grammar of {what} keeps fewer values than the schema allows (a "
-        "pattern matched whole, a negation): a value written could pass a schema the grammar "
-        "narrowed; not supported"
+        "pattern matched whole, a negation, uniqueItems as one item): a value written could "
+        "pass a schema the grammar narrowed; not supported"
     )
 
 
@@ -488,6 +500,29 @@ def _def_refs(copy: object) -> set[str]:
         elif isinstance(x, list):
             stack += x
     return out
+
+
+def _unique_items(s: JsonDict) -> str:
+    """How the grammar holds ``uniqueItems`` of ``s`` (llguidance does not implement it).
+
+    ``"moot"``: it is absent, false or ``maxItems`` is at most 1 (it is dropped: an array of
+    at most one item is unique); ``"one item"``: ``minItems`` is at most 1 (it is dropped
+    and ``maxItems`` becomes 1, a subset); ``"kept"``: llguidance refuses it.
+    """
+    if s.get("uniqueItems") is not True:
+        return "moot"
+    hi = _integer(s.get("maxItems"))
+    if hi is not None and hi <= 1:
+        return "moot"
+    lo = _integer(s.get("minItems", 0))
+    return "one item" if lo is not None and lo <= 1 else "kept"
+
+
+def _integer(v: object) -> int | None:
+    """An integer keyword's value (1.0 is 1, as the meta-schemas since draft 6 allow)."""
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
 def _whole_match(pattern: str) -> str:

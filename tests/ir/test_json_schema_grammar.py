@@ -305,7 +305,10 @@ def test_dependencies_become_any_of() -> None:
         # llguidance does not implement these: the refusal names the place and the keyword
         (obj({"n": {"not": {"enum": [1, 2]}}}), r"#/properties/n: 'not'.*Unimplemented"),
         (obj({"t": {"type": "array", "contains": INT}}), "#/properties/t.*contains"),
-        (obj({"t": {"type": "array", "uniqueItems": True}}), "#/properties/t.*uniqueItems"),
+        (
+            obj({"t": {"type": "array", "uniqueItems": True, "minItems": 2}}),
+            "#/properties/t.*uniqueItems",
+        ),
         (obj({"o": obj({"abc": {}}, propertyNames={"maxLength": 2})}), "propertyNames"),
         # a format jsonschema asserts and llguidance does not know
         (obj({"s": {"type": "string", "format": "idn-email"}}), "Unknown format: idn-email"),
