@@ -1,11 +1,14 @@
-"""From a JSON Schema (as OpenAI's ``response_format`` carries it) to a relation-free IR.
+"""From a JSON Schema (as OpenAI's ``response_format`` carries it) to an IR.
+
+Its only relations keep the items of ``uniqueItems`` lists distinct.
 
 **The contract**: every record the writer can produce from the IR validates, with the
 `jsonschema` package, against the schema the client sent (`json_schema_validator`: its
 ``$schema`` dialect, draft 2020-12 when absent, formats asserted). What the converter cannot
 guarantee is an `IRError` naming the place (``#/properties/a/items``), never silently
 dropped. The writer's values are a *subset* of what the schema accepts: it writes every
-property it keeps, integers within ``+-(10**18 - 1)``, free strings without escapes.
+property it keeps, integers within ``+-(10**18 - 1)``, free strings without escapes, at most
+one item in a ``uniqueItems`` array whose items have no small finite domain.
 
 The writer lays out what it can itself (*native* nodes, which relations can read and whose
 certain tokens are drafted); every other sub-schema is one **grammar value**
@@ -55,8 +58,14 @@ values of that type, so ``minLength`` on an integer node is irrelevant, as JSON 
       ``propertyNames`` or a dependency (a key list naming an undeclared key, a schema
       dependency of a written key) is a grammar value.
     * ``items`` (one schema; ``true``/absent: free strings or ``null``; ``false``: no items),
-      ``minItems`` / ``maxItems`` (no ``maxItems``: at most 16 items), ``uniqueItems``
-      (only with ``maxItems`` <= 1), ``additionalItems`` (irrelevant beside a single
+      ``minItems`` / ``maxItems`` (no ``maxItems``: at most 16 items), ``uniqueItems``:
+      items with a small finite domain (booleans, integers within a range of 64, an enum of at
+      most 64 strings, integers or booleans) are never null, at most as many as their values
+      (and as many as 256 values times items allow, ``minItems`` at least: the writer's
+      solver work grows with both) and distinct by one factor per list, ``uniqueItems of
+      <path>``: ``len > j`` implies item ``j`` differs from each item before it; other items
+      are at most one (an array of at most one item is unique, a subset), unless
+      ``minItems`` is 2 or more (refused). ``additionalItems`` (irrelevant beside a single
       ``items`` schema), ``unevaluatedItems`` (the items schema when ``items`` is absent).
     * ``minLength`` / ``maxLength``: the free-string writer emits whole UTF-8 tokens, never
       a backslash escape or a control character, so the length `jsonschema` counts (code
@@ -74,18 +83,25 @@ values of that type, so ``minLength`` on an integer node is irrelevant, as JSON 
 * **Grammar values** (llguidance): ``number``; unions of several types; ``pattern``;
   ``format`` (outside an ``enum``; llguidance's formats: date, time, date-time, duration,
   email, hostname, ipv4, ipv6, uuid, uri, ...); ``multipleOf`` other than 1; ``allOf`` of
-  several schemas; ``anyOf`` of several schemas; ``oneOf`` of several schemas that
-  llguidance proves exclusive (it is never coerced to ``anyOf``, which could write a value
-  two branches accept); a combinator beside other validation keywords; ``$ref`` beside
-  other keywords (draft 2019-09 and later); ``prefixItems`` and ``items`` as a list
-  (tuples, with ``additionalItems``); ``not`` and ``if`` / ``then`` / ``else``, as
-  `standalone_schema` negates them (a subset of the values where a negation must leave some
-  out); the object keywords above; recursion; ``$ref`` to the root.
+  several schemas; ``anyOf`` of several schemas; ``oneOf`` of several schemas proven
+  exclusive (`factorspec_sdk.ir.exclusive`: no instance satisfies two branches beside the
+  siblings of the ``oneOf`` and of the combinators it lies in, ``allOf`` members included;
+  it is then exactly ``anyOf``), or that llguidance proves exclusive from branches the
+  grammar copies exactly (never coerced to ``anyOf``, which could write a value two branches
+  accept); ``uniqueItems`` as at most one item (``minItems`` at most 1); a combinator beside
+  other validation keywords; ``$ref`` beside other keywords (draft 2019-09 and later);
+  ``prefixItems`` and ``items`` as a list (tuples, with ``additionalItems``); ``not`` and
+  ``if`` / ``then`` / ``else``, as `standalone_schema` negates them (a subset of the values
+  where a negation must leave some out); the object keywords above; recursion; ``$ref`` to
+  the root.
 * **Refused** (an `IRError` where they would constrain a written value): what llguidance
-  does not implement or cannot compile, by its message: ``uniqueItems`` with room for two
-  items, ``contains``, ``propertyNames`` / ``unevaluatedProperties`` /
-  ``unevaluatedItems`` inside a grammar value, ``not`` of what `standalone_schema` cannot
-  negate (``enum``, ``const``, ``$ref``, ...), a ``oneOf`` it cannot prove exclusive,
+  does not implement or cannot compile, by its message: ``uniqueItems`` with
+  ``minItems`` 2 or more over items without a small finite domain (or in a grammar value),
+  ``contains``, ``propertyNames`` / ``unevaluatedProperties`` / ``unevaluatedItems``
+  inside a grammar value, ``not`` of what `standalone_schema` cannot negate (``enum``,
+  ``const``, ``$ref``, ...), a ``oneOf`` neither proves exclusive (and one llguidance
+  would prove from branches the grammar narrows: a pattern matched whole, a negation,
+  ``uniqueItems`` as one item, as a value of one could pass the other's schema),
   formats it does not know that `jsonschema` asserts (``idn-email``, ``regex``, ...),
   regexes with look-around, recursion through a ``$ref`` with siblings; what the two
   readers would read differently (a non-integer ``multipleOf``, or one other than 1 on a
@@ -132,7 +148,13 @@ from factorspec_sdk.ir.standalone import (
     pointer_part,
     standalone_schema,
 )
-from factorspec_sdk.relations.layout import DEFAULT_MAX_LIST_LENGTH, INT_LIMIT, grammar_layout
+from factorspec_sdk.relations.layout import (
+    DEFAULT_MAX_LIST_LENGTH,
+    INT_LIMIT,
+    grammar_layout,
+    length_name,
+    path_name,
+)
 
 __all__ = ["ir_from_json_schema"]
 
@@ -199,6 +221,15 @@ _REFUSED = {
 }
 
 
+MAX_UNIQUE_VALUES = 64
+"""Most values an item of a ``uniqueItems`` list may have for its items to differ by a factor
+(the writer's solver enumerates an item's feasible values, 64 at most at once)."""
+UNIQUE_WORK = 256
+"""Most values times items of a ``uniqueItems`` list with a factor: the writer's solver work
+grows with both (16 items of 16 values: ~5 s a record on the 2-core test machine; 8 of 8: 0.2 s), so
+beyond it the list holds fewer items, ``minItems`` at least."""
+
+
 class _NothingWritable(IRError):
     """No value the writer can write passes the schema at this place."""
 
@@ -219,7 +250,7 @@ def _any_value() -> JsonDict:
 def ir_from_json_schema(
     schema: object, *, name: str = "Record", limits: IRLimits = DEFAULT_LIMITS
 ) -> JsonDict:
-    """A relation IR with the layout of ``schema`` and no relations.
+    """A relation IR with the layout of ``schema`` (and the factors of its ``uniqueItems``).
 
     Every record the IR's writer produces validates against ``schema`` with `jsonschema`
     (see the module docstring for each keyword). Properties are written in the order the
@@ -254,7 +285,7 @@ def ir_from_json_schema(
     if layout["type"] == "object":
         layout["nullable"] = False  # an object is all the root may be
         layout["name"] = name
-    return {"factorspec_ir": IR_VERSION, "name": name, "layout": layout}
+    return {"factorspec_ir": IR_VERSION, "name": name, "layout": layout, **conv.relations(layout)}
 
 
 def _unrolled(node: JsonDict, mult: int = 1) -> int:
@@ -282,6 +313,104 @@ class _Converter:
         self.keywords = frozenset(cls.VALIDATORS)
         self.legacy = cls in _LEGACY
         self.id_key = "id" if cls is jsonschema.Draft4Validator else "$id"
+        self.unique: dict[int, tuple[JsonDict, str]] = {}  # lists whose items differ, by id
+
+    def relations(self, layout: JsonDict) -> JsonDict:
+        """The IR's ``strings``, ``variables`` and ``factors``: the items of a unique list differ.
+
+        Each list laid out for ``uniqueItems`` (items with a finite domain, see `_unique`)
+        gets, at each place the layout puts it (every index of the lists around it), one
+        factor ``uniqueItems of <path>``: ``len(<path>) > j`` implies that item ``j``
+        differs from every item before it. Empty when no list is unique.
+
+        Raises:
+            IRError: the factors need more variables or factors than the limits allow, or
+                two places of the layout spell the same variable name (a key with a dot).
+        """
+        if not self.unique:
+            return {}
+        below: dict[int, bool] = {}
+        variables: dict[str, JsonDict] = {}
+        strings: dict[str, None] = {}
+        factors: list[JsonDict] = []
+        first_where = next(iter(self.unique.values()))[1]
+
+        def holds_unique(node: JsonDict) -> bool:
+            key = id(node)
+            if key not in below:
+                if node["type"] == "object":
+                    kids = [f["node"] for f in _dicts(node["fields"])]
+                else:
+                    kids = [node["item"]] if node["type"] == "list" else []
+                below[key] = key in self.unique or any(holds_unique(_dict(k)) for k in kids)
+            return below[key]
+
+        def declare(path: tuple[str | int, ...], name: str, kind: str) -> None:
+            seen = variables.get(name)
+            if seen is not None and seen["path"] != list(path):
+                raise IRError(
+                    f"{first_where}: uniqueItems needs the variable {name!r} at two places of "
+                    "the layout (a key holds a dot or brackets); not supported"
+                )
+            variables[name] = {"name": name, "path": list(path), "kind": kind}
+            if len(variables) > self.limits.max_variables:
+                raise IRError(
+                    f"{first_where}: uniqueItems needs more than {self.limits.max_variables} "
+                    "solver variables"
+                )
+
+        def walk(node: JsonDict, path: tuple[str | int, ...]) -> None:
+            if not holds_unique(node):
+                return
+            if node["type"] == "object":
+                for f in _dicts(node["fields"]):
+                    walk(_dict(f["node"]), (*path, str(f["name"])))
+                return
+            count = _int(node["max_length"])
+            declare(path, length_name(path), "len")
+            if id(node) in self.unique:
+                factors.append(distinct_items(_dict(node["item"]), path, count))
+            for i in range(count):
+                walk(_dict(node["item"]), (*path, i))
+
+        def distinct_items(item: JsonDict, path: tuple[str | int, ...], count: int) -> JsonDict:
+            kind = _variable_kind(item)
+            if item["kind"] == "enum":
+                strings.update((c, None) for c in _list(item["choices"]) if isinstance(c, str))
+            names = [path_name((*path, i)) for i in range(count)]
+            for i, name in enumerate(names):
+                declare((*path, i), name, kind)
+            length: JsonDict = {"var": length_name(path)}
+            clauses: list[JsonDict] = [
+                {
+                    "op": "implies",
+                    "args": [
+                        {"op": "gt", "args": [length, {"int": j}]},
+                        {
+                            "op": "and",
+                            "args": [
+                                {"op": "distinct", "args": [{"var": names[i]}, {"var": names[j]}]}
+                                for i in range(j)
+                            ],
+                        },
+                    ],
+                }
+                for j in range(1, count)
+            ]
+            return {
+                "name": f"uniqueItems of {path_name(path)}",
+                "variables": sorted([length_name(path), *names]),
+                "formula": {"op": "and", "args": clauses},
+            }
+
+        walk(layout, ())
+        if not factors:
+            return {}  # the unique lists were left out of the layout
+        if len(factors) > self.limits.max_factors:
+            raise IRError(
+                f"{first_where}: uniqueItems needs more than {self.limits.max_factors} factors"
+            )
+        return {"strings": list(strings), "variables": list(variables.values()), "factors": factors}
 
     def _valid(self, s: object, value: str | int | bool | None, where: str) -> bool:
         """Whether `jsonschema` accepts ``value`` for the node ``s`` ($refs from the root)."""
@@ -705,8 +834,6 @@ class _Converter:
         )
         if hi < lo:
             raise _NothingWritable(f"{where}: maxItems {hi} is below minItems {lo}")
-        if "uniqueItems" in kws and s["uniqueItems"] is True and hi > 1:
-            raise _NotNative(f"{where}: uniqueItems with room for two items")
         try:
             item = self.node(items, items_at, refs, depth + 1)
         except _NothingWritable as exc:
@@ -717,12 +844,7 @@ class _Converter:
             item, hi, bounded = _any_value(), 0, True  # only the empty array
         if item["type"] == "grammar":  # one grammar value, not unrolled to its bound
             raise _NotNative(f"{items_at}: an array of grammar values")
-        if hi > self.limits.max_list_length:
-            raise _NotNative(
-                f"{where}: room for {hi} items (the writer lays out at most "
-                f"{self.limits.max_list_length})"
-            )
-        return {
+        out: JsonDict = {
             "type": "list",
             "item": item,
             "min_length": lo,
@@ -730,6 +852,50 @@ class _Converter:
             "bounded_by_schema": bounded,
             "nullable": nullable,
         }
+        if "uniqueItems" in kws and s["uniqueItems"] is True and hi > 1:
+            self._unique(out, where)  # may lower the bound
+        if _int(out["max_length"]) > self.limits.max_list_length:
+            raise _NotNative(
+                f"{where}: room for {out['max_length']} items (the writer lays out at most "
+                f"{self.limits.max_list_length})"
+            )
+        return out
+
+    def _unique(self, out: JsonDict, where: str) -> None:
+        """``uniqueItems`` on list ``out``, which has room for two items.
+
+        Items with a small finite domain that relations read (booleans, integers within a
+        range of `MAX_UNIQUE_VALUES`, an enum of that many strings, integers or booleans)
+        are never null, at most as many as their values (and as `UNIQUE_WORK` allows), and
+        differ by a factor (`relations`); other items are at most one (a subset: an array of
+        at most one item is unique), unless ``minItems`` asks for two.
+
+        Raises:
+            _NotNative: ``minItems`` is 2 or more and the items have no finite domain.
+            _NothingWritable: ``minItems`` asks for more items than there are values.
+        """
+        item = _dict(out["item"])
+        lo = _int(out["min_length"])
+        domain = _domain(item)
+        if domain is None or domain > MAX_UNIQUE_VALUES:
+            if lo > 1:
+                raise _NotNative(
+                    f"{where}: uniqueItems with room for two items, minItems {lo} and items "
+                    f"without a finite domain of at most {MAX_UNIQUE_VALUES} values"
+                )
+            out["max_length"], out["bounded_by_schema"] = 1, True
+            return
+        if lo > domain:
+            raise _NothingWritable(
+                f"{where}: uniqueItems, but minItems {lo} asks for more distinct items than "
+                f"the {domain} values an item can have"
+            )
+        most = min(domain, max(lo, UNIQUE_WORK // domain))
+        if _int(out["max_length"]) > most:
+            out["max_length"], out["bounded_by_schema"] = most, True
+        item["nullable"] = False  # two nulls would repeat
+        if _int(out["max_length"]) > 1:
+            self.unique[id(out)] = (out, where)
 
     def _integer(self, s: JsonDict, kws: set[str], where: str, nullable: bool) -> JsonDict:
         if "multipleOf" in kws and s["multipleOf"] != 1:
@@ -781,6 +947,49 @@ class _Converter:
         if max(lo, _as_int(leaf.get("max_length", 0))) > self.limits.max_text_length:
             raise _NotNative(f"{where}: a string length past {self.limits.max_text_length}")
         return leaf
+
+
+def _domain(item: JsonDict) -> int | None:
+    """How many non-null values a leaf has that relations can read; None for other nodes."""
+    if item["type"] != "leaf":
+        return None
+    kind = item["kind"]
+    if kind == "bool":
+        return 2
+    if kind == "int":
+        return _int(item.get("le", INT_LIMIT)) - _int(item.get("ge", -INT_LIMIT)) + 1
+    if kind != "enum":
+        return None
+    choices = _list(item["choices"])
+    kinds = {bool if isinstance(c, bool) else type(c) for c in choices}
+    return len(choices) if len(kinds) == 1 else None  # relations read one type of values
+
+
+def _variable_kind(item: JsonDict) -> str:
+    """The kind of the variable of a leaf `_domain` counts: ``int``, ``bool`` or ``str``."""
+    if item["kind"] != "enum":
+        return str(item["kind"])
+    first = _list(item["choices"])[0]
+    return "bool" if isinstance(first, bool) else "int" if isinstance(first, int) else "str"
+
+
+def _dict(v: object) -> JsonDict:
+    assert isinstance(v, dict)  # a layout node this module built
+    return v
+
+
+def _dicts(v: object) -> list[JsonDict]:
+    return [_dict(x) for x in _list(v)]
+
+
+def _list(v: object) -> list[object]:
+    assert isinstance(v, list)  # a layout part this module built
+    return v
+
+
+def _int(v: object) -> int:
+    assert isinstance(v, int)  # a layout bound this module built
+    return v
 
 
 def _infer_type(kws: Iterable[str]) -> str | None:

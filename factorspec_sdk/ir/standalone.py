@@ -32,6 +32,19 @@ and dialect:
   llguidance's allows February 29 of any year);
 * a ``format`` neither `jsonschema` (its dialect's format checker) nor llguidance knows is
   dropped: `jsonschema` ignores it (`asserted_format`);
+* ``oneOf`` (which llguidance takes only where it proves the branches exclusive itself)
+  becomes ``anyOf`` where `factorspec_sdk.ir.exclusive` proves no instance satisfies two of
+  its branches, as the document reads them (exactly ``anyOf`` then, whatever subset of a
+  branch the copy keeps), beside the siblings of the ``oneOf`` and of the ``allOf`` /
+  ``anyOf`` / ``oneOf`` it lies in (the same instance). Elsewhere it stays for llguidance,
+  whose proof reads the copies: only where they keep every value of their branches (and of
+  the ``$defs`` they use), as a branch narrowed by a rewrite below could leave out the
+  values by which two branches overlap; else it is an `IRError`. So is a ``not`` kept over
+  a narrowed copy (fewer values under ``not`` are more);
+* ``uniqueItems`` (which llguidance does not implement) is dropped where ``maxItems`` is at
+  most 1 or it is false; with ``minItems`` at most 1, ``maxItems`` becomes 1 (an array of at
+  most one item is unique: a subset); with ``minItems`` 2 or more it stays and llguidance
+  refuses it by name;
 * what the two readers would read differently is refused with an `IRError` naming the
   place: a ``multipleOf`` that is not an integer, or other than 1 on a node that allows
   non-integer numbers (`jsonschema` divides floats), a ``pattern`` Python's `re` cannot
@@ -49,6 +62,7 @@ import jsonschema
 from jsonschema.protocols import Validator
 
 from factorspec_sdk.ir.build import IRError
+from factorspec_sdk.ir.exclusive import exclusive
 from factorspec_sdk.relations.layout import FORMAT_PATTERNS, grammar_layout
 
 __all__ = ["STRICT_FORMATS", "asserted_format", "has_ref", "pointer_part", "standalone_schema"]
@@ -65,7 +79,7 @@ _ONE = frozenset(
     }
 )
 _TYPES = ("null", "boolean", "object", "array", "number", "string")
-_LIST = frozenset({"allOf", "anyOf", "oneOf", "prefixItems"})
+_LIST = frozenset({"allOf", "anyOf"})
 _MAP = frozenset({"properties", "patternProperties"})
 _DEPENDENCIES = frozenset({"dependencies", "dependentRequired", "dependentSchemas"})
 _LEGACY_REF = (jsonschema.Draft4Validator, jsonschema.Draft6Validator, jsonschema.Draft7Validator)
@@ -116,18 +130,30 @@ class _Copier:
         self.names: dict[str, str] = {}
         self.defs: JsonDict = {}
         self.pending: list[tuple[str, object, str]] = []
+        self.subsets = 0  # copies so far that keep fewer values than their schema
+        self.subset_defs: set[str] = set()  # $defs entries whose copies keep fewer values
+        self.exact: list[tuple[str, str, object]] = []  # (place, keyword, copy) to keep exact
 
     def build(self, s: object, where: str) -> JsonDict:
         body = self.copy(s, where)
         while self.pending:
             name, target, at = self.pending.pop()
+            before = self.subsets
             self.defs[name] = self.copy(target, at)
+            if self.subsets > before:
+                self.subset_defs.add(name)
+        self._check_exact()
         out: JsonDict = body if isinstance(body, dict) else {"allOf": [body]}
         if self.defs:
             out["$defs"] = dict(sorted(self.defs.items()))
         return out
 
-    def copy(self, s: object, where: str) -> object:
+    def copy(self, s: object, where: str, context: tuple[object, ...] = ()) -> object:
+        """The copy of schema ``s``; ``context``: schemas its instances satisfy too.
+
+        The context is what a ``oneOf`` below is proven exclusive within: the siblings and
+        other ``allOf`` members of the combinators ``s`` lies under, for the same instance.
+        """
         if isinstance(s, bool):
             return s
         if not isinstance(s, dict):
@@ -158,9 +184,22 @@ class _Copier:
                 continue  # read with a list of items, above
             elif key in _ONE:
                 out[key] = self.copy(v, at)
-            elif key in _LIST:
+            elif key in _LIST:  # the same instance: the context grows
+                items = _shaped_list(v, at)
+                rest = (*context, {k: x for k, x in s.items() if k != key})
+                out[key] = [
+                    self.copy(x, f"{at}/{i}", (*rest, *items[:i], *items[i + 1 :]))
+                    if key == "allOf"
+                    else self.copy(x, f"{at}/{i}", rest)
+                    for i, x in enumerate(items)
+                ]
+            elif key == "prefixItems":
                 items = _shaped_list(v, at)
                 out[key] = [self.copy(x, f"{at}/{i}") for i, x in enumerate(items)]
+            elif key == "oneOf":
+                self._one_of(
+                    s, v, at, (*context, {k: x for k, x in s.items() if k != key}), out, extra
+                )
             elif key in _MAP:
                 out[key] = {k: self.copy(x, f"{at}/{pointer_part(k)}") for k, x in _map(v, at)}
             elif key in _DEPENDENCIES:
@@ -168,10 +207,12 @@ class _Copier:
             elif key == "not":
                 negation = self._negation(v, at)
                 if negation is None:
-                    out[key] = self.copy(v, at)  # llguidance refuses it, by name
+                    out[key] = self._exact_copy(v, at, "not")  # llguidance refuses it, by name
                 else:
+                    self.subsets += 1
                     extra.append(negation)
             elif key == "if":
+                self.subsets += 1
                 extra.append(self._conditional(s, where))
             elif key in ("minimum", "maximum") and self.draft4:
                 exclusive = "exclusive" + key[0].upper() + key[1:]
@@ -181,6 +222,13 @@ class _Copier:
                 out[key] = v
             elif key == "pattern":
                 out[key] = _whole_match(_checked_pattern(v, at))
+                if out[key] != v:
+                    self.subsets += 1
+            elif key == "uniqueItems":
+                if _unique_items(s) == "kept":
+                    out[key] = v  # llguidance refuses it, by name
+            elif key == "maxItems" and _unique_items(s) == "one item":
+                out[key] = 1
             elif key == "format":
                 if isinstance(v, str) and v in STRICT_FORMATS:
                     extra.append({"pattern": STRICT_FORMATS[v]})
@@ -188,9 +236,73 @@ class _Copier:
                     out[key] = v
             else:
                 out[key] = v  # data: type, enum, const, required, bounds, format, ...
+        if _unique_items(s) == "one item":
+            self.subsets += 1
+            out["maxItems"] = 1
         if extra:
             out["allOf"] = [*_shaped_list(out.get("allOf", []), where), *extra]
         return out
+
+    def _one_of(
+        self,
+        s: JsonDict,
+        v: object,
+        at: str,
+        context: tuple[object, ...],
+        out: JsonDict,
+        extra: list[object],
+    ) -> None:
+        """``oneOf``: ``anyOf`` where its branches are proven exclusive, else kept as it is.
+
+        The proof holds for the instances of ``context`` (the siblings last). A kept
+        ``oneOf`` is llguidance's to prove exclusive, from the copies: only exact ones, as a
+        branch that keeps fewer values than its schema could leave out the values by which
+        two branches overlap (a value of one branch would then pass another).
+        """
+        items = _shaped_list(v, at)
+        before = self.subsets
+        copies = [self.copy(x, f"{at}/{i}", context) for i, x in enumerate(items)]
+        proof = exclusive(
+            items,
+            given={"allOf": list(context)},
+            root=self.root,
+            dialect=self.dialect,
+            resolve=lambda ref: self.resolve(ref, at),
+        )
+        if proof is not None:  # exactly anyOf, whatever subset of a branch is written
+            if "anyOf" in s:
+                extra.append({"anyOf": copies})
+            else:
+                out["anyOf"] = copies
+        elif self.subsets > before:
+            raise _subset_error(at, "oneOf", "its branches")
+        else:
+            self.exact.append((at, "oneOf", copies))
+            out["oneOf"] = copies
+
+    def _exact_copy(self, v: object, at: str, key: str) -> object:
+        """The copy of ``v``, refused where it keeps fewer values (``key`` negates it)."""
+        before = self.subsets
+        out = self.copy(v, at)
+        if self.subsets > before:
+            raise _subset_error(at, key, "its schema")
+        self.exact.append((at, key, out))
+        return out
+
+    def _check_exact(self) -> None:
+        """Refuse a kept ``oneOf`` / ``not`` whose copy uses a ``$defs`` entry that is a subset."""
+        if not self.subset_defs:
+            return
+        uses = {name: _def_refs(copy) for name, copy in self.defs.items()}
+        for at, key, copy in self.exact:
+            todo, seen = list(_def_refs(copy)), set()
+            while todo:
+                name = todo.pop()
+                if name in self.subset_defs:
+                    raise _subset_error(at, key, f"the definition {name!r} it uses")
+                if name not in seen:
+                    seen.add(name)
+                    todo += uses.get(name, ())
 
     def _ref(self, ref: object, where: str) -> str:
         if not isinstance(ref, str):
@@ -358,6 +470,59 @@ def asserted_format(fmt: object, dialect: type[Validator]) -> bool:
     except _Unknown:
         return False
     return True
+
+
+def _subset_error(at: str, key: str, what: str) -> IRError:
+    """Why a ``oneOf`` or ``not`` over a copy that keeps fewer values than its schema is refused."""
+    why = (
+        "oneOf is not proven exclusive, and"
+        if key == "oneOf"
+        else "not (which turns fewer values into more) of a schema where"
+    )
+    return IRError(
+        f"{at}: {why} the grammar of {what} keeps fewer values than the schema allows (a "
+        "pattern matched whole, a negation, uniqueItems as one item): a value written could "
+        "pass a schema the grammar narrowed; not supported"
+    )
+
+
+def _def_refs(copy: object) -> set[str]:
+    """The ``$defs`` entries a copy's ``$ref``s name (``#/$defs/Name``)."""
+    out: set[str] = set()
+    stack = [copy]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, dict):
+            ref = x.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/$defs/"):
+                out.add(ref.removeprefix("#/$defs/"))
+            stack += x.values()
+        elif isinstance(x, list):
+            stack += x
+    return out
+
+
+def _unique_items(s: JsonDict) -> str:
+    """How the grammar holds ``uniqueItems`` of ``s`` (llguidance does not implement it).
+
+    ``"moot"``: it is absent, false or ``maxItems`` is at most 1 (it is dropped: an array of
+    at most one item is unique); ``"one item"``: ``minItems`` is at most 1 (it is dropped
+    and ``maxItems`` becomes 1, a subset); ``"kept"``: llguidance refuses it.
+    """
+    if s.get("uniqueItems") is not True:
+        return "moot"
+    hi = _integer(s.get("maxItems"))
+    if hi is not None and hi <= 1:
+        return "moot"
+    lo = _integer(s.get("minItems", 0))
+    return "one item" if lo is not None and lo <= 1 else "kept"
+
+
+def _integer(v: object) -> int | None:
+    """An integer keyword's value (1.0 is 1, as the meta-schemas since draft 6 allow)."""
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
 def _whole_match(pattern: str) -> str:

@@ -121,7 +121,7 @@ def test_null_only_where_every_keyword_allows_it() -> None:
         (obj({"abc": {}}, propertyNames={"maxLength": 2}), "propertyNames"),
         (obj({}, required=["k"], unevaluatedProperties=False), "unsatisfiable"),
         (obj({"t": {"type": "array", "contains": {"type": "integer"}}}), "contains"),
-        (obj({"t": {"type": "array", "uniqueItems": True}}), "uniqueItems"),
+        (obj({"t": {"type": "array", "uniqueItems": True, "minItems": 2}}), "uniqueItems"),
         (obj({"n": {"$dynamicRef": "#meta"}}), "dynamicRef"),
         (obj({"n": {"type": "integer", "anyOf": [{"type": "string"}]}}), "do not fit type"),
         (obj({"n": {"$ref": "other.json#/A"}}), "only local"),

@@ -347,7 +347,10 @@ def test_a_long_array_field_is_a_grammar_value_beside_native_fields() -> None:
         # llguidance does not implement these: the refusal names the place and the keyword
         (obj({"n": {"not": {"enum": [1, 2]}}}), r"#/properties/n: 'not'.*Unimplemented"),
         (obj({"t": {"type": "array", "contains": INT}}), "#/properties/t.*contains"),
-        (obj({"t": {"type": "array", "uniqueItems": True}}), "#/properties/t.*uniqueItems"),
+        (
+            obj({"t": {"type": "array", "uniqueItems": True, "minItems": 2}}),
+            "#/properties/t.*uniqueItems",
+        ),
         (obj({"o": obj({"abc": {}}, propertyNames={"maxLength": 2})}), "propertyNames"),
         # a format jsonschema asserts and llguidance does not know
         (obj({"s": {"type": "string", "format": "idn-email"}}), "Unknown format: idn-email"),
