@@ -58,7 +58,7 @@ from jsonschema.protocols import Validator
 
 from factorspec_sdk.ir.build import IRError
 
-__all__ = ["Proof", "exclusive"]
+__all__ = ["Proof", "exclusive", "has_ref"]
 
 _ALL = frozenset({"null", "boolean", "object", "array", "string", "integer", "fraction"})
 """The JSON types, with numbers split: integral ones (``1``, ``1.0``) and the others."""
@@ -219,7 +219,7 @@ class _Prover:
 
     def _keywords(self, s: dict[str, object]) -> set[str] | None:
         """The keywords ``s`` asserts, or None when its ``$ref``s resolve elsewhere."""
-        if s is not self.root and _moves_base(s.get(self.id_key)) and _has_ref(s):
+        if s is not self.root and _moves_base(s.get(self.id_key)) and has_ref(s):
             return None
         kws = {k for k in s if k in self.keywords}
         if "$ref" in kws and self.legacy_ref:
@@ -672,9 +672,10 @@ def _moves_base(v: object) -> bool:
     return isinstance(v, str) and not v.startswith("#")
 
 
-def _has_ref(s: object) -> bool:
+def has_ref(s: object) -> bool:
+    """Whether a ``$ref`` key appears anywhere in the JSON value ``s``."""
     if isinstance(s, dict):
-        return "$ref" in s or any(_has_ref(v) for v in s.values())
+        return "$ref" in s or any(has_ref(v) for v in s.values())
     if isinstance(s, list):
-        return any(_has_ref(v) for v in s)
+        return any(has_ref(v) for v in s)
     return False

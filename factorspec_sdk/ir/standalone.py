@@ -62,7 +62,7 @@ import jsonschema
 from jsonschema.protocols import Validator
 
 from factorspec_sdk.ir.build import IRError
-from factorspec_sdk.ir.exclusive import exclusive
+from factorspec_sdk.ir.exclusive import exclusive, has_ref
 from factorspec_sdk.relations.layout import FORMAT_PATTERNS, grammar_layout
 
 __all__ = ["STRICT_FORMATS", "asserted_format", "has_ref", "pointer_part", "standalone_schema"]
@@ -581,15 +581,6 @@ def _map(v: object, at: str) -> list[tuple[str, object]]:
     if not isinstance(v, dict):
         raise IRError(f"{at}: must be an object")
     return [(str(k), x) for k, x in v.items()]
-
-
-def has_ref(s: object) -> bool:
-    """Whether a ``$ref`` key appears anywhere in the JSON value ``s``."""
-    if isinstance(s, dict):
-        return "$ref" in s or any(has_ref(v) for v in s.values())
-    if isinstance(s, list):
-        return any(has_ref(v) for v in s)
-    return False
 
 
 def pointer_part(key: str) -> str:

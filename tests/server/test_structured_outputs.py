@@ -46,6 +46,16 @@ def vllm_style(client: openai.OpenAI, constraint: dict[str, object], **kw: objec
     )
 
 
+def openai_style(client: openai.OpenAI, schema: dict[str, object], **kw: object) -> object:
+    rf = {"type": "json_schema", "json_schema": {"name": "R", "schema": schema}}
+    return client.chat.completions.create(
+        model=MODEL,
+        messages=MESSAGES,  # type: ignore[arg-type]
+        response_format=rf,  # type: ignore[arg-type]
+        **kw,  # type: ignore[arg-type]
+    )
+
+
 def content(r: object) -> tuple[str, str]:
     choice = r.choices[0]  # type: ignore[attr-defined]
     return choice.message.content, choice.finish_reason
@@ -89,16 +99,8 @@ def test_a_schema_whose_root_is_no_object(client: openai.OpenAI) -> None:
         {"anyOf": [{"type": "string", "format": "date"}, {"type": "boolean"}]},
     ]
     for schema in roots:
-        rf = {"type": "json_schema", "json_schema": {"name": "R", "schema": schema}}
         for seed in range(2):
-            r = client.chat.completions.create(
-                model=MODEL,
-                messages=MESSAGES,  # type: ignore[arg-type]
-                response_format=rf,  # type: ignore[arg-type]
-                temperature=1.0,
-                seed=seed,
-                max_tokens=200,
-            )
+            r = openai_style(client, schema, temperature=1.0, seed=seed, max_tokens=200)
             text, finish = content(r)
             assert finish == "stop"
             jsonschema.validate(json.loads(text), schema, format_checker=FORMATS)
@@ -106,17 +108,10 @@ def test_a_schema_whose_root_is_no_object(client: openai.OpenAI) -> None:
 
 def test_relations_travel_in_x_factorspec(client: openai.OpenAI) -> None:
     schema = {**Trip.model_json_schema(), "x-factorspec": {"ir": to_ir(Trip, TRIP_CONTEXT)}}
-    rf = {"type": "json_schema", "json_schema": {"name": "Trip", "schema": schema}}
     for seed in range(3):
         via_vllm, _ = content(vllm_style(client, {"json": schema}, temperature=1.0, seed=seed))
-        via_openai = client.chat.completions.create(
-            model=MODEL,
-            messages=MESSAGES,  # type: ignore[arg-type]
-            response_format=rf,  # type: ignore[arg-type]
-            temperature=1.0,
-            seed=seed,
-        )
-        for text in (via_vllm, via_openai.choices[0].message.content or ""):
+        via_openai, _ = content(openai_style(client, schema, temperature=1.0, seed=seed))
+        for text in (via_vllm, via_openai):
             Trip.model_validate_json(text, context=TRIP_CONTEXT)  # every relation holds
 
 
