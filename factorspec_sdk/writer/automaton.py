@@ -380,8 +380,40 @@ class Writer:
             result = []
             for o in raw:
                 result.extend(self._non_empty(o))
+            result = self._prefix_free(result)
         self._choice_cache[s] = result
         return result
+
+    def _prefix_free(self, options: list[Option]) -> list[Option]:
+        """``options`` with each one whose text begins another's joined to what follows it.
+
+        A list item is followed by a choice (another item or the end), not by forced text,
+        so item values ``6`` and ``63`` would end where the other goes on; ``6`` becomes
+        ``6, `` and ``6]`` (the choices after it, with their forced text), which no other
+        option's text begins. Options whose texts are already prefix-free are kept as is.
+        """
+        for _ in range(8):  # each round joins one more choice; real clashes end in one
+            texts = sorted(o.text for o in options)
+            clash = {a for a, b in zip(texts, texts[1:], strict=False) if b.startswith(a)}
+            if not clash:
+                return options
+            joined: list[Option] = []
+            for o in options:
+                if o.text not in clash:
+                    joined.append(o)
+                    continue
+                forced, at = self.forced(o.state)
+                if at.done:
+                    if not forced:
+                        raise RuntimeError(f"option {o.text!r} ends the record, begins another")
+                    joined.append(Option(o.text + forced, at))
+                    continue
+                sub = self.choices(at)
+                if isinstance(sub, FreeString | GrammarValue):
+                    raise RuntimeError(f"option {o.text!r} begins another and a free value follows")
+                joined.extend(Option(o.text + forced + x.text, x.state) for x in sub)
+            options = joined
+        raise RuntimeError("option texts stay not prefix-free")
 
     def _non_empty(self, o: Option) -> Iterator[Option]:
         suffix, after = self.layout_text(o.state)

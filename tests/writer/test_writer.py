@@ -1,7 +1,7 @@
 """The canonical writer: exact text, prefix-free options, oracle-determined values."""
 
 from enum import Enum
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
@@ -123,3 +123,22 @@ def test_option_type() -> None:
     choice = writer.choices(at)
     assert isinstance(choice, list) and all(isinstance(o, Option) for o in choice)
     assert sorted(o.text for o in choice) == ['"x", "n": ', '"y", "n": ', '"z", "n": ']
+
+
+class Bounded(BaseModel):
+    xs: list[Annotated[int, Field(ge=0, le=12)]] = Field(min_length=1, max_length=3)
+
+
+def test_list_items_that_begin_one_another_are_joined_to_what_follows() -> None:
+    writer = Writer(compile_spec(Bounded))
+    records = enumerate_texts(writer, limit=20_000)  # checks every choice is prefix-free
+    assert len(records) == len(set(records)) == 13 + 13**2 + 13**3
+    for t in records:
+        assert t == Bounded.model_validate_json(t).model_dump_json().replace(",", ", ").replace(
+            ":", ": "
+        )
+    first = writer.choices(writer.forced(writer.start())[1])
+    assert isinstance(first, list)
+    texts = {o.text for o in first}
+    assert {"1, ", "1]}", "10", "12", "2"} <= texts  # only "1" begins another value
+    assert "1" not in texts
