@@ -17,6 +17,7 @@ from examples import invoice
 from factorspec_sdk import Client, EngineError, ModelLoadError, from_transformers
 from factorspec_sdk.domains.trip import Itinerary, evaluate, generate_problem, prompt_for
 from factorspec_sdk.engines import Engine
+from factorspec_sdk.engines.embedded import PROFILE_KS
 
 if TYPE_CHECKING:
     from factorspec_sdk.engines.embedded import EmbeddedEngine
@@ -47,7 +48,7 @@ def tiny_llama(vocab_size: int = 16, dtype: Any = None) -> Any:
         num_hidden_layers=1,
         num_attention_heads=2,
         num_key_value_heads=1,
-        max_position_embeddings=128,
+        max_position_embeddings=512,  # the cost profile runs after a 200-token context
     )
     torch.manual_seed(0)
     model = transformers.LlamaForCausalLM(config)
@@ -73,6 +74,9 @@ def test_a_loaded_model_keeps_its_dtype_and_device() -> None:
     assert engine.tokenizer.vocab_size == 16  # logits rows past the tokenizer: padding
     seq = engine.new_sequence([2, 3, 4])
     assert engine.extend([(seq, [5, 6])])[0].shape == (2, 16)
+    assert sorted(engine.cost_profile()) == list(PROFILE_KS)  # timed in the model's dtype
+    assert engine.dtype == "bfloat16"
+    assert weights.dtype == torch.bfloat16
 
 
 def test_a_model_that_ignores_logits_to_keep_gets_the_same_rows() -> None:
@@ -168,8 +172,13 @@ def test_the_callers_weights_are_never_cast() -> None:
 
 
 @pytest.fixture(scope="module")
-def hf_engine() -> Iterator[EmbeddedEngine]:
-    """SmolLM2 loaded by hand in float32, as a user would, behind `from_transformers`."""
+def hf_engine(embedded_engine_fp32: EmbeddedEngine) -> Iterator[EmbeddedEngine]:
+    """SmolLM2 loaded by hand in float32, as a user would, behind `from_transformers`.
+
+    It borrows the folder engine's cost curve: the drafter sizes its drafts by the curve, and
+    forwards over other widths may round differently, so one curve makes both engines run
+    the same forwards (and saves a measurement; the tiny-model test times a curve).
+    """
     from factorspec_sdk.engines.model_store import default_model_path
 
     folder = default_model_path()
@@ -177,7 +186,9 @@ def hf_engine() -> Iterator[EmbeddedEngine]:
     model = transformers.AutoModelForCausalLM.from_pretrained(
         folder, dtype=torch.float32, local_files_only=True
     )
-    yield from_transformers(model, tok)
+    engine = from_transformers(model, tok)
+    engine.verify_cost = embedded_engine_fp32.verify_cost  # type: ignore[method-assign]
+    yield engine
 
 
 @pytest.mark.model
@@ -198,17 +209,9 @@ def test_a_trip_on_a_loaded_model_is_valid(hf_engine: EmbeddedEngine) -> None:
 
 @pytest.mark.model
 def test_greedy_tokens_equal_the_folder_engine(
-    hf_engine: EmbeddedEngine,
-    embedded_engine_fp32: EmbeddedEngine,
-    monkeypatch: pytest.MonkeyPatch,
+    hf_engine: EmbeddedEngine, embedded_engine_fp32: EmbeddedEngine
 ) -> None:
-    """Same weights, dtype, kernels and forward shapes: the same tokens, exactly.
-
-    The drafter sizes its drafts by the engine's cost curve, and forwards over other widths
-    may round differently; the loaded-model engine borrows the folder engine's curve so that
-    both run the same forwards.
-    """
-    monkeypatch.setattr(hf_engine, "verify_cost", embedded_engine_fp32.verify_cost)
+    """Same weights, dtype, kernels and forward shapes (one cost curve): the same tokens."""
     problem = generate_problem(4, seed=11, unique=False)
     cases: list[tuple[Any, str, object, dict[str, Any]]] = [
         (Itinerary, prompt_for(problem), problem, {}),
