@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pytest
 
-from examples import invoice
+from examples import meeting
 from factorspec_sdk import Client, EngineError, ModelLoadError, from_transformers
 from factorspec_sdk.domains.trip import Itinerary, evaluate, generate_problem, prompt_for
 from factorspec_sdk.engines import Engine
@@ -215,7 +215,7 @@ def test_greedy_tokens_equal_the_folder_engine(
     problem = generate_problem(4, seed=11, unique=False)
     cases: list[tuple[Any, str, object, dict[str, Any]]] = [
         (Itinerary, prompt_for(problem), problem, {}),
-        (invoice.Invoice, invoice.SAMPLE_PROMPT, invoice.SAMPLE_CONTEXT, {"max_tokens": 600}),
+        (meeting.Meeting, meeting.SAMPLE_PROMPT, meeting.SAMPLE_CONTEXT, {}),
     ]
     for model, prompt, context, options in cases:
         a, b = (
