@@ -2,7 +2,8 @@
 
 ``import factorspec_sdk`` stays light: torch, transformers, vLLM and the server are imported
 only when an engine or the server is created; `from_openai` (Instructor's call shape,
-`factorspec_sdk.integrations.openai_compat`) is imported on first use.
+`factorspec_sdk.integrations.openai_compat`) and `from_transformers` (an engine on a model
+you loaded, `factorspec_sdk.engines.embedded`) are imported on first use.
 """
 
 from typing import TYPE_CHECKING
@@ -59,6 +60,7 @@ from factorspec_sdk.relations.decorator import relation as relation
 from factorspec_sdk.relations.decorator import relations_of as relations_of
 
 if TYPE_CHECKING:
+    from factorspec_sdk.engines.embedded import from_transformers as from_transformers
     from factorspec_sdk.integrations.openai_compat import from_openai as from_openai
 
 __version__ = "0.1.0"
@@ -86,6 +88,7 @@ __all__ = [
     "__version__",
     "distinct",
     "from_openai",
+    "from_transformers",
     "relation",
     "relations_of",
 ]
@@ -97,4 +100,8 @@ def __getattr__(name: str) -> object:
         from factorspec_sdk.integrations.openai_compat import from_openai
 
         return from_openai
+    if name == "from_transformers":
+        from factorspec_sdk.engines.embedded import from_transformers
+
+        return from_transformers
     raise AttributeError(f"module 'factorspec_sdk' has no attribute {name!r}")

@@ -27,6 +27,7 @@ NEEDS_MODEL = {
     "getting_started/tutorial001.py",
     "how_it_works/tutorial001.py",
     "engines/tutorial001.py",
+    "engines/tutorial005.py",
     "cli/tutorial002.sh",
 }
 NEEDS_SERVER = {p.relative_to(DOCS_SRC).as_posix() for p in DOCS_SRC.glob("serving/*.*")}
@@ -51,6 +52,7 @@ EXPECT: dict[str, list[str]] = {
     "engines/tutorial001.py": ["default model:", "day='Tuesday' start_hour=12 end_hour=14"],
     "engines/tutorial003.py": ["city=", "verify steps"],
     "engines/tutorial004.py": ["vllm-server tokens", "day='Tuesday' start_hour=12 end_hour=14"],
+    "engines/tutorial005.py": ["embedded cpu float32 explicit", "day='Tuesday' start_hour=12"],
     "cli/tutorial002.sh": ['"stays": [', "stats:"],
     "serving/tutorial001.sh": ["SmolLM2-135M-Instruct", '"finish_reason":"stop"', "start_hour"],
     "serving/tutorial002.sh": ['"finish_reason":"stop"', "Copenhagen"],

