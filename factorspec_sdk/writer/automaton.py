@@ -20,6 +20,7 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import pairwise
 from typing import TYPE_CHECKING
 
 from factorspec_sdk.relations.layout import (
@@ -394,7 +395,7 @@ class Writer:
         """
         for _ in range(8):  # each round joins one more choice; real clashes end in one
             texts = sorted(o.text for o in options)
-            clash = {a for a, b in zip(texts, texts[1:], strict=False) if b.startswith(a)}
+            clash = {a for a, b in pairwise(texts) if b.startswith(a)}
             if not clash:
                 return options
             joined: list[Option] = []
