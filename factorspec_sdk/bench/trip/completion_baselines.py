@@ -73,6 +73,7 @@ def _ngram_llm(engine: VLLMEngine, k: int) -> Any:
                 "prompt_lookup_max": 4,
                 "prompt_lookup_min": 1,
             },
+            **engine.executor_options,
         )
     return _NGRAM_LLMS[key]
 
