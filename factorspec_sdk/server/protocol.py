@@ -218,7 +218,11 @@ class StructuredOutputs(BaseModel):
         strict=True,
         json_schema_extra={
             "description": _ONE_CONSTRAINT,
-            "oneOf": [{"required": ["json"]}, {"required": ["regex"]}, {"required": ["choice"]}],
+            # as vLLM counts them: a null constraint is one not given
+            "oneOf": [
+                {"required": [k], "properties": {k: {"not": {"type": "null"}}}}
+                for k in ("json", "regex", "choice")
+            ],
         },
     )
     json_: (
@@ -264,11 +268,11 @@ class StructuredOutputs(BaseModel):
 
     @model_validator(mode="after")
     def _one(self) -> StructuredOutputs:
-        given = [k for k in ("json_", "regex", "choice") if k in self.model_fields_set]
+        # vLLM's StructuredOutputsParams counts the constraints that are not None: a client
+        # that serializes every field sends nulls beside the one it sets
+        given = [k for k in ("json_", "regex", "choice") if getattr(self, k) is not None]
         if len(given) != 1:
             raise ValueError(_ONE_CONSTRAINT)
-        if getattr(self, given[0]) is None:
-            raise ValueError(f"structured_outputs.{given[0].rstrip('_')} must not be null")
         return self
 
 

@@ -164,6 +164,7 @@ BAD_400 = [
     {"json_object": True},
     {"regex": "a", "choice": ["a"]},
     {"json": None},
+    {"regex": None, "choice": None, "grammar": None},
     {},
     "regex",
 ]
@@ -191,6 +192,15 @@ def test_malformed_structured_outputs_are_a_400(url: str, constraint: object) ->
     assert err["type"] == "invalid_request_error"
     assert set(err) >= {"message", "type", "param", "code"}
     assert "structured_outputs" in err["message"]
+
+
+def test_nulls_beside_the_one_constraint_are_constraints_not_given(url: str) -> None:
+    """As vLLM counts them: a client that serializes every field sends nulls beside it."""
+    constraint = {"json": None, "regex": "(cat|dog)", "choice": None, "grammar": None}
+    body = {"model": MODEL, "messages": MESSAGES, "structured_outputs": constraint}
+    r = httpx.post(url + "/v1/chat/completions", json=body, timeout=60)
+    assert r.status_code == 200, r.text
+    assert r.json()["choices"][0]["message"]["content"] in {"cat", "dog"}
 
 
 @pytest.mark.parametrize("pattern", [r"\d+", r"[a-z]{3}", r"[A-Z][a-z]*", r"\d{3}-\d{4}"])
