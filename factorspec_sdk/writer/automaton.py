@@ -190,6 +190,8 @@ class Writer:
         self.oracle = oracle if oracle is not None else spec.new_oracle()
         self._forced_cache: dict[WriterState, tuple[str, WriterState]] = {}
         self._choice_cache: dict[WriterState, Choice] = {}
+        self._longest_cache: dict[Path, int] = {}
+        """`_longest` per path: the spec fixes it, and the token budget asks it at every step."""
         self.grammar_strings = has_grammar(spec.layout)
         """Whether free strings are grammar values too (see `string_grammar`)."""
 
@@ -305,11 +307,12 @@ class Writer:
         """
         spec = self.spec
         strings = tuple(str(v) for v in spec.strings.strings)
+        memo = self._longest_cache
         total = 0
         p = s.pending
         if p is not None:
             node = p.node
-            whole = _longest(node, p.path, spec, strings)
+            whole = _longest(node, p.path, spec, strings, memo)
             if s.partial is None:
                 total += whole
             elif isinstance(node, LeafLayout) and node.kind == "str":
@@ -321,12 +324,12 @@ class Writer:
                 for k, f in enumerate(frame.node.fields[frame.index :], start=frame.index):
                     key = _utf8(value_text(f.key))
                     total += (2 if k else 0) + key + 2
-                    total += _longest(f.node, (*frame.path, f.name), spec, strings)
+                    total += _longest(f.node, (*frame.path, f.name), spec, strings, memo)
                 total += 1
             else:
                 m = min(frame.node.max_length, spec.max_length(frame.path))
                 for j in range(frame.index, m):
-                    total += 2 + _longest(frame.node.item, (*frame.path, j), spec, strings)
+                    total += 2 + _longest(frame.node.item, (*frame.path, j), spec, strings, memo)
                 total += 1
         return total
 
@@ -613,17 +616,46 @@ def _utf8(text: str) -> int:
     return len(text.encode("utf-8"))
 
 
-def _longest(node: LayoutNode, path: Path, spec: CompiledSpec, strings: tuple[str, ...]) -> int:
-    """UTF-8 bytes of the longest text of ``node`` with free strings at their minimum."""
+def _longest(
+    node: LayoutNode,
+    path: Path,
+    spec: CompiledSpec,
+    strings: tuple[str, ...],
+    memo: dict[Path, int],
+) -> int:
+    """UTF-8 bytes of the longest text of ``node`` with free strings at their minimum.
+
+    ``memo`` holds the answers per path for one spec (the node at a path is the spec's): a
+    list's items are asked one by one, and nested lists would multiply the work otherwise.
+    """
+    hit = memo.get(path)
+    if hit is None:
+        hit = memo[path] = _longest_text(node, path, spec, strings, memo)
+    return hit
+
+
+def _longest_text(
+    node: LayoutNode,
+    path: Path,
+    spec: CompiledSpec,
+    strings: tuple[str, ...],
+    memo: dict[Path, int],
+) -> int:
     if isinstance(node, GrammarLayout):
         raise ValueError("a grammar value has no longest text; the token budget is off")
     if isinstance(node, ObjectLayout):
         n = 2 + 2 * max(0, len(node.fields) - 1)
         for f in node.fields:
-            n += _utf8(value_text(f.key)) + 2 + _longest(f.node, (*path, f.name), spec, strings)
+            n += (
+                _utf8(value_text(f.key))
+                + 2
+                + _longest(f.node, (*path, f.name), spec, strings, memo)
+            )
     elif isinstance(node, ListLayout):
         m = min(node.max_length, spec.max_length(path))
-        item = max((_longest(node.item, (*path, i), spec, strings) for i in range(m)), default=0)
+        item = max(
+            (_longest(node.item, (*path, i), spec, strings, memo) for i in range(m)), default=0
+        )
         n = 2 + m * (item + 2)
     elif node.kind == "bool":
         n = 5

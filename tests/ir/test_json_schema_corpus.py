@@ -18,7 +18,8 @@ closes a free string or a list, and most records run out of tokens.
 
 `make test` runs a fixed slice (every `STRIDE`-th schema file of each folder, sorted by
 name: 36 schemas, 33 accepted since roots, ``oneOf`` and ``uniqueItems`` were taken too (28
-before), ~1.5 min on this 2-core machine; every 15th was 70 schemas, 56 accepted, 112
+before), ~50 s on this 2-core machine (100 s before the token budget memoized its longest
+completions); every 15th was 70 schemas, 56 accepted, 112
 records, 9 at ``max_tokens``, ~3 min, when 28 of 36 were accepted). The records that hit
 ``max_tokens`` are those of large schemas (hundreds of properties, every one written) and of
 formats a random model rarely completes (``email``, ``uri``); ``FACTORSPEC_CORPUS=full`` runs
