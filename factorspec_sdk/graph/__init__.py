@@ -3,6 +3,7 @@
 from factorspec_sdk.graph.cache import SpecCache as SpecCache
 from factorspec_sdk.graph.compiled import Assignment as Assignment
 from factorspec_sdk.graph.compiled import AtLeast as AtLeast
+from factorspec_sdk.graph.compiled import AtMost as AtMost
 from factorspec_sdk.graph.compiled import CompiledSpec as CompiledSpec
 from factorspec_sdk.graph.compiled import Fact as Fact
 from factorspec_sdk.graph.compiled import Factor as Factor
@@ -19,6 +20,7 @@ __all__ = [
     "SPEC_CACHE",
     "Assignment",
     "AtLeast",
+    "AtMost",
     "CompiledSpec",
     "Fact",
     "Factor",

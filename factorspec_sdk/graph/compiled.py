@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Assignment",
     "AtLeast",
+    "AtMost",
     "CompiledSpec",
     "Component",
     "Fact",
@@ -44,18 +45,25 @@ __all__ = [
 ]
 
 Value = int | bool | str
-VarKind = Literal["int", "bool", "str", "len"]
+VarKind = Literal["int", "bool", "str", "len", "strlen"]
 FactorKind = Literal["relation", "bounds", "length"]
 
 
 @dataclass(frozen=True, slots=True)
 class AtLeast:
-    """A fact about a length variable: ``len >= n`` (the list has at least ``n`` items)."""
+    """A fact about a length variable: ``len >= n`` (the list or string has ``n`` or more)."""
 
     n: int
 
 
-Fact = tuple[str, "Value | AtLeast"]
+@dataclass(frozen=True, slots=True)
+class AtMost:
+    """A fact about a length variable: ``len <= n``."""
+
+    n: int
+
+
+Fact = tuple[str, "Value | AtLeast | AtMost"]
 Assignment = tuple[Fact, ...]
 
 
@@ -158,10 +166,13 @@ class CompiledSpec:
         }
         self._by_path: dict[Path, str] = {}
         self._len_by_path: dict[Path, str] = {}
+        self._strlen_by_path: dict[Path, str] = {}
         self._null_by_path: dict[Path, str] = {}
         for n, r in visible.items():
             if r.kind == "len":
                 self._len_by_path[r.path] = n
+            elif r.kind == "strlen":
+                self._strlen_by_path[r.path] = n
             elif n.startswith("null("):
                 self._null_by_path[r.path] = n
             else:
@@ -198,6 +209,10 @@ class CompiledSpec:
     def length_variable(self, path: Path) -> str | None:
         """The length variable of the list at ``path`` (``len(stays)``), if relations read it."""
         return self._len_by_path.get(tuple(path))
+
+    def string_length_variable(self, path: Path) -> str | None:
+        """The length variable of the free str at ``path`` (``len(title)``), if read."""
+        return self._strlen_by_path.get(tuple(path))
 
     def null_variable(self, path: Path) -> str | None:
         """The Bool variable ``null(path)`` of an Optional node, if relations read it."""
@@ -260,7 +275,7 @@ class CompiledSpec:
         lines.append(f"variables ({len(self.variables)}):")
         for v in self.variables.values():
             extra = ""
-            if v.kind in ("int", "len"):
+            if v.kind in ("int", "len", "strlen"):
                 extra = f" in [{v.ge}, {v.le}]"
             if v.domain is not None and v.kind != "bool":
                 shown = ", ".join(map(repr, v.domain[:8])) + (", ..." if len(v.domain) > 8 else "")

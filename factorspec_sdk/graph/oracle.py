@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, cast
 import z3
 
 from factorspec_sdk.errors import OracleError
-from factorspec_sdk.graph.compiled import AtLeast, Fact, Value
+from factorspec_sdk.graph.compiled import AtLeast, AtMost, Fact, Value
 from factorspec_sdk.graph.z3context import MAIN_CONTEXT_LOCK
 from factorspec_sdk.relations.compiler import OTHER_CODE
 
@@ -104,9 +104,12 @@ class _Solver:
         var, value = fact
         rec = self.spec.record(var)
         t = self.term(var)
-        if isinstance(value, AtLeast):
-            if rec.kind != "len":
-                raise ValueError(f"AtLeast applies to length variables, not {var}")
+        if isinstance(value, AtLeast | AtMost):
+            if rec.kind not in ("len", "strlen"):
+                name = type(value).__name__
+                raise ValueError(f"{name} applies to length variables, not {var}")
+            if isinstance(value, AtMost):
+                return cast(z3.BoolRef, t <= value.n)
             return cast(z3.BoolRef, t >= value.n)
         if rec.kind == "bool":
             if not isinstance(value, bool):
@@ -357,7 +360,7 @@ class Oracle:
             return cast(dict[str, tuple[Value, tuple[str, ...]]], val)
         s = self._solver(index)
         s.sync(facts)
-        assigned = {f[0] for f in facts if not isinstance(f[1], AtLeast)}
+        assigned = {f[0] for f in facts if not isinstance(f[1], AtLeast | AtMost)}
         cands = [v for v in sorted(s.variables) if v not in assigned and v in self.spec.variables]
         result: dict[str, tuple[Value, tuple[str, ...]]] = {}
         if not s.check():

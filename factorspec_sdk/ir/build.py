@@ -59,6 +59,7 @@ from factorspec_sdk.ir.model import (
 from factorspec_sdk.relations.compiler import InternTable, VarRecord
 from factorspec_sdk.relations.decorator import RelationSet
 from factorspec_sdk.relations.layout import (
+    DEFAULT_MAX_STRING_LENGTH,
     INT_LIMIT,
     GrammarLayout,
     LayoutNode,
@@ -380,7 +381,7 @@ def _schema_check(schema: str) -> typing.Callable[[object], object]:
 class _VarSpec:
     name: str
     path: Path
-    kind: Literal["int", "bool", "str", "len"]
+    kind: Literal["int", "bool", "str", "len", "strlen"]
     ge: int | None
     le: int | None
     choices: tuple[object, ...] | None
@@ -394,9 +395,14 @@ def _derive(layout: RootLayout, name: str, path: Path, kind: str) -> _VarSpec:
     if node is None:
         raise IRError(f"variable {name!r}: path {list(path)!r} is not in the layout")
     if name == length_name(path):
-        if not isinstance(node, ListLayout):
-            raise IRError(f"variable {name!r}: {path_name(path)} is not a list")
-        v = _VarSpec(name, path, "len", node.min_length, node.max_length, None, False, False)
+        if isinstance(node, LeafLayout) and node.kind == "str":  # a free string's length
+            hi = node.max_length if node.max_length is not None else DEFAULT_MAX_STRING_LENGTH
+            v = _VarSpec(name, path, "strlen", node.min_length, hi, None, False, False)
+            kind = "strlen" if kind == "len" else kind  # the IR says "len" for both
+        elif not isinstance(node, ListLayout):
+            raise IRError(f"variable {name!r}: {path_name(path)} is not a list or a free str")
+        else:
+            v = _VarSpec(name, path, "len", node.min_length, node.max_length, None, False, False)
     elif name == f"null({path_name(path)})":
         if not node.nullable:
             raise IRError(f"variable {name!r}: {path_name(path)} is not nullable")

@@ -103,7 +103,8 @@ def _spec_to_ir(spec: CompiledSpec) -> JsonDict:
     variables: list[JsonDict] = []
     for name in order:
         rec = spec.record(name)
-        variables.append({"name": name, "path": list(rec.path), "kind": rec.kind})
+        kind = "len" if rec.kind == "strlen" else rec.kind  # the layout tells list from str
+        variables.append({"name": name, "path": list(rec.path), "kind": kind})
     enc = _Encoder()
     roots: list[z3.ExprRef | None] = [formulas.get(f.name) for f in relation_factors]
     enc.prepare([r for r in roots if r is not None])

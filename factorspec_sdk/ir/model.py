@@ -231,7 +231,8 @@ Expr = Annotated[
 class IRVariable(BaseModel):
     """A solver variable: a leaf read by relations, a list length or an Optional's null-ness.
 
-    ``name`` is ``path_name(path)`` for a leaf, ``len(<path>)`` for a length and
+    ``name`` is ``path_name(path)`` for a leaf, ``len(<path>)`` for the length of a list
+    or of a free str (kind ``len`` for both; the layout node at ``path`` tells which) and
     ``null(<path>)`` for null-ness. Its bounds and domain follow from the layout node at
     ``path``; its existence from the lengths of the enclosing lists.
     """

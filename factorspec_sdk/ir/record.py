@@ -70,6 +70,9 @@ def record_facts(spec: CompiledSpec, data: object) -> tuple[Fact, ...]:
         elif rec.kind == "len":
             if isinstance(value, list):
                 facts.append((name, len(value)))
+        elif rec.kind == "strlen":
+            if isinstance(value, str):
+                facts.append((name, len(value)))
         elif isinstance(value, (str, int, bool)):
             facts.append((name, value))
     return tuple(facts)

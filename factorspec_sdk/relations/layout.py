@@ -30,6 +30,7 @@ from factorspec_sdk.errors import UnsupportedFieldTypeError
 __all__ = [
     "DEFAULT_MAX_INT_DIGITS",
     "DEFAULT_MAX_LIST_LENGTH",
+    "DEFAULT_MAX_STRING_LENGTH",
     "GRAMMAR_OPTIONS",
     "FORMAT_PATTERNS",
     "GrammarLayout",
@@ -55,6 +56,10 @@ __all__ = [
 DEFAULT_MAX_LIST_LENGTH = 16
 """List bound for a list without ``Field(max_length=...)`` (see *Writing relations*)."""
 
+DEFAULT_MAX_STRING_LENGTH = 256
+"""Longest free str the writer produces when a relation reads its ``len()`` and the schema
+sets no ``max_length`` (see *Writing relations*)."""
+
 DEFAULT_MAX_INT_DIGITS = 18
 """Longest integer (in digits) the writer produces for an int without bounds."""
 
@@ -78,7 +83,7 @@ def path_name(path: Path) -> str:
 
 
 def length_name(path: Path) -> str:
-    """Name of the length variable of the list at ``path``: ``len(stays)``."""
+    """Name of the length variable of the list or free str at ``path``: ``len(stays)``."""
     return f"len({path_name(path)})"
 
 

@@ -84,7 +84,7 @@ def _decide(comp: RelationCompiler, formula: z3.BoolRef, instance: Any, info: Re
         ok, v = value_at(instance, rec.path)
         if not ok or v is None:
             continue
-        if rec.kind == "len":
+        if rec.kind in ("len", "strlen"):
             pairs.append((rec.term, z3.IntVal(len(v))))
         elif isinstance(v, enum.Enum):
             v = v.value
@@ -114,3 +114,20 @@ def _decide(comp: RelationCompiler, formula: z3.BoolRef, instance: Any, info: Re
         f"(true possible: {can_be_true}, false possible: {can_be_false})"
     )
     return can_be_true
+
+
+def constants_of(e: z3.ExprRef) -> set[str]:
+    """Names of the variables (uninterpreted constants) a Z3 term holds."""
+    seen: set[int] = set()
+    out: set[str] = set()
+    stack = [e]
+    while stack:
+        t = stack.pop()
+        if t.get_id() in seen:
+            continue
+        seen.add(t.get_id())
+        if z3.is_const(t) and t.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+            out.add(t.decl().name())
+        else:
+            stack.extend(t.children())
+    return out

@@ -14,6 +14,19 @@ from factorspec_sdk import distinct, relation
 from tests.relations.helpers import compiled_truths
 
 
+def assert_agree(
+    model: type[BaseModel],
+    context: object,
+    data: dict[str, Any],
+    seen: dict[str, set[bool]] | None = None,
+) -> None:
+    """The compiled relations give Python's truth on ``data`` (``seen`` collects the truths)."""
+    for name, (py, compiled) in compiled_truths(model, context, data).items():
+        assert py == compiled, f"{name}: python {py}, compiled {compiled} on {data}"
+        if seen is not None:
+            seen.setdefault(name, set()).add(py)
+
+
 class Color(enum.Enum):
     RED = "red"
     BLUE = "blue"
@@ -245,8 +258,7 @@ box_st = st.fixed_dictionaries(
 @settings(max_examples=200, deadline=None)
 @given(box_st)
 def test_box_relations_agree_with_python(data: dict[str, Any]) -> None:
-    for name, (py, compiled) in compiled_truths(Box, CTX, data).items():
-        assert py == compiled, f"{name}: python {py}, compiled {compiled} on {data}"
+    assert_agree(Box, CTX, data)
 
 
 def test_every_relation_is_exercised_both_ways() -> None:
@@ -272,10 +284,103 @@ def test_every_relation_is_exercised_both_ways() -> None:
             "note": rnd.choice([None, rnd.randint(-4, 4)]),
             "name": rnd.choice(["a", "b", "c", "x", "", "zzz"]),
         }
-        for name, (py, compiled) in compiled_truths(Box, CTX, data).items():
-            assert py == compiled, f"{name}: python {py}, compiled {compiled} on {data}"
-            seen.setdefault(name, set()).add(py)
+        assert_agree(Box, CTX, data, seen)
     assert seen["enum_vs_raw"] == {True}
     assert all(v == {True, False} for k, v in seen.items() if k not in ALWAYS_TRUE), {
         k: v for k, v in seen.items() if v != {True, False}
     }
+
+
+class Texts(BaseModel):
+    """``len()`` of free strings: alone, beside their value, in lists, under Optional."""
+
+    title: str = Field(max_length=8)
+    body: str
+    note: str | None = None
+    kind: str
+    n: int = Field(ge=0, le=8)
+    tags: list[str] = Field(max_length=3)
+    mode: Literal["on", "off", ""]
+
+    @relation
+    def title_is_n(self) -> bool:
+        return len(self.title) == self.n
+
+    @relation
+    def body_vs_title(self) -> bool:
+        return len(self.body) > len(self.title) or len(self.body) == 0
+
+    @relation
+    def optional_note(self) -> bool:
+        return self.note is None or len(self.note) >= 2
+
+    @relation
+    def length_and_value(self) -> bool:
+        return (len(self.kind) == 1 and self.kind != "a") or self.kind == "bb"
+
+    @relation
+    def tag_lengths(self) -> bool:
+        return sum(len(t) for t in self.tags) <= 4
+
+    @relation
+    def length_arithmetic(self) -> bool:
+        return len(self.title) % 2 == 1 and min(len(self.body), 3) == 3
+
+    @relation
+    def last_tag(self) -> bool:
+        return len(self.tags[-1]) > 1
+
+    @relation
+    def truthy_and_length(self) -> bool:
+        return bool(self.kind) and len(self.kind) < 3
+
+    @relation
+    def chosen_length(self) -> bool:
+        return len(self.title if self.n > 3 else "xyz") + len(self.mode) == 6
+
+    @relation
+    def literal_length(self) -> bool:
+        return len(self.mode) > len(self.kind)
+
+
+text_st = st.text(alphabet='ab é😀"', max_size=10)
+texts_st = st.fixed_dictionaries(
+    {
+        "title": st.text(alphabet="xé😀", max_size=8),
+        "body": text_st,
+        "note": st.one_of(st.none(), text_st),
+        "kind": st.sampled_from(["a", "b", "bb", "", "ccc", "é"]),
+        "n": st.integers(0, 8),
+        "tags": st.lists(st.text(alphabet="t😀", max_size=3), max_size=3),
+        "mode": st.sampled_from(["on", "off", ""]),
+    }
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts_st)
+def test_string_length_relations_agree_with_python(data: dict[str, Any]) -> None:
+    assert_agree(Texts, None, data)
+
+
+def test_every_length_relation_is_exercised_both_ways() -> None:
+    import random
+
+    rnd = random.Random(1)
+
+    def text(alphabet: str, most: int) -> str:
+        return "".join(rnd.choice(alphabet) for _ in range(rnd.randint(0, most)))
+
+    seen: dict[str, set[bool]] = {}
+    for _ in range(400):
+        data = {
+            "title": text("xé😀", 8),
+            "body": text('ab é😀\\"', 10),
+            "note": rnd.choice([None, text("ab", 4)]),
+            "kind": rnd.choice(["a", "b", "bb", "", "ccc", "é"]),
+            "n": rnd.randint(0, 8),
+            "tags": [text("t😀", 3) for _ in range(rnd.randint(0, 3))],
+            "mode": rnd.choice(["on", "off", ""]),
+        }
+        assert_agree(Texts, None, data, seen)
+    assert all(v == {True, False} for v in seen.values()), seen

@@ -17,7 +17,8 @@ Representation:
 - ``int`` leaves are Z3 ``Int``; ``bool`` leaves Z3 ``Bool``.
 - ``str`` leaves and ``Literal``/``Enum`` leaves with str values are Z3 ``Int`` *codes* into
   a per-spec intern table (`InternTable`) of every constant string seen; code 0 means
-  "any other string".
+  "any other string". The ``len()`` of a free ``str`` leaf is an ``Int`` ``len(path)`` of
+  its own (in characters); a string read only through ``len()`` needs no finite domain.
 - Lists are unrolled to their bound; element ``i`` exists iff ``i < len(path)``.
 - ``Optional`` nodes get a Bool ``null(path)`` variable.
 
@@ -57,6 +58,7 @@ line at each dispatch point that asks "is this value of the kind?": `fields.leaf
 numbers (``sum``/``min``/``max``/``abs`` in `builtin_calls`).
 """
 
+from factorspec_sdk.relations.compiler.codes import length_links
 from factorspec_sdk.relations.compiler.core import RelationCompiler
 from factorspec_sdk.relations.compiler.records import (
     OTHER_CODE,
@@ -73,5 +75,6 @@ __all__ = [
     "InternTable",
     "RelationCompiler",
     "VarRecord",
+    "length_links",
     "to_bool",
 ]

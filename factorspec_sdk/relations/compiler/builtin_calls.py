@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, cast
 import z3
 
 from factorspec_sdk.relations.compiler.choices import choice, ite, map_choice, truthy, unwrap
+from factorspec_sdk.relations.compiler.codes import str_length
 from factorspec_sdk.relations.compiler.ints import as_int_term
 from factorspec_sdk.relations.compiler.names import eval_each
 from factorspec_sdk.relations.compiler.operators import eq
@@ -231,7 +232,7 @@ def _len(cx: RelationCompiler, args: list[V], kwargs: dict[str, V], node: ast.AS
     if isinstance(v, tuple):
         return R(len(v))
     if isinstance(v, SCode):
-        cx.fail("len() of a string field", "len() of str fields is not supported", node)
+        return R(str_length(cx, v, node))
     return R(UNDEF, False)
 
 

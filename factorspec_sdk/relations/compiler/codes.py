@@ -5,19 +5,30 @@ constant becomes a code (`code_of`, through the spec's `InternTable`), and its e
 (`eq_code`), membership in a constant collection (`member_codes`), truthiness
 (`truthy_code`) and merging under a condition (`ite_code`). A str value is the code of the
 string in the intern table (0: any other string); an int Enum is the member's int value.
-An Enum whose members are also str/int (`value_like`) compares equal to raw values.
+An Enum whose members are also str/int (`value_like`) compares equal to raw values. The
+``len()`` of a free str leaf is a length variable of its own (`str_length`), tied to the code
+where relations read both (`length_links`).
 """
 
 from __future__ import annotations
 
+import ast
 import enum
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, cast
 
 import z3
 
+from factorspec_sdk.relations.compiler.records import OTHER_CODE, InternTable, VarRecord
 from factorspec_sdk.relations.compiler.terms import Cond, in_codes, mk_eq, mk_ite
 from factorspec_sdk.relations.compiler.values import SCode, V
-from factorspec_sdk.relations.layout import LeafLayout, Path
+from factorspec_sdk.relations.layout import (
+    DEFAULT_MAX_STRING_LENGTH,
+    LeafLayout,
+    Path,
+    length_name,
+    path_name,
+)
 
 if TYPE_CHECKING:
     from factorspec_sdk.relations.compiler.core import RelationCompiler
@@ -26,9 +37,11 @@ __all__ = [
     "code_of",
     "eq_code",
     "ite_code",
+    "length_links",
     "member_codes",
     "str_choice_leaf",
     "str_leaf",
+    "str_length",
     "truthy_code",
     "value_like",
 ]
@@ -40,9 +53,79 @@ def value_like(t: type[enum.Enum]) -> bool:
 
 
 def str_leaf(cx: RelationCompiler, path: Path) -> V:
-    """The code of a free str leaf (its domain is the intern table)."""
-    rec = cx.var(path, "str", free_str=True)
-    return SCode(cast(z3.ArithRef, rec.term), None, True)
+    """The code of a free str leaf (its domain is the intern table).
+
+    The code variable counts as read only once the code is used (`_read`): a relation that
+    reads the leaf only through ``len()`` reads its length variable alone, and such a string
+    needs no finite domain.
+    """
+    rec = cx.var(path, "str", free_str=True, read=False)
+    e = cast(z3.ArithRef, rec.term)
+    return SCode(e, None, True, lambda: _leaf_length(cx, path), (rec.name,))
+
+
+def _read(cx: RelationCompiler, v: V) -> None:
+    """Count the free str codes in ``v`` as read (the code itself enters the formula)."""
+    if isinstance(v, SCode):
+        for name in v.unread:
+            cx.mark_read(name)
+
+
+def _leaf_length(cx: RelationCompiler, path: Path) -> z3.ArithRef:
+    """The length variable of a free str leaf, in characters.
+
+    Its bounds are the leaf's ``min_length`` and its ``max_length`` (else
+    `DEFAULT_MAX_STRING_LENGTH`).
+    """
+    leaf = cx.node_at(path)
+    assert isinstance(leaf, LeafLayout)
+    hi = leaf.max_length if leaf.max_length is not None else DEFAULT_MAX_STRING_LENGTH
+    rec = cx.var(path, "strlen", name=length_name(path), ge=leaf.min_length, le=hi)
+    return cast(z3.ArithRef, rec.term)
+
+
+def str_length(cx: RelationCompiler, v: SCode, node: ast.AST) -> z3.ArithRef | int:
+    """``len(v)`` of a str value, in characters.
+
+    A free str leaf's length variable, a Literal's lengths by value, or an If-chain of those
+    for a value chosen by conditions.
+
+    ``len()`` of an Enum member is refused (Python's ``len`` of a plain Enum raises).
+    """
+    if v.length is None:
+        cx.fail(
+            "len() of a string value",
+            "len() applies to str fields, Literal fields of strs and choices among them "
+            "(not to Enum members)",
+            node,
+        )
+    return v.length()
+
+
+def length_links(
+    strings: InternTable, records: Mapping[str, VarRecord]
+) -> list[tuple[str, frozenset[str], z3.BoolRef]]:
+    """Factors that tie a free str's code to its length where relations read both.
+
+    ``code == c`` implies ``len == len(strings[c])`` for every interned string ``c``; the
+    code of any other string leaves the length free (such a string has no finite domain
+    and the spec is refused anyway). Returns (factor name, variables, formula) per str.
+    """
+    codes = {r.path: r for r in records.values() if r.kind == "str" and r.free_str}
+    out: list[tuple[str, frozenset[str], z3.BoolRef]] = []
+    for rec in records.values():
+        code = codes.get(rec.path) if rec.kind == "strlen" else None
+        if code is None:
+            continue
+        e, n = cast(z3.ArithRef, code.term), cast(z3.ArithRef, rec.term)
+        parts = [
+            z3.Implies(e == c, n == len(s))
+            for c, s in enumerate(strings.strings)
+            if c != OTHER_CODE
+        ]
+        formula = z3.And(*parts) if parts else z3.BoolVal(True)
+        out.append((f"length of {path_name(rec.path)}", frozenset({code.name, rec.name}), formula))
+    return out
 
 
 def str_choice_leaf(cx: RelationCompiler, path: Path, node: LeafLayout) -> V:
@@ -50,7 +133,18 @@ def str_choice_leaf(cx: RelationCompiler, path: Path, node: LeafLayout) -> V:
     for c in node.choices:
         cx.strings.code(cast(str, c))
     rec = cx.var(path, "str", choices=node.choices, enum_type=node.enum_type)
-    return SCode(cast(z3.ArithRef, rec.term), node.enum_type, True)
+    e = cast(z3.ArithRef, rec.term)
+    if node.enum_type is not None:
+        return SCode(e, node.enum_type, True)
+    choices = [cast(str, c) for c in node.choices]
+
+    def length() -> z3.ArithRef | int:
+        out: z3.ArithRef | int = len(choices[-1])
+        for c in reversed(choices[:-1]):
+            out = cast(z3.ArithRef, mk_ite(mk_eq(e, cx.strings.code(c)), len(c), out))
+        return out
+
+    return SCode(e, None, True, length)
 
 
 def code_of(cx: RelationCompiler, v: V) -> z3.ArithRef | int | None:
@@ -68,6 +162,7 @@ def truthy_code(cx: RelationCompiler, v: SCode) -> Cond:
     """``bool(v)``: an Enum member is truthy; a str unless it is empty."""
     if v.enum_type is not None:
         return True
+    _read(cx, v)
     return v.e != cx.strings.code("")
 
 
@@ -79,11 +174,36 @@ def ite_code(cx: RelationCompiler, c: Cond, a: V, b: V) -> V | None:
     ta = a.enum_type if isinstance(a, SCode) else None
     tb = b.enum_type if isinstance(b, SCode) else None
     strs = a.strs if isinstance(a, SCode) else cast(SCode, b).strs
-    return SCode(cast(z3.ArithRef, mk_ite(c, ea, eb)), ta if ta is tb else None, strs)
+    la, lb = _length_of(a), _length_of(b)
+    length = None
+    if la is not None and lb is not None:
+
+        def length() -> z3.ArithRef | int:
+            return mk_ite(c, la(), lb())
+
+    e = cast(z3.ArithRef, mk_ite(c, ea, eb))
+    unread = tuple(dict.fromkeys(_unread(a) + _unread(b)))
+    return SCode(e, ta if ta is tb else None, strs, length, unread)
+
+
+def _unread(v: V) -> tuple[str, ...]:
+    return v.unread if isinstance(v, SCode) else ()
+
+
+def _length_of(v: V) -> Callable[[], z3.ArithRef | int] | None:
+    """How to make ``len(v)`` of a str value, or None (an Enum, or an int code)."""
+    if isinstance(v, SCode):
+        return v.length
+    if isinstance(v, str):
+        n = len(v)
+        return lambda: n
+    return None
 
 
 def eq_code(cx: RelationCompiler, a: SCode, b: V) -> Cond:
     """``a == b`` for a code ``a`` (Enum types must match unless they are value-like)."""
+    _read(cx, a)
+    _read(cx, b)
     if isinstance(b, SCode):
         if a.strs != b.strs:
             return False
@@ -118,6 +238,7 @@ def eq_code(cx: RelationCompiler, a: SCode, b: V) -> Cond:
 
 def member_codes(cx: RelationCompiler, x: SCode, elems: list[object]) -> Cond:
     """``x in elems`` for a plain str code: its code is one of the strs' codes."""
+    _read(cx, x)
     codes = sorted({cx.strings.code(e) for e in elems if isinstance(e, str)})
     codes += sorted(
         {

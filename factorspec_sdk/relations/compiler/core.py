@@ -84,6 +84,8 @@ class RelationCompiler:
         """The unrolled lists of the relation being compiled, by path."""
         self._gt_cache: dict[tuple[int, int], z3.BoolRef] = {}
         self._used: set[str] = set()
+        self._read: set[str] = set()
+        """Variables some compiled relation reads (`records` keeps only these)."""
         self._info: RelationInfo | None = None
         self.node: ast.AST | None = None
         """The node being evaluated (the default place of an error)."""
@@ -123,7 +125,16 @@ class RelationCompiler:
                     null = self.var(sub, "bool", name=f"null({path_name(sub)})")
                     guards.append(NOT(cast(z3.BoolRef, null.term)))
             formula = IMPLIES(AND(*guards), formula)
+        self._read |= self._used
         return CompiledRelation(info, to_bool(formula), frozenset(self._used))
+
+    def records(self) -> dict[str, VarRecord]:
+        """The spec's variables: those the compiled relations read, in creation order.
+
+        A free str leaf that relations read only through ``len()`` has its length variable
+        here and no code variable (so it needs no finite domain).
+        """
+        return {n: r for n, r in self.vars.items() if n in self._read}
 
     def eval(self, node: ast.expr, scope: Scope) -> R:
         """Evaluate an expression to a value and its definedness condition."""
@@ -175,8 +186,13 @@ class RelationCompiler:
         choices: tuple[object, ...] | None = None,
         free_str: bool = False,
         enum_type: type[enum.Enum] | None = None,
+        read: bool = True,
     ) -> VarRecord:
-        """The variable of the node at ``path`` (created on first use), marked as used."""
+        """The variable of the node at ``path`` (created on first use), marked as used.
+
+        With ``read=False`` it counts as used only once `mark_read` is called (a free str's
+        code, which a relation may read only through ``len()``).
+        """
         vname = name or path_name(path)
         rec = self.vars.get(vname)
         if rec is None:
@@ -184,8 +200,13 @@ class RelationCompiler:
             exists = self.exists(path)
             rec = VarRecord(vname, path, kind, term, ge, le, choices, free_str, exists, enum_type)
             self.vars[vname] = rec
-        self._used.add(vname)
+        if read:
+            self._used.add(vname)
         return rec
+
+    def mark_read(self, name: str) -> None:
+        """Count a variable made with ``read=False`` as read by the relation being compiled."""
+        self._used.add(name)
 
     def exists(self, path: Path) -> Cond:
         """Condition that the node at ``path`` exists (enclosing lists long enough)."""

@@ -22,7 +22,7 @@ __all__ = ["OTHER_CODE", "CompiledRelation", "InternTable", "VarKind", "VarRecor
 OTHER_CODE = 0
 """Code of "any string not in the intern table"."""
 
-VarKind = Literal["int", "bool", "str", "len"]
+VarKind = Literal["int", "bool", "str", "len", "strlen"]
 
 
 class InternTable:
@@ -52,7 +52,8 @@ class VarRecord:
     Attributes:
         name: variable name (``stays[2].city``, ``len(stays)``, ``null(note)``).
         path: the layout path of the leaf or list.
-        kind: ``int`` / ``bool`` / ``str`` / ``len``.
+        kind: ``int`` / ``bool`` / ``str`` / ``len`` (of a list) / ``strlen`` (of a free
+            str, in characters).
         term: the Z3 term.
         ge: inclusive lower bound (ints and lengths).
         le: inclusive upper bound.

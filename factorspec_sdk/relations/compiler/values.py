@@ -38,11 +38,21 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True, eq=False)
 class SCode:
-    """A symbolic str or Enum value: ``e`` is an intern code (str values) or the int value."""
+    """A symbolic str or Enum value: ``e`` is an intern code (str values) or the int value.
+
+    ``length`` makes the term of its ``len()`` (a str value whose length is known: a free
+    str leaf's length variable, a Literal's lengths, or a choice among such values); it is
+    called only when a relation asks, so a leaf gets a length variable only then.
+    ``unread`` names the free str code variables in ``e`` that count as read only when the
+    code itself is used (compared, tested for membership or truth): a relation that takes
+    only the ``len()`` of a free str does not read its code.
+    """
 
     e: z3.ArithRef
     enum_type: type[enum.Enum] | None
     strs: bool
+    length: Callable[[], z3.ArithRef | int] | None = None
+    unread: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, eq=False)
