@@ -77,3 +77,24 @@ class Trip(BaseModel):
 
 
 TRIP_CONTEXT = {"Paris": 3, "Rome": 2, "Parma": 4}
+
+
+class Post(BaseModel):
+    """A title of odd length fixed by ``n``, a body longer than the title, an optional note."""
+
+    title: str = Field(max_length=12)
+    n: int = Field(ge=0, le=9)
+    body: str
+    note: str | None = None
+
+    @relation
+    def title_length(self) -> bool:
+        return len(self.title) == 2 * self.n + 1 and self.n >= 2
+
+    @relation
+    def body_longer(self) -> bool:
+        return len(self.body) > len(self.title) and len(self.body) % 3 == 0
+
+    @relation
+    def note_short(self) -> bool:
+        return self.note is None or 1 <= len(self.note) <= 2

@@ -28,6 +28,7 @@ NEEDS_MODEL = {
     "how_it_works/tutorial001.py",
     "engines/tutorial001.py",
     "engines/tutorial005.py",
+    "relations/tutorial004.py",
     "cli/tutorial002.sh",
 }
 NEEDS_SERVER = {p.relative_to(DOCS_SRC).as_posix() for p in DOCS_SRC.glob("serving/*.*")}
@@ -45,6 +46,7 @@ EXPECT: dict[str, list[str]] = {
     "relations/tutorial001.py": ["Stay(city='Paris', first_day=1, last_day=3)"],
     "relations/tutorial002.py": ["variables (", "components (", "['Copenhagen']"],
     "relations/tutorial003.py": ["for loop", "Basket.all_positive True", "tutorial003.py:"],
+    "relations/tutorial004.py": ["lengths ok: True"],
     "errors/tutorial001.py": ["unsatisfiable-spec", "['a_below_b', 'b_below_a']"],
     "errors/tutorial002.py": ["aaaaaaaa\n", "token-budget 10 12"],
     "engines/tutorial002.py": ["color='red' go=False", "forward passes for"],

@@ -14,6 +14,7 @@ from factorspec_sdk.graph import compile_spec
 from factorspec_sdk.tokens.plan import Planner
 from factorspec_sdk.writer.automaton import Writer
 from tests.greedy import CHUNKING_TOLERANCE, assert_same_greedy
+from tests.helpers import Post
 
 if TYPE_CHECKING:
     from factorspec_sdk.engines.embedded import EmbeddedEngine
@@ -90,6 +91,34 @@ def test_greedy_speculative_equals_one_token_per_forward(
         choices += b.stats.verify_steps
     assert choices > 4  # the model did make choices, not just follow forced text
     assert same >= len(problems) - 1  # a split needs a tie within 1e-3: at most one here
+
+
+def test_string_lengths_on_the_real_model(embedded_engine_fp32: EmbeddedEngine) -> None:
+    """Free strings closed where ``len()`` relations allow: valid, and speculation is exact.
+
+    The title's length is odd and fixes ``n``, which is then a certain token; the body's
+    length is a multiple of 3 above the title's. A budget of 48 tokens makes the body close
+    early (budget masks over string lengths) and keeps the test short.
+    """
+    prompts = [
+        "Write a short post about autumn in Paris as JSON.",
+        "Write a post announcing a new bakery as JSON.",
+    ]
+    plain = Client(embedded_engine_fp32, speculative=False).generate_batch(
+        Post, prompts, max_tokens=48, return_result=True
+    )
+    fast = Client(embedded_engine_fp32, max_guesses=2).generate_batch(
+        Post, prompts, max_tokens=48, return_result=True
+    )
+    for prompt, a, b in zip(prompts, plain, fast, strict=True):
+        for result in (a, b):
+            assert result.stats.tokens <= 48
+            post = Post.model_validate_json(result.text)
+            assert len(post.title) == 2 * post.n + 1 and len(post.body) % 3 == 0
+        assert_same_greedy(
+            embedded_engine_fp32, Post, prompt, None, a.tokens, b.tokens, CHUNKING_TOLERANCE
+        )
+        assert b.stats.verify_steps < a.stats.verify_steps
 
 
 @pytest.mark.parametrize(

@@ -326,6 +326,8 @@ def _free_regex(cursor: FreeCursor, slack: int | None = None) -> str:
     """
     free = cursor.free
     n = len(free.written)
+    if free.lengths is not None:
+        return _lengths_regex(cursor, slack)
     low = max(0, free.min_length - n)
     high = None if free.max_length is None else max(low, free.max_length - n)
     if slack is not None:
@@ -335,3 +337,29 @@ def _free_regex(cursor: FreeCursor, slack: int | None = None) -> str:
     else:
         body = "{" + f"{low},{high}" + "}"
     return FREE_STRING_REGEX.replace("]*", "]" + body, 1)
+
+
+def _lengths_regex(cursor: FreeCursor, slack: int | None) -> str:
+    """The rest of a free string whose ``len()`` a relation reads: exactly its feasible lengths.
+
+    One alternative per run of consecutive feasible lengths (`StringLengths.lengths_from`
+    asks the oracle once per length up to the longest).
+    """
+    free = cursor.free
+    assert free.lengths is not None
+    n = len(free.written)
+    rest = [k - n for k in free.lengths.lengths_from(n)]
+    if not rest:
+        raise GenerationError(f"string at {free.state.pending!r} has no feasible length")
+    if slack is not None:
+        rest = [k for k in rest if k <= rest[0] + max(0, slack)]
+    runs: list[tuple[int, int]] = []
+    for k in rest:
+        if runs and runs[-1][1] == k - 1:
+            runs[-1] = (runs[-1][0], k)
+        else:
+            runs.append((k, k))
+    char = FREE_STRING_REGEX[: FREE_STRING_REGEX.index("]") + 1]
+    alts = [char + ("{" + f"{a}}}" if a == b else "{" + f"{a},{b}}}") for a, b in runs]
+    body = alts[0] if len(alts) == 1 else "(" + "|".join(alts) + ")"
+    return body + '"'

@@ -11,9 +11,10 @@ The bound, for a cursor ``c`` of the planner:
   planner allows, found by walking forward from ``c``. In each planned segment it takes the
   option of least rank: the option's tokens plus the characters of the shortest layout text
   after it (`Writer.shortest_rest`), so numbers end and lists close as soon as the relations
-  let them and optional leaves are null. In a free string it pads to the minimum length with
-  the longest tokens that do not pass it, then takes the closing-quote token that costs
-  least. The planner's options are exactly the feasible ones (the oracle decides them), so the
+  let them and optional leaves are null. In a free string it pads to the minimum length (for
+  a string whose ``len()`` a relation reads, to the least feasible length) with the longest
+  tokens that do not pass it, then takes the closing-quote token that costs least. The
+  planner's options are exactly the feasible ones (the oracle decides them), so the
   walk always ends in a valid record, and ``G(c)`` counts precisely the tokens it takes,
   relation-determined runs and token merges across value boundaries included (a closing
   token such as ``", "`` is followed by the rest of the forced text, as the planner plans it).
@@ -76,7 +77,7 @@ from factorspec_sdk.tokens.plan import (
 
 if TYPE_CHECKING:
     from factorspec_sdk.tokens.plan import Planner
-    from factorspec_sdk.writer.automaton import WriterState
+    from factorspec_sdk.writer.automaton import FreeString, WriterState
 
 __all__ = ["CompletionBound"]
 
@@ -276,10 +277,12 @@ class CompletionBound:
         if isinstance(cursor, TrieNode):
             ids: list[int] = cursor.ids.tolist()
             return min(ids, key=lambda t: (self._after(cursor, t), t))
-        missing = cursor.free.min_length - len(cursor.free.written)
+        free = cursor.free
+        target = free.shortest_close()
+        missing = target - len(free.written)
         if missing > 0:
             return self._by_length()[self._pad_step(missing)]
-        return self._closing(cursor)[1]
+        return self._closing(free, target)[1]
 
     def _by_length(self) -> dict[int, int]:
         """The first safe token (no quote, no escape) of each length in characters."""
@@ -309,15 +312,22 @@ class CompletionBound:
         return np.asarray(table[: missing + 1], dtype=np.int64)
 
     def _free_greedy(self, cursor: FreeCursor) -> int:
-        """Pad to the minimum length (longest tokens first), then close at least cost."""
-        free = cursor.free
-        missing = max(0, free.min_length - len(free.written))
-        return int(self._padding(missing)[missing]) + self._closing(cursor)[0]
+        """Pad to the shortest length it may close at (longest tokens first), then close.
 
-    def _closing(self, cursor: FreeCursor) -> tuple[int, int]:
-        """Least ``1 + G(after)`` over closing tokens with nothing before the quote, and one."""
+        That length is the minimum, or for a string whose ``len()`` a relation reads, the
+        least feasible length from here (`FreeString.shortest_close`).
+        """
         free = cursor.free
-        after = self.planner.writer.close_free(free)
+        target = free.shortest_close()
+        missing = target - len(free.written)
+        return int(self._padding(missing)[missing]) + self._closing(free, target)[0]
+
+    def _closing(self, free: FreeString, length: int) -> tuple[int, int]:
+        """Least ``1 + G(after)`` over closing tokens with nothing before the quote, and one.
+
+        The string closes at ``length`` characters (padded to it first).
+        """
+        after = self.planner.writer.close_free(free, length)
         key = (after, free.close_suffix)
         hit = self._close.get(key)
         if hit is not None:
@@ -348,22 +358,32 @@ class CompletionBound:
         tables = self.planner.free_tables()
         free = cursor.free
         n = len(free.written)
-        close = self._closing(cursor)[0]
-        after = self.planner.writer.close_free(free)
-        missing = max(0, free.min_length - n)
-        pad = self._padding(missing)
-        need = 1 + pad[np.clip(missing - tables.safe_chars, 0, missing)] + close
+        if free.lengths is None:
+            missing = max(0, free.min_length - n)
+            close = self._closing(free, max(n, free.min_length))[0]
+            pad = self._padding(missing)
+            need = 1 + pad[np.clip(missing - tables.safe_chars, 0, missing)] + close
+        else:  # where it may close next depends on the token's length: one count per length
+            need = np.full(len(tables.safe_chars), budget + 1, dtype=np.int64)
+            for c in self._by_length():
+                target = free.lengths.next_length(n + c)
+                if target is not None:
+                    gap = target - n - c
+                    count = 1 + int(self._padding(gap)[gap]) + self._closing(free, target)[0]
+                    need[tables.safe_chars == c] = count
         closers: list[int] = []
-        cost: dict[str, int] = {}
+        cost: dict[tuple[int, str], int] = {}
         for tid, before, rest in zip(
             tables.quote_ids.tolist(), tables.quote_before, tables.quote_after, strict=True
         ):
-            if n + len(before) < free.min_length or not free.close_suffix.startswith(rest):
+            length = n + len(before)
+            if not free.closes_at(length) or not free.close_suffix.startswith(rest):
                 continue
-            if rest not in cost:
+            if (length, rest) not in cost:
+                after = self.planner.writer.close_free(free, length)
                 nxt = self.planner.resolve_state(after, rest, critical=False)
-                cost[rest] = 1 + self.greedy(nxt)
-            if cost[rest] <= budget:
+                cost[length, rest] = 1 + self.greedy(nxt)
+            if cost[length, rest] <= budget:
                 closers.append(tid)
         fits = np.concatenate([tables.safe_ids[need <= budget], np.asarray(closers, np.int64)])
         return ids[np.isin(ids, fits)]

@@ -420,18 +420,17 @@ class Planner:
         tables = self.free_tables()
         n = len(free.written)
         parts: list[TokenIds] = []
-        if free.max_length is None:
+        longest = free.longest
+        if longest is None:
             parts.append(tables.safe_ids)
-        elif free.max_length > n:
-            parts.append(tables.safe_ids[tables.safe_chars <= free.max_length - n])
+        elif longest > n:
+            parts.append(tables.safe_ids[tables.safe_chars <= longest - n])
         closing = [
             tid
             for tid, before, after in zip(
                 tables.quote_ids.tolist(), tables.quote_before, tables.quote_after, strict=True
             )
-            if free.close_suffix.startswith(after)
-            and free.min_length <= n + len(before)
-            and (free.max_length is None or n + len(before) <= free.max_length)
+            if free.close_suffix.startswith(after) and free.closes_at(n + len(before))
         ]
         parts.append(np.asarray(closing, dtype=np.int64))
         # a token holds a quote or not: the parts are disjoint, and sorting them is enough

@@ -34,6 +34,7 @@ from factorspec_sdk.relations.layout import (
     has_grammar,
 )
 from factorspec_sdk.writer.digits import is_canonical_int, next_digits_in_range
+from factorspec_sdk.writer.lengths import StringLengths
 
 if TYPE_CHECKING:
     from factorspec_sdk.graph import Assignment, CompiledSpec, Fact, Oracle, Value
@@ -114,7 +115,7 @@ class Option:
 
 @dataclass(frozen=True, slots=True)
 class FreeString:
-    """A free JSON string leaf being written (no relation reads it).
+    """A free JSON string leaf being written (no relation reads its value).
 
     Attributes:
         state: the writer state inside the string.
@@ -122,6 +123,8 @@ class FreeString:
         min_length: fewest characters.
         max_length: most characters, or None.
         close_suffix: forced layout text after the closing quote.
+        lengths: where a relation reads the string's ``len()``, the lengths it may close at
+            (asked of the oracle); None otherwise.
     """
 
     state: WriterState
@@ -129,6 +132,30 @@ class FreeString:
     min_length: int
     max_length: int | None
     close_suffix: str
+    lengths: StringLengths | None = None
+
+    def closes_at(self, n: int) -> bool:
+        """Whether the string may end after ``n`` characters."""
+        if n < self.min_length or (self.max_length is not None and n > self.max_length):
+            return False
+        return self.lengths is None or self.lengths.closes(n)
+
+    @property
+    def longest(self) -> int | None:
+        """The most characters the string may reach, or None (no bound)."""
+        if self.lengths is not None:
+            return self.lengths.longest
+        return self.max_length
+
+    def shortest_close(self) -> int:
+        """The fewest characters the string can close at from here (at least ``written``)."""
+        n = len(self.written)
+        if self.lengths is None:
+            return max(n, self.min_length)
+        k = self.lengths.next_length(n)
+        if k is None:
+            raise RuntimeError(f"string at {self.state.pending!r} has no feasible length")
+        return k
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,6 +249,7 @@ class Writer:
                     self.grammar_strings
                     and not item  # a list item follows the empty "continue" option: no segment
                     and (not node.nullable or self.spec.null_variable(p.path) is None)
+                    and self.spec.string_length_variable(p.path) is None  # the writer's own
                 ):
                     return _Grammar(p.path, string_grammar(node), s)
                 if not node.nullable:
@@ -293,6 +321,8 @@ class Writer:
     def longest_bytes(self) -> int:
         """UTF-8 bytes of the longest record whose free strings have their minimum length.
 
+        (A free string whose ``len()`` a relation reads counts at its length bound.)
+
         Every list at its bound, every number at its widest, every enumerated string at its
         longest value. The text of any completion FactorSpec's token budget writes from any
         state is at most this long (`factorspec_sdk.tokens.budget`).
@@ -316,7 +346,7 @@ class Writer:
             if s.partial is None:
                 total += whole
             elif isinstance(node, LeafLayout) and node.kind == "str":
-                total += max(0, node.min_length - len(s.partial)) + 1
+                total += max(0, _string_chars(node, p.path, spec) - len(s.partial)) + 1
             else:
                 total += max(0, whole - len(s.partial))
         for frame in reversed(s.stack):
@@ -476,7 +506,14 @@ class Writer:
                 return opened
             after = self._after_leaf(s, None)
             suffix, _ = self.layout_text(after)
-            return FreeString(s, s.partial, node.min_length, node.max_length, suffix)
+            lengths = None
+            lvar = self.spec.string_length_variable(path)
+            if lvar is not None:
+                rec = self.spec.record(lvar)
+                hi = node.max_length if rec.le is None else rec.le
+                assert hi is not None  # the compiler bounds every length variable
+                lengths = StringLengths(self.oracle, s.assignment, lvar, node.min_length, hi)
+            return FreeString(s, s.partial, node.min_length, node.max_length, suffix, lengths)
         if node.kind == "int" and s.partial is not None:
             return self._digit_options(s, node, var)
         values: list[Value] | None
@@ -564,12 +601,24 @@ class Writer:
         """The free string after appending ``text`` (which holds no quote or backslash)."""
         s = _replace(free.state, partial=free.written + text)
         return FreeString(
-            s, free.written + text, free.min_length, free.max_length, free.close_suffix
+            s,
+            free.written + text,
+            free.min_length,
+            free.max_length,
+            free.close_suffix,
+            free.lengths,
         )
 
-    def close_free(self, free: FreeString) -> WriterState:
-        """The state right after the closing quote of a free string."""
-        return self._after_leaf(free.state, None)
+    def close_free(self, free: FreeString, length: int | None = None) -> WriterState:
+        """The state right after the closing quote of a free string.
+
+        ``length``: the string's length in characters when it closes (default: what is
+        written); a string whose ``len()`` a relation reads records it as a fact.
+        """
+        fact: Fact | None = None
+        if free.lengths is not None:
+            fact = (free.lengths.var, len(free.written) if length is None else length)
+        return self._after_leaf(free.state, fact)
 
 
 @lru_cache(maxsize=256)
@@ -662,7 +711,7 @@ def _longest_text(
     elif node.kind == "enum":
         n = max((_utf8(value_text(c)) for c in node.choices), default=2)
     elif node.kind == "str":
-        n = 2 + node.min_length
+        n = 2 + _string_chars(node, path, spec)
         if spec.variable_for(path) is not None:  # a relation reads it: a value of the table
             n = max([n, *(_utf8(value_text(v)) for v in strings)])
     else:
@@ -670,3 +719,17 @@ def _longest_text(
         hi = INT_LIMIT if node.le is None else min(node.le, INT_LIMIT)
         n = max(len(str(lo)), len(str(hi)))
     return max(n, 4) if node.nullable else n
+
+
+def _string_chars(node: LeafLayout, path: Path, spec: CompiledSpec) -> int:
+    """Characters of a free string as the budget's completions write it (see `_longest`).
+
+    Its minimum, or the bound of its length variable where a relation reads its ``len()``
+    (the completion pads to the least feasible length, which is at most that bound).
+    """
+    var = spec.string_length_variable(path)
+    if var is None:
+        return node.min_length
+    le = spec.record(var).le
+    assert le is not None  # the compiler bounds every length variable
+    return le

@@ -30,7 +30,7 @@ from factorspec_sdk.graph import compile_spec
 from factorspec_sdk.tokens.plan import Cursor, Finished, Planner, TrieNode
 from factorspec_sdk.tokens.vocab import TokenizerInfo
 from factorspec_sdk.writer.automaton import Writer
-from tests.helpers import TRIP_CONTEXT, Pick, Trip, tiny_tokenizer
+from tests.helpers import TRIP_CONTEXT, Pick, Post, Trip, tiny_tokenizer
 
 TOK = tiny_tokenizer()
 PROMPT = TOK.encode("write the record")
@@ -52,10 +52,19 @@ EXAMPLES: dict[str, tuple[type[BaseModel], object]] = {
     "trip": (Trip, TRIP_CONTEXT),
     "pick": (Pick, None),
     "memo": (Memo, None),
+    "post": (Post, None),  # free strings closed at lengths the relations allow
 }
 # the shortest record of each, in tiny-vocabulary tokens (exhaustive search agrees where
 # it is feasible: test_the_bound_is_the_true_shortest_record)
-SHORTEST = {"itinerary": 315, "invoice": 114, "meeting": 42, "trip": 58, "pick": 23, "memo": 37}
+SHORTEST = {
+    "itinerary": 315,
+    "invoice": 114,
+    "meeting": 42,
+    "trip": 58,
+    "pick": 23,
+    "memo": 37,
+    "post": 31,
+}
 
 
 @cache
@@ -107,7 +116,7 @@ def test_the_bound_is_the_true_shortest_record(name: str) -> None:
     assert true_shortest(p) == p.min_tokens(p.start())
 
 
-@pytest.mark.parametrize("name", ["trip", "memo", "invoice"])
+@pytest.mark.parametrize("name", ["trip", "memo", "invoice", "post"])
 @pytest.mark.parametrize("extra", [0, 1, 5])
 def test_random_walks_under_a_budget_always_finish(name: str, extra: int) -> None:
     """Any token the budget mask allows leads to a complete record within the budget."""
@@ -205,7 +214,7 @@ def test_a_budget_below_the_shortest_record_is_refused(name: str) -> None:
     assert engine.forward_calls == 0 and outcome.tokens == []
 
 
-@pytest.mark.parametrize("name", ["trip", "memo", "pick"])
+@pytest.mark.parametrize("name", ["trip", "memo", "pick", "post"])
 @pytest.mark.parametrize("seed", range(4))
 def test_greedy_speculative_equals_plain_under_a_tight_budget(name: str, seed: int) -> None:
     budget = SHORTEST[name] + 3
@@ -257,9 +266,11 @@ class RandomCompleter:
             token = int(self.rng.choice(r.allowed_ids))
             return CompletionReply(TOK.decode([token]).decode(), [token], 1)
         assert r.regex is not None
-        if r.regex.startswith("[^"):  # a free string's rest: random letters, then the quote
-            low, high = re.search(r"\{(\d+),(\d*)\}", r.regex + "{0,}").groups()  # type: ignore[union-attr]
-            n = int(low) + int(self.rng.integers(0, 20))
+        if r.regex.startswith(("[^", "([^")):  # a free string's rest: letters, then the quote
+            # its lengths: `*`, `{low,}`, `{low,high}`, or runs `({a,b}|{c}|...)`
+            runs = re.findall(r"\{(\d+)(,?)(\d*)\}", r.regex) or [("0", ",", "")]
+            low, comma, high = runs[int(self.rng.integers(len(runs)))]
+            n = int(low) + int(self.rng.integers(0, 20)) if comma else int(low)
             n = min(n, int(high)) if high else n
             text = "".join(self.rng.choice(list("abcxyz ")) for _ in range(n)) + '"'
         else:  # one of the alternatives
@@ -278,7 +289,7 @@ class RandomCompleter:
 
 
 @pytest.mark.parametrize("style", ["tokens", "regex"])
-@pytest.mark.parametrize("name", ["trip", "memo", "meeting", "invoice"])
+@pytest.mark.parametrize("name", ["trip", "memo", "meeting", "invoice", "post"])
 @pytest.mark.parametrize("extra", [0, 1, 5])
 def test_the_segment_decoder_keeps_tight_budgets(
     style: ConstraintStyle, name: str, extra: int
