@@ -342,6 +342,10 @@ class Texts(BaseModel):
     def literal_length(self) -> bool:
         return len(self.mode) > len(self.kind)
 
+    @relation
+    def truthy_strings(self) -> bool:
+        return bool(self.body) or not self.title or (self.note and self.tags[0])
+
 
 text_st = st.text(alphabet='ab é😀"', max_size=10)
 texts_st = st.fixed_dictionaries(

@@ -46,6 +46,17 @@ class Kind(BaseModel):
         return self.kind in ("a", "bb", "cccc") and len(self.kind) == self.size
 
 
+class Captioned(BaseModel):
+    """Strings read only for their truth: ``bool(s)`` is ``len(s) > 0``."""
+
+    caption: str
+    alt: str = Field(max_length=5)
+
+    @relation
+    def needs_text(self) -> bool:
+        return bool(self.caption) and not self.alt
+
+
 # ------------------------------------------------------------------ compiling
 
 
@@ -57,6 +68,10 @@ def test_a_string_read_only_by_len_has_no_code_variable() -> None:
     assert spec.variables["len(title)"].le == 12  # the schema's max_length
     assert spec.variables["len(body)"].le == 256  # DEFAULT_MAX_STRING_LENGTH
     assert spec.variables["len(title)"].kind == "strlen"
+    spec = compile_spec(Captioned)
+    assert sorted(spec.variables) == ["len(alt)", "len(caption)"]
+    oracle = spec.new_oracle()
+    assert oracle.feasible_values((), "len(alt)") == [0]
 
 
 def test_a_string_read_by_value_and_length_ties_both() -> None:
@@ -170,7 +185,7 @@ def test_a_string_closes_exactly_at_the_lengths_some_record_allows() -> None:
 
 def test_random_walks_write_only_valid_records() -> None:
     """Any token the masks allow leads on to a valid record (sampled walks)."""
-    for model in (Post, Tags, Kind):
+    for model in (Post, Tags, Kind, Captioned):
         planner = Planner(Writer(compile_spec(model)), TOK)
         rng = np.random.default_rng(0)
         for _ in range(8):

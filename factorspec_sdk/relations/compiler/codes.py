@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, cast
 import z3
 
 from factorspec_sdk.relations.compiler.records import OTHER_CODE, InternTable, VarRecord
-from factorspec_sdk.relations.compiler.terms import Cond, in_codes, mk_eq, mk_ite
+from factorspec_sdk.relations.compiler.terms import Cond, in_codes, mk_cmp, mk_eq, mk_ite
 from factorspec_sdk.relations.compiler.values import SCode, V
 from factorspec_sdk.relations.layout import (
     DEFAULT_MAX_STRING_LENGTH,
@@ -159,9 +159,15 @@ def code_of(cx: RelationCompiler, v: V) -> z3.ArithRef | int | None:
 
 
 def truthy_code(cx: RelationCompiler, v: SCode) -> Cond:
-    """``bool(v)``: an Enum member is truthy; a str unless it is empty."""
+    """``bool(v)``: an Enum member is truthy; a str unless it is empty.
+
+    For a value that holds free str leaves, that is ``len(v) > 0``: it reads their lengths,
+    not their codes, so ``if self.subtitle:`` needs no finite domain either.
+    """
     if v.enum_type is not None:
         return True
+    if v.unread and v.length is not None:
+        return mk_cmp(">", v.length(), 0)
     _read(cx, v)
     return v.e != cx.strings.code("")
 
