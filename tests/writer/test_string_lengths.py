@@ -262,3 +262,15 @@ def test_every_relation_lists_every_variable_its_formula_holds(name: str) -> Non
         assert not codes  # read only through len()
     if name in ("kind", "texts"):
         assert "kind" in codes
+
+
+def test_record_facts_read_string_lengths() -> None:
+    from factorspec_sdk.ir import check_record, record_facts
+
+    spec = compile_spec(Post)
+    good = {"title": "abcde", "n": 2, "body": "abcdef", "note": "x"}
+    bad = {**good, "body": "abcdefg"}  # not a multiple of 3
+    assert ("len(body)", 6) in record_facts(spec, good)
+    assert spec.new_oracle().feasible(record_facts(spec, good))
+    assert not spec.new_oracle().feasible(record_facts(spec, bad))
+    check_record(spec, '{"title": "abcde", "n": 2, "body": "abcdef", "note": "x"}')
