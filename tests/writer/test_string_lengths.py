@@ -6,6 +6,7 @@ writer writes it character by character and closes it only at lengths the oracle
 
 from __future__ import annotations
 
+import datetime as dt
 import enum
 import itertools
 from typing import Literal
@@ -55,6 +56,19 @@ class Captioned(BaseModel):
     @relation
     def needs_text(self) -> bool:
         return bool(self.caption) and not self.alt
+
+
+class Event(BaseModel):
+    """Grammar values (a date, a float) beside strings whose lengths relations read."""
+
+    when: dt.date
+    title: str = Field(max_length=9)
+    price: float
+    code: str = Field(max_length=6)
+
+    @relation
+    def lengths(self) -> bool:
+        return len(self.title) % 2 == 1 and len(self.code) == 4
 
 
 # ------------------------------------------------------------------ compiling
@@ -185,7 +199,7 @@ def test_a_string_closes_exactly_at_the_lengths_some_record_allows() -> None:
 
 def test_random_walks_write_only_valid_records() -> None:
     """Any token the masks allow leads on to a valid record (sampled walks)."""
-    for model in (Post, Tags, Kind, Captioned):
+    for model in (Post, Tags, Kind, Captioned, Event):
         planner = Planner(Writer(compile_spec(model)), TOK)
         rng = np.random.default_rng(0)
         for _ in range(8):
