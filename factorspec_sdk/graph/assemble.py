@@ -50,6 +50,10 @@ class RelationFactor:
     formula: z3.BoolRef
 
 
+_CORE_CHECK_MS = 2000
+"""Time limit of each check that shrinks an unsat core (`_Checker._minimal`)."""
+
+
 def schema_factor_name(rec: VarRecord) -> str:
     """The name of a variable's schema factor: ``bounds of x`` or ``length bounds of xs``."""
     if rec.kind == "len":
@@ -317,19 +321,24 @@ class _Checker:
 
     def _raise_core(self, c: Component) -> None:
         s = self._solver(z3.Solver(ctx=self.ctx))
-        s.set("core.minimize", True)
         tracks: dict[str, str] = {}
+        lits: list[z3.BoolRef] = []
         for n in c.factor_names:
             lit = z3.Bool(f"__track_{len(tracks)}", self.ctx)
             tracks[str(lit)] = n
-            s.assert_and_track(self.formulas[n], lit)
+            s.add(z3.Implies(lit, self.formulas[n]))
+            lits.append(lit)
             if n in self.default_upper:
                 lit2 = z3.Bool(f"__track_{len(tracks)}", self.ctx)
                 tracks[str(lit2)] = "\x00" + n
-                s.assert_and_track(self.default_upper[n], lit2)
-        if self._decide(s) != z3.unsat:  # pragma: no cover - the untracked check said unsat
+                s.add(z3.Implies(lit2, self.default_upper[n]))
+                lits.append(lit2)
+        r = s.check(*lits)
+        if r == z3.unknown:
+            raise OracleError(f"the solver could not decide the spec ({s.reason_unknown()})")
+        if r != z3.unsat:  # pragma: no cover - the untracked check said unsat
             raise OracleError("inconsistent solver answers while computing an unsat core")
-        core = [tracks[str(x)] for x in s.unsat_core()]
+        core = [tracks[str(x)] for x in self._minimal(s, list(s.unsat_core()))]
         for n in core:
             if n.startswith("\x00"):
                 lst = n[1:].removeprefix("length bounds of ")
@@ -343,6 +352,22 @@ class _Checker:
                 )
         names = sorted(set(core), key=lambda n: c.factor_names.index(n))
         raise UnsatisfiableSpecError(names, self.model)
+
+    def _minimal(self, s: z3.Solver, core: list[z3.ExprRef]) -> list[z3.ExprRef]:
+        """Drop the tracked literals the core does not need, one check each.
+
+        Done here rather than by Z3's ``core.minimize``, which ran unbounded inside
+        ``unsat_core()`` on a small spec (a fresh-clone run hung there): each check is limited
+        to `_CORE_CHECK_MS`, and a literal whose check runs out stays in the core (still a
+        core, perhaps not a minimal one).
+        """
+        s.set("timeout", _CORE_CHECK_MS)
+        keep = list(core)
+        for lit in list(core):
+            trial = [x for x in keep if not x.eq(lit)]
+            if s.check(*trial) == z3.unsat:
+                keep = trial
+        return keep
 
     def _check_str_domains(self, s: z3.Solver, c: Component) -> None:
         """A free str read by a relation must not take a string no relation names."""
