@@ -509,10 +509,9 @@ class Writer:
             lengths = None
             lvar = self.spec.string_length_variable(path)
             if lvar is not None:
-                rec = self.spec.record(lvar)
-                hi = node.max_length if rec.le is None else rec.le
-                assert hi is not None  # the compiler bounds every length variable
-                lengths = StringLengths(self.oracle, s.assignment, lvar, node.min_length, hi)
+                rec = self.spec.record(lvar)  # its bounds: min_length, max_length or default
+                assert rec.ge is not None and rec.le is not None  # the compiler sets both
+                lengths = StringLengths(self.oracle, s.assignment, lvar, rec.ge, rec.le)
             return FreeString(s, s.partial, node.min_length, node.max_length, suffix, lengths)
         if node.kind == "int" and s.partial is not None:
             return self._digit_options(s, node, var)
