@@ -58,7 +58,10 @@ def _leaf_hint(node: LeafLayout | GrammarLayout) -> str:
         return _schema_hint(node.schema_dict)
     if node.kind == "enum":
         return " | ".join(json.dumps(c) for c in node.choices)
-    return {"bool": "true|false", "int": "<integer>", "str": "<text>"}[node.kind]
+    return _LEAF_HINTS[node.kind]
+
+
+_LEAF_HINTS = {"bool": "true|false", "int": "<integer>", "str": "<text>", "date": "<YYYY-MM-DD>"}
 
 
 def _schema_hint(schema: object, depth: int = 0) -> str:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Literal
 
+import numpy as np
 from pydantic import BaseModel, Field
 
 from factorspec_sdk import distinct, relation
+from factorspec_sdk.tokens.plan import Finished, FreeCursor, Planner
 from factorspec_sdk.tokens.vocab import TokenizerInfo
 
 CHARS = sorted({chr(c) for c in range(32, 127)} | {"\n"})
@@ -98,3 +100,25 @@ class Post(BaseModel):
     @relation
     def note_short(self) -> bool:
         return self.note is None or 1 <= len(self.note) <= 2
+
+
+def random_record(
+    planner: Planner, tok: TokenizerInfo, rng: np.random.Generator, close: float = 0.3
+) -> str:
+    """A record sampled uniformly among the tokens the masks allow at each step.
+
+    In a free string the walk takes a token with a quote with probability ``close`` (when
+    one is allowed), so that both short and long strings occur.
+    """
+    cursor, ids = planner.start(), []
+    while not isinstance(cursor, Finished):
+        allowed = planner.allowed(cursor)
+        assert len(allowed), "the mask left no token"
+        if isinstance(cursor, FreeCursor) and rng.random() < close:
+            quote = [t for t in allowed.tolist() if '"' in tok.vocab[t].decode()]
+            if quote:
+                allowed = np.asarray(quote)
+        t = int(rng.choice(allowed))
+        ids.append(t)
+        cursor = planner.advance(cursor, t)
+    return tok.decode(ids).decode()

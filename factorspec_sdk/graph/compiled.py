@@ -45,7 +45,7 @@ __all__ = [
 ]
 
 Value = int | bool | str
-VarKind = Literal["int", "bool", "str", "len", "strlen"]
+VarKind = Literal["int", "bool", "str", "len", "strlen", "date", "datepart"]
 FactorKind = Literal["relation", "bounds", "length"]
 
 
@@ -175,6 +175,8 @@ class CompiledSpec:
                 self._strlen_by_path[r.path] = n
             elif n.startswith("null("):
                 self._null_by_path[r.path] = n
+            elif r.kind == "datepart":  # year(d), month(d), day(d): the date's is d
+                continue
             else:
                 self._by_path[r.path] = n
         mentions: dict[str, list[str]] = {}
@@ -275,7 +277,7 @@ class CompiledSpec:
         lines.append(f"variables ({len(self.variables)}):")
         for v in self.variables.values():
             extra = ""
-            if v.kind in ("int", "len", "strlen"):
+            if v.kind in ("int", "len", "strlen", "date", "datepart"):
                 extra = f" in [{v.ge}, {v.le}]"
             if v.domain is not None and v.kind != "bool":
                 shown = ", ".join(map(repr, v.domain[:8])) + (", ..." if len(v.domain) > 8 else "")

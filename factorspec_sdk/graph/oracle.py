@@ -331,6 +331,65 @@ class Oracle:
             candidates.pop(c, None)
         return frozenset(found)
 
+    def feasible_ranges(
+        self, assignment: Assignment, var: str, ranges: Sequence[tuple[int, int]]
+    ) -> frozenset[int]:
+        """Indices of the inclusive ranges ``(lo, hi)`` that hold a feasible value of ``var``.
+
+        The ranges must not overlap (each model the solver finds then settles one range).
+        """
+        t0 = time.perf_counter()
+        self.stats.queries += 1
+        try:
+            return self._feasible_ranges(assignment, var, tuple(ranges))
+        finally:
+            self.stats.seconds += time.perf_counter() - t0
+
+    def _feasible_ranges(
+        self, assignment: Assignment, var: str, ranges: tuple[tuple[int, int], ...]
+    ) -> frozenset[int]:
+        index = self.spec.component_of(var)
+        groups = self._split(assignment)
+        if not self._others_feasible(groups, index):
+            return frozenset()
+        facts = groups.get(index, ())
+        key = ("fr", index, facts, var, ranges)
+        hit, val = self._cached(key)
+        if hit:
+            return cast(frozenset[int], val)
+        values = self._component_values(index, facts, var, _NEXT_DIGITS_FAST_LIMIT)
+        if values is not None:
+            found = {i for i, (lo, hi) in enumerate(ranges) for v in values if lo <= int(v) <= hi}
+        else:
+            found = self._ranges_by_search(index, facts, var, ranges)
+        result = frozenset(found)
+        self._store(key, result)
+        return result
+
+    def _ranges_by_search(
+        self, index: int, facts: tuple[Fact, ...], var: str, ranges: tuple[tuple[int, int], ...]
+    ) -> set[int]:
+        s = self._solver(index)
+        s.sync(facts)
+        t = cast(z3.ArithRef, s.term(var))
+        left = dict(enumerate(ranges))
+        found: set[int] = set()
+        while left:
+            s.solver.push()
+            try:
+                s.solver.add(z3.Or(*(z3.And(t >= lo, t <= hi) for lo, hi in left.values())))
+                if not s.check():
+                    break
+                v = cast(z3.IntNumRef, s.solver.model().eval(t, model_completion=True)).as_long()
+            finally:
+                s.solver.pop()
+            hits = [i for i, (lo, hi) in left.items() if lo <= v <= hi]
+            if not hits:  # pragma: no cover - guarded by the condition
+                raise OracleError(f"range search found {v} outside the ranges of {var}")
+            found.add(hits[0])
+            del left[hits[0]]
+        return found
+
     def determined(self, assignment: Assignment) -> dict[str, tuple[Value, tuple[str, ...]]]:
         """Unassigned variables whose value the assignment forces, with their relations.
 

@@ -23,7 +23,7 @@ from factorspec_sdk.graph.assemble import RelationFactor, assemble_spec
 from factorspec_sdk.graph.cache import SpecCache
 from factorspec_sdk.graph.compiled import CompiledSpec
 from factorspec_sdk.graph.z3context import MAIN_CONTEXT_LOCK
-from factorspec_sdk.relations.compiler import RelationCompiler, length_links
+from factorspec_sdk.relations.compiler import RelationCompiler, date_links, length_links
 from factorspec_sdk.relations.decorator import RelationSet, relations_of
 from factorspec_sdk.relations.layout import (
     ListLayout,
@@ -97,7 +97,7 @@ def _compile(model: type[BaseModel], context: object) -> CompiledSpec:
             c = comp.compile(r, path)
             lowered.append(RelationFactor(f"{r.name} ({path_name(path)})", c.variables, c.formula))
     records = comp.records()
-    for name, variables, formula in length_links(comp.strings, records):
+    for name, variables, formula in length_links(comp.strings, records) + date_links(records):
         lowered.append(RelationFactor(name, variables, formula))
     return assemble_spec(
         name=model.__name__,

@@ -56,9 +56,11 @@ from factorspec_sdk.ir.model import (
     RelationIR,
     VarRef,
 )
-from factorspec_sdk.relations.compiler import InternTable, VarRecord
+from factorspec_sdk.relations.compiler import InternTable, VarRecord, date_links, date_part_bounds
 from factorspec_sdk.relations.decorator import RelationSet
 from factorspec_sdk.relations.layout import (
+    DATE_MAX,
+    DATE_MIN,
     DEFAULT_MAX_STRING_LENGTH,
     INT_LIMIT,
     GrammarLayout,
@@ -69,6 +71,7 @@ from factorspec_sdk.relations.layout import (
     ObjectLayout,
     Path,
     RootLayout,
+    date_ordinal,
     grammar_layout,
     length_name,
     node_at,
@@ -278,8 +281,8 @@ class _LayoutBuilder:
         for b in (node.ge, node.le):
             if b is not None and abs(b) > INT_LIMIT:
                 raise bad(f"int bounds must be within +-{INT_LIMIT}")
-        if node.kind != "int" and (node.ge is not None or node.le is not None):
-            raise bad("ge/le apply to int leaves only")
+        if node.kind not in ("int", "date") and (node.ge is not None or node.le is not None):
+            raise bad("ge/le apply to int and date leaves only")
         if node.kind != "enum" and node.choices:
             raise bad("choices apply to enum leaves only")
         if node.kind != "str" and (node.min_length or node.max_length is not None):
@@ -299,6 +302,12 @@ class _LayoutBuilder:
             )
         if node.kind == "bool":
             return LeafLayout("bool", nullable=node.nullable)
+        if node.kind == "date":
+            lo = DATE_MIN if node.ge is None else node.ge
+            hi = DATE_MAX if node.le is None else node.le
+            if not DATE_MIN <= lo <= hi <= DATE_MAX:
+                raise bad(f"date bounds must be ordinals with {DATE_MIN} <= ge <= le <= {DATE_MAX}")
+            return LeafLayout("date", nullable=node.nullable, ge=node.ge, le=node.le)
         choices = tuple(node.choices)
         if not choices:
             raise bad("an enum leaf needs at least one choice")
@@ -326,6 +335,20 @@ def _object_model(name: str, fields: Sequence[ObjectField]) -> type[BaseModel]:
     return cast(type[BaseModel], model)
 
 
+def _date_check(ge: int | None, le: int | None) -> typing.Callable[[str], str]:
+    """A validator of a date leaf's text: ``YYYY-MM-DD``, a real date, within the bounds."""
+
+    def check(text: str) -> str:
+        n = date_ordinal(text)
+        if n is None:
+            raise ValueError(f"{text!r} is not a date written YYYY-MM-DD")
+        if (ge is not None and n < ge) or (le is not None and n > le):
+            raise ValueError(f"{text} is outside the field's dates")
+        return text
+
+    return check
+
+
 def _annotation(node: LayoutNode) -> object:
     t: object
     if isinstance(node, ObjectLayout):
@@ -345,6 +368,8 @@ def _annotation(node: LayoutNode) -> object:
         t = Annotated[
             StrictStr, StringConstraints(min_length=node.min_length, max_length=node.max_length)
         ]
+    elif node.kind == "date":
+        t = Annotated[StrictStr, AfterValidator(_date_check(node.ge, node.le))]
     else:
         t = getattr(typing, "Literal")[node.choices]  # noqa: B009 - Literal of runtime values
     if node.nullable:
@@ -381,7 +406,7 @@ def _schema_check(schema: str) -> typing.Callable[[object], object]:
 class _VarSpec:
     name: str
     path: Path
-    kind: Literal["int", "bool", "str", "len", "strlen"]
+    kind: Literal["int", "bool", "str", "len", "strlen", "date", "datepart"]
     ge: int | None
     le: int | None
     choices: tuple[object, ...] | None
@@ -403,6 +428,11 @@ def _derive(layout: RootLayout, name: str, path: Path, kind: str) -> _VarSpec:
             raise IRError(f"variable {name!r}: {path_name(path)} is not a list or a free str")
         else:
             v = _VarSpec(name, path, "len", node.min_length, node.max_length, None, False, False)
+    elif (part := date_part_bounds(name)) is not None and name == f"{part[0]}({path_name(path)})":
+        if not (isinstance(node, LeafLayout) and node.kind == "date"):
+            raise IRError(f"variable {name!r}: {path_name(path)} is not a date")
+        v = _VarSpec(name, path, "datepart", part[1], part[2], None, False, False)
+        kind = "datepart" if kind == "int" else kind  # the IR says "int" for the parts
     elif name == f"null({path_name(path)})":
         if not node.nullable:
             raise IRError(f"variable {name!r}: {path_name(path)} is not nullable")
@@ -411,6 +441,7 @@ def _derive(layout: RootLayout, name: str, path: Path, kind: str) -> _VarSpec:
         if not isinstance(node, LeafLayout):
             raise IRError(f"variable {name!r}: {path_name(path)} is not a leaf")
         v = _leaf_var(name, path, node)
+        kind = "date" if v.kind == "date" and kind == "int" else kind  # the IR says "int"
     else:
         raise IRError(
             f"variable {name!r} is not named after its path: expected {path_name(path)!r}, "
@@ -430,6 +461,10 @@ def _leaf_var(name: str, path: Path, node: LeafLayout) -> _VarSpec:
         return _VarSpec(name, path, "int", ge, le, None, False, False)
     if node.kind == "str":
         return _VarSpec(name, path, "str", None, None, None, True, False)
+    if node.kind == "date":
+        ge = DATE_MIN if node.ge is None else node.ge
+        le = DATE_MAX if node.le is None else node.le
+        return _VarSpec(name, path, "date", ge, le, None, False, False)
     choices = node.choices
     if all(isinstance(c, bool) for c in choices):
         return _VarSpec(name, path, "bool", None, None, choices, False, False)
@@ -666,8 +701,11 @@ def _build(checked: CheckedIR, limits: IRLimits, solver_timeout_ms: int | None) 
         records[n] = VarRecord(
             n, s.path, s.kind, terms[n], s.ge, s.le, s.choices, s.free_str, exists
         )
-    # the IR's factor names are the relation names; they may not take a schema factor's name
+    # the IR's factor names are the relation names; they may not take a schema factor's name,
+    # nor a derived tie's (the server ties each date's parts to it itself)
+    ties = date_links(records)
     schema_names = {schema_factor_name(rec) for rec in records.values()}
+    schema_names |= {name for name, _, _ in ties}
 
     eb = _ExprBuilder(ctx, terms, lim)
     for i, d in enumerate(ir.defs):
@@ -690,6 +728,7 @@ def _build(checked: CheckedIR, limits: IRLimits, solver_timeout_ms: int | None) 
         relation_factors.append(
             RelationFactor(f.name, frozenset(f.variables) | eb.used, cast(z3.BoolRef, formula))
         )
+    relation_factors += [RelationFactor(n, vs, f) for n, vs, f in ties]
     model = layout.model if isinstance(layout, ObjectLayout) else _root_model(ir.name, layout)
     try:
         return assemble_spec(

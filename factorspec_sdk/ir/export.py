@@ -85,7 +85,12 @@ def spec_to_ir(spec: CompiledSpec) -> JsonDict:
 
 def _spec_to_ir(spec: CompiledSpec) -> JsonDict:
     formulas = spec.factor_formulas()
-    relation_factors = [f for f in spec.factors if f.kind == "relation"]
+    derived = {  # the ties of dates to their parts: the server derives them itself
+        f"calendar of {v.name}"
+        for v in spec.variables.values()
+        if v.kind == "date" and f"year({v.name})" in spec.variables
+    }
+    relation_factors = [f for f in spec.factors if f.kind == "relation" and f.name not in derived]
     # variable order = the order of their bound/length factors (the order of the records),
     # so that the server derives those factors in the same order
     order: list[str] = []
@@ -103,7 +108,8 @@ def _spec_to_ir(spec: CompiledSpec) -> JsonDict:
     variables: list[JsonDict] = []
     for name in order:
         rec = spec.record(name)
-        kind = "len" if rec.kind == "strlen" else rec.kind  # the layout tells list from str
+        # the layout (and the name) tell a list's length from a str's, a date from an int
+        kind = {"strlen": "len", "date": "int", "datepart": "int"}.get(rec.kind, rec.kind)
         variables.append({"name": name, "path": list(rec.path), "kind": kind})
     enc = _Encoder()
     roots: list[z3.ExprRef | None] = [formulas.get(f.name) for f in relation_factors]

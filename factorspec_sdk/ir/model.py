@@ -94,11 +94,14 @@ PathPart = Annotated[StrictStr | StrictInt, Field(union_mode="left_to_right")]
 
 
 class IRLeaf(BaseModel):
-    """A scalar field: ``bool``, ``int`` (bounds), ``str`` (free text) or ``enum`` (choices)."""
+    """A scalar field: ``bool``, ``int`` (bounds), ``str`` (free text), ``enum`` (choices).
+
+    Or ``date`` (written ``YYYY-MM-DD``; its ``ge``/``le`` are ordinals, ``date.toordinal()``).
+    """
 
     model_config = _STRICT
     type: Literal["leaf"]
-    kind: Literal["bool", "int", "str", "enum"]
+    kind: Literal["bool", "int", "str", "enum", "date"]
     nullable: bool = False
     ge: int | None = None
     le: int | None = None
@@ -232,9 +235,12 @@ class IRVariable(BaseModel):
     """A solver variable: a leaf read by relations, a list length or an Optional's null-ness.
 
     ``name`` is ``path_name(path)`` for a leaf, ``len(<path>)`` for the length of a list
-    or of a free str (kind ``len`` for both; the layout node at ``path`` tells which) and
-    ``null(<path>)`` for null-ness. Its bounds and domain follow from the layout node at
-    ``path``; its existence from the lengths of the enclosing lists.
+    or of a free str (kind ``len`` for both; the layout node at ``path`` tells which),
+    ``null(<path>)`` for null-ness, and ``year(<path>)``, ``month(<path>)``, ``day(<path>)``
+    for the parts of a date leaf (kind ``int``, as the date's own ordinal variable; the
+    server ties the parts to the date itself, with the factor ``calendar of <path>``). Its
+    bounds and domain follow from the layout node at ``path``; its existence from the
+    lengths of the enclosing lists.
     """
 
     model_config = _STRICT

@@ -6,6 +6,7 @@ bounds, then the oracle checks that the record's values satisfy every factor.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from typing import TYPE_CHECKING
 
@@ -54,6 +55,8 @@ def _value_at(layout: LayoutNode, data: object, path: Path) -> object:
 
 def record_facts(spec: CompiledSpec, data: object) -> tuple[Fact, ...]:
     """The oracle facts of a parsed record: every variable whose node exists in it."""
+    from factorspec_sdk.relations.layout import date_ordinal
+
     facts: list[Fact] = []
     names: set[str] = set()
     for f in spec.factors:
@@ -73,6 +76,14 @@ def record_facts(spec: CompiledSpec, data: object) -> tuple[Fact, ...]:
         elif rec.kind == "strlen":
             if isinstance(value, str):
                 facts.append((name, len(value)))
+        elif rec.kind in ("date", "datepart"):
+            day = date_ordinal(value) if isinstance(value, str) else None
+            if day is not None:
+                if rec.kind == "date":
+                    facts.append((name, day))
+                else:
+                    part = name.split("(", 1)[0]  # year(d), month(d), day(d)
+                    facts.append((name, getattr(dt.date.fromordinal(day), part)))
         elif isinstance(value, (str, int, bool)):
             facts.append((name, value))
     return tuple(facts)

@@ -18,7 +18,14 @@ from factorspec_sdk.errors import RelationDefinitionError
 if TYPE_CHECKING:
     from factorspec_sdk.relations.decorator import RelationInfo
 
-__all__ = ["SUPPORTED_CALLS", "SUPPORTED_METHODS", "check_syntax", "relation_body"]
+__all__ = [
+    "DATE_CONSTRUCTORS",
+    "DATE_METHODS",
+    "SUPPORTED_CALLS",
+    "SUPPORTED_METHODS",
+    "check_syntax",
+    "relation_body",
+]
 
 SUPPORTED_CALLS = frozenset(
     {
@@ -42,6 +49,12 @@ SUPPORTED_CALLS = frozenset(
 
 SUPPORTED_METHODS = frozenset({"get", "keys", "values", "items", "count", "index"})
 """Methods a relation may call on constants (context values)."""
+
+DATE_CONSTRUCTORS = frozenset({"date", "timedelta"})
+"""``datetime.date`` and ``datetime.timedelta``, called by name or as ``dt.date(...)``."""
+
+DATE_METHODS = frozenset({"weekday", "isoweekday", "toordinal", "total_seconds"})
+"""Methods of dates and timedeltas a relation may call (on record values or constants)."""
 
 _STATEMENTS: dict[type[ast.AST], str] = {
     ast.While: "while loop",
@@ -206,15 +219,16 @@ def _check_expr(info: RelationInfo, node: ast.expr) -> None:
         if isinstance(sub, ast.Call):
             f = sub.func
             if isinstance(f, ast.Name):
-                if f.id not in SUPPORTED_CALLS:
+                if f.id not in SUPPORTED_CALLS | DATE_CONSTRUCTORS:
                     _fail(info, sub, f"call to {f.id}()", "only the supported builtins")
             elif isinstance(f, ast.Attribute):
-                if f.attr not in SUPPORTED_METHODS:
+                if f.attr not in SUPPORTED_METHODS | DATE_METHODS | DATE_CONSTRUCTORS:
                     _fail(
                         info,
                         sub,
                         f"call to {ast.unparse(f)}()",
-                        "methods other than get/keys/values/items/count/index",
+                        "methods other than get/keys/values/items/count/index and the "
+                        "date methods weekday/isoweekday/toordinal/total_seconds",
                     )
             else:
                 _fail(info, sub, "call of a computed function")

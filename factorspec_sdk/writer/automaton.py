@@ -24,6 +24,8 @@ from itertools import pairwise
 from typing import TYPE_CHECKING
 
 from factorspec_sdk.relations.layout import (
+    DATE_MAX,
+    DATE_MIN,
     INT_LIMIT,
     GrammarLayout,
     LayoutNode,
@@ -33,6 +35,7 @@ from factorspec_sdk.relations.layout import (
     Path,
     has_grammar,
 )
+from factorspec_sdk.writer.dates import DATE_TEXT_LENGTH, date_text, next_date_chars
 from factorspec_sdk.writer.digits import is_canonical_int, next_digits_in_range
 from factorspec_sdk.writer.lengths import StringLengths
 
@@ -91,7 +94,8 @@ class WriterState:
         assignment: oracle facts in the order the JSON writes them.
         stack: open objects and lists, innermost last.
         pending: the node to write next, if a value is due.
-        partial: digits of an int leaf, or characters of a free string, written so far.
+        partial: digits of an int leaf, characters of a free string, or characters of a
+            date after its opening quote, written so far.
     """
 
     assignment: Assignment
@@ -243,6 +247,8 @@ class Writer:
                 return _Text("[", _replace(s, stack=(*s.stack, frame2), pending=None))
             if isinstance(node, GrammarLayout):
                 return _Grammar(p.path, node, s)
+            if node.kind == "date" and s.partial is None and not node.nullable:
+                return _Text('"', _replace(s, partial=""))  # layout, as a free string's
             if node.kind == "str" and s.partial is None and self.spec.variable_for(p.path) is None:
                 item = bool(p.path) and isinstance(p.path[-1], int)
                 if (
@@ -306,6 +312,8 @@ class Writer:
                 total += _shortest(node)
             elif isinstance(node, LeafLayout) and node.kind == "str":
                 total += max(0, node.min_length - len(s.partial)) + 1
+            elif isinstance(node, LeafLayout) and node.kind == "date":
+                total += DATE_TEXT_LENGTH - len(s.partial) + 1
             elif not (s.partial and is_canonical_int(s.partial)):
                 total += 1  # an int needs at least one more digit
         for frame in reversed(s.stack):
@@ -347,6 +355,8 @@ class Writer:
                 total += whole
             elif isinstance(node, LeafLayout) and node.kind == "str":
                 total += max(0, _string_chars(node, p.path, spec) - len(s.partial)) + 1
+            elif isinstance(node, LeafLayout) and node.kind == "date":
+                total += DATE_TEXT_LENGTH - len(s.partial) + 1
             else:
                 total += max(0, whole - len(s.partial))
         for frame in reversed(s.stack):
@@ -513,6 +523,8 @@ class Writer:
                 assert rec.ge is not None and rec.le is not None  # the compiler sets both
                 lengths = StringLengths(self.oracle, s.assignment, lvar, rec.ge, rec.le)
             return FreeString(s, s.partial, node.min_length, node.max_length, suffix, lengths)
+        if node.kind == "date":
+            return self._date_options(s, node, path, var)
         if node.kind == "int" and s.partial is not None:
             return self._digit_options(s, node, var)
         values: list[Value] | None
@@ -542,6 +554,65 @@ class Writer:
         if hi - lo + 1 <= FINITE_LIMIT:
             return list(range(lo, hi + 1))
         return None
+
+    def _date_options(
+        self, s: WriterState, node: LeafLayout, path: Path, var: str | None
+    ) -> list[Option]:
+        """A date: whole values when few are feasible, else character by character.
+
+        The opening quote is layout text (`_event`), as a free string's is, so that a token
+        such as `` "`` may span it and the text before; a nullable date first chooses
+        between ``null`` and that quote. Then at most `FINITE_LIMIT` feasible dates are
+        offered whole (a date the relations fix is one option: certain tokens); more are
+        written character by character, from `next_date_chars`: only real calendar dates
+        within the bounds, and, when a relation reads the date, only prefixes whose range of
+        dates the oracle finds a feasible value in. The last character carries the closing
+        quote and the fact.
+        """
+        if s.partial is None:  # a nullable date: null, or its opening quote
+            options = [Option('"', _replace(s, partial=""))]
+            if self.spec.null_variable(path) is None:
+                options.append(Option("null", self._after_leaf(s, None)))
+            return options
+        lo, hi = self._date_bounds(node, var)
+        if s.partial == "":
+            values: list[Value] | None
+            if var is not None:
+                values = self.oracle.feasible_values(s.assignment, var, limit=FINITE_LIMIT)
+            else:
+                values = list(range(lo, hi + 1)) if hi - lo + 1 <= FINITE_LIMIT else None
+            if values is not None:
+                return [
+                    Option(date_text(int(v)) + '"', self._after_leaf(s, (var, v) if var else None))
+                    for v in values
+                ]
+        prefix = s.partial
+        oracle, assignment = self.oracle, s.assignment
+        chars = next_date_chars(
+            prefix,
+            lo,
+            hi,
+            None if var is None else (lambda rs: oracle.feasible_ranges(assignment, var, rs)),
+        )
+        out = []
+        for c, (a, _) in chars.items():
+            if len(prefix) + 1 == DATE_TEXT_LENGTH:  # the last digit: one date, a == b
+                fact = None if var is None else (var, a)
+                out.append(Option(c + '"', self._after_leaf(s, fact)))
+            else:
+                out.append(Option(c, _replace(s, partial=prefix + c)))
+        return out
+
+    def _date_bounds(self, node: LeafLayout, var: str | None) -> tuple[int, int]:
+        """The ordinals a date may take: its variable's bounds, else the schema's."""
+        if var is not None:
+            rec = self.spec.record(var)
+            assert rec.ge is not None and rec.le is not None  # the compiler sets both
+            return rec.ge, rec.le
+        return (
+            DATE_MIN if node.ge is None else node.ge,
+            DATE_MAX if node.le is None else node.le,
+        )
 
     def _digit_options(self, s: WriterState, node: LeafLayout, var: str | None) -> list[Option]:
         prefix = s.partial or ""
@@ -655,6 +726,8 @@ def _shortest(node: LayoutNode) -> int:
         n = min((len(value_text(c)) for c in node.choices), default=2)
     elif node.kind == "str":
         n = 2 + node.min_length
+    elif node.kind == "date":
+        n = DATE_TEXT_LENGTH + 2
     else:
         n = 1
     return min(n, 4) if node.nullable else n
@@ -713,6 +786,8 @@ def _longest_text(
         n = 2 + _string_chars(node, path, spec)
         if spec.variable_for(path) is not None:  # a relation reads it: a value of the table
             n = max([n, *(_utf8(value_text(v)) for v in strings)])
+    elif node.kind == "date":
+        n = DATE_TEXT_LENGTH + 2
     else:
         lo = -INT_LIMIT if node.ge is None else max(node.ge, -INT_LIMIT)
         hi = INT_LIMIT if node.le is None else min(node.le, INT_LIMIT)

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from pydantic import BaseModel, Field
 
+from examples.booking import FLEXIBLE_CONTEXT, Booking
 from examples.invoice import SAMPLE_CONTEXT as INVOICE_CONTEXT
 from examples.invoice import Invoice
 from factorspec_sdk import Client, GenerationError
@@ -102,6 +103,7 @@ CASES: list[tuple[type[BaseModel], object]] = [
     (Trip, TRIP_CONTEXT),
     (Note, None),
     (Invoice, INVOICE_CONTEXT),
+    (Booking, FLEXIBLE_CONTEXT),  # a date written digit by digit, the oracle deciding
 ]
 
 

@@ -94,6 +94,10 @@ def _decide(comp: RelationCompiler, formula: z3.BoolRef, instance: Any, info: Re
             pairs.append((rec.term, z3.IntVal(comp.strings.codes.get(v, OTHER_CODE))))
         elif rec.kind == "bool":
             pairs.append((rec.term, z3.BoolVal(bool(v))))
+        elif rec.kind == "date":
+            pairs.append((rec.term, z3.IntVal(v.toordinal())))
+        elif rec.kind == "datepart":  # year(d), month(d), day(d)
+            pairs.append((rec.term, z3.IntVal(getattr(v, rec.name.split("(")[0]))))
         else:
             pairs.append((rec.term, z3.IntVal(v)))
     reduced = z3.simplify(z3.substitute(formula, *pairs)) if pairs else z3.simplify(formula)

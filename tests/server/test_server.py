@@ -276,8 +276,9 @@ def test_remote_batch_returns_per_record_errors(url: str) -> None:
 
 
 def test_grammar_values_travel_to_the_server_as_ir(url: str) -> None:
-    """A model with floats, dates and a union beside a relation: the IR carries the grammar
-    values, the server decodes them with llguidance, the client gets a valid typed record."""
+    """A model with floats, datetimes and a union beside relations (one over a date): the IR
+    carries the grammar values and the date, the server decodes the grammar values with
+    llguidance and ties the date's parts itself, the client gets a valid typed record."""
     import datetime as dt
 
     from pydantic import BaseModel, Field
@@ -286,18 +287,25 @@ def test_grammar_values_travel_to_the_server_as_ir(url: str) -> None:
 
     class Priced(BaseModel):
         price: float = Field(ge=0, le=100)
-        day: dt.date
+        day: dt.datetime
         code: int | str
         lo: int = Field(ge=0, le=5)
         hi: int = Field(ge=0, le=5)
+        start: dt.date
 
         @relation
         def ordered(self) -> bool:
             return self.lo < self.hi
 
+        @relation
+        def starts_in_december_on_day_lo(self) -> bool:
+            return self.start.month == 12 and self.start.weekday() == self.lo
+
     ir = to_ir(Priced)
     assert [f["node"]["type"] for f in ir["layout"]["fields"]][:3] == ["grammar"] * 3
+    assert ir["layout"]["fields"][5]["node"]["kind"] == "date"
     with Client(backend=RemoteBackend(url)) as remote:
         for seed in range(3):
             record = remote.generate(Priced, "price", temperature=1.0, seed=seed, max_tokens=400)
             assert type(record) is Priced and record.lo < record.hi and 0 <= record.price <= 100
+            assert record.start.month == 12 and record.start.weekday() == record.lo

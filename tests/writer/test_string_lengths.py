@@ -18,9 +18,9 @@ from pydantic import BaseModel, Field, ValidationError
 from factorspec_sdk import RelationDefinitionError, UnsatisfiableSpecError, relation
 from factorspec_sdk.graph import compile_spec
 from factorspec_sdk.ir import spec_from_ir, to_ir
-from factorspec_sdk.tokens.plan import Finished, FreeCursor, Planner
+from factorspec_sdk.tokens.plan import Planner
 from factorspec_sdk.writer.automaton import FreeString, Writer
-from tests.helpers import Post, tiny_tokenizer
+from tests.helpers import Post, random_record, tiny_tokenizer
 from tests.relations.helpers import constants_of
 
 TOK = tiny_tokenizer()
@@ -203,20 +203,7 @@ def test_random_walks_write_only_valid_records() -> None:
         planner = Planner(Writer(compile_spec(model)), TOK)
         rng = np.random.default_rng(0)
         for _ in range(8):
-            cursor, ids = planner.start(), []
-            while not isinstance(cursor, Finished):
-                allowed = planner.allowed(cursor)
-                assert len(allowed), "the mask left no token"
-                if isinstance(cursor, FreeCursor) and rng.random() < 0.3:
-                    # close as soon as the string may: short strings and long ones both occur
-                    quote = [t for t in allowed.tolist() if '"' in TOK.vocab[t].decode()]
-                    if quote:
-                        allowed = np.asarray(quote)
-                t = int(rng.choice(allowed))
-                ids.append(t)
-                cursor = planner.advance(cursor, t)
-            text = TOK.decode(ids).decode()
-            model.model_validate_json(text)
+            model.model_validate_json(random_record(planner, TOK, rng))
 
 
 def test_a_record_the_relations_reject_is_rejected_by_pydantic_too() -> None:

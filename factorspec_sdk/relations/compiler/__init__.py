@@ -21,6 +21,9 @@ Representation:
   its own (in characters); a string read only through ``len()`` needs no finite domain.
 - Lists are unrolled to their bound; element ``i`` exists iff ``i < len(path)``.
 - ``Optional`` nodes get a Bool ``null(path)`` variable.
+- ``datetime.date`` leaves are ``Int`` ordinals (``date.toordinal()``); their ``.year``,
+  ``.month`` and ``.day`` are ``Int`` variables ``year(path)``... tied to the ordinal by a
+  ``calendar of path`` factor (`dates`).
 
 Modules, one job each (each imports only those above it, except `core`, which collects the
 rules of all of them):
@@ -29,7 +32,7 @@ rules of all of them):
 - `values`: the symbolic value classes (`SCode`, `SSeq`, `SMaybe`, `SChoice`...), results
   (`R`) and scopes.
 - `records`: what the graph stage receives: `VarRecord`, `InternTable`, `CompiledRelation`.
-- `ints`, `codes`: the rules of each *value kind* (see below).
+- `ints`, `codes`, `dates`: the rules of each *value kind* (see below).
 - `choices`: values under conditions (``a if c else b``, If-chains), truthiness.
 - `statements`: let-bindings, ``if``/``return`` chains, target binding.
 - `names`: literals, names (locals, closures, globals, builtins) and displays.
@@ -60,6 +63,7 @@ numbers (``sum``/``min``/``max``/``abs`` in `builtin_calls`).
 
 from factorspec_sdk.relations.compiler.codes import length_links
 from factorspec_sdk.relations.compiler.core import RelationCompiler
+from factorspec_sdk.relations.compiler.dates import date_links, date_part_bounds
 from factorspec_sdk.relations.compiler.records import (
     OTHER_CODE,
     CompiledRelation,
@@ -75,6 +79,8 @@ __all__ = [
     "InternTable",
     "RelationCompiler",
     "VarRecord",
+    "date_links",
+    "date_part_bounds",
     "length_links",
     "to_bool",
 ]

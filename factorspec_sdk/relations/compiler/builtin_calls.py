@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import datetime as dt
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, cast
 
@@ -18,6 +19,7 @@ import z3
 
 from factorspec_sdk.relations.compiler.choices import choice, ite, map_choice, truthy, unwrap
 from factorspec_sdk.relations.compiler.codes import str_length
+from factorspec_sdk.relations.compiler.dates import abs_delta, date_call, date_method, is_date_like
 from factorspec_sdk.relations.compiler.ints import as_int_term
 from factorspec_sdk.relations.compiler.names import eval_each
 from factorspec_sdk.relations.compiler.operators import eq
@@ -60,7 +62,7 @@ CallRule = Callable[["RelationCompiler", list[V], dict[str, V], ast.AST], R]
 def _e_call(cx: RelationCompiler, node: ast.Call, scope: Scope) -> R:
     fn = cx.eval(node.func, scope)
     f = fn.value
-    if not isinstance(f, SFunc):
+    if not isinstance(f, SFunc) and f not in (dt.date, dt.timedelta):
         name = ast.unparse(node.func)
         cx.fail(f"call to {name}()", "this function cannot be compiled", node)
     args, arg_oks = eval_each(cx, node.args, scope)
@@ -73,7 +75,10 @@ def _e_call(cx: RelationCompiler, node: ast.Call, scope: Scope) -> R:
         kwargs[kw.arg] = r.value
         oks.append(r.ok)
     cx.node = node
-    out = _call(cx, f, args, kwargs, node)
+    if not isinstance(f, SFunc):
+        out = date_call(cx, cast(type, f), args, kwargs, node)
+    else:
+        out = _call(cx, f, args, kwargs, node)
     return R(out.value, AND(*oks, out.ok))
 
 
@@ -101,6 +106,9 @@ def _method(
     cx: RelationCompiler, f: SFunc, args: list[V], kwargs: dict[str, V], node: ast.AST
 ) -> R:
     obj = f.bound
+    of_date = date_method(cx, f, args, node)
+    if of_date is not None:
+        return of_date
     if not any(is_sym(a) for a in args):
         try:
             return R(getattr(obj, f.name)(*args, **kwargs))
@@ -140,6 +148,13 @@ def _int_operand(
     if t is None:
         if isinstance(v, SCode):
             cx.fail(*strs, node)
+        if is_date_like(v):
+            cx.fail(
+                f"{strs[0].split('(')[0]}() of dates or timedeltas",
+                "sum/min/max over dates or timedeltas are not supported yet; compare "
+                "them pairwise or use their .toordinal()/.days",
+                node,
+            )
         return None
     if okv is not True:
         cx.fail(*optional, node)
@@ -238,6 +253,9 @@ def _len(cx: RelationCompiler, args: list[V], kwargs: dict[str, V], node: ast.AS
 
 def _abs(cx: RelationCompiler, args: list[V], kwargs: dict[str, V], node: ast.AST) -> R:
     v, ok = unwrap(args[0])
+    of_delta = abs_delta(v)
+    if of_delta is not None:
+        return R(of_delta.value, ok)
     t = as_int_term(v)
     if t is None or isinstance(t, int):
         return R(UNDEF, False) if t is None else R(abs(t), ok)

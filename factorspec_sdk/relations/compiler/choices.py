@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, cast
 import z3
 
 from factorspec_sdk.relations.compiler.codes import ite_code, truthy_code
+from factorspec_sdk.relations.compiler.dates import ite_dates
 from factorspec_sdk.relations.compiler.ints import as_bool_term, as_int_term
 from factorspec_sdk.relations.compiler.terms import AND, ITE_COND, NOT, Cond, mk_ite
 from factorspec_sdk.relations.compiler.values import (
@@ -23,6 +24,8 @@ from factorspec_sdk.relations.compiler.values import (
     R,
     SChoice,
     SCode,
+    SDate,
+    SDelta,
     SFunc,
     SMaybe,
     SObj,
@@ -104,6 +107,9 @@ def ite(cx: RelationCompiler, c: Cond, a: V, b: V) -> V:
     if isinstance(a, SCode) or isinstance(b, SCode):
         merged = ite_code(cx, c, a, b)
         return merged if merged is not None else SChoice(((c, a), (True, b)))
+    of_dates = ite_dates(c, a, b)
+    if of_dates is not None:
+        return of_dates
     ba, bb = as_bool_term(a), as_bool_term(b)
     if ba is not None and bb is not None:
         return mk_ite(c, ba, bb)
@@ -151,8 +157,10 @@ def truthy(cx: RelationCompiler, v: V) -> Cond:
         if v.lazy:
             return True
         return cx.gt(v.length, 0)
-    if isinstance(v, SObj):
+    if isinstance(v, (SObj, SDate)):
         return True
+    if isinstance(v, SDelta):
+        return cast(z3.BoolRef, v.days != 0)
     if isinstance(v, SMaybe):
         return AND(NOT(v.null), truthy(cx, v.inner()))
     if isinstance(v, SChoice):

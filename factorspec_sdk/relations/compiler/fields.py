@@ -3,8 +3,9 @@
 `node_value` is the value of the layout node at a path: an `SObj` for a nested model, the
 unrolled `SSeq` of a list (element ``i`` present iff ``i < len``), an `SMaybe` around an
 ``Optional`` node, and for a leaf the variable its value kind makes (`leaf`). Attribute
-access reads a field of a model, ``.value`` of an Enum field, or an attribute of a constant
-(a method of a context value becomes an `SFunc`).
+access reads a field of a model, ``.value`` of an Enum field, a part of a date or timedelta
+(`dates.date_attr`), or an attribute of a constant (a method of a context value becomes an
+`SFunc`).
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ from typing import TYPE_CHECKING, cast
 import z3
 
 from factorspec_sdk.errors import ContextError
-from factorspec_sdk.relations.checks import SUPPORTED_METHODS
-from factorspec_sdk.relations.compiler import codes, ints
+from factorspec_sdk.relations.checks import DATE_METHODS, SUPPORTED_METHODS
+from factorspec_sdk.relations.compiler import codes, dates, ints
 from factorspec_sdk.relations.compiler.choices import map_choice
 from factorspec_sdk.relations.compiler.terms import AND, NOT
 from factorspec_sdk.relations.compiler.values import (
@@ -69,7 +70,9 @@ def node_value(cx: RelationCompiler, path: Path, node: LayoutNode, check_null: b
 
 
 def leaf(cx: RelationCompiler, path: Path, node: LeafLayout) -> V:
-    """The value of a leaf, made by the module of its value kind (`ints`, `codes`)."""
+    """The value of a leaf, made by the module of its value kind (`ints`, `codes`, `dates`)."""
+    if node.kind == "date":
+        return dates.date_leaf(cx, path, node)
     if node.kind == "bool":
         return ints.bool_leaf(cx, path)
     if node.kind == "int":
@@ -134,6 +137,9 @@ def attr(cx: RelationCompiler, v: V, name: str, node: ast.AST) -> R:
         cx.fail("attribute of a value", f"attribute .{name} of a field value", node)
     if isinstance(v, SFunc):
         cx.fail("attribute access on a function", f"{v.name}.{name}", node)
+    of_date = dates.date_attr(cx, v, name, node)
+    if of_date is not None:
+        return of_date
     if is_sym(v):
         cx.fail("attribute of a value", f"attribute .{name} of a field value", node)
     if v is UNDEF:
@@ -146,8 +152,13 @@ def attr(cx: RelationCompiler, v: V, name: str, node: ast.AST) -> R:
             "(does the context have the fields the relation reads?)"
         ) from exc
     if callable(out) and not isinstance(out, type) and not isinstance(v, type):
-        if name not in SUPPORTED_METHODS:
-            cx.fail(f"call to {name}()", "method calls other than get/keys/values/items", node)
+        if name not in SUPPORTED_METHODS | DATE_METHODS:
+            cx.fail(
+                f"call to {name}()",
+                "method calls other than get/keys/values/items/count/index and the date "
+                "methods weekday/isoweekday/toordinal/total_seconds",
+                node,
+            )
         return R(SFunc(name, v))
     return R(out)
 

@@ -1,7 +1,8 @@
 """Operators: ``and``/``or``/``not``, arithmetic, comparisons, ``in``, ``x if c else y``.
 
 Each operator has Python's semantics on concrete values and, on record values, dispatches to
-the rules of the value kinds (`ints` for Int/Bool terms, `codes` for str/Enum codes) after
+the rules of the value kinds (`ints` for Int/Bool terms, `codes` for str/Enum codes, `dates`
+for dates and timedeltas) after
 distributing over `SChoice` alternatives and stripping ``Optional`` (`SMaybe`) values.
 """
 
@@ -23,6 +24,13 @@ from factorspec_sdk.relations.compiler.choices import (
     unwrap,
 )
 from factorspec_sdk.relations.compiler.codes import eq_code, member_codes
+from factorspec_sdk.relations.compiler.dates import (
+    arith_dates,
+    eq_dates,
+    member_dates,
+    neg_delta,
+    order_dates,
+)
 from factorspec_sdk.relations.compiler.ints import (
     ORDER_OPS,
     arith_terms,
@@ -45,6 +53,7 @@ from factorspec_sdk.relations.compiler.values import (
     SChoice,
     SCode,
     Scope,
+    SDate,
     SMaybe,
     SObj,
     SSeq,
@@ -109,6 +118,9 @@ def _e_unary_op(cx: RelationCompiler, node: ast.UnaryOp, scope: Scope) -> R:
         except Exception:
             return R(UNDEF, False)
         return R(out, AND(r.ok, ok2))
+    negated = neg_delta(v) if isinstance(node.op, ast.USub) else None
+    if negated is not None:
+        return R(negated.value, AND(r.ok, ok2, negated.ok))
     t = as_int_term(v)
     if t is None:
         return R(UNDEF, False)
@@ -147,6 +159,9 @@ def arith(cx: RelationCompiler, op: type[ast.operator], a: V, b: V, node: ast.AS
             return R(UNDEF, False)
     if isinstance(a, (tuple, SSeq)) or isinstance(b, (tuple, SSeq)):
         cx.fail("sequence arithmetic", "+/* on lists or tuples is not supported", node)
+    of_dates = arith_dates(cx, op, a, b, AND(oka, okb), node)
+    if of_dates is not None:
+        return of_dates
     x, y = as_int_term(a), as_int_term(b)
     if x is None or y is None:
         if isinstance(a, SCode) or isinstance(b, SCode):
@@ -234,6 +249,9 @@ def eq(cx: RelationCompiler, a: V, b: V, node: ast.AST) -> Cond:
             "== on nested models or lists is not supported; compare their fields",
             node,
         )
+    of_dates = eq_dates(a, b)
+    if of_dates is not None:
+        return of_dates
     if isinstance(b, SCode) and not isinstance(a, SCode):
         a, b = b, a
     if isinstance(a, SCode):
@@ -258,6 +276,9 @@ def order(cx: RelationCompiler, op: ast.cmpop, a: V, b: V, node: ast.AST) -> tup
             return bool(ORDER_OPS[type(op)](a, b)), AND(oka, okb)
         except Exception:
             return False, False
+    of_dates = order_dates(op, a, b)
+    if of_dates is not None:
+        return of_dates[0], AND(oka, okb, of_dates[1])
     if isinstance(a, SCode) or isinstance(b, SCode):
         cx.fail(
             "ordering comparison of strings",
@@ -347,6 +368,8 @@ def _member_const(cx: RelationCompiler, x: V, elems: list[object], node: ast.AST
         )
     if isinstance(x0, SCode) and x0.strs and x0.enum_type is None:
         return member_codes(cx, x0, elems)
+    if isinstance(x0, SDate):
+        return member_dates(x0, elems)
     if isinstance(x0, z3.ArithRef) and not isinstance(x0, z3.BoolRef):
         ints = sorted({int(e) for e in elems if isinstance(e, int)})
         return in_codes(x0, ints)

@@ -22,7 +22,7 @@ __all__ = ["OTHER_CODE", "CompiledRelation", "InternTable", "VarKind", "VarRecor
 OTHER_CODE = 0
 """Code of "any string not in the intern table"."""
 
-VarKind = Literal["int", "bool", "str", "len", "strlen"]
+VarKind = Literal["int", "bool", "str", "len", "strlen", "date", "datepart"]
 
 
 class InternTable:
@@ -53,9 +53,11 @@ class VarRecord:
         name: variable name (``stays[2].city``, ``len(stays)``, ``null(note)``).
         path: the layout path of the leaf or list.
         kind: ``int`` / ``bool`` / ``str`` / ``len`` (of a list) / ``strlen`` (of a free
-            str, in characters).
+            str, in characters) / ``date`` (a ``datetime.date`` as its ordinal,
+            ``date.toordinal()``) / ``datepart`` (``year(d)``, ``month(d)`` or ``day(d)``
+            of a date leaf ``d``, tied to it by a factor).
         term: the Z3 term.
-        ge: inclusive lower bound (ints and lengths).
+        ge: inclusive lower bound (ints, lengths and date ordinals).
         le: inclusive upper bound.
         choices: the finite domain of an enum leaf (Python values), if any.
         free_str: a free ``str`` leaf (its domain is the intern table).

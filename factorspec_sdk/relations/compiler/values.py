@@ -1,7 +1,9 @@
 """The values a relation evaluates to, and the scopes of its local names.
 
 A value (`V`) is a concrete Python object (from the context, a literal or a module constant),
-a Z3 Bool/Int term, or one of the symbolic classes here: `SCode` (a str/Enum field), `SObj`
+a Z3 Bool/Int term, or one of the symbolic classes here: `SCode` (a str/Enum field), `SDate`
+(a ``datetime.date`` field, or a date computed from one), `SDelta` (a whole-day ``timedelta``
+computed from record values), `SObj`
 (a nested model), `SSeq` of `Item` (a list or a comprehension), `SMaybe` (an ``Optional``),
 `SChoice` (one of several values, by condition) and `SFunc` (a supported builtin). Every
 evaluation returns an `R`: the value and the condition under which no exception occurs.
@@ -26,6 +28,8 @@ __all__ = [
     "R",
     "SChoice",
     "SCode",
+    "SDate",
+    "SDelta",
     "SFunc",
     "SMaybe",
     "SObj",
@@ -53,6 +57,25 @@ class SCode:
     strs: bool
     length: Callable[[], z3.ArithRef | int] | None = None
     unread: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class SDate:
+    """A symbolic ``datetime.date``: ``e`` is its ordinal (``date.toordinal()``).
+
+    ``path`` is the date leaf's path when ``e`` is that leaf's variable (its year, month and
+    day are then variables of their own, tied to it), None for a computed date.
+    """
+
+    e: z3.ArithRef
+    path: Path | None = None
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class SDelta:
+    """A symbolic ``timedelta`` of whole days (seconds and microseconds are 0)."""
+
+    days: z3.ArithRef
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -124,7 +147,7 @@ V: TypeAlias = object
 
 def is_sym(v: V) -> bool:
     """Whether a value is symbolic (depends on the record)."""
-    if isinstance(v, (z3.ExprRef, SCode, SObj, SSeq, SMaybe, SChoice)):
+    if isinstance(v, (z3.ExprRef, SCode, SDate, SDelta, SObj, SSeq, SMaybe, SChoice)):
         return True
     if isinstance(v, tuple):
         return any(is_sym(x) for x in v)
