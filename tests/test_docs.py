@@ -29,6 +29,7 @@ NEEDS_MODEL = {
     "engines/tutorial001.py",
     "engines/tutorial005.py",
     "relations/tutorial004.py",
+    "relations/tutorial005.py",
     "cli/tutorial002.sh",
 }
 NEEDS_SERVER = {p.relative_to(DOCS_SRC).as_posix() for p in DOCS_SRC.glob("serving/*.*")}
@@ -64,7 +65,13 @@ EXPECT: dict[str, list[str]] = {
     "serving/tutorial003.py": ["stop", "Day 1-5: Copenhagen"],
     "client/tutorial001.py": ["['Ada', 'Bo']\nunsatisfiable-spec\n['Cy']"],
     "client/tutorial002.py": ["[4]"],
-    "types/tutorial001.py": ["nights: writer", "check_in: grammar", "rating: grammar"],
+    "types/tutorial001.py": [
+        "nights: writer",
+        "check_in: writer",
+        "arrives: grammar",
+        "rating: grammar",
+    ],
+    "relations/tutorial005.py": ["2027-01-08 to 2027-01-12", "dates ok: True"],
     "integrations/tutorial001.py": [" True\nflights="],
     "integrations/tutorial002.py": ['"city": "'],
     "integrations/tutorial003.py": ["('Paris', 3)", "True stop"],

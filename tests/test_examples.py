@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from examples import invoice, itinerary, meeting
+from examples import booking, invoice, itinerary, meeting
 from factorspec_sdk import relations_of
 from factorspec_sdk.domains.trip import Itinerary, evaluate, itinerary_record
 from factorspec_sdk.relations import build_layout
@@ -181,3 +181,45 @@ def test_meeting_unknown_day_is_a_schema_error() -> None:
         meeting.Meeting.model_validate(
             {"day": "Sunday", "start_hour": 12, "end_hour": 14}, context=meeting.SAMPLE_CONTEXT
         )
+
+
+# ------------------------------------------------------------------ booking
+
+BOOKING = {
+    "guest": "Ingrid Solberg",
+    "check_in": "2027-01-08",
+    "nights": 4,
+    "check_out": "2027-01-12",
+    "breakfast": True,
+}
+
+
+def test_booking_sample(capsys: pytest.CaptureFixture[str]) -> None:
+    booking.Booking.model_validate(BOOKING, context=booking.SAMPLE_CONTEXT)
+    assert "week of 2027-01-04" in booking.SAMPLE_PROMPT
+    booking.main()
+    assert "2027-01-08 to 2027-01-12 (4 nights)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("change", "relation"),
+    [
+        ({"check_out": "2027-01-13"}, "nights_match"),
+        ({"check_in": "2027-01-07", "check_out": "2027-01-11"}, "arrives_as_asked"),
+        ({"nights": 5, "check_out": "2027-01-13"}, "stay_length"),
+    ],
+)
+def test_booking_violations(change: dict[str, Any], relation: str) -> None:
+    data = {**BOOKING, **change}
+    assert relation in _violated(booking.Booking, data, booking.SAMPLE_CONTEXT)
+
+
+def test_flexible_booking_blackouts_and_season() -> None:
+    ctx = booking.FLEXIBLE_CONTEXT
+    christmas = {**BOOKING, "check_in": "2026-12-21", "nights": 4, "check_out": "2026-12-25"}
+    assert "avoids_blackouts" in _violated(booking.Booking, christmas, ctx)
+    late = {**BOOKING, "check_in": "2027-03-29", "nights": 4, "check_out": "2027-04-02"}
+    assert "in_season" in _violated(booking.Booking, late, ctx)
+    booking.Booking.model_validate(
+        {**christmas, "check_out": "2026-12-23", "nights": 2}, context=ctx
+    )

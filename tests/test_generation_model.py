@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import pytest
 from pydantic import BaseModel
 
-from examples import invoice, meeting
+from examples import booking, invoice, meeting
 from factorspec_sdk import Client, TokenBudgetError
 from factorspec_sdk.domains.trip import Itinerary, evaluate, generate_problem, prompt_for
 from factorspec_sdk.graph import compile_spec
@@ -119,6 +119,44 @@ def test_string_lengths_on_the_real_model(embedded_engine_fp32: EmbeddedEngine) 
             embedded_engine_fp32, Post, prompt, None, a.tokens, b.tokens, CHUNKING_TOLERANCE
         )
         assert b.stats.verify_steps < a.stats.verify_steps
+
+
+def test_bookings_with_dates_on_the_real_model(embedded_engine_fp32: EmbeddedEngine) -> None:
+    """Dates the relations fix are certain text; dates the model picks are valid; exact.
+
+    In the sample, the week and weekday fix the check-in and the nights fix the check-out, so
+    everything after the guest's name but ``breakfast`` is one certain run. In the flexible
+    request the model writes the check-in digit by digit among the feasible dates.
+    """
+    contexts = [booking.SAMPLE_CONTEXT, booking.FLEXIBLE_CONTEXT]
+    prompts = [booking.SAMPLE_PROMPT, booking.FLEXIBLE_PROMPT]
+    plain = Client(embedded_engine_fp32, speculative=False).generate_batch(
+        booking.Booking, prompts, contexts=contexts, max_tokens=60, return_result=True
+    )
+    fast = Client(embedded_engine_fp32, max_guesses=2).generate_batch(
+        booking.Booking, prompts, contexts=contexts, max_tokens=60, return_result=True
+    )
+    for ctx, prompt, a, b in zip(contexts, prompts, plain, fast, strict=True):
+        for result in (a, b):
+            record = booking.Booking.model_validate_json(result.text, context=ctx)
+            assert (record.check_out - record.check_in).days == record.nights
+        assert_same_greedy(
+            embedded_engine_fp32,
+            booking.Booking,
+            prompt,
+            ctx,
+            a.tokens,
+            b.tokens,
+            CHUNKING_TOLERANCE,
+        )
+        assert b.stats.verify_steps < a.stats.verify_steps
+    sample = booking.Booking.model_validate_json(fast[0].text, context=contexts[0])
+    assert (sample.check_in.isoformat(), sample.check_out.isoformat()) == (
+        "2027-01-08",
+        "2027-01-12",
+    )
+    # the certain run from the check-in to breakfast (~25 tokens) costs one verify step
+    assert fast[0].stats.verify_steps <= plain[0].stats.verify_steps - 20
 
 
 @pytest.mark.parametrize(

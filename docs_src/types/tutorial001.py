@@ -14,6 +14,7 @@ class Booking(BaseModel):
     first_day: int = Field(ge=1, le=31)
     last_day: int = Field(ge=1, le=45)
     check_in: dt.date
+    arrives: dt.datetime
     rate: decimal.Decimal = Field(max_digits=7, decimal_places=2, ge=0)
     rating: float | None = Field(None, ge=0, le=5)
 
