@@ -9,6 +9,10 @@ same random trip problems three ways on one engine, greedily:
 
 Problems may have several valid plans (``--unique`` restricts to problems whose plan is
 unique, where the oracle determines every token and the model only confirms them).
+``--itinerary dates`` decodes the dated itinerary (`factorspec_sdk.domains.trip_dates`:
+``datetime.date`` fields, the trip starting on 2026-12-28) instead of the int-day one;
+``--itinerary both`` decodes both on the same problems and prints how their tokens per verify
+step compare.
 
 All three must produce the same record token for token (greedy exactness); the table reports
 tokens per verify step, wall time, the speedup over ``plain`` measured in the same run, and the
@@ -18,10 +22,18 @@ share of wall time the decoding thread waited for oracle and mask work.
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import sys
 import time
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from factorspec_sdk.domains.trip import TripProblem
+    from factorspec_sdk.engines.protocol import Engine
 
 __all__ = ["ModeResult", "main", "run"]
 
@@ -59,31 +71,50 @@ class ModeResult:
         return self.critical_plan_seconds / self.wall_seconds if self.wall_seconds else 0.0
 
 
+START = dt.date(2026, 12, 28)
+"""Day 1 of the dated itineraries (a year's end falls inside most trips)."""
+
+
 def run(
-    n: int, cities: int, seed: int, model: str | None = None, unique: bool = False
+    n: int,
+    cities: int,
+    seed: int,
+    model: str | None = None,
+    unique: bool = False,
+    dated: bool = False,
+    engine: Engine | None = None,
 ) -> dict[str, ModeResult]:
     """Decode ``n`` problems in every mode; returns the aggregates per mode."""
     from rich.progress import Progress
 
     from factorspec_sdk.client import Client
     from factorspec_sdk.domains.trip import Itinerary, generate_problem, prompt_for
+    from factorspec_sdk.domains.trip_dates import DatedItinerary, dated_problem, dated_prompt_for
     from factorspec_sdk.engines import create_logits_engine
 
-    engine = create_logits_engine("embedded", **({"model": model} if model else {}))
-    engine.verify_cost(1)  # measure the cost curve before timing anything
-    problems = [generate_problem(cities, seed + i, unique=unique) for i in range(n)]
+    if engine is None:
+        engine = create_logits_engine("embedded", **({"model": model} if model else {}))
+        engine.verify_cost(1)  # measure the cost curve before timing anything
+    problems: list[TripProblem] = [
+        generate_problem(cities, seed + i, unique=unique) for i in range(n)
+    ]
+    record_model: type[BaseModel] = Itinerary
+    prompts = [prompt_for(p) for p in problems]
+    if dated:
+        problems = [dated_problem(p, START) for p in problems]
+        record_model = DatedItinerary
+        prompts = [dated_prompt_for(p) for p in problems]  # type: ignore[arg-type]
     results = {m: ModeResult(m, 0, 0, 0, 0, 0.0, 0.0, 0.0, 0.0, 0, 0) for m in MODES}
     mismatches = 0
     with Progress(transient=True) as progress:
-        task = progress.add_task("decoding", total=n * len(MODES))
-        for problem in problems:
+        what = "dated itineraries" if dated else "itineraries"
+        task = progress.add_task(f"decoding {what}", total=n * len(MODES))
+        for problem, prompt in zip(problems, prompts, strict=True):
             texts = {}
             for mode, options in MODES.items():
                 client = Client(engine, **options)  # type: ignore[arg-type]
                 t0 = time.perf_counter()
-                res = client.generate(
-                    Itinerary, prompt_for(problem), context=problem, return_result=True
-                )
+                res = client.generate(record_model, prompt, context=problem, return_result=True)
                 wall = time.perf_counter() - t0
                 texts[mode] = res.tokens
                 agg = results[mode]
@@ -135,10 +166,36 @@ def main(argv: list[str] | None = None) -> None:
         action="store_true",
         help="only problems with a unique valid plan (then the oracle fixes every token)",
     )
+    parser.add_argument(
+        "--itinerary",
+        choices=["days", "dates", "both"],
+        default="days",
+        help="day numbers (Itinerary), calendar dates (DatedItinerary), or both on the same "
+        "problems",
+    )
     args = parser.parse_args(argv)
+    from factorspec_sdk.engines import create_logits_engine
+
     started = time.perf_counter()
-    results = run(args.n, args.cities, args.seed, args.model, args.unique)
-    print(_table(results))
+    engine = create_logits_engine("embedded", **({"model": args.model} if args.model else {}))
+    engine.verify_cost(1)  # measure the cost curve before timing anything
+    kinds = ["days", "dates"] if args.itinerary == "both" else [args.itinerary]
+    runs = {
+        kind: run(args.n, args.cities, args.seed, args.model, args.unique, kind == "dates", engine)
+        for kind in kinds
+    }
+    for kind, results in runs.items():
+        print(f"\n{'Dated' if kind == 'dates' else 'Int-day'} itinerary:\n")
+        print(_table(results))
+    if len(runs) == 2:
+        for mode in MODES:
+            days, dates = runs["days"][mode], runs["dates"][mode]
+            ratio = dates.tokens_per_step / days.tokens_per_step if days.tokens_per_step else 0
+            print(
+                f"{mode}: tokens/step dated {dates.tokens_per_step:.1f} vs int-day "
+                f"{days.tokens_per_step:.1f} ({100 * ratio:.0f}%), valid "
+                f"{dates.valid}/{dates.records} and {days.valid}/{days.records}"
+            )
     print(
         f"\n{args.n} problems x {len(MODES)} modes, {args.cities} cities "
         f"({'unique' if args.unique else 'several valid plans allowed'}), greedy, "
@@ -146,7 +203,8 @@ def main(argv: list[str] | None = None) -> None:
     )
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump({m: asdict(r) for m, r in results.items()}, fh, indent=2)
+            out = {k: {m: asdict(r) for m, r in res.items()} for k, res in runs.items()}
+            json.dump(out if len(runs) > 1 else out[kinds[0]], fh, indent=2)
 
 
 if __name__ == "__main__":
