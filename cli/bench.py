@@ -3,8 +3,10 @@
 ``factorspec bench trip --n 100 --cities 3-10 --methods all --engine embedded --out bench-results/``
 runs the trip-planning benchmark: FactorSpec against free generation, an XGrammar
 JSON-schema mask, the mask with retries, and the mask with an n-gram speculator, on the same
-engine, prompts and token budget. ``factorspec bench schemas DIR`` measures which JSON
-Schemas FactorSpec, llguidance and XGrammar accept, and decodes records of FactorSpec's.
+engine, prompts and token budget. ``factorspec bench gen`` measures certain drafts and guesses
+against one token per forward (`factorspec_sdk.bench.gen_bench`). ``factorspec bench schemas
+DIR`` measures which JSON Schemas FactorSpec, llguidance and XGrammar accept, and decodes
+records of FactorSpec's.
 Heavy imports happen inside the commands.
 
 Exit codes follow ``factorspec``: 2 for a usage error (bad ``--cities`` / ``--methods``),
@@ -31,6 +33,46 @@ bench_app = typer.Typer(
 
 _USAGE_ERROR = 2
 _ENGINE_ERROR = 3
+
+
+@bench_app.command("gen")
+def gen(
+    n: Annotated[int, typer.Option("--n", min=1, help="Number of trip problems.")] = 20,
+    cities: Annotated[int, typer.Option("--cities", min=3, max=10, help="Cities per problem.")] = 5,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the first problem.")] = 0,
+    model: Annotated[
+        str | None, typer.Option("--model", help="Model folder (default: the default model).")
+    ] = None,
+    unique: Annotated[
+        bool, typer.Option("--unique", help="Only problems with a unique valid plan.")
+    ] = False,
+    itinerary: Annotated[
+        str,
+        typer.Option(
+            "--itinerary",
+            help="days (Itinerary), dates (DatedItinerary) or both, on the same problems.",
+        ),
+    ] = "days",
+    json_out: Annotated[
+        Path | None, typer.Option("--json", help="Also write the aggregates to this file.")
+    ] = None,
+) -> None:
+    """Certain drafts and guesses against one token per forward, on the embedded engine.
+
+    Decodes the same trip problems greedily three ways (plain, certain drafts, certain drafts
+    plus guesses) and prints tokens per verify step, wall time and the speedup measured in the
+    same run; ``--itinerary both`` also compares the dated itinerary with the int-day one.
+    """
+    if itinerary not in ("days", "dates", "both"):
+        typer.echo(f"--itinerary must be days, dates or both, not {itinerary!r}", err=True)
+        raise typer.Exit(_USAGE_ERROR)
+    from factorspec_sdk.bench import gen_bench
+
+    argv = ["--n", str(n), "--cities", str(cities), "--seed", str(seed)]
+    argv += ["--itinerary", itinerary] + (["--unique"] if unique else [])
+    argv += [] if model is None else ["--model", model]
+    argv += [] if json_out is None else ["--json", str(json_out)]
+    gen_bench.main(argv)
 
 
 @bench_app.command("trip")

@@ -95,6 +95,13 @@ class Stay(BaseModel):
         return self.start != season.when
 
     @relation
+    def extremes(self) -> bool:
+        first = min(self.start, self.end)
+        last = max([self.start, self.end, date(2024, 2, 15)])
+        total = sum([self.end - self.start, timedelta(days=1)], timedelta())
+        return last - first >= timedelta(days=self.nights % 5) and total != timedelta(days=3)
+
+    @relation
     def chosen(self) -> bool:
         first = self.start if self.nights > 5 else self.end
         return first.day != 1
@@ -211,7 +218,9 @@ def _refused(body: str) -> RelationDefinitionError:
         ("timedelta(hours=self.n) < self.e - self.d", "timedelta() of record values"),
         ("self.d.isoformat() == '2024-01-01'", "call to self.d.isoformat()"),
         ("self.d.quarter == 1", "attribute .quarter of a date"),
-        ("min(self.d, self.e) == self.d", "min() of dates or timedeltas"),
+        ("min(self.d, self.n) == self.d", "min() of mixed values"),
+        ("sum([self.e - self.d]) == self.n", "sum() of mixed values"),
+        ("sum([self.e, self.d], date(2024, 1, 1)) == self.d", "sum() of dates"),
         ("(self.e - self.d).hours == 1", "attribute .hours of a timedelta"),
     ],
 )

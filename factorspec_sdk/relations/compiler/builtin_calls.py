@@ -19,7 +19,12 @@ import z3
 
 from factorspec_sdk.relations.compiler.choices import choice, ite, map_choice, truthy, unwrap
 from factorspec_sdk.relations.compiler.codes import str_length
-from factorspec_sdk.relations.compiler.dates import abs_delta, date_call, date_method, is_date_like
+from factorspec_sdk.relations.compiler.dates import (
+    abs_delta,
+    as_numbers,
+    date_call,
+    date_method,
+)
 from factorspec_sdk.relations.compiler.ints import as_int_term
 from factorspec_sdk.relations.compiler.names import eval_each
 from factorspec_sdk.relations.compiler.operators import eq
@@ -42,6 +47,7 @@ from factorspec_sdk.relations.compiler.values import (
     SChoice,
     SCode,
     Scope,
+    SDate,
     SFunc,
     SMaybe,
     SSeq,
@@ -148,13 +154,6 @@ def _int_operand(
     if t is None:
         if isinstance(v, SCode):
             cx.fail(*strs, node)
-        if is_date_like(v):
-            cx.fail(
-                f"{strs[0].split('(')[0]}() of dates or timedeltas",
-                "sum/min/max over dates or timedeltas are not supported yet; compare "
-                "them pairwise or use their .toordinal()/.days",
-                node,
-            )
         return None
     if okv is not True:
         cx.fail(*optional, node)
@@ -202,6 +201,16 @@ def _sum(cx: RelationCompiler, args: list[V], kwargs: dict[str, V], node: ast.AS
         cx.fail("call to sum()", "sum() needs an iterable", node)
     start = kwargs.get("start", args[1] if len(args) > 1 else 0)
     it = iterate(cx, args[0], node)
+    live = [x for x in it.seq.items if x.present is not False]
+    numbers = as_numbers(cx, [x.value for x in live] + [start], "sum", node)
+    if numbers is not None:  # timedeltas (a sum of dates raises TypeError in Python)
+        nums, back = numbers
+        if isinstance(start, dt.date) or any(isinstance(x.value, SDate) for x in live):
+            cx.fail("sum() of dates", "dates do not add up; subtract them instead", node)
+        seq = SSeq([Item(x.present, n, x.err) for x, n in zip(live, nums, strict=False)], 0, False)
+        r = _sum(cx, [seq], {"start": nums[-1]}, node)
+        delta = back(cast("z3.ArithRef | int", r.value))
+        return R(delta.value, AND(r.ok, _consume_ok(it), delta.ok))
     total: z3.ArithRef | int = 0
     terms: list[z3.ArithRef] = []
     for x in it.seq.items:
@@ -280,6 +289,18 @@ def _minmax(
     else:
         items = [Item(True, a) for a in args]
         ok0 = True
+    items = [x for x in items if x.present is not False]
+    extra = [kwargs["default"]] if has_default else []
+    numbers = as_numbers(cx, [x.value for x in items] + extra, name, node)
+    if numbers is not None:  # dates or timedeltas: their ordinals or days, and back
+        nums, back = numbers
+        items = [Item(x.present, n, x.err) for x, n in zip(items, nums, strict=False)]
+        kwargs = {**kwargs, "default": nums[-1]} if has_default else kwargs
+        r = _minmax(cx, [SSeq(items, len(items), False)], kwargs, node, is_min)
+        if r.value is UNDEF:
+            return r
+        out = back(cast("z3.ArithRef | int", r.value))
+        return R(out.value, AND(r.ok, ok0, out.ok))
     best: z3.ArithRef | int | None = None
     seen: Cond = False
     for x in items:

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import ast
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, TypeAlias, cast
 
 import z3
@@ -50,6 +50,7 @@ if TYPE_CHECKING:
 __all__ = [
     "abs_delta",
     "arith_dates",
+    "as_numbers",
     "as_date",
     "date_attr",
     "date_call",
@@ -407,6 +408,41 @@ def ite_dates(c: Cond, a: V, b: V) -> V | None:
             return None
         return SDelta(cast(z3.ArithRef, mk_ite(c, x, y)))
     return None
+
+
+def as_numbers(
+    cx: RelationCompiler, values: list[V], name: str, node: ast.AST
+) -> tuple[list[Term], Callable[[Term], R]] | None:
+    """Dates as ordinals, or whole-day timedeltas as days, for ``min``/``max``/``sum``.
+
+    Returns the numbers and the function that turns a number back into a date or a
+    timedelta (with the condition that the timedelta does not overflow), or None when no
+    value is a date or timedelta. Mixing kinds, or an ``Optional`` value, raises
+    `RelationDefinitionError`.
+    """
+    if not any(is_date_like(v) or _is_date(v) or isinstance(v, dt.timedelta) for v in values):
+        return None
+    dates = [as_date(v) for v in values]
+    if all(d is not None for d in dates):
+        return [cast(Term, d) for d in dates], _date_back
+    days = [_whole_days(v) for v in values]
+    if all(d is not None for d in days):
+        return [cast(Term, d) for d in days], _delta_back
+    hint = " (sum() of timedeltas needs start=timedelta())" if name == "sum" else ""
+    cx.fail(
+        f"{name}() of mixed values",
+        f"{name}() over dates or timedeltas needs all its values of one kind (dates, or "
+        f"timedeltas of whole days), none Optional{hint}",
+        node,
+    )
+
+
+def _date_back(t: Term) -> R:
+    return R(dt.date.fromordinal(t) if isinstance(t, int) else SDate(t))
+
+
+def _delta_back(t: Term) -> R:
+    return _delta(t)
 
 
 def member_dates(x: SDate, elems: list[object]) -> Cond:
