@@ -72,6 +72,7 @@ from factorspec_sdk.relations.layout import (
     Path,
     RootLayout,
     date_ordinal,
+    date_range,
     grammar_layout,
     length_name,
     node_at,
@@ -462,8 +463,7 @@ def _leaf_var(name: str, path: Path, node: LeafLayout) -> _VarSpec:
     if node.kind == "str":
         return _VarSpec(name, path, "str", None, None, None, True, False)
     if node.kind == "date":
-        ge = DATE_MIN if node.ge is None else node.ge
-        le = DATE_MAX if node.le is None else node.le
+        ge, le = date_range(node)  # `_leaf` has checked the bounds are within the dates
         return _VarSpec(name, path, "date", ge, le, None, False, False)
     choices = node.choices
     if all(isinstance(c, bool) for c in choices):

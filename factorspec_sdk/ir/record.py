@@ -55,6 +55,7 @@ def _value_at(layout: LayoutNode, data: object, path: Path) -> object:
 
 def record_facts(spec: CompiledSpec, data: object) -> tuple[Fact, ...]:
     """The oracle facts of a parsed record: every variable whose node exists in it."""
+    from factorspec_sdk.relations.compiler import date_part_bounds
     from factorspec_sdk.relations.layout import date_ordinal
 
     facts: list[Fact] = []
@@ -81,9 +82,8 @@ def record_facts(spec: CompiledSpec, data: object) -> tuple[Fact, ...]:
             if day is not None:
                 if rec.kind == "date":
                     facts.append((name, day))
-                else:
-                    part = name.split("(", 1)[0]  # year(d), month(d), day(d)
-                    facts.append((name, getattr(dt.date.fromordinal(day), part)))
+                elif (part := date_part_bounds(name)) is not None:
+                    facts.append((name, getattr(dt.date.fromordinal(day), part[0])))
         elif isinstance(value, (str, int, bool)):
             facts.append((name, value))
     return tuple(facts)

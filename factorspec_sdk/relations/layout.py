@@ -49,6 +49,7 @@ __all__ = [
     "RootLayout",
     "build_layout",
     "date_ordinal",
+    "date_range",
     "decimal_pattern",
     "grammar_layout",
     "has_grammar",
@@ -585,11 +586,11 @@ def _native(
     if annotation is str:
         return LeafLayout("str", nullable=nullable, min_length=min_len or 0, max_length=max_len)
     if annotation is dt.date:  # not a datetime (a subclass): that one stays a grammar value
-        lo = DATE_MIN if ge is None else max(ge, DATE_MIN)
-        hi = DATE_MAX if le is None else min(le, DATE_MAX)
+        leaf = LeafLayout("date", nullable=nullable, ge=ge, le=le)
+        lo, hi = date_range(leaf)
         if hi < lo:
             raise fail(f"empty range of dates [{ge}, {le}] (ordinals)")
-        return LeafLayout("date", nullable=nullable, ge=ge, le=le)
+        return leaf
     if origin is Literal:
         values = get_args(annotation)
         if not values or not all(isinstance(v, (str, int, bool)) for v in values):
@@ -601,6 +602,13 @@ def _native(
             raise _NotNative
         return LeafLayout("enum", nullable=nullable, choices=values, enum_type=annotation)
     raise _NotNative
+
+
+def date_range(node: LeafLayout) -> tuple[int, int]:
+    """The ordinals a date leaf may take: its bounds, within Python's first and last dates."""
+    lo = DATE_MIN if node.ge is None else max(node.ge, DATE_MIN)
+    hi = DATE_MAX if node.le is None else min(node.le, DATE_MAX)
+    return lo, hi
 
 
 def _date_bound(value: object, fail: typing.Callable[[str], Exception]) -> int:

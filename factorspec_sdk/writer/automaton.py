@@ -24,8 +24,6 @@ from itertools import pairwise
 from typing import TYPE_CHECKING
 
 from factorspec_sdk.relations.layout import (
-    DATE_MAX,
-    DATE_MIN,
     INT_LIMIT,
     GrammarLayout,
     LayoutNode,
@@ -33,6 +31,7 @@ from factorspec_sdk.relations.layout import (
     ListLayout,
     ObjectLayout,
     Path,
+    date_range,
     has_grammar,
 )
 from factorspec_sdk.writer.dates import DATE_TEXT_LENGTH, date_text, next_date_chars
@@ -609,10 +608,7 @@ class Writer:
             rec = self.spec.record(var)
             assert rec.ge is not None and rec.le is not None  # the compiler sets both
             return rec.ge, rec.le
-        return (
-            DATE_MIN if node.ge is None else node.ge,
-            DATE_MAX if node.le is None else node.le,
-        )
+        return date_range(node)
 
     def _digit_options(self, s: WriterState, node: LeafLayout, var: str | None) -> list[Option]:
         prefix = s.partial or ""

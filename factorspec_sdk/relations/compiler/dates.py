@@ -42,7 +42,14 @@ from factorspec_sdk.relations.compiler.ints import ORDER_OPS, as_int_term
 from factorspec_sdk.relations.compiler.records import VarRecord
 from factorspec_sdk.relations.compiler.terms import AND, Cond, in_codes, mk_cmp, mk_eq, mk_ite
 from factorspec_sdk.relations.compiler.values import UNDEF, R, SDate, SDelta, SFunc, V
-from factorspec_sdk.relations.layout import DATE_MAX, DATE_MIN, LeafLayout, Path, path_name
+from factorspec_sdk.relations.layout import (
+    DATE_MAX,
+    DATE_MIN,
+    LeafLayout,
+    Path,
+    date_range,
+    path_name,
+)
 
 if TYPE_CHECKING:
     from factorspec_sdk.relations.compiler.core import RelationCompiler
@@ -89,8 +96,7 @@ def date_part_bounds(name: str) -> tuple[str, int, int] | None:
 
 def date_leaf(cx: RelationCompiler, path: Path, node: LeafLayout) -> SDate:
     """The ordinal variable of a date leaf, bounded by the schema or Python's dates."""
-    ge = DATE_MIN if node.ge is None else max(node.ge, DATE_MIN)
-    le = DATE_MAX if node.le is None else min(node.le, DATE_MAX)
+    ge, le = date_range(node)
     return SDate(cast(z3.ArithRef, cx.var(path, "date", ge=ge, le=le).term), path)
 
 
