@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
@@ -280,56 +280,20 @@ class Oracle:
             self.stats.seconds += time.perf_counter() - t0
 
     def _next_digits(self, assignment: Assignment, var: str, prefix: str) -> frozenset[str]:
-        index = self.spec.component_of(var)
-        groups = self._split(assignment)
-        if not self._others_feasible(groups, index):
-            return frozenset()
-        facts = groups.get(index, ())
-        key = ("nd", index, facts, var, prefix)
-        hit, val = self._cached(key)
-        if hit:
-            return cast(frozenset[str], val)
-        values = self._component_values(index, facts, var, _NEXT_DIGITS_FAST_LIMIT)
-        if values is not None:
-            out: set[str] = set()
-            for v in values:
-                text = str(int(v))
-                if text.startswith(prefix):
-                    out.add(text[len(prefix) : len(prefix) + 1])
-            result = frozenset(out)
-        else:
-            result = self._digits_by_search(index, facts, var, prefix)
-        self._store(key, result)
-        return result
-
-    def _digits_by_search(
-        self, index: int, facts: tuple[Fact, ...], var: str, prefix: str
-    ) -> frozenset[str]:
-        s = self._solver(index)
-        s.sync(facts)
-        t = cast(z3.ArithRef, s.term(var))
-        candidates: dict[str, z3.BoolRef] = {}
-        if prefix not in ("", "-"):
-            candidates[""] = cast(z3.BoolRef, t == int(prefix))
-        for c in _next_chars(prefix):
-            candidates[c] = _prefix_cond(t, prefix + c, s.ctx)
-        found: set[str] = set()
-        while candidates:
-            s.solver.push()
-            try:
-                s.solver.add(z3.Or(*candidates.values()))
-                if not s.check():
-                    break
-                v = cast(z3.IntNumRef, s.solver.model().eval(t, model_completion=True)).as_long()
-            finally:
-                s.solver.pop()
+        def next_char(v: int) -> str | None:
             text = str(v)
-            if not text.startswith(prefix):  # pragma: no cover - guarded by the conditions
-                raise OracleError(f"digit search found {text} outside prefix {prefix!r}")
-            c = text[len(prefix) : len(prefix) + 1]
-            found.add(c)
-            candidates.pop(c, None)
-        return frozenset(found)
+            return text[len(prefix) : len(prefix) + 1] if text.startswith(prefix) else None
+
+        def conditions(t: z3.ArithRef, ctx: z3.Context) -> dict[Hashable, z3.BoolRef]:
+            out: dict[Hashable, z3.BoolRef] = {}
+            if prefix not in ("", "-"):
+                out[""] = cast(z3.BoolRef, t == int(prefix))
+            for c in _next_chars(prefix):
+                out[c] = _prefix_cond(t, prefix + c, ctx)
+            return out
+
+        found = self._classes(assignment, var, ("nd", prefix), next_char, conditions)
+        return cast(frozenset[str], found)
 
     def feasible_ranges(
         self, assignment: Assignment, var: str, ranges: Sequence[tuple[int, int]]
@@ -348,47 +312,74 @@ class Oracle:
     def _feasible_ranges(
         self, assignment: Assignment, var: str, ranges: tuple[tuple[int, int], ...]
     ) -> frozenset[int]:
+        def range_of(v: int) -> int | None:
+            return next((i for i, (lo, hi) in enumerate(ranges) if lo <= v <= hi), None)
+
+        def conditions(t: z3.ArithRef, ctx: z3.Context) -> dict[Hashable, z3.BoolRef]:
+            return {i: z3.And(t >= lo, t <= hi) for i, (lo, hi) in enumerate(ranges)}
+
+        found = self._classes(assignment, var, ("fr", ranges), range_of, conditions)
+        return cast(frozenset[int], found)
+
+    def _classes(
+        self,
+        assignment: Assignment,
+        var: str,
+        query: Hashable,
+        class_of: Callable[[int], Hashable | None],
+        conditions: Callable[[z3.ArithRef, z3.Context], dict[Hashable, z3.BoolRef]],
+    ) -> frozenset[Hashable]:
+        """The classes of ``var``'s feasible values (``class_of``: a value's class, or None).
+
+        With few feasible values, their classes; else one solver check per class found
+        (plus one), each asking for a value of a class not found yet (``conditions``: each
+        class's condition on the variable's term). ``query`` keys the cache.
+        """
         index = self.spec.component_of(var)
         groups = self._split(assignment)
         if not self._others_feasible(groups, index):
             return frozenset()
         facts = groups.get(index, ())
-        key = ("fr", index, facts, var, ranges)
+        key = (query, index, facts, var)
         hit, val = self._cached(key)
         if hit:
-            return cast(frozenset[int], val)
+            return cast(frozenset[Hashable], val)
         values = self._component_values(index, facts, var, _NEXT_DIGITS_FAST_LIMIT)
         if values is not None:
-            found = {i for i, (lo, hi) in enumerate(ranges) for v in values if lo <= int(v) <= hi}
+            result = frozenset(c for v in values if (c := class_of(int(v))) is not None)
         else:
-            found = self._ranges_by_search(index, facts, var, ranges)
-        result = frozenset(found)
+            result = self._classes_by_search(index, facts, var, class_of, conditions)
         self._store(key, result)
         return result
 
-    def _ranges_by_search(
-        self, index: int, facts: tuple[Fact, ...], var: str, ranges: tuple[tuple[int, int], ...]
-    ) -> set[int]:
+    def _classes_by_search(
+        self,
+        index: int,
+        facts: tuple[Fact, ...],
+        var: str,
+        class_of: Callable[[int], Hashable | None],
+        conditions: Callable[[z3.ArithRef, z3.Context], dict[Hashable, z3.BoolRef]],
+    ) -> frozenset[Hashable]:
         s = self._solver(index)
         s.sync(facts)
         t = cast(z3.ArithRef, s.term(var))
-        left = dict(enumerate(ranges))
-        found: set[int] = set()
+        left = conditions(t, s.ctx)
+        found: set[Hashable] = set()
         while left:
             s.solver.push()
             try:
-                s.solver.add(z3.Or(*(z3.And(t >= lo, t <= hi) for lo, hi in left.values())))
+                s.solver.add(z3.Or(*left.values()))
                 if not s.check():
                     break
                 v = cast(z3.IntNumRef, s.solver.model().eval(t, model_completion=True)).as_long()
             finally:
                 s.solver.pop()
-            hits = [i for i, (lo, hi) in left.items() if lo <= v <= hi]
-            if not hits:  # pragma: no cover - guarded by the condition
-                raise OracleError(f"range search found {v} outside the ranges of {var}")
-            found.add(hits[0])
-            del left[hits[0]]
-        return found
+            c = class_of(v)
+            if c not in left:  # pragma: no cover - guarded by the conditions
+                raise OracleError(f"the search found {v} outside the classes asked of {var}")
+            found.add(c)
+            del left[c]
+        return frozenset(found)
 
     def determined(self, assignment: Assignment) -> dict[str, tuple[Value, tuple[str, ...]]]:
         """Unassigned variables whose value the assignment forces, with their relations.
