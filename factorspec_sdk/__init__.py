@@ -58,6 +58,7 @@ from factorspec_sdk.errors import (
 from factorspec_sdk.relations.decorator import distinct as distinct
 from factorspec_sdk.relations.decorator import relation as relation
 from factorspec_sdk.relations.decorator import relations_of as relations_of
+from factorspec_sdk.relations.layout import Places as Places
 
 if TYPE_CHECKING:
     from factorspec_sdk.engines.embedded import from_transformers as from_transformers
@@ -77,6 +78,7 @@ __all__ = [
     "IncompleteGenerationError",
     "ModelLoadError",
     "OracleError",
+    "Places",
     "RelationDefinitionError",
     "RemoteError",
     "RetriesExhaustedError",

@@ -61,7 +61,13 @@ def _leaf_hint(node: LeafLayout | GrammarLayout) -> str:
     return _LEAF_HINTS[node.kind]
 
 
-_LEAF_HINTS = {"bool": "true|false", "int": "<integer>", "str": "<text>", "date": "<YYYY-MM-DD>"}
+_LEAF_HINTS = {
+    "bool": "true|false",
+    "int": "<integer>",
+    "str": "<text>",
+    "date": "<YYYY-MM-DD>",
+    "float": "<number>",
+}
 
 
 def _schema_hint(schema: object, depth: int = 0) -> str:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Literal, cast
 import z3
 from pydantic import BaseModel
 
-from factorspec_sdk.relations.compiler import InternTable, VarRecord
+from factorspec_sdk.relations.compiler import InternTable, VarKind, VarRecord
 from factorspec_sdk.relations.decorator import RelationSet
 from factorspec_sdk.relations.layout import (
     ListLayout,
@@ -45,7 +45,6 @@ __all__ = [
 ]
 
 Value = int | bool | str
-VarKind = Literal["int", "bool", "str", "len", "strlen", "date", "datepart"]
 FactorKind = Literal["relation", "bounds", "length"]
 
 
@@ -277,7 +276,7 @@ class CompiledSpec:
         lines.append(f"variables ({len(self.variables)}):")
         for v in self.variables.values():
             extra = ""
-            if v.kind in ("int", "len", "strlen", "date", "datepart"):
+            if v.kind in ("int", "len", "strlen", "date", "datepart", "float"):
                 extra = f" in [{v.ge}, {v.le}]"
             if v.domain is not None and v.kind != "bool":
                 shown = ", ".join(map(repr, v.domain[:8])) + (", ..." if len(v.domain) > 8 else "")

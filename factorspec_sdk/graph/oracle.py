@@ -300,25 +300,50 @@ class Oracle:
     ) -> frozenset[int]:
         """Indices of the inclusive ranges ``(lo, hi)`` that hold a feasible value of ``var``.
 
-        The ranges must not overlap (each model the solver finds then settles one range).
+        The ranges must not overlap (each model the solver finds then settles one range):
+        `feasible_range_sets` with one range per class.
+        """
+        return self.feasible_range_sets(assignment, var, [[r] for r in ranges])
+
+    def feasible_range_sets(
+        self,
+        assignment: Assignment,
+        var: str,
+        classes: Sequence[Sequence[tuple[int, int]]],
+    ) -> frozenset[int]:
+        """Indices of the classes that hold a feasible value of ``var``.
+
+        A class is a union of inclusive ranges ``(lo, hi)`` (the values a float's next
+        character leaves, say). The classes must not overlap (each model the solver finds
+        then settles one class); a class without ranges holds no value.
         """
         t0 = time.perf_counter()
         self.stats.queries += 1
         try:
-            return self._feasible_ranges(assignment, var, tuple(ranges))
+            frozen = tuple(tuple(c) for c in classes)
+            return self._feasible_range_sets(assignment, var, frozen)
         finally:
             self.stats.seconds += time.perf_counter() - t0
 
-    def _feasible_ranges(
-        self, assignment: Assignment, var: str, ranges: tuple[tuple[int, int], ...]
+    def _feasible_range_sets(
+        self,
+        assignment: Assignment,
+        var: str,
+        classes: tuple[tuple[tuple[int, int], ...], ...],
     ) -> frozenset[int]:
-        def range_of(v: int) -> int | None:
-            return next((i for i, (lo, hi) in enumerate(ranges) if lo <= v <= hi), None)
+        def class_of(v: int) -> int | None:
+            return next(
+                (i for i, c in enumerate(classes) if any(lo <= v <= hi for lo, hi in c)), None
+            )
 
         def conditions(t: z3.ArithRef, ctx: z3.Context) -> dict[Hashable, z3.BoolRef]:
-            return {i: z3.And(t >= lo, t <= hi) for i, (lo, hi) in enumerate(ranges)}
+            return {
+                i: z3.Or(*(z3.And(t >= lo, t <= hi) for lo, hi in c))
+                for i, c in enumerate(classes)
+                if c
+            }
 
-        found = self._classes(assignment, var, ("fr", ranges), range_of, conditions)
+        found = self._classes(assignment, var, ("fr", classes), class_of, conditions)
         return cast(frozenset[int], found)
 
     def _classes(

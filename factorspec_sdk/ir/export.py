@@ -50,7 +50,7 @@ _OPS: dict[int, str] = {
 
 
 class IRExportError(SpecError):
-    """A compiled formula uses a Z3 construct the IR cannot express."""
+    """A compiled formula uses a Z3 construct (or the layout a leaf) the IR cannot express."""
 
     code = "ir-export"
 
@@ -150,6 +150,11 @@ def _layout(node: LayoutNode) -> JsonDict:
         }
     if isinstance(node, GrammarLayout):
         return {"type": "grammar", "schema": node.schema_dict}
+    if node.kind == "float":
+        raise IRExportError(
+            "the relation IR has no float leaves yet: a model whose relations read a float "
+            "runs on the embedded or local vLLM/SGLang engines, not through a remote server"
+        )
     out: JsonDict = {"type": "leaf", "kind": node.kind, "nullable": node.nullable}
     if node.ge is not None:
         out["ge"] = node.ge

@@ -43,6 +43,7 @@ SUPPORTED_CALLS = frozenset(
         "list",
         "tuple",
         "distinct",
+        "round",
     }
 )
 """Functions a relation may call (by name)."""
@@ -92,7 +93,6 @@ _EXPRESSIONS: dict[type[ast.AST], str] = {
 }
 
 _BAD_BINOPS: dict[type[ast.operator], str] = {
-    ast.Div: "true division (/)",
     ast.MatMult: "@ operator",
     ast.BitAnd: "bitwise operator",
     ast.BitOr: "bitwise operator",
@@ -109,7 +109,6 @@ _HINTS: dict[str, str] = {
     "try statement": "an exception inside a relation already means it does not hold",
     "import": "import at module level",
     "assignment": "bind each local name once with `name = expr`",
-    "true division (/)": "use // on ints (floats are not supported)",
 }
 
 

@@ -6,8 +6,8 @@ choice points are leaf values, list continue/close and ``null`` for optional lea
 choice point the writer consults the compiled spec's oracle, so every continuation it offers
 can still be completed to a record that passes the schema and every relation.
 
-A grammar value (a `GrammarLayout`: a float, a date, a union, a dict, ...; no relation reads
-it) is a choice point of its own: the writer hands out a `GrammarValue`, and the token level
+A grammar value (a `GrammarLayout`: a float no relation reads, a datetime, a union, a dict,
+...) is a choice point of its own: the writer hands out a `GrammarValue`, and the token level
 generates it with llguidance (`factorspec_sdk.tokens.grammar`).
 
 States are immutable and hashable, so speculative decoding rolls back by keeping old states.
@@ -32,10 +32,18 @@ from factorspec_sdk.relations.layout import (
     ObjectLayout,
     Path,
     date_range,
+    float_range,
     has_grammar,
 )
 from factorspec_sdk.writer.dates import DATE_TEXT_LENGTH, date_text, next_date_chars
 from factorspec_sdk.writer.digits import is_canonical_int, next_digits_in_range
+from factorspec_sdk.writer.floats import (
+    fixed_text,
+    fixed_value,
+    longest_text_length,
+    next_float_chars,
+    shortest_text_length,
+)
 from factorspec_sdk.writer.lengths import StringLengths
 
 if TYPE_CHECKING:
@@ -93,8 +101,9 @@ class WriterState:
         assignment: oracle facts in the order the JSON writes them.
         stack: open objects and lists, innermost last.
         pending: the node to write next, if a value is due.
-        partial: digits of an int leaf, characters of a free string, or characters of a
-            date after its opening quote, written so far.
+        partial: digits of an int leaf, characters of a float leaf (fixed-point text),
+            characters of a free string, or characters of a date after its opening quote,
+            written so far.
     """
 
     assignment: Assignment
@@ -313,6 +322,9 @@ class Writer:
                 total += max(0, node.min_length - len(s.partial)) + 1
             elif isinstance(node, LeafLayout) and node.kind == "date":
                 total += DATE_TEXT_LENGTH - len(s.partial) + 1
+            elif isinstance(node, LeafLayout) and node.kind == "float":
+                if fixed_value(s.partial, node.places) is None:
+                    total += 1  # not a whole number yet: at least one more character
             elif not (s.partial and is_canonical_int(s.partial)):
                 total += 1  # an int needs at least one more digit
         for frame in reversed(s.stack):
@@ -524,6 +536,8 @@ class Writer:
             return FreeString(s, s.partial, node.min_length, node.max_length, suffix, lengths)
         if node.kind == "date":
             return self._date_options(s, node, path, var)
+        if node.kind == "float":
+            return self._float_options(s, node, path, var)
         if node.kind == "int" and s.partial is not None:
             return self._digit_options(s, node, var)
         values: list[Value] | None
@@ -550,9 +564,7 @@ class Writer:
             return list(node.choices)
         lo = -INT_LIMIT if node.ge is None else node.ge
         hi = INT_LIMIT if node.le is None else node.le
-        if hi - lo + 1 <= FINITE_LIMIT:
-            return list(range(lo, hi + 1))
-        return None
+        return _few_values(lo, hi)
 
     def _date_options(
         self, s: WriterState, node: LeafLayout, path: Path, var: str | None
@@ -573,13 +585,9 @@ class Writer:
             if self.spec.null_variable(path) is None:
                 options.append(Option("null", self._after_leaf(s, None)))
             return options
-        lo, hi = self._date_bounds(node, var)
+        lo, hi = _value_bounds(node, var, self.spec)
         if s.partial == "":
-            values: list[Value] | None
-            if var is not None:
-                values = self.oracle.feasible_values(s.assignment, var, limit=FINITE_LIMIT)
-            else:
-                values = list(range(lo, hi + 1)) if hi - lo + 1 <= FINITE_LIMIT else None
+            values = self._whole_values(s, var, lo, hi)
             if values is not None:
                 return [
                     Option(date_text(int(v)) + '"', self._after_leaf(s, (var, v) if var else None))
@@ -602,13 +610,68 @@ class Writer:
                 out.append(Option(c, _replace(s, partial=prefix + c)))
         return out
 
-    def _date_bounds(self, node: LeafLayout, var: str | None) -> tuple[int, int]:
-        """The ordinals a date may take: its variable's bounds, else the schema's."""
+    def _whole_values(
+        self, s: WriterState, var: str | None, lo: int, hi: int
+    ) -> list[Value] | None:
+        """The values a date or float leaf may take, when at most `FINITE_LIMIT`; else None.
+
+        The oracle's feasible values when a relation reads the leaf, else ``lo..hi``.
+        """
         if var is not None:
-            rec = self.spec.record(var)
-            assert rec.ge is not None and rec.le is not None  # the compiler sets both
-            return rec.ge, rec.le
-        return date_range(node)
+            return self.oracle.feasible_values(s.assignment, var, limit=FINITE_LIMIT)
+        return _few_values(lo, hi)
+
+    def _float_options(
+        self, s: WriterState, node: LeafLayout, path: Path, var: str | None
+    ) -> list[Option]:
+        """A float: whole values when few are feasible, else character by character.
+
+        At the start, at most `FINITE_LIMIT` feasible scaled values are offered whole, as
+        their canonical fixed-point text (a value the relations fix is one option: certain
+        tokens), and ``null`` when the leaf is nullable. More are written character by
+        character, from `next_float_chars`: only canonical texts of values within the
+        bounds, and, when a relation reads the float, only prefixes whose values the oracle
+        finds a feasible one among. The empty option ends the number with its fact.
+        """
+        lo, hi = _value_bounds(node, var, self.spec)
+        if s.partial is None:
+            values = self._whole_values(s, var, lo, hi)
+            if values is None:
+                options = self._float_chars(_replace(s, partial=""), node, var, lo, hi)
+            else:
+                options = [
+                    Option(
+                        fixed_text(int(v), node.places),
+                        self._after_leaf(s, None if var is None else (var, v)),
+                    )
+                    for v in values
+                ]
+            if node.nullable and self.spec.null_variable(path) is None:
+                options.append(Option("null", self._after_leaf(s, None)))
+            return options
+        return self._float_chars(s, node, var, lo, hi)
+
+    def _float_chars(
+        self, s: WriterState, node: LeafLayout, var: str | None, lo: int, hi: int
+    ) -> list[Option]:
+        """The characters that may follow the float text ``s.partial`` (``""``: it ends)."""
+        prefix = s.partial or ""
+        oracle, assignment = self.oracle, s.assignment
+        chars = next_float_chars(
+            prefix,
+            node.places,
+            lo,
+            hi,
+            None if var is None else (lambda cs: oracle.feasible_range_sets(assignment, var, cs)),
+        )
+        options = []
+        for c in sorted(chars):
+            if c == "":
+                ((n, _),) = chars[c]
+                options.append(Option("", self._after_leaf(s, None if var is None else (var, n))))
+            else:
+                options.append(Option(c, _replace(s, partial=prefix + c)))
+        return options
 
     def _digit_options(self, s: WriterState, node: LeafLayout, var: str | None) -> list[Option]:
         prefix = s.partial or ""
@@ -724,6 +787,8 @@ def _shortest(node: LayoutNode) -> int:
         n = 2 + node.min_length
     elif node.kind == "date":
         n = DATE_TEXT_LENGTH + 2
+    elif node.kind == "float":
+        n = shortest_text_length(*float_range(node), node.places)
     else:
         n = 1
     return min(n, 4) if node.nullable else n
@@ -784,6 +849,8 @@ def _longest_text(
             n = max([n, *(_utf8(value_text(v)) for v in strings)])
     elif node.kind == "date":
         n = DATE_TEXT_LENGTH + 2
+    elif node.kind == "float":
+        n = longest_text_length(*_value_bounds(node, spec.variable_for(path), spec), node.places)
     else:
         lo = -INT_LIMIT if node.ge is None else max(node.ge, -INT_LIMIT)
         hi = INT_LIMIT if node.le is None else min(node.le, INT_LIMIT)
@@ -803,3 +870,21 @@ def _string_chars(node: LeafLayout, path: Path, spec: CompiledSpec) -> int:
     le = spec.record(var).le
     assert le is not None  # the compiler bounds every length variable
     return le
+
+
+def _few_values(lo: int, hi: int) -> list[Value] | None:
+    """``lo..hi`` when at most `FINITE_LIMIT` values, else None."""
+    return list(range(lo, hi + 1)) if hi - lo + 1 <= FINITE_LIMIT else None
+
+
+def _value_bounds(node: LeafLayout, var: str | None, spec: CompiledSpec) -> tuple[int, int]:
+    """The values a date (ordinals) or float (scaled) leaf may take.
+
+    Its variable's bounds when a relation reads it (the compiler sets both, maybe tighter
+    than the schema's), else the layout's.
+    """
+    if var is not None:
+        rec = spec.record(var)
+        assert rec.ge is not None and rec.le is not None  # the compiler sets both
+        return rec.ge, rec.le
+    return float_range(node) if node.kind == "float" else date_range(node)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import decimal
 import enum
 from typing import Any
 
@@ -16,6 +17,7 @@ from factorspec_sdk.relations.layout import (
     ListLayout,
     ObjectLayout,
     build_layout,
+    node_at,
 )
 
 
@@ -98,6 +100,8 @@ def _decide(comp: RelationCompiler, formula: z3.BoolRef, instance: Any, info: Re
             pairs.append((rec.term, z3.IntVal(v.toordinal())))
         elif rec.kind == "datepart":  # year(d), month(d), day(d)
             pairs.append((rec.term, z3.IntVal(getattr(v, rec.name.split("(")[0]))))
+        elif rec.kind == "float":
+            pairs.append((rec.term, z3.IntVal(scaled(comp, rec.path, v))))
         else:
             pairs.append((rec.term, z3.IntVal(v)))
     reduced = z3.simplify(z3.substitute(formula, *pairs)) if pairs else z3.simplify(formula)
@@ -118,6 +122,13 @@ def _decide(comp: RelationCompiler, formula: z3.BoolRef, instance: Any, info: Re
         f"(true possible: {can_be_true}, false possible: {can_be_false})"
     )
     return can_be_true
+
+
+def scaled(comp: RelationCompiler, path: tuple[str | int, ...], v: float) -> int:
+    """A float leaf's value as its scaled int (``repr`` is exact for 15 digits or fewer)."""
+    node = node_at(comp.layout, path)
+    assert isinstance(node, LeafLayout)
+    return int(decimal.Decimal(repr(v)).scaleb(node.places))
 
 
 def constants_of(e: z3.ExprRef) -> set[str]:

@@ -179,10 +179,13 @@ def test_true_division() -> None:
     def build() -> None:
         class M(BaseModel):
             a: int
+            b: int
 
             @relation
             def r(self) -> bool:
-                return self.a / 2 > 1  # MARK
+                return self.a / self.b > 1  # MARK: / by a constant compiles (floats)
+
+        compile_spec(M)
 
     _expect("true division (/)", build, "# MARK")
 

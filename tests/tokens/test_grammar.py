@@ -197,7 +197,7 @@ def test_grammar_fields_are_grammar_layouts() -> None:
 
 def test_a_relation_over_a_grammar_field_names_it() -> None:
     class Priced(BaseModel):
-        price: float
+        price: float = Field(multiple_of=0.5)  # a float with multiple_of stays a grammar value
         qty: int
 
         @relation

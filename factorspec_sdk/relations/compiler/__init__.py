@@ -54,8 +54,8 @@ it; each rule module exports ``RULES`` (AST node type -> rule), which `core` mer
 Value kinds (where a new type's rules go): each kind of leaf value has one module for the
 rules that depend on the kind: `ints` (Int/Bool terms: leaf variables, the term of a value,
 ``==``, ordering, arithmetic) and `codes` (str/Literal/Enum codes: leaf variables, the code
-of a constant, ``==``, membership, truthiness, merging under a condition). A new kind
-(floats, dates, strings, unions) is a new module of that shape, e.g. ``reals.py``, plus one
+of a constant, ``==``, membership, truthiness, merging under a condition), `dates` and
+`floats`. A new kind (strings, unions) is a new module of that shape, plus one
 line at each dispatch point that asks "is this value of the kind?": `fields.leaf`,
 `operators.eq`/`order`/`arith`/``in``, `choices.ite`/`truthy`, and the builtins that take
 numbers (``sum``/``min``/``max``/``abs`` in `builtin_calls`).
@@ -68,6 +68,7 @@ from factorspec_sdk.relations.compiler.records import (
     OTHER_CODE,
     CompiledRelation,
     InternTable,
+    VarKind,
     VarRecord,
 )
 from factorspec_sdk.relations.compiler.terms import AND, to_bool
@@ -78,6 +79,7 @@ __all__ = [
     "CompiledRelation",
     "InternTable",
     "RelationCompiler",
+    "VarKind",
     "VarRecord",
     "date_links",
     "date_part_bounds",

@@ -25,6 +25,12 @@ from factorspec_sdk.relations.compiler.dates import (
     date_call,
     date_method,
 )
+from factorspec_sdk.relations.compiler.floats import (
+    minmax_floats,
+    neg_abs_float,
+    round_float,
+    sum_floats,
+)
 from factorspec_sdk.relations.compiler.ints import as_int_term
 from factorspec_sdk.relations.compiler.names import eval_each
 from factorspec_sdk.relations.compiler.operators import eq
@@ -48,6 +54,7 @@ from factorspec_sdk.relations.compiler.values import (
     SCode,
     Scope,
     SDate,
+    SFloat,
     SFunc,
     SMaybe,
     SSeq,
@@ -145,6 +152,28 @@ def _consume_ok(it: Iter) -> Cond:
     return AND(it.ok, *(NOT(x.err) for x in it.seq.items if x.err is not False))
 
 
+def _float_operand(cx: RelationCompiler, x: Item, node: ast.AST) -> V:
+    """An item of ``sum``/``min``/``max`` for the float rules (an Optional one is refused)."""
+    v, okv = unwrap(x.value)
+    if okv is not True and isinstance(v, SFloat):
+        cx.fail("sum/min/max of optional floats", "over Optional float values", node)
+    return v
+
+
+def _round(cx: RelationCompiler, args: list[V], kwargs: dict[str, V], node: ast.AST) -> R:
+    if not 1 <= len(args) <= 2 or kwargs.keys() - {"ndigits"}:
+        cx.fail("call to round()", "round(x) or round(x, n)", node)
+    v, ok = unwrap(args[0])
+    ndigits = args[1] if len(args) > 1 else kwargs.get("ndigits")
+    out = round_float(cx, v, ndigits, node)
+    if out is not None:
+        return R(out, ok)
+    t = as_int_term(v)
+    if t is None or is_sym(ndigits) or (isinstance(ndigits, int) and ndigits < 0):
+        cx.fail("call to round()", "round() of a number, with a constant ndigits >= 0", node)
+    return R(t, ok)  # round() of an int is the int (ndigits >= 0; a negative one is refused)
+
+
 def _int_operand(
     cx: RelationCompiler, x: Item, node: ast.AST, strs: tuple[str, str], optional: tuple[str, str]
 ) -> z3.ArithRef | int | None:
@@ -202,6 +231,10 @@ def _sum(cx: RelationCompiler, args: list[V], kwargs: dict[str, V], node: ast.AS
     start = kwargs.get("start", args[1] if len(args) > 1 else 0)
     it = iterate(cx, args[0], node)
     live = [x for x in it.seq.items if x.present is not False]
+    pairs = [(x.present, _float_operand(cx, x, node)) for x in live]
+    of_floats = sum_floats(cx, pairs, start, node)
+    if of_floats is not None:
+        return R(of_floats, _consume_ok(it))
     numbers = as_numbers(cx, [x.value for x in live] + [start], "sum", node)
     if numbers is not None:  # timedeltas (a sum of dates raises TypeError in Python)
         nums, back = numbers
@@ -262,6 +295,8 @@ def _len(cx: RelationCompiler, args: list[V], kwargs: dict[str, V], node: ast.AS
 
 def _abs(cx: RelationCompiler, args: list[V], kwargs: dict[str, V], node: ast.AST) -> R:
     v, ok = unwrap(args[0])
+    if isinstance(v, SFloat):
+        return R(neg_abs_float(v, True), ok)
     of_delta = abs_delta(v)
     if of_delta is not None:
         return R(of_delta.value, ok)
@@ -291,6 +326,12 @@ def _minmax(
         ok0 = True
     items = [x for x in items if x.present is not False]
     extra = [kwargs["default"]] if has_default else []
+    pairs = [(x.present, _float_operand(cx, x, node)) for x in items]
+    of_floats = minmax_floats(cx, pairs, is_min, node)
+    if of_floats is not None:
+        if has_default:
+            cx.fail(f"{name}() of floats with default=", "default= is not supported", node)
+        return R(of_floats, ok0)
     numbers = as_numbers(cx, [x.value for x in items] + extra, name, node)
     if numbers is not None:  # dates or timedeltas: their ordinals or days, and back
         nums, back = numbers
@@ -491,6 +532,7 @@ CALLS: dict[str, CallRule] = {
     "enumerate": _enumerate,
     "range": _range,
     "abs": _abs,
+    "round": _round,
     "bool": _bool,
     "list": _list,
     "tuple": _list,

@@ -16,6 +16,7 @@ import z3
 
 from factorspec_sdk.relations.compiler.codes import ite_code, truthy_code
 from factorspec_sdk.relations.compiler.dates import ite_dates
+from factorspec_sdk.relations.compiler.floats import ite_floats, truthy_float
 from factorspec_sdk.relations.compiler.ints import as_bool_term, as_int_term
 from factorspec_sdk.relations.compiler.terms import AND, ITE_COND, NOT, Cond, mk_ite
 from factorspec_sdk.relations.compiler.values import (
@@ -26,6 +27,7 @@ from factorspec_sdk.relations.compiler.values import (
     SCode,
     SDate,
     SDelta,
+    SFloat,
     SFunc,
     SMaybe,
     SObj,
@@ -107,6 +109,9 @@ def ite(cx: RelationCompiler, c: Cond, a: V, b: V) -> V:
     if isinstance(a, SCode) or isinstance(b, SCode):
         merged = ite_code(cx, c, a, b)
         return merged if merged is not None else SChoice(((c, a), (True, b)))
+    of_floats = ite_floats(cx, c, a, b)
+    if of_floats is not None:
+        return of_floats
     of_dates = ite_dates(c, a, b)
     if of_dates is not None:
         return of_dates
@@ -161,6 +166,8 @@ def truthy(cx: RelationCompiler, v: V) -> Cond:
         return True
     if isinstance(v, SDelta):
         return cast(z3.BoolRef, v.days != 0)
+    if isinstance(v, SFloat):
+        return truthy_float(cx, v)
     if isinstance(v, SMaybe):
         return AND(NOT(v.null), truthy(cx, v.inner()))
     if isinstance(v, SChoice):

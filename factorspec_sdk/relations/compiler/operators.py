@@ -31,6 +31,12 @@ from factorspec_sdk.relations.compiler.dates import (
     neg_delta,
     order_dates,
 )
+from factorspec_sdk.relations.compiler.floats import (
+    arith_floats,
+    divide_float,
+    neg_abs_float,
+    order_floats,
+)
 from factorspec_sdk.relations.compiler.ints import (
     ORDER_OPS,
     arith_terms,
@@ -54,6 +60,7 @@ from factorspec_sdk.relations.compiler.values import (
     SCode,
     Scope,
     SDate,
+    SFloat,
     SMaybe,
     SObj,
     SSeq,
@@ -118,6 +125,9 @@ def _e_unary_op(cx: RelationCompiler, node: ast.UnaryOp, scope: Scope) -> R:
         except Exception:
             return R(UNDEF, False)
         return R(out, AND(r.ok, ok2))
+    if isinstance(v, SFloat):
+        out_f = neg_abs_float(v, False) if isinstance(node.op, ast.USub) else v
+        return R(out_f, AND(r.ok, ok2))
     negated = neg_delta(v) if isinstance(node.op, ast.USub) else None
     if negated is not None:
         return R(negated.value, AND(r.ok, ok2, negated.ok))
@@ -132,9 +142,20 @@ def _e_unary_op(cx: RelationCompiler, node: ast.UnaryOp, scope: Scope) -> R:
 
 def _e_bin_op(cx: RelationCompiler, node: ast.BinOp, scope: Scope) -> R:
     op = type(node.op)
+    if op is ast.Div:
+        a, b = cx.eval(node.left, scope), cx.eval(node.right, scope)
+        av, oka = unwrap(a.value)
+        bv, okb = unwrap(b.value)
+        ok = AND(a.ok, b.ok, oka, okb)
+        if not is_sym(av) and not is_sym(bv):
+            try:
+                return R(cast(float, av) / cast(float, bv), ok)
+            except Exception:
+                return R(UNDEF, False)
+        d = divide_float(cx, av, bv, ok, node)
+        return R(d.value, AND(ok, d.ok))
     if op not in _ARITH:
-        names = {
-            ast.Div: ("true division (/)", "use // on ints (floats are not supported)"),
+        names: dict[type[ast.operator], tuple[str, str]] = {
             ast.MatMult: ("@ operator", "matrix product is not supported"),
         }
         construct, msg = names.get(op, ("bitwise operator", "bitwise operators"))
@@ -159,6 +180,9 @@ def arith(cx: RelationCompiler, op: type[ast.operator], a: V, b: V, node: ast.AS
             return R(UNDEF, False)
     if isinstance(a, (tuple, SSeq)) or isinstance(b, (tuple, SSeq)):
         cx.fail("sequence arithmetic", "+/* on lists or tuples is not supported", node)
+    of_floats = arith_floats(cx, op, a, b, AND(oka, okb), node)
+    if of_floats is not None:
+        return of_floats
     of_dates = arith_dates(cx, op, a, b, AND(oka, okb), node)
     if of_dates is not None:
         return of_dates
@@ -249,6 +273,9 @@ def eq(cx: RelationCompiler, a: V, b: V, node: ast.AST) -> Cond:
             "== on nested models or lists is not supported; compare their fields",
             node,
         )
+    of_floats = order_floats(cx, ast.Eq, a, b, node)
+    if of_floats is not None:
+        return of_floats
     of_dates = eq_dates(a, b)
     if of_dates is not None:
         return of_dates
@@ -276,6 +303,9 @@ def order(cx: RelationCompiler, op: ast.cmpop, a: V, b: V, node: ast.AST) -> tup
             return bool(ORDER_OPS[type(op)](a, b)), AND(oka, okb)
         except Exception:
             return False, False
+    of_floats = order_floats(cx, type(op), a, b, node)
+    if of_floats is not None:
+        return of_floats, AND(oka, okb)
     of_dates = order_dates(op, a, b)
     if of_dates is not None:
         return of_dates[0], AND(oka, okb, of_dates[1])

@@ -22,7 +22,7 @@ __all__ = ["OTHER_CODE", "CompiledRelation", "InternTable", "VarKind", "VarRecor
 OTHER_CODE = 0
 """Code of "any string not in the intern table"."""
 
-VarKind = Literal["int", "bool", "str", "len", "strlen", "date", "datepart"]
+VarKind = Literal["int", "bool", "str", "len", "strlen", "date", "datepart", "float"]
 
 
 class InternTable:
@@ -55,7 +55,8 @@ class VarRecord:
         kind: ``int`` / ``bool`` / ``str`` / ``len`` (of a list) / ``strlen`` (of a free
             str, in characters) / ``date`` (a ``datetime.date`` as its ordinal,
             ``date.toordinal()``) / ``datepart`` (``year(d)``, ``month(d)`` or ``day(d)``
-            of a date leaf ``d``, tied to it by a factor).
+            of a date leaf ``d``, tied to it by a factor) / ``float`` (a float leaf as its
+            scaled value ``x * 10**places``).
         term: the Z3 term.
         ge: inclusive lower bound (ints, lengths and date ordinals).
         le: inclusive upper bound.

@@ -5,7 +5,8 @@ a Z3 Bool/Int term, or one of the symbolic classes here: `SCode` (a str/Enum fie
 (a ``datetime.date`` field, or a date computed from one), `SDelta` (a whole-day ``timedelta``
 computed from record values), `SObj`
 (a nested model), `SSeq` of `Item` (a list or a comprehension), `SMaybe` (an ``Optional``),
-`SChoice` (one of several values, by condition) and `SFunc` (a supported builtin). Every
+`SChoice` (one of several values, by condition), `SFloat` (a float) and `SFunc` (a supported
+builtin). Every
 evaluation returns an `R`: the value and the condition under which no exception occurs.
 """
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import TypeAlias
 
 import z3
@@ -30,6 +32,7 @@ __all__ = [
     "SCode",
     "SDate",
     "SDelta",
+    "SFloat",
     "SFunc",
     "SMaybe",
     "SObj",
@@ -76,6 +79,25 @@ class SDelta:
     """A symbolic ``timedelta`` of whole days (seconds and microseconds are 0)."""
 
     days: z3.ArithRef
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class SFloat:
+    """A symbolic float (see `floats`): the exact rational ``num / den`` of its decimals.
+
+    Attributes:
+        num: a Z3 Int term; the value's exact rational is ``num / den``.
+        den: a positive int.
+        mag: a bound on ``|num / den|``.
+        err: a bound on how far Python's double is from ``num / den``.
+        rounded: Python's double is exactly ``num / den`` rounded to the nearest double.
+    """
+
+    num: z3.ArithRef
+    den: int
+    mag: Fraction
+    err: Fraction
+    rounded: bool
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -147,7 +169,7 @@ V: TypeAlias = object
 
 def is_sym(v: V) -> bool:
     """Whether a value is symbolic (depends on the record)."""
-    if isinstance(v, (z3.ExprRef, SCode, SDate, SDelta, SObj, SSeq, SMaybe, SChoice)):
+    if isinstance(v, (z3.ExprRef, SCode, SDate, SDelta, SFloat, SObj, SSeq, SMaybe, SChoice)):
         return True
     if isinstance(v, tuple):
         return any(is_sym(x) for x in v)

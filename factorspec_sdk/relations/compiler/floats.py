@@ -1,0 +1,450 @@
+"""The float value kind: ``float`` fields and float arithmetic, with Python's IEEE-754 results.
+
+A float leaf is written as fixed-point text with at most ``places`` decimals (`Places`), so
+its exact decimal value is ``n / 10**places`` for an Int variable ``n``; Python holds the
+double nearest to it, ``fl(n / 10**places)``. A float expression is an `SFloat`: the exact
+rational value ``R = num / den`` the same arithmetic has on the decimals (``num`` a Z3 Int
+term), a bound ``mag`` on ``|R|``, a bound ``err`` on how far Python's double can be from
+``R``, and whether the double is exactly ``fl(R)`` (``rounded``).
+
+Why not Z3's floating-point theory: it is exact, but bit-blasting a double's ``*`` and ``+``
+made a three-item receipt take 22 s for one check and over 120 s for the next (measured with
+z3 4.x on this machine), where the oracle asks hundreds per record. Instead every outcome is
+*proved* equal to the rational one, per operation, at compile time, and a relation whose
+outcome the proof cannot settle is refused with `RelationDefinitionError`, never
+approximated:
+
+- ``fl`` is monotone, and one-to-one on decimals of at most 15 significant digits (each
+  survives the round trip through a double). So comparing two rounded values (leaves,
+  ``round(x, n)``, ints, their negations and ``abs``) is comparing their ``R`` exactly, ``==``
+  included.
+- A rounded value against a constant ``c``: ``fl(R) < c`` holds exactly for ``R`` below the
+  midpoint between ``c`` and the double before it (at the midpoint, as round-half-even
+  decides), so it is a linear comparison of ``R`` with a rational.
+- Arithmetic (``+ - *``, ``sum``, ``/`` by a constant) rounds: its ``err`` grows by the
+  standard bound ``|fl(s) - s| <= u |s|`` (``u = 2**-53``, plus the subnormal spacing) per
+  operation. Comparing such a value with a constant ``c`` is exact when no possible ``R``
+  (a multiple of ``1 / den``) lies within ``err`` of ``c``: then the double is on the same
+  side of ``c`` as ``R``. ``abs(total - sum(...)) < 0.005`` over cents is such a case (``R``
+  is a multiple of 0.01); ``a + b == 0.3`` is not (``0.1 + 0.2 == 0.3`` is False in Python
+  while the decimals are equal), and is refused with advice: compare with a tolerance, or
+  ``round(..., n)`` both sides.
+- ``round(x, n)`` of a value whose ``R`` has at most ``n`` decimals and ``err < 10**-n / 2``
+  is exactly ``fl(R)`` (Python rounds the double's exact value to ``n`` decimals, which is
+  ``R``): a rounded value again. ``round(x)`` of a rounded value is ``R`` rounded half to
+  even, an int.
+- ``min``/``max`` pick by ``R``; of rounded values the result is rounded again (``fl`` is
+  monotone, so ``min(fl(a), fl(b)) == fl(min(a, b))``), otherwise it is within
+  ``2 (err_a + err_b)`` of the double Python picks.
+- ``sum`` folds ``+`` in order, with the recursive-summation bound plus ``2u`` of the total
+  magnitude as slack, which also covers Python 3.12's compensated ``sum``.
+
+Anything else on floats (``//``, ``%``, ``**``, ``/`` by a record value, ``math`` functions,
+membership, truth of a computed float) raises `RelationDefinitionError` naming the construct.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import struct
+from fractions import Fraction
+from math import lcm
+from typing import TYPE_CHECKING, cast
+
+import z3
+
+from factorspec_sdk.relations.compiler.ints import ORDER_OPS, as_int_term
+from factorspec_sdk.relations.compiler.terms import AND, NOT, OR, Cond, mk_ite
+from factorspec_sdk.relations.compiler.values import UNDEF, R, SFloat, V
+from factorspec_sdk.relations.layout import FLOAT_LIMIT, LeafLayout, Path, float_range
+
+if TYPE_CHECKING:
+    from factorspec_sdk.relations.compiler.core import RelationCompiler
+
+__all__ = [
+    "arith_floats",
+    "as_float",
+    "float_leaf",
+    "ite_floats",
+    "minmax_floats",
+    "neg_abs_float",
+    "order_floats",
+    "truthy_float",
+    "divide_float",
+    "round_float",
+    "sum_floats",
+]
+
+_U = Fraction(1, 2**53)
+"""Unit roundoff of a double: ``|fl(x) - x| <= u |x|`` for normal results."""
+_ETA = Fraction(1, 2**1074)
+"""The spacing of subnormal doubles: a bound on the absolute error of a tiny result."""
+_EXACT_INT = 2**53
+"""Ints up to this magnitude convert to float exactly."""
+_INT_BOUND = 10**18
+"""Magnitude assumed for an int term whose bound the compiler cannot read off."""
+
+
+def float_leaf(cx: RelationCompiler, path: Path, node: LeafLayout) -> SFloat:
+    """The scaled Int variable of a float leaf: ``fl(n / 10**places)``."""
+    lo, hi = float_range(node)
+    n = cast(z3.ArithRef, cx.var(path, "float", ge=lo, le=hi).term)
+    mag = Fraction(max(abs(lo), abs(hi)), 10**node.places)
+    return SFloat(n, 10**node.places, mag, mag * _U + _ETA, True)
+
+
+def _const(c: float | int) -> SFloat:
+    """A Python number in float arithmetic: the double it converts to, exactly."""
+    q = Fraction(float(c))  # Python's int -> float conversion (exact below 2**53)
+    return SFloat(z3.IntVal(q.numerator), q.denominator, abs(q), Fraction(0), True)
+
+
+def _int_bound(cx: RelationCompiler, t: z3.ExprRef) -> int:
+    """A bound on ``|t|`` for an Int term, from the variables' bounds (else `_INT_BOUND`)."""
+    if z3.is_int_value(t):
+        return abs(int(cast(z3.IntNumRef, t).as_long()))
+    if z3.is_const(t) and t.num_args() == 0:
+        rec = cx.vars.get(t.decl().name())
+        if rec is None or rec.ge is None or rec.le is None:
+            return _INT_BOUND
+        return max(abs(rec.ge), abs(rec.le))
+    kids = [_int_bound(cx, k) for k in t.children() if z3.is_int(k)]
+    if z3.is_add(t) or z3.is_sub(t):
+        return min(sum(kids), _INT_BOUND)
+    if z3.is_mul(t):
+        return min(math.prod(kids), _INT_BOUND)
+    if z3.is_app_of(t, z3.Z3_OP_UMINUS):
+        return kids[0]
+    if z3.is_app_of(t, z3.Z3_OP_ITE):
+        return max(kids) if kids else 1
+    return _INT_BOUND
+
+
+def as_float(cx: RelationCompiler, v: V) -> SFloat | None:
+    """``v`` as a float operand (an `SFloat`, a Python number, an Int/Bool term), or None."""
+    if isinstance(v, SFloat):
+        return v
+    if isinstance(v, (bool, int, float)):
+        if isinstance(v, float) and not math.isfinite(v):
+            return None
+        return _const(v)
+    t = as_int_term(v)
+    if t is None or isinstance(t, int):
+        return None if t is None else _const(t)
+    bound = _int_bound(cx, t)
+    err = Fraction(0) if bound <= _EXACT_INT else bound * _U
+    return SFloat(t, 1, Fraction(bound), err, err == 0)
+
+
+def _is_float(v: V) -> bool:
+    return isinstance(v, (SFloat, float))
+
+
+def _scaled(x: SFloat, den: int) -> z3.ArithRef:
+    """``x.num`` on the common denominator ``den`` (a multiple of ``x.den``)."""
+    k = den // x.den
+    return x.num if k == 1 else cast(z3.ArithRef, x.num * k)
+
+
+def _rounding(mag: Fraction, err: Fraction) -> Fraction:
+    """The error one rounding of a result of magnitude at most ``mag + err`` adds."""
+    return (mag + err) * _U + _ETA
+
+
+def _add(a: SFloat, b: SFloat, sign: int) -> SFloat:
+    den = lcm(a.den, b.den)
+    num = _scaled(a, den) + sign * _scaled(b, den)
+    mag = a.mag + b.mag
+    exact = a.err == 0 and b.err == 0
+    err = a.err + b.err + _rounding(mag, a.err + b.err)
+    return SFloat(cast(z3.ArithRef, num), den, mag, err, exact)
+
+
+def _mul(a: SFloat, b: SFloat) -> SFloat:
+    mag = a.mag * b.mag
+    carried = a.mag * b.err + b.mag * a.err + a.err * b.err
+    exact = a.err == 0 and b.err == 0
+    num = cast(z3.ArithRef, a.num * b.num)
+    return SFloat(num, a.den * b.den, mag, carried + _rounding(mag, carried), exact)
+
+
+def arith_floats(
+    cx: RelationCompiler, op: type[ast.operator], a: V, b: V, ok: Cond, node: ast.AST
+) -> R | None:
+    """``a op b`` when either is a float (None when neither is: another kind's rule)."""
+    if not (_is_float(a) or _is_float(b)):
+        return None
+    x, y = as_float(cx, a), as_float(cx, b)
+    if x is None or y is None:
+        cx.fail("float arithmetic", f"{ast.unparse(node)}: a float with a non-number", node)
+    if op is ast.Add:
+        return R(_add(x, y, 1), ok)
+    if op is ast.Sub:
+        return R(_add(x, y, -1), ok)
+    if op is ast.Mult:
+        return R(_mul(x, y), ok)
+    cx.fail(
+        "float arithmetic",
+        f"{ast.unparse(node)}: on floats, relations support + - * (and / by a constant, "
+        "comparisons, abs, min, max, sum, round)",
+        node,
+    )
+
+
+def divide_float(cx: RelationCompiler, a: V, b: V, ok: Cond, node: ast.AST) -> R:
+    """``a / b`` (true division, a float in Python) for a non-zero constant ``b``."""
+    x = as_float(cx, a)
+    if isinstance(b, bool) or not isinstance(b, (int, float)) or x is None:
+        cx.fail(
+            "true division (/)",
+            f"{ast.unparse(node)}: / is supported by a constant number only (its result "
+            "is a float)",
+            node,
+        )
+    if b == 0:
+        return R(UNDEF, False)  # ZeroDivisionError
+    c = Fraction(float(b))
+    num = x.num * (c.denominator if c > 0 else -c.denominator)
+    mag = x.mag / abs(c)
+    carried = x.err / abs(c)
+    exact = x.err == 0
+    err = carried + _rounding(mag, carried)
+    return R(SFloat(cast(z3.ArithRef, num), x.den * abs(c.numerator), mag, err, exact), ok)
+
+
+def neg_abs_float(x: SFloat, absolute: bool) -> SFloat:
+    """``-x`` or ``abs(x)``: exact on doubles (only the sign changes)."""
+    if absolute:
+        num = cast(z3.ArithRef, z3.If(x.num >= 0, x.num, -x.num))
+    else:
+        num = cast(z3.ArithRef, -x.num)
+    return SFloat(num, x.den, x.mag, x.err, x.rounded)
+
+
+def _digits15(x: SFloat) -> bool:
+    """Whether every possible ``R`` has at most 15 significant digits (``fl`` is 1-1 there)."""
+    d, k = x.den, 0
+    while d % 10 == 0:
+        d, k = d // 10, k + 1
+    while d % 2 == 0 or d % 5 == 0:  # 1/2, 1/4, 1/5...: finite decimals with more places
+        d, k = d // (2 if d % 2 == 0 else 5), k + 1
+    return d == 1 and x.mag * 10**k <= FLOAT_LIMIT
+
+
+def _is_even(d: float) -> bool:
+    """Whether the double ``d`` has an even significand (round-half-even picks it on ties)."""
+    bits: int = struct.unpack("<q", struct.pack("<d", d))[0]
+    return bits % 2 == 0
+
+
+def _rounds_below(x: SFloat, q: Fraction) -> Cond:
+    """``fl(R) < q`` for a rounded ``x`` and any rational ``q``, exactly."""
+    t = float(q)  # the least double >= q: Python's float(Fraction) rounds to nearest
+    if Fraction(t) < q:
+        t = math.nextafter(t, math.inf)
+    before = math.nextafter(t, -math.inf)  # fl(R) < t  <=>  fl(R) <= before
+    mid = (Fraction(before) + Fraction(t)) / 2
+    scaled = mid * x.den  # compare num / den with mid: num * mid.den vs mid.num * den
+    lhs = x.num * scaled.denominator
+    rhs = scaled.numerator
+    if _is_even(before):  # a tie rounds down to `before`
+        return cast(z3.BoolRef, lhs <= rhs)
+    return cast(z3.BoolRef, lhs < rhs)
+
+
+def _exact_cmp(op: type[ast.cmpop], x: SFloat, y: SFloat) -> Cond:
+    den = lcm(x.den, y.den)
+    a, b = _scaled(x, den), _scaled(y, den)
+    if op is ast.Eq:
+        return cast(z3.BoolRef, a == b)
+    if op is ast.NotEq:
+        return cast(z3.BoolRef, a != b)
+    return cast(z3.BoolRef, ORDER_OPS[op](a, b))
+
+
+def order_floats(
+    cx: RelationCompiler, op: type[ast.cmpop], a: V, b: V, node: ast.AST
+) -> Cond | None:
+    """``a op b`` (``== != < <= > >=``) when either is a float; None when neither is.
+
+    Raises `RelationDefinitionError` where rounding could decide the outcome.
+    """
+    if not (_is_float(a) or _is_float(b)):
+        return None
+    x, y = as_float(cx, a), as_float(cx, b)
+    if x is None or y is None:
+        if op in (ast.Eq, ast.NotEq):
+            return op is ast.NotEq  # a float never equals a str, a date, None...
+        cx.fail("float comparison", f"{ast.unparse(node)}: a float with a non-number", node)
+    if x.err == 0 and y.err == 0:  # both doubles are their R exactly
+        return _exact_cmp(op, x, y)
+    const = _constant(a), _constant(b)
+    if const[0] is not None or const[1] is not None:
+        v, q, flipped = (y, const[0], True) if const[0] is not None else (x, const[1], False)
+        assert q is not None
+        if v.rounded:
+            return _against(op, v, q, flipped)
+        lo = math.ceil((q - v.err) * v.den)
+        hi = math.floor((q + v.err) * v.den)
+        if lo > hi:  # no possible R within err of q: the double is on R's side of q
+            return _exact_cmp(op, x, y)
+    elif x.rounded and y.rounded and _digits15(x) and _digits15(y):
+        return _exact_cmp(op, x, y)
+    cx.fail(
+        "float comparison decided by rounding",
+        f"{ast.unparse(node)}: Python's answer can depend on how the doubles round (in "
+        "Python 0.1 + 0.2 == 0.3 is False), so it cannot be compiled exactly; compare with "
+        "a tolerance (abs(a - b) < 0.005), round both sides (round(x, 2)), or give the "
+        "fields fewer decimals (Annotated[float, Places(2)])",
+        node,
+    )
+
+
+def _constant(v: V) -> Fraction | None:
+    """The exact value of a Python number (Python compares ints and floats exactly)."""
+    if isinstance(v, (bool, int, float)):
+        return Fraction(v)
+    return None
+
+
+def truthy_float(cx: RelationCompiler, v: SFloat) -> Cond:
+    """``bool(x)``: a rounded value is 0.0 exactly when its R is 0."""
+    if not v.rounded:
+        cx.fail(
+            "truth of a computed float",
+            "a computed float can be a tiny non-zero rounding error where its decimals are "
+            "0; compare it with a tolerance instead",
+        )
+    return cast(z3.BoolRef, v.num != 0)
+
+
+def _against(op: type[ast.cmpop], v: SFloat, q: Fraction, flipped: bool) -> Cond:
+    """``fl(R) op q`` (or ``q op fl(R)`` when ``flipped``) for a rounded ``v``, exactly."""
+    if flipped:
+        op = {ast.Lt: ast.Gt, ast.Gt: ast.Lt, ast.LtE: ast.GtE, ast.GtE: ast.LtE}.get(op, op)
+    below = _rounds_below(v, q)  # fl(R) < q
+    t = float(q)
+    if Fraction(t) < q:
+        t = math.nextafter(t, math.inf)
+    # fl(R) <= q  <=>  fl(R) < the least double > q
+    above = math.nextafter(t, math.inf) if Fraction(t) == q else t
+    at_most = _rounds_below(v, Fraction(above))
+    if op is ast.Lt:
+        return below
+    if op is ast.LtE:
+        return at_most
+    if op is ast.Gt:
+        return NOT(at_most)
+    if op is ast.GtE:
+        return NOT(below)
+    eq = AND(at_most, NOT(below))
+    return eq if op is ast.Eq else NOT(eq)
+
+
+def ite_floats(cx: RelationCompiler, c: Cond, a: V, b: V) -> SFloat | None:
+    """``a if c else b`` when either is an `SFloat` (None otherwise)."""
+    if not (isinstance(a, SFloat) or isinstance(b, SFloat)):
+        return None
+    x, y = as_float(cx, a), as_float(cx, b)
+    if x is None or y is None:
+        return None
+    den = lcm(x.den, y.den)
+    num = mk_ite(c, _scaled(x, den), _scaled(y, den))
+    return SFloat(
+        cast(z3.ArithRef, num),
+        den,
+        max(x.mag, y.mag),
+        max(x.err, y.err),
+        x.rounded and y.rounded,
+    )
+
+
+def minmax_floats(
+    cx: RelationCompiler, values: list[tuple[Cond, V]], is_min: bool, node: ast.AST
+) -> SFloat | None:
+    """``min``/``max`` of ``(present, value)`` pairs when one is a float (None otherwise)."""
+    if not any(_is_float(v) for _, v in values):
+        return None
+    best: SFloat | None = None
+    seen: Cond = False
+    for present, v in values:
+        x = as_float(cx, v)
+        if x is None:
+            cx.fail("min/max of floats", f"{ast.unparse(node)}: a float with a non-number", node)
+        if best is None:
+            best, seen = x, present
+            continue
+        den = lcm(x.den, best.den)
+        a, b = _scaled(x, den), _scaled(best, den)
+        better = a < b if is_min else a > b
+        take = AND(present, OR(NOT(seen), better))
+        exact = x.rounded and best.rounded  # fl is monotone: min(fl(a), fl(b)) = fl(min(a, b))
+        err = max(x.err, best.err) if exact else 2 * (x.err + best.err)
+        picked = (a if take else b) if isinstance(take, bool) else z3.If(take, a, b)
+        best = SFloat(
+            cast(z3.ArithRef, picked),
+            den,
+            max(x.mag, best.mag),
+            err,
+            exact,
+        )
+        seen = OR(seen, present)
+    return best
+
+
+def sum_floats(
+    cx: RelationCompiler, items: list[tuple[Cond, V]], start: V, node: ast.AST
+) -> SFloat | None:
+    """``sum(...)`` of ``(present, value)`` pairs when one is a float (None otherwise)."""
+    if not (_is_float(start) or any(_is_float(v) for _, v in items)):
+        return None
+    total = as_float(cx, start)
+    if total is None:
+        cx.fail("sum of floats", f"{ast.unparse(node)}: a start that is not a number", node)
+    n = 0
+    for present, v in items:
+        x = as_float(cx, v)
+        if x is None:
+            cx.fail("sum of floats", f"{ast.unparse(node)}: a float with a non-number", node)
+        if present is not True:
+            x = SFloat(cast(z3.ArithRef, mk_ite(present, x.num, 0)), x.den, x.mag, x.err, x.rounded)
+        total = _add(total, x, 1) if not (n == 0 and _zero(total)) else x
+        n += 1
+    if n >= 2:
+        total = SFloat(total.num, total.den, total.mag, total.err + 2 * _U * total.mag, False)
+    return total
+
+
+def _zero(x: SFloat) -> bool:
+    return bool(z3.is_int_value(x.num)) and int(cast(z3.IntNumRef, x.num).as_long()) == 0
+
+
+def round_float(cx: RelationCompiler, v: V, ndigits: V, node: ast.AST) -> V | None:
+    """``round(x)`` (an int) or ``round(x, n)`` (a float) of a float; None for a non-float."""
+    if not isinstance(v, SFloat):
+        return None
+    if ndigits is None:
+        if not v.rounded or v.err * 2 * v.den >= 1:
+            _unround(cx, node)
+        q = cast(z3.ArithRef, v.num / v.den if v.den > 1 else v.num)  # floor: den > 0
+        r = v.num - q * v.den  # 0 <= r < den
+        up = OR(2 * r > v.den, AND(2 * r == v.den, q % 2 == 1))
+        out: V = q + z3.If(up, 1, 0)
+        return out
+    if isinstance(ndigits, bool) or not isinstance(ndigits, int) or ndigits < 0:
+        cx.fail("round() of a float", "round(x, n) needs a constant n >= 0", node)
+    step = Fraction(1, 10**ndigits)
+    if (10**ndigits) % v.den != 0 or v.err >= step / 2:
+        _unround(cx, node)
+    return SFloat(v.num, v.den, v.mag, v.mag * _U + _ETA, True)
+
+
+def _unround(cx: RelationCompiler, node: ast.AST) -> None:
+    cx.fail(
+        "round() of a float decided by rounding",
+        f"{ast.unparse(node)}: the value can have more decimals than it is rounded to, so "
+        "Python's result can depend on how the double rounds; round a value with at most "
+        "that many decimals (prices to the cent: Annotated[float, Places(2)])",
+        node,
+    )

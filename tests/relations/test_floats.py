@@ -1,0 +1,199 @@
+"""Relations over floats: compiled with Python's IEEE-754 outcome exactly, or refused clearly.
+
+Differential (hypothesis): every supported construct against the Python relation on the same
+record, with values at the bounds, zero and ``-0.0``, sums that land exactly on a tolerance's
+edge in decimals, ties of ``round``, long fractions (six places) and constants such as
+``1e-300`` and ``0.1 + 0.2``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic import BaseModel, Field
+
+from factorspec_sdk import RelationDefinitionError, relation
+from factorspec_sdk.graph import compile_spec
+from factorspec_sdk.relations.layout import FLOAT_PLACES, Places, build_layout, float_of
+from tests.relations.test_differential import assert_agree
+
+
+class Line(BaseModel):
+    price: Annotated[float, Places(2)] = Field(ge=0, le=50)
+    quantity: int = Field(ge=1, le=5)
+
+
+class Receipt(BaseModel):
+    items: list[Line] = Field(max_length=3)
+    total: Annotated[float, Places(2)] = Field(ge=0, le=300)
+    tip: Annotated[float, Places(3)] = Field(ge=-2, le=2)
+    ratio: float = Field(ge=-1, le=1)
+
+    @relation
+    def to_the_cent(self) -> bool:
+        return abs(self.total - sum(i.price * i.quantity for i in self.items)) < 0.005
+
+    @relation
+    def rounded_total(self) -> bool:
+        return self.total == round(sum(i.price * i.quantity for i in self.items), 2)
+
+    @relation
+    def leaves(self) -> bool:
+        return self.tip <= self.ratio or self.tip > 0.1
+
+    @relation
+    def constants(self) -> bool:
+        return (self.ratio >= 0.1 and self.ratio != 0.3) or self.ratio == -0.5
+
+    @relation
+    def tiny(self) -> bool:
+        return self.ratio > 1e-300 or (0.1 + 0.2 == 0.3)
+
+    @relation
+    def off_grid(self) -> bool:
+        return self.tip * 2 - self.ratio < 1.5000005
+
+    @relation
+    def extremes(self) -> bool:
+        return max(self.tip, self.ratio) >= 0 and min([self.tip, self.ratio, 0.5]) < 0.25
+
+    @relation
+    def halves(self) -> bool:
+        return self.total / 2 > 10.0001 or -self.tip >= 0.5
+
+    @relation
+    def to_int(self) -> bool:
+        return round(self.tip) == 0 or round(self.total) % 2 == 0
+
+    @relation
+    def chosen(self) -> bool:
+        return (self.tip if self.total > 10 else self.ratio) < 0.25
+
+    @relation
+    def truth(self) -> bool:
+        return bool(self.tip) or self.ratio > 0
+
+    @relation
+    def membership(self) -> bool:
+        return self.tip not in (0.5, 1.25, 1)
+
+    @relation
+    def with_ints(self) -> bool:
+        return all(i.price >= i.quantity for i in self.items)
+
+    @relation
+    def int_division(self) -> bool:
+        return sum(i.quantity for i in self.items) / 4 <= 1.5 or self.total > 20
+
+
+def _scaled(lo: int, hi: int, specials: list[int]) -> st.SearchStrategy[int]:
+    return st.one_of(st.integers(lo, hi), st.sampled_from(specials))
+
+
+_PRICE = _scaled(0, 5000, [0, 1, 5000, 10, 20, 30, 333, 1999])
+_TIP = _scaled(-2000, 2000, [0, 1, -1, 500, 1250, -500, 1000, 2000, -2000, 1500, 2500 - 1000])
+_RATIO = _scaled(-(10**6), 10**6, [0, 1, -1, 100000, 300000, -500000, 250000, 10**6])
+
+
+@st.composite
+def _receipts(draw: st.DrawFn) -> dict[str, Any]:
+    items = draw(st.lists(st.tuples(_PRICE, st.integers(1, 5)), max_size=3))
+    exact = sum(p * q for p, q in items)
+    total = draw(
+        st.one_of(
+            st.just(exact),
+            st.sampled_from([exact - 1, exact + 1, 0, 30000]),
+            st.integers(0, 30000),
+        ).filter(lambda n: 0 <= n <= 30000)
+    )
+    ratio = draw(_RATIO)
+    return {
+        "items": [{"price": float_of(p, 2), "quantity": q} for p, q in items],
+        "total": float_of(total, 2),
+        "tip": float_of(draw(_TIP), 3),
+        "ratio": -0.0 if ratio == 0 and draw(st.booleans()) else float_of(ratio, FLOAT_PLACES),
+    }
+
+
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(data=_receipts())
+def test_compiled_float_relations_agree_with_python(data: dict[str, Any]) -> None:
+    assert_agree(Receipt, None, data)
+
+
+def test_every_float_relation_is_seen_both_true_and_false() -> None:
+    """Not vacuous: each relation takes both truth values on a fixed set of records."""
+    seen: dict[str, set[bool]] = {}
+    records = [
+        ([(1999, 3), (1, 1)], 5998, 500, 300000),
+        ([(1999, 3), (1, 1)], 5999, 0, -0.0),
+        ([], 0, -1000, 250000),
+        ([(333, 3)], 999, 1250, -500000),
+        ([(10, 5), (2000, 1)], 2051, 2000, 10**6),
+        ([(5000, 2)], 2001, -2000, -(10**6)),
+        ([(120, 4), (5, 1)], 2000, 1500, 100000),
+        ([(4000, 5), (1, 5)], 21000, 100, 200000),
+        ([(1, 5), (1, 5), (1, 5)], 15, 0, 0),
+        ([], 0, 50, -100000),
+    ]
+    for items, total, tip, ratio in records:
+        data = {
+            "items": [{"price": float_of(p, 2), "quantity": q} for p, q in items],
+            "total": float_of(total, 2),
+            "tip": float_of(tip, 3),
+            "ratio": ratio if isinstance(ratio, float) else float_of(ratio, FLOAT_PLACES),
+        }
+        assert_agree(Receipt, None, data, seen)
+    both = {name for name, truths in seen.items() if truths == {True, False}}
+    assert both == set(seen), {n: t for n, t in seen.items() if n not in both}
+
+
+def test_a_float_leaf_is_fixed_point_and_only_when_a_relation_reads_it() -> None:
+    class Free(BaseModel):
+        read: Annotated[float, Places(2)] = Field(gt=0.1, lt=1)
+        unread: float = Field(ge=0)
+        stepped: float = Field(multiple_of=0.5)
+
+        @relation
+        def ok(self) -> bool:
+            return self.read > 0.5
+
+    fields = {f.name: f.node for f in build_layout(Free).fields}
+    read = fields["read"]
+    assert (read.kind, read.ge, read.le, read.places) == ("float", 11, 99, 2)  # type: ignore[union-attr]
+    assert type(fields["unread"]).__name__ == "GrammarLayout"
+    assert type(fields["stepped"]).__name__ == "GrammarLayout"
+
+
+class _Pair(BaseModel):
+    a: float = Field(ge=0, le=1)
+    b: float = Field(ge=0, le=1)
+
+
+@pytest.mark.parametrize(
+    ("body", "construct"),
+    [
+        ("self.a + self.b == 0.3", "float comparison decided by rounding"),
+        ("self.a * self.b < self.a", "float comparison decided by rounding"),
+        ("self.a + self.b < 0.5", "float comparison decided by rounding"),
+        ("round(self.a * self.b, 2) > 0", "round() of a float decided by rounding"),
+        ("self.a // 2 > 0", "float arithmetic"),
+        ("self.a / self.b > 0", "true division (/)"),
+        ("bool(self.a - self.b)", "truth of a computed float"),
+    ],
+)
+def test_float_constructs_rounding_could_decide_are_refused(body: str, construct: str) -> None:
+    namespace: dict[str, Any] = {}
+    source = f"class M(_Pair):\n    @relation\n    def r(self) -> bool:\n        return {body}\n"
+    path = f"/tmp/_factorspec_float_{abs(hash(body))}.py"
+    with open(path, "w") as f:
+        f.write(source)
+    code = compile(source, path, "exec")
+    exec(code, {"_Pair": _Pair, "relation": relation}, namespace)
+    with pytest.raises(RelationDefinitionError) as err:
+        compile_spec(namespace["M"])
+    assert err.value.construct == construct
+    assert "M.r" in str(err.value)
