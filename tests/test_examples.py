@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from examples import booking, invoice, itinerary, meeting
+from examples import booking, invoice, itinerary, meeting, receipt
 from factorspec_sdk import relations_of
 from factorspec_sdk.domains.trip import Itinerary, evaluate, itinerary_record
 from factorspec_sdk.relations import build_layout
@@ -223,3 +223,45 @@ def test_flexible_booking_blackouts_and_season() -> None:
     booking.Booking.model_validate(
         {**christmas, "check_out": "2026-12-23", "nights": 2}, context=ctx
     )
+
+
+# ------------------------------------------------------------------ receipt
+
+RECEIPT: dict[str, Any] = receipt.SAMPLE_RECEIPT
+
+
+def test_receipt_sample(capsys: pytest.CaptureFixture[str]) -> None:
+    receipt.Receipt.model_validate(RECEIPT, context=receipt.SAMPLE_CONTEXT)
+    assert "3 x croissant" in receipt.SAMPLE_PROMPT
+    receipt.main()
+    assert "total 13.80, paid 20.00, change 6.20" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("change", "relation"),
+    [
+        ({"total": 13.81}, "adds_up"),
+        ({"change": 6.21}, "change_given"),
+        ({"lines": [{**RECEIPT["lines"][0], "line_total": 5.86}, *RECEIPT["lines"][1:]]}, "priced"),
+        ({"lines": RECEIPT["lines"][:2], "total": 10.65, "change": 9.35}, "as_ordered"),
+    ],
+)
+def test_receipt_violations(change: dict[str, Any], relation: str) -> None:
+    data = {**RECEIPT, **change}
+    assert relation in _violated(receipt.Receipt, data, receipt.SAMPLE_CONTEXT)
+
+
+def test_receipt_fixes_every_amount_once_the_items_are_named() -> None:
+    from factorspec_sdk.graph import compile_spec
+    from factorspec_sdk.graph.oracle import Oracle
+
+    spec = compile_spec(receipt.Receipt, context=receipt.SAMPLE_CONTEXT)
+    oracle = Oracle(spec)
+    fixed = {k: v for k, (v, _) in oracle.determined(()).items()}
+    assert fixed == {"len(lines)": 3, "total": 1380, "paid": 2000, "change": 620}  # cents
+    named = oracle.determined((("len(lines)", 3), ("lines[0].item", "coffee")))
+    assert {k: v for k, (v, _) in named.items() if k.startswith("lines[0]")} == {
+        "lines[0].quantity": 2,
+        "lines[0].unit_price": 240,
+        "lines[0].line_total": 480,
+    }

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import pytest
 from pydantic import BaseModel
 
-from examples import booking, invoice, itinerary_dates, meeting
+from examples import booking, invoice, itinerary_dates, meeting, receipt
 from factorspec_sdk import Client, TokenBudgetError
 from factorspec_sdk.domains.trip import Itinerary, evaluate, generate_problem, prompt_for
 from factorspec_sdk.domains.trip_dates import (
@@ -203,6 +203,38 @@ def test_bookings_with_dates_on_the_real_model(embedded_engine_fp32: EmbeddedEng
     )
     # the certain run from the check-in to breakfast (~25 tokens) costs one verify step
     assert fast[0].stats.verify_steps <= plain[0].stats.verify_steps - 20
+
+
+def test_receipts_with_float_amounts_on_the_real_model(
+    embedded_engine_fp32: EmbeddedEngine,
+) -> None:
+    """Float amounts the relations fix are certain text; the record is valid; exact.
+
+    Once the model names a line's item, its quantity, price and line total follow from the
+    order and the price list; the total, the paid amount and the change follow from the
+    order alone.
+    """
+    ctx, prompt = receipt.SAMPLE_CONTEXT, receipt.SAMPLE_PROMPT
+    plain = Client(embedded_engine_fp32, speculative=False).generate(
+        receipt.Receipt, prompt, context=ctx, max_tokens=200, return_result=True
+    )
+    fast = Client(embedded_engine_fp32, max_guesses=2).generate(
+        receipt.Receipt, prompt, context=ctx, max_tokens=200, return_result=True
+    )
+    for result in (plain, fast):
+        record = receipt.Receipt.model_validate_json(result.text, context=ctx)
+        assert (record.total, record.paid, record.change) == (13.8, 20.0, 6.2)
+    assert_same_greedy(
+        embedded_engine_fp32,
+        receipt.Receipt,
+        prompt,
+        ctx,
+        plain.tokens,
+        fast.tokens,
+        CHUNKING_TOLERANCE,
+    )
+    # measured: 143 plain steps, 7 speculative (every amount and most keys are certain)
+    assert fast.stats.verify_steps * 5 < plain.stats.verify_steps
 
 
 @pytest.mark.parametrize(
