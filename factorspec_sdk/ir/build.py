@@ -19,7 +19,7 @@ import time
 import typing
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Annotated, Literal, cast
+from typing import Annotated, cast
 
 import z3
 from pydantic import (
@@ -29,6 +29,7 @@ from pydantic import (
     Field,
     RootModel,
     StrictBool,
+    StrictFloat,
     StrictInt,
     StrictStr,
     StringConstraints,
@@ -56,12 +57,19 @@ from factorspec_sdk.ir.model import (
     RelationIR,
     VarRef,
 )
-from factorspec_sdk.relations.compiler import InternTable, VarRecord, date_links, date_part_bounds
+from factorspec_sdk.relations.compiler import (
+    InternTable,
+    VarKind,
+    VarRecord,
+    date_links,
+    date_part_bounds,
+)
 from factorspec_sdk.relations.decorator import RelationSet
 from factorspec_sdk.relations.layout import (
     DATE_MAX,
     DATE_MIN,
     DEFAULT_MAX_STRING_LENGTH,
+    FLOAT_LIMIT,
     INT_LIMIT,
     GrammarLayout,
     LayoutNode,
@@ -73,10 +81,12 @@ from factorspec_sdk.relations.layout import (
     RootLayout,
     date_ordinal,
     date_range,
+    float_range,
     grammar_layout,
     length_name,
     node_at,
     path_name,
+    scaled_value,
 )
 
 __all__ = [
@@ -282,8 +292,12 @@ class _LayoutBuilder:
         for b in (node.ge, node.le):
             if b is not None and abs(b) > INT_LIMIT:
                 raise bad(f"int bounds must be within +-{INT_LIMIT}")
-        if node.kind not in ("int", "date") and (node.ge is not None or node.le is not None):
-            raise bad("ge/le apply to int and date leaves only")
+        if node.kind not in ("int", "date", "float") and (
+            node.ge is not None or node.le is not None
+        ):
+            raise bad("ge/le apply to int, date and float leaves only")
+        if node.kind != "float" and node.places:
+            raise bad("places apply to float leaves only")
         if node.kind != "enum" and node.choices:
             raise bad("choices apply to enum leaves only")
         if node.kind != "str" and (node.min_length or node.max_length is not None):
@@ -303,6 +317,15 @@ class _LayoutBuilder:
             )
         if node.kind == "bool":
             return LeafLayout("bool", nullable=node.nullable)
+        if node.kind == "float":
+            lo = -FLOAT_LIMIT if node.ge is None else node.ge
+            hi = FLOAT_LIMIT if node.le is None else node.le
+            if not -FLOAT_LIMIT <= lo <= hi <= FLOAT_LIMIT or not 0 <= node.places <= 12:
+                raise bad(
+                    f"a float leaf needs -{FLOAT_LIMIT} <= ge <= le <= {FLOAT_LIMIT} (scaled "
+                    "values) and 0 <= places <= 12"
+                )
+            return LeafLayout("float", nullable=node.nullable, ge=lo, le=hi, places=node.places)
         if node.kind == "date":
             lo = DATE_MIN if node.ge is None else node.ge
             hi = DATE_MAX if node.le is None else node.le
@@ -350,6 +373,21 @@ def _date_check(ge: int | None, le: int | None) -> typing.Callable[[str], str]:
     return check
 
 
+def _float_check(node: LeafLayout) -> typing.Callable[[object], object]:
+    """A validator of a float leaf's value: its decimals, within the scaled bounds."""
+    lo, hi = float_range(node)
+
+    def check(value: object) -> object:
+        n = scaled_value(value, node.places)
+        if n is None:
+            raise ValueError(f"{value!r} is not a number with at most {node.places} decimals")
+        if not lo <= n <= hi:
+            raise ValueError(f"{value!r} is outside the field's bounds")
+        return value
+
+    return check
+
+
 def _annotation(node: LayoutNode) -> object:
     t: object
     if isinstance(node, ObjectLayout):
@@ -371,6 +409,8 @@ def _annotation(node: LayoutNode) -> object:
         ]
     elif node.kind == "date":
         t = Annotated[StrictStr, AfterValidator(_date_check(node.ge, node.le))]
+    elif node.kind == "float":
+        t = Annotated[StrictInt | StrictFloat, AfterValidator(_float_check(node))]
     else:
         t = getattr(typing, "Literal")[node.choices]  # noqa: B009 - Literal of runtime values
     if node.nullable:
@@ -407,7 +447,7 @@ def _schema_check(schema: str) -> typing.Callable[[object], object]:
 class _VarSpec:
     name: str
     path: Path
-    kind: Literal["int", "bool", "str", "len", "strlen", "date", "datepart"]
+    kind: VarKind
     ge: int | None
     le: int | None
     choices: tuple[object, ...] | None
@@ -442,7 +482,8 @@ def _derive(layout: RootLayout, name: str, path: Path, kind: str) -> _VarSpec:
         if not isinstance(node, LeafLayout):
             raise IRError(f"variable {name!r}: {path_name(path)} is not a leaf")
         v = _leaf_var(name, path, node)
-        kind = "date" if v.kind == "date" and kind == "int" else kind  # the IR says "int"
+        if v.kind in ("date", "float") and kind == "int":
+            kind = v.kind  # the IR says "int" for both
     else:
         raise IRError(
             f"variable {name!r} is not named after its path: expected {path_name(path)!r}, "
@@ -465,6 +506,9 @@ def _leaf_var(name: str, path: Path, node: LeafLayout) -> _VarSpec:
     if node.kind == "date":
         ge, le = date_range(node)  # `_leaf` has checked the bounds are within the dates
         return _VarSpec(name, path, "date", ge, le, None, False, False)
+    if node.kind == "float":
+        ge, le = float_range(node)
+        return _VarSpec(name, path, "float", ge, le, None, False, False)
     choices = node.choices
     if all(isinstance(c, bool) for c in choices):
         return _VarSpec(name, path, "bool", None, None, choices, False, False)

@@ -50,7 +50,7 @@ _OPS: dict[int, str] = {
 
 
 class IRExportError(SpecError):
-    """A compiled formula uses a Z3 construct (or the layout a leaf) the IR cannot express."""
+    """A compiled formula uses a Z3 construct the IR cannot express."""
 
     code = "ir-export"
 
@@ -109,7 +109,9 @@ def _spec_to_ir(spec: CompiledSpec) -> JsonDict:
     for name in order:
         rec = spec.record(name)
         # the layout (and the name) tell a list's length from a str's, a date from an int
-        kind = {"strlen": "len", "date": "int", "datepart": "int"}.get(rec.kind, rec.kind)
+        kind = {"strlen": "len", "date": "int", "datepart": "int", "float": "int"}.get(
+            rec.kind, rec.kind
+        )
         variables.append({"name": name, "path": list(rec.path), "kind": kind})
     enc = _Encoder()
     roots: list[z3.ExprRef | None] = [formulas.get(f.name) for f in relation_factors]
@@ -150,11 +152,6 @@ def _layout(node: LayoutNode) -> JsonDict:
         }
     if isinstance(node, GrammarLayout):
         return {"type": "grammar", "schema": node.schema_dict}
-    if node.kind == "float":
-        raise IRExportError(
-            "the relation IR has no float leaves yet: a model whose relations read a float "
-            "runs on the embedded or local vLLM/SGLang engines, not through a remote server"
-        )
     out: JsonDict = {"type": "leaf", "kind": node.kind, "nullable": node.nullable}
     if node.ge is not None:
         out["ge"] = node.ge
@@ -166,6 +163,8 @@ def _layout(node: LayoutNode) -> JsonDict:
             out["max_length"] = node.max_length
     if node.kind == "enum":
         out["choices"] = list(node.choices)
+    if node.kind == "float":
+        out["places"] = node.places
     return out
 
 

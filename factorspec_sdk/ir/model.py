@@ -96,18 +96,21 @@ PathPart = Annotated[StrictStr | StrictInt, Field(union_mode="left_to_right")]
 class IRLeaf(BaseModel):
     """A scalar field: ``bool``, ``int`` (bounds), ``str`` (free text), ``enum`` (choices).
 
-    Or ``date`` (written ``YYYY-MM-DD``; its ``ge``/``le`` are ordinals, ``date.toordinal()``).
+    Or ``date`` (written ``YYYY-MM-DD``; its ``ge``/``le`` are ordinals, ``date.toordinal()``),
+    or ``float`` (fixed-point with at most ``places`` decimals; its ``ge``/``le`` bound the
+    scaled value ``x * 10**places``, and its variable is an int holding that value).
     """
 
     model_config = _STRICT
     type: Literal["leaf"]
-    kind: Literal["bool", "int", "str", "enum", "date"]
+    kind: Literal["bool", "int", "str", "enum", "date", "float"]
     nullable: bool = False
     ge: int | None = None
     le: int | None = None
     min_length: int = 0
     max_length: int | None = None
     choices: list[Scalar] = Field(default_factory=list)
+    places: int = 0
 
 
 class IRList(BaseModel):

@@ -56,7 +56,7 @@ def _value_at(layout: LayoutNode, data: object, path: Path) -> object:
 def record_facts(spec: CompiledSpec, data: object) -> tuple[Fact, ...]:
     """The oracle facts of a parsed record: every variable whose node exists in it."""
     from factorspec_sdk.relations.compiler import date_part_bounds
-    from factorspec_sdk.relations.layout import date_ordinal
+    from factorspec_sdk.relations.layout import LeafLayout, date_ordinal, node_at, scaled_value
 
     facts: list[Fact] = []
     names: set[str] = set()
@@ -84,6 +84,12 @@ def record_facts(spec: CompiledSpec, data: object) -> tuple[Fact, ...]:
                     facts.append((name, day))
                 elif (part := date_part_bounds(name)) is not None:
                     facts.append((name, getattr(dt.date.fromordinal(day), part[0])))
+        elif rec.kind == "float":
+            node = node_at(spec.layout, rec.path)
+            assert isinstance(node, LeafLayout)
+            n = scaled_value(value, node.places)
+            if n is not None:
+                facts.append((name, n))
         elif isinstance(value, (str, int, bool)):
             facts.append((name, value))
     return tuple(facts)

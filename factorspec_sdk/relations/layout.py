@@ -60,6 +60,7 @@ __all__ = [
     "decimal_pattern",
     "float_of",
     "float_range",
+    "scaled_value",
     "grammar_layout",
     "has_grammar",
     "length_name",
@@ -109,6 +110,20 @@ class Places:
 def float_of(scaled: int, places: int) -> float:
     """The float that the text of ``scaled / 10**places`` parses to (correctly rounded)."""
     return scaled / typing.cast(int, 10**places)
+
+
+def scaled_value(x: object, places: int) -> int | None:
+    """The scaled value ``n`` of a float leaf's value ``x`` (``float_of(n, places) == x``).
+
+    None when ``x`` is not a number with at most ``places`` decimals and 15 significant
+    digits (`FLOAT_LIMIT`), i.e. not a value the writer writes; a JSON integer counts.
+    """
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
+        return None
+    n = round(fractions.Fraction(x) * typing.cast(int, 10**places))
+    if abs(n) > FLOAT_LIMIT or float_of(n, places) != x:
+        return None
+    return n
 
 
 DATE_MIN = dt.date.min.toordinal()

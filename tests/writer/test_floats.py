@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field, TypeAdapter
 
 from factorspec_sdk import relation
 from factorspec_sdk.graph import compile_spec
+from factorspec_sdk.ir import RecordInvalidError, check_record, record_facts, spec_from_ir, to_ir
 from factorspec_sdk.relations.layout import FLOAT_LIMIT, LeafLayout, Places, float_of, node_at
 from factorspec_sdk.tokens.plan import Planner
 from factorspec_sdk.writer.automaton import Writer, WriterState
@@ -423,3 +424,22 @@ def test_random_receipts_are_valid_and_their_amounts_certain() -> None:
         text = random_record(planner, TOK, rng, close=0.5)
         r = receipt.Receipt.model_validate_json(text, context=receipt.SAMPLE_CONTEXT)
         assert (r.total, r.change) == (13.8, 6.2)
+
+
+def test_the_relation_ir_round_trips_floats() -> None:
+    spec = compile_spec(Split)
+    ir = to_ir(Split)
+    assert {v["name"]: v["kind"] for v in ir["variables"]} == {"a": "int", "b": "int"}
+    served = spec_from_ir(ir)
+    assert served.variables["b"].kind == "float"
+    assert {f.name for f in served.factors} == {f.name for f in spec.factors}
+    for s in (spec, served):  # a = 0.8: b within 0.0501 of 0.2
+        values = s.new_oracle().feasible_values((("a", 8),), "b", limit=200)
+        assert values == list(range(150, 251))
+    good, bad = '{"a": 0.8, "b": 0.175}', '{"a": 0.8, "b": 0.3}'
+    assert record_facts(served, {"a": 0.8, "b": 0.175}) == (("a", 8), ("b", 175))
+    check_record(served, good)
+    with pytest.raises(RecordInvalidError, match="relations"):
+        check_record(served, bad)
+    with pytest.raises(RecordInvalidError):
+        check_record(served, good.replace("0.175", "0.1751"))  # more decimals than places
