@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import decimal
 import enum
 from typing import Any
 
@@ -18,6 +17,7 @@ from factorspec_sdk.relations.layout import (
     ObjectLayout,
     build_layout,
     node_at,
+    scaled_value,
 )
 
 
@@ -125,10 +125,12 @@ def _decide(comp: RelationCompiler, formula: z3.BoolRef, instance: Any, info: Re
 
 
 def scaled(comp: RelationCompiler, path: tuple[str | int, ...], v: float) -> int:
-    """A float leaf's value as its scaled int (``repr`` is exact for 15 digits or fewer)."""
+    """A float leaf's value as its scaled int."""
     node = node_at(comp.layout, path)
     assert isinstance(node, LeafLayout)
-    return int(decimal.Decimal(repr(v)).scaleb(node.places))
+    n = scaled_value(v, node.places)
+    assert n is not None, (path, v)
+    return n
 
 
 def constants_of(e: z3.ExprRef) -> set[str]:
