@@ -51,8 +51,9 @@ SUPPORTED_CALLS = frozenset(
 SUPPORTED_METHODS = frozenset({"get", "keys", "values", "items", "count", "index"})
 """Methods a relation may call on constants (context values)."""
 
-DATE_CONSTRUCTORS = frozenset({"date", "timedelta"})
-"""``datetime.date`` and ``datetime.timedelta``, called by name or as ``dt.date(...)``."""
+DATE_CONSTRUCTORS = frozenset({"date", "timedelta", "Decimal"})
+"""``datetime.date``, ``datetime.timedelta`` and ``decimal.Decimal``, called by name or as
+``dt.date(...)``/``decimal.Decimal(...)`` (a ``Decimal`` of constants only)."""
 
 DATE_METHODS = frozenset({"weekday", "isoweekday", "toordinal", "total_seconds"})
 """Methods of dates and timedeltas a relation may call (on record values or constants)."""

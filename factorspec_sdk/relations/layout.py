@@ -116,11 +116,18 @@ def scaled_value(x: object, places: int) -> int | None:
     """The scaled value ``n`` of a float leaf's value ``x`` (``float_of(n, places) == x``).
 
     None when ``x`` is not a number with at most ``places`` decimals and 15 significant
-    digits (`FLOAT_LIMIT`), i.e. not a value the writer writes; a JSON integer counts.
+    digits (`FLOAT_LIMIT`), i.e. not a value the writer writes; a JSON integer counts, and a
+    ``Decimal`` counts when it is exactly ``n / 10**places``.
     """
+    scale = typing.cast(int, 10**places)
+    if isinstance(x, decimal.Decimal):  # a Decimal leaf's value: exactly n / 10**places
+        if not x.is_finite() or (fractions.Fraction(x) * scale).denominator != 1:
+            return None
+        n = int(fractions.Fraction(x) * scale)
+        return n if abs(n) <= FLOAT_LIMIT else None
     if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
         return None
-    n = round(fractions.Fraction(x) * typing.cast(int, 10**places))
+    n = round(fractions.Fraction(x) * scale)
     if abs(n) > FLOAT_LIMIT or float_of(n, places) != x:
         return None
     return n
@@ -187,6 +194,7 @@ class LeafLayout:
         choices: the values of an enum leaf (Literal values or Enum member values).
         enum_type: the Enum class, when the leaf is an Enum.
         places: decimal places of a float leaf.
+        decimal: the float leaf is a ``decimal.Decimal`` (exact arithmetic), not a float.
     """
 
     kind: LeafKind
@@ -198,6 +206,7 @@ class LeafLayout:
     choices: tuple[JsonScalar, ...] = ()
     enum_type: type[enum.Enum] | None = None
     places: int = 0
+    decimal: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -616,10 +625,10 @@ def _native(
     flat: list[object] = []
     for m in meta:  # Annotated[int, Field(ge=0)] nests a FieldInfo: unpack its metadata
         flat.extend(m.metadata if isinstance(m, FieldInfo) else [m])
-    if annotation is float:
+    if annotation is float or annotation is decimal.Decimal:
         if name not in floats:  # no relation reads it: the grammar writes any JSON number
             raise _NotNative
-        return _float_leaf(flat, nullable, fail)
+        return _float_leaf(flat, nullable, fail, annotation is decimal.Decimal)
     bound = _date_bound if annotation is dt.date else _int_bound
     for m in flat:
         if isinstance(m, annotated_types.Ge):
@@ -696,56 +705,86 @@ def _native(
 
 
 def _float_leaf(
-    meta: list[object], nullable: bool, fail: typing.Callable[[str], Exception]
+    meta: list[object],
+    nullable: bool,
+    fail: typing.Callable[[str], Exception],
+    decimal_type: bool,
 ) -> LeafLayout:
-    """A float a relation reads: fixed-point with `Places` decimals, its bounds scaled.
+    """A float or Decimal a relation reads: fixed-point, its bounds scaled.
 
-    A bound is kept exactly: ``ge=c`` becomes the least scaled value ``n`` whose float
-    (``n / 10**places``, as the text parses) is ``>= c``, and so on for the others.
+    A float has `Places` decimals (default `FLOAT_PLACES`); a Decimal its ``decimal_places``
+    (default `FLOAT_PLACES` too), and ``max_digits`` bounds its scaled value. A bound is kept
+    exactly: ``ge=c`` becomes the least scaled value ``n`` whose value (a float's: the
+    double ``n / 10**places`` parses to; a Decimal's: ``n / 10**places`` itself) is
+    ``>= c``, and so on for the others.
     """
     places = FLOAT_PLACES
-    lower: list[tuple[float, bool]] = []  # (bound, strict)
-    upper: list[tuple[float, bool]] = []
+    digits: int | None = None
+    lower: list[tuple[fractions.Fraction | None, bool]] = []  # (bound, strict)
+    upper: list[tuple[fractions.Fraction | None, bool]] = []
+
+    def exact(c: object) -> fractions.Fraction | None:
+        """A bound's exact value (None: an infinite one, no bound)."""
+        x = c if decimal_type and isinstance(c, decimal.Decimal) else float(c)  # type: ignore[arg-type]
+        if x != x:  # NaN
+            raise _NotNative
+        return fractions.Fraction(x) if math.isfinite(x) else None
+
     for m in meta:
-        if isinstance(m, Places):
+        if isinstance(m, Places) and not decimal_type:
             places = m.places
         elif isinstance(m, annotated_types.Ge):
-            lower.append((float(m.ge), False))  # type: ignore[arg-type]
+            lower.append((exact(m.ge), False))
         elif isinstance(m, annotated_types.Gt):
-            lower.append((float(m.gt), True))  # type: ignore[arg-type]
+            lower.append((exact(m.gt), True))
         elif isinstance(m, annotated_types.Le):
-            upper.append((float(m.le), False))  # type: ignore[arg-type]
+            upper.append((exact(m.le), False))
         elif isinstance(m, annotated_types.Lt):
-            upper.append((float(m.lt), True))  # type: ignore[arg-type]
+            upper.append((exact(m.lt), True))
+        elif decimal_type and type(m).__name__ == "_PydanticGeneralMetadata":
+            for key, value in vars(m).items():
+                if key == "decimal_places" and value is not None:
+                    places = value
+                elif key == "max_digits" and value is not None:
+                    digits = value
+                elif value is not None:
+                    raise _NotNative
         elif type(m).__name__ == "Strict" or m is None:
             continue
         else:  # multiple_of, allow_inf_nan...: the grammar keeps the keyword
             raise _NotNative
-    lo, hi = -FLOAT_LIMIT, FLOAT_LIMIT
-    for c, strict in lower:
-        lo = max(lo, _least_scaled(c, strict, places))
-    for c, strict in upper:
-        hi = min(hi, -_least_scaled(-c, strict, places))
-    if hi < lo:
-        raise fail(f"no float with {places} decimal places lies within its bounds")
-    return LeafLayout("float", nullable=nullable, ge=lo, le=hi, places=places)
-
-
-def _least_scaled(c: float, strict: bool, places: int) -> int:
-    """The least ``n`` with ``float_of(n, places) > c`` (strict) or ``>= c``, clamped.
-
-    ``-_least_scaled(-c, ...)`` is the greatest ``n`` with its float ``< c`` / ``<= c``
-    (negation is exact on floats and on the scaled texts alike).
-    """
-    if math.isnan(c):
+    if not 0 <= places <= 12 or (digits is not None and digits < places):
         raise _NotNative
-    if math.isinf(c):
-        return -FLOAT_LIMIT - 1 if c < 0 else FLOAT_LIMIT + 1
-    n = math.floor(fractions.Fraction(c) * typing.cast(int, 10**places))  # exact
+    lo, hi = -FLOAT_LIMIT, FLOAT_LIMIT
+    if digits is not None:  # at most `digits` digits: Pydantic counts the scaled value's
+        lo, hi = max(lo, 1 - 10**digits), min(hi, 10**digits - 1)
+    for c, strict in lower:
+        if c is not None:
+            lo = max(lo, _least_scaled(c, strict, places, decimal_type))
+    for c, strict in upper:
+        if c is not None:
+            hi = min(hi, -_least_scaled(-c, strict, places, decimal_type))
+    if hi < lo:
+        raise fail(f"no value with {places} decimal places lies within its bounds")
+    return LeafLayout("float", nullable=nullable, ge=lo, le=hi, places=places, decimal=decimal_type)
+
+
+def _least_scaled(c: fractions.Fraction, strict: bool, places: int, decimal_type: bool) -> int:
+    """The least ``n`` whose value is ``> c`` (strict) or ``>= c``, clamped to the limit.
+
+    ``-_least_scaled(-c, ...)`` is the greatest ``n`` with its value ``< c`` / ``<= c``
+    (negation is exact on floats, Decimals and the scaled texts alike).
+    """
+    scale = typing.cast(int, 10**places)
+    n = math.floor(c * scale)
     n = max(min(n, FLOAT_LIMIT + 1), -FLOAT_LIMIT - 2)
 
     def holds(k: int) -> bool:
-        x = float_of(k, places)
+        x = (
+            fractions.Fraction(k, scale)
+            if decimal_type
+            else fractions.Fraction(float_of(k, places))
+        )
         return x > c if strict else x >= c
 
     while n > -FLOAT_LIMIT - 1 and holds(n - 1):

@@ -8,6 +8,7 @@ edge in decimals, ties of ``round``, long fractions (six places) and constants s
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Annotated, Any
 
 import pytest
@@ -186,14 +187,136 @@ class _Pair(BaseModel):
     ],
 )
 def test_float_constructs_rounding_could_decide_are_refused(body: str, construct: str) -> None:
+    error = _refused(_Pair, body)
+    assert error.construct == construct
+    assert "M.r" in str(error)
+
+
+def _refused(base: type[BaseModel], body: str) -> RelationDefinitionError:
+    """The error of compiling ``base`` with one relation ``return body`` (from a real file)."""
     namespace: dict[str, Any] = {}
-    source = f"class M(_Pair):\n    @relation\n    def r(self) -> bool:\n        return {body}\n"
-    path = f"/tmp/_factorspec_float_{abs(hash(body))}.py"
+    source = f"class M(_Base):\n    @relation\n    def r(self) -> bool:\n        return {body}\n"
+    path = f"/tmp/_factorspec_numbers_{abs(hash((base.__name__, body)))}.py"
     with open(path, "w") as f:
         f.write(source)
-    code = compile(source, path, "exec")
-    exec(code, {"_Pair": _Pair, "relation": relation}, namespace)
+    scope = {"_Base": base, "relation": relation, "Decimal": Decimal}
+    exec(compile(source, path, "exec"), scope, namespace)
     with pytest.raises(RelationDefinitionError) as err:
         compile_spec(namespace["M"])
-    assert err.value.construct == construct
-    assert "M.r" in str(err.value)
+    return err.value
+
+
+# ------------------------------------------------------------------ Decimal
+
+TOL = Decimal("0.005")
+HALF = Decimal("0.5")
+
+
+class Bill(BaseModel):
+    unit: Annotated[Decimal, Field(max_digits=8, decimal_places=2, ge=0)]
+    qty: int = Field(ge=0, le=20)
+    amount: Annotated[Decimal, Field(max_digits=10, decimal_places=2)]
+    rate: Annotated[Decimal, Field(max_digits=5, decimal_places=4, ge=0, le=1)]
+    tax: Annotated[Decimal, Field(max_digits=10, decimal_places=2, ge=0)]
+
+    @relation
+    def amount_exact(self) -> bool:
+        return self.amount == self.unit * self.qty
+
+    @relation
+    def tax_half_even(self) -> bool:
+        return self.tax == round(self.amount * self.rate, 2)
+
+    @relation
+    def tolerance(self) -> bool:
+        return abs(self.amount - self.unit * self.qty) < TOL and -self.tax <= 0
+
+    @relation
+    def quarter(self) -> bool:
+        return self.amount / 4 >= self.unit or round(self.rate) == 1
+
+    @relation
+    def against_a_float(self) -> bool:
+        return self.rate > 0.1 or self.rate == 0.25 or self.unit == 0
+
+    @relation
+    def extremes(self) -> bool:
+        return max(self.unit, self.amount) >= 10 and min(self.rate, HALF) < Decimal("0.3")
+
+    @relation
+    def summed(self) -> bool:
+        return sum([self.unit, self.tax, self.qty]) > 20
+
+    @relation
+    def mixed_raises(self) -> bool:
+        return self.qty == 3 or self.rate * 1.5 > 0  # Decimal * float: TypeError
+
+    @relation
+    def truth(self) -> bool:
+        return bool(self.tax) or self.unit > self.rate
+
+
+_CENTS = st.one_of(st.integers(0, 99999), st.sampled_from([0, 1, 5, 50, 125, 250, 1000]))
+_RATE = st.one_of(st.integers(0, 10000), st.sampled_from([0, 1000, 1001, 2500, 5000, 9999]))
+
+
+@st.composite
+def _bills(draw: st.DrawFn) -> dict[str, Any]:
+    unit, qty, rate = draw(_CENTS), draw(st.integers(0, 20)), draw(_RATE)
+    amount = draw(st.one_of(st.just(unit * qty), st.integers(-100, 10**6)))
+    exact_tax = (Decimal(amount) / 100 * Decimal(rate) / 10000).quantize(Decimal("0.01"))
+    tax = draw(st.one_of(st.just(int(exact_tax * 100)), st.integers(0, 10**5)))
+    return {
+        "unit": Decimal(unit).scaleb(-2),
+        "qty": qty,
+        "amount": Decimal(amount).scaleb(-2),
+        "rate": Decimal(rate).scaleb(-4),
+        "tax": Decimal(tax).scaleb(-2),
+    }
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(data=_bills())
+def test_compiled_decimal_relations_agree_with_python(data: dict[str, Any]) -> None:
+    assert_agree(Bill, None, data)
+
+
+def test_every_decimal_relation_is_seen_both_true_and_false() -> None:
+    seen: dict[str, set[bool]] = {}
+    for unit, qty, amount, rate, tax in [
+        (1250, 4, 5000, 2500, 1250),
+        (1250, 4, 5001, 1000, 0),
+        (0, 3, 0, 0, 0),
+        (99, 1, 99, 5000, 50),  # 0.495 rounds half to even: 0.50? no, 0.49|5 -> 0.50
+        (101, 1, 101, 5000, 50),  # 0.505 -> 0.50 (half to even)
+        (2000, 20, 40000, 10000, 40000),
+        (5, 2, 10, 1001, 0),
+    ]:
+        data = {
+            "unit": Decimal(unit).scaleb(-2),
+            "qty": qty,
+            "amount": Decimal(amount).scaleb(-2),
+            "rate": Decimal(rate).scaleb(-4),
+            "tax": Decimal(tax).scaleb(-2),
+        }
+        assert_agree(Bill, None, data, seen)
+    both = {name for name, truths in seen.items() if truths == {True, False}}
+    assert both == set(seen), {n: t for n, t in seen.items() if n not in both}
+
+
+@pytest.mark.parametrize(
+    ("body", "construct"),
+    [
+        ("self.d / 3 > 1", "Decimal division"),
+        ("self.d == self.f", "comparison of a Decimal with a float"),
+        ("self.d * self.d * self.d * self.d > 1", "Decimal arithmetic beyond 28 digits"),
+        ("Decimal(self.f) > self.d", "Decimal() of record values"),
+    ],
+)
+def test_decimal_constructs_that_could_round_are_refused(body: str, construct: str) -> None:
+    assert _refused(_Mixed, body).construct == construct
+
+
+class _Mixed(BaseModel):
+    d: Annotated[Decimal, Field(max_digits=12, decimal_places=6)]
+    f: float = Field(ge=0, le=1)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
+from decimal import Decimal
 from typing import Annotated
 
 import numpy as np
@@ -443,3 +444,24 @@ def test_the_relation_ir_round_trips_floats() -> None:
         check_record(served, bad)
     with pytest.raises(RecordInvalidError):
         check_record(served, good.replace("0.175", "0.1751"))  # more decimals than places
+
+
+class Change(BaseModel):
+    due: Annotated[Decimal, Field(max_digits=2, decimal_places=1, ge=0)]
+    paid: Annotated[Decimal, Field(max_digits=3, decimal_places=1, ge=0)]
+
+    @relation
+    def half_over(self) -> bool:
+        return self.paid - self.due == Decimal(1) / 2
+
+
+def test_the_writer_writes_decimals_as_pydantic_reads_them() -> None:
+    writer = Writer(compile_spec(Change))
+    got = sorted(_completions(writer, writer.start()))
+    want = sorted(
+        f'{{"due": {fixed_text(n, 1)}, "paid": {fixed_text(n + 5, 1)}}}' for n in range(100)
+    )
+    assert got == want
+    for text in got:
+        record = Change.model_validate_json(text)
+        assert record.paid - record.due == Decimal("0.5")

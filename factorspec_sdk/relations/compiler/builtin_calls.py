@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import builtins
 import datetime as dt
+import decimal
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, cast
 
@@ -75,7 +76,7 @@ CallRule = Callable[["RelationCompiler", list[V], dict[str, V], ast.AST], R]
 def _e_call(cx: RelationCompiler, node: ast.Call, scope: Scope) -> R:
     fn = cx.eval(node.func, scope)
     f = fn.value
-    if not isinstance(f, SFunc) and f not in (dt.date, dt.timedelta):
+    if not isinstance(f, SFunc) and f not in (dt.date, dt.timedelta, decimal.Decimal):
         name = ast.unparse(node.func)
         cx.fail(f"call to {name}()", "this function cannot be compiled", node)
     args, arg_oks = eval_each(cx, node.args, scope)
@@ -88,7 +89,14 @@ def _e_call(cx: RelationCompiler, node: ast.Call, scope: Scope) -> R:
         kwargs[kw.arg] = r.value
         oks.append(r.ok)
     cx.node = node
-    if not isinstance(f, SFunc):
+    if f is decimal.Decimal:
+        if any(is_sym(a) for a in [*args, *kwargs.values()]):
+            cx.fail("Decimal() of record values", "Decimal() takes constants only", node)
+        try:
+            out = R(decimal.Decimal(*args, **kwargs))  # type: ignore[arg-type]
+        except Exception:
+            out = R(UNDEF, False)
+    elif not isinstance(f, SFunc):
         out = date_call(cx, cast(type, f), args, kwargs, node)
     else:
         out = _call(cx, f, args, kwargs, node)

@@ -1,4 +1,15 @@
-"""The float value kind: ``float`` fields and float arithmetic, with Python's IEEE-754 results.
+"""The number kinds ``float`` and ``Decimal``: fields and arithmetic, with Python's results.
+
+**Decimal** (a ``decimal.Decimal`` leaf, or a Decimal constant) is exact rational arithmetic,
+as Python's is while a result keeps at most the context's 28 significant digits: ``+ - *``,
+``sum``, ``abs``, ``min``/``max``, comparisons (with ints, Decimals and, exactly, float
+constants), ``round(x)`` and ``round(x, n)`` half to even, ``/`` by a constant whose
+quotients are finite decimals. A result that could need more than 28 digits, a division that
+could round, and a comparison of a Decimal with a float *field* (Python compares the float's
+binary value) are refused; Decimal with float arithmetic raises ``TypeError`` in Python, which
+means "violated".
+
+**float**: Python's IEEE-754 results.
 
 A float leaf is written as fixed-point text with at most ``places`` decimals (`Places`), so
 its exact decimal value is ``n / 10**places`` for an Int variable ``n``; Python holds the
@@ -9,7 +20,7 @@ term), a bound ``mag`` on ``|R|``, a bound ``err`` on how far Python's double ca
 
 Why not Z3's floating-point theory: it is exact, but bit-blasting a double's ``*`` and ``+``
 made a three-item receipt take 22 s for one check and over 120 s for the next (measured with
-z3 4.x on this machine), where the oracle asks hundreds per record. Instead every outcome is
+z3-solver 5.4 on this machine), where the oracle asks hundreds per record. Instead every outcome is
 *proved* equal to the rational one, per operation, at compile time, and a relation whose
 outcome the proof cannot settle is refused with `RelationDefinitionError`, never
 approximated:
@@ -39,18 +50,19 @@ approximated:
 - ``sum`` folds ``+`` in order, with the recursive-summation bound plus ``2u`` of the total
   magnitude as slack, which also covers Python 3.12's compensated ``sum``.
 
-Anything else on floats (``//``, ``%``, ``**``, ``/`` by a record value, ``math`` functions,
-membership, truth of a computed float) raises `RelationDefinitionError` naming the construct.
+Anything else on floats and Decimals (``//``, ``%``, ``**``, ``/`` by a record value, ``math``
+functions, truth of a computed float) raises `RelationDefinitionError` naming the construct.
 """
 
 from __future__ import annotations
 
 import ast
+import decimal
 import math
 import struct
 from fractions import Fraction
 from math import lcm
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Literal, cast
 
 import z3
 
@@ -87,17 +99,25 @@ _INT_BOUND = 10**18
 
 
 def float_leaf(cx: RelationCompiler, path: Path, node: LeafLayout) -> SFloat:
-    """The scaled Int variable of a float leaf: ``fl(n / 10**places)``."""
+    """The scaled Int variable of a float leaf (``fl(n / 10**places)``) or a Decimal leaf."""
     lo, hi = float_range(node)
     n = cast(z3.ArithRef, cx.var(path, "float", ge=lo, le=hi).term)
     mag = Fraction(max(abs(lo), abs(hi)), 10**node.places)
+    if node.decimal:
+        return SFloat(n, 10**node.places, mag, Fraction(0), True, "decimal")
     return SFloat(n, 10**node.places, mag, mag * _U + _ETA, True)
 
 
-def _const(c: float | int) -> SFloat:
-    """A Python number in float arithmetic: the double it converts to, exactly."""
-    q = Fraction(float(c))  # Python's int -> float conversion (exact below 2**53)
-    return SFloat(z3.IntVal(q.numerator), q.denominator, abs(q), Fraction(0), True)
+def _const(c: float | int | decimal.Decimal) -> SFloat:
+    """A Python number: a float or a Decimal exactly, an int as the float it converts to."""
+    if isinstance(c, decimal.Decimal):
+        q = Fraction(c)
+        return SFloat(z3.IntVal(q.numerator), q.denominator, abs(q), Fraction(0), True, "decimal")
+    if isinstance(c, float):
+        q = Fraction(c)
+        return SFloat(z3.IntVal(q.numerator), q.denominator, abs(q), Fraction(0), True)
+    err = Fraction(0) if abs(c) <= _EXACT_INT else abs(c) * _U  # int -> float rounds above
+    return SFloat(z3.IntVal(c), 1, Fraction(abs(c)), err, err == 0, "int")
 
 
 def _int_bound(cx: RelationCompiler, t: z3.ExprRef) -> int:
@@ -125,20 +145,46 @@ def as_float(cx: RelationCompiler, v: V) -> SFloat | None:
     """``v`` as a float operand (an `SFloat`, a Python number, an Int/Bool term), or None."""
     if isinstance(v, SFloat):
         return v
-    if isinstance(v, (bool, int, float)):
+    if isinstance(v, (bool, int, float, decimal.Decimal)):
+        if isinstance(v, decimal.Decimal) and not v.is_finite():
+            return None
         if isinstance(v, float) and not math.isfinite(v):
             return None
-        return _const(v)
+        return _const(int(v) if isinstance(v, bool) else v)
     t = as_int_term(v)
     if t is None or isinstance(t, int):
         return None if t is None else _const(t)
     bound = _int_bound(cx, t)
     err = Fraction(0) if bound <= _EXACT_INT else bound * _U
-    return SFloat(t, 1, Fraction(bound), err, err == 0)
+    return SFloat(t, 1, Fraction(bound), err, err == 0, "int")
 
 
 def _is_float(v: V) -> bool:
-    return isinstance(v, (SFloat, float))
+    return isinstance(v, (SFloat, float, decimal.Decimal))
+
+
+def _kind(x: SFloat, y: SFloat) -> Literal["float", "decimal", "int"] | None:
+    """The kind of ``x op y``; None when Python raises ``TypeError`` (Decimal with float)."""
+    kinds = {x.kind, y.kind}
+    if kinds == {"float", "decimal"}:
+        return None
+    return "decimal" if "decimal" in kinds else "float" if "float" in kinds else "int"
+
+
+_DECIMAL_DIGITS = 10**28
+"""Python's default Decimal context keeps 28 significant digits."""
+
+
+def _exact_decimal(cx: RelationCompiler, x: SFloat, node: ast.AST) -> SFloat:
+    """A Decimal result: exact while its scaled value has at most 28 digits, else refused."""
+    if x.mag * x.den >= _DECIMAL_DIGITS:
+        cx.fail(
+            "Decimal arithmetic beyond 28 digits",
+            f"{ast.unparse(node)}: the result can have more than the 28 significant digits "
+            "of Python's Decimal context, which rounds it; bound the fields (max_digits)",
+            node,
+        )
+    return SFloat(x.num, x.den, x.mag, Fraction(0), True, "decimal")
 
 
 def _scaled(x: SFloat, den: int) -> z3.ArithRef:
@@ -178,12 +224,14 @@ def arith_floats(
     x, y = as_float(cx, a), as_float(cx, b)
     if x is None or y is None:
         cx.fail("float arithmetic", f"{ast.unparse(node)}: a float with a non-number", node)
-    if op is ast.Add:
-        return R(_add(x, y, 1), ok)
-    if op is ast.Sub:
-        return R(_add(x, y, -1), ok)
-    if op is ast.Mult:
-        return R(_mul(x, y), ok)
+    kind = _kind(x, y)
+    if kind is None:
+        return R(UNDEF, False)  # TypeError: a Decimal and a float do not mix
+    if op in (ast.Add, ast.Sub, ast.Mult):
+        out = _add(x, y, 1 if op is ast.Add else -1) if op is not ast.Mult else _mul(x, y)
+        if kind == "decimal":
+            return R(_exact_decimal(cx, out, node), ok)
+        return R(out, ok)
     cx.fail(
         "float arithmetic",
         f"{ast.unparse(node)}: on floats, relations support + - * (and / by a constant, "
@@ -193,24 +241,42 @@ def arith_floats(
 
 
 def divide_float(cx: RelationCompiler, a: V, b: V, ok: Cond, node: ast.AST) -> R:
-    """``a / b`` (true division, a float in Python) for a non-zero constant ``b``."""
+    """``a / b`` (true division: a float, or a Decimal) for a non-zero constant ``b``."""
     x = as_float(cx, a)
-    if isinstance(b, bool) or not isinstance(b, (int, float)) or x is None:
+    if isinstance(b, bool) or not isinstance(b, (int, float, decimal.Decimal)) or x is None:
         cx.fail(
             "true division (/)",
-            f"{ast.unparse(node)}: / is supported by a constant number only (its result "
-            "is a float)",
+            f"{ast.unparse(node)}: / is supported by a constant number only",
             node,
         )
+    y = _const(b)
+    kind = _kind(x, y)
+    if kind is None:
+        return R(UNDEF, False)  # TypeError: a Decimal and a float do not mix
     if b == 0:
-        return R(UNDEF, False)  # ZeroDivisionError
-    c = Fraction(float(b))
+        return R(UNDEF, False)  # ZeroDivisionError (decimal.DivisionByZero)
+    c = Fraction(b) if kind == "decimal" else Fraction(float(b))
     num = x.num * (c.denominator if c > 0 else -c.denominator)
+    den = x.den * abs(c.numerator)
     mag = x.mag / abs(c)
+    if kind == "decimal":
+        rest = abs(c.numerator)
+        for p in (2, 5):
+            while rest % p == 0:
+                rest //= p
+        if rest != 1:
+            cx.fail(
+                "Decimal division",
+                f"{ast.unparse(node)}: the quotient can have more digits than Python's "
+                "Decimal context keeps (it rounds to 28); divide by a product of 2s and 5s "
+                "(2, 4, 5, 10, 100...) or multiply instead",
+                node,
+            )
+        out = SFloat(cast(z3.ArithRef, num), den, mag, Fraction(0), True, "decimal")
+        return R(_exact_decimal(cx, out, node), ok)
     carried = x.err / abs(c)
-    exact = x.err == 0
     err = carried + _rounding(mag, carried)
-    return R(SFloat(cast(z3.ArithRef, num), x.den * abs(c.numerator), mag, err, exact), ok)
+    return R(SFloat(cast(z3.ArithRef, num), den, mag, err, x.err == 0), ok)
 
 
 def neg_abs_float(x: SFloat, absolute: bool) -> SFloat:
@@ -219,7 +285,7 @@ def neg_abs_float(x: SFloat, absolute: bool) -> SFloat:
         num = cast(z3.ArithRef, z3.If(x.num >= 0, x.num, -x.num))
     else:
         num = cast(z3.ArithRef, -x.num)
-    return SFloat(num, x.den, x.mag, x.err, x.rounded)
+    return SFloat(num, x.den, x.mag, x.err, x.rounded, x.kind)
 
 
 def _digits15(x: SFloat) -> bool:
@@ -277,8 +343,15 @@ def order_floats(
         if op in (ast.Eq, ast.NotEq):
             return op is ast.NotEq  # a float never equals a str, a date, None...
         cx.fail("float comparison", f"{ast.unparse(node)}: a float with a non-number", node)
-    if x.err == 0 and y.err == 0:  # both doubles are their R exactly
+    if x.err == 0 and y.err == 0:  # both are their R exactly (Python compares exactly)
         return _exact_cmp(op, x, y)
+    if {x.kind, y.kind} == {"float", "decimal"}:  # Decimal('0.1') != 0.1 in Python
+        cx.fail(
+            "comparison of a Decimal with a float",
+            f"{ast.unparse(node)}: Python compares the Decimal with the float's exact binary "
+            "value; give both fields the same type",
+            node,
+        )
     const = _constant(a), _constant(b)
     if const[0] is not None or const[1] is not None:
         v, q, flipped = (y, const[0], True) if const[0] is not None else (x, const[1], False)
@@ -349,6 +422,9 @@ def ite_floats(cx: RelationCompiler, c: Cond, a: V, b: V) -> SFloat | None:
     x, y = as_float(cx, a), as_float(cx, b)
     if x is None or y is None:
         return None
+    kinds = {x.kind, y.kind}
+    if kinds == {"float", "decimal"}:
+        return None  # a choice between a float and a Decimal stays a choice
     den = lcm(x.den, y.den)
     num = mk_ite(c, _scaled(x, den), _scaled(y, den))
     return SFloat(
@@ -357,6 +433,7 @@ def ite_floats(cx: RelationCompiler, c: Cond, a: V, b: V) -> SFloat | None:
         max(x.mag, y.mag),
         max(x.err, y.err),
         x.rounded and y.rounded,
+        "decimal" if "decimal" in kinds else "float" if "float" in kinds else "int",
     )
 
 
@@ -375,6 +452,13 @@ def minmax_floats(
         if best is None:
             best, seen = x, present
             continue
+        kind = _kind(x, best)
+        if kind is None:
+            cx.fail(
+                "min/max of Decimals and floats",
+                f"{ast.unparse(node)}: give the values one type",
+                node,
+            )
         den = lcm(x.den, best.den)
         a, b = _scaled(x, den), _scaled(best, den)
         better = a < b if is_min else a > b
@@ -388,6 +472,7 @@ def minmax_floats(
             max(x.mag, best.mag),
             err,
             exact,
+            kind,
         )
         seen = OR(seen, present)
     return best
@@ -408,10 +493,18 @@ def sum_floats(
         if x is None:
             cx.fail("sum of floats", f"{ast.unparse(node)}: a float with a non-number", node)
         if present is not True:
-            x = SFloat(cast(z3.ArithRef, mk_ite(present, x.num, 0)), x.den, x.mag, x.err, x.rounded)
-        total = _add(total, x, 1) if not (n == 0 and _zero(total)) else x
+            num = cast(z3.ArithRef, mk_ite(present, x.num, 0))
+            x = SFloat(num, x.den, x.mag, x.err, x.rounded, x.kind)
+        kind = _kind(total, x)
+        if kind is None:
+            cx.fail("sum of Decimals and floats", f"{ast.unparse(node)}: give them one type", node)
+        if n == 0 and _zero(total):  # Python's sum starts at int 0: 0 + x is x exactly
+            total = SFloat(x.num, x.den, x.mag, x.err, x.rounded, kind)
+        else:
+            total = _add(total, x, 1)
+            total = _exact_decimal(cx, total, node) if kind == "decimal" else total
         n += 1
-    if n >= 2:
+    if n >= 2 and total.kind != "decimal":  # slack for Python 3.12's compensated sum
         total = SFloat(total.num, total.den, total.mag, total.err + 2 * _U * total.mag, False)
     return total
 
@@ -420,22 +513,40 @@ def _zero(x: SFloat) -> bool:
     return bool(z3.is_int_value(x.num)) and int(cast(z3.IntNumRef, x.num).as_long()) == 0
 
 
+def _half_even(num: z3.ArithRef, den: int) -> z3.ArithRef:
+    """``num / den`` rounded half to even, as an Int term (``den > 0``)."""
+    if den == 1:
+        return num
+    q = cast(z3.ArithRef, num / den)  # Z3's integer division floors for a positive divisor
+    r = num - q * den  # 0 <= r < den
+    up = OR(2 * r > den, AND(2 * r == den, q % 2 == 1))
+    return cast(z3.ArithRef, q + z3.If(up, 1, 0))
+
+
 def round_float(cx: RelationCompiler, v: V, ndigits: V, node: ast.AST) -> V | None:
-    """``round(x)`` (an int) or ``round(x, n)`` (a float) of a float; None for a non-float."""
+    """``round(x)`` (an int) or ``round(x, n)`` of a float or Decimal; None for others.
+
+    A Decimal rounds exactly, half to even (``Decimal.__round__``); a float as the module
+    docstring says.
+    """
     if not isinstance(v, SFloat):
         return None
+    if ndigits is not None and (
+        isinstance(ndigits, bool) or not isinstance(ndigits, int) or ndigits < 0
+    ):
+        cx.fail("round() of a float", "round(x, n) needs a constant n >= 0", node)
+    scale: int = cast(int, 10 ** (ndigits or 0))
+    out: V
+    if v.kind == "decimal":
+        q = _half_even(cast(z3.ArithRef, v.num * scale), v.den)
+        out = q if ndigits is None else SFloat(q, scale, v.mag + 1, Fraction(0), True, "decimal")
+        return out
     if ndigits is None:
         if not v.rounded or v.err * 2 * v.den >= 1:
             _unround(cx, node)
-        q = cast(z3.ArithRef, v.num / v.den if v.den > 1 else v.num)  # floor: den > 0
-        r = v.num - q * v.den  # 0 <= r < den
-        up = OR(2 * r > v.den, AND(2 * r == v.den, q % 2 == 1))
-        out: V = q + z3.If(up, 1, 0)
+        out = _half_even(v.num, v.den)
         return out
-    if isinstance(ndigits, bool) or not isinstance(ndigits, int) or ndigits < 0:
-        cx.fail("round() of a float", "round(x, n) needs a constant n >= 0", node)
-    step = Fraction(1, 10**ndigits)
-    if (10**ndigits) % v.den != 0 or v.err >= step / 2:
+    if scale % v.den != 0 or v.err >= Fraction(1, 2 * scale):
         _unround(cx, node)
     return SFloat(v.num, v.den, v.mag, v.mag * _U + _ETA, True)
 

@@ -16,7 +16,7 @@ import enum
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TypeAlias
+from typing import Literal, TypeAlias
 
 import z3
 
@@ -91,6 +91,8 @@ class SFloat:
         mag: a bound on ``|num / den|``.
         err: a bound on how far Python's double is from ``num / den``.
         rounded: Python's double is exactly ``num / den`` rounded to the nearest double.
+        kind: ``float``, ``decimal`` (a ``Decimal``: exact, ``err`` is 0) or ``int`` (an int
+            in float or Decimal arithmetic, which takes the other operand's kind).
     """
 
     num: z3.ArithRef
@@ -98,6 +100,7 @@ class SFloat:
     mag: Fraction
     err: Fraction
     rounded: bool
+    kind: Literal["float", "decimal", "int"] = "float"
 
 
 @dataclass(frozen=True, slots=True, eq=False)
