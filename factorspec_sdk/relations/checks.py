@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DATE_CONSTRUCTORS",
+    "NUMBER_FUNCTIONS",
     "DATE_METHODS",
     "SUPPORTED_CALLS",
     "SUPPORTED_METHODS",
@@ -54,6 +55,9 @@ SUPPORTED_METHODS = frozenset({"get", "keys", "values", "items", "count", "index
 DATE_CONSTRUCTORS = frozenset({"date", "timedelta", "Decimal"})
 """``datetime.date``, ``datetime.timedelta`` and ``decimal.Decimal``, called by name or as
 ``dt.date(...)``/``decimal.Decimal(...)`` (a ``Decimal`` of constants only)."""
+
+NUMBER_FUNCTIONS = frozenset({"isclose"})
+"""``math.isclose``, called by name or as ``math.isclose(...)``."""
 
 DATE_METHODS = frozenset({"weekday", "isoweekday", "toordinal", "total_seconds"})
 """Methods of dates and timedeltas a relation may call (on record values or constants)."""
@@ -219,10 +223,11 @@ def _check_expr(info: RelationInfo, node: ast.expr) -> None:
         if isinstance(sub, ast.Call):
             f = sub.func
             if isinstance(f, ast.Name):
-                if f.id not in SUPPORTED_CALLS | DATE_CONSTRUCTORS:
+                if f.id not in SUPPORTED_CALLS | DATE_CONSTRUCTORS | NUMBER_FUNCTIONS:
                     _fail(info, sub, f"call to {f.id}()", "only the supported builtins")
             elif isinstance(f, ast.Attribute):
-                if f.attr not in SUPPORTED_METHODS | DATE_METHODS | DATE_CONSTRUCTORS:
+                allowed = SUPPORTED_METHODS | DATE_METHODS | DATE_CONSTRUCTORS | NUMBER_FUNCTIONS
+                if f.attr not in allowed:
                     _fail(
                         info,
                         sub,

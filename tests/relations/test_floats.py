@@ -8,6 +8,7 @@ edge in decimals, ties of ``round``, long fractions (six places) and constants s
 
 from __future__ import annotations
 
+import math
 from decimal import Decimal
 from typing import Annotated, Any
 
@@ -36,6 +37,12 @@ class Receipt(BaseModel):
     @relation
     def to_the_cent(self) -> bool:
         return abs(self.total - sum(i.price * i.quantity for i in self.items)) < 0.005
+
+    @relation
+    def close_enough(self) -> bool:
+        return math.isclose(
+            self.total, sum(i.price * i.quantity for i in self.items), abs_tol=0.005
+        )
 
     @relation
     def rounded_total(self) -> bool:
@@ -184,6 +191,8 @@ class _Pair(BaseModel):
         ("self.a // 2 > 0", "float arithmetic"),
         ("self.a / self.b > 0", "true division (/)"),
         ("bool(self.a - self.b)", "truth of a computed float"),
+        ("math.isclose(self.a, self.b)", "math.isclose() decided by rounding"),
+        ("math.isclose(self.a, self.b, abs_tol=0.01)", "math.isclose() decided by rounding"),
     ],
 )
 def test_float_constructs_rounding_could_decide_are_refused(body: str, construct: str) -> None:
@@ -199,7 +208,7 @@ def _refused(base: type[BaseModel], body: str) -> RelationDefinitionError:
     path = f"/tmp/_factorspec_numbers_{abs(hash((base.__name__, body)))}.py"
     with open(path, "w") as f:
         f.write(source)
-    scope = {"_Base": base, "relation": relation, "Decimal": Decimal}
+    scope = {"_Base": base, "relation": relation, "Decimal": Decimal, "math": math}
     exec(compile(source, path, "exec"), scope, namespace)
     with pytest.raises(RelationDefinitionError) as err:
         compile_spec(namespace["M"])

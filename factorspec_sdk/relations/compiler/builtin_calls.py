@@ -13,6 +13,7 @@ import ast
 import builtins
 import datetime as dt
 import decimal
+import math
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, cast
 
@@ -27,6 +28,7 @@ from factorspec_sdk.relations.compiler.dates import (
     date_method,
 )
 from factorspec_sdk.relations.compiler.floats import (
+    isclose_floats,
     minmax_floats,
     neg_abs_float,
     round_float,
@@ -76,7 +78,7 @@ CallRule = Callable[["RelationCompiler", list[V], dict[str, V], ast.AST], R]
 def _e_call(cx: RelationCompiler, node: ast.Call, scope: Scope) -> R:
     fn = cx.eval(node.func, scope)
     f = fn.value
-    if not isinstance(f, SFunc) and f not in (dt.date, dt.timedelta, decimal.Decimal):
+    if not isinstance(f, SFunc) and f not in (dt.date, dt.timedelta, decimal.Decimal, math.isclose):
         name = ast.unparse(node.func)
         cx.fail(f"call to {name}()", "this function cannot be compiled", node)
     args, arg_oks = eval_each(cx, node.args, scope)
@@ -89,7 +91,15 @@ def _e_call(cx: RelationCompiler, node: ast.Call, scope: Scope) -> R:
         kwargs[kw.arg] = r.value
         oks.append(r.ok)
     cx.node = node
-    if f is decimal.Decimal:
+    if f is math.isclose:
+        if not any(is_sym(a) for a in [*args, *kwargs.values()]):
+            try:
+                out = R(math.isclose(*args, **kwargs))  # type: ignore[arg-type]
+            except Exception:
+                out = R(UNDEF, False)
+        else:
+            out = R(isclose_floats(cx, args, kwargs, node))
+    elif f is decimal.Decimal:
         if any(is_sym(a) for a in [*args, *kwargs.values()]):
             cx.fail("Decimal() of record values", "Decimal() takes constants only", node)
         try:

@@ -78,6 +78,7 @@ __all__ = [
     "arith_floats",
     "as_float",
     "float_leaf",
+    "isclose_floats",
     "ite_floats",
     "minmax_floats",
     "neg_abs_float",
@@ -511,6 +512,45 @@ def sum_floats(
 
 def _zero(x: SFloat) -> bool:
     return bool(z3.is_int_value(x.num)) and int(cast(z3.IntNumRef, x.num).as_long()) == 0
+
+
+def isclose_floats(
+    cx: RelationCompiler, args: list[V], kwargs: dict[str, V], node: ast.AST
+) -> Cond:
+    """``math.isclose(a, b, rel_tol=..., abs_tol=...)`` of floats, exactly (or refused).
+
+    Python computes ``d = abs(b - a)`` and answers ``d <= rel_tol * abs(b) or d <=
+    rel_tol * abs(a) or d <= abs_tol`` (``a == b`` makes ``d`` 0). The relative terms are
+    at most ``rel_tol * max|a, b|`` (the default 1e-09 of values up to a million: 0.001). So
+    when no possible exact ``|b - a|`` lies between ``abs_tol - err`` and that bound ``+
+    err``, the answer is ``|b - a| <= abs_tol`` on the exact values; else it is refused.
+    """
+    names = ("a", "b", "rel_tol", "abs_tol")
+    given = dict(zip(names, args, strict=False)) | kwargs
+    if set(given) - set(names) or not {"a", "b"} <= set(given):
+        cx.fail("call to math.isclose()", "math.isclose(a, b, rel_tol=..., abs_tol=...)", node)
+    rel, tol = given.get("rel_tol", 1e-09), given.get("abs_tol", 0.0)
+    if not all(isinstance(t, (int, float)) and not isinstance(t, bool) for t in (rel, tol)):
+        cx.fail("call to math.isclose()", "rel_tol and abs_tol must be constants", node)
+    rel_q, tol_q = Fraction(cast(float, rel)), Fraction(cast(float, tol))
+    if rel_q < 0 or tol_q < 0:
+        return False  # ValueError: tolerances must be non-negative
+    x, y = as_float(cx, given["a"]), as_float(cx, given["b"])
+    if x is None or y is None or _kind(x, y) != "float":
+        cx.fail("call to math.isclose()", "math.isclose() of floats (not Decimals)", node)
+    d = neg_abs_float(_add(y, x, -1), True)
+    relative = rel_q * max(x.mag + x.err, y.mag + y.err) * (1 + 4 * _U) + _ETA
+    lo = math.floor((tol_q - d.err) * d.den)  # grid points n / den with n <= lo: surely close
+    hi = math.floor((max(tol_q, relative) + d.err) * d.den) + 1  # n >= hi: surely not
+    if hi - lo > 1 and not (d.err == 0 and relative <= tol_q):
+        cx.fail(
+            "math.isclose() decided by rounding",
+            f"{ast.unparse(node)}: values can differ by about the tolerance, where rounding "
+            "decides Python's answer; give an abs_tol between two possible differences "
+            "(half a cent for cents) and rel_tol=0, or fewer decimals",
+            node,
+        )
+    return cast(z3.BoolRef, d.num * tol_q.denominator <= tol_q.numerator * d.den)
 
 
 def _half_even(num: z3.ArithRef, den: int) -> z3.ArithRef:
