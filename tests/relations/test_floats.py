@@ -73,6 +73,10 @@ class Receipt(BaseModel):
         return self.total / 2 > 10.0001 or -self.tip >= 0.5
 
     @relation
+    def doubled(self) -> bool:
+        return self.tip * 2 <= self.ratio or self.tip / 4 > 0.25
+
+    @relation
     def to_int(self) -> bool:
         return round(self.tip) == 0 or round(self.total) % 2 == 0
 

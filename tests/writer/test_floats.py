@@ -427,6 +427,30 @@ def test_random_receipts_are_valid_and_their_amounts_certain() -> None:
         assert (r.total, r.change) == (13.8, 6.2)
 
 
+class Scaled(BaseModel):
+    x: Annotated[float, Places(1)] | None = Field(default=None, ge=-1, le=1)
+    y: Annotated[float, Places(0)] = Field(ge=-3, le=3)
+
+    @relation
+    def r(self) -> bool:
+        return (self.x is None or self.x > 0.5) and self.y < (self.x or 0) * 2
+
+
+def test_optional_floats_scaled_by_two_are_written_exactly() -> None:
+    writer = Writer(compile_spec(Scaled))
+    got = sorted(_completions(writer, writer.start()))
+    want = []
+    for x in [None, *(n / 10 for n in range(-10, 11))]:
+        for y in range(-3, 4):
+            try:
+                Scaled.model_validate({"x": x, "y": y})
+            except ValueError:
+                continue
+            xt = "null" if x is None else fixed_text(round(x * 10), 1)
+            want.append(f'{{"x": {xt}, "y": {y}}}')
+    assert got == sorted(want)
+
+
 def test_the_relation_ir_round_trips_floats() -> None:
     spec = compile_spec(Split)
     ir = to_ir(Split)

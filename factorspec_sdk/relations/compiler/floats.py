@@ -40,6 +40,8 @@ approximated:
   is a multiple of 0.01); ``a + b == 0.3`` is not (``0.1 + 0.2 == 0.3`` is False in Python
   while the decimals are equal), and is refused with advice: compare with a tolerance, or
   ``round(..., n)`` both sides.
+- Multiplying or dividing a rounded value by a power of two (``x * 2``, ``x / 4``) is exact
+  on doubles, so the result is rounded again.
 - ``round(x, n)`` of a value whose ``R`` has at most ``n`` decimals and ``err < 10**-n / 2``
   is exactly ``fl(R)`` (Python rounds the double's exact value to ``n`` decimals, which is
   ``R``): a rounded value again. ``round(x)`` of a rounded value is ``R`` rounded half to
@@ -208,11 +210,26 @@ def _add(a: SFloat, b: SFloat, sign: int) -> SFloat:
     return SFloat(cast(z3.ArithRef, num), den, mag, err, exact)
 
 
+def _power_of_two(x: SFloat) -> Fraction | None:
+    """The constant ``x`` when it is ``±2**k`` (scaling by it is exact on doubles), else None."""
+    if x.err != 0 or not z3.is_int_value(x.num):
+        return None
+    q = Fraction(int(cast(z3.IntNumRef, x.num).as_long()), x.den)
+    n, d = abs(q.numerator), q.denominator
+    if n == 0 or n & (n - 1) or d & (d - 1) or max(n, d).bit_length() > 64:
+        return None  # not a power of two, or so far from 1 that the result could under/overflow
+    return q
+
+
 def _mul(a: SFloat, b: SFloat) -> SFloat:
+    num = cast(z3.ArithRef, a.num * b.num)
     mag = a.mag * b.mag
+    for x, y in ((a, b), (b, a)):
+        k = _power_of_two(y)
+        if k is not None and x.rounded:  # fl(R) * 2**k == fl(R * 2**k): exact, still rounded
+            return SFloat(num, a.den * b.den, mag, x.err * abs(k), True)
     carried = a.mag * b.err + b.mag * a.err + a.err * b.err
     exact = a.err == 0 and b.err == 0
-    num = cast(z3.ArithRef, a.num * b.num)
     return SFloat(num, a.den * b.den, mag, carried + _rounding(mag, carried), exact)
 
 
@@ -276,6 +293,8 @@ def divide_float(cx: RelationCompiler, a: V, b: V, ok: Cond, node: ast.AST) -> R
         out = SFloat(cast(z3.ArithRef, num), den, mag, Fraction(0), True, "decimal")
         return R(_exact_decimal(cx, out, node), ok)
     carried = x.err / abs(c)
+    if x.rounded and _power_of_two(_const(float(b))) is not None:  # halving is exact
+        return R(SFloat(cast(z3.ArithRef, num), den, mag, carried, True), ok)
     err = carried + _rounding(mag, carried)
     return R(SFloat(cast(z3.ArithRef, num), den, mag, err, x.err == 0), ok)
 
