@@ -45,6 +45,8 @@ SUPPORTED_CALLS = frozenset(
         "tuple",
         "distinct",
         "round",
+        "int",
+        "float",
     }
 )
 """Functions a relation may call (by name)."""

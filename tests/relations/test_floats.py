@@ -77,6 +77,10 @@ class Receipt(BaseModel):
         return self.tip * 2 <= self.ratio or self.tip / 4 > 0.25
 
     @relation
+    def conversions(self) -> bool:
+        return int(self.total) % 3 == 0 or int(-self.tip) == 0 or float(len(self.items)) > self.tip
+
+    @relation
     def to_int(self) -> bool:
         return round(self.tip) == 0 or round(self.total) % 2 == 0
 
@@ -196,6 +200,7 @@ class _Pair(BaseModel):
         ("self.a / self.b > 0", "true division (/)"),
         ("bool(self.a - self.b)", "truth of a computed float"),
         ("math.isclose(self.a, self.b)", "math.isclose() decided by rounding"),
+        ("int(self.a + self.b) == 1", "int() of a computed float"),
         ("math.isclose(self.a, self.b, abs_tol=0.01)", "math.isclose() decided by rounding"),
     ],
 )
@@ -268,6 +273,10 @@ class Bill(BaseModel):
     def truth(self) -> bool:
         return bool(self.tax) or self.unit > self.rate
 
+    @relation
+    def conversions(self) -> bool:
+        return int(self.unit) % 2 == 0 or float(self.rate) > 0.25
+
 
 _CENTS = st.one_of(st.integers(0, 99999), st.sampled_from([0, 1, 5, 50, 125, 250, 1000]))
 _RATE = st.one_of(st.integers(0, 10000), st.sampled_from([0, 1000, 1001, 2500, 5000, 9999]))
@@ -304,6 +313,7 @@ def test_every_decimal_relation_is_seen_both_true_and_false() -> None:
         (101, 1, 101, 5000, 50),  # 0.505 -> 0.50 (half to even)
         (2000, 20, 40000, 10000, 40000),
         (5, 2, 10, 1001, 0),
+        (105, 2, 210, 1001, 0),
     ]:
         data = {
             "unit": Decimal(unit).scaleb(-2),

@@ -1,7 +1,9 @@
 """Calls: the supported builtins and the methods of constants (``get``, ``count``...).
 
 The builtins are ``all``, ``any``, ``sum``, ``len``, ``min``, ``max``, ``zip``, ``enumerate``,
-``range``, ``abs``, ``bool``, ``list``, ``tuple`` and ``distinct`` (`SUPPORTED_CALLS`).
+``range``, ``abs``, ``bool``, ``list``, ``tuple``, ``round``, ``int``, ``float`` and
+``distinct`` (`SUPPORTED_CALLS`), plus ``math.isclose`` and ``Decimal(...)`` of constants
+(their float and Decimal rules are in `floats`).
 
 On constant arguments a call runs the Python function itself; on record values each builtin
 has a rule here (`CALLS`), over the items of `iterate`'s view of its argument.
@@ -33,6 +35,8 @@ from factorspec_sdk.relations.compiler.floats import (
     neg_abs_float,
     round_float,
     sum_floats,
+    to_float,
+    truncate_float,
 )
 from factorspec_sdk.relations.compiler.ints import as_int_term
 from factorspec_sdk.relations.compiler.names import eval_each
@@ -190,6 +194,29 @@ def _round(cx: RelationCompiler, args: list[V], kwargs: dict[str, V], node: ast.
     if t is None or is_sym(ndigits) or (isinstance(ndigits, int) and ndigits < 0):
         cx.fail("call to round()", "round() of a number, with a constant ndigits >= 0", node)
     return R(t, ok)  # round() of an int is the int (ndigits >= 0; a negative one is refused)
+
+
+def _int_call(cx: RelationCompiler, args: list[V], kwargs: dict[str, V], node: ast.AST) -> R:
+    if len(args) != 1 or kwargs:
+        cx.fail("call to int()", "int(x) of one number", node)
+    v, ok = unwrap(args[0])
+    out = truncate_float(cx, v, node)
+    if out is not None:
+        return R(out, ok)
+    t = as_int_term(v)
+    if t is None:
+        cx.fail("call to int()", "int() of a number (not of a string)", node)
+    return R(t, ok)
+
+
+def _float_call(cx: RelationCompiler, args: list[V], kwargs: dict[str, V], node: ast.AST) -> R:
+    if len(args) != 1 or kwargs:
+        cx.fail("call to float()", "float(x) of one number", node)
+    v, ok = unwrap(args[0])
+    out = to_float(cx, v)
+    if out is None:
+        cx.fail("call to float()", "float() of a number (not of a string)", node)
+    return R(out, ok)
 
 
 def _int_operand(
@@ -551,6 +578,8 @@ CALLS: dict[str, CallRule] = {
     "range": _range,
     "abs": _abs,
     "round": _round,
+    "int": _int_call,
+    "float": _float_call,
     "bool": _bool,
     "list": _list,
     "tuple": _list,

@@ -89,6 +89,8 @@ __all__ = [
     "divide_float",
     "round_float",
     "sum_floats",
+    "to_float",
+    "truncate_float",
 ]
 
 _U = Fraction(1, 2**53)
@@ -570,6 +572,39 @@ def isclose_floats(
             node,
         )
     return cast(z3.BoolRef, d.num * tol_q.denominator <= tol_q.numerator * d.den)
+
+
+def truncate_float(cx: RelationCompiler, v: V, node: ast.AST) -> V | None:
+    """``int(x)`` of a float or Decimal (toward zero); None for other values.
+
+    Exact for a rounded float: a decimal of at most 15 digits and its double lie on the same
+    side of every integer (the round-trip property); a Decimal is exact.
+    """
+    if not isinstance(v, SFloat):
+        return None
+    if not (v.rounded and (v.kind != "float" or _digits15(v))):
+        cx.fail(
+            "int() of a computed float",
+            f"{ast.unparse(node)}: a computed float can round across an integer; round() it first",
+            node,
+        )
+    if v.den == 1:
+        out: V = v.num
+        return out
+    out = z3.If(v.num >= 0, v.num / v.den, -((-v.num) / v.den))
+    return out
+
+
+def to_float(cx: RelationCompiler, v: V) -> SFloat | None:
+    """``float(x)`` of a number: an int converts exactly below 2**53, a Decimal rounds once."""
+    x = as_float(cx, v)
+    if x is None or isinstance(v, (str, bytes)):
+        return None
+    if x.kind == "float":
+        return x
+    if x.err == 0 and x.kind == "int" and x.den == 1:  # an exact int: the double is the int
+        return SFloat(x.num, 1, x.mag, Fraction(0), True)
+    return SFloat(x.num, x.den, x.mag, x.mag * _U + _ETA + x.err, x.err == 0)
 
 
 def _half_even(num: z3.ArithRef, den: int) -> z3.ArithRef:
