@@ -66,8 +66,6 @@ from factorspec_sdk.relations.compiler import (
 )
 from factorspec_sdk.relations.decorator import RelationSet
 from factorspec_sdk.relations.layout import (
-    DATE_MAX,
-    DATE_MIN,
     DEFAULT_MAX_STRING_LENGTH,
     FLOAT_LIMIT,
     INT_LIMIT,
@@ -79,14 +77,18 @@ from factorspec_sdk.relations.layout import (
     ObjectLayout,
     Path,
     RootLayout,
-    date_ordinal,
-    date_range,
     float_range,
     grammar_layout,
     length_name,
     node_at,
     path_name,
     scaled_value,
+    temporal_range,
+)
+from factorspec_sdk.relations.temporal import (
+    temporal_bounds,
+    temporal_text,
+    temporal_value,
 )
 
 __all__ = [
@@ -326,12 +328,19 @@ class _LayoutBuilder:
                     "values) and 0 <= places <= 12"
                 )
             return LeafLayout("float", nullable=node.nullable, ge=lo, le=hi, places=node.places)
+        if node.kind != "date" and node.temporal != "date":
+            raise bad("temporal applies to date leaves only")
         if node.kind == "date":
-            lo = DATE_MIN if node.ge is None else node.ge
-            hi = DATE_MAX if node.le is None else node.le
-            if not DATE_MIN <= lo <= hi <= DATE_MAX:
-                raise bad(f"date bounds must be ordinals with {DATE_MIN} <= ge <= le <= {DATE_MAX}")
-            return LeafLayout("date", nullable=node.nullable, ge=node.ge, le=node.le)
+            first, last = temporal_bounds(node.temporal)
+            lo = first if node.ge is None else node.ge
+            hi = last if node.le is None else node.le
+            if not first <= lo <= hi <= last:
+                raise bad(
+                    f"{node.temporal} bounds must be values with {first} <= ge <= le <= {last}"
+                )
+            return LeafLayout(
+                "date", nullable=node.nullable, ge=node.ge, le=node.le, temporal=node.temporal
+            )
         choices = tuple(node.choices)
         if not choices:
             raise bad("an enum leaf needs at least one choice")
@@ -359,15 +368,17 @@ def _object_model(name: str, fields: Sequence[ObjectField]) -> type[BaseModel]:
     return cast(type[BaseModel], model)
 
 
-def _date_check(ge: int | None, le: int | None) -> typing.Callable[[str], str]:
-    """A validator of a date leaf's text: ``YYYY-MM-DD``, a real date, within the bounds."""
+def _date_check(node: LeafLayout) -> typing.Callable[[str], str]:
+    """A validator of a date leaf's text (``YYYY-MM-DD``...): a real value, within bounds."""
+    lo, hi = temporal_range(node)
+    example = temporal_text(node.temporal, lo)
 
     def check(text: str) -> str:
-        n = date_ordinal(text)
+        n = temporal_value(node.temporal, text)
         if n is None:
-            raise ValueError(f"{text!r} is not a date written YYYY-MM-DD")
-        if (ge is not None and n < ge) or (le is not None and n > le):
-            raise ValueError(f"{text} is outside the field's dates")
+            raise ValueError(f"{text!r} is not a {node.temporal} written as {example!r} is")
+        if not lo <= n <= hi:
+            raise ValueError(f"{text} is outside the field's bounds")
         return text
 
     return check
@@ -408,7 +419,7 @@ def _annotation(node: LayoutNode) -> object:
             StrictStr, StringConstraints(min_length=node.min_length, max_length=node.max_length)
         ]
     elif node.kind == "date":
-        t = Annotated[StrictStr, AfterValidator(_date_check(node.ge, node.le))]
+        t = Annotated[StrictStr, AfterValidator(_date_check(node))]
     elif node.kind == "float":
         t = Annotated[StrictInt | StrictFloat, AfterValidator(_float_check(node))]
     else:
@@ -470,7 +481,7 @@ def _derive(layout: RootLayout, name: str, path: Path, kind: str) -> _VarSpec:
         else:
             v = _VarSpec(name, path, "len", node.min_length, node.max_length, None, False, False)
     elif (part := date_part_bounds(name)) is not None and name == f"{part[0]}({path_name(path)})":
-        if not (isinstance(node, LeafLayout) and node.kind == "date"):
+        if not (isinstance(node, LeafLayout) and node.kind == "date" and node.temporal == "date"):
             raise IRError(f"variable {name!r}: {path_name(path)} is not a date")
         v = _VarSpec(name, path, "datepart", part[1], part[2], None, False, False)
         kind = "datepart" if kind == "int" else kind  # the IR says "int" for the parts
@@ -504,7 +515,7 @@ def _leaf_var(name: str, path: Path, node: LeafLayout) -> _VarSpec:
     if node.kind == "str":
         return _VarSpec(name, path, "str", None, None, None, True, False)
     if node.kind == "date":
-        ge, le = date_range(node)  # `_leaf` has checked the bounds are within the dates
+        ge, le = temporal_range(node)  # `_leaf` has checked the bounds are within range
         return _VarSpec(name, path, "date", ge, le, None, False, False)
     if node.kind == "float":
         ge, le = float_range(node)

@@ -165,6 +165,8 @@ def _layout(node: LayoutNode) -> JsonDict:
         out["choices"] = list(node.choices)
     if node.kind == "float":
         out["places"] = node.places
+    if node.kind == "date" and node.temporal != "date":
+        out["temporal"] = node.temporal
     return out
 
 

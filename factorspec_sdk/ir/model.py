@@ -96,9 +96,12 @@ PathPart = Annotated[StrictStr | StrictInt, Field(union_mode="left_to_right")]
 class IRLeaf(BaseModel):
     """A scalar field: ``bool``, ``int`` (bounds), ``str`` (free text), ``enum`` (choices).
 
-    Or ``date`` (written ``YYYY-MM-DD``; its ``ge``/``le`` are ordinals, ``date.toordinal()``),
-    or ``float`` (fixed-point with at most ``places`` decimals; its ``ge``/``le`` bound the
-    scaled value ``x * 10**places``, and its variable is an int holding that value).
+    Or ``date`` (its ``temporal``: a ``date`` written ``YYYY-MM-DD``, its ``ge``/``le``
+    ordinals, ``date.toordinal()``; a naive ``datetime`` written ``YYYY-MM-DDTHH:MM:SS``, its
+    bounds ``ordinal * 86400 + seconds``; a ``time`` written ``HH:MM:SS``, its bounds seconds
+    since midnight), or ``float`` (fixed-point with at most ``places`` decimals; its
+    ``ge``/``le`` bound the scaled value ``x * 10**places``, and its variable is an int
+    holding that value).
     """
 
     model_config = _STRICT
@@ -111,6 +114,7 @@ class IRLeaf(BaseModel):
     max_length: int | None = None
     choices: list[Scalar] = Field(default_factory=list)
     places: int = 0
+    temporal: Literal["date", "datetime", "time"] = "date"
 
 
 class IRList(BaseModel):

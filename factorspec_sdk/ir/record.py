@@ -56,7 +56,8 @@ def _value_at(layout: LayoutNode, data: object, path: Path) -> object:
 def record_facts(spec: CompiledSpec, data: object) -> tuple[Fact, ...]:
     """The oracle facts of a parsed record: every variable whose node exists in it."""
     from factorspec_sdk.relations.compiler import date_part_bounds
-    from factorspec_sdk.relations.layout import LeafLayout, date_ordinal, node_at, scaled_value
+    from factorspec_sdk.relations.layout import LeafLayout, node_at, scaled_value
+    from factorspec_sdk.relations.temporal import temporal_value
 
     facts: list[Fact] = []
     names: set[str] = set()
@@ -78,7 +79,9 @@ def record_facts(spec: CompiledSpec, data: object) -> tuple[Fact, ...]:
             if isinstance(value, str):
                 facts.append((name, len(value)))
         elif rec.kind in ("date", "datepart"):
-            day = date_ordinal(value) if isinstance(value, str) else None
+            leaf = node_at(spec.layout, rec.path)
+            assert isinstance(leaf, LeafLayout)
+            day = temporal_value(leaf.temporal, value) if isinstance(value, str) else None
             if day is not None:
                 if rec.kind == "date":
                     facts.append((name, day))

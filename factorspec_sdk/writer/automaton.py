@@ -6,7 +6,7 @@ choice points are leaf values, list continue/close and ``null`` for optional lea
 choice point the writer consults the compiled spec's oracle, so every continuation it offers
 can still be completed to a record that passes the schema and every relation.
 
-A grammar value (a `GrammarLayout`: a float no relation reads, a datetime, a union, a dict,
+A grammar value (a `GrammarLayout`: a float or datetime no relation reads, a union, a dict,
 ...) is a choice point of its own: the writer hands out a `GrammarValue`, and the token level
 generates it with llguidance (`factorspec_sdk.tokens.grammar`).
 
@@ -31,11 +31,12 @@ from factorspec_sdk.relations.layout import (
     ListLayout,
     ObjectLayout,
     Path,
-    date_range,
     float_range,
     has_grammar,
+    temporal_range,
 )
-from factorspec_sdk.writer.dates import DATE_TEXT_LENGTH, date_text, next_date_chars
+from factorspec_sdk.relations.temporal import temporal_text, text_length
+from factorspec_sdk.writer.dates import next_date_chars
 from factorspec_sdk.writer.digits import is_canonical_int, next_digits_in_range
 from factorspec_sdk.writer.floats import (
     fixed_text,
@@ -321,7 +322,7 @@ class Writer:
             elif isinstance(node, LeafLayout) and node.kind == "str":
                 total += max(0, node.min_length - len(s.partial)) + 1
             elif isinstance(node, LeafLayout) and node.kind == "date":
-                total += DATE_TEXT_LENGTH - len(s.partial) + 1
+                total += text_length(node.temporal) - len(s.partial) + 1
             elif isinstance(node, LeafLayout) and node.kind == "float":
                 if fixed_value(s.partial, node.places) is None:
                     total += 1  # not a whole number yet: at least one more character
@@ -367,7 +368,7 @@ class Writer:
             elif isinstance(node, LeafLayout) and node.kind == "str":
                 total += max(0, _string_chars(node, p.path, spec) - len(s.partial)) + 1
             elif isinstance(node, LeafLayout) and node.kind == "date":
-                total += DATE_TEXT_LENGTH - len(s.partial) + 1
+                total += text_length(node.temporal) - len(s.partial) + 1
             else:
                 total += max(0, whole - len(s.partial))
         for frame in reversed(s.stack):
@@ -569,16 +570,16 @@ class Writer:
     def _date_options(
         self, s: WriterState, node: LeafLayout, path: Path, var: str | None
     ) -> list[Option]:
-        """A date: whole values when few are feasible, else character by character.
+        """A date (datetime, time): whole values when few are feasible, else by characters.
 
         The opening quote is layout text (`_event`), as a free string's is, so that a token
         such as `` "`` may span it and the text before; a nullable date first chooses
         between ``null`` and that quote. Then at most `FINITE_LIMIT` feasible dates are
         offered whole (a date the relations fix is one option: certain tokens); more are
         written character by character, from `next_date_chars`: only real calendar dates
-        within the bounds, and, when a relation reads the date, only prefixes whose range of
-        dates the oracle finds a feasible value in. The last character carries the closing
-        quote and the fact.
+        and clock times within the bounds, and, when a relation reads the date, only
+        prefixes whose range of values the oracle finds a feasible value in. The last
+        character carries the closing quote and the fact.
         """
         if s.partial is None:  # a nullable date: null, or its opening quote
             options = [Option('"', _replace(s, partial=""))]
@@ -590,12 +591,16 @@ class Writer:
             values = self._whole_values(s, var, lo, hi)
             if values is not None:
                 return [
-                    Option(date_text(int(v)) + '"', self._after_leaf(s, (var, v) if var else None))
+                    Option(
+                        temporal_text(node.temporal, int(v)) + '"',
+                        self._after_leaf(s, (var, v) if var else None),
+                    )
                     for v in values
                 ]
         prefix = s.partial
         oracle, assignment = self.oracle, s.assignment
         chars = next_date_chars(
+            node.temporal,
             prefix,
             lo,
             hi,
@@ -603,7 +608,7 @@ class Writer:
         )
         out = []
         for c, (a, _) in chars.items():
-            if len(prefix) + 1 == DATE_TEXT_LENGTH:  # the last digit: one date, a == b
+            if len(prefix) + 1 == text_length(node.temporal):  # the last digit: a == b
                 fact = None if var is None else (var, a)
                 out.append(Option(c + '"', self._after_leaf(s, fact)))
             else:
@@ -786,7 +791,7 @@ def _shortest(node: LayoutNode) -> int:
     elif node.kind == "str":
         n = 2 + node.min_length
     elif node.kind == "date":
-        n = DATE_TEXT_LENGTH + 2
+        n = text_length(node.temporal) + 2
     elif node.kind == "float":
         n = shortest_text_length(*float_range(node), node.places)
     else:
@@ -848,7 +853,7 @@ def _longest_text(
         if spec.variable_for(path) is not None:  # a relation reads it: a value of the table
             n = max([n, *(_utf8(value_text(v)) for v in strings)])
     elif node.kind == "date":
-        n = DATE_TEXT_LENGTH + 2
+        n = text_length(node.temporal) + 2
     elif node.kind == "float":
         n = longest_text_length(*_value_bounds(node, spec.variable_for(path), spec), node.places)
     else:
@@ -878,7 +883,7 @@ def _few_values(lo: int, hi: int) -> list[Value] | None:
 
 
 def _value_bounds(node: LeafLayout, var: str | None, spec: CompiledSpec) -> tuple[int, int]:
-    """The values a date (ordinals) or float (scaled) leaf may take.
+    """The values a date (see `temporal_range`) or float (scaled) leaf may take.
 
     Its variable's bounds when a relation reads it (the compiler sets both, maybe tighter
     than the schema's), else the layout's.
@@ -887,4 +892,4 @@ def _value_bounds(node: LeafLayout, var: str | None, spec: CompiledSpec) -> tupl
         rec = spec.record(var)
         assert rec.ge is not None and rec.le is not None  # the compiler sets both
         return rec.ge, rec.le
-    return float_range(node) if node.kind == "float" else date_range(node)
+    return float_range(node) if node.kind == "float" else temporal_range(node)

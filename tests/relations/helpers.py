@@ -5,9 +5,12 @@ from __future__ import annotations
 import enum
 from typing import Any
 
+import pytest
 import z3
 from pydantic import BaseModel
 
+from factorspec_sdk import RelationDefinitionError
+from factorspec_sdk.graph import compile_spec
 from factorspec_sdk.relations.compiler import OTHER_CODE, RelationCompiler
 from factorspec_sdk.relations.decorator import RelationInfo, relations_of
 from factorspec_sdk.relations.layout import (
@@ -19,6 +22,7 @@ from factorspec_sdk.relations.layout import (
     node_at,
     scaled_value,
 )
+from factorspec_sdk.relations.temporal import from_python, temporal_of
 
 
 def construct(node: LayoutNode, data: Any) -> Any:
@@ -96,8 +100,12 @@ def _decide(comp: RelationCompiler, formula: z3.BoolRef, instance: Any, info: Re
             pairs.append((rec.term, z3.IntVal(comp.strings.codes.get(v, OTHER_CODE))))
         elif rec.kind == "bool":
             pairs.append((rec.term, z3.BoolVal(bool(v))))
-        elif rec.kind == "date":
-            pairs.append((rec.term, z3.IntVal(v.toordinal())))
+        elif rec.kind == "date":  # a date's ordinal, a datetime's or time's seconds
+            temporal = temporal_of(type(v))
+            assert temporal is not None, v
+            got = from_python(temporal, v)
+            assert got is not None and got[1], f"{v!r} is not a whole-second naive value"
+            pairs.append((rec.term, z3.IntVal(got[0])))
         elif rec.kind == "datepart":  # year(d), month(d), day(d)
             pairs.append((rec.term, z3.IntVal(getattr(v, rec.name.split("(")[0]))))
         elif rec.kind == "float":
@@ -148,3 +156,27 @@ def constants_of(e: z3.ExprRef) -> set[str]:
         else:
             stack.extend(t.children())
     return out
+
+
+def refused(base: type[BaseModel], body: str, path: str) -> RelationDefinitionError:
+    """The error of a relation ``return {body}`` on a subclass of ``base``, written to ``path``.
+
+    The relation is on line 7 of that file; the error comes at ``@relation`` or at compile
+    time. Names from ``datetime`` are imported for the body.
+    """
+    namespace: dict[str, Any] = {}
+    src = (
+        "from datetime import date, datetime, time, timedelta\n"
+        "from factorspec_sdk import relation\n"
+        f"from {base.__module__} import {base.__name__}\n"
+        f"class Bad({base.__name__}):\n"
+        "    @relation\n"
+        "    def bad(self) -> bool:\n"
+        f"        return {body}\n"
+    )
+    with open(path, "w") as f:
+        f.write(src)
+    with pytest.raises(RelationDefinitionError) as info:
+        exec(compile(src, path, "exec"), namespace)
+        compile_spec(namespace["Bad"])
+    return info.value

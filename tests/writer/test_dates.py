@@ -17,13 +17,26 @@ from pydantic import BaseModel, Field
 from factorspec_sdk import relation
 from factorspec_sdk.graph import compile_spec
 from factorspec_sdk.ir import RecordInvalidError, check_record, record_facts, spec_from_ir, to_ir
-from factorspec_sdk.relations.layout import DATE_MAX, DATE_MIN, date_ordinal
+from factorspec_sdk.relations.temporal import DATE_MAX, DATE_MIN, temporal_text, temporal_value
+from factorspec_sdk.relations.temporal import prefix_range as temporal_prefix_range
 from factorspec_sdk.tokens.plan import Planner
 from factorspec_sdk.writer.automaton import FreeString, Option, Writer, WriterState
-from factorspec_sdk.writer.dates import date_text, next_date_chars, prefix_range
+from factorspec_sdk.writer.dates import next_date_chars
 from tests.helpers import random_record, tiny_tokenizer
 
 TOK = tiny_tokenizer()
+
+
+def date_text(n: int) -> str:
+    return temporal_text("date", n)
+
+
+def date_ordinal(text: str) -> int | None:
+    return temporal_value("date", text)
+
+
+def prefix_range(prefix: str) -> tuple[int, int] | None:
+    return temporal_prefix_range("date", prefix)
 
 
 # ------------------------------------------------------------------ prefixes, by brute force
@@ -62,12 +75,12 @@ def test_prefixes_of_no_date_have_no_range(prefix: str) -> None:
 
 def test_next_chars_respect_bounds_and_the_calendar() -> None:
     lo, hi = date(2024, 2, 27).toordinal(), date(2024, 3, 2).toordinal()
-    assert set(next_date_chars("2024-0", lo, hi)) == {"2", "3"}
-    assert set(next_date_chars("2024-02-", lo, hi)) == {"2"}
-    assert set(next_date_chars("2024-02-2", lo, hi)) == {"7", "8", "9"}
-    assert set(next_date_chars("2023-02-2", None, None)) == set("0123456789") - {"9"}
-    assert set(next_date_chars("2024", None, None)) == {"-"}
-    assert next_date_chars("2024-02-29", None, None) == {}
+    assert set(next_date_chars("date", "2024-0", lo, hi)) == {"2", "3"}
+    assert set(next_date_chars("date", "2024-02-", lo, hi)) == {"2"}
+    assert set(next_date_chars("date", "2024-02-2", lo, hi)) == {"7", "8", "9"}
+    assert set(next_date_chars("date", "2023-02-2", None, None)) == set("0123456789") - {"9"}
+    assert set(next_date_chars("date", "2024", None, None)) == {"-"}
+    assert next_date_chars("date", "2024-02-29", None, None) == {}
     assert date_ordinal("0001-01-01") == DATE_MIN and date_ordinal("9999-12-31") == DATE_MAX
 
 

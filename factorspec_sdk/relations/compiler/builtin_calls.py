@@ -58,6 +58,7 @@ from factorspec_sdk.relations.compiler.values import (
     Iter,
     R,
     SChoice,
+    SClock,
     SCode,
     Scope,
     SDate,
@@ -75,6 +76,9 @@ if TYPE_CHECKING:
 
 __all__ = ["CALLS", "RULES"]
 
+_CONSTRUCTORS = (dt.date, dt.datetime, dt.time, dt.timedelta, decimal.Decimal, math.isclose)
+"""The classes and functions a relation may call beside the builtins."""
+
 CallRule = Callable[["RelationCompiler", list[V], dict[str, V], ast.AST], R]
 """The rule of one builtin on record values: (compiler, args, kwargs, node) -> result."""
 
@@ -82,7 +86,7 @@ CallRule = Callable[["RelationCompiler", list[V], dict[str, V], ast.AST], R]
 def _e_call(cx: RelationCompiler, node: ast.Call, scope: Scope) -> R:
     fn = cx.eval(node.func, scope)
     f = fn.value
-    if not isinstance(f, SFunc) and f not in (dt.date, dt.timedelta, decimal.Decimal, math.isclose):
+    if not isinstance(f, SFunc) and f not in _CONSTRUCTORS:
         name = ast.unparse(node.func)
         cx.fail(f"call to {name}()", "this function cannot be compiled", node)
     args, arg_oks = eval_each(cx, node.args, scope)
@@ -283,8 +287,10 @@ def _sum(cx: RelationCompiler, args: list[V], kwargs: dict[str, V], node: ast.AS
     numbers = as_numbers(cx, [x.value for x in live] + [start], "sum", node)
     if numbers is not None:  # timedeltas (a sum of dates raises TypeError in Python)
         nums, back = numbers
-        if isinstance(start, dt.date) or any(isinstance(x.value, SDate) for x in live):
-            cx.fail("sum() of dates", "dates do not add up; subtract them instead", node)
+        if isinstance(start, (dt.date, dt.time)) or any(
+            isinstance(x.value, (SDate, SClock)) for x in live
+        ):
+            cx.fail("sum() of dates", "dates and times do not add up; subtract them", node)
         seq = SSeq([Item(x.present, n, x.err) for x, n in zip(live, nums, strict=False)], 0, False)
         r = _sum(cx, [seq], {"start": nums[-1]}, node)
         delta = back(cast("z3.ArithRef | int", r.value))

@@ -24,6 +24,7 @@ from factorspec_sdk.relations.compiler.values import (
     Item,
     R,
     SChoice,
+    SClock,
     SCode,
     SDate,
     SDelta,
@@ -162,10 +163,10 @@ def truthy(cx: RelationCompiler, v: V) -> Cond:
         if v.lazy:
             return True
         return cx.gt(v.length, 0)
-    if isinstance(v, (SObj, SDate)):
-        return True
+    if isinstance(v, (SObj, SDate, SClock)):
+        return True  # every date, datetime and time is true (midnight too, since 3.5)
     if isinstance(v, SDelta):
-        return cast(z3.BoolRef, v.days != 0)
+        return cast(z3.BoolRef, v.n != 0)
     if isinstance(v, SFloat):
         return truthy_float(cx, v)
     if isinstance(v, SMaybe):

@@ -1,30 +1,38 @@
-"""The date value kind: ``datetime.date`` fields and whole-day ``timedelta`` values.
+"""The date value kind: ``date``, naive ``datetime`` and ``time`` fields, ``timedelta`` values.
 
 A date is its ordinal (``date.toordinal()``: 1 is 0001-01-01) as a Z3 ``Int``, bounded by
-Python's first and last dates or by the field's ``ge``/``le`` dates (`SDate`); a timedelta
-computed from record values has whole days only, its ``days`` as an ``Int`` (`SDelta`).
-Concrete ``date`` and ``timedelta`` objects (from the context, ``date(2026, 12, 1)``,
-``timedelta(days=2)``) are plain Python values. Every rule has Python's semantics exactly,
-with integer arithmetic only (no approximation anywhere):
+Python's first and last dates or by the field's ``ge``/``le`` dates (`SDate`). A naive
+datetime or a time is a count of microseconds (`SClock`: ``n * unit``, a leaf's ``n`` its
+whole seconds): a datetime's from midnight of ordinal 0, so that its ordinal is the count
+``// 86400 * 10**6``; a time's from midnight. A timedelta computed from record values is a
+count of microseconds too (`SDelta`), in the coarsest unit that holds it (whole days for
+date arithmetic, whole seconds, or microseconds), so that date arithmetic stays on days.
+Concrete ``date``/``datetime``/``time``/``timedelta`` objects (from the context, ``date(2026,
+12, 1)``, ``timedelta(hours=2)``) are plain Python values. Every rule has Python's semantics
+exactly, with integer arithmetic only (no approximation anywhere):
 
-- ``==``/``!=``/``<``... between dates, and between timedeltas (a constant one compared to
-  the microsecond); a date never equals a non-date (a ``datetime`` included), and ordering a
-  date against a non-date raises ``TypeError`` (``ok`` is false), as in Python.
-- ``date - date`` is a timedelta; ``date + timedelta`` / ``date - timedelta`` is a date (only
-  the timedelta's ``days`` count, as in Python; ``OverflowError`` outside years 1-9999 makes
-  ``ok`` false); timedeltas add, subtract, negate, take ``abs`` and multiply by ints.
+- ``==``/``!=``/``<``... between values of one kind (to the microsecond); values of two
+  kinds never equal (a date and a datetime, a naive datetime and an aware one), and ordering
+  them raises ``TypeError`` (``ok`` is false), as in Python.
+- ``date - date`` and ``datetime - datetime`` are timedeltas; ``date ± timedelta`` is a date
+  (only the timedelta's ``days`` count, as in Python); ``datetime ± timedelta`` a datetime,
+  to the microsecond; ``OverflowError`` outside years 1-9999 makes ``ok`` false; timedeltas
+  add, subtract, negate, take ``abs`` and multiply by ints; times take no arithmetic.
 - ``.year``/``.month``/``.day`` of a date field are variables of their own, ``year(d)``,
   ``month(d)``, ``day(d)``, tied to the date by the factor ``calendar of d`` (`date_links`):
   ``d == days_before_year(y) + days_before_month(y, m) + day`` with real month lengths and
   leap years, which fixes exactly one (y, m, day) per ordinal. (Z3 solves that tie 10-60x
   faster than the same parts as functions of the ordinal.) Of a computed date (``d +
-  timedelta(days=1)``) they are those functions: the civil-from-days algorithm (H. Hinnant's;
-  divisions by constants only, linear and exact for every ordinal). ``.weekday()`` is
-  ``(ordinal + 6) % 7``, ``.isoweekday()`` one more, ``.toordinal()`` the ordinal.
-- A timedelta's ``.days``; ``.seconds`` and ``.microseconds`` are 0; ``.total_seconds()`` is
-  ``days * 86400`` (Python returns that as a float, which is exact below 2**53).
-- ``timedelta(days=..., weeks=...)`` of record ints makes an `SDelta`; ``date(y, m, d)``
-  takes constants only.
+  timedelta(days=1)``, a datetime's ``.date()``) they are those functions: the
+  civil-from-days algorithm (H. Hinnant's; divisions by constants only, linear and exact
+  for every ordinal). ``.weekday()`` is ``(ordinal + 6) % 7``, ``.isoweekday()`` one more,
+  ``.toordinal()`` the ordinal. ``.hour``/``.minute``/``.second``/``.microsecond`` are
+  divisions of the count by constants; a datetime's ``.date()`` and ``.time()`` split it.
+- A timedelta's ``.days`` (floor division, as Python normalizes), ``.seconds``,
+  ``.microseconds``; ``.total_seconds()`` of whole seconds is their count (Python returns it
+  as a float, exact below 2**53); of microseconds it is refused (a rounded float).
+- ``timedelta(...)`` of record ints takes any of its arguments, in microseconds exactly;
+  ``date(...)``, ``datetime(...)`` and ``time(...)`` take constants only.
 
 Anything else on these values raises `RelationDefinitionError` naming the construct.
 """
@@ -34,22 +42,25 @@ from __future__ import annotations
 import ast
 import datetime as dt
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, TypeAlias, cast
+from typing import TYPE_CHECKING, Literal, TypeAlias, cast
 
 import z3
 
 from factorspec_sdk.relations.compiler.ints import ORDER_OPS, as_int_term
 from factorspec_sdk.relations.compiler.records import VarRecord
 from factorspec_sdk.relations.compiler.terms import AND, Cond, in_codes, mk_cmp, mk_eq, mk_ite
-from factorspec_sdk.relations.compiler.values import UNDEF, R, SDate, SDelta, SFunc, V
-from factorspec_sdk.relations.layout import (
-    DATE_MAX,
-    DATE_MIN,
-    LeafLayout,
-    Path,
-    date_range,
-    path_name,
+from factorspec_sdk.relations.compiler.values import (
+    UNDEF,
+    R,
+    SClock,
+    SDate,
+    SDelta,
+    SFunc,
+    V,
+    is_sym,
 )
+from factorspec_sdk.relations.layout import LeafLayout, Path, path_name, temporal_range
+from factorspec_sdk.relations.temporal import DATE_MAX, DATE_MIN
 
 if TYPE_CHECKING:
     from factorspec_sdk.relations.compiler.core import RelationCompiler
@@ -74,11 +85,19 @@ __all__ = [
     "order_dates",
 ]
 
-_DAY_US = 86_400 * 10**6
-_MAX_DAYS = 999_999_999
-"""``timedelta.max.days``: a timedelta beyond it raises ``OverflowError``."""
+_SEC_US = 10**6
+_DAY_US = 86_400 * _SEC_US
+_ONE_US = dt.timedelta(microseconds=1)
+_DELTA_MIN_US = dt.timedelta.min // _ONE_US
+_DELTA_MAX_US = dt.timedelta.max // _ONE_US
+"""``timedelta``'s range in microseconds: beyond it, ``OverflowError``."""
+_CLOCK_US: dict[Clock, tuple[int, int]] = {
+    "datetime": (DATE_MIN * _DAY_US, (DATE_MAX + 1) * _DAY_US - 1),
+    "time": (0, _DAY_US - 1),
+}
 _CMP_SYM: dict[type[ast.cmpop], str] = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
 Term: TypeAlias = "z3.ArithRef | int"
+Clock: TypeAlias = Literal["datetime", "time"]
 
 
 _PART_BOUNDS = {"year": (1, 9999), "month": (1, 12), "day": (1, 31)}
@@ -94,10 +113,16 @@ def date_part_bounds(name: str) -> tuple[str, int, int] | None:
     return None
 
 
-def date_leaf(cx: RelationCompiler, path: Path, node: LeafLayout) -> SDate:
-    """The ordinal variable of a date leaf, bounded by the schema or Python's dates."""
-    ge, le = date_range(node)
-    return SDate(cast(z3.ArithRef, cx.var(path, "date", ge=ge, le=le).term), path)
+def date_leaf(cx: RelationCompiler, path: Path, node: LeafLayout) -> SDate | SClock:
+    """The variable of a date (its ordinal), datetime or time leaf (its whole seconds).
+
+    Bounded by the schema or Python's first and last values.
+    """
+    ge, le = temporal_range(node)
+    term = cast(z3.ArithRef, cx.var(path, "date", ge=ge, le=le).term)
+    if node.temporal == "date":
+        return SDate(term, path)
+    return SClock(term, _SEC_US, node.temporal)
 
 
 def _part_vars(cx: RelationCompiler, path: Path) -> dict[str, z3.ArithRef]:
@@ -164,50 +189,105 @@ def as_date(v: V) -> Term | None:
     return None
 
 
-def _whole_days(v: V) -> Term | None:
-    """The days of a whole-day timedelta (symbolic or constant), else None."""
+def _div(t: Term, k: int) -> Term:
+    """``t // k`` for ``k > 0`` (Z3's integer division is floor division then)."""
+    return t // k if isinstance(t, int) else cast(z3.ArithRef, t / k)
+
+
+def _mod(t: Term, k: int) -> Term:
+    """``t % k`` for ``k > 0``: in ``[0, k)``, as Python's."""
+    return t % k
+
+
+def _coarse(us: int) -> tuple[int, int]:
+    """``(n, unit)`` of ``us`` microseconds with the coarsest unit that holds it exactly."""
+    for unit in (_DAY_US, _SEC_US):
+        if us % unit == 0:
+            return us // unit, unit
+    return us, 1
+
+
+def _common(*parts: tuple[Term, int]) -> tuple[list[Term], int]:
+    """Values ``(n, unit)`` in their finest unit (the units divide one another)."""
+    u = min(unit for _, unit in parts)
+    return [n if unit == u else n * (unit // u) for n, unit in parts], u
+
+
+def _delta_parts(v: V) -> tuple[Term, int] | None:
+    """A timedelta as ``(n, unit)``, or None for a non-timedelta."""
     if isinstance(v, SDelta):
-        return v.days
-    if isinstance(v, dt.timedelta) and not v.seconds and not v.microseconds:
-        return v.days
+        return v.n, v.unit
+    if isinstance(v, dt.timedelta):
+        return _coarse(v // dt.timedelta(microseconds=1))
     return None
 
 
-def _micros(v: V) -> Term | None:
-    """A timedelta in microseconds (symbolic or constant), or None for a non-timedelta."""
-    if isinstance(v, SDelta):
-        return v.days * _DAY_US
-    if isinstance(v, dt.timedelta):
-        return v // dt.timedelta(microseconds=1)
+def _clock_parts(v: V) -> tuple[Term, int, Clock] | None:
+    """A naive datetime or time as ``(n, unit, temporal)``, or None for any other value.
+
+    An aware datetime or time (a constant with ``tzinfo``) is another value: it never
+    equals a naive one, and ordering or subtracting them raises ``TypeError``.
+    """
+    if isinstance(v, SClock):
+        return v.n, v.unit, v.temporal
+    if type(v) is dt.datetime and v.tzinfo is None:
+        us = v.toordinal() * _DAY_US + (v - dt.datetime.combine(v.date(), dt.time())) // _ONE_US
+        n, unit = _coarse(us)
+        return n, unit, "datetime"
+    if type(v) is dt.time and v.tzinfo is None:
+        us = ((v.hour * 60 + v.minute) * 60 + v.second) * _SEC_US + v.microsecond
+        n, unit = _coarse(us)
+        return n, unit, "time"
     return None
 
 
 def is_date_like(v: V) -> bool:
-    """Whether ``v`` is a symbolic date or timedelta (the values this module's rules take)."""
-    return isinstance(v, (SDate, SDelta))
+    """Whether ``v`` is a symbolic date, datetime, time or timedelta (this module's values)."""
+    return isinstance(v, (SDate, SClock, SDelta))
 
 
-def eq_dates(a: V, b: V) -> Cond | None:
-    """``a == b`` when either side is a symbolic date or timedelta, else None."""
+def _operands(a: V, b: V) -> tuple[Term, Term] | Literal[False] | None:
+    """Both sides as numbers of one unit when they are of one kind; False when they are not.
+
+    None when neither side is a symbolic date, datetime, time or timedelta.
+    """
     if isinstance(a, SDate) or isinstance(b, SDate):
         x, y = as_date(a), as_date(b)
-        return False if x is None or y is None else mk_eq(x, y)
+        return False if x is None or y is None else (x, y)
+    if isinstance(a, SClock) or isinstance(b, SClock):
+        ca, cb = _clock_parts(a), _clock_parts(b)
+        if ca is None or cb is None or ca[2] != cb[2]:
+            return False
+        (x, y), _ = _common(ca[:2], cb[:2])
+        return x, y
     if isinstance(a, SDelta) or isinstance(b, SDelta):
-        x, y = _micros(a), _micros(b)
-        return False if x is None or y is None else mk_eq(x, y)
+        da, db = _delta_parts(a), _delta_parts(b)
+        if da is None or db is None:
+            return False
+        (x, y), _ = _common(da, db)
+        return x, y
     return None
 
 
+def eq_dates(a: V, b: V) -> Cond | None:
+    """``a == b`` when either side is a symbolic date, datetime, time or timedelta, else None.
+
+    Values of two kinds (a date and a datetime, a naive and an aware datetime) are unequal.
+    """
+    pair = _operands(a, b)
+    if pair is None or pair is False:
+        return pair
+    return mk_eq(*pair)
+
+
 def order_dates(op: ast.cmpop, a: V, b: V) -> tuple[Cond, Cond] | None:
-    """``a op b`` (``<``...) when either side is a symbolic date or timedelta: (result, ok)."""
-    if isinstance(a, SDate) or isinstance(b, SDate):
-        x, y = as_date(a), as_date(b)
-    elif isinstance(a, SDelta) or isinstance(b, SDelta):
-        x, y = _micros(a), _micros(b)
-    else:
+    """``a op b`` (``<``...) when either side is a symbolic date-like value: (result, ok)."""
+    pair = _operands(a, b)
+    if pair is None:
         return None
-    if x is None or y is None:
-        return False, False  # TypeError: a date ordered against a non-date
+    if pair is False:
+        return False, False  # TypeError: a date ordered against a non-date, naive vs aware
+    x, y = pair
     if isinstance(x, int) and isinstance(y, int):
         return bool(ORDER_OPS[type(op)](x, y)), True
     return mk_cmp(_CMP_SYM[type(op)], x, y), True
@@ -221,20 +301,34 @@ def _shift(e: Term, days: Term) -> R:
     return R(SDate(out), AND(mk_cmp(">=", out, DATE_MIN), mk_cmp("<=", out, DATE_MAX)))
 
 
-def _delta(days: Term) -> R:
-    """A timedelta of ``days`` (OverflowError beyond ``timedelta.max``)."""
-    if isinstance(days, int):
-        return R(dt.timedelta(days=days)) if abs(days) <= _MAX_DAYS else R(UNDEF, False)
-    ok = AND(mk_cmp(">=", days, -_MAX_DAYS), mk_cmp("<=", days, _MAX_DAYS))
-    return R(SDelta(days), ok)
+def _delta(n: Term, unit: int = _DAY_US) -> R:
+    """A timedelta of ``n * unit`` microseconds (OverflowError beyond ``timedelta.max``)."""
+    lo, hi = _DELTA_MIN_US // unit, _DELTA_MAX_US // unit
+    if isinstance(n, int):
+        return R(dt.timedelta(microseconds=n * unit)) if lo <= n <= hi else R(UNDEF, False)
+    return R(SDelta(n, unit), AND(mk_cmp(">=", n, lo), mk_cmp("<=", n, hi)))
+
+
+def _clock(n: Term, unit: int, temporal: Clock) -> R:
+    """A datetime (OverflowError outside Python's) or time of ``n * unit`` microseconds."""
+    lo, hi = _CLOCK_US[temporal]
+    lo, hi = -(-lo // unit), hi // unit
+    if isinstance(n, int):
+        if not lo <= n <= hi:
+            return R(UNDEF, False)
+        us = n * unit if temporal == "time" else n * unit - _DAY_US  # from 0001-01-01
+        moment = dt.datetime.min + dt.timedelta(microseconds=us)
+        return R(moment if temporal == "datetime" else moment.time())
+    return R(SClock(n, unit, temporal), AND(mk_cmp(">=", n, lo), mk_cmp("<=", n, hi)))
 
 
 def _date_fail(cx: RelationCompiler, op: type[ast.operator], node: ast.AST) -> R:
     sym = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*"}.get(op, "this operator")
     cx.fail(
         "date arithmetic",
-        f"{sym} on dates/timedeltas: a date takes + and - of a timedelta, a date minus a "
-        "date is a timedelta, timedeltas add, subtract and multiply by ints "
+        f"{sym} on dates/datetimes/times/timedeltas: a date or naive datetime takes + and - "
+        "of a timedelta, a date minus a date (a datetime minus a datetime) is a timedelta, "
+        "timedeltas add, subtract and multiply by ints; times take no arithmetic "
         "(write timedelta(days=n) to add n days)",
         node,
     )
@@ -243,7 +337,7 @@ def _date_fail(cx: RelationCompiler, op: type[ast.operator], node: ast.AST) -> R
 def arith_dates(
     cx: RelationCompiler, op: type[ast.operator], a: V, b: V, ok: Cond, node: ast.AST
 ) -> R | None:
-    """``a op b`` when either side is a symbolic date or timedelta, else None."""
+    """``a op b`` when either side is a symbolic date-like value, else None."""
     if not (is_date_like(a) or is_date_like(b)):
         return None
     r = _arith(cx, op, a, b, node)
@@ -251,39 +345,57 @@ def arith_dates(
 
 
 def _arith(cx: RelationCompiler, op: type[ast.operator], a: V, b: V, node: ast.AST) -> R:
+    ca, cb = _clock_parts(a), _clock_parts(b)
+    if ca is not None or cb is not None:
+        return _arith_clocks(cx, op, a, b, node)
     da, db = as_date(a), as_date(b)
     if op is ast.Sub and da is not None and db is not None:
         return _delta(da - db)
-    if op in (ast.Add, ast.Sub) and da is not None and isinstance(b, (SDelta, dt.timedelta)):
-        if isinstance(b, SDelta):
-            return _shift(da, b.days if op is ast.Add else -b.days)
-        return _shift(da, (b if op is ast.Add else -b).days)  # Python keeps only the days
-    if op is ast.Add and db is not None and isinstance(a, (SDelta, dt.timedelta)):
-        return _shift(db, a.days)
-    if op in (ast.Add, ast.Sub):
-        x, y = _whole_days(a), _whole_days(b)
-        if x is not None and y is not None:
-            return _delta(x + y if op is ast.Add else x - y)
+    ta, tb = _delta_parts(a), _delta_parts(b)
+    if op in (ast.Add, ast.Sub) and da is not None and tb is not None:
+        days = _div(tb[0], _DAY_US // tb[1]) if tb[1] != _DAY_US else tb[0]
+        return _shift(da, days if op is ast.Add else -days)  # Python keeps only the days
+    if op is ast.Add and db is not None and ta is not None:
+        return _shift(db, _div(ta[0], _DAY_US // ta[1]) if ta[1] != _DAY_US else ta[0])
+    if op in (ast.Add, ast.Sub) and ta is not None and tb is not None:
+        (x, y), u = _common(ta, tb)
+        return _delta(x + y if op is ast.Add else x - y, u)
     if op is ast.Mult:
-        for d, k in ((a, b), (b, a)):
-            days = _whole_days(d)
-            n = None if isinstance(k, (SDelta, dt.timedelta)) else as_int_term(k)
-            if days is not None and n is not None and isinstance(d, (SDelta, dt.timedelta)):
-                return _delta(days * n)
+        for d, k in ((ta, b), (tb, a)):
+            n = None if is_date_like(k) or isinstance(k, dt.timedelta) else as_int_term(k)
+            if d is not None and n is not None:
+                return _delta(d[0] * n, d[1])
+    return _date_fail(cx, op, node)
+
+
+def _arith_clocks(cx: RelationCompiler, op: type[ast.operator], a: V, b: V, node: ast.AST) -> R:
+    """Arithmetic with a datetime or a time on one side (a time takes none)."""
+    ca, cb = _clock_parts(a), _clock_parts(b)
+    ta, tb = _delta_parts(a), _delta_parts(b)
+    if op is ast.Sub and ca is not None and cb is not None:
+        if ca[2] == cb[2] == "datetime":
+            (x, y), u = _common(ca[:2], cb[:2])
+            return _delta(x - y, u)
+    elif op in (ast.Add, ast.Sub) and ca is not None and tb is not None and ca[2] == "datetime":
+        (x, y), u = _common(ca[:2], tb)
+        return _clock(x + y if op is ast.Add else x - y, u, "datetime")
+    elif op is ast.Add and cb is not None and ta is not None and cb[2] == "datetime":
+        (x, y), u = _common(ta, cb[:2])
+        return _clock(x + y, u, "datetime")
     return _date_fail(cx, op, node)
 
 
 def neg_delta(v: V) -> R | None:
     """``-v`` of a symbolic timedelta, else None."""
     if isinstance(v, SDelta):
-        return _delta(-v.days)
+        return _delta(-v.n, v.unit)
     return None
 
 
 def abs_delta(v: V) -> R | None:
     """``abs(v)`` of a symbolic timedelta, else None."""
     if isinstance(v, SDelta):
-        return R(SDelta(cast(z3.ArithRef, z3.If(v.days >= 0, v.days, -v.days))))
+        return R(SDelta(cast(z3.ArithRef, z3.If(v.n >= 0, v.n, -v.n)), v.unit))
     return None
 
 
@@ -305,8 +417,30 @@ def _civil(e: z3.ArithRef) -> tuple[z3.ArithRef, z3.ArithRef, z3.ArithRef]:
     return cast(z3.ArithRef, year), month, cast(z3.ArithRef, day)
 
 
+def _day_and_rest(n: Term, unit: int) -> tuple[Term, Term]:
+    """The ordinal of a datetime's date and the rest of its day, in ``unit``."""
+    if unit == _DAY_US:
+        return n, 0
+    per = _DAY_US // unit
+    return _div(n, per), _mod(n, per)
+
+
+def _clock_field(rest: Term, unit: int, name: str) -> Term:
+    """``.hour``/``.minute``/``.second``/``.microsecond`` of ``rest`` units since midnight."""
+    if name == "microsecond":
+        return _mod(rest, _SEC_US) if unit == 1 else 0
+    if unit == _DAY_US:
+        return 0
+    scale = {"hour": 3600, "minute": 60, "second": 1}[name] * _SEC_US // unit
+    count = _div(rest, scale)
+    return count if name == "hour" else _mod(count, 60)
+
+
+_CLOCK_FIELDS = ("hour", "minute", "second", "microsecond")
+
+
 def date_attr(cx: RelationCompiler, v: V, name: str, node: ast.AST) -> R | None:
-    """``v.name`` of a symbolic date or timedelta (a method becomes an `SFunc`), else None."""
+    """``v.name`` of a symbolic date-like value (a method becomes an `SFunc`), else None."""
     if isinstance(v, SDate):
         if name in ("year", "month", "day"):
             if v.path is not None:
@@ -320,11 +454,35 @@ def date_attr(cx: RelationCompiler, v: V, name: str, node: ast.AST) -> R | None:
             "dates offer .year/.month/.day and .weekday()/.isoweekday()/.toordinal()",
             node,
         )
+    if isinstance(v, SClock):
+        if v.temporal == "datetime":
+            day, rest = _day_and_rest(v.n, v.unit)
+            if name in ("year", "month", "day"):
+                year, month, d = _civil(cast(z3.ArithRef, day))
+                return R({"year": year, "month": month, "day": d}[name])
+            if name in _CLOCK_FIELDS:
+                return R(_clock_field(rest, v.unit, name))
+            if name in ("date", "time", "weekday", "isoweekday", "toordinal"):
+                return R(SFunc(name, v))
+            offers = ".year/.month/.day/.hour/.minute/.second/.microsecond and .date()/"
+            offers += ".time()/.weekday()/.isoweekday()/.toordinal()"
+            cx.fail(f"attribute .{name} of a datetime", f"datetimes offer {offers}", node)
+        if name in _CLOCK_FIELDS:
+            return R(_clock_field(v.n, v.unit, name))
+        cx.fail(
+            f"attribute .{name} of a time",
+            "times offer .hour/.minute/.second/.microsecond",
+            node,
+        )
     if isinstance(v, SDelta):
         if name == "days":
-            return R(v.days)
-        if name in ("seconds", "microseconds"):
-            return R(0)
+            return R(v.n if v.unit == _DAY_US else _div(v.n, _DAY_US // v.unit))
+        if name == "seconds":
+            if v.unit == _DAY_US:
+                return R(0)
+            return R(_div(_mod(v.n, _DAY_US // v.unit), _SEC_US // v.unit))
+        if name == "microseconds":
+            return R(_mod(v.n, _SEC_US) if v.unit == 1 else 0)
         if name == "total_seconds":
             return R(SFunc(name, v))
         cx.fail(
@@ -336,7 +494,7 @@ def date_attr(cx: RelationCompiler, v: V, name: str, node: ast.AST) -> R | None:
 
 
 def date_method(cx: RelationCompiler, f: SFunc, args: list[V], node: ast.AST) -> R | None:
-    """A method of a symbolic date or timedelta (``weekday()``...), else None."""
+    """A method of a symbolic date-like value (``weekday()``...), else None."""
     v = f.bound
     if not is_date_like(v):
         return None
@@ -345,18 +503,49 @@ def date_method(cx: RelationCompiler, f: SFunc, args: list[V], node: ast.AST) ->
     if isinstance(v, SDate):
         weekday = (v.e + 6) % 7
         return R({"weekday": weekday, "isoweekday": weekday + 1, "toordinal": v.e}[f.name])
+    if isinstance(v, SClock):
+        day, rest = _day_and_rest(v.n, v.unit)
+        if f.name == "date":
+            return R(SDate(cast(z3.ArithRef, day)))
+        if f.name == "time":
+            return _clock(rest, v.unit, "time")
+        weekday = (day + 6) % 7
+        return R({"weekday": weekday, "isoweekday": weekday + 1, "toordinal": day}[f.name])
     assert isinstance(v, SDelta)
-    return R(v.days * 86_400)
+    if v.unit == 1:
+        cx.fail(
+            "total_seconds() of a timedelta with microseconds",
+            "total_seconds() of microseconds is a float decided by rounding; compare the "
+            "timedelta with timedelta(seconds=...) instead",
+            node,
+        )
+    return R(v.n * (v.unit // _SEC_US))
+
+
+_DELTA_SCALES = {
+    "days": _DAY_US,
+    "seconds": _SEC_US,
+    "microseconds": 1,
+    "milliseconds": 1000,
+    "minutes": 60 * _SEC_US,
+    "hours": 3600 * _SEC_US,
+    "weeks": 7 * _DAY_US,
+}
+"""``timedelta``'s arguments in the order of its signature, each in microseconds."""
+
+_CONSTRUCTED = {dt.date: "date", dt.datetime: "datetime", dt.time: "time"}
 
 
 def date_call(
     cx: RelationCompiler, cls: type, args: list[V], kwargs: dict[str, V], node: ast.AST
 ) -> R:
-    """``date(...)`` or ``timedelta(...)``: constants run Python's; timedeltas take int terms.
+    """``date(...)``, ``datetime(...)``, ``time(...)`` or ``timedelta(...)``.
 
-    A timedelta of record values may set ``days`` and ``weeks`` (positionally, ``days`` only).
+    Of constants, Python's; a timedelta of record values takes ints for any of its
+    arguments (positionally in its signature's order, or by name), kept exactly in
+    microseconds; the others take constants only.
     """
-    symbolic = any(isinstance(x, (z3.ExprRef, SDate, SDelta)) for x in [*args, *kwargs.values()])
+    symbolic = any(is_sym(x) for x in [*args, *kwargs.values()])
     if not symbolic:
         if UNDEF in args or UNDEF in kwargs.values():
             return R(UNDEF, False)
@@ -364,81 +553,91 @@ def date_call(
             return R(cls(*args, **kwargs))
         except Exception:
             return R(UNDEF, False)
-    if cls is dt.date:
+    if cls in _CONSTRUCTED:
+        name = _CONSTRUCTED[cls]
         cx.fail(
-            "date() of record values",
-            "date(...) takes constants only; compare a date field's .year/.month/.day instead",
+            f"{name}() of record values",
+            f"{name}(...) takes constants only; compare a field's .year/.month/.day "
+            "(.hour/.minute) instead",
             node,
         )
     named = dict(kwargs)
-    if len(args) > 1 or (args and "days" in named):
-        cx.fail(
-            "timedelta() of record values",
-            "a timedelta of record values takes days= and weeks= only",
-            node,
-        )
-    if args:
-        named["days"] = args[0]
-    extra = sorted(
-        k
-        for k, x in named.items()
-        if k not in ("days", "weeks") and (isinstance(x, z3.ExprRef) or x != 0)
-    )
-    if extra:
-        cx.fail(
-            "timedelta() of record values",
-            f"a timedelta of record values takes days= and weeks= only, not {', '.join(extra)}=",
-            node,
-        )
-    total: Term = 0
-    for key, scale in (("days", 1), ("weeks", 7)):
-        if key not in named:
+    if len(args) > len(_DELTA_SCALES):
+        cx.fail("timedelta() of record values", "timedelta() takes at most 7 arguments", node)
+    for key, x in zip(_DELTA_SCALES, args, strict=False):
+        if key in named:
+            cx.fail("timedelta() of record values", f"{key}= given twice", node)
+        named[key] = x
+    unknown = sorted(set(named) - set(_DELTA_SCALES))
+    if unknown:
+        cx.fail("timedelta() of record values", f"no argument {', '.join(unknown)}=", node)
+    const_us = 0
+    terms: list[tuple[Term, int]] = []
+    for key, x in named.items():
+        if not is_sym(x):
+            try:
+                const_us += dt.timedelta(**{key: x}) // _ONE_US  # type: ignore[arg-type]
+            except Exception:
+                return R(UNDEF, False)
             continue
-        t = as_int_term(named[key])
+        t = as_int_term(x)
         if t is None:
-            cx.fail("timedelta() of record values", f"{key}= needs an int", node)
-        total = total + t * scale if scale != 1 else total + t
-    return _delta(total)
+            cx.fail("timedelta() of record values", f"{key}= of record values needs an int", node)
+        terms.append((t, _DELTA_SCALES[key]))
+    _, unit = _common(_coarse(const_us), *((0, _coarse(scale)[1]) for _, scale in terms))
+    total: Term = const_us // unit
+    for t, scale in terms:
+        total = total + t * (scale // unit) if scale != unit else total + t
+    return _delta(total, unit)
 
 
 def ite_dates(c: Cond, a: V, b: V) -> V | None:
-    """``a if c else b`` for two dates or two timedeltas (one may be a constant), else None."""
+    """``a if c else b`` for two date-like values of one kind (one may be constant)."""
+    pair = _operands(a, b) if is_date_like(a) or is_date_like(b) else None
+    if pair is None or pair is False:
+        return None
+    x, y = pair
+    e = cast(z3.ArithRef, mk_ite(c, x, y))
     if isinstance(a, SDate) or isinstance(b, SDate):
-        x, y = as_date(a), as_date(b)
-        if x is None or y is None:
-            return None
-        return SDate(cast(z3.ArithRef, mk_ite(c, x, y)))
-    if isinstance(a, SDelta) or isinstance(b, SDelta):
-        x, y = _whole_days(a), _whole_days(b)
-        if x is None or y is None:
-            return None
-        return SDelta(cast(z3.ArithRef, mk_ite(c, x, y)))
-    return None
+        return SDate(e)
+    clock = _clock_parts(a) or _clock_parts(b)
+    if clock is not None:
+        _, unit = _common(*(p[:2] for p in (_clock_parts(a), _clock_parts(b)) if p))
+        return SClock(e, unit, clock[2])
+    _, unit = _common(*(p for p in (_delta_parts(a), _delta_parts(b)) if p))
+    return SDelta(e, unit)
 
 
 def as_numbers(
     cx: RelationCompiler, values: list[V], name: str, node: ast.AST
 ) -> tuple[list[Term], Callable[[Term], R]] | None:
-    """Dates as ordinals, or whole-day timedeltas as days, for ``min``/``max``/``sum``.
+    """Dates as ordinals, datetimes, times or timedeltas as numbers of one unit.
 
-    Returns the numbers and the function that turns a number back into a date or a
-    timedelta (with the condition that the timedelta does not overflow), or None when no
-    value is a date or timedelta. Mixing kinds, or an ``Optional`` value, raises
+    For ``min``/``max``/``sum``. Returns the numbers and the function that turns a number
+    back into a value of the kind (with the condition that it does not overflow), or None
+    when no value is date-like. Mixing kinds, or an ``Optional`` value, raises
     `RelationDefinitionError`.
     """
-    if not any(is_date_like(v) or _is_date(v) or isinstance(v, dt.timedelta) for v in values):
+    if not any(is_date_like(v) or isinstance(v, (dt.date, dt.time, dt.timedelta)) for v in values):
         return None
     dates = [as_date(v) for v in values]
     if all(d is not None for d in dates):
         return [cast(Term, d) for d in dates], _date_back
-    days = [_whole_days(v) for v in values]
-    if all(d is not None for d in days):
-        return [cast(Term, d) for d in days], _delta_back
+    clocks = [_clock_parts(v) for v in values]
+    kinds = {c[2] for c in clocks if c is not None}
+    if all(c is not None for c in clocks) and len(kinds) == 1:
+        nums, unit = _common(*(cast(tuple[Term, int, Clock], c)[:2] for c in clocks))
+        temporal = kinds.pop()
+        return nums, lambda t: _clock(t, unit, temporal)
+    deltas = [_delta_parts(v) for v in values]
+    if all(d is not None for d in deltas):
+        nums, unit = _common(*(cast(tuple[Term, int], d) for d in deltas))
+        return nums, lambda t: _delta(t, unit)
     hint = " (sum() of timedeltas needs start=timedelta())" if name == "sum" else ""
     cx.fail(
         f"{name}() of mixed values",
-        f"{name}() over dates or timedeltas needs all its values of one kind (dates, or "
-        f"timedeltas of whole days), none Optional{hint}",
+        f"{name}() over dates, datetimes, times or timedeltas needs all its values of one "
+        f"kind, none Optional{hint}",
         node,
     )
 
@@ -447,10 +646,20 @@ def _date_back(t: Term) -> R:
     return R(dt.date.fromordinal(t) if isinstance(t, int) else SDate(t))
 
 
-def _delta_back(t: Term) -> R:
-    return _delta(t)
+def member_dates(x: SDate | SClock, elems: list[object]) -> Cond:
+    """``x in elems`` for a symbolic date, datetime or time among constants.
 
-
-def member_dates(x: SDate, elems: list[object]) -> Cond:
-    """``x in elems`` for a symbolic date among constants (non-dates never match)."""
-    return in_codes(x.e, sorted({cast(dt.date, e).toordinal() for e in elems if _is_date(e)}))
+    Values of another kind never match, nor one finer than ``x``'s unit (a datetime with
+    microseconds is never a whole second).
+    """
+    if isinstance(x, SDate):
+        return in_codes(x.e, sorted({cast(dt.date, e).toordinal() for e in elems if _is_date(e)}))
+    found: set[int] = set()
+    for e in elems:
+        c = _clock_parts(e)
+        if c is None or c[2] != x.temporal:
+            continue
+        n, unit = cast(tuple[int, int, Clock], c)[:2]
+        if (n * unit) % x.unit == 0:
+            found.add(n * unit // x.unit)
+    return in_codes(x.n, sorted(found))

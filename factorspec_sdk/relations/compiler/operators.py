@@ -57,6 +57,7 @@ from factorspec_sdk.relations.compiler.values import (
     UNDEF,
     R,
     SChoice,
+    SClock,
     SCode,
     Scope,
     SDate,
@@ -398,7 +399,7 @@ def _member_const(cx: RelationCompiler, x: V, elems: list[object], node: ast.AST
         )
     if isinstance(x0, SCode) and x0.strs and x0.enum_type is None:
         return member_codes(cx, x0, elems)
-    if isinstance(x0, SDate):
+    if isinstance(x0, (SDate, SClock)):
         return member_dates(x0, elems)
     if isinstance(x0, z3.ArithRef) and not isinstance(x0, z3.BoolRef):
         ints = sorted({int(e) for e in elems if isinstance(e, int)})

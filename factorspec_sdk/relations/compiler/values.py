@@ -2,8 +2,8 @@
 
 A value (`V`) is a concrete Python object (from the context, a literal or a module constant),
 a Z3 Bool/Int term, or one of the symbolic classes here: `SCode` (a str/Enum field), `SDate`
-(a ``datetime.date`` field, or a date computed from one), `SDelta` (a whole-day ``timedelta``
-computed from record values), `SObj`
+(a ``datetime.date`` field, or a date computed from one), `SClock` (a naive ``datetime`` or a
+``time``), `SDelta` (a ``timedelta`` computed from record values), `SObj`
 (a nested model), `SSeq` of `Item` (a list or a comprehension), `SMaybe` (an ``Optional``),
 `SChoice` (one of several values, by condition), `SFloat` (a float) and `SFunc` (a supported
 builtin). Every
@@ -29,6 +29,7 @@ __all__ = [
     "Iter",
     "R",
     "SChoice",
+    "SClock",
     "SCode",
     "SDate",
     "SDelta",
@@ -76,9 +77,28 @@ class SDate:
 
 @dataclass(frozen=True, slots=True, eq=False)
 class SDelta:
-    """A symbolic ``timedelta`` of whole days (seconds and microseconds are 0)."""
+    """A symbolic ``timedelta`` of ``n * unit`` microseconds.
 
-    days: z3.ArithRef
+    ``unit`` is 86400 * 10**6 (whole days: ``n`` is ``.days``), 10**6 (whole seconds) or 1;
+    the coarsest unit that holds the value keeps the arithmetic on days of dates plain.
+    """
+
+    n: z3.ArithRef
+    unit: int
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class SClock:
+    """A symbolic naive ``datetime`` or a ``time``: ``n * unit`` microseconds.
+
+    A datetime counts from 0001-01-01 less one day (``ordinal * 86400 * 10**6`` at
+    midnight), a time from midnight; ``unit`` is 10**6 (a leaf: its whole seconds) or 1.
+    ``temporal`` is ``datetime`` or ``time``.
+    """
+
+    n: z3.ArithRef
+    unit: int
+    temporal: Literal["datetime", "time"]
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -172,7 +192,9 @@ V: TypeAlias = object
 
 def is_sym(v: V) -> bool:
     """Whether a value is symbolic (depends on the record)."""
-    if isinstance(v, (z3.ExprRef, SCode, SDate, SDelta, SFloat, SObj, SSeq, SMaybe, SChoice)):
+    if isinstance(
+        v, (z3.ExprRef, SCode, SDate, SClock, SDelta, SFloat, SObj, SSeq, SMaybe, SChoice)
+    ):
         return True
     if isinstance(v, tuple):
         return any(is_sym(x) for x in v)

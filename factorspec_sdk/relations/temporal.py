@@ -1,0 +1,207 @@
+"""Dates, datetimes and times as ints, and the fixed-width texts the writer gives them.
+
+A temporal leaf (`LeafLayout` of kind ``date``) holds one of three Python types, its
+``temporal``; each has an int value that orders as the type does, and one text, the one
+Pydantic serializes (every part zero-padded, whole seconds, no time zone):
+
+==========  ==================================  =========================  =======================
+temporal    value                               text                       range
+==========  ==================================  =========================  =======================
+date        ``d.toordinal()``                   ``YYYY-MM-DD``             0001-01-01..9999-12-31
+datetime    ``ordinal * 86400 + seconds``       ``YYYY-MM-DDTHH:MM:SS``    whole seconds, naive
+time        ``seconds since midnight``          ``HH:MM:SS``               whole seconds, naive
+==========  ==================================  =========================  =======================
+
+For such texts the order of the texts is the order of the values, so the valid values whose
+text starts with a given prefix are one contiguous range (`prefix_range`): the writer asks
+the oracle which next characters leave a range that holds a feasible value. Only real
+calendar dates and clock times have a value (month lengths, leap years, hours 0-23).
+"""
+
+from __future__ import annotations
+
+import calendar
+import datetime as dt
+from typing import Literal
+
+__all__ = [
+    "DATE_MAX",
+    "DATE_MIN",
+    "DAY_SECONDS",
+    "Temporal",
+    "from_python",
+    "prefix_range",
+    "separators",
+    "temporal_bounds",
+    "temporal_of",
+    "temporal_text",
+    "temporal_value",
+    "text_length",
+    "to_python",
+]
+
+Temporal = Literal["date", "datetime", "time"]
+
+DATE_MIN = dt.date.min.toordinal()
+"""Ordinal (``date.toordinal()``) of the first date Python has, 0001-01-01."""
+
+DATE_MAX = dt.date.max.toordinal()
+"""Ordinal of the last date Python has, 9999-12-31."""
+
+DAY_SECONDS = 86_400
+
+_LENGTHS: dict[Temporal, int] = {"date": 10, "datetime": 19, "time": 8}
+_BOUNDS: dict[Temporal, tuple[int, int]] = {
+    "date": (DATE_MIN, DATE_MAX),
+    "datetime": (DATE_MIN * DAY_SECONDS, DATE_MAX * DAY_SECONDS + DAY_SECONDS - 1),
+    "time": (0, DAY_SECONDS - 1),
+}
+_SEPARATORS: dict[Temporal, dict[int, str]] = {
+    "date": {4: "-", 7: "-"},
+    "datetime": {4: "-", 7: "-", 10: "T", 13: ":", 16: ":"},
+    "time": {2: ":", 5: ":"},
+}
+
+
+def temporal_of(annotation: object) -> Temporal | None:
+    """The temporal of a field type: ``date``, ``datetime``, ``time``, or None (another type).
+
+    Exactly these classes: a subclass (or Pydantic's ``AwareDatetime``...) is not one.
+    """
+    for name, cls in (("date", dt.date), ("datetime", dt.datetime), ("time", dt.time)):
+        if annotation is cls:
+            return name  # type: ignore[return-value]
+    return None
+
+
+def text_length(temporal: Temporal) -> int:
+    """Characters of the text of every value (``YYYY-MM-DD`` has 10)."""
+    return _LENGTHS[temporal]
+
+
+def temporal_bounds(temporal: Temporal) -> tuple[int, int]:
+    """The least and greatest values Python has (0001-01-01 ... 9999-12-31 23:59:59)."""
+    return _BOUNDS[temporal]
+
+
+def separators(temporal: Temporal) -> dict[int, str]:
+    """The fixed characters of the text by position (``-``, ``T``, ``:``)."""
+    return _SEPARATORS[temporal]
+
+
+def to_python(temporal: Temporal, value: int) -> dt.date | dt.datetime | dt.time:
+    """The Python value of an int value."""
+    if temporal == "date":
+        return dt.date.fromordinal(value)
+    days, secs = divmod(value, DAY_SECONDS)
+    clock = dt.time(secs // 3600, secs // 60 % 60, secs % 60)
+    if temporal == "time":
+        return clock
+    return dt.datetime.combine(dt.date.fromordinal(days), clock)
+
+
+def from_python(temporal: Temporal, value: object) -> tuple[int, bool] | None:
+    """``(whole, exact)``: the value of a Python value, or None when it is not of the type.
+
+    ``whole`` is the value of the whole second at or before it; ``exact`` is false when
+    microseconds were dropped. A ``datetime``/``time`` with a time zone is not a naive one
+    (None), nor a date a datetime, nor a datetime a date.
+    """
+    if temporal == "date":
+        if type(value) is dt.date:
+            return value.toordinal(), True
+        return None
+    if temporal == "datetime":
+        if type(value) is not dt.datetime or value.tzinfo is not None:
+            return None
+        secs = value.hour * 3600 + value.minute * 60 + value.second
+        return value.toordinal() * DAY_SECONDS + secs, not value.microsecond
+    if type(value) is not dt.time or value.tzinfo is not None:
+        return None
+    return value.hour * 3600 + value.minute * 60 + value.second, not value.microsecond
+
+
+def temporal_text(temporal: Temporal, value: int) -> str:
+    """The text of a value: ``YYYY-MM-DD``, ``YYYY-MM-DDTHH:MM:SS`` or ``HH:MM:SS``."""
+    return to_python(temporal, value).isoformat()
+
+
+def temporal_value(temporal: Temporal, text: str) -> int | None:
+    """The value of a leaf's JSON text (without quotes), or None when it is not that text.
+
+    Only the exact text `temporal_text` writes has a value: no other ISO 8601 spelling.
+    """
+    if len(text) != _LENGTHS[temporal]:
+        return None
+    r = prefix_range(temporal, text)
+    return None if r is None else r[0]
+
+
+def _span(digits: str, width: int, lo: int, hi: int) -> tuple[int, int] | None:
+    """Values of a ``width``-digit zero-padded field that start with ``digits``, in [lo, hi]."""
+    a = max(int(digits.ljust(width, "0")), lo)
+    b = min(int(digits.ljust(width, "9")), hi)
+    return (a, b) if a <= b else None
+
+
+def _date_range(prefix: str) -> tuple[int, int] | None:
+    years = _span(prefix[:4], 4, 1, 9999)
+    if years is None:
+        return None
+    if len(prefix) <= 5:
+        return dt.date(years[0], 1, 1).toordinal(), dt.date(years[1], 12, 31).toordinal()
+    year = years[0]
+    months = _span(prefix[5:7], 2, 1, 12)
+    if months is None:
+        return None
+    if len(prefix) <= 8:
+        last = calendar.monthrange(year, months[1])[1]
+        return dt.date(year, months[0], 1).toordinal(), dt.date(year, months[1], last).toordinal()
+    month = months[0]
+    days = _span(prefix[8:10], 2, 1, calendar.monthrange(year, month)[1])
+    if days is None:
+        return None
+    return dt.date(year, month, days[0]).toordinal(), dt.date(year, month, days[1]).toordinal()
+
+
+def _time_range(prefix: str) -> tuple[int, int] | None:
+    hours = _span(prefix[:2], 2, 0, 23)
+    if hours is None:
+        return None
+    if len(prefix) <= 3:
+        return hours[0] * 3600, hours[1] * 3600 + 3599
+    base = hours[0] * 3600
+    minutes = _span(prefix[3:5], 2, 0, 59)
+    if minutes is None:
+        return None
+    if len(prefix) <= 6:
+        return base + minutes[0] * 60, base + minutes[1] * 60 + 59
+    base += minutes[0] * 60
+    seconds = _span(prefix[6:8], 2, 0, 59)
+    if seconds is None:
+        return None
+    return base + seconds[0], base + seconds[1]
+
+
+def prefix_range(temporal: Temporal, prefix: str) -> tuple[int, int] | None:
+    """The values of the valid texts that start with ``prefix``, as ``(least, greatest)``.
+
+    None when no text does (a misplaced character, month 13, day 30 of February, hour 24...).
+    """
+    if len(prefix) > _LENGTHS[temporal]:
+        return None
+    fixed = _SEPARATORS[temporal]
+    for i, c in enumerate(prefix):
+        if (c != fixed[i]) if i in fixed else not ("0" <= c <= "9"):
+            return None
+    if temporal == "time":
+        return _time_range(prefix)
+    days = _date_range(prefix[:10])
+    if days is None or temporal == "date":
+        return days
+    if len(prefix) <= 11:
+        return days[0] * DAY_SECONDS, days[1] * DAY_SECONDS + DAY_SECONDS - 1
+    secs = _time_range(prefix[11:])
+    if secs is None:
+        return None
+    return days[0] * DAY_SECONDS + secs[0], days[0] * DAY_SECONDS + secs[1]

@@ -1,0 +1,271 @@
+"""Relations over naive ``datetime`` and ``time`` fields: compiled exactly, or refused clearly.
+
+Differential (hypothesis): every construct, with midnights, leap days, month and year ends,
+the last second Python has (``OverflowError`` when a shift leaves it), timedeltas with
+seconds and microseconds (carry into days, negative ones normalized as Python does), and
+constants with microseconds or a time zone, against the Python relation on the same record.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from datetime import datetime, time, timedelta
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic import BaseModel, Field
+
+from factorspec_sdk import RelationDefinitionError, relation
+from tests.relations.helpers import refused
+from tests.relations.test_differential import assert_agree
+
+
+@dataclass
+class Office:
+    opens: time = time(9, 0)
+    closes: time = time(17, 30, 0, 500)  # microseconds: a whole second never equals it
+    launch: datetime = datetime(2024, 2, 29, 12, 0, 0, 250_000)
+    aware: datetime = datetime(2024, 2, 29, 12, 0, tzinfo=dt.UTC)
+    holidays: list[datetime] = field(
+        default_factory=lambda: [datetime(2024, 3, 1, 0, 0), datetime(2024, 2, 29, 23, 59, 59)]
+    )
+    slack: timedelta = timedelta(minutes=90, microseconds=1)
+
+
+class Shift(BaseModel):
+    start: datetime
+    end: datetime
+    lunch: time
+    minutes: int = Field(ge=-30, le=3000)
+    sync: datetime | None = None
+
+    @relation
+    def ordered(self) -> bool:
+        return self.start < self.end and self.start >= datetime(2024, 2, 28)
+
+    @relation
+    def length(self) -> bool:
+        return self.end - self.start == timedelta(minutes=self.minutes)
+
+    @relation
+    def shifted(self) -> bool:
+        return self.start + timedelta(hours=self.minutes // 60, seconds=30) <= self.end
+
+    @relation
+    def delta_parts(self) -> bool:
+        d = self.start - self.end  # negative: Python normalizes days to floor, seconds >= 0
+        return d.days == -1 or d.seconds > 3600 or d.microseconds != 0
+
+    @relation
+    def total(self) -> bool:
+        return (self.end - self.start).total_seconds() <= 8 * 3600
+
+    @relation
+    def clock_parts(self) -> bool:
+        return self.start.hour >= 8 and self.end.minute % 15 == 0 and self.start.second == 0
+
+    @relation
+    def calendar_parts(self) -> bool:
+        return self.start.year == 2024 and (self.start.month == 2 or self.end.day == 1)
+
+    @relation
+    def same_day(self) -> bool:
+        return self.start.date() == self.end.date() or self.end.date().weekday() == 4
+
+    @relation
+    def in_hours(self, office: Office) -> bool:
+        return office.opens <= self.start.time() and self.end.time() < office.closes
+
+    @relation
+    def lunch_break(self, office: Office) -> bool:
+        return self.lunch != office.closes and time(11, 30) <= self.lunch <= time(14)
+
+    @relation
+    def lunch_parts(self) -> bool:
+        return self.lunch.minute in (0, 30) and self.lunch.microsecond == 0
+
+    @relation
+    def after_launch(self, office: Office) -> bool:
+        return self.start > office.launch or self.end == office.launch
+
+    @relation
+    def never_aware(self, office: Office) -> bool:
+        return self.start != office.aware
+
+    @relation
+    def not_a_holiday(self, office: Office) -> bool:
+        return self.end not in office.holidays
+
+    @relation
+    def slack(self, office: Office) -> bool:
+        return self.end - self.start > office.slack
+
+    @relation
+    def milliseconds(self) -> bool:
+        d = timedelta(milliseconds=self.minutes)
+        return d.microseconds == 0 or (self.start + d).microsecond > 400_000
+
+    @relation
+    def extremes(self) -> bool:
+        first = min(self.start, self.end)
+        last = max([self.start, self.end, datetime(2024, 3, 1, 6)])
+        total = sum([self.end - self.start, timedelta(seconds=self.minutes)], timedelta())
+        return last - first >= timedelta(hours=2) and total != timedelta(hours=1)
+
+    @relation
+    def earliest_time(self) -> bool:
+        return min(self.lunch, self.start.time()) >= time(8)
+
+    @relation
+    def optional_sync(self) -> bool:
+        return self.sync is None or self.start <= self.sync <= self.end
+
+    @relation
+    def chosen(self) -> bool:
+        at = self.start if self.minutes > 60 else self.end
+        return at.hour != 0
+
+    @relation
+    def delta_ops(self) -> bool:
+        d = self.end - self.start
+        return abs(-d) * 2 >= timedelta(hours=3) and not (d - d)
+
+
+def _moments(lo: datetime, hi: datetime) -> st.SearchStrategy[datetime]:
+    return st.datetimes(min_value=lo, max_value=hi).map(lambda d: d.replace(microsecond=0))
+
+
+_EDGES = [
+    datetime(2024, 2, 28, 23, 59, 59),
+    datetime(2024, 2, 29, 0, 0),
+    datetime(2024, 2, 29, 12, 0),
+    datetime(2024, 2, 29, 23, 59, 59),
+    datetime(2024, 3, 1, 0, 0),
+    datetime(2024, 3, 1, 8, 30),
+]
+_DATETIMES = st.one_of(
+    _moments(datetime(2024, 2, 27), datetime(2024, 3, 2)),
+    st.sampled_from(_EDGES),
+    st.builds(
+        lambda base, minutes: base + timedelta(minutes=minutes),
+        st.sampled_from(_EDGES),
+        st.integers(-600, 600),
+    ),
+)
+_TIMES = st.one_of(
+    st.times().map(lambda t: t.replace(microsecond=0)),
+    st.sampled_from([time(0), time(11, 30), time(14), time(17, 30), time(23, 59, 59)]),
+)
+
+
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(
+    start=_DATETIMES,
+    end=_DATETIMES,
+    lunch=_TIMES,
+    minutes=st.integers(-30, 3000),
+    sync=st.one_of(st.none(), _DATETIMES),
+)
+def test_compiled_datetime_relations_agree_with_python(
+    start: datetime, end: datetime, lunch: time, minutes: int, sync: datetime | None
+) -> None:
+    data: dict[str, Any] = {
+        "start": start,
+        "end": end,
+        "lunch": lunch,
+        "minutes": minutes,
+        "sync": sync,
+    }
+    assert_agree(Shift, Office(), data)
+
+
+def test_every_datetime_relation_is_seen_both_true_and_false() -> None:
+    """The hypothesis test above is not vacuous: each relation takes both truth values."""
+    seen: dict[str, set[bool]] = {}
+    lunches = [time(12), time(11, 45, 10), time(15)]
+    for k, base in enumerate(_EDGES):
+        for minutes in (0, 45, 90, 600, 1441, -30):
+            start = base + timedelta(minutes=7 * k)
+            end = start + timedelta(minutes=minutes)
+            data: dict[str, Any] = {
+                "start": start,
+                "end": end,
+                "lunch": lunches[k % 3],
+                "minutes": minutes,
+                "sync": None,
+            }
+            assert_agree(Shift, Office(), data, seen)
+            assert_agree(Shift, Office(), {**data, "minutes": minutes + 7, "sync": end}, seen)
+            assert_agree(Shift, Office(), {**data, "start": end, "end": start}, seen)
+    assert_agree(Shift, Office(), {**data, "end": datetime(2024, 3, 1)}, seen)
+    assert_agree(Shift, Office(), {**data, "start": datetime(2024, 2, 29, 12, 0, 1)}, seen)
+    one_sided = {name for name, truths in seen.items() if truths != {True, False}}
+    assert one_sided == {"never_aware"}  # a naive datetime never equals an aware one
+
+
+class Edge(BaseModel):
+    """Shifts that leave Python's datetimes raise OverflowError: the relation is then false."""
+
+    at: datetime
+    n: int = Field(ge=-5, le=5)
+
+    @relation
+    def shift(self) -> bool:
+        return self.at + timedelta(seconds=self.n) > self.at or self.n <= 0
+
+    @relation
+    def back(self) -> bool:
+        return (self.at - timedelta(hours=self.n)).year >= 1
+
+
+@pytest.mark.parametrize(
+    "at",
+    [datetime.min, datetime(1, 1, 1, 0, 0, 3), datetime.max.replace(microsecond=0)],
+)
+@pytest.mark.parametrize("n", [-5, -1, 0, 1, 5])
+def test_overflow_at_the_ends_of_the_calendar(at: datetime, n: int) -> None:
+    assert_agree(Edge, None, {"at": at, "n": n})
+
+
+class Refused(BaseModel):
+    a: datetime
+    b: datetime
+    t: time
+    n: int = Field(ge=0, le=5)
+
+
+def _refused(body: str) -> RelationDefinitionError:
+    return refused(Refused, body, "/tmp/factorspec_refused_datetimes.py")
+
+
+@pytest.mark.parametrize(
+    ("body", "construct"),
+    [
+        ("self.t - time(9) > timedelta(0)", "date arithmetic"),
+        ("self.t + timedelta(hours=1) > time(9)", "date arithmetic"),
+        ("self.a - self.a.date() > timedelta(0)", "date arithmetic"),
+        ("self.a + self.n > self.b", "date arithmetic"),
+        ("datetime(2024, 1, self.n + 1) == self.a", "datetime() of record values"),
+        ("time(self.n) == self.t", "time() of record values"),
+        ("self.a.timestamp() > 0", "call to self.a.timestamp()"),
+        ("self.a.tzinfo is None", "attribute .tzinfo of a datetime"),
+        ("self.t.isoformat() == '09:00:00'", "call to self.t.isoformat()"),
+        ("self.t.tzinfo is None", "attribute .tzinfo of a time"),
+        (
+            "timedelta(microseconds=self.n).total_seconds() > 0",
+            "total_seconds() of a timedelta with microseconds",
+        ),
+        ("timedelta(hours=self.a) > timedelta(0)", "timedelta() of record values"),
+        ("min(self.a, self.t) == self.a", "min() of mixed values"),
+        ("sum([self.a, self.b], timedelta()) == self.a", "sum() of mixed values"),
+        ("sum([self.a, self.b], datetime(2024, 1, 1)) == self.a", "sum() of dates"),
+    ],
+)
+def test_unsupported_datetime_constructs_are_refused_with_place(body: str, construct: str) -> None:
+    err = _refused(body)
+    assert err.construct == construct, str(err)
+    assert err.relation.endswith("Bad.bad") and err.lineno == 7
+    assert err.filename.endswith("factorspec_refused_datetimes.py")

@@ -1,0 +1,265 @@
+"""The writer writes naive datetimes and times exactly: real ones only, every one allowed.
+
+Brute force over small domains: prefix ranges are exactly the values with the prefix, and
+the characters offered after each prefix are exactly those some valid record continues with.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, time, timedelta
+
+import numpy as np
+import pytest
+from pydantic import BaseModel, Field
+
+from factorspec_sdk import relation
+from factorspec_sdk.graph import compile_spec
+from factorspec_sdk.ir import RecordInvalidError, check_record, record_facts, spec_from_ir, to_ir
+from factorspec_sdk.relations.layout import build_layout
+from factorspec_sdk.relations.temporal import (
+    Temporal,
+    from_python,
+    prefix_range,
+    temporal_text,
+    temporal_value,
+)
+from factorspec_sdk.tokens.plan import Planner
+from factorspec_sdk.writer.automaton import Writer
+from factorspec_sdk.writer.dates import next_date_chars
+from tests.helpers import random_record, tiny_tokenizer
+from tests.writer.test_dates import _next_char, _walk_to
+
+TOK = tiny_tokenizer()
+
+
+def _value(at: datetime | time) -> int:
+    got = from_python("datetime" if isinstance(at, datetime) else "time", at)
+    assert got is not None and got[1]
+    return got[0]
+
+
+def _check_prefixes(temporal: Temporal, lo: int, hi: int) -> None:
+    """Every prefix of the texts of ``lo..hi``: its range, clipped, is exactly its values."""
+    length = len(temporal_text(temporal, lo))
+    spans: dict[str, list[int]] = {}
+    for n in range(lo, hi + 1):
+        text = temporal_text(temporal, n)
+        assert temporal_value(temporal, text) == n
+        for k in range(length + 1):
+            span = spans.setdefault(text[:k], [n, n, 0])
+            span[1], span[2] = n, span[2] + 1
+    for p, (first, last, count) in spans.items():
+        r = prefix_range(temporal, p)
+        assert r is not None, p
+        assert (max(r[0], lo), min(r[1], hi)) == (first, last), p
+        assert last - first + 1 == count, p  # contiguous
+
+
+def test_time_prefix_ranges_are_exactly_the_times_with_the_prefix() -> None:
+    _check_prefixes("time", 0, 86_399)
+
+
+@pytest.mark.parametrize(
+    ("lo", "hi"),
+    [
+        (datetime(2024, 2, 28, 22), datetime(2024, 3, 1, 2)),  # a leap day and its ends
+        (datetime(1999, 12, 31, 20), datetime(2000, 1, 1, 1)),  # a year end
+        (datetime.min, datetime(1, 1, 1, 3)),
+        (datetime(9999, 12, 31, 21), datetime.max.replace(microsecond=0)),
+    ],
+)
+def test_datetime_prefix_ranges_are_exactly_the_datetimes_with_the_prefix(
+    lo: datetime, hi: datetime
+) -> None:
+    _check_prefixes("datetime", _value(lo), _value(hi))
+
+
+@pytest.mark.parametrize(
+    ("temporal", "text"),
+    [
+        ("time", "24:00:00"),
+        ("time", "12:60:00"),
+        ("time", "12:00:60"),
+        ("time", "12-00-00"),
+        ("time", "1:00:00"),
+        ("datetime", "2024-02-29 10:00:00"),
+        ("datetime", "2023-02-29T10:00:00"),
+        ("datetime", "2024-02-29T10:00:00Z"),
+        ("datetime", "2024-02-29T10:00:00.5"),
+        ("datetime", "2024-02-29T10:00"),
+    ],
+)
+def test_texts_of_no_value_have_none(temporal: Temporal, text: str) -> None:
+    assert temporal_value(temporal, text) is None
+
+
+def test_next_chars_respect_bounds_and_the_clock() -> None:
+    assert set(next_date_chars("time", "2", None, None)) == {"0", "1", "2", "3"}
+    assert set(next_date_chars("time", "23:5", None, None)) == set("0123456789")
+    assert set(next_date_chars("time", "23:59:", None, None)) == set("012345")
+    lo, hi = _value(time(9, 30)), _value(time(10, 15))
+    assert set(next_date_chars("time", "", lo, hi)) == {"0", "1"}
+    assert set(next_date_chars("time", "09:", lo, hi)) == {"3", "4", "5"}
+    assert set(next_date_chars("datetime", "2024-02-29", None, None)) == {"T"}
+    assert next_date_chars("datetime", "2024-02-29T23:59:59", None, None) == {}
+
+
+def test_bounds_with_microseconds_are_kept_exactly() -> None:
+    class Window(BaseModel):
+        at: datetime = Field(gt=datetime(2024, 1, 1, 9), lt=datetime(2024, 1, 1, 9, 0, 5, 1))
+        clock: time = Field(ge=time(8, 0, 0, 1), le=time(8, 0, 3))
+
+        @relation
+        def read(self) -> bool:
+            return self.at < datetime(2025, 1, 1) and self.clock > time(7)
+
+    fields = {f.name: f.node for f in build_layout(Window).fields}
+    at, clock = fields["at"], fields["clock"]
+    assert (at.ge, at.le) == (
+        _value(datetime(2024, 1, 1, 9, 0, 1)),
+        _value(datetime(2024, 1, 1, 9, 0, 5)),
+    )
+    assert (clock.ge, clock.le) == (_value(time(8, 0, 1)), _value(time(8, 0, 3)))
+
+
+def test_unread_and_aware_datetimes_stay_grammar_values() -> None:
+    class Log(BaseModel):
+        at: datetime
+        clock: time
+        aware: datetime = Field(gt=datetime(2024, 1, 1, tzinfo=None).astimezone())
+        n: int = Field(ge=0, le=3)
+
+        @relation
+        def reads_aware_only(self) -> bool:
+            return self.n >= 0 and self.aware is not None
+
+    kinds = {f.name: type(f.node).__name__ for f in build_layout(Log).fields}
+    assert kinds == {
+        "at": "GrammarLayout",  # no relation reads it: any ISO text the schema allows
+        "clock": "GrammarLayout",
+        "aware": "GrammarLayout",  # an aware bound: the grammar keeps it
+        "n": "LeafLayout",
+    }
+
+
+# ------------------------------------------------------------------ the writer, exactly
+
+
+class Meeting(BaseModel):
+    at: datetime = Field(ge=datetime(2024, 2, 20), le=datetime(2024, 3, 5, 23, 59, 59))
+    minutes: int = Field(ge=15, le=120)
+    ends: datetime
+    alarm: time
+
+    @relation
+    def on_the_hour_or_half(self) -> bool:
+        return self.at.minute in (0, 30) and self.at.second == 0 and 9 <= self.at.hour < 12
+
+    @relation
+    def on_weekdays(self) -> bool:
+        return self.at.weekday() < 5
+
+    @relation
+    def ends_after(self) -> bool:
+        return self.ends == self.at + timedelta(minutes=self.minutes)
+
+    @relation
+    def alarm_before(self) -> bool:
+        return self.alarm <= self.at.time()
+
+
+def _valid_starts() -> list[datetime]:
+    out = []
+    day = datetime(2024, 2, 20)
+    while day <= datetime(2024, 3, 5):
+        if day.weekday() < 5:
+            out += [day.replace(hour=h, minute=m) for h in (9, 10, 11) for m in (0, 30)]
+        day += timedelta(days=1)
+    return out
+
+
+def test_datetime_characters_are_exactly_those_some_valid_record_continues_with() -> None:
+    writer = Writer(compile_spec(Meeting))
+    valid = [d.isoformat() for d in _valid_starts()]
+    assert len(valid) > 64  # so the start is written character by character
+    for k in range(20):
+        for p in sorted({v[:k] for v in valid}):
+            want = {(v + '"')[k] for v in valid if v.startswith(p)}
+            assert _next_char(writer, '{"at": "' + p) == want, p
+
+
+def test_a_datetime_the_relations_determine_is_forced_text() -> None:
+    writer = Writer(compile_spec(Meeting))
+    state, rest = _walk_to(writer, '{"at": "2024-02-29T10:30:00", "minutes": 45')
+    assert rest == ""
+    choice = writer.choices(state)
+    assert isinstance(choice, list)
+    (option,) = choice  # 45 ends the minutes (450 is out of bounds): one option
+    forced, _ = writer.forced(option.state)
+    assert option.text + forced == ', "ends": "2024-02-29T11:15:00", "alarm": "'  # certain
+
+
+def test_random_walks_write_only_valid_records() -> None:
+    class Shift(BaseModel):
+        start: datetime = Field(ge=datetime(2026, 12, 1), le=datetime(2026, 12, 31, 23, 59))
+        end: datetime
+        opens: time
+        minutes: int = Field(ge=0, le=600)
+        sync: datetime | None = None
+
+        @relation
+        def ordered(self) -> bool:
+            return self.end > self.start and self.start.hour >= 9
+
+        @relation
+        def length(self) -> bool:
+            return self.end - self.start == timedelta(minutes=self.minutes)
+
+        @relation
+        def office(self) -> bool:
+            return self.end.time() <= time(17, 30) and self.opens <= self.start.time()
+
+        @relation
+        def synced(self) -> bool:
+            return self.sync is None or self.start.date() == self.sync.date()
+
+    planner = Planner(Writer(compile_spec(Shift)), TOK)
+    rng = np.random.default_rng(0)
+    seen_null = seen_sync = False
+    for _ in range(10):
+        s = Shift.model_validate_json(random_record(planner, TOK, rng))
+        assert s.end > s.start and s.start.hour >= 9
+        assert s.end - s.start == timedelta(minutes=s.minutes)
+        assert s.end.time() <= time(17, 30) and s.opens <= s.start.time()
+        if s.sync is None:
+            seen_null = True
+        else:
+            seen_sync = True
+            assert s.sync.date() == s.start.date()
+    assert seen_null and seen_sync
+
+
+# ------------------------------------------------------------------ the IR and the server
+
+
+def test_the_relation_ir_round_trips_datetimes_and_times() -> None:
+    spec = compile_spec(Meeting)
+    ir = to_ir(Meeting)
+    leaves = {f["name"]: f["node"] for f in ir["layout"]["fields"]}
+    assert leaves["at"]["temporal"] == "datetime" and leaves["alarm"]["temporal"] == "time"
+    served = spec_from_ir(ir)
+    at = _value(datetime(2024, 2, 29, 10, 30))
+    for s in (spec, served):
+        oracle = s.new_oracle()
+        assert oracle.feasible_values((("at", at), ("minutes", 45)), "ends") == [at + 45 * 60]
+    good = {"at": "2024-02-29T10:30:00", "minutes": 45, "ends": "2024-02-29T11:15:00"}
+    good["alarm"] = "07:05:00"
+    facts = record_facts(served, good)
+    assert ("alarm", 7 * 3600 + 5 * 60) in facts and ("at", at) in facts
+    text = str(good).replace("'", '"')
+    check_record(served, text)
+    with pytest.raises(RecordInvalidError, match="relations"):
+        check_record(served, text.replace("11:15:00", "11:16:00"))
+    for bad in ("2024-02-29T10:30:00Z", "2024-02-29 10:30:00", "2024-02-29T24:00:00"):
+        with pytest.raises(RecordInvalidError):
+            check_record(served, text.replace("2024-02-29T10:30:00", bad))
