@@ -58,6 +58,8 @@ def _leaf_hint(node: LeafLayout | GrammarLayout) -> str:
         return _schema_hint(node.schema_dict)
     if node.kind == "enum":
         return " | ".join(json.dumps(c) for c in node.choices)
+    if node.kind == "date":
+        return _DATE_HINTS[node.temporal]
     return _LEAF_HINTS[node.kind]
 
 
@@ -65,8 +67,12 @@ _LEAF_HINTS = {
     "bool": "true|false",
     "int": "<integer>",
     "str": "<text>",
-    "date": "<YYYY-MM-DD>",
     "float": "<number>",
+}
+_DATE_HINTS = {
+    "date": "<YYYY-MM-DD>",
+    "datetime": "<YYYY-MM-DDTHH:MM:SS>",
+    "time": "<HH:MM:SS>",
 }
 
 
