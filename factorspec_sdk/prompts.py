@@ -24,6 +24,7 @@ from factorspec_sdk.relations.layout import (
     ListLayout,
     ObjectLayout,
     RootLayout,
+    UnionLayout,
 )
 
 __all__ = [
@@ -48,6 +49,8 @@ def schema_hint(layout: RootLayout) -> str:
             return "{" + inner + "}"
         if isinstance(node, ListLayout):
             return "[" + show(node.item) + ", ...]"
+        if isinstance(node, UnionLayout):
+            return " | ".join(show(b) for b in node.branches)
         return _leaf_hint(node)
 
     return show(layout)

@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 from factorspec_sdk import distinct, relation
 from factorspec_sdk.tokens.plan import Finished, FreeCursor, Planner
 from factorspec_sdk.tokens.vocab import TokenizerInfo
+from factorspec_sdk.writer.automaton import Writer, WriterState
 
 CHARS = sorted({chr(c) for c in range(32, 127)} | {"\n"})
 MULTI = [
@@ -122,3 +123,39 @@ def random_record(
         ids.append(t)
         cursor = planner.advance(cursor, t)
     return tok.decode(ids).decode()
+
+
+def walk_to(writer: Writer, text: str) -> tuple[WriterState, str]:
+    """Write ``text`` (options must match it): the state at the last choice point reached and
+    the text after it; ``("", state)`` when ``text`` ends right at a choice point."""
+    state, pos = writer.start(), 0
+    while True:
+        mark = state
+        forced, state = writer.forced(state)
+        if not text[pos:].startswith(forced):
+            assert forced.startswith(text[pos:]), (text, forced)
+            return mark, text[pos:]
+        pos += len(forced)
+        if pos == len(text):
+            return state, ""
+        choice = writer.choices(state)
+        assert isinstance(choice, list)
+        matches = [o for o in choice if text[pos:].startswith(o.text)]
+        if not matches:  # the text ends inside an option (a date's last digit and quote)
+            assert any(o.text.startswith(text[pos:]) for o in choice), (text, pos)
+            return state, text[pos:]
+        (option,) = matches
+        pos += len(option.text)
+        state = option.state
+
+
+def next_char(writer: Writer, text: str) -> set[str]:
+    """The characters the writer allows right after ``text``."""
+    state, rest = walk_to(writer, text)
+    forced, at = writer.forced(state)
+    if len(forced) > len(rest):
+        return {forced[len(rest)]}
+    rest = rest[len(forced) :]
+    choice = writer.choices(at)
+    assert isinstance(choice, list)
+    return {o.text[len(rest)] for o in choice if o.text.startswith(rest)}

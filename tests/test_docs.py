@@ -31,6 +31,7 @@ NEEDS_MODEL = {
     "relations/tutorial004.py",
     "relations/tutorial005.py",
     "relations/tutorial006.py",
+    "relations/tutorial007.py",
     "cli/tutorial002.sh",
 }
 NEEDS_SERVER = {p.relative_to(DOCS_SRC).as_posix() for p in DOCS_SRC.glob("serving/*.*")}
@@ -74,6 +75,7 @@ EXPECT: dict[str, list[str]] = {
     ],
     "relations/tutorial005.py": ["2027-01-08 to 2027-01-12", "dates ok: True"],
     "relations/tutorial006.py": [" 2026-12-07 ", "length: 1:30:00", "in hours: True"],
+    "relations/tutorial007.py": ["Escalate(kind='escalate', team='shipping')"],
     "integrations/tutorial001.py": [" True\nflights="],
     "integrations/tutorial002.py": ['"city": "'],
     "integrations/tutorial003.py": ["('Paris', 3)", "True stop"],

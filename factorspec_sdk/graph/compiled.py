@@ -23,6 +23,8 @@ from factorspec_sdk.relations.layout import (
     ObjectLayout,
     Path,
     RootLayout,
+    UnionLayout,
+    branch_part,
     node_at,
     path_name,
 )
@@ -316,4 +318,7 @@ def _list_paths(node: object, path: Path) -> list[Path]:
             out += _list_paths(f.node, (*path, f.name))
     elif isinstance(node, ListLayout):
         out.append(path)
+    elif isinstance(node, UnionLayout):
+        for b in node.branches:
+            out += _list_paths(b, (*path, branch_part(b.model)))
     return out

@@ -29,6 +29,8 @@ from factorspec_sdk.relations.layout import (
     ListLayout,
     ObjectLayout,
     Path,
+    UnionLayout,
+    branch_part,
     build_layout,
     path_name,
 )
@@ -125,6 +127,9 @@ def _nested_relations(node: object, path: Path) -> list[tuple[Path, RelationSet]
     elif isinstance(node, ListLayout):
         for i in range(node.max_length):
             out += _nested_relations(node.item, (*path, i))
+    elif isinstance(node, UnionLayout):  # a branch's relations hold when it is chosen
+        for b in node.branches:
+            out += _nested_relations(b, (*path, branch_part(b.model)))
     return out
 
 

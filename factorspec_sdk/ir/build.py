@@ -54,6 +54,7 @@ from factorspec_sdk.ir.model import (
     IRList,
     IRNode,
     IRObject,
+    IRUnion,
     RelationIR,
     VarRef,
 )
@@ -77,8 +78,12 @@ from factorspec_sdk.relations.layout import (
     ObjectLayout,
     Path,
     RootLayout,
+    UnionLayout,
+    branch_name,
+    branch_part,
     float_range,
     grammar_layout,
+    is_branch_part,
     length_name,
     node_at,
     path_name,
@@ -246,6 +251,8 @@ class _LayoutBuilder:
                 return IRError(f"value {where or '<root>'}: {why}")
 
             return grammar_layout(node.json_schema, fail)
+        if isinstance(node, IRUnion):
+            return self._union(node, depth, mult, where)
         if isinstance(node, IRList):
             if not 0 <= node.min_length <= node.max_length <= lim.max_list_length:
                 raise IRError(
@@ -278,6 +285,29 @@ class _LayoutBuilder:
             fields.append(ObjectField(f.name, f.key, self.build(f.node, depth + 1, mult, sub)))
         model = _object_model(node.name, fields)
         return ObjectLayout(model, tuple(fields), node.nullable)
+
+    def _union(self, node: IRUnion, depth: int, mult: int, where: str) -> UnionLayout:
+        place = f"union {where or '<root>'}"
+        if len(node.branches) < 2:
+            raise IRError(f"{place}: a union needs two or more branches")
+        branches: list[ObjectLayout] = []
+        tags: set[object] = set()
+        for b in node.branches:
+            obj = self._object(b, depth + 1, mult, f"{where}<{b.name}>")
+            first = obj.fields[0] if obj.fields else None
+            tag = first.node if first is not None and first.name == node.tag else None
+            if not (isinstance(tag, LeafLayout) and tag.kind == "enum" and len(tag.choices) == 1):
+                raise IRError(
+                    f"{place}: branch {b.name!r} must begin with the tag field {node.tag!r}, "
+                    "an enum leaf of one choice"
+                )
+            if tag.choices[0] in tags or tag.nullable:
+                raise IRError(f"{place}: the branches' tags must differ and not be null")
+            tags.add(tag.choices[0])
+            branches.append(obj)
+        if len({branch_part(b.model) for b in branches}) != len(branches):
+            raise IRError(f"{place}: two branches have one name")
+        return UnionLayout(tuple(branches), node.tag, node.nullable)
 
     def _check_text(self, s: str, where: str) -> None:
         if len(s) > self.limits.max_string_length:
@@ -410,6 +440,8 @@ def _annotation(node: LayoutNode) -> object:
         ]
     elif isinstance(node, GrammarLayout):
         return Annotated[typing.Any, AfterValidator(_schema_check(node.schema))]
+    elif isinstance(node, UnionLayout):  # the tags keep a strict smart union exact
+        t = typing.Union[tuple(b.model for b in node.branches)]  # noqa: UP007 - runtime union
     elif node.kind == "bool":
         t = StrictBool
     elif node.kind == "int":
@@ -485,6 +517,10 @@ def _derive(layout: RootLayout, name: str, path: Path, kind: str) -> _VarSpec:
             raise IRError(f"variable {name!r}: {path_name(path)} is not a date")
         v = _VarSpec(name, path, "datepart", part[1], part[2], None, False, False)
         kind = "datepart" if kind == "int" else kind  # the IR says "int" for the parts
+    elif name == branch_name(path):
+        if not isinstance(node, UnionLayout):
+            raise IRError(f"variable {name!r}: {path_name(path)} is not a union")
+        v = _VarSpec(name, path, "int", 0, len(node.branches) - 1, None, False, False)
     elif name == f"null({path_name(path)})":
         if not node.nullable:
             raise IRError(f"variable {name!r}: {path_name(path)} is not nullable")
@@ -752,7 +788,7 @@ def _build(checked: CheckedIR, limits: IRLimits, solver_timeout_ms: int | None) 
         for c in s.choices or ():
             if isinstance(c, str) and c not in strings.codes:
                 raise IRError(f"variable {n!r}: choice {c!r} is missing from the string table")
-        exists = _exists(s.path, terms, n)
+        exists = _exists(layout, s.path, terms, n)
         records[n] = VarRecord(
             n, s.path, s.kind, terms[n], s.ge, s.le, s.choices, s.free_str, exists
         )
@@ -805,7 +841,9 @@ def _build(checked: CheckedIR, limits: IRLimits, solver_timeout_ms: int | None) 
         raise IRError(exc.message, status=422, undecided=True) from None
 
 
-def _exists(path: Path, terms: dict[str, z3.ExprRef], name: str) -> z3.BoolRef | bool:
+def _exists(
+    layout: RootLayout, path: Path, terms: dict[str, z3.ExprRef], name: str
+) -> z3.BoolRef | bool:
     conds: list[z3.BoolRef] = []
     for k, part in enumerate(path):
         if isinstance(part, int):
@@ -814,6 +852,16 @@ def _exists(path: Path, terms: dict[str, z3.ExprRef], name: str) -> z3.BoolRef |
             if t is None:
                 raise IRError(f"variable {name!r} lies in a list whose length {ln!r} is undeclared")
             conds.append(cast(z3.BoolRef, t > part))
+        elif is_branch_part(part):
+            union = node_at(layout, path[:k])
+            assert isinstance(union, UnionLayout)  # `_derive` found the path in the layout
+            bn = branch_name(path[:k])
+            t = terms.get(bn)
+            if t is None:
+                raise IRError(
+                    f"variable {name!r} lies in a union whose branch {bn!r} is undeclared"
+                )
+            conds.append(cast(z3.BoolRef, t == union.branch(part)[0]))
     if not conds:
         return True
     return conds[0] if len(conds) == 1 else z3.And(*conds)

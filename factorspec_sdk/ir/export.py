@@ -14,7 +14,13 @@ import z3
 from factorspec_sdk.errors import SpecError
 from factorspec_sdk.graph.z3context import MAIN_CONTEXT_LOCK
 from factorspec_sdk.ir.model import IR_VERSION
-from factorspec_sdk.relations.layout import GrammarLayout, LayoutNode, ListLayout, ObjectLayout
+from factorspec_sdk.relations.layout import (
+    GrammarLayout,
+    LayoutNode,
+    ListLayout,
+    ObjectLayout,
+    UnionLayout,
+)
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -152,6 +158,13 @@ def _layout(node: LayoutNode) -> JsonDict:
         }
     if isinstance(node, GrammarLayout):
         return {"type": "grammar", "schema": node.schema_dict}
+    if isinstance(node, UnionLayout):
+        return {
+            "type": "union",
+            "tag": node.tag,
+            "branches": [_layout(b) for b in node.branches],
+            "nullable": node.nullable,
+        }
     out: JsonDict = {"type": "leaf", "kind": node.kind, "nullable": node.nullable}
     if node.ge is not None:
         out["ge"] = node.ge

@@ -160,7 +160,23 @@ class IRGrammar(BaseModel):
     json_schema: dict[str, Any] = Field(alias="schema")
 
 
-IRNode = Annotated[IRObject | IRList | IRLeaf | IRGrammar, Field(discriminator="type")]
+class IRUnion(BaseModel):
+    """A union of objects told apart by the field ``tag``.
+
+    Each branch's first field is the tag, a one-choice ``enum`` leaf, with a different value
+    per branch. The nodes of a branch lie
+    under the path part ``<name>`` of the branch's object (``action<Calc>.a``), and the
+    variable ``branch(<path>)`` (kind ``int``) is the index of the branch a record takes.
+    """
+
+    model_config = _STRICT
+    type: Literal["union"]
+    tag: str
+    branches: list[IRObject]
+    nullable: bool = False
+
+
+IRNode = Annotated[IRObject | IRList | IRLeaf | IRGrammar | IRUnion, Field(discriminator="type")]
 
 IRRoot = Annotated[IRObject | IRGrammar, Field(discriminator="type")]
 """The record: an object, or one grammar value (a JSON Schema whose root is no object)."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from pydantic import ValidationError
 
@@ -16,7 +16,7 @@ from factorspec_sdk.errors import GenerationError
 
 if TYPE_CHECKING:
     from factorspec_sdk.graph.compiled import CompiledSpec, Fact
-    from factorspec_sdk.relations.layout import LayoutNode, Path
+    from factorspec_sdk.relations.layout import LayoutNode, LeafLayout, Path, UnionLayout
 
 __all__ = ["RecordInvalidError", "check_record", "record_facts"]
 
@@ -30,13 +30,30 @@ class RecordInvalidError(GenerationError):
 _ABSENT = object()
 
 
+def _branch_of(node: UnionLayout, value: object) -> int | None:
+    """The index of the branch whose tag a union's JSON value carries, or None."""
+    if not isinstance(value, dict):
+        return None
+    for k, b in enumerate(node.branches):
+        tag = b.fields[0]  # the layout writes the tag first
+        if tag.key in value and value[tag.key] == cast("LeafLayout", tag.node).choices[0]:
+            return k
+    return None
+
+
 def _value_at(layout: LayoutNode, data: object, path: Path) -> object:
-    from factorspec_sdk.relations.layout import ListLayout, ObjectLayout
+    from factorspec_sdk.relations.layout import ListLayout, ObjectLayout, UnionLayout
 
     node, value = layout, data
     for part in path:
         if value is None:
             return _ABSENT
+        if isinstance(node, UnionLayout):  # a branch's nodes exist when the tag is its
+            k, branch = node.branch(cast(str, part))
+            if _branch_of(node, value) != k:
+                return _ABSENT
+            node = branch
+            continue
         if isinstance(part, int):
             if not isinstance(node, ListLayout) or not isinstance(value, list):
                 return _ABSENT
@@ -56,7 +73,7 @@ def _value_at(layout: LayoutNode, data: object, path: Path) -> object:
 def record_facts(spec: CompiledSpec, data: object) -> tuple[Fact, ...]:
     """The oracle facts of a parsed record: every variable whose node exists in it."""
     from factorspec_sdk.relations.compiler import date_part_bounds
-    from factorspec_sdk.relations.layout import LeafLayout, node_at, scaled_value
+    from factorspec_sdk.relations.layout import LeafLayout, UnionLayout, node_at, scaled_value
     from factorspec_sdk.relations.temporal import temporal_value
 
     facts: list[Fact] = []
@@ -72,6 +89,10 @@ def record_facts(spec: CompiledSpec, data: object) -> tuple[Fact, ...]:
             facts.append((name, value is None))
         elif value is None:
             continue
+        elif isinstance(union := node_at(spec.layout, rec.path), UnionLayout):
+            k = _branch_of(union, value)  # the branch variable
+            if k is not None:
+                facts.append((name, k))
         elif rec.kind == "len":
             if isinstance(value, list):
                 facts.append((name, len(value)))

@@ -47,6 +47,7 @@ SUPPORTED_CALLS = frozenset(
         "round",
         "int",
         "float",
+        "isinstance",
     }
 )
 """Functions a relation may call (by name)."""

@@ -24,7 +24,7 @@ import types
 import typing
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Literal, Union, get_args, get_origin
+from typing import Any, Literal, Union, cast, get_args, get_origin
 
 import annotated_types
 from pydantic import BaseModel, PydanticUserError, TypeAdapter
@@ -53,7 +53,11 @@ __all__ = [
     "Path",
     "Places",
     "RootLayout",
+    "UnionLayout",
+    "branch_name",
+    "branch_part",
     "build_layout",
+    "is_branch_part",
     "temporal_range",
     "decimal_pattern",
     "float_of",
@@ -142,6 +146,8 @@ def path_name(path: Path) -> str:
     for part in path:
         if isinstance(part, int):
             out += f"[{part}]"
+        elif is_branch_part(part):
+            out += part
         else:
             out += ("." if out else "") + part
     return out
@@ -233,6 +239,48 @@ class ObjectLayout:
         raise KeyError(name)
 
 
+@dataclass(frozen=True, slots=True)
+class UnionLayout:
+    """A union of models told apart by a tag field (``Calc | Search``, a discriminated union).
+
+    Every branch has the field ``tag`` as a ``Literal`` of one value, a different one per
+    branch, so the JSON of a branch validates as that branch only (Pydantic's discriminated
+    and smart unions agree). Each branch's layout writes the tag first. The nodes of branch
+    ``k`` sit under the path part `branch_part` of its model (``action<Calc>.a``).
+
+    Attributes:
+        branches: the branches' layouts, in the union's order.
+        tag: the tag field's name.
+        nullable: whether ``null`` is allowed.
+    """
+
+    branches: tuple[ObjectLayout, ...]
+    tag: str
+    nullable: bool = False
+
+    def branch(self, part: str) -> tuple[int, ObjectLayout]:
+        """The index and layout of the branch whose path part is ``part`` (KeyError if none)."""
+        for k, b in enumerate(self.branches):
+            if branch_part(b.model) == part:
+                return k, b
+        raise KeyError(part)
+
+
+def branch_part(model: type[BaseModel]) -> str:
+    """The path part of a union branch: ``<Calc>``."""
+    return f"<{model.__name__}>"
+
+
+def is_branch_part(part: str | int) -> bool:
+    """Whether a path part names a union branch (``<Calc>``), not a field."""
+    return isinstance(part, str) and part.startswith("<")
+
+
+def branch_name(path: Path) -> str:
+    """Name of the branch variable of the union at ``path``: ``branch(action)``."""
+    return f"branch({path_name(path)})"
+
+
 GRAMMAR_OPTIONS: dict[str, Any] = {
     "item_separator": ", ",
     "key_separator": ": ",
@@ -261,7 +309,7 @@ class GrammarLayout:
         return out
 
 
-LayoutNode = ObjectLayout | ListLayout | LeafLayout | GrammarLayout
+LayoutNode = ObjectLayout | ListLayout | LeafLayout | GrammarLayout | UnionLayout
 
 RootLayout = ObjectLayout | GrammarLayout
 """What a spec's whole record is: an object the writer lays out, or one grammar value (a
@@ -277,6 +325,8 @@ def has_grammar(node: LayoutNode) -> bool:
         return any(has_grammar(f.node) for f in node.fields)
     if isinstance(node, ListLayout):
         return has_grammar(node.item)
+    if isinstance(node, UnionLayout):
+        return any(has_grammar(b) for b in node.branches)
     return False
 
 
@@ -320,6 +370,11 @@ def node_at(layout: RootLayout, path: Path) -> LayoutNode | None:
             if not isinstance(node, ListLayout) or not 0 <= part < node.max_length:
                 return None
             node = node.item
+        elif isinstance(node, UnionLayout):
+            try:
+                node = node.branch(part)[1]
+            except KeyError:
+                return None
         else:
             if not isinstance(node, ObjectLayout):
                 return None
@@ -370,6 +425,11 @@ def _attributes_read(model: type[BaseModel]) -> frozenset[str]:
         else:
             todo.extend(get_args(t))
     return frozenset(names)
+
+
+def _is_read(name: str, read: frozenset[str]) -> bool:
+    """Whether a relation reads the field ``name`` (``xs[]``, an item of ``xs``: ``xs``'s)."""
+    return name.split("[", 1)[0] in read
 
 
 class _NotNative(Exception):
@@ -608,12 +668,12 @@ def _native(
     for m in meta:  # Annotated[int, Field(ge=0)] nests a FieldInfo: unpack its metadata
         flat.extend(m.metadata if isinstance(m, FieldInfo) else [m])
     if annotation is float or annotation is decimal.Decimal:
-        if name not in read:  # no relation reads it: the grammar writes any JSON number
+        if not _is_read(name, read):  # no relation reads it: the grammar writes any number
             raise _NotNative
         return _float_leaf(flat, nullable, fail, annotation is decimal.Decimal)
     temporal = temporal_of(annotation)
     if temporal is not None:
-        if temporal != "date" and name not in read:  # the grammar writes any ISO text
+        if temporal != "date" and not _is_read(name, read):  # the grammar: any ISO text
             raise _NotNative
         return _temporal_leaf(flat, nullable, fail, temporal)
     bound = _int_bound
@@ -643,6 +703,12 @@ def _native(
             continue
         else:  # a pattern, multiple_of, a discriminator, ...: llguidance has the keyword
             raise _NotNative
+    union = _union_branches(annotation)
+    if union is not None:
+        if not _is_read(name, read):  # no relation reads it: the grammar writes any branch
+            raise _NotNative
+        tag = info.discriminator if info is not None else None
+        return _union(union[0], union[1] or nullable, tag, stack, read)
     if info is not None and info.discriminator is not None:
         raise _NotNative
 
@@ -683,6 +749,67 @@ def _native(
             raise _NotNative
         return LeafLayout("enum", nullable=nullable, choices=values, enum_type=annotation)
     raise _NotNative
+
+
+def _union_branches(annotation: object) -> tuple[list[type[BaseModel]], bool] | None:
+    """The models of a union of two or more models (and whether ``None`` is one), else None."""
+    if get_origin(annotation) not in (Union, types.UnionType):
+        return None
+    args = get_args(annotation)
+    models = [a for a in args if a is not type(None)]
+    if len(models) < 2:
+        return None
+    if not all(isinstance(m, type) and issubclass(m, BaseModel) for m in models):
+        return None
+    return cast(list[type[BaseModel]], models), len(models) < len(args)
+
+
+def _single_literal(model: type[BaseModel], name: str) -> JsonScalar | None:
+    """The value of ``model.name`` when it is a ``Literal`` of one str/int value, else None."""
+    f = model.model_fields.get(name)
+    if f is None or get_origin(f.annotation) is not Literal:
+        return None
+    values = get_args(f.annotation)
+    if len(values) != 1 or not isinstance(values[0], (str, int)):
+        return None
+    value: JsonScalar = values[0]
+    return value
+
+
+def _union(
+    models: list[type[BaseModel]],
+    nullable: bool,
+    tag: object,
+    stack: tuple[type[BaseModel], ...],
+    read: frozenset[str],
+) -> UnionLayout:
+    """A union of models with a tag field, each branch writing the tag first.
+
+    The tag is the discriminator, or else the first field of the first model that every
+    model has as a one-value ``Literal``, the values all different. Without one (or with a
+    discriminator that is not a field name, or two models of one name) the union stays a
+    grammar value.
+    """
+    if tag is None:
+        for name in models[0].model_fields:
+            values = [_single_literal(m, name) for m in models]
+            if None not in values and len(set(values)) == len(values):
+                tag = name
+                break
+    if not isinstance(tag, str):
+        raise _NotNative
+    values = [_single_literal(m, tag) for m in models]
+    if None in values or len(set(values)) != len(values):
+        raise _NotNative
+    if len({branch_part(m) for m in models}) != len(models) or any(m in stack for m in models):
+        raise _NotNative
+    branches = []
+    for m in models:
+        obj = _object(m, nullable=False, stack=stack, read=read)
+        first = [f for f in obj.fields if f.name == tag]
+        rest = [f for f in obj.fields if f.name != tag]
+        branches.append(ObjectLayout(obj.model, (*first, *rest), False))
+    return UnionLayout(tuple(branches), tag, nullable)
 
 
 def _float_leaf(

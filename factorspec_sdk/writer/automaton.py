@@ -31,6 +31,8 @@ from factorspec_sdk.relations.layout import (
     ListLayout,
     ObjectLayout,
     Path,
+    UnionLayout,
+    branch_part,
     float_range,
     has_grammar,
     temporal_range,
@@ -213,11 +215,18 @@ class _ListDecision:
 
 
 @dataclass(frozen=True, slots=True)
+class _UnionDecision:
+    path: Path
+    node: UnionLayout
+    state: WriterState
+
+
+@dataclass(frozen=True, slots=True)
 class _Done:
     state: WriterState
 
 
-_Event = _Text | _Leaf | _Grammar | _ListDecision | _Done
+_Event = _Text | _Leaf | _Grammar | _ListDecision | _UnionDecision | _Done
 Choice = list[Option] | FreeString | GrammarValue
 """What a choice point offers: whole options, a free string, or a grammar value."""
 
@@ -256,6 +265,8 @@ class Writer:
                 return _Text("[", _replace(s, stack=(*s.stack, frame2), pending=None))
             if isinstance(node, GrammarLayout):
                 return _Grammar(p.path, node, s)
+            if isinstance(node, UnionLayout):
+                return _UnionDecision(p.path, node, s)
             if node.kind == "date" and s.partial is None and not node.nullable:
                 return _Text('"', _replace(s, partial=""))  # layout, as a free string's
             if node.kind == "str" and s.partial is None and self.spec.variable_for(p.path) is None:
@@ -459,6 +470,9 @@ class Writer:
                     joined.append(o)
                     continue
                 forced, at = self.forced(o.state)
+                if forced and not at.done:  # the forced text may tell them apart already
+                    joined.append(Option(o.text + forced, at))
+                    continue
                 if at.done:
                     if not forced:
                         raise RuntimeError(f"option {o.text!r} ends the record, begins another")
@@ -488,9 +502,11 @@ class Writer:
 
     # ------------------------------------------------------------------ leaves
 
-    def _raw_options(self, ev: _Leaf | _Grammar | _ListDecision) -> Choice:
+    def _raw_options(self, ev: _Leaf | _Grammar | _ListDecision | _UnionDecision) -> Choice:
         if isinstance(ev, _ListDecision):
             return self._list_options(ev)
+        if isinstance(ev, _UnionDecision):
+            return self._union_options(ev)
         if isinstance(ev, _Grammar):
             return GrammarValue(ev.path, ev.node, self._after_leaf(ev.state, None))
         return self._leaf_options(ev)
@@ -729,6 +745,43 @@ class Writer:
             options.append(Option(", " if i else "", cont))
         return options
 
+    # ------------------------------------------------------------------ unions
+
+    def _union_options(self, ev: _UnionDecision) -> list[Option]:
+        """A union: ``null`` if allowed, and each branch the oracle finds feasible.
+
+        A branch's option is empty text; the branch's object follows, its tag first, so the
+        options become different text at the tag's value (`_prefix_free` joins them to it).
+        With a branch variable (a relation reads the union) the branch is a fact; a branch
+        the relations fix is the only option, hence certain text.
+        """
+        s, node, path = ev.state, ev.node, ev.path
+        options: list[Option] = []
+        assignment = s.assignment
+        if node.nullable:
+            nv = self.spec.null_variable(path)
+            if nv is None:
+                options.append(Option("null", self._after_leaf(s, None)))
+            else:
+                nulls = self.oracle.feasible_values(assignment, nv) or []
+                if True in nulls:
+                    options.append(Option("null", self._after_leaf(s, (nv, True))))
+                if False not in nulls:
+                    return options
+                assignment = (*assignment, (nv, False))
+        var = self.spec.variable_for(path)
+        if var is None:
+            feasible = list(range(len(node.branches)))
+        else:
+            values = self.oracle.feasible_values(assignment, var) or []
+            feasible = sorted(int(k) for k in values)
+        for k in feasible:
+            b = node.branches[k]
+            facts = assignment if var is None else (*assignment, (var, k))
+            pending = _Pending((*path, branch_part(b.model)), b)
+            options.append(Option("", WriterState(facts, s.stack, pending, None)))
+        return options
+
     # ------------------------------------------------------------------ free strings
 
     def extend_free(self, free: FreeString, text: str) -> FreeString:
@@ -784,6 +837,8 @@ def _shortest(node: LayoutNode) -> int:
     elif isinstance(node, ListLayout):
         m = node.min_length
         n = 2 + m * _shortest(node.item) + 2 * max(0, m - 1)
+    elif isinstance(node, UnionLayout):
+        n = min(_shortest(b) for b in node.branches)
     elif node.kind == "bool":
         n = 4
     elif node.kind == "enum":
@@ -844,6 +899,10 @@ def _longest_text(
             (_longest(node.item, (*path, i), spec, strings, memo) for i in range(m)), default=0
         )
         n = 2 + m * (item + 2)
+    elif isinstance(node, UnionLayout):
+        n = max(
+            _longest(b, (*path, branch_part(b.model)), spec, strings, memo) for b in node.branches
+        )
     elif node.kind == "bool":
         n = 5
     elif node.kind == "enum":

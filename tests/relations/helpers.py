@@ -18,7 +18,10 @@ from factorspec_sdk.relations.layout import (
     LeafLayout,
     ListLayout,
     ObjectLayout,
+    UnionLayout,
+    branch_part,
     build_layout,
+    is_branch_part,
     node_at,
     scaled_value,
 )
@@ -34,6 +37,9 @@ def construct(node: LayoutNode, data: Any) -> Any:
         return node.model.model_construct(**kwargs)
     if isinstance(node, ListLayout):
         return [construct(node.item, x) for x in data]
+    if isinstance(node, UnionLayout):  # a branch's instance, as given
+        assert isinstance(data, BaseModel)
+        return data
     assert isinstance(node, LeafLayout)
     if node.enum_type is not None:
         return node.enum_type(data)
@@ -50,6 +56,9 @@ def value_at(instance: Any, path: tuple[str | int, ...]) -> tuple[bool, Any]:
             if part >= len(cur):
                 return False, None
             cur = cur[part]
+        elif is_branch_part(part):  # a union's branch: there when the instance is of it
+            if branch_part(type(cur)) != part:
+                return False, None
         else:
             cur = getattr(cur, part)
     return True, cur
@@ -90,7 +99,12 @@ def _decide(comp: RelationCompiler, formula: z3.BoolRef, instance: Any, info: Re
         ok, v = value_at(instance, rec.path)
         if not ok or v is None:
             continue
-        if rec.kind in ("len", "strlen"):
+        if rec.name.startswith("branch("):  # a union's branch variable: the branch's index
+            union = comp.node_at(rec.path)
+            assert isinstance(union, UnionLayout)
+            index = [branch_part(b.model) for b in union.branches].index(branch_part(type(v)))
+            pairs.append((rec.term, z3.IntVal(index)))
+        elif rec.kind in ("len", "strlen"):
             pairs.append((rec.term, z3.IntVal(len(v))))
         elif isinstance(v, enum.Enum):
             v = v.value

@@ -20,9 +20,9 @@ from factorspec_sdk.ir import RecordInvalidError, check_record, record_facts, sp
 from factorspec_sdk.relations.temporal import DATE_MAX, DATE_MIN, temporal_text, temporal_value
 from factorspec_sdk.relations.temporal import prefix_range as temporal_prefix_range
 from factorspec_sdk.tokens.plan import Planner
-from factorspec_sdk.writer.automaton import FreeString, Option, Writer, WriterState
+from factorspec_sdk.writer.automaton import FreeString, Option, Writer
 from factorspec_sdk.writer.dates import next_date_chars
-from tests.helpers import random_record, tiny_tokenizer
+from tests.helpers import next_char, random_record, tiny_tokenizer, walk_to
 
 TOK = tiny_tokenizer()
 
@@ -114,42 +114,6 @@ def _valid(day: date, follow_up: date, weeks: int) -> bool:
     )
 
 
-def _walk_to(writer: Writer, text: str) -> tuple[WriterState, str]:
-    """Write ``text`` (options must match it): the state at the last choice point reached and
-    the text after it; ``("", state)`` when ``text`` ends right at a choice point."""
-    state, pos = writer.start(), 0
-    while True:
-        mark = state
-        forced, state = writer.forced(state)
-        if not text[pos:].startswith(forced):
-            assert forced.startswith(text[pos:]), (text, forced)
-            return mark, text[pos:]
-        pos += len(forced)
-        if pos == len(text):
-            return state, ""
-        choice = writer.choices(state)
-        assert isinstance(choice, list)
-        matches = [o for o in choice if text[pos:].startswith(o.text)]
-        if not matches:  # the text ends inside an option (a date's last digit and quote)
-            assert any(o.text.startswith(text[pos:]) for o in choice), (text, pos)
-            return state, text[pos:]
-        (option,) = matches
-        pos += len(option.text)
-        state = option.state
-
-
-def _next_char(writer: Writer, text: str) -> set[str]:
-    """The characters the writer allows right after ``text``."""
-    state, rest = _walk_to(writer, text)
-    forced, at = writer.forced(state)
-    if len(forced) > len(rest):
-        return {forced[len(rest)]}
-    rest = rest[len(forced) :]
-    choice = writer.choices(at)
-    assert isinstance(choice, list)
-    return {o.text[len(rest)] for o in choice if o.text.startswith(rest)}
-
-
 def test_date_characters_are_exactly_those_some_valid_record_continues_with() -> None:
     writer = Writer(compile_spec(Meeting))
     lo, hi = date(2024, 1, 1).toordinal(), date(2025, 12, 31).toordinal()
@@ -159,13 +123,13 @@ def test_date_characters_are_exactly_those_some_valid_record_continues_with() ->
     for k in range(11):
         for p in sorted({d.isoformat()[:k] for d in valid}):
             want = {(d.isoformat() + '"')[k] for d in valid if d.isoformat().startswith(p)}
-            assert _next_char(writer, '{"day": "' + p) == want, p
+            assert next_char(writer, '{"day": "' + p) == want, p
 
 
 def test_a_date_the_relations_determine_is_forced_text() -> None:
     """Monday 2024-12-23: only one week keeps the follow-up in 2024, so the rest is certain."""
     writer = Writer(compile_spec(Meeting))
-    state, rest = _walk_to(writer, '{"day": "2024-12-2')
+    state, rest = walk_to(writer, '{"day": "2024-12-2')
     assert rest == ""
     choice = writer.choices(state)
     assert isinstance(choice, list)

@@ -26,8 +26,7 @@ from factorspec_sdk.relations.temporal import (
 from factorspec_sdk.tokens.plan import Planner
 from factorspec_sdk.writer.automaton import Writer
 from factorspec_sdk.writer.dates import next_date_chars
-from tests.helpers import random_record, tiny_tokenizer
-from tests.writer.test_dates import _next_char, _walk_to
+from tests.helpers import next_char, random_record, tiny_tokenizer, walk_to
 
 TOK = tiny_tokenizer()
 
@@ -185,12 +184,12 @@ def test_datetime_characters_are_exactly_those_some_valid_record_continues_with(
     for k in range(20):
         for p in sorted({v[:k] for v in valid}):
             want = {(v + '"')[k] for v in valid if v.startswith(p)}
-            assert _next_char(writer, '{"at": "' + p) == want, p
+            assert next_char(writer, '{"at": "' + p) == want, p
 
 
 def test_a_datetime_the_relations_determine_is_forced_text() -> None:
     writer = Writer(compile_spec(Meeting))
-    state, rest = _walk_to(writer, '{"at": "2024-02-29T10:30:00", "minutes": 45')
+    state, rest = walk_to(writer, '{"at": "2024-02-29T10:30:00", "minutes": 45')
     assert rest == ""
     choice = writer.choices(state)
     assert isinstance(choice, list)

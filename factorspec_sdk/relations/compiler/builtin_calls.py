@@ -21,7 +21,14 @@ from typing import TYPE_CHECKING, cast
 
 import z3
 
-from factorspec_sdk.relations.compiler.choices import choice, ite, map_choice, truthy, unwrap
+from factorspec_sdk.relations.compiler.choices import (
+    choice,
+    choice_cond,
+    ite,
+    map_choice,
+    truthy,
+    unwrap,
+)
 from factorspec_sdk.relations.compiler.codes import str_length
 from factorspec_sdk.relations.compiler.dates import (
     abs_delta,
@@ -45,6 +52,7 @@ from factorspec_sdk.relations.compiler.sequences import count, iterate
 from factorspec_sdk.relations.compiler.terms import (
     AND,
     IMPLIES,
+    ITE_COND,
     NOT,
     OR,
     Cond,
@@ -65,6 +73,7 @@ from factorspec_sdk.relations.compiler.values import (
     SFloat,
     SFunc,
     SMaybe,
+    SObj,
     SSeq,
     V,
     is_sym,
@@ -572,6 +581,37 @@ def _list(cx: RelationCompiler, args: list[V], kwargs: dict[str, V], node: ast.A
     )
 
 
+def _isinstance(cx: RelationCompiler, args: list[V], kwargs: dict[str, V], node: ast.AST) -> R:
+    """``isinstance(x, Model)`` of a model value, a union of models or an ``Optional`` one."""
+    if len(args) != 2 or kwargs:
+        cx.fail("call to isinstance()", "isinstance() takes a value and a class", node)
+    classes = args[1] if isinstance(args[1], tuple) else (args[1],)
+    classes = tuple(  # int, float, bool, list, tuple: the builtins relations may call
+        getattr(builtins, c.name) if isinstance(c, SFunc) and c.bound is None else c
+        for c in classes
+    )
+    if not all(isinstance(c, type) for c in classes):
+        cx.fail("call to isinstance()", "isinstance() needs a class or a tuple of classes", node)
+    return R(_instance_of(cx, args[0], cast(tuple[type, ...], classes), node))
+
+
+def _instance_of(cx: RelationCompiler, v: V, classes: tuple[type, ...], node: ast.AST) -> Cond:
+    if isinstance(v, SObj):
+        return issubclass(v.layout.model, classes)
+    if isinstance(v, SChoice):
+        return choice_cond([(c, _instance_of(cx, x, classes, node)) for c, x in v.alts])
+    if isinstance(v, SMaybe):
+        return ITE_COND(v.null, type(None) in classes, _instance_of(cx, v.inner(), classes, node))
+    if is_sym(v):
+        cx.fail(
+            "isinstance() of a field value",
+            "isinstance() tests models, unions of models and Optional ones; compare other "
+            "values instead",
+            node,
+        )
+    return isinstance(v, classes)
+
+
 CALLS: dict[str, CallRule] = {
     "all": _all,
     "any": _any,
@@ -590,6 +630,7 @@ CALLS: dict[str, CallRule] = {
     "list": _list,
     "tuple": _list,
     "distinct": _distinct,
+    "isinstance": _isinstance,
 }
 """The rule of each supported builtin on record values (one per name in `SUPPORTED_CALLS`)."""
 

@@ -35,6 +35,9 @@ from factorspec_sdk.relations.layout import (
     ListLayout,
     ObjectLayout,
     Path,
+    UnionLayout,
+    branch_name,
+    is_branch_part,
     length_name,
     path_name,
 )
@@ -209,12 +212,28 @@ class RelationCompiler:
         self._used.add(name)
 
     def exists(self, path: Path) -> Cond:
-        """Condition that the node at ``path`` exists (enclosing lists long enough)."""
+        """Condition that the node at ``path`` exists (lists long enough, unions on branch)."""
         conds: list[Cond] = []
         for k, part in enumerate(path):
             if isinstance(part, int):
                 conds.append(self.gt(self.len_var(path[:k]), part))
+            elif is_branch_part(part):
+                union = self.node_at(path[:k])
+                assert isinstance(union, UnionLayout)
+                index = union.branch(part)[0]
+                conds.append(cast(z3.BoolRef, self.branch_var(path[:k], union) == index))
         return AND(*conds)
+
+    def branch_var(self, path: Path, node: UnionLayout) -> z3.ArithRef:
+        """The branch variable of the union at ``path``: the index of its branch."""
+        rec = self.var(path, "int", name=branch_name(path), ge=0, le=len(node.branches) - 1)
+        return cast(z3.ArithRef, rec.term)
+
+    def union_fields(self, path: Path) -> frozenset[str]:
+        """The field names of any branch of the union at ``path``."""
+        node = self.node_at(path)
+        assert isinstance(node, UnionLayout)
+        return frozenset(f.name for b in node.branches for f in b.fields)
 
     def gt(self, length: z3.ArithRef | int, i: int) -> Cond:
         """``length > i`` (cached per length term)."""
@@ -251,6 +270,8 @@ class RelationCompiler:
             if isinstance(part, int):
                 assert isinstance(node, ListLayout)
                 node = node.item
+            elif isinstance(node, UnionLayout):
+                node = node.branch(part)[1]
             else:
                 assert isinstance(node, ObjectLayout)
                 node = node.field(part).node

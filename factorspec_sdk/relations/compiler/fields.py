@@ -20,7 +20,7 @@ from factorspec_sdk.errors import ContextError
 from factorspec_sdk.relations.checks import DATE_METHODS, SUPPORTED_METHODS
 from factorspec_sdk.relations.compiler import codes, dates, floats, ints
 from factorspec_sdk.relations.compiler.choices import map_choice
-from factorspec_sdk.relations.compiler.terms import AND, NOT
+from factorspec_sdk.relations.compiler.terms import AND, NOT, Cond
 from factorspec_sdk.relations.compiler.values import (
     UNDEF,
     Item,
@@ -42,6 +42,9 @@ from factorspec_sdk.relations.layout import (
     ListLayout,
     ObjectLayout,
     Path,
+    UnionLayout,
+    branch_part,
+    is_branch_part,
     path_name,
 )
 
@@ -58,6 +61,13 @@ def node_value(cx: RelationCompiler, path: Path, node: LayoutNode, check_null: b
         return SMaybe(cast(z3.BoolRef, null.term), lambda: node_value(cx, path, node, False))
     if isinstance(node, ObjectLayout):
         return SObj(path, node)
+    if isinstance(node, UnionLayout):
+        branch = cx.branch_var(path, node)
+        alts: list[tuple[Cond, V]] = []
+        for k, b in enumerate(node.branches):
+            on = True if k == len(node.branches) - 1 else cast(z3.BoolRef, branch == k)
+            alts.append((on, SObj((*path, branch_part(b.model)), b)))
+        return SChoice(tuple(alts))  # the last branch is the default of the If-chain
     if isinstance(node, ListLayout):
         return _list_value(cx, path, node)
     if isinstance(node, GrammarLayout):
@@ -125,6 +135,8 @@ def attr(cx: RelationCompiler, v: V, name: str, node: ast.AST) -> R:
         try:
             f = v.layout.field(name)
         except KeyError:
+            if v.path and is_branch_part(v.path[-1]) and name in cx.union_fields(v.path[:-1]):
+                return R(UNDEF, False)  # another branch's field: AttributeError, violated
             cx.fail(
                 "attribute that is not a field",
                 f"{v.layout.model.__name__}.{name} is not a field (methods and "
