@@ -513,8 +513,11 @@ def _derive(layout: RootLayout, name: str, path: Path, kind: str) -> _VarSpec:
         else:
             v = _VarSpec(name, path, "len", node.min_length, node.max_length, None, False, False)
     elif (part := date_part_bounds(name)) is not None and name == f"{part[0]}({path_name(path)})":
-        if not (isinstance(node, LeafLayout) and node.kind == "date" and node.temporal == "date"):
-            raise IRError(f"variable {name!r}: {path_name(path)} is not a date")
+        temporals = ("datetime",) if part[0] in ("date", "clock") else ("date", "datetime")
+        if not (
+            isinstance(node, LeafLayout) and node.kind == "date" and node.temporal in temporals
+        ):
+            raise IRError(f"variable {name!r}: {path_name(path)} is not a {' or '.join(temporals)}")
         v = _VarSpec(name, path, "datepart", part[1], part[2], None, False, False)
         kind = "datepart" if kind == "int" else kind  # the IR says "int" for the parts
     elif name == branch_name(path):

@@ -92,9 +92,10 @@ def spec_to_ir(spec: CompiledSpec) -> JsonDict:
 def _spec_to_ir(spec: CompiledSpec) -> JsonDict:
     formulas = spec.factor_formulas()
     derived = {  # the ties of dates to their parts: the server derives them itself
-        f"calendar of {v.name}"
+        f"{tie} of {v.name}"
         for v in spec.variables.values()
-        if v.kind == "date" and f"year({v.name})" in spec.variables
+        for tie, part in (("calendar", "year"), ("clock", "date"))
+        if v.kind == "date" and f"{part}({v.name})" in spec.variables
     }
     relation_factors = [f for f in spec.factors if f.kind == "relation" and f.name not in derived]
     # variable order = the order of their bound/length factors (the order of the records),

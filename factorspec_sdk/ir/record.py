@@ -74,7 +74,7 @@ def record_facts(spec: CompiledSpec, data: object) -> tuple[Fact, ...]:
     """The oracle facts of a parsed record: every variable whose node exists in it."""
     from factorspec_sdk.relations.compiler import date_part_bounds
     from factorspec_sdk.relations.layout import LeafLayout, UnionLayout, node_at, scaled_value
-    from factorspec_sdk.relations.temporal import temporal_value
+    from factorspec_sdk.relations.temporal import DAY_SECONDS, temporal_value
 
     facts: list[Fact] = []
     names: set[str] = set()
@@ -102,12 +102,16 @@ def record_facts(spec: CompiledSpec, data: object) -> tuple[Fact, ...]:
         elif rec.kind in ("date", "datepart"):
             leaf = node_at(spec.layout, rec.path)
             assert isinstance(leaf, LeafLayout)
-            day = temporal_value(leaf.temporal, value) if isinstance(value, str) else None
-            if day is not None:
+            n = temporal_value(leaf.temporal, value) if isinstance(value, str) else None
+            if n is not None:
                 if rec.kind == "date":
-                    facts.append((name, day))
+                    facts.append((name, n))
                 elif (part := date_part_bounds(name)) is not None:
-                    facts.append((name, getattr(dt.date.fromordinal(day), part[0])))
+                    day, clock = divmod(n, DAY_SECONDS) if leaf.temporal == "datetime" else (n, 0)
+                    parts = {"date": day, "clock": clock}
+                    if part[0] not in parts:
+                        parts[part[0]] = getattr(dt.date.fromordinal(day), part[0])
+                    facts.append((name, parts[part[0]]))
         elif rec.kind == "float":
             node = node_at(spec.layout, rec.path)
             assert isinstance(node, LeafLayout)

@@ -120,8 +120,15 @@ def _decide(comp: RelationCompiler, formula: z3.BoolRef, instance: Any, info: Re
             got = from_python(temporal, v)
             assert got is not None and got[1], f"{v!r} is not a whole-second naive value"
             pairs.append((rec.term, z3.IntVal(got[0])))
-        elif rec.kind == "datepart":  # year(d), month(d), day(d)
-            pairs.append((rec.term, z3.IntVal(getattr(v, rec.name.split("(")[0]))))
+        elif rec.kind == "datepart":  # year(d), month(d), day(d); a datetime's date(t), clock(t)
+            part = rec.name.split("(")[0]
+            if part == "date":
+                got = v.toordinal()
+            elif part == "clock":
+                got = v.hour * 3600 + v.minute * 60 + v.second
+            else:
+                got = getattr(v, part)
+            pairs.append((rec.term, z3.IntVal(got)))
         elif rec.kind == "float":
             pairs.append((rec.term, z3.IntVal(scaled(comp, rec.path, v))))
         else:

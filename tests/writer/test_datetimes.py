@@ -255,6 +255,10 @@ def test_the_relation_ir_round_trips_datetimes_and_times() -> None:
     good["alarm"] = "07:05:00"
     facts = record_facts(served, good)
     assert ("alarm", 7 * 3600 + 5 * 60) in facts and ("at", at) in facts
+    assert ("clock(at)", 10 * 3600 + 30 * 60) in facts
+    assert ("date(at)", datetime(2024, 2, 29).toordinal()) in facts
+    assert "clock of at" in {f.name for f in served.factors}  # derived by the server
+    assert not any(f["name"] == "clock of at" for f in ir["factors"])
     text = str(good).replace("'", '"')
     check_record(served, text)
     with pytest.raises(RecordInvalidError, match="relations"):
@@ -262,3 +266,28 @@ def test_the_relation_ir_round_trips_datetimes_and_times() -> None:
     for bad in ("2024-02-29T10:30:00Z", "2024-02-29 10:30:00", "2024-02-29T24:00:00"):
         with pytest.raises(RecordInvalidError):
             check_record(served, text.replace("2024-02-29T10:30:00", bad))
+
+
+class Stamp(BaseModel):
+    at: datetime
+
+    @relation
+    def leap_evening(self) -> bool:
+        return self.at.month == 2 and self.at.day == 29 and self.at.hour >= 18
+
+
+def test_a_datetimes_parts_are_variables_tied_to_it() -> None:
+    """``date(t)``/``clock(t)`` split the seconds linearly; the year... tie to ``date(t)``."""
+    spec = compile_spec(Stamp)
+    assert {"date(at)", "clock(at)", "year(at)", "month(at)", "day(at)"} <= set(spec.variables)
+    assert {"clock of at", "calendar of at"} <= {f.name for f in spec.factors}
+    oracle = spec.new_oracle()
+    evening = _value(datetime(2024, 2, 29, 19, 30))
+    assert oracle.feasible_values((("at", evening),), "day(at)") == [29]
+    assert oracle.feasible_values((("at", evening - 3 * 3600),), "day(at)") == []  # 16:30
+    assert oracle.feasible((("year(at)", 2000),)) and not oracle.feasible((("year(at)", 1900),))
+    planner = Planner(Writer(spec), TOK)
+    rng = np.random.default_rng(2)
+    for _ in range(3):
+        at = Stamp.model_validate_json(random_record(planner, TOK, rng)).at
+        assert (at.month, at.day) == (2, 29) and at.hour >= 18

@@ -93,12 +93,14 @@ class SClock:
 
     A datetime counts from 0001-01-01 less one day (``ordinal * 86400 * 10**6`` at
     midnight), a time from midnight; ``unit`` is 10**6 (a leaf: its whole seconds) or 1.
-    ``temporal`` is ``datetime`` or ``time``.
+    ``temporal`` is ``datetime`` or ``time``. ``path`` is a datetime leaf's path when ``n``
+    is that leaf's variable (its date and clock are then variables of their own, tied to it).
     """
 
     n: z3.ArithRef
     unit: int
     temporal: Literal["datetime", "time"]
+    path: Path | None = None
 
 
 @dataclass(frozen=True, slots=True, eq=False)
