@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import datetime as dt
+from typing import TYPE_CHECKING, Literal
 
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from examples import booking, invoice, itinerary_dates, meeting, receipt
-from factorspec_sdk import Client, TokenBudgetError
+from factorspec_sdk import Client, TokenBudgetError, relation
 from factorspec_sdk.domains.trip import Itinerary, evaluate, generate_problem, prompt_for
 from factorspec_sdk.domains.trip_dates import (
     DatedItinerary,
@@ -272,3 +273,94 @@ def test_tight_budgets_finish_on_the_real_model(
     with pytest.raises(TokenBudgetError) as info:
         client.generate(model, prompt, context=context, max_tokens=shortest - 1)
     assert info.value.min_tokens == shortest
+
+
+class _Office(BaseModel):
+    day: dt.date
+    opens: dt.time
+    closes: dt.time
+    minutes: int
+
+
+class _Review(BaseModel):
+    title: str = Field(max_length=30)
+    start: dt.datetime
+    end: dt.datetime
+    reminder: dt.time
+
+    @relation
+    def as_asked(self, office: _Office) -> bool:
+        length = dt.timedelta(minutes=office.minutes)
+        return self.start.date() == office.day and self.end - self.start == length
+
+    @relation
+    def in_office_hours(self, office: _Office) -> bool:
+        return office.opens <= self.start.time() and self.end.time() <= office.closes
+
+    @relation
+    def reminder_before(self) -> bool:
+        return self.reminder == (self.start - dt.timedelta(minutes=15)).time()
+
+
+class _Refund(BaseModel):
+    kind: Literal["refund"]
+    amount: int = Field(ge=1, le=500)
+
+
+class _Escalate(BaseModel):
+    kind: Literal["escalate"]
+    team: Literal["billing", "shipping"]
+
+
+class _Reply(BaseModel):
+    kind: Literal["reply"]
+    text: str = Field(max_length=40)
+
+
+class _Order(BaseModel):
+    total: int
+    lost: bool
+
+
+class _Decision(BaseModel):
+    summary: str = Field(max_length=40)
+    action: _Refund | _Escalate | _Reply
+
+    @relation
+    def refund_within_total(self, order: _Order) -> bool:
+        return not isinstance(self.action, _Refund) or self.action.amount <= order.total
+
+    @relation
+    def lost_parcels_go_to_shipping(self, order: _Order) -> bool:
+        return not order.lost or (self.action.kind == "escalate" and self.action.team == "shipping")
+
+
+@pytest.mark.parametrize(
+    ("model", "context", "prompt"),
+    [
+        (
+            _Review,
+            _Office(day=dt.date(2026, 12, 7), opens=dt.time(9), closes=dt.time(17), minutes=90),
+            "Schedule a 90-minute design review on Monday 7 December.",
+        ),
+        (_Decision, _Order(total=80, lost=False), "Customer wants money back for a broken mug."),
+        (_Decision, _Order(total=80, lost=True), "My parcel never arrived."),
+    ],
+    ids=["datetimes", "union-open", "union-fixed"],
+)
+def test_datetimes_and_unions_on_the_real_model(
+    embedded_engine_fp32: EmbeddedEngine, model: type[BaseModel], context: object, prompt: str
+) -> None:
+    """Valid records with datetime, time and union fields; speculative greedy is exact."""
+    plain = Client(embedded_engine_fp32, speculative=False).generate(
+        model, prompt, context=context, max_tokens=160, return_result=True
+    )
+    fast = Client(embedded_engine_fp32, max_guesses=2).generate(
+        model, prompt, context=context, max_tokens=160, return_result=True
+    )
+    for result in (plain, fast):
+        model.model_validate_json(result.text, context=context)  # the relations hold
+    assert_same_greedy(
+        embedded_engine_fp32, model, prompt, context, plain.tokens, fast.tokens, CHUNKING_TOLERANCE
+    )
+    assert fast.stats.verify_steps < plain.stats.verify_steps

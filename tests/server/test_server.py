@@ -309,3 +309,52 @@ def test_grammar_values_travel_to_the_server_as_ir(url: str) -> None:
             record = remote.generate(Priced, "price", temperature=1.0, seed=seed, max_tokens=400)
             assert type(record) is Priced and record.lo < record.hi and 0 <= record.price <= 100
             assert record.start.month == 12 and record.start.weekday() == record.lo
+
+
+def test_datetimes_and_unions_travel_to_the_server_as_ir(url: str) -> None:
+    """Relations over a datetime, a time and a tagged union: the server writes the same
+    records as the local client (the IR carries the leaves, the branches and their ties)."""
+    import datetime as dt
+    from typing import Literal
+
+    from pydantic import BaseModel, Field
+
+    from factorspec_sdk import relation
+
+    class Call(BaseModel):
+        kind: Literal["call"]
+        minutes: int = Field(ge=5, le=60)
+
+    class Visit(BaseModel):
+        kind: Literal["visit"]
+        room: int = Field(ge=1, le=9)
+
+    class Slot(BaseModel):
+        start: dt.datetime = Field(ge=dt.datetime(2026, 12, 1), le=dt.datetime(2026, 12, 31))
+        alarm: dt.time
+        what: Call | Visit
+
+        @relation
+        def mornings(self) -> bool:
+            return 9 <= self.start.hour < 12 and self.start.minute % 15 == 0
+
+        @relation
+        def alarm_before(self) -> bool:
+            return self.alarm < self.start.time()
+
+        @relation
+        def calls_on_the_hour(self) -> bool:
+            return not isinstance(self.what, Call) or self.start.minute == 0
+
+    ir = to_ir(Slot)
+    assert [f["node"]["type"] for f in ir["layout"]["fields"]] == ["leaf", "leaf", "union"]
+    local = Client(scripted_engine())
+    with Client(backend=RemoteBackend(url)) as remote:
+        for seed in range(3):
+            kw: dict[str, object] = {"temperature": 1.0, "seed": seed, "max_tokens": 300}
+            got = remote.generate(Slot, "a slot", return_result=True, **kw)  # type: ignore[arg-type]
+            want = local.generate(Slot, "a slot", return_result=True, **kw)  # type: ignore[arg-type]
+            assert got.text == want.text
+            slot = got.value
+            assert 9 <= slot.start.hour < 12 and slot.alarm < slot.start.time()
+            assert slot.what.kind == "visit" or slot.start.minute == 0
