@@ -75,6 +75,7 @@ _LEAF_HINTS = {
 _DATE_HINTS = {
     "date": "<YYYY-MM-DD>",
     "datetime": "<YYYY-MM-DDTHH:MM:SS>",
+    "aware": "<YYYY-MM-DDTHH:MM:SSZ>",
     "time": "<HH:MM:SS>",
 }
 

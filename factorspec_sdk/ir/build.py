@@ -513,7 +513,9 @@ def _derive(layout: RootLayout, name: str, path: Path, kind: str) -> _VarSpec:
         else:
             v = _VarSpec(name, path, "len", node.min_length, node.max_length, None, False, False)
     elif (part := date_part_bounds(name)) is not None and name == f"{part[0]}({path_name(path)})":
-        temporals = ("datetime",) if part[0] in ("date", "clock") else ("date", "datetime")
+        temporals: tuple[str, ...] = ("datetime", "aware")
+        if part[0] not in ("date", "clock"):
+            temporals = ("date", *temporals)
         if not (
             isinstance(node, LeafLayout) and node.kind == "date" and node.temporal in temporals
         ):

@@ -98,7 +98,8 @@ class IRLeaf(BaseModel):
 
     Or ``date`` (its ``temporal``: a ``date`` written ``YYYY-MM-DD``, its ``ge``/``le``
     ordinals, ``date.toordinal()``; a naive ``datetime`` written ``YYYY-MM-DDTHH:MM:SS``, its
-    bounds ``ordinal * 86400 + seconds``; a ``time`` written ``HH:MM:SS``, its bounds seconds
+    bounds ``ordinal * 86400 + seconds``; an ``aware`` datetime the same in UTC, written
+    with a ``Z``; a ``time`` written ``HH:MM:SS``, its bounds seconds
     since midnight), or ``float`` (fixed-point with at most ``places`` decimals; its
     ``ge``/``le`` bound the scaled value ``x * 10**places``, and its variable is an int
     holding that value).
@@ -114,7 +115,7 @@ class IRLeaf(BaseModel):
     max_length: int | None = None
     choices: list[Scalar] = Field(default_factory=list)
     places: int = 0
-    temporal: Literal["date", "datetime", "time"] = "date"
+    temporal: Literal["date", "datetime", "aware", "time"] = "date"
 
 
 class IRList(BaseModel):

@@ -107,7 +107,7 @@ def record_facts(spec: CompiledSpec, data: object) -> tuple[Fact, ...]:
                 if rec.kind == "date":
                     facts.append((name, n))
                 elif (part := date_part_bounds(name)) is not None:
-                    day, clock = divmod(n, DAY_SECONDS) if leaf.temporal == "datetime" else (n, 0)
+                    day, clock = (n, 0) if leaf.temporal == "date" else divmod(n, DAY_SECONDS)
                     parts = {"date": day, "clock": clock}
                     if part[0] not in parts:
                         parts[part[0]] = getattr(dt.date.fromordinal(day), part[0])

@@ -55,7 +55,7 @@ SUPPORTED_CALLS = frozenset(
 SUPPORTED_METHODS = frozenset({"get", "keys", "values", "items", "count", "index"})
 """Methods a relation may call on constants (context values)."""
 
-DATE_CONSTRUCTORS = frozenset({"date", "datetime", "time", "timedelta", "Decimal"})
+DATE_CONSTRUCTORS = frozenset({"date", "datetime", "time", "timedelta", "timezone", "Decimal"})
 """``datetime.date``/``datetime``/``time``/``timedelta`` and ``decimal.Decimal``, called by
 name or as ``dt.date(...)``/``decimal.Decimal(...)`` (all but ``timedelta`` of constants
 only); ``.date()`` and ``.time()`` of a datetime pass as these names too."""

@@ -936,11 +936,14 @@ def _temporal_leaf(
     """A date, datetime or time leaf, its bounds as values of whole seconds.
 
     A bound with microseconds is kept exactly: ``ge=10:00:00.5`` becomes 10:00:01, the
-    least whole second at or after it, ``le=`` of it 10:00:00. A bound of another type (an
-    aware datetime for a naive field...) stays with the grammar, which keeps it.
+    least whole second at or after it, ``le=`` of it 10:00:00. A ``datetime`` with aware
+    bounds is an aware leaf (written in UTC). Bounds of mixed kinds stay with the grammar.
     """
     ge: int | None = None
     le: int | None = None
+    bounds = [getattr(m, op, None) for m in meta for op in ("ge", "gt", "le", "lt")]
+    if temporal == "datetime" and any(from_python("aware", b) for b in bounds):
+        temporal = "aware"
 
     def value(bound: object) -> tuple[int, bool]:
         got = from_python(temporal, bound)

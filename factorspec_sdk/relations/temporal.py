@@ -9,8 +9,13 @@ temporal    value                               text                       range
 ==========  ==================================  =========================  =======================
 date        ``d.toordinal()``                   ``YYYY-MM-DD``             0001-01-01..9999-12-31
 datetime    ``ordinal * 86400 + seconds``       ``YYYY-MM-DDTHH:MM:SS``    whole seconds, naive
+aware       the same, of the UTC time           ``YYYY-MM-DDTHH:MM:SSZ``   whole seconds, in UTC
 time        ``seconds since midnight``          ``HH:MM:SS``               whole seconds, naive
 ==========  ==================================  =========================  =======================
+
+An ``aware`` leaf is a time-zone-aware datetime (``AwareDatetime``, or a ``datetime`` with
+aware bounds); the writer writes it in UTC (``Z``), which Pydantic reads as an aware
+datetime whose offset is 0, so its wall clock is its UTC time.
 
 For such texts the order of the texts is the order of the values, so the valid values whose
 text starts with a given prefix are one contiguous range (`prefix_range`): the writer asks
@@ -40,7 +45,7 @@ __all__ = [
     "to_python",
 ]
 
-Temporal = Literal["date", "datetime", "time"]
+Temporal = Literal["date", "datetime", "aware", "time"]
 
 DATE_MIN = dt.date.min.toordinal()
 """Ordinal (``date.toordinal()``) of the first date Python has, 0001-01-01."""
@@ -50,27 +55,39 @@ DATE_MAX = dt.date.max.toordinal()
 
 DAY_SECONDS = 86_400
 
-_LENGTHS: dict[Temporal, int] = {"date": 10, "datetime": 19, "time": 8}
+_LENGTHS: dict[Temporal, int] = {"date": 10, "datetime": 19, "aware": 20, "time": 8}
 _BOUNDS: dict[Temporal, tuple[int, int]] = {
     "date": (DATE_MIN, DATE_MAX),
     "datetime": (DATE_MIN * DAY_SECONDS, DATE_MAX * DAY_SECONDS + DAY_SECONDS - 1),
+    "aware": (DATE_MIN * DAY_SECONDS, DATE_MAX * DAY_SECONDS + DAY_SECONDS - 1),
     "time": (0, DAY_SECONDS - 1),
 }
 _SEPARATORS: dict[Temporal, dict[int, str]] = {
     "date": {4: "-", 7: "-"},
     "datetime": {4: "-", 7: "-", 10: "T", 13: ":", 16: ":"},
+    "aware": {4: "-", 7: "-", 10: "T", 13: ":", 16: ":", 19: "Z"},
     "time": {2: ":", 5: ":"},
 }
 
 
 def temporal_of(annotation: object) -> Temporal | None:
-    """The temporal of a field type: ``date``, ``datetime``, ``time``, or None (another type).
+    """The temporal of a field type, or None (another type).
 
-    Exactly these classes: a subclass (or Pydantic's ``AwareDatetime``...) is not one.
+    ``date``, ``datetime`` (also Pydantic's ``NaiveDatetime``), ``aware`` (Pydantic's
+    ``AwareDatetime``) or ``time``: exactly these classes, not subclasses.
     """
-    for name, cls in (("date", dt.date), ("datetime", dt.datetime), ("time", dt.time)):
+    from pydantic import AwareDatetime, NaiveDatetime
+
+    classes: tuple[tuple[Temporal, object], ...] = (
+        ("date", dt.date),
+        ("datetime", dt.datetime),
+        ("datetime", NaiveDatetime),
+        ("aware", AwareDatetime),
+        ("time", dt.time),
+    )
+    for name, cls in classes:
         if annotation is cls:
-            return name  # type: ignore[return-value]
+            return name
     return None
 
 
@@ -97,7 +114,8 @@ def to_python(temporal: Temporal, value: int) -> dt.date | dt.datetime | dt.time
     clock = dt.time(secs // 3600, secs // 60 % 60, secs % 60)
     if temporal == "time":
         return clock
-    return dt.datetime.combine(dt.date.fromordinal(days), clock)
+    zone = dt.UTC if temporal == "aware" else None
+    return dt.datetime.combine(dt.date.fromordinal(days), clock, tzinfo=zone)
 
 
 def from_python(temporal: Temporal, value: object) -> tuple[int, bool] | None:
@@ -105,8 +123,14 @@ def from_python(temporal: Temporal, value: object) -> tuple[int, bool] | None:
 
     ``whole`` is the value of the whole second at or before it; ``exact`` is false when
     microseconds were dropped. A ``datetime``/``time`` with a time zone is not a naive one
-    (None), nor a date a datetime, nor a datetime a date.
+    (None), nor a date a datetime, nor a datetime a date; an ``aware`` value is an aware
+    datetime, as its UTC time.
     """
+    if temporal == "aware":
+        if type(value) is not dt.datetime or value.utcoffset() is None:
+            return None
+        value = value.astimezone(dt.UTC).replace(tzinfo=None)
+        temporal = "datetime"
     if temporal == "date":
         if type(value) is dt.date:
             return value.toordinal(), True
@@ -122,7 +146,9 @@ def from_python(temporal: Temporal, value: object) -> tuple[int, bool] | None:
 
 
 def temporal_text(temporal: Temporal, value: int) -> str:
-    """The text of a value: ``YYYY-MM-DD``, ``YYYY-MM-DDTHH:MM:SS`` or ``HH:MM:SS``."""
+    """The text of a value: ``YYYY-MM-DD``, ``YYYY-MM-DDTHH:MM:SS(Z)`` or ``HH:MM:SS``."""
+    if temporal == "aware":
+        return to_python("datetime", value).isoformat() + "Z"
     return to_python(temporal, value).isoformat()
 
 
@@ -196,6 +222,8 @@ def prefix_range(temporal: Temporal, prefix: str) -> tuple[int, int] | None:
             return None
     if temporal == "time":
         return _time_range(prefix)
+    if temporal == "aware":  # a datetime and its Z (checked with the separators)
+        return prefix_range("datetime", prefix[:19])
     days = _date_range(prefix[:10])
     if days is None or temporal == "date":
         return days

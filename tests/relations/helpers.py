@@ -117,6 +117,8 @@ def _decide(comp: RelationCompiler, formula: z3.BoolRef, instance: Any, info: Re
         elif rec.kind == "date":  # a date's ordinal, a datetime's or time's seconds
             temporal = temporal_of(type(v))
             assert temporal is not None, v
+            if temporal == "datetime" and v.tzinfo is not None:
+                temporal = "aware"
             got = from_python(temporal, v)
             assert got is not None and got[1], f"{v!r} is not a whole-second naive value"
             pairs.append((rec.term, z3.IntVal(got[0])))
@@ -187,7 +189,7 @@ def refused(base: type[BaseModel], body: str, path: str) -> RelationDefinitionEr
     """
     namespace: dict[str, Any] = {}
     src = (
-        "from datetime import date, datetime, time, timedelta\n"
+        "from datetime import date, datetime, time, timedelta, timezone\n"
         "from factorspec_sdk import relation\n"
         f"from {base.__module__} import {base.__name__}\n"
         f"class Bad({base.__name__}):\n"

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pydantic import BaseModel, Field
+from pydantic import AwareDatetime, BaseModel, Field
 
 from factorspec_sdk import RelationDefinitionError, relation
 from tests.relations.helpers import refused
@@ -269,3 +269,91 @@ def test_unsupported_datetime_constructs_are_refused_with_place(body: str, const
     assert err.construct == construct, str(err)
     assert err.relation.endswith("Bad.bad") and err.lineno == 7
     assert err.filename.endswith("factorspec_refused_datetimes.py")
+
+
+# ------------------------------------------------------------------ aware datetimes
+
+_PARIS = dt.timezone(dt.timedelta(hours=1))
+_DELHI = dt.timezone(dt.timedelta(hours=5, minutes=30))
+
+
+@dataclass
+class Airport:
+    gate_opens: datetime = datetime(2024, 2, 29, 7, 0, tzinfo=_PARIS)  # 06:00 UTC
+    curfew: datetime = datetime(2024, 3, 1, 4, 30, tzinfo=_DELHI)  # 23:00 UTC the day before
+    naive: datetime = datetime(2024, 2, 29, 12, 0)
+    day: dt.date = dt.date(2024, 2, 29)
+
+
+class Flight(BaseModel):
+    dep: AwareDatetime
+    arr: AwareDatetime
+    minutes: int = Field(ge=0, le=900)
+
+    @relation
+    def duration(self) -> bool:
+        return self.arr - self.dep == timedelta(minutes=self.minutes)
+
+    @relation
+    def after_the_gate_opens(self, port: Airport) -> bool:
+        return self.dep >= port.gate_opens + timedelta(minutes=30)
+
+    @relation
+    def before_curfew(self, port: Airport) -> bool:
+        return max(self.arr, port.gate_opens) < port.curfew
+
+    @relation
+    def utc_wall_clock(self, port: Airport) -> bool:
+        return self.dep.hour >= 6 and self.dep.date() == port.day and self.arr.minute % 5 == 0
+
+    @relation
+    def never_naive(self, port: Airport) -> bool:
+        return self.dep != port.naive and self.arr not in [port.naive, port.curfew]
+
+    @relation
+    def chosen(self, port: Airport) -> bool:
+        first = self.dep if self.minutes > 60 else port.curfew
+        return first < port.curfew or self.minutes == 0
+
+
+_UTC_MOMENTS = st.builds(
+    lambda base, minutes: (base + timedelta(minutes=minutes)).replace(tzinfo=dt.UTC),
+    st.sampled_from([datetime(2024, 2, 29, 5, 30), datetime(2024, 2, 29, 22, 0)]),
+    st.integers(-120, 600),
+)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(dep=_UTC_MOMENTS, arr=_UTC_MOMENTS, minutes=st.integers(0, 900))
+def test_compiled_aware_relations_agree_with_python(
+    dep: datetime, arr: datetime, minutes: int
+) -> None:
+    assert_agree(Flight, Airport(), {"dep": dep, "arr": arr, "minutes": minutes})
+
+
+def test_every_aware_relation_is_seen_both_true_and_false() -> None:
+    seen: dict[str, set[bool]] = {}
+    for h in (5, 6, 7, 21, 22, 23):
+        for minutes in (0, 45, 90, 180):
+            dep = datetime(2024, 2, 29, h, 35, tzinfo=dt.UTC)
+            arr = dep + timedelta(minutes=minutes)
+            data = {"dep": dep, "arr": arr, "minutes": minutes}
+            assert_agree(Flight, Airport(), data, seen)
+            assert_agree(Flight, Airport(), {**data, "minutes": minutes + 1}, seen)
+    at_curfew = datetime(2024, 2, 29, 23, 0, tzinfo=dt.UTC)  # equals the +05:30 curfew
+    assert_agree(Flight, Airport(), {"dep": at_curfew, "arr": at_curfew, "minutes": 0}, seen)
+    one_sided = {name for name, truths in seen.items() if truths != {True, False}}
+    assert one_sided == set()
+
+
+class Zoned(BaseModel):
+    dep: AwareDatetime
+
+
+def test_the_wall_clock_of_a_value_in_another_zone_is_refused() -> None:
+    err = refused(
+        Zoned,
+        "max(self.dep, datetime(2024, 1, 1, tzinfo=timezone(timedelta(hours=2)))).hour > 6",
+        "/tmp/factorspec_refused_zoned.py",
+    )
+    assert err.construct == "wall clock of a datetime in another time zone (.hour)"

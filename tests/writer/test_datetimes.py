@@ -6,11 +6,11 @@ the characters offered after each prefix are exactly those some valid record con
 
 from __future__ import annotations
 
-from datetime import datetime, time, timedelta
+from datetime import UTC, datetime, time, timedelta, timezone
 
 import numpy as np
 import pytest
-from pydantic import BaseModel, Field
+from pydantic import AwareDatetime, BaseModel, Field
 
 from factorspec_sdk import relation
 from factorspec_sdk.graph import compile_spec
@@ -121,7 +121,7 @@ def test_bounds_with_microseconds_are_kept_exactly() -> None:
     assert (clock.ge, clock.le) == (_value(time(8, 0, 1)), _value(time(8, 0, 3)))
 
 
-def test_unread_and_aware_datetimes_stay_grammar_values() -> None:
+def test_unread_datetimes_stay_grammar_values_and_aware_bounds_make_aware_leaves() -> None:
     class Log(BaseModel):
         at: datetime
         clock: time
@@ -136,7 +136,7 @@ def test_unread_and_aware_datetimes_stay_grammar_values() -> None:
     assert kinds == {
         "at": "GrammarLayout",  # no relation reads it: any ISO text the schema allows
         "clock": "GrammarLayout",
-        "aware": "GrammarLayout",  # an aware bound: the grammar keeps it
+        "aware": "LeafLayout",  # an aware bound: an aware leaf, written in UTC
         "n": "LeafLayout",
     }
 
@@ -291,3 +291,41 @@ def test_a_datetimes_parts_are_variables_tied_to_it() -> None:
     for _ in range(3):
         at = Stamp.model_validate_json(random_record(planner, TOK, rng)).at
         assert (at.month, at.day) == (2, 29) and at.hour >= 18
+
+
+class Leg(BaseModel):
+    dep: AwareDatetime = Field(ge=datetime(2024, 2, 29, 6, tzinfo=timezone(timedelta(hours=1))))
+    arr: AwareDatetime
+    minutes: int = Field(ge=30, le=300)
+
+    @relation
+    def duration(self) -> bool:
+        return self.arr - self.dep == timedelta(minutes=self.minutes)
+
+    @relation
+    def same_utc_day(self) -> bool:
+        return self.dep.date() == self.arr.date() and self.dep.minute % 10 == 0
+
+
+def test_aware_datetimes_are_written_in_utc_and_read_back_exactly() -> None:
+    assert temporal_text("aware", _value(datetime(2024, 2, 29, 5))) == "2024-02-29T05:00:00Z"
+    assert temporal_value("aware", "2024-02-29T05:00:00") is None  # naive text: not aware
+    assert prefix_range("aware", "2024-02-29T05:00:00Z") == prefix_range(
+        "datetime", "2024-02-29T05:00:00"
+    )
+    assert set(next_date_chars("aware", "2024-02-29T05:00:00", None, None)) == {"Z"}
+    leg = build_layout(Leg).field("dep").node
+    assert leg.temporal == "aware" and leg.ge == _value(datetime(2024, 2, 29, 5))  # type: ignore[union-attr]
+    spec = compile_spec(Leg)
+    planner = Planner(Writer(spec), TOK)
+    rng = np.random.default_rng(3)
+    for _ in range(4):
+        text = random_record(planner, TOK, rng)
+        leg_record = Leg.model_validate_json(text)
+        assert leg_record.dep.utcoffset() == timedelta(0) and text.count('Z"') == 2
+        assert leg_record.arr - leg_record.dep == timedelta(minutes=leg_record.minutes)
+        assert leg_record.dep >= datetime(2024, 2, 29, 5, tzinfo=UTC)
+        served = spec_from_ir(to_ir(Leg))
+        check_record(served, text)
+        with pytest.raises(RecordInvalidError):
+            check_record(served, text.replace('Z"', '"', 1))

@@ -85,7 +85,15 @@ if TYPE_CHECKING:
 
 __all__ = ["CALLS", "RULES"]
 
-_CONSTRUCTORS = (dt.date, dt.datetime, dt.time, dt.timedelta, decimal.Decimal, math.isclose)
+_CONSTRUCTORS = (
+    dt.date,
+    dt.datetime,
+    dt.time,
+    dt.timedelta,
+    dt.timezone,
+    decimal.Decimal,
+    math.isclose,
+)
 """The classes and functions a relation may call beside the builtins."""
 
 CallRule = Callable[["RelationCompiler", list[V], dict[str, V], ast.AST], R]

@@ -46,7 +46,7 @@ from __future__ import annotations
 import ast
 import datetime as dt
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Literal, TypeAlias, cast
+from typing import TYPE_CHECKING, Literal, NoReturn, TypeAlias, cast
 
 import z3
 
@@ -97,11 +97,12 @@ _DELTA_MAX_US = dt.timedelta.max // _ONE_US
 """``timedelta``'s range in microseconds: beyond it, ``OverflowError``."""
 _CLOCK_US: dict[Clock, tuple[int, int]] = {
     "datetime": (DATE_MIN * _DAY_US, (DATE_MAX + 1) * _DAY_US - 1),
+    "aware": (DATE_MIN * _DAY_US, (DATE_MAX + 1) * _DAY_US - 1),
     "time": (0, _DAY_US - 1),
 }
 _CMP_SYM: dict[type[ast.cmpop], str] = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
 Term: TypeAlias = "z3.ArithRef | int"
-Clock: TypeAlias = Literal["datetime", "time"]
+Clock: TypeAlias = Literal["datetime", "aware", "time"]
 
 
 _PART_BOUNDS = {
@@ -134,7 +135,8 @@ def date_leaf(cx: RelationCompiler, path: Path, node: LeafLayout) -> SDate | SCl
     term = cast(z3.ArithRef, cx.var(path, "date", ge=ge, le=le).term)
     if node.temporal == "date":
         return SDate(term, path)
-    return SClock(term, _SEC_US, node.temporal, path if node.temporal == "datetime" else None)
+    split = node.temporal in _DATETIMES  # a datetime's date and clock may become variables
+    return SClock(term, _SEC_US, node.temporal, path if split else None)
 
 
 def _vars(cx: RelationCompiler, path: Path, parts: tuple[str, ...]) -> list[z3.ArithRef]:
@@ -261,22 +263,36 @@ def _delta_parts(v: V) -> tuple[Term, int] | None:
 
 
 def _clock_parts(v: V) -> tuple[Term, int, Clock] | None:
-    """A naive datetime or time as ``(n, unit, temporal)``, or None for any other value.
+    """A datetime or naive time as ``(n, unit, temporal)``, or None for any other value.
 
-    An aware datetime or time (a constant with ``tzinfo``) is another value: it never
-    equals a naive one, and ordering or subtracting them raises ``TypeError``.
+    An aware datetime is ``aware``, counted as its UTC time: it never equals a naive one,
+    and ordering or subtracting them raises ``TypeError``, as in Python. An aware time is
+    none of these (None).
     """
     if isinstance(v, SClock):
         return v.n, v.unit, v.temporal
-    if type(v) is dt.datetime and v.tzinfo is None:
+    if type(v) is dt.datetime:
+        kind: Clock = "datetime"
+        if v.utcoffset() is not None:
+            v, kind = v.astimezone(dt.UTC).replace(tzinfo=None), "aware"
         us = v.toordinal() * _DAY_US + (v - dt.datetime.combine(v.date(), dt.time())) // _ONE_US
         n, unit = _coarse(us)
-        return n, unit, "datetime"
+        return n, unit, kind
     if type(v) is dt.time and v.tzinfo is None:
         us = ((v.hour * 60 + v.minute) * 60 + v.second) * _SEC_US + v.microsecond
         n, unit = _coarse(us)
         return n, unit, "time"
     return None
+
+
+def _zoned(*values: V) -> bool:
+    """Whether an aware value among ``values`` may have another offset than UTC."""
+    for v in values:
+        if isinstance(v, SClock) and v.zoned:
+            return True
+        if type(v) is dt.datetime and v.utcoffset() not in (None, dt.timedelta(0)):
+            return True
+    return False
 
 
 def is_date_like(v: V) -> bool:
@@ -347,7 +363,7 @@ def _delta(n: Term, unit: int = _DAY_US) -> R:
     return R(SDelta(n, unit), AND(mk_cmp(">=", n, lo), mk_cmp("<=", n, hi)))
 
 
-def _clock(n: Term, unit: int, temporal: Clock) -> R:
+def _clock(n: Term, unit: int, temporal: Clock, zoned: bool = False) -> R:
     """A datetime (OverflowError outside Python's) or time of ``n * unit`` microseconds."""
     lo, hi = _CLOCK_US[temporal]
     lo, hi = -(-lo // unit), hi // unit
@@ -356,8 +372,11 @@ def _clock(n: Term, unit: int, temporal: Clock) -> R:
             return R(UNDEF, False)
         us = n * unit if temporal == "time" else n * unit - _DAY_US  # from 0001-01-01
         moment = dt.datetime.min + dt.timedelta(microseconds=us)
-        return R(moment if temporal == "datetime" else moment.time())
-    return R(SClock(n, unit, temporal), AND(mk_cmp(">=", n, lo), mk_cmp("<=", n, hi)))
+        if temporal == "time":
+            return R(moment.time())
+        return R(moment.replace(tzinfo=dt.UTC) if temporal == "aware" else moment)
+    ok = AND(mk_cmp(">=", n, lo), mk_cmp("<=", n, hi))
+    return R(SClock(n, unit, temporal, zoned=zoned), ok)
 
 
 def _date_fail(cx: RelationCompiler, op: type[ast.operator], node: ast.AST) -> R:
@@ -411,15 +430,15 @@ def _arith_clocks(cx: RelationCompiler, op: type[ast.operator], a: V, b: V, node
     ca, cb = _clock_parts(a), _clock_parts(b)
     ta, tb = _delta_parts(a), _delta_parts(b)
     if op is ast.Sub and ca is not None and cb is not None:
-        if ca[2] == cb[2] == "datetime":
+        if ca[2] == cb[2] and ca[2] in _DATETIMES:  # aware ones: by their UTC times
             (x, y), u = _common(ca[:2], cb[:2])
             return _delta(x - y, u)
-    elif op in (ast.Add, ast.Sub) and ca is not None and tb is not None and ca[2] == "datetime":
+    elif op in (ast.Add, ast.Sub) and ca is not None and tb is not None and ca[2] in _DATETIMES:
         (x, y), u = _common(ca[:2], tb)
-        return _clock(x + y if op is ast.Add else x - y, u, "datetime")
-    elif op is ast.Add and cb is not None and ta is not None and cb[2] == "datetime":
+        return _clock(x + y if op is ast.Add else x - y, u, ca[2], _zoned(a))
+    elif op is ast.Add and cb is not None and ta is not None and cb[2] in _DATETIMES:
         (x, y), u = _common(ta, cb[:2])
-        return _clock(x + y, u, "datetime")
+        return _clock(x + y, u, cb[2], _zoned(b))
     return _date_fail(cx, op, node)
 
 
@@ -475,6 +494,18 @@ def _clock_field(rest: Term, unit: int, name: str) -> Term:
 
 
 _CLOCK_FIELDS = ("hour", "minute", "second", "microsecond")
+_WALL = ("year", "month", "day", "date", "time", "weekday", "isoweekday", "toordinal")
+"""A datetime's parts read off its wall clock (with `_CLOCK_FIELDS`)."""
+_DATETIMES = ("datetime", "aware")
+
+
+def _zoned_fail(cx: RelationCompiler, name: str, node: ast.AST) -> NoReturn:
+    cx.fail(
+        f"wall clock of a datetime in another time zone (.{name})",
+        "the value may come from an aware constant whose offset is not UTC, and its wall "
+        "clock is not its UTC time; read the parts of an aware field, or of a UTC constant",
+        node,
+    )
 
 
 def date_attr(cx: RelationCompiler, v: V, name: str, node: ast.AST) -> R | None:
@@ -493,7 +524,9 @@ def date_attr(cx: RelationCompiler, v: V, name: str, node: ast.AST) -> R | None:
             node,
         )
     if isinstance(v, SClock):
-        if v.temporal == "datetime":
+        if v.temporal in _DATETIMES:
+            if v.zoned and name in (*_WALL, *_CLOCK_FIELDS):
+                _zoned_fail(cx, name, node)
             unit = v.unit
             if v.path is not None:  # a leaf: its date and clock are variables
                 (day, rest), unit = _split_vars(cx, v.path), _SEC_US
@@ -548,6 +581,8 @@ def date_method(cx: RelationCompiler, f: SFunc, args: list[V], node: ast.AST) ->
         weekday = (v.e + 6) % 7
         return R({"weekday": weekday, "isoweekday": weekday + 1, "toordinal": v.e}[f.name])
     if isinstance(v, SClock):
+        if v.zoned:
+            _zoned_fail(cx, f.name, node)
         day, rest = _day_and_rest(v.n, v.unit)
         unit = v.unit
         if v.path is not None:  # a leaf: its date and clock are variables
@@ -580,7 +615,12 @@ _DELTA_SCALES = {
 }
 """``timedelta``'s arguments in the order of its signature, each in microseconds."""
 
-_CONSTRUCTED = {dt.date: "date", dt.datetime: "datetime", dt.time: "time"}
+_CONSTRUCTED = {
+    dt.date: "date",
+    dt.datetime: "datetime",
+    dt.time: "time",
+    dt.timezone: "timezone",
+}
 
 
 def date_call(
@@ -650,7 +690,7 @@ def ite_dates(c: Cond, a: V, b: V) -> V | None:
     clock = _clock_parts(a) or _clock_parts(b)
     if clock is not None:
         _, unit = _common(*(p[:2] for p in (_clock_parts(a), _clock_parts(b)) if p))
-        return SClock(e, unit, clock[2])
+        return SClock(e, unit, clock[2], zoned=_zoned(a, b))
     _, unit = _common(*(p for p in (_delta_parts(a), _delta_parts(b)) if p))
     return SDelta(e, unit)
 
@@ -675,7 +715,8 @@ def as_numbers(
     if all(c is not None for c in clocks) and len(kinds) == 1:
         nums, unit = _common(*(cast(tuple[Term, int, Clock], c)[:2] for c in clocks))
         temporal = kinds.pop()
-        return nums, lambda t: _clock(t, unit, temporal)
+        zoned = _zoned(*values)
+        return nums, lambda t: _clock(t, unit, temporal, zoned)
     deltas = [_delta_parts(v) for v in values]
     if all(d is not None for d in deltas):
         nums, unit = _common(*(cast(tuple[Term, int], d) for d in deltas))

@@ -93,14 +93,17 @@ class SClock:
 
     A datetime counts from 0001-01-01 less one day (``ordinal * 86400 * 10**6`` at
     midnight), a time from midnight; ``unit`` is 10**6 (a leaf: its whole seconds) or 1.
-    ``temporal`` is ``datetime`` or ``time``. ``path`` is a datetime leaf's path when ``n``
-    is that leaf's variable (its date and clock are then variables of their own, tied to it).
+    ``temporal`` is ``datetime``, ``aware`` (a time-zone-aware datetime, counted in UTC) or
+    ``time``. ``path`` is a datetime leaf's path when ``n`` is that leaf's variable (its date
+    and clock are then variables of their own, tied to it). ``zoned``: an aware value that
+    may carry another offset than UTC (from a constant), whose wall clock is not its count.
     """
 
     n: z3.ArithRef
     unit: int
-    temporal: Literal["datetime", "time"]
+    temporal: Literal["datetime", "aware", "time"]
     path: Path | None = None
+    zoned: bool = False
 
 
 @dataclass(frozen=True, slots=True, eq=False)
