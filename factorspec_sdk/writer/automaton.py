@@ -457,7 +457,9 @@ class Writer:
         A list item is followed by a choice (another item or the end), not by forced text,
         so item values ``6`` and ``63`` would end where the other goes on; ``6`` becomes
         ``6, `` and ``6]`` (the choices after it, with their forced text), which no other
-        option's text begins. Options whose texts are already prefix-free are kept as is.
+        option's text begins. An option followed by forced text is first joined to that
+        text alone (a union's branches, all ``{"kind": `` up to their tags, part there, even
+        where a free string follows). Options whose texts are already prefix-free are kept.
         """
         for _ in range(8):  # each round joins one more choice; real clashes end in one
             texts = sorted(o.text for o in options)
