@@ -63,6 +63,8 @@ def _leaf_hint(node: LeafLayout | GrammarLayout) -> str:
         return " | ".join(json.dumps(c) for c in node.choices)
     if node.kind == "date":
         return _DATE_HINTS[node.temporal]
+    if node.duration:
+        return "<PT###S>"
     return _LEAF_HINTS[node.kind]
 
 

@@ -91,6 +91,9 @@ from factorspec_sdk.relations.layout import (
     temporal_range,
 )
 from factorspec_sdk.relations.temporal import (
+    DURATION_MAX,
+    DURATION_MIN,
+    duration_value,
     temporal_bounds,
     temporal_text,
     temporal_value,
@@ -334,6 +337,16 @@ class _LayoutBuilder:
             raise bad("choices apply to enum leaves only")
         if node.kind != "str" and (node.min_length or node.max_length is not None):
             raise bad("min_length/max_length apply to str leaves only")
+        if node.kind != "date" and node.temporal != "date":
+            raise bad("temporal applies to date leaves only")
+        if node.kind != "int" and node.duration:
+            raise bad("duration applies to int leaves only")
+        if node.kind == "int" and node.duration:
+            first = DURATION_MIN if node.ge is None else node.ge
+            last = DURATION_MAX if node.le is None else node.le
+            if not DURATION_MIN <= first <= last <= DURATION_MAX:
+                raise bad(f"duration bounds must be seconds in [{DURATION_MIN}, {DURATION_MAX}]")
+            return LeafLayout("int", nullable=node.nullable, ge=first, le=last, duration=True)
         if node.kind == "int":
             if node.ge is not None and node.le is not None and node.le < node.ge:
                 raise bad(f"empty range [{node.ge}, {node.le}]")
@@ -358,8 +371,6 @@ class _LayoutBuilder:
                     "values) and 0 <= places <= 12"
                 )
             return LeafLayout("float", nullable=node.nullable, ge=lo, le=hi, places=node.places)
-        if node.kind != "date" and node.temporal != "date":
-            raise bad("temporal applies to date leaves only")
         if node.kind == "date":
             first, last = temporal_bounds(node.temporal)
             lo = first if node.ge is None else node.ge
@@ -414,6 +425,20 @@ def _date_check(node: LeafLayout) -> typing.Callable[[str], str]:
     return check
 
 
+def _duration_check(node: LeafLayout) -> typing.Callable[[str], str]:
+    """A validator of a duration leaf's text: ``PT{n}S``, its seconds within the bounds."""
+
+    def check(text: str) -> str:
+        n = duration_value(text)
+        if n is None:
+            raise ValueError(f"{text!r} is not a duration written PT<seconds>S")
+        if not (node.ge is None or node.ge <= n) or not (node.le is None or n <= node.le):
+            raise ValueError(f"{text} is outside the field's bounds")
+        return text
+
+    return check
+
+
 def _float_check(node: LeafLayout) -> typing.Callable[[object], object]:
     """A validator of a float leaf's value: its decimals, within the scaled bounds."""
     lo, hi = float_range(node)
@@ -444,6 +469,8 @@ def _annotation(node: LayoutNode) -> object:
         t = typing.Union[tuple(b.model for b in node.branches)]  # noqa: UP007 - runtime union
     elif node.kind == "bool":
         t = StrictBool
+    elif node.duration:
+        t = Annotated[StrictStr, AfterValidator(_duration_check(node))]
     elif node.kind == "int":
         t = Annotated[StrictInt, Field(ge=node.ge, le=node.le)]
     elif node.kind == "str":

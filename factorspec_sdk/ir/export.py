@@ -181,6 +181,8 @@ def _layout(node: LayoutNode) -> JsonDict:
         out["places"] = node.places
     if node.kind == "date" and node.temporal != "date":
         out["temporal"] = node.temporal
+    if node.duration:
+        out["duration"] = True
     return out
 
 

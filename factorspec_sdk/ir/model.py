@@ -100,7 +100,8 @@ class IRLeaf(BaseModel):
     ordinals, ``date.toordinal()``; a naive ``datetime`` written ``YYYY-MM-DDTHH:MM:SS``, its
     bounds ``ordinal * 86400 + seconds``; an ``aware`` datetime the same in UTC, written
     with a ``Z``; a ``time`` written ``HH:MM:SS``, its bounds seconds
-    since midnight), or ``float`` (fixed-point with at most ``places`` decimals; its
+    since midnight), or ``int`` with ``duration`` (a ``timedelta``'s whole seconds, written
+    ``"PT{n}S"``), or ``float`` (fixed-point with at most ``places`` decimals; its
     ``ge``/``le`` bound the scaled value ``x * 10**places``, and its variable is an int
     holding that value).
     """
@@ -116,6 +117,7 @@ class IRLeaf(BaseModel):
     choices: list[Scalar] = Field(default_factory=list)
     places: int = 0
     temporal: Literal["date", "datetime", "aware", "time"] = "date"
+    duration: bool = False
 
 
 class IRList(BaseModel):

@@ -74,7 +74,7 @@ def record_facts(spec: CompiledSpec, data: object) -> tuple[Fact, ...]:
     """The oracle facts of a parsed record: every variable whose node exists in it."""
     from factorspec_sdk.relations.compiler import date_part_bounds
     from factorspec_sdk.relations.layout import LeafLayout, UnionLayout, node_at, scaled_value
-    from factorspec_sdk.relations.temporal import DAY_SECONDS, temporal_value
+    from factorspec_sdk.relations.temporal import DAY_SECONDS, duration_value, temporal_value
 
     facts: list[Fact] = []
     names: set[str] = set()
@@ -112,6 +112,10 @@ def record_facts(spec: CompiledSpec, data: object) -> tuple[Fact, ...]:
                     if part[0] not in parts:
                         parts[part[0]] = getattr(dt.date.fromordinal(day), part[0])
                     facts.append((name, parts[part[0]]))
+        elif rec.kind == "int" and getattr(node_at(spec.layout, rec.path), "duration", False):
+            seconds = duration_value(value) if isinstance(value, str) else None
+            if seconds is not None:
+                facts.append((name, seconds))
         elif rec.kind == "float":
             node = node_at(spec.layout, rec.path)
             assert isinstance(node, LeafLayout)

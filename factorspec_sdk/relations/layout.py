@@ -15,6 +15,7 @@ list as ``len(stays)``.
 from __future__ import annotations
 
 import ast
+import datetime as dt
 import decimal
 import enum
 import fractions
@@ -32,7 +33,15 @@ from pydantic.fields import FieldInfo
 
 from factorspec_sdk.errors import UnsupportedFieldTypeError
 from factorspec_sdk.relations.decorator import relations_of
-from factorspec_sdk.relations.temporal import Temporal, from_python, temporal_bounds, temporal_of
+from factorspec_sdk.relations.temporal import (
+    DURATION_MAX,
+    DURATION_MIN,
+    Temporal,
+    duration_seconds,
+    from_python,
+    temporal_bounds,
+    temporal_of,
+)
 
 __all__ = [
     "DEFAULT_MAX_INT_DIGITS",
@@ -179,7 +188,9 @@ class LeafLayout:
         enum_type: the Enum class, when the leaf is an Enum.
         places: decimal places of a float leaf.
         decimal: the float leaf is a ``decimal.Decimal`` (exact arithmetic), not a float.
-        temporal: which type a ``date`` leaf holds: ``date``, ``datetime`` or ``time``.
+        temporal: which type a ``date`` leaf holds: ``date``, ``datetime``, ``aware`` or
+            ``time``.
+        duration: the int leaf is a ``timedelta``'s whole seconds, written ``"PT{n}S"``.
     """
 
     kind: LeafKind
@@ -193,6 +204,7 @@ class LeafLayout:
     places: int = 0
     decimal: bool = False
     temporal: Temporal = "date"
+    duration: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -671,6 +683,10 @@ def _native(
         if not _is_read(name, read):  # no relation reads it: the grammar writes any number
             raise _NotNative
         return _float_leaf(flat, nullable, fail, annotation is decimal.Decimal)
+    if annotation is dt.timedelta:
+        if not _is_read(name, read):  # the grammar writes any ISO duration
+            raise _NotNative
+        return _duration_leaf(flat, nullable, fail)
     temporal = temporal_of(annotation)
     if temporal is not None:
         if temporal != "date" and not _is_read(name, read):  # the grammar: any ISO text
@@ -974,6 +990,35 @@ def _temporal_leaf(
     if hi < lo:
         raise fail(f"empty range of {temporal} values [{ge}, {le}]")
     return leaf
+
+
+def _duration_leaf(
+    meta: list[object], nullable: bool, fail: typing.Callable[[str], Exception]
+) -> LeafLayout:
+    """A ``timedelta`` leaf: an int leaf of whole seconds, ``|n| < 2**32`` (Pydantic's limit).
+
+    Bounds are kept exactly, as a datetime's (``ge=timedelta(seconds=1.5)`` starts at 2).
+    """
+    ge, le = DURATION_MIN, DURATION_MAX
+    for m in meta:
+        if type(m).__name__ == "Strict" or m is None:
+            continue
+        if not isinstance(m, _BOUND_TYPES):
+            raise _NotNative
+        for op in ("ge", "gt", "le", "lt"):
+            got = duration_seconds(getattr(m, op, None))
+            if got is None:
+                if getattr(m, op, None) is not None:
+                    raise _NotNative  # a bound of another type: the grammar keeps it
+                continue
+            whole, exact = got
+            if op in ("ge", "gt"):
+                ge = max(ge, whole + 1 if op == "gt" or not exact else whole)
+            else:
+                le = min(le, whole - 1 if op == "lt" and exact else whole)
+    if le < ge:
+        raise fail(f"empty range of durations [{ge}, {le}] (seconds)")
+    return LeafLayout("int", nullable=nullable, ge=ge, le=le, duration=True)
 
 
 def _int_bound(value: object, fail: typing.Callable[[str], Exception]) -> int:

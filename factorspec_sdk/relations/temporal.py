@@ -17,6 +17,10 @@ An ``aware`` leaf is a time-zone-aware datetime (``AwareDatetime``, or a ``datet
 aware bounds); the writer writes it in UTC (``Z``), which Pydantic reads as an aware
 datetime whose offset is 0, so its wall clock is its UTC time.
 
+A ``timedelta`` leaf is an int leaf (`LeafLayout.duration`): its whole seconds, written as
+the ISO 8601 duration ``"PT{n}S"`` (``"-PT{n}S"`` when negative), which Pydantic reads as
+exactly ``n`` seconds (`duration_text`, `duration_value`) for ``|n| < 2**32``.
+
 For such texts the order of the texts is the order of the values, so the valid values whose
 text starts with a given prefix are one contiguous range (`prefix_range`): the writer asks
 the oracle which next characters leave a range that holds a feasible value. Only real
@@ -33,7 +37,12 @@ __all__ = [
     "DATE_MAX",
     "DATE_MIN",
     "DAY_SECONDS",
+    "DURATION_MAX",
+    "DURATION_MIN",
     "Temporal",
+    "duration_seconds",
+    "duration_text",
+    "duration_value",
     "from_python",
     "prefix_range",
     "separators",
@@ -54,6 +63,12 @@ DATE_MAX = dt.date.max.toordinal()
 """Ordinal of the last date Python has, 9999-12-31."""
 
 DAY_SECONDS = 86_400
+
+DURATION_MAX = 2**32 - 1
+"""The most seconds Pydantic parses from ``PT{n}S`` (about 136 years; more is an error)."""
+
+DURATION_MIN = -DURATION_MAX
+"""The least: ``-PT{DURATION_MAX}S``."""
 
 _LENGTHS: dict[Temporal, int] = {"date": 10, "datetime": 19, "aware": 20, "time": 8}
 _BOUNDS: dict[Temporal, tuple[int, int]] = {
@@ -143,6 +158,35 @@ def from_python(temporal: Temporal, value: object) -> tuple[int, bool] | None:
     if type(value) is not dt.time or value.tzinfo is not None:
         return None
     return value.hour * 3600 + value.minute * 60 + value.second, not value.microsecond
+
+
+def duration_seconds(value: object) -> tuple[int, bool] | None:
+    """``(whole, exact)``: a ``timedelta``'s whole seconds (floor) and whether that is all.
+
+    None for another value.
+    """
+    if type(value) is not dt.timedelta:
+        return None
+    whole, rest = divmod(value, dt.timedelta(seconds=1))
+    return whole, not rest
+
+
+def duration_text(seconds: int) -> str:
+    """``PT{n}S`` of ``n`` seconds (``-PT{n}S`` when negative), without the quotes."""
+    return f"-PT{-seconds}S" if seconds < 0 else f"PT{seconds}S"
+
+
+def duration_value(text: str) -> int | None:
+    """The seconds of a duration leaf's text (without quotes), or None when not that text."""
+    sign = -1 if text.startswith("-") else 1
+    body = text[1:] if sign < 0 else text
+    digits = body[2:-1]
+    if not (body.startswith("PT") and body.endswith("S") and digits.isascii()):
+        return None
+    if not digits.isdigit() or (digits != "0" and digits.startswith("0")):
+        return None
+    n = sign * int(digits)
+    return n if DURATION_MIN <= n <= DURATION_MAX and (n != 0 or sign > 0) else None
 
 
 def temporal_text(temporal: Temporal, value: int) -> str:

@@ -37,7 +37,7 @@ from factorspec_sdk.relations.layout import (
     has_grammar,
     temporal_range,
 )
-from factorspec_sdk.relations.temporal import temporal_text, text_length
+from factorspec_sdk.relations.temporal import duration_text, temporal_text, text_length
 from factorspec_sdk.writer.dates import next_date_chars
 from factorspec_sdk.writer.digits import is_canonical_int, next_digits_in_range
 from factorspec_sdk.writer.floats import (
@@ -267,7 +267,7 @@ class Writer:
                 return _Grammar(p.path, node, s)
             if isinstance(node, UnionLayout):
                 return _UnionDecision(p.path, node, s)
-            if node.kind == "date" and s.partial is None and not node.nullable:
+            if (node.kind == "date" or node.duration) and s.partial is None and not node.nullable:
                 return _Text('"', _replace(s, partial=""))  # layout, as a free string's
             if node.kind == "str" and s.partial is None and self.spec.variable_for(p.path) is None:
                 item = bool(p.path) and isinstance(p.path[-1], int)
@@ -337,6 +337,8 @@ class Writer:
             elif isinstance(node, LeafLayout) and node.kind == "float":
                 if fixed_value(s.partial, node.places) is None:
                     total += 1  # not a whole number yet: at least one more character
+            elif isinstance(node, LeafLayout) and node.duration:  # S" and maybe a digit
+                total += 2 if s.partial and is_canonical_int(s.partial) else 3
             elif not (s.partial and is_canonical_int(s.partial)):
                 total += 1  # an int needs at least one more digit
         for frame in reversed(s.stack):
@@ -557,6 +559,8 @@ class Writer:
             return self._date_options(s, node, path, var)
         if node.kind == "float":
             return self._float_options(s, node, path, var)
+        if node.duration:
+            return self._duration_options(s, node, path, var)
         if node.kind == "int" and s.partial is not None:
             return self._digit_options(s, node, var)
         values: list[Value] | None
@@ -694,6 +698,50 @@ class Writer:
                 options.append(Option("", self._after_leaf(s, None if var is None else (var, n))))
             else:
                 options.append(Option(c, _replace(s, partial=prefix + c)))
+        return options
+
+    def _duration_options(
+        self, s: WriterState, node: LeafLayout, path: Path, var: str | None
+    ) -> list[Option]:
+        """A timedelta, ``"PT{n}S"``: whole when few are feasible, else digit by digit.
+
+        The digits are an int's (`next_digits` of the oracle, or of the bounds), written
+        inside the duration: the first character carries ``PT`` (``-PT`` for a minus), the
+        end ``S"`` and the fact. A nullable one first chooses ``null`` or the quote.
+        """
+        if s.partial is None:
+            options = [Option('"', _replace(s, partial=""))]
+            if self.spec.null_variable(path) is None:
+                options.append(Option("null", self._after_leaf(s, None)))
+            return options
+        if var is not None:
+            rec = self.spec.record(var)
+            lo, hi = rec.ge, rec.le
+        else:
+            lo, hi = node.ge, node.le
+        assert lo is not None and hi is not None  # the layout and the compiler set both
+        prefix = s.partial
+        if prefix == "":
+            values = self._whole_values(s, var, lo, hi)
+            if values is not None:
+                return [
+                    Option(
+                        duration_text(int(v)) + '"', self._after_leaf(s, (var, v) if var else None)
+                    )
+                    for v in values
+                ]
+        if var is not None:
+            chars = self.oracle.next_digits(s.assignment, var, prefix)
+        else:
+            chars = next_digits_in_range(prefix, lo, hi)
+        options = []
+        for c in sorted(chars):
+            if c == "":
+                fact = None if var is None else (var, int(prefix))
+                options.append(Option('S"', self._after_leaf(s, fact)))
+            else:
+                text = c if prefix else ("-PT" if c == "-" else "PT" + c)
+                options.append(Option(text, _replace(s, partial=prefix + c)))
         return options
 
     def _digit_options(self, s: WriterState, node: LeafLayout, var: str | None) -> list[Option]:
@@ -851,6 +899,8 @@ def _shortest(node: LayoutNode) -> int:
         n = text_length(node.temporal) + 2
     elif node.kind == "float":
         n = shortest_text_length(*float_range(node), node.places)
+    elif node.duration:
+        n = len('"PT0S"')
     else:
         n = 1
     return min(n, 4) if node.nullable else n
@@ -921,6 +971,8 @@ def _longest_text(
         lo = -INT_LIMIT if node.ge is None else max(node.ge, -INT_LIMIT)
         hi = INT_LIMIT if node.le is None else min(node.le, INT_LIMIT)
         n = max(len(str(lo)), len(str(hi)))
+        if node.duration:
+            n += len('""PTS')
     return max(n, 4) if node.nullable else n
 
 

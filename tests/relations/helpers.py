@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import enum
 from typing import Any
 
@@ -131,6 +132,8 @@ def _decide(comp: RelationCompiler, formula: z3.BoolRef, instance: Any, info: Re
             else:
                 got = getattr(v, part)
             pairs.append((rec.term, z3.IntVal(got)))
+        elif isinstance(v, dt.timedelta):  # a duration leaf: its whole seconds
+            pairs.append((rec.term, z3.IntVal(v // dt.timedelta(seconds=1))))
         elif rec.kind == "float":
             pairs.append((rec.term, z3.IntVal(scaled(comp, rec.path, v))))
         else:

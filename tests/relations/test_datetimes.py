@@ -357,3 +357,79 @@ def test_the_wall_clock_of_a_value_in_another_zone_is_refused() -> None:
         "/tmp/factorspec_refused_zoned.py",
     )
     assert err.construct == "wall clock of a datetime in another time zone (.hour)"
+
+
+# ------------------------------------------------------------------ timedelta fields
+
+
+class Task(BaseModel):
+    start: datetime
+    took: timedelta
+    budget: timedelta = Field(ge=timedelta(0), le=timedelta(hours=10))
+    pause: timedelta | None = None
+
+    @relation
+    def within_budget(self) -> bool:
+        return self.took <= self.budget
+
+    @relation
+    def ends_before_six(self) -> bool:
+        return (self.start + self.took).hour < 18
+
+    @relation
+    def whole_minutes(self) -> bool:
+        return self.took.total_seconds() % 60 == 0 or self.took.days < 0
+
+    @relation
+    def pause_is_short(self) -> bool:
+        return self.pause is None or self.pause * 2 < self.took
+
+    @relation
+    def parts(self) -> bool:
+        return self.took.seconds > 100 and abs(self.took) > timedelta(minutes=5)
+
+    @relation
+    def usual(self) -> bool:
+        return self.took in [timedelta(hours=1), timedelta(minutes=90)] or self.took > self.budget
+
+    @relation
+    def total(self) -> bool:
+        return sum([self.took, self.budget], timedelta()) < timedelta(hours=12)
+
+
+_DURATIONS = st.one_of(
+    st.integers(-2 * 86_400, 12 * 3600).map(lambda s: timedelta(seconds=s)),
+    st.sampled_from(
+        [timedelta(0), timedelta(hours=1), timedelta(minutes=90), timedelta(seconds=-1)]
+    ),
+)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(
+    start=_DATETIMES,
+    took=_DURATIONS,
+    budget=st.integers(0, 10 * 3600).map(lambda s: timedelta(seconds=s)),
+    pause=st.one_of(st.none(), _DURATIONS),
+)
+def test_compiled_timedelta_field_relations_agree_with_python(
+    start: datetime, took: timedelta, budget: timedelta, pause: timedelta | None
+) -> None:
+    data = {"start": start, "took": took, "budget": budget, "pause": pause}
+    assert_agree(Task, None, data)
+
+
+def test_every_timedelta_field_relation_is_seen_both_true_and_false() -> None:
+    seen: dict[str, set[bool]] = {}
+    for took_s in (-90, 0, 60, 3600, 5400, 5401, 40_000):
+        for budget_s in (0, 3600, 36_000):
+            for pause in (None, timedelta(minutes=1), timedelta(hours=5)):
+                data = {
+                    "start": datetime(2024, 2, 29, 9),
+                    "took": timedelta(seconds=took_s),
+                    "budget": timedelta(seconds=budget_s),
+                    "pause": pause,
+                }
+                assert_agree(Task, None, data, seen)
+    one_sided = {name for name, truths in seen.items() if truths != {True, False}}
+    assert one_sided == set()

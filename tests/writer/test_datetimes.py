@@ -6,18 +6,23 @@ the characters offered after each prefix are exactly those some valid record con
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, time, timedelta, timezone
 
 import numpy as np
 import pytest
-from pydantic import AwareDatetime, BaseModel, Field
+from pydantic import AwareDatetime, BaseModel, Field, TypeAdapter
 
 from factorspec_sdk import relation
 from factorspec_sdk.graph import compile_spec
 from factorspec_sdk.ir import RecordInvalidError, check_record, record_facts, spec_from_ir, to_ir
 from factorspec_sdk.relations.layout import build_layout
 from factorspec_sdk.relations.temporal import (
+    DURATION_MAX,
+    DURATION_MIN,
     Temporal,
+    duration_text,
+    duration_value,
     from_python,
     prefix_range,
     temporal_text,
@@ -329,3 +334,59 @@ def test_aware_datetimes_are_written_in_utc_and_read_back_exactly() -> None:
         check_record(served, text)
         with pytest.raises(RecordInvalidError):
             check_record(served, text.replace('Z"', '"', 1))
+
+
+class Lap(BaseModel):
+    took: timedelta = Field(ge=timedelta(seconds=-30), le=timedelta(seconds=400))
+    rest: timedelta | None = None
+
+    @relation
+    def odd_seconds_or_negative(self) -> bool:
+        return self.took.seconds % 2 == 1 or self.took < timedelta(0)
+
+    @relation
+    def rest_shorter(self) -> bool:
+        return self.rest is None or timedelta(0) <= self.rest < self.took
+
+
+def test_duration_texts_are_iso_durations_pydantic_reads_exactly() -> None:
+    for n in (0, 1, 59, 86_400, 90_061, -1, -90_061, DURATION_MIN, DURATION_MAX):
+        text = duration_text(n)
+        assert duration_value(text) == n
+        assert TypeAdapter(timedelta).validate_json(f'"{text}"') == timedelta(seconds=n)
+    for bad in ("PT01S", "-PT0S", "PT1.5S", "P1DT1S", "PT1M", "1", "PTS"):
+        assert duration_value(bad) is None, bad
+    node = build_layout(Lap).field("took").node
+    assert (node.ge, node.le, node.duration) == (-30, 400, True)  # type: ignore[union-attr]
+
+
+def test_duration_characters_are_exactly_those_some_valid_record_continues_with() -> None:
+    writer = Writer(compile_spec(Lap))
+    valid = [
+        duration_text(n) for n in range(-30, 401) if n % 86_400 % 2 == 1 or n < 0
+    ]  # .seconds of a negative timedelta is normalized, so the relation reads n < 0 first
+    assert len(valid) > 64
+    for k in range(1, 10):
+        for p in sorted({v[:k] for v in valid if len(v) >= k}):
+            want = {(v + '"')[k] for v in valid if v.startswith(p)}
+            assert next_char(writer, '{"took": "' + p) == want, p
+
+
+def test_random_walks_write_valid_durations_and_the_server_checks_them() -> None:
+    planner = Planner(Writer(compile_spec(Lap)), TOK)
+    served = spec_from_ir(to_ir(Lap))
+    rng = np.random.default_rng(4)
+    seen_rest = False
+    for _ in range(8):
+        text = random_record(planner, TOK, rng)
+        lap = Lap.model_validate_json(text)
+        assert lap.took.seconds % 2 == 1 or lap.took < timedelta(0)
+        if lap.rest is not None:
+            seen_rest = True
+            assert timedelta(0) <= lap.rest < lap.took
+        check_record(served, text)
+        facts = dict(record_facts(served, json.loads(text)))
+        assert facts["took"] == lap.took // timedelta(seconds=1)
+    assert seen_rest
+    with pytest.raises(RecordInvalidError):
+        check_record(served, '{"took": "PT2S", "rest": null}')  # even seconds

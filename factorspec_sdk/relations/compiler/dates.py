@@ -77,6 +77,7 @@ __all__ = [
     "date_attr",
     "date_call",
     "date_leaf",
+    "duration_leaf",
     "date_links",
     "calendar_tie",
     "date_part_bounds",
@@ -137,6 +138,13 @@ def date_leaf(cx: RelationCompiler, path: Path, node: LeafLayout) -> SDate | SCl
         return SDate(term, path)
     split = node.temporal in _DATETIMES  # a datetime's date and clock may become variables
     return SClock(term, _SEC_US, node.temporal, path if split else None)
+
+
+def duration_leaf(cx: RelationCompiler, path: Path, node: LeafLayout) -> SDelta:
+    """The variable of a ``timedelta`` leaf: its whole seconds (an int leaf's variable)."""
+    assert node.ge is not None and node.le is not None  # the layout sets both
+    term = cast(z3.ArithRef, cx.var(path, "int", ge=node.ge, le=node.le).term)
+    return SDelta(term, _SEC_US)
 
 
 def _vars(cx: RelationCompiler, path: Path, parts: tuple[str, ...]) -> list[z3.ArithRef]:
