@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import pairwise
@@ -562,7 +562,7 @@ class Writer:
         if node.duration:
             return self._duration_options(s, node, path, var)
         if node.kind == "int" and s.partial is not None:
-            return self._digit_options(s, node, var)
+            return self._digit_options(s, var, node.ge, node.le)
         values: list[Value] | None
         if var is not None:
             values = self.oracle.feasible_values(s.assignment, var, limit=FINITE_LIMIT)
@@ -570,7 +570,7 @@ class Writer:
             values = self._schema_values(node)
         if values is None:
             # a wide int: write it digit by digit
-            options = self._digit_options(_replace(s, partial=""), node, var)
+            options = self._digit_options(_replace(s, partial=""), var, node.ge, node.le)
         else:
             options = []
             for v in values:
@@ -730,6 +730,25 @@ class Writer:
                     )
                     for v in values
                 ]
+        return self._digit_options(
+            s, var, lo, hi, end='S"', lead=lambda c: "-PT" if c == "-" else "PT" + c
+        )
+
+    def _digit_options(
+        self,
+        s: WriterState,
+        var: str | None,
+        lo: int | None,
+        hi: int | None,
+        end: str = "",
+        lead: Callable[[str], str] | None = None,
+    ) -> list[Option]:
+        """The characters that may follow the int text ``s.partial``; ``end`` ends it.
+
+        From the oracle's `next_digits` when a relation reads the int, else from the bounds.
+        ``lead`` spells the first character (a duration's ``PT``); ``end`` carries the fact.
+        """
+        prefix = s.partial or ""
         if var is not None:
             chars = self.oracle.next_digits(s.assignment, var, prefix)
         else:
@@ -738,25 +757,10 @@ class Writer:
         for c in sorted(chars):
             if c == "":
                 fact = None if var is None else (var, int(prefix))
-                options.append(Option('S"', self._after_leaf(s, fact)))
+                options.append(Option(end, self._after_leaf(s, fact)))
             else:
-                text = c if prefix else ("-PT" if c == "-" else "PT" + c)
+                text = lead(c) if lead is not None and not prefix else c
                 options.append(Option(text, _replace(s, partial=prefix + c)))
-        return options
-
-    def _digit_options(self, s: WriterState, node: LeafLayout, var: str | None) -> list[Option]:
-        prefix = s.partial or ""
-        if var is not None:
-            chars = self.oracle.next_digits(s.assignment, var, prefix)
-        else:
-            chars = next_digits_in_range(prefix, node.ge, node.le)
-        options = []
-        for c in sorted(chars):
-            if c == "":
-                fact = None if var is None else (var, int(prefix))
-                options.append(Option("", self._after_leaf(s, fact)))
-            else:
-                options.append(Option(c, _replace(s, partial=prefix + c)))
         return options
 
     # ------------------------------------------------------------------ lists
