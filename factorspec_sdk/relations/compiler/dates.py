@@ -64,7 +64,7 @@ from factorspec_sdk.relations.compiler.values import (
     is_sym,
 )
 from factorspec_sdk.relations.layout import LeafLayout, Path, path_name, temporal_range
-from factorspec_sdk.relations.temporal import DATE_MAX, DATE_MIN
+from factorspec_sdk.relations.temporal import DATE_MAX, DATE_MIN, from_python
 
 if TYPE_CHECKING:
     from factorspec_sdk.relations.compiler.core import RelationCompiler
@@ -242,9 +242,9 @@ def _div(t: Term, k: int) -> Term:
     return t // k if isinstance(t, int) else cast(z3.ArithRef, t / k)
 
 
-def _mod(t: Term, k: int) -> Term:
-    """``t % k`` for ``k > 0``: in ``[0, k)``, as Python's."""
-    return t % k
+def _days_of(n: Term, unit: int) -> Term:
+    """``.days`` of a timedelta of ``n * unit`` microseconds (floor, as Python normalizes)."""
+    return n if unit == _DAY_US else _div(n, _DAY_US // unit)
 
 
 def _coarse(us: int) -> tuple[int, int]:
@@ -266,7 +266,7 @@ def _delta_parts(v: V) -> tuple[Term, int] | None:
     if isinstance(v, SDelta):
         return v.n, v.unit
     if isinstance(v, dt.timedelta):
-        return _coarse(v // dt.timedelta(microseconds=1))
+        return _coarse(v // _ONE_US)
     return None
 
 
@@ -279,17 +279,16 @@ def _clock_parts(v: V) -> tuple[Term, int, Clock] | None:
     """
     if isinstance(v, SClock):
         return v.n, v.unit, v.temporal
-    if type(v) is dt.datetime:
-        kind: Clock = "datetime"
-        if v.utcoffset() is not None:
-            v, kind = v.astimezone(dt.UTC).replace(tzinfo=None), "aware"
-        us = v.toordinal() * _DAY_US + (v - dt.datetime.combine(v.date(), dt.time())) // _ONE_US
-        n, unit = _coarse(us)
-        return n, unit, kind
-    if type(v) is dt.time and v.tzinfo is None:
-        us = ((v.hour * 60 + v.minute) * 60 + v.second) * _SEC_US + v.microsecond
-        n, unit = _coarse(us)
-        return n, unit, "time"
+    if isinstance(v, (dt.datetime, dt.time)):
+        for kind in _CLOCKS:
+            got = from_python(kind, v)  # the leaf's value: whole seconds (UTC when aware)
+            if got is None:
+                continue
+            micro = v.microsecond
+            if kind == "aware" and isinstance(v, dt.datetime):  # of the UTC time
+                micro = v.astimezone(dt.UTC).microsecond
+            n, unit = _coarse(got[0] * _SEC_US + micro)
+            return n, unit, kind
     return None
 
 
@@ -308,26 +307,27 @@ def is_date_like(v: V) -> bool:
     return isinstance(v, (SDate, SClock, SDelta))
 
 
-def _operands(a: V, b: V) -> tuple[Term, Term] | Literal[False] | None:
-    """Both sides as numbers of one unit when they are of one kind; False when they are not.
+def _operands(a: V, b: V) -> tuple[Term, Term, int] | Literal[False] | None:
+    """Both sides as numbers of one unit, and the unit, when they are of one kind.
 
-    None when neither side is a symbolic date, datetime, time or timedelta.
+    False when they are not; None when neither side is a symbolic date, datetime, time or
+    timedelta. (A date's unit is a day: its numbers are ordinals.)
     """
     if isinstance(a, SDate) or isinstance(b, SDate):
         x, y = as_date(a), as_date(b)
-        return False if x is None or y is None else (x, y)
+        return False if x is None or y is None else (x, y, _DAY_US)
     if isinstance(a, SClock) or isinstance(b, SClock):
         ca, cb = _clock_parts(a), _clock_parts(b)
         if ca is None or cb is None or ca[2] != cb[2]:
             return False
-        (x, y), _ = _common(ca[:2], cb[:2])
-        return x, y
+        (x, y), u = _common(ca[:2], cb[:2])
+        return x, y, u
     if isinstance(a, SDelta) or isinstance(b, SDelta):
         da, db = _delta_parts(a), _delta_parts(b)
         if da is None or db is None:
             return False
-        (x, y), _ = _common(da, db)
-        return x, y
+        (x, y), u = _common(da, db)
+        return x, y, u
     return None
 
 
@@ -339,7 +339,7 @@ def eq_dates(a: V, b: V) -> Cond | None:
     pair = _operands(a, b)
     if pair is None or pair is False:
         return pair
-    return mk_eq(*pair)
+    return mk_eq(pair[0], pair[1])
 
 
 def order_dates(op: ast.cmpop, a: V, b: V) -> tuple[Cond, Cond] | None:
@@ -349,7 +349,7 @@ def order_dates(op: ast.cmpop, a: V, b: V) -> tuple[Cond, Cond] | None:
         return None
     if pair is False:
         return False, False  # TypeError: a date ordered against a non-date, naive vs aware
-    x, y = pair
+    x, y, _ = pair
     if isinstance(x, int) and isinstance(y, int):
         return bool(ORDER_OPS[type(op)](x, y)), True
     return mk_cmp(_CMP_SYM[type(op)], x, y), True
@@ -412,16 +412,16 @@ def arith_dates(
 def _arith(cx: RelationCompiler, op: type[ast.operator], a: V, b: V, node: ast.AST) -> R:
     ca, cb = _clock_parts(a), _clock_parts(b)
     if ca is not None or cb is not None:
-        return _arith_clocks(cx, op, a, b, node)
+        return _arith_clocks(cx, op, a, b, ca, cb, node)
     da, db = as_date(a), as_date(b)
     if op is ast.Sub and da is not None and db is not None:
         return _delta(da - db)
     ta, tb = _delta_parts(a), _delta_parts(b)
     if op in (ast.Add, ast.Sub) and da is not None and tb is not None:
-        days = _div(tb[0], _DAY_US // tb[1]) if tb[1] != _DAY_US else tb[0]
+        days = _days_of(*tb)
         return _shift(da, days if op is ast.Add else -days)  # Python keeps only the days
     if op is ast.Add and db is not None and ta is not None:
-        return _shift(db, _div(ta[0], _DAY_US // ta[1]) if ta[1] != _DAY_US else ta[0])
+        return _shift(db, _days_of(*ta))
     if op in (ast.Add, ast.Sub) and ta is not None and tb is not None:
         (x, y), u = _common(ta, tb)
         return _delta(x + y if op is ast.Add else x - y, u)
@@ -433,9 +433,16 @@ def _arith(cx: RelationCompiler, op: type[ast.operator], a: V, b: V, node: ast.A
     return _date_fail(cx, op, node)
 
 
-def _arith_clocks(cx: RelationCompiler, op: type[ast.operator], a: V, b: V, node: ast.AST) -> R:
-    """Arithmetic with a datetime or a time on one side (a time takes none)."""
-    ca, cb = _clock_parts(a), _clock_parts(b)
+def _arith_clocks(
+    cx: RelationCompiler,
+    op: type[ast.operator],
+    a: V,
+    b: V,
+    ca: tuple[Term, int, Clock] | None,
+    cb: tuple[Term, int, Clock] | None,
+    node: ast.AST,
+) -> R:
+    """Arithmetic with a datetime or a time (``ca``/``cb``) on one side (a time takes none)."""
     ta, tb = _delta_parts(a), _delta_parts(b)
     if op is ast.Sub and ca is not None and cb is not None:
         if ca[2] == cb[2] and ca[2] in _DATETIMES:  # aware ones: by their UTC times
@@ -487,24 +494,37 @@ def _day_and_rest(n: Term, unit: int) -> tuple[Term, Term]:
     if unit == _DAY_US:
         return n, 0
     per = _DAY_US // unit
-    return _div(n, per), _mod(n, per)
+    return _div(n, per), n % per
+
+
+def _day_clock(cx: RelationCompiler, v: SClock) -> tuple[Term, Term, int]:
+    """The ordinal of a datetime's date, the rest of its day and that rest's unit.
+
+    Of a leaf, its variables ``date(t)`` and ``clock(t)`` (seconds); else divisions.
+    """
+    if v.path is not None:
+        day, clock = _split_vars(cx, v.path)
+        return day, clock, _SEC_US
+    day, rest = _day_and_rest(v.n, v.unit)
+    return day, rest, v.unit
 
 
 def _clock_field(rest: Term, unit: int, name: str) -> Term:
     """``.hour``/``.minute``/``.second``/``.microsecond`` of ``rest`` units since midnight."""
     if name == "microsecond":
-        return _mod(rest, _SEC_US) if unit == 1 else 0
+        return rest % _SEC_US if unit == 1 else 0
     if unit == _DAY_US:
         return 0
     scale = {"hour": 3600, "minute": 60, "second": 1}[name] * _SEC_US // unit
     count = _div(rest, scale)
-    return count if name == "hour" else _mod(count, 60)
+    return count if name == "hour" else count % 60
 
 
 _CLOCK_FIELDS = ("hour", "minute", "second", "microsecond")
 _WALL = ("year", "month", "day", "date", "time", "weekday", "isoweekday", "toordinal")
 """A datetime's parts read off its wall clock (with `_CLOCK_FIELDS`)."""
 _DATETIMES = ("datetime", "aware")
+_CLOCKS: tuple[Clock, ...] = ("datetime", "aware", "time")
 
 
 def _zoned_fail(cx: RelationCompiler, name: str, node: ast.AST) -> NoReturn:
@@ -535,13 +555,9 @@ def date_attr(cx: RelationCompiler, v: V, name: str, node: ast.AST) -> R | None:
         if v.temporal in _DATETIMES:
             if v.zoned and name in (*_WALL, *_CLOCK_FIELDS):
                 _zoned_fail(cx, name, node)
-            unit = v.unit
-            if v.path is not None:  # a leaf: its date and clock are variables
-                (day, rest), unit = _split_vars(cx, v.path), _SEC_US
-                if name in ("year", "month", "day"):
-                    return R(_part_vars(cx, v.path)[name])  # tied to date(t)
-            else:
-                day, rest = _day_and_rest(v.n, v.unit)
+            day, rest, unit = _day_clock(cx, v)
+            if name in ("year", "month", "day") and v.path is not None:
+                return R(_part_vars(cx, v.path)[name])  # tied to date(t)
             if name in ("year", "month", "day"):
                 year, month, d = _civil(cast(z3.ArithRef, day))
                 return R({"year": year, "month": month, "day": d}[name])
@@ -561,13 +577,13 @@ def date_attr(cx: RelationCompiler, v: V, name: str, node: ast.AST) -> R | None:
         )
     if isinstance(v, SDelta):
         if name == "days":
-            return R(v.n if v.unit == _DAY_US else _div(v.n, _DAY_US // v.unit))
+            return R(_days_of(v.n, v.unit))
         if name == "seconds":
             if v.unit == _DAY_US:
                 return R(0)
-            return R(_div(_mod(v.n, _DAY_US // v.unit), _SEC_US // v.unit))
+            return R(_div(v.n % (_DAY_US // v.unit), _SEC_US // v.unit))
         if name == "microseconds":
-            return R(_mod(v.n, _SEC_US) if v.unit == 1 else 0)
+            return R(v.n % _SEC_US if v.unit == 1 else 0)
         if name == "total_seconds":
             return R(SFunc(name, v))
         cx.fail(
@@ -591,10 +607,7 @@ def date_method(cx: RelationCompiler, f: SFunc, args: list[V], node: ast.AST) ->
     if isinstance(v, SClock):
         if v.zoned:
             _zoned_fail(cx, f.name, node)
-        day, rest = _day_and_rest(v.n, v.unit)
-        unit = v.unit
-        if v.path is not None:  # a leaf: its date and clock are variables
-            (day, rest), unit = _split_vars(cx, v.path), _SEC_US
+        day, rest, unit = _day_clock(cx, v)
         if f.name == "date":
             return R(SDate(cast(z3.ArithRef, day), v.path))
         if f.name == "time":
@@ -691,15 +704,13 @@ def ite_dates(c: Cond, a: V, b: V) -> V | None:
     pair = _operands(a, b) if is_date_like(a) or is_date_like(b) else None
     if pair is None or pair is False:
         return None
-    x, y = pair
+    x, y, unit = pair
     e = cast(z3.ArithRef, mk_ite(c, x, y))
     if isinstance(a, SDate) or isinstance(b, SDate):
         return SDate(e)
     clock = _clock_parts(a) or _clock_parts(b)
     if clock is not None:
-        _, unit = _common(*(p[:2] for p in (_clock_parts(a), _clock_parts(b)) if p))
         return SClock(e, unit, clock[2], zoned=_zoned(a, b))
-    _, unit = _common(*(p for p in (_delta_parts(a), _delta_parts(b)) if p))
     return SDelta(e, unit)
 
 
