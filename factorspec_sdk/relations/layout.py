@@ -943,6 +943,40 @@ _BOUND_TYPES = (
 )
 
 
+def _whole_bounds(
+    meta: list[object], value: typing.Callable[[object], tuple[int, bool] | None]
+) -> tuple[int | None, int | None]:
+    """The least and greatest whole values that ``ge/gt/le/lt`` bounds in ``meta`` allow.
+
+    ``value`` gives a bound's ``(whole, exact)``: the whole value at or below it and whether
+    it is that exactly (a datetime's or timedelta's whole second, dropping microseconds).
+    Every bound holds, as Pydantic checks each. A bound ``value`` cannot read (another type),
+    or a constraint other than a bound (a length, a pattern...), stays with the grammar.
+    """
+    ge: int | None = None
+    le: int | None = None
+    for m in meta:
+        if type(m).__name__ == "Strict" or m is None:
+            continue
+        if not isinstance(m, _BOUND_TYPES):
+            raise _NotNative  # a length, a pattern...: the grammar has the keyword
+        for op in ("ge", "gt", "le", "lt"):
+            bound = getattr(m, op, None)
+            if bound is None:
+                continue
+            got = value(bound)
+            if got is None:
+                raise _NotNative  # a bound of another type: the grammar keeps it
+            whole, exact = got
+            if op in ("ge", "gt"):
+                least = whole + 1 if op == "gt" or not exact else whole
+                ge = least if ge is None else max(ge, least)
+            else:
+                most = whole - 1 if op == "lt" and exact else whole
+                le = most if le is None else min(le, most)
+    return ge, le
+
+
 def _temporal_leaf(
     meta: list[object],
     nullable: bool,
@@ -955,36 +989,10 @@ def _temporal_leaf(
     least whole second at or after it, ``le=`` of it 10:00:00. A ``datetime`` with aware
     bounds is an aware leaf (written in UTC). Bounds of mixed kinds stay with the grammar.
     """
-    ge: int | None = None
-    le: int | None = None
     bounds = [getattr(m, op, None) for m in meta for op in ("ge", "gt", "le", "lt")]
     if temporal == "datetime" and any(from_python("aware", b) for b in bounds):
         temporal = "aware"
-
-    def value(bound: object) -> tuple[int, bool]:
-        got = from_python(temporal, bound)
-        if got is None:
-            raise _NotNative
-        return got
-
-    for m in meta:
-        if type(m).__name__ == "Strict" or m is None:
-            continue
-        if not isinstance(m, _BOUND_TYPES):
-            raise _NotNative  # a length, a pattern...: the grammar has the keyword
-        for op in ("ge", "gt", "le", "lt"):
-            bound = getattr(m, op, None)
-            if bound is None:
-                continue
-            whole, exact = value(bound)
-            if op == "ge":
-                ge = whole if exact else whole + 1
-            elif op == "gt":
-                ge = whole + 1
-            elif op == "le":
-                le = whole
-            else:
-                le = whole - 1 if exact else whole
+    ge, le = _whole_bounds(meta, lambda bound: from_python(temporal, bound))
     leaf = LeafLayout("date", nullable=nullable, ge=ge, le=le, temporal=temporal)
     lo, hi = temporal_range(leaf)
     if hi < lo:
@@ -999,23 +1007,9 @@ def _duration_leaf(
 
     Bounds are kept exactly, as a datetime's (``ge=timedelta(seconds=1.5)`` starts at 2).
     """
-    ge, le = DURATION_MIN, DURATION_MAX
-    for m in meta:
-        if type(m).__name__ == "Strict" or m is None:
-            continue
-        if not isinstance(m, _BOUND_TYPES):
-            raise _NotNative
-        for op in ("ge", "gt", "le", "lt"):
-            got = duration_seconds(getattr(m, op, None))
-            if got is None:
-                if getattr(m, op, None) is not None:
-                    raise _NotNative  # a bound of another type: the grammar keeps it
-                continue
-            whole, exact = got
-            if op in ("ge", "gt"):
-                ge = max(ge, whole + 1 if op == "gt" or not exact else whole)
-            else:
-                le = min(le, whole - 1 if op == "lt" and exact else whole)
+    lo, hi = _whole_bounds(meta, duration_seconds)
+    ge = DURATION_MIN if lo is None else max(lo, DURATION_MIN)
+    le = DURATION_MAX if hi is None else min(hi, DURATION_MAX)
     if le < ge:
         raise fail(f"empty range of durations [{ge}, {le}] (seconds)")
     return LeafLayout("int", nullable=nullable, ge=ge, le=le, duration=True)

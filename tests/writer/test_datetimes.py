@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, time, timedelta, timezone
+from typing import Annotated
 
 import numpy as np
 import pytest
@@ -390,3 +391,19 @@ def test_random_walks_write_valid_durations_and_the_server_checks_them() -> None
     assert seen_rest
     with pytest.raises(RecordInvalidError):
         check_record(served, '{"took": "PT2S", "rest": null}')  # even seconds
+
+
+def test_every_bound_holds_when_several_are_given() -> None:
+    """Pydantic checks each ``ge``: the leaf takes the tightest, whatever their order."""
+
+    class Shifted(BaseModel):
+        clock: Annotated[time, Field(ge=time(10))] = Field(ge=time(9), le=time(17))
+        late: Annotated[time, Field(ge=time(9))] = Field(ge=time(10))
+
+        @relation
+        def read(self) -> bool:
+            return self.clock < self.late
+
+    fields = {f.name: f.node for f in build_layout(Shifted).fields}
+    for name in ("clock", "late"):
+        assert fields[name].ge == _value(time(10)), name  # type: ignore[union-attr]
