@@ -41,39 +41,40 @@ def _branch_of(node: UnionLayout, value: object) -> int | None:
     return None
 
 
-def _value_at(layout: LayoutNode, data: object, path: Path) -> object:
+def _value_at(layout: LayoutNode, data: object, path: Path) -> tuple[LayoutNode, object]:
+    """The node at ``path`` and its value in ``data`` (`_ABSENT` when the record has none)."""
     from factorspec_sdk.relations.layout import ListLayout, ObjectLayout, UnionLayout
 
     node, value = layout, data
     for part in path:
         if value is None:
-            return _ABSENT
+            return node, _ABSENT
         if isinstance(node, UnionLayout):  # a branch's nodes exist when the tag is its
             k, branch = node.branch(cast(str, part))
             if _branch_of(node, value) != k:
-                return _ABSENT
+                return node, _ABSENT
             node = branch
             continue
         if isinstance(part, int):
             if not isinstance(node, ListLayout) or not isinstance(value, list):
-                return _ABSENT
+                return node, _ABSENT
             if part >= len(value):
-                return _ABSENT
+                return node, _ABSENT
             node, value = node.item, value[part]
         else:
             if not isinstance(node, ObjectLayout) or not isinstance(value, dict):
-                return _ABSENT
+                return node, _ABSENT
             f = node.field(part)
             if f.key not in value:
-                return _ABSENT
+                return node, _ABSENT
             node, value = f.node, value[f.key]
-    return value
+    return node, value
 
 
 def record_facts(spec: CompiledSpec, data: object) -> tuple[Fact, ...]:
     """The oracle facts of a parsed record: every variable whose node exists in it."""
     from factorspec_sdk.relations.compiler import date_part_bounds
-    from factorspec_sdk.relations.layout import LeafLayout, UnionLayout, node_at, scaled_value
+    from factorspec_sdk.relations.layout import LeafLayout, UnionLayout, scaled_value
     from factorspec_sdk.relations.temporal import DAY_SECONDS, duration_value, temporal_value
 
     facts: list[Fact] = []
@@ -82,15 +83,15 @@ def record_facts(spec: CompiledSpec, data: object) -> tuple[Fact, ...]:
         names |= f.variables
     for name in sorted(names):
         rec = spec.record(name)
-        value = _value_at(spec.layout, data, rec.path)
+        node, value = _value_at(spec.layout, data, rec.path)
         if value is _ABSENT:
             continue
         if name.startswith("null("):
             facts.append((name, value is None))
         elif value is None:
             continue
-        elif isinstance(union := node_at(spec.layout, rec.path), UnionLayout):
-            k = _branch_of(union, value)  # the branch variable
+        elif isinstance(node, UnionLayout):
+            k = _branch_of(node, value)  # the branch variable
             if k is not None:
                 facts.append((name, k))
         elif rec.kind == "len":
@@ -100,24 +101,22 @@ def record_facts(spec: CompiledSpec, data: object) -> tuple[Fact, ...]:
             if isinstance(value, str):
                 facts.append((name, len(value)))
         elif rec.kind in ("date", "datepart"):
-            leaf = node_at(spec.layout, rec.path)
-            assert isinstance(leaf, LeafLayout)
-            n = temporal_value(leaf.temporal, value) if isinstance(value, str) else None
+            assert isinstance(node, LeafLayout)
+            n = temporal_value(node.temporal, value) if isinstance(value, str) else None
             if n is not None:
                 if rec.kind == "date":
                     facts.append((name, n))
                 elif (part := date_part_bounds(name)) is not None:
-                    day, clock = (n, 0) if leaf.temporal == "date" else divmod(n, DAY_SECONDS)
+                    day, clock = (n, 0) if node.temporal == "date" else divmod(n, DAY_SECONDS)
                     parts = {"date": day, "clock": clock}
                     if part[0] not in parts:
                         parts[part[0]] = getattr(dt.date.fromordinal(day), part[0])
                     facts.append((name, parts[part[0]]))
-        elif rec.kind == "int" and getattr(node_at(spec.layout, rec.path), "duration", False):
+        elif isinstance(node, LeafLayout) and node.duration:
             seconds = duration_value(value) if isinstance(value, str) else None
             if seconds is not None:
                 facts.append((name, seconds))
         elif rec.kind == "float":
-            node = node_at(spec.layout, rec.path)
             assert isinstance(node, LeafLayout)
             n = scaled_value(value, node.places)
             if n is not None:
