@@ -33,6 +33,8 @@ import calendar
 import datetime as dt
 from typing import Literal
 
+from pydantic import AwareDatetime, NaiveDatetime
+
 __all__ = [
     "DATE_MAX",
     "DATE_MIN",
@@ -85,22 +87,22 @@ _SEPARATORS: dict[Temporal, dict[int, str]] = {
 }
 
 
+_CLASSES: tuple[tuple[Temporal, object], ...] = (
+    ("date", dt.date),
+    ("datetime", dt.datetime),
+    ("datetime", NaiveDatetime),
+    ("aware", AwareDatetime),
+    ("time", dt.time),
+)
+
+
 def temporal_of(annotation: object) -> Temporal | None:
     """The temporal of a field type, or None (another type).
 
     ``date``, ``datetime`` (also Pydantic's ``NaiveDatetime``), ``aware`` (Pydantic's
     ``AwareDatetime``) or ``time``: exactly these classes, not subclasses.
     """
-    from pydantic import AwareDatetime, NaiveDatetime
-
-    classes: tuple[tuple[Temporal, object], ...] = (
-        ("date", dt.date),
-        ("datetime", dt.datetime),
-        ("datetime", NaiveDatetime),
-        ("aware", AwareDatetime),
-        ("time", dt.time),
-    )
-    for name, cls in classes:
+    for name, cls in _CLASSES:
         if annotation is cls:
             return name
     return None
