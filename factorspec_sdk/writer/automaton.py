@@ -519,21 +519,37 @@ class Writer:
         assignment = s.assignment if fact is None else (*s.assignment, fact)
         return WriterState(assignment, s.stack, None, None)
 
+    def _decide_null(
+        self, s: WriterState, path: Path, nv: str
+    ) -> tuple[list[Option], WriterState | None]:
+        """Null-ness a relation reads (``x is None``), decided with the oracle first.
+
+        Returns ``null`` with its fact when feasible, and the state with the fact that the
+        value is present (None when it cannot be).
+        """
+        nulls = self.oracle.feasible_values(s.assignment, nv)
+        if nulls is None:
+            raise RuntimeError(f"null-ness of {path!r} has no finite domain")
+        options = [Option("null", self._after_leaf(s, (nv, True)))] if True in nulls else []
+        if False not in nulls:
+            return options, None
+        return options, _replace(s, assignment=(*s.assignment, (nv, False)))
+
+    def _open_quote(self, s: WriterState, path: Path) -> list[Option]:
+        """A nullable quoted leaf (a date, a duration) not begun: its quote, or ``null``."""
+        options = [Option('"', _replace(s, partial=""))]
+        if self.spec.null_variable(path) is None:  # else `_decide_null` decided it
+            options.append(Option("null", self._after_leaf(s, None)))
+        return options
+
     def _leaf_options(self, ev: _Leaf) -> list[Option] | FreeString:
         s, node, path = ev.state, ev.node, ev.path
         if node.nullable:
             nv = self.spec.null_variable(path)
             decided = bool(s.assignment) and s.assignment[-1][0] == nv
             if nv is not None and not decided:
-                # a relation reads `x is None`: decide null-ness with the oracle first
-                nulls = self.oracle.feasible_values(s.assignment, nv)
-                options: list[Option] = []
-                if nulls is None:
-                    raise RuntimeError(f"null-ness of {path!r} has no finite domain")
-                if True in nulls:
-                    options.append(Option("null", self._after_leaf(s, (nv, True))))
-                if False in nulls:
-                    present = _replace(s, assignment=(*s.assignment, (nv, False)))
+                options, present = self._decide_null(s, path, nv)
+                if present is not None:
                     inner = self._leaf_options(_Leaf(path, node, present))
                     if isinstance(inner, FreeString):
                         raise RuntimeError("a free string cannot take part in a relation")
@@ -604,10 +620,7 @@ class Writer:
         character carries the closing quote and the fact.
         """
         if s.partial is None:  # a nullable date: null, or its opening quote
-            options = [Option('"', _replace(s, partial=""))]
-            if self.spec.null_variable(path) is None:
-                options.append(Option("null", self._after_leaf(s, None)))
-            return options
+            return self._open_quote(s, path)
         lo, hi = _value_bounds(node, var, self.spec)
         if s.partial == "":
             values = self._whole_values(s, var, lo, hi)
@@ -710,10 +723,7 @@ class Writer:
         end ``S"`` and the fact. A nullable one first chooses ``null`` or the quote.
         """
         if s.partial is None:
-            options = [Option('"', _replace(s, partial=""))]
-            if self.spec.null_variable(path) is None:
-                options.append(Option("null", self._after_leaf(s, None)))
-            return options
+            return self._open_quote(s, path)
         if var is not None:
             rec = self.spec.record(var)
             lo, hi = rec.ge, rec.le
@@ -811,18 +821,16 @@ class Writer:
         """
         s, node, path = ev.state, ev.node, ev.path
         options: list[Option] = []
-        assignment = s.assignment
         if node.nullable:
             nv = self.spec.null_variable(path)
             if nv is None:
                 options.append(Option("null", self._after_leaf(s, None)))
             else:
-                nulls = self.oracle.feasible_values(assignment, nv) or []
-                if True in nulls:
-                    options.append(Option("null", self._after_leaf(s, (nv, True))))
-                if False not in nulls:
+                options, present = self._decide_null(s, path, nv)
+                if present is None:
                     return options
-                assignment = (*assignment, (nv, False))
+                s = present
+        assignment = s.assignment
         var = self.spec.variable_for(path)
         if var is None:
             feasible = list(range(len(node.branches)))
