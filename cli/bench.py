@@ -109,6 +109,13 @@ def trip(
             help="Only problems whose golden plan is the only valid one (exact match is fair).",
         ),
     ] = True,
+    itinerary: Annotated[
+        str,
+        typer.Option(
+            "--itinerary",
+            help="days (Itinerary, day numbers) or dates (DatedItinerary, calendar dates).",
+        ),
+    ] = "days",
     max_tokens: Annotated[
         int, typer.Option("--max-tokens", min=1, help="Token budget of every record.")
     ] = 1024,
@@ -171,6 +178,8 @@ def trip(
         city_range = parse_cities(cities)
         chosen = expand_methods(methods)
         shard_km = None if shard is None else parse_shard(shard)
+        if itinerary not in ("days", "dates"):
+            raise ValueError(f"--itinerary must be days or dates, not {itinerary!r}")
     except ValueError as exc:
         err.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(_USAGE_ERROR) from None
@@ -204,6 +213,7 @@ def trip(
             shard=shard_km,
             batch=batch,
             resume=resume,
+            dated=itinerary == "dates",
         )
     except ValueError as exc:
         err.print(f"[red]error:[/red] {exc}")

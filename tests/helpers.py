@@ -103,6 +103,27 @@ class Post(BaseModel):
         return self.note is None or 1 <= len(self.note) <= 2
 
 
+class Signup(BaseModel):
+    """Free strings compared by value: with constants, a constant set and each other."""
+
+    username: str = Field(max_length=4)
+    password: str = Field(min_length=2, max_length=4)
+    again: str = Field(max_length=4)
+    role: str = Field(max_length=5)
+
+    @relation
+    def not_reserved(self) -> bool:
+        return self.username not in ("ab", "a", "root") and self.username != ""
+
+    @relation
+    def confirmed(self) -> bool:
+        return self.again == self.password and self.password != self.username
+
+    @relation
+    def admins_have_long_names(self) -> bool:
+        return (self.role == "admin") == (len(self.username) == 4)
+
+
 def random_record(
     planner: Planner, tok: TokenizerInfo, rng: np.random.Generator, close: float = 0.3
 ) -> str:
@@ -123,6 +144,31 @@ def random_record(
         ids.append(t)
         cursor = planner.advance(cursor, t)
     return tok.decode(ids).decode()
+
+
+def enumerate_texts(writer: Writer, limit: int = 10_000) -> list[str]:
+    """Every complete text the writer can produce (depth-first over options)."""
+    out: list[str] = []
+
+    def walk(state: WriterState, text: str) -> None:
+        forced, at = writer.forced(state)
+        text += forced
+        if at.done:
+            out.append(text)
+            return
+        choice = writer.choices(at)
+        assert isinstance(choice, list)
+        texts = [o.text for o in choice]
+        assert all(texts), "options are never empty"
+        for a in texts:
+            for b in texts:
+                assert a == b or not b.startswith(a), "options are prefix-free"
+        for o in choice:
+            assert len(out) < limit
+            walk(o.state, text + o.text)
+
+    walk(writer.start(), "")
+    return out
 
 
 def walk_to(writer: Writer, text: str) -> tuple[WriterState, str]:

@@ -32,6 +32,8 @@ NEEDS_MODEL = {
     "relations/tutorial005.py",
     "relations/tutorial006.py",
     "relations/tutorial007.py",
+    "relations/tutorial008.py",
+    "relations/tutorial009.py",
     "cli/tutorial002.sh",
 }
 NEEDS_SERVER = {p.relative_to(DOCS_SRC).as_posix() for p in DOCS_SRC.glob("serving/*.*")}
@@ -76,6 +78,8 @@ EXPECT: dict[str, list[str]] = {
     "relations/tutorial005.py": ["2027-01-08 to 2027-01-12", "dates ok: True"],
     "relations/tutorial006.py": [" 2026-12-07 ", "length: 1:30:00", "in hours: True"],
     "relations/tutorial007.py": ["Escalate(kind='escalate', team='shipping')"],
+    "relations/tutorial008.py": [" True\nconfirmed: True\n", "verify steps"],
+    "relations/tutorial009.py": ["'rent': ", "sums to 100: True"],
     "integrations/tutorial001.py": [" True\nflights="],
     "integrations/tutorial002.py": ['"city": "'],
     "integrations/tutorial003.py": ["('Paris', 3)", "True stop"],

@@ -22,7 +22,6 @@ share of wall time the decoding thread waited for oracle and mask work.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import sys
 import time
@@ -71,10 +70,6 @@ class ModeResult:
         return self.critical_plan_seconds / self.wall_seconds if self.wall_seconds else 0.0
 
 
-START = dt.date(2026, 12, 28)
-"""Day 1 of the dated itineraries (a year's end falls inside most trips)."""
-
-
 def run(
     n: int,
     cities: int,
@@ -89,7 +84,12 @@ def run(
 
     from factorspec_sdk.client import Client
     from factorspec_sdk.domains.trip import Itinerary, generate_problem, prompt_for
-    from factorspec_sdk.domains.trip_dates import DatedItinerary, dated_problem, dated_prompt_for
+    from factorspec_sdk.domains.trip_dates import (
+        BENCH_START,
+        DatedItinerary,
+        dated_problem,
+        dated_prompt_for,
+    )
     from factorspec_sdk.engines import create_logits_engine
 
     if engine is None:
@@ -101,7 +101,7 @@ def run(
     record_model: type[BaseModel] = Itinerary
     prompts = [prompt_for(p) for p in problems]
     if dated:
-        problems = [dated_problem(p, START) for p in problems]
+        problems = [dated_problem(p, BENCH_START) for p in problems]
         record_model = DatedItinerary
         prompts = [dated_prompt_for(p) for p in problems]  # type: ignore[arg-type]
     results = {m: ModeResult(m, 0, 0, 0, 0, 0.0, 0.0, 0.0, 0.0, 0, 0) for m in MODES}

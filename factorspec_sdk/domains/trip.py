@@ -23,6 +23,7 @@ so an installed wheel can run all of them.
 
 from __future__ import annotations
 
+import datetime as dt
 import itertools
 import json
 import random
@@ -518,7 +519,8 @@ def itinerary_record(plan: Sequence[tuple[str, int]]) -> dict[str, Any]:
 def plan_of(record: Mapping[str, Any]) -> list[tuple[str, int]] | None:
     """The ordered (city, days) list of a record's stays, or ``None`` if it has no such list.
 
-    Days are counted as the official evaluation reads "Day a-b": ``b - a + 1``.
+    Days are counted as the official evaluation reads "Day a-b": ``b - a + 1``. A dated
+    record's stays (``first_date``, ``last_date``) count their dates the same way.
     """
     stays = record.get("stays")
     if not isinstance(stays, list):
@@ -528,6 +530,8 @@ def plan_of(record: Mapping[str, Any]) -> list[tuple[str, int]] | None:
         if not isinstance(s, Mapping):
             return None
         city, first, last = s.get("city"), s.get("first_day"), s.get("last_day")
+        if "first_date" in s:
+            first, last = _ordinal(s.get("first_date")), _ordinal(s.get("last_date"))
         if (
             not isinstance(city, str)
             or not isinstance(first, int)
@@ -538,6 +542,16 @@ def plan_of(record: Mapping[str, Any]) -> list[tuple[str, int]] | None:
             return None
         plan.append((city, last - first + 1))
     return plan
+
+
+def _ordinal(text: object) -> int | None:
+    """The ordinal of an ISO date text (``YYYY-MM-DD``), or None."""
+    if not isinstance(text, str):
+        return None
+    try:
+        return dt.date.fromisoformat(text).toordinal()
+    except ValueError:
+        return None
 
 
 # --------------------------------------------------------------------------- evaluation

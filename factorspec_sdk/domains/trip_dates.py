@@ -19,6 +19,7 @@ from factorspec_sdk.domains.trip import TripProblem, itinerary_record, prompt_fo
 from factorspec_sdk.relations.decorator import distinct, relation
 
 __all__ = [
+    "BENCH_START",
     "DatedFlight",
     "DatedItinerary",
     "DatedStay",
@@ -27,6 +28,10 @@ __all__ = [
     "dated_prompt_for",
     "dated_record",
 ]
+
+
+BENCH_START = dt.date(2026, 12, 28)
+"""Day 1 of the benchmarks' dated itineraries (a year's end falls inside most trips)."""
 
 
 class DatedTripProblem(TripProblem):

@@ -24,6 +24,7 @@ import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from factorspec_sdk.drafter.loop import (
     DecodeJob,
@@ -326,6 +327,8 @@ def _free_regex(cursor: FreeCursor, slack: int | None = None) -> str:
     """
     free = cursor.free
     n = len(free.written)
+    if free.texts is not None:
+        return _texts_regex(cursor, slack)
     if free.lengths is not None:
         return _lengths_regex(cursor, slack)
     low = max(0, free.min_length - n)
@@ -353,13 +356,94 @@ def _lengths_regex(cursor: FreeCursor, slack: int | None) -> str:
         raise GenerationError(f"string at {free.state.pending!r} has no feasible length")
     if slack is not None:
         rest = [k for k in rest if k <= rest[0] + max(0, slack)]
+    return _repeat(_CHAR, rest, None) + '"'
+
+
+_CHAR = FREE_STRING_REGEX[: FREE_STRING_REGEX.index("]") + 1]
+"""One character a free string holds unescaped, as a regex class."""
+
+
+def _repeat(char: str, counts: list[int], open_from: int | None) -> str:
+    """``char`` repeated any of ``counts`` times, or ``open_from`` times or more.
+
+    One alternative per run of consecutive counts. Empty when no count is allowed.
+    """
     runs: list[tuple[int, int]] = []
-    for k in rest:
+    for k in sorted(c for c in counts if open_from is None or c < open_from):
         if runs and runs[-1][1] == k - 1:
             runs[-1] = (runs[-1][0], k)
         else:
             runs.append((k, k))
-    char = FREE_STRING_REGEX[: FREE_STRING_REGEX.index("]") + 1]
     alts = [char + ("{" + f"{a}}}" if a == b else "{" + f"{a},{b}}}") for a, b in runs]
-    body = alts[0] if len(alts) == 1 else "(" + "|".join(alts) + ")"
-    return body + '"'
+    if open_from is not None:
+        alts.append(char + "{" + f"{open_from},}}")
+    if len(alts) <= 1:
+        return "".join(alts)
+    return "(" + "|".join(alts) + ")"
+
+
+def _texts_regex(cursor: FreeCursor, slack: int | None) -> str:
+    """The rest of a free string whose value a relation reads: exactly where it may close.
+
+    A text no relation names closes at a feasible length of such texts, and a named text
+    only if it is feasible (`StringTexts`). The regex walks the trie of the banned named
+    texts that start with what is written: off the trie any character leads to any text of
+    a feasible length; on it, the string may close only where no banned text ends. The
+    feasible named texts are alternatives of their own. ``slack`` bounds the lengths as in
+    `_free_regex`.
+    """
+    free = cursor.free
+    texts = free.texts
+    assert texts is not None
+    n = len(free.written)
+    open_from: int | None = None
+    if not texts.other:
+        rests: list[int] = []
+    elif free.lengths is not None:
+        rests = [k - n for k in free.lengths.lengths_from(n)]
+    else:
+        low = max(0, free.min_length - n)
+        if free.max_length is not None:
+            rests = list(range(low, free.max_length - n + 1))
+        elif slack is not None:
+            rests = list(range(low, low + max(0, slack) + 1))
+        else:
+            rests, open_from = [], low
+    if slack is not None and rests:
+        rests = [k for k in rests if k <= rests[0] + max(0, slack)]
+    trie: dict[str, Any] = {}
+    for t in texts.named_from(free.written):
+        if t not in texts.banned:
+            continue
+        node = trie
+        for ch in t[n:]:
+            node = node.setdefault(ch, {})
+        node[""] = {}  # a banned text ends here
+
+    def walk(node: dict[str, Any], depth: int) -> list[str]:
+        alts: list[str] = []
+        if (depth in rests or (open_from is not None and depth >= open_from)) and "" not in node:
+            alts.append('"')
+        later = [k - depth - 1 for k in rests if k > depth]
+        start = None if open_from is None else max(0, open_from - depth - 1)
+        if later or start is not None:
+            children = "".join(re.escape(ch) for ch in sorted(node) if ch)
+            char = _CHAR[:-1] + children + "]" if children else _CHAR
+            alts.append(char + _repeat(_CHAR, later, start) + '"')
+        for ch in sorted(node):
+            if ch:
+                inner = walk(node[ch], depth + 1)
+                if inner:
+                    alts.append(re.escape(ch) + _group(inner))
+        return alts
+
+    alts = walk(trie, 0)
+    alts += [re.escape(t[n:]) + '"' for t in texts.extending(free.written)]
+    if not alts:
+        raise GenerationError(f"string at {free.state.pending!r} has no feasible completion")
+    return _group(alts)
+
+
+def _group(alts: list[str]) -> str:
+    """One regex for any of ``alts``."""
+    return alts[0] if len(alts) == 1 else "(" + "|".join(alts) + ")"

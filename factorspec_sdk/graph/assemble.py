@@ -5,8 +5,10 @@ Both entry points end here: `compile_spec` (relations lowered from a Pydantic mo
 schema factors of every variable (enum choices, int bounds, string codes, list lengths, all
 derived from the layout), splits the factor graph into connected components, and checks each
 one: that it is satisfiable (else `UnsatisfiableSpecError` with an unsat core of factor
-names), that a list without a schema bound does not need more items than its default bound,
-that a free ``str`` read by a relation has a finite domain, and how long each list can be.
+names), that a list without a schema bound does not need more items than its default bound, and how
+long each list can be. A free ``str`` read by a relation needs no finite domain: its code
+`OTHER_CODE` stands for every text no relation names, which the writer writes as a free
+string that may not close at a named text the oracle rules out.
 Every solver check is bounded by ``check_timeout_ms``; a check the solver cannot decide
 raises `OracleError`.
 """
@@ -23,7 +25,7 @@ from pydantic import BaseModel
 
 from factorspec_sdk.errors import OracleError, SpecError, UnsatisfiableSpecError
 from factorspec_sdk.graph.compiled import CompiledSpec, Component, Factor
-from factorspec_sdk.relations.compiler import OTHER_CODE, InternTable, VarRecord
+from factorspec_sdk.relations.compiler import InternTable, VarRecord
 from factorspec_sdk.relations.decorator import RelationSet
 from factorspec_sdk.relations.layout import ListLayout, Path, RootLayout, node_at, path_name
 
@@ -97,8 +99,8 @@ def assemble_spec(
 
     Raises:
         UnsatisfiableSpecError: no record satisfies the spec (the core names the factors).
-        SpecError: a list needs more items than its default bound, a free str read by a
-            relation has no finite domain, or two factors share a name.
+        SpecError: a list needs more items than its default bound, or two factors share a
+            name.
         OracleError: the solver could not decide a check (``check_timeout_ms`` ran out).
     """
     t0 = time.perf_counter() if started is None else started
@@ -274,7 +276,6 @@ class _Checker:
             if self._decide(s) == z3.unsat:
                 self._raise_core(cp)
             m = s.model()
-            self._check_str_domains(s, cp)
             for v in sorted(cp.variables):
                 rec = self.records[v]
                 if rec.kind == "len":
@@ -368,32 +369,3 @@ class _Checker:
             if s.check(*trial) == z3.unsat:
                 keep = trial
         return keep
-
-    def _check_str_domains(self, s: z3.Solver, c: Component) -> None:
-        """A free str read by a relation must not take a string no relation names."""
-        free = [self.records[v] for v in sorted(c.variables) if self.records[v].free_str]
-        if not free:
-            return
-
-        def other(r: VarRecord) -> z3.BoolRef:
-            return z3.And(self._exists(r), cast(z3.BoolRef, r.term == OTHER_CODE))
-
-        s.push()
-        s.add(z3.Or(*(other(r) for r in free)))
-        r = self._decide(s)
-        bad: VarRecord | None = None
-        if r == z3.sat:
-            m = s.model()
-            bad = next(x for x in free if z3.is_true(m.eval(other(x), True)))
-        s.pop()
-        if bad is not None:
-            rels = [
-                n
-                for n in c.factor_names
-                if self.factors[n].kind == "relation" and bad.name in self.factors[n].variables
-            ]
-            raise SpecError(
-                f"field {bad.name} takes part in relation {', '.join(rels)} but has no finite "
-                "domain: the relations allow strings they never name. Give it a finite domain "
-                "(a Literal or Enum type, or a relation like `x in context.values`)"
-            )

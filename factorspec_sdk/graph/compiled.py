@@ -169,6 +169,7 @@ class CompiledSpec:
         self._len_by_path: dict[Path, str] = {}
         self._strlen_by_path: dict[Path, str] = {}
         self._null_by_path: dict[Path, str] = {}
+        self._same_by_path: dict[Path, list[tuple[str, Path]]] = {}
         for n, r in visible.items():
             if r.kind == "len":
                 self._len_by_path[r.path] = n
@@ -178,6 +179,10 @@ class CompiledSpec:
                 self._null_by_path[r.path] = n
             elif r.kind == "datepart":  # year(d), month(d), day(d): the date's is d
                 continue
+            elif r.kind == "same":  # same(a, b): listed under both leaves
+                assert r.other is not None
+                self._same_by_path.setdefault(r.path, []).append((n, r.other))
+                self._same_by_path.setdefault(r.other, []).append((n, r.path))
             else:
                 self._by_path[r.path] = n
         mentions: dict[str, list[str]] = {}
@@ -199,15 +204,20 @@ class CompiledSpec:
         domain: tuple[Value, ...] | None = None
         if r.choices is not None:
             domain = tuple(cast(Value, c) for c in r.choices)
-        elif r.free_str:
-            domain = tuple(sorted(self.strings.strings[1:]))
-        elif r.kind == "bool":
+        elif r.kind in ("bool", "same"):
             domain = (False, True)
         return VarInfo(r.name, r.path, r.kind, r.ge, r.le, domain)
 
     def variable_for(self, path: Path) -> str | None:
         """The variable of the leaf at ``path`` (concrete indices), if relations read it."""
         return self._by_path.get(tuple(path))
+
+    def same_variables(self, path: Path) -> tuple[tuple[str, Path], ...]:
+        """The ``same(a, b)`` variables of the free str leaf at ``path``, with the other leaf.
+
+        See `codes.same_text`: each says whether the two leaves hold the same text.
+        """
+        return tuple(self._same_by_path.get(tuple(path), ()))
 
     def length_variable(self, path: Path) -> str | None:
         """The length variable of the list at ``path`` (``len(stays)``), if relations read it."""
@@ -280,7 +290,7 @@ class CompiledSpec:
             extra = ""
             if v.kind in ("int", "len", "strlen", "date", "datepart", "float"):
                 extra = f" in [{v.ge}, {v.le}]"
-            if v.domain is not None and v.kind != "bool":
+            if v.domain is not None and v.kind not in ("bool", "same"):
                 shown = ", ".join(map(repr, v.domain[:8])) + (", ..." if len(v.domain) > 8 else "")
                 extra += f" in {{{shown}}}"
             lines.append(f"  {v.name}: {v.kind}{extra}")

@@ -15,7 +15,9 @@ import dataclasses
 import enum
 import time
 from collections.abc import Hashable, Mapping
+from typing import cast
 
+import z3
 from pydantic import BaseModel
 
 from factorspec_sdk.errors import ContextError
@@ -23,7 +25,14 @@ from factorspec_sdk.graph.assemble import RelationFactor, assemble_spec
 from factorspec_sdk.graph.cache import SpecCache
 from factorspec_sdk.graph.compiled import CompiledSpec
 from factorspec_sdk.graph.z3context import MAIN_CONTEXT_LOCK
-from factorspec_sdk.relations.compiler import RelationCompiler, date_links, length_links
+from factorspec_sdk.relations.compiler import (
+    RelationCompiler,
+    date_links,
+    decided_by_codes,
+    dict_key_factors,
+    length_links,
+    text_links,
+)
 from factorspec_sdk.relations.decorator import RelationSet, relations_of
 from factorspec_sdk.relations.layout import (
     ListLayout,
@@ -60,8 +69,7 @@ def compile_spec(model: type[BaseModel], context: object = None) -> CompiledSpec
         RelationDefinitionError: a relation uses a construct outside the supported subset.
         ContextError: a relation needs a context and none is given, or it lacks a value.
         UnsatisfiableSpecError: no record satisfies the spec (the core names the relations).
-        SpecError: a list needs more items than its bound, or a str field read by a relation
-            has no finite domain.
+        SpecError: a list needs more items than its bound.
     """
     try:
         key: Hashable = (model, _freeze(context, 0))
@@ -98,8 +106,23 @@ def _compile(model: type[BaseModel], context: object) -> CompiledSpec:
         for r in nested:
             c = comp.compile(r, path)
             lowered.append(RelationFactor(f"{r.name} ({path_name(path)})", c.variables, c.formula))
+    for name, variables, formula in dict_key_factors(comp):
+        lowered.append(RelationFactor(name, variables, formula))
+    decided = decided_by_codes(comp, [(f.variables, f.formula) for f in lowered])
+    if decided:  # same(a, b) of a leaf that is always a named text: code equality
+        swap = [(comp.vars[n].term, f) for n, f in decided.items()]
+        lowered = [
+            RelationFactor(
+                f.name,
+                f.variables - decided.keys(),  # the codes are read already (`eq_code`)
+                cast(z3.BoolRef, z3.substitute(f.formula, *swap)),
+            )
+            for f in lowered
+        ]
+    texts = text_links(comp)  # before the records: it adds the variables of its groups
     records = comp.records()
-    for name, variables, formula in length_links(comp.strings, records) + date_links(records):
+    links = texts + length_links(comp.strings, records) + date_links(records)
+    for name, variables, formula in links:
         lowered.append(RelationFactor(name, variables, formula))
     return assemble_spec(
         name=model.__name__,

@@ -87,8 +87,10 @@ from factorspec_sdk.relations.layout import (
     length_name,
     node_at,
     path_name,
+    same_name,
     scaled_value,
     temporal_range,
+    writable_key,
 )
 from factorspec_sdk.relations.temporal import (
     DURATION_MAX,
@@ -263,8 +265,18 @@ class _LayoutBuilder:
                     f"got {node.min_length}..{node.max_length}"
                 )
             item = self.build(node.item, depth + 1, mult * max(node.max_length, 1), where + "[]")
+            if node.mapping and not _entry_like(item):
+                raise IRError(
+                    f"dict {where}: its item must be an object of the fields key (a str or a "
+                    "Literal of strs, not nullable) and value"
+                )
             return ListLayout(
-                item, node.min_length, node.max_length, node.bounded_by_schema, node.nullable
+                item,
+                node.min_length,
+                node.max_length,
+                node.bounded_by_schema,
+                node.nullable,
+                mapping=node.mapping,
             )
         return self._leaf(node, where)
 
@@ -398,6 +410,13 @@ class _LayoutBuilder:
         return LeafLayout("enum", nullable=node.nullable, choices=choices)
 
 
+def _entry_like(node: LayoutNode) -> bool:
+    """Whether a dict's item is an entry: the fields ``key`` (`writable_key`) and ``value``."""
+    if not isinstance(node, ObjectLayout) or [f.name for f in node.fields] != ["key", "value"]:
+        return False
+    return writable_key(node.fields[0].node)
+
+
 def _object_model(name: str, fields: Sequence[ObjectField]) -> type[BaseModel]:
     """A pydantic model that checks the structure and bounds of one object of the layout."""
     defs: dict[str, object] = {}
@@ -458,6 +477,13 @@ def _annotation(node: LayoutNode) -> object:
     t: object
     if isinstance(node, ObjectLayout):
         t = node.model
+    elif isinstance(node, ListLayout) and node.mapping:  # a dict: its entry's key, value
+        assert isinstance(node.item, ObjectLayout)
+        key, value = (_annotation(f.node) for f in node.item.fields)
+        t = Annotated[
+            dict[key, value],  # type: ignore[valid-type]
+            Field(min_length=node.min_length, max_length=node.max_length),
+        ]
     elif isinstance(node, ListLayout):
         t = Annotated[
             list[_annotation(node.item)],  # type: ignore[misc]
@@ -523,13 +549,26 @@ class _VarSpec:
     choices: tuple[object, ...] | None
     free_str: bool
     is_null: bool
+    other: Path | None = None
 
 
-def _derive(layout: RootLayout, name: str, path: Path, kind: str) -> _VarSpec:
+def _derive(
+    layout: RootLayout, name: str, path: Path, kind: str, other: Path | None = None
+) -> _VarSpec:
     """Bounds, domain and kind of a variable, as the relation compiler derives them."""
     node = node_at(layout, path)
     if node is None:
         raise IRError(f"variable {name!r}: path {list(path)!r} is not in the layout")
+    if other is not None:
+        if name != same_name(path, other) or kind != "bool":
+            raise IRError(
+                f"variable {name!r}: only same(<path>, <other>) of kind bool has an other path"
+            )
+        for p in (path, other):
+            leaf = node_at(layout, p)
+            if not (isinstance(leaf, LeafLayout) and leaf.kind == "str"):
+                raise IRError(f"variable {name!r}: {path_name(p)} is not a free str leaf")
+        return _VarSpec(name, path, "same", None, None, None, False, False, other)
     if name == length_name(path):
         if isinstance(node, LeafLayout) and node.kind == "str":  # a free string's length
             hi = node.max_length if node.max_length is not None else DEFAULT_MAX_STRING_LENGTH
@@ -811,9 +850,11 @@ def _build(checked: CheckedIR, limits: IRLimits, solver_timeout_ms: int | None) 
     for v in ir.variables:
         if v.name in specs:
             raise IRError(f"variable {v.name!r} is declared twice")
-        specs[v.name] = _derive(layout, v.name, tuple(v.path), v.kind)
+        other = None if v.other is None else tuple(v.other)
+        specs[v.name] = _derive(layout, v.name, tuple(v.path), v.kind, other)
     terms: dict[str, z3.ExprRef] = {
-        n: z3.Bool(n, ctx) if s.kind == "bool" else z3.Int(n, ctx) for n, s in specs.items()
+        n: z3.Bool(n, ctx) if s.kind in ("bool", "same") else z3.Int(n, ctx)
+        for n, s in specs.items()
     }
     records: dict[str, VarRecord] = {}
     for n, s in specs.items():
@@ -821,8 +862,13 @@ def _build(checked: CheckedIR, limits: IRLimits, solver_timeout_ms: int | None) 
             if isinstance(c, str) and c not in strings.codes:
                 raise IRError(f"variable {n!r}: choice {c!r} is missing from the string table")
         exists = _exists(layout, s.path, terms, n)
+        if s.other is not None:
+            second = _exists(layout, s.other, terms, n)
+            exists = (
+                second if exists is True else exists if second is True else z3.And(exists, second)
+            )
         records[n] = VarRecord(
-            n, s.path, s.kind, terms[n], s.ge, s.le, s.choices, s.free_str, exists
+            n, s.path, s.kind, terms[n], s.ge, s.le, s.choices, s.free_str, exists, None, s.other
         )
     # the IR's factor names are the relation names; they may not take a schema factor's name,
     # nor a derived tie's (the server ties each date's parts to it itself)

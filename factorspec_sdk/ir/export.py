@@ -116,10 +116,17 @@ def _spec_to_ir(spec: CompiledSpec) -> JsonDict:
     for name in order:
         rec = spec.record(name)
         # the layout (and the name) tell a list's length from a str's, a date from an int
-        kind = {"strlen": "len", "date": "int", "datepart": "int", "float": "int"}.get(
-            rec.kind, rec.kind
-        )
-        variables.append({"name": name, "path": list(rec.path), "kind": kind})
+        kind = {
+            "strlen": "len",
+            "date": "int",
+            "datepart": "int",
+            "float": "int",
+            "same": "bool",
+        }.get(rec.kind, rec.kind)
+        var: JsonDict = {"name": name, "path": list(rec.path), "kind": kind}
+        if rec.other is not None:
+            var["other"] = list(rec.other)
+        variables.append(var)
     enc = _Encoder()
     roots: list[z3.ExprRef | None] = [formulas.get(f.name) for f in relation_factors]
     enc.prepare([r for r in roots if r is not None])
@@ -156,6 +163,7 @@ def _layout(node: LayoutNode) -> JsonDict:
             "max_length": node.max_length,
             "bounded_by_schema": node.bounded_by_schema,
             "nullable": node.nullable,
+            **({"mapping": True} if node.mapping else {}),
         }
     if isinstance(node, GrammarLayout):
         return {"type": "grammar", "schema": node.schema_dict}

@@ -121,7 +121,11 @@ class IRLeaf(BaseModel):
 
 
 class IRList(BaseModel):
-    """A list of ``item``, with ``min_length`` to ``max_length`` items."""
+    """A list of ``item``, with ``min_length`` to ``max_length`` items.
+
+    With ``mapping``, a dict: ``item`` is an entry, an object of the fields ``key`` (a str, or
+    a Literal of strs) and ``value``, and the record holds a JSON object with distinct keys.
+    """
 
     model_config = _STRICT
     type: Literal["list"]
@@ -130,6 +134,7 @@ class IRList(BaseModel):
     max_length: int
     bounded_by_schema: bool = True
     nullable: bool = False
+    mapping: bool = False
 
 
 class IRField(BaseModel):
@@ -264,15 +269,17 @@ class IRVariable(BaseModel):
     or of a free str (kind ``len`` for both; the layout node at ``path`` tells which),
     ``null(<path>)`` for null-ness, and ``year(<path>)``, ``month(<path>)``, ``day(<path>)``
     for the parts of a date leaf (kind ``int``, as the date's own ordinal variable; the
-    server ties the parts to the date itself, with the factor ``calendar of <path>``). Its
-    bounds and domain follow from the layout node at ``path``; its existence from the
-    lengths of the enclosing lists.
+    server ties the parts to the date itself, with the factor ``calendar of <path>``), and
+    ``same(<path>, <other>)`` (kind ``bool``) for whether the free str leaves at ``path``
+    and ``other`` hold the same text. Its bounds and domain follow from the layout node at
+    ``path``; its existence from the lengths of the enclosing lists.
     """
 
     model_config = _STRICT
     name: str
     path: list[PathPart]
     kind: Literal["int", "bool", "str", "len"]
+    other: list[PathPart] | None = None
 
 
 class IRFactor(BaseModel):

@@ -56,6 +56,8 @@ def _value_at(layout: LayoutNode, data: object, path: Path) -> tuple[LayoutNode,
             node = branch
             continue
         if isinstance(part, int):
+            if isinstance(node, ListLayout) and node.mapping and isinstance(value, dict):
+                value = [{"key": k, "value": v} for k, v in value.items()]  # its entries
             if not isinstance(node, ListLayout) or not isinstance(value, list):
                 return node, _ABSENT
             if part >= len(value):
@@ -86,7 +88,12 @@ def record_facts(spec: CompiledSpec, data: object) -> tuple[Fact, ...]:
         node, value = _value_at(spec.layout, data, rec.path)
         if value is _ABSENT:
             continue
-        if name.startswith("null("):
+        if rec.kind == "same":  # both texts are there (the first is; the second may not)
+            assert rec.other is not None
+            _, second = _value_at(spec.layout, data, rec.other)
+            if isinstance(value, str) and isinstance(second, str):
+                facts.append((name, value == second))
+        elif name.startswith("null("):
             facts.append((name, value is None))
         elif value is None:
             continue
@@ -95,7 +102,7 @@ def record_facts(spec: CompiledSpec, data: object) -> tuple[Fact, ...]:
             if k is not None:
                 facts.append((name, k))
         elif rec.kind == "len":
-            if isinstance(value, list):
+            if isinstance(value, list | dict):
                 facts.append((name, len(value)))
         elif rec.kind == "strlen":
             if isinstance(value, str):

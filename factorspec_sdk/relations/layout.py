@@ -28,7 +28,7 @@ from functools import lru_cache
 from typing import Any, Literal, Union, cast, get_args, get_origin
 
 import annotated_types
-from pydantic import BaseModel, PydanticUserError, TypeAdapter
+from pydantic import BaseModel, PydanticUserError, TypeAdapter, create_model
 from pydantic.fields import FieldInfo
 
 from factorspec_sdk.errors import UnsupportedFieldTypeError
@@ -47,6 +47,7 @@ __all__ = [
     "DEFAULT_MAX_INT_DIGITS",
     "DEFAULT_MAX_LIST_LENGTH",
     "DEFAULT_MAX_STRING_LENGTH",
+    "OTHER_TEXT",
     "FLOAT_LIMIT",
     "FLOAT_PLACES",
     "GRAMMAR_OPTIONS",
@@ -76,7 +77,10 @@ __all__ = [
     "has_grammar",
     "length_name",
     "node_at",
+    "dict_entry",
+    "writable_key",
     "path_name",
+    "same_name",
     "pydantic_grammar_schema",
 ]
 
@@ -86,6 +90,11 @@ DEFAULT_MAX_LIST_LENGTH = 16
 DEFAULT_MAX_STRING_LENGTH = 256
 """Longest free str the writer produces when a relation reads its ``len()`` and the schema
 sets no ``max_length`` (see *Writing relations*)."""
+
+OTHER_TEXT = "\x00<other>"
+"""The value of a free str fact whose text no relation names (its code is the compiler's
+``OTHER_CODE``). A NUL cannot appear in a JSON string unescaped, and the writer never writes
+escapes in a free string, so no written text is this one."""
 
 DEFAULT_MAX_INT_DIGITS = 18
 """Longest integer (in digits) the writer produces for an int without bounds."""
@@ -167,6 +176,11 @@ def length_name(path: Path) -> str:
     return f"len({path_name(path)})"
 
 
+def same_name(a: Path, b: Path) -> str:
+    """Name of the variable that two free str leaves hold the same text: ``same(a, b)``."""
+    return f"same({path_name(a)}, {path_name(b)})"
+
+
 @dataclass(frozen=True, slots=True)
 class LeafLayout:
     """A scalar field.
@@ -217,6 +231,9 @@ class ListLayout:
         max_length: most items (``Field(max_length=...)``, else `DEFAULT_MAX_LIST_LENGTH`).
         bounded_by_schema: whether ``max_length`` came from the schema.
         nullable: whether ``null`` is allowed instead of the list.
+        mapping: the list is a ``dict`` field: its items are entries (objects of the fields
+            ``key`` and ``value``, see `dict_entry`), written as a JSON object
+            ``{"k": v, ...}`` with distinct keys.
     """
 
     item: LayoutNode
@@ -224,6 +241,7 @@ class ListLayout:
     max_length: int
     bounded_by_schema: bool
     nullable: bool = False
+    mapping: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -746,6 +764,27 @@ def _native(
         if hi < lo:
             raise fail(f"max_length {hi} is below min_length {lo}")
         return ListLayout(item, lo, hi, bounded, nullable)
+    if origin is dict:
+        if not _is_read(name, read):  # no relation reads it: the grammar writes any keys
+            raise _NotNative
+        key_type, value_type = get_args(annotation) or (None, None)
+        if key_type is None:
+            raise _NotNative
+        key = _node(model, f"{name}[]", key_type, None, stack, read)
+        if not writable_key(key):
+            raise _NotNative
+        value = _node(model, f"{name}[]", value_type, None, stack, read)
+        if isinstance(value, GrammarLayout):
+            raise _NotNative
+        lo = min_len or 0
+        hi = max_len if max_len is not None else max(DEFAULT_MAX_LIST_LENGTH, lo)
+        assert isinstance(key, LeafLayout)
+        if key.kind == "enum":
+            hi = min(hi, len(key.choices))
+        if hi < lo:
+            raise fail(f"max_length {hi} is below min_length {lo} (or the keys it can have)")
+        entry = dict_entry(f"{model.__name__}.{name}", key, value)
+        return ListLayout(entry, lo, hi, max_len is not None, nullable, mapping=True)
     if annotation is bool:
         return LeafLayout("bool", nullable=nullable)
     if annotation is int:
@@ -765,6 +804,31 @@ def _native(
             raise _NotNative
         return LeafLayout("enum", nullable=nullable, choices=values, enum_type=annotation)
     raise _NotNative
+
+
+def writable_key(node: LayoutNode) -> bool:
+    """Whether the writer writes a dict's keys itself: a str, a Literal or Enum of strs."""
+    if not isinstance(node, LeafLayout) or node.nullable:
+        return False
+    if node.kind == "str":
+        return True
+    return node.kind == "enum" and all(isinstance(c, str) for c in node.choices)
+
+
+def dict_entry(name: str, key: LeafLayout, value: LayoutNode) -> ObjectLayout:
+    """The layout of one entry of a dict field: an object of the fields ``key``, ``value``.
+
+    Its model is made here (``name`` entry), with no relations; the writer writes an entry
+    as ``"k": v`` inside the dict's braces.
+    """
+    model = _entry_model(name)
+    fields = (ObjectField("key", "key", key), ObjectField("value", "value", value))
+    return ObjectLayout(model=model, fields=fields)
+
+
+@lru_cache(maxsize=256)
+def _entry_model(name: str) -> type[BaseModel]:
+    return create_model(f"{name} entry".replace(".", "_").replace(" ", "_"))
 
 
 def _union_branches(annotation: object) -> tuple[list[type[BaseModel]], bool] | None:

@@ -277,12 +277,7 @@ class CompletionBound:
         if isinstance(cursor, TrieNode):
             ids: list[int] = cursor.ids.tolist()
             return min(ids, key=lambda t: (self._after(cursor, t), t))
-        free = cursor.free
-        target = free.shortest_close()
-        missing = target - len(free.written)
-        if missing > 0:
-            return self._by_length()[self._pad_step(missing)]
-        return self._closing(free, target)[1]
+        return self._target(cursor.free)[1]
 
     def _by_length(self) -> dict[int, int]:
         """The first safe token (no quote, no escape) of each length in characters."""
@@ -315,19 +310,77 @@ class CompletionBound:
         """Pad to the shortest length it may close at (longest tokens first), then close.
 
         That length is the minimum, or for a string whose ``len()`` a relation reads, the
-        least feasible length from here (`FreeString.shortest_close`).
+        least feasible length from here (`FreeString.shortest_close`). A string whose value
+        a relation reads may instead spell a feasible named text, where that costs less.
         """
-        free = cursor.free
-        target = free.shortest_close()
-        missing = target - len(free.written)
-        return int(self._padding(missing)[missing]) + self._closing(free, target)[0]
+        return self._target(cursor.free)[0]
 
-    def _closing(self, free: FreeString, length: int) -> tuple[int, int]:
+    def _target(self, free: FreeString) -> tuple[int, int]:
+        """The greedy completion of a free string: its token count and first token."""
+        if free.texts is None:
+            target = free.shortest_close()
+            return self._padded(free, target - len(free.written))
+        best: tuple[int, int] | None = None
+        n = len(free.written)
+        k = free.next_other(n)
+        while k is not None:  # the padded text must not be a banned named one
+            text = free.written + self._pad_text(k - n)
+            if not free.texts.named(text) or text in free.texts.feasible:
+                best = self._padded(free, k - n)
+                break
+            k = free.next_other(k + 1)
+        for named in free.texts.extending(free.written):
+            spelled = self._spell(named[n:])
+            if spelled is None:
+                continue
+            cost, close = self._closing(free, text=named)
+            option = (len(spelled) + cost, spelled[0] if spelled else close)
+            if best is None or option[0] < best[0]:
+                best = option
+        if best is None:
+            raise RuntimeError(f"string at {free.state.pending!r} has no feasible completion")
+        return best
+
+    def _padded(self, free: FreeString, missing: int) -> tuple[int, int]:
+        """Pad ``missing`` characters, then close: its token count and first token."""
+        cost, close = self._closing(free, text=free.written + self._pad_text(missing))
+        if missing > 0:
+            return int(self._padding(missing)[missing]) + cost, self._by_length()[
+                self._pad_step(missing)
+            ]
+        return cost, close
+
+    def _pad_text(self, missing: int) -> str:
+        """The characters the padding of ``missing`` characters writes."""
+        vocab = self.planner.tok.vocab
+        out: list[str] = []
+        while missing > 0:
+            step = self._pad_step(missing)
+            out.append(vocab[self._by_length()[step]].decode("utf-8"))
+            missing -= step
+        return "".join(out)
+
+    def _spell(self, rest: str) -> list[int] | None:
+        """Safe tokens that write ``rest``, longest first; None if the vocabulary cannot."""
+        by_text = self.planner.free_tables().by_text
+        out: list[int] = []
+        i = 0
+        while i < len(rest):
+            j = next((j for j in range(len(rest), i, -1) if rest[i:j] in by_text), None)
+            if j is None:
+                return None
+            out.append(by_text[rest[i:j]][0])
+            i = j
+        return out
+
+    def _closing(
+        self, free: FreeString, *, text: str | None = None, length: int | None = None
+    ) -> tuple[int, int]:
         """Least ``1 + G(after)`` over closing tokens with nothing before the quote, and one.
 
-        The string closes at ``length`` characters (padded to it first).
+        The string closes as ``text``, or at ``length`` characters (padded to it first).
         """
-        after = self.planner.writer.close_free(free, length)
+        after = self.planner.writer.close_free(free, text=text, length=length)
         key = (after, free.close_suffix)
         hit = self._close.get(key)
         if hit is not None:
@@ -353,14 +406,54 @@ class CompletionBound:
         self._close[key] = best
         return best
 
+    def _kept_allowed(self, cursor: FreeCursor, ids: TokenIds, budget: int) -> TokenIds:
+        """A tight budget in a string that later strings compare with (`StringTexts.keep`).
+
+        What comes after depends on the whole text (a later string may copy it), so no
+        count per token length holds: the tokens allowed are those counted one by one, the
+        one that starts the greedy completion and those toward a named text, plus the
+        closing tokens that fit (each among ``ids``, the tokens the masks allow).
+        """
+        free = cursor.free
+        assert free.texts is not None
+        tables = self.planner.free_tables()
+        n = len(free.written)
+        named = {
+            t[n:k] for t in free.texts.named_from(free.written) for k in range(n + 1, len(t) + 1)
+        }
+        tried = {*tables.ids_of(named).tolist(), self.cheapest(cursor)} & set(ids.tolist())
+        vocab = self.planner.tok.vocab
+        fits: list[int] = []
+        for tid in sorted(tried):
+            text = vocab[tid].decode("utf-8")
+            q = text.find('"')
+            if q < 0:
+                grown = FreeCursor(self.planner.writer.extend_free(free, text))
+                if 1 + self.greedy(grown) <= budget:
+                    fits.append(tid)
+        for tid, before, rest in zip(
+            tables.quote_ids.tolist(), tables.quote_before, tables.quote_after, strict=True
+        ):
+            text = free.written + before
+            if free.closes(text) and free.close_suffix.startswith(rest):
+                after = self.planner.writer.close_free(free, text=text)
+                if (
+                    1 + self.greedy(self.planner.resolve_state(after, rest, critical=False))
+                    <= budget
+                ):
+                    fits.append(tid)
+        return np.asarray(sorted(set(fits) & set(ids.tolist())), dtype=np.int64)
+
     def _free_allowed(self, cursor: FreeCursor, ids: TokenIds, budget: int) -> TokenIds:
         """Within a free string: text tokens that leave room to pad and close, closers that fit."""
         tables = self.planner.free_tables()
         free = cursor.free
         n = len(free.written)
+        if free.texts is not None and free.texts.keep:
+            return self._kept_allowed(cursor, ids, budget)
         if free.lengths is None:
             missing = max(0, free.min_length - n)
-            close = self._closing(free, max(n, free.min_length))[0]
+            close = self._closing(free, length=max(n, free.min_length))[0]
             pad = self._padding(missing)
             need = 1 + pad[np.clip(missing - tables.safe_chars, 0, missing)] + close
         else:  # where it may close next depends on the token's length: one count per length
@@ -369,21 +462,32 @@ class CompletionBound:
                 target = free.lengths.next_length(n + c)
                 if target is not None:
                     gap = target - n - c
-                    count = 1 + int(self._padding(gap)[gap]) + self._closing(free, target)[0]
+                    count = 1 + int(self._padding(gap)[gap]) + self._closing(free, length=target)[0]
                     need[tables.safe_chars == c] = count
+        if free.texts is not None:  # toward a named text: each such token counted alone
+            named = {
+                t[n:k]
+                for t in free.texts.named_from(free.written)
+                for k in range(n + 1, len(t) + 1)
+            }
+            toward = tables.ids_of(named)
+            for tid in toward[np.isin(toward, ids)].tolist():
+                text = self.planner.tok.vocab[tid].decode("utf-8")
+                grown = FreeCursor(self.planner.writer.extend_free(free, text))
+                need[np.searchsorted(tables.safe_ids, tid)] = 1 + self.greedy(grown)
         closers: list[int] = []
-        cost: dict[tuple[int, str], int] = {}
+        cost: dict[tuple[str, str], int] = {}
         for tid, before, rest in zip(
             tables.quote_ids.tolist(), tables.quote_before, tables.quote_after, strict=True
         ):
-            length = n + len(before)
-            if not free.closes_at(length) or not free.close_suffix.startswith(rest):
+            text = free.written + before
+            if not free.closes(text) or not free.close_suffix.startswith(rest):
                 continue
-            if (length, rest) not in cost:
-                after = self.planner.writer.close_free(free, length)
+            if (text, rest) not in cost:
+                after = self.planner.writer.close_free(free, text=text)
                 nxt = self.planner.resolve_state(after, rest, critical=False)
-                cost[length, rest] = 1 + self.greedy(nxt)
-            if cost[length, rest] <= budget:
+                cost[text, rest] = 1 + self.greedy(nxt)
+            if cost[text, rest] <= budget:
                 closers.append(tid)
         fits = np.concatenate([tables.safe_ids[need <= budget], np.asarray(closers, np.int64)])
         return ids[np.isin(ids, fits)]

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING
@@ -107,6 +108,7 @@ class FreeTables:
         quote_ids: tokens with a quote (they close the string).
         quote_before: text of each quote token before its quote.
         quote_after: text of each quote token after its quote.
+        by_text: the safe tokens of each text.
     """
 
     safe_ids: TokenIds
@@ -115,6 +117,12 @@ class FreeTables:
     quote_ids: TokenIds
     quote_before: tuple[str, ...]
     quote_after: tuple[str, ...]
+    by_text: Mapping[str, tuple[int, ...]]
+
+    def ids_of(self, texts: Iterable[str]) -> TokenIds:
+        """The safe tokens whose text is one of ``texts``."""
+        ids = [t for text in texts for t in self.by_text.get(text, ())]
+        return np.asarray(sorted(set(ids)), dtype=np.int64)
 
 
 @lru_cache(maxsize=8)
@@ -143,6 +151,9 @@ def _free_tables(tok: TokenizerInfo) -> FreeTables:
             q_ids.append(i)
             q_before.append(text[:q])
             q_after.append(text[q + 1 :])
+    by_text: dict[str, tuple[int, ...]] = {}
+    for tid, text in zip(safe_ids, safe_text, strict=True):
+        by_text[text] = (*by_text.get(text, ()), tid)
     return FreeTables(
         np.asarray(safe_ids, dtype=np.int64),
         np.asarray(safe_chars, dtype=np.int64),
@@ -150,6 +161,7 @@ def _free_tables(tok: TokenizerInfo) -> FreeTables:
         np.asarray(q_ids, dtype=np.int64),
         tuple(q_before),
         tuple(q_after),
+        by_text,
     )
 
 
@@ -420,22 +432,52 @@ class Planner:
         tables = self.free_tables()
         n = len(free.written)
         parts: list[TokenIds] = []
-        longest = free.longest
-        if longest is None:
-            parts.append(tables.safe_ids)
-        elif longest > n:
-            parts.append(tables.safe_ids[tables.safe_chars <= longest - n])
+        if free.texts is None:
+            longest = free.longest
+            if longest is None:
+                parts.append(tables.safe_ids)
+            elif longest > n:
+                parts.append(tables.safe_ids[tables.safe_chars <= longest - n])
+        else:
+            parts.extend(self._texts_allowed(free))
         closing = [
             tid
             for tid, before, after in zip(
                 tables.quote_ids.tolist(), tables.quote_before, tables.quote_after, strict=True
             )
-            if free.close_suffix.startswith(after) and free.closes_at(n + len(before))
+            if free.close_suffix.startswith(after) and free.closes(free.written + before)
         ]
         parts.append(np.asarray(closing, dtype=np.int64))
+        if free.texts is not None:  # the parts of `_texts_allowed` may overlap
+            return np.unique(np.concatenate(parts))
         # a token holds a quote or not: the parts are disjoint, and sorting them is enough
         # (np.unique's hashing took ~6 ms of the vocabulary per free-string step)
         return np.sort(np.concatenate(parts), kind="stable")
+
+    def _texts_allowed(self, free: FreeString) -> list[TokenIds]:
+        """Text tokens of a string whose value a relation reads, each with a completion.
+
+        From ``w`` (what is written plus the token) the string can still close: as a text
+        no relation names of a feasible length above ``len(w)`` (there are more such texts
+        than named ones); as ``w`` itself at the longest such length, unless ``w`` is named
+        and banned; or as a feasible named text that starts with ``w``.
+        """
+        tables = self.free_tables()
+        texts = free.texts
+        assert texts is not None
+        n = len(free.written)
+        parts: list[TokenIds] = []
+        top = free.longest_other
+        if top is None:
+            parts.append(tables.safe_ids)
+        elif top > n:
+            parts.append(tables.safe_ids[tables.safe_chars < top - n])
+            edge = tables.safe_ids[tables.safe_chars == top - n]
+            banned = tables.ids_of(t[n:] for t in texts.banned_at(free.written, top))
+            parts.append(edge[~np.isin(edge, banned)])
+        rests = {t[n:k] for t in texts.extending(free.written) for k in range(n + 1, len(t) + 1)}
+        parts.append(tables.ids_of(rests))
+        return parts
 
     def _free_advance(self, free: FreeString, token: int, *, critical: bool) -> Cursor:
         raw = self.tok.vocab[token]

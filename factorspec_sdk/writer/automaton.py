@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from factorspec_sdk.relations.layout import (
     INT_LIMIT,
+    OTHER_TEXT,
     GrammarLayout,
     LayoutNode,
     LeafLayout,
@@ -48,6 +49,7 @@ from factorspec_sdk.writer.floats import (
     shortest_text_length,
 )
 from factorspec_sdk.writer.lengths import StringLengths
+from factorspec_sdk.writer.texts import StringTexts
 
 if TYPE_CHECKING:
     from factorspec_sdk.graph import Assignment, CompiledSpec, Fact, Oracle, Value
@@ -78,6 +80,7 @@ class _ObjFrame:
     path: Path
     index: int
     node: ObjectLayout = field(compare=False, hash=False, repr=False)
+    entry: bool = False  # a dict's entry: ``"k": v``, no braces, no field keys
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,7 +133,7 @@ class Option:
 
 @dataclass(frozen=True, slots=True)
 class FreeString:
-    """A free JSON string leaf being written (no relation reads its value).
+    """A free JSON string leaf being written (no relation reads it, or none names its text).
 
     Attributes:
         state: the writer state inside the string.
@@ -139,7 +142,10 @@ class FreeString:
         max_length: most characters, or None.
         close_suffix: forced layout text after the closing quote.
         lengths: where a relation reads the string's ``len()``, the lengths it may close at
-            (asked of the oracle); None otherwise.
+            (asked of the oracle; with ``texts``, the lengths of texts no relation names);
+            None otherwise.
+        texts: where a relation reads the string's value, the texts it may close at; None
+            otherwise.
     """
 
     state: WriterState
@@ -148,26 +154,57 @@ class FreeString:
     max_length: int | None
     close_suffix: str
     lengths: StringLengths | None = None
+    texts: StringTexts | None = None
 
     def closes_at(self, n: int) -> bool:
-        """Whether the string may end after ``n`` characters."""
+        """Whether a text no relation names may end after ``n`` characters."""
         if n < self.min_length or (self.max_length is not None and n > self.max_length):
+            return False
+        if self.texts is not None and not self.texts.other:
             return False
         return self.lengths is None or self.lengths.closes(n)
 
+    def closes(self, text: str) -> bool:
+        """Whether the string may end as ``text`` (the whole string, not just the rest)."""
+        if self.texts is not None and self.texts.named(text):
+            return text in self.texts.feasible
+        return self.closes_at(len(text))
+
     @property
-    def longest(self) -> int | None:
-        """The most characters the string may reach, or None (no bound)."""
+    def longest_other(self) -> int | None:
+        """The most characters a text no relation names may reach (-1: none may be written)."""
+        if self.texts is not None and not self.texts.other:
+            return -1
         if self.lengths is not None:
             return self.lengths.longest
         return self.max_length
 
+    @property
+    def longest(self) -> int | None:
+        """The most characters the string may reach, or None (no bound)."""
+        top = self.longest_other
+        if self.texts is None or top is None:
+            return top
+        return max([top, *(len(t) for t in self.texts.extending(self.written))])
+
+    def next_other(self, n: int) -> int | None:
+        """The least length ``>= n`` a text no relation names may close at."""
+        if self.texts is not None and not self.texts.other:
+            return None
+        if self.lengths is not None:
+            return self.lengths.next_length(n)
+        k = max(n, self.min_length)
+        return k if self.max_length is None or k <= self.max_length else None
+
     def shortest_close(self) -> int:
         """The fewest characters the string can close at from here (at least ``written``)."""
         n = len(self.written)
-        if self.lengths is None:
-            return max(n, self.min_length)
-        k = self.lengths.next_length(n)
+        k = self.next_other(n)
+        if self.texts is not None:
+            if k == n and self.texts.named(self.written):  # it closes as itself or grows
+                k = self.next_other(n + 1)
+            named = [len(t) for t in self.texts.extending(self.written)]
+            k = min([*named, *([] if k is None else [k])], default=None)
         if k is None:
             raise RuntimeError(f"string at {self.state.pending!r} has no feasible length")
         return k
@@ -222,11 +259,20 @@ class _UnionDecision:
 
 
 @dataclass(frozen=True, slots=True)
+class _NullDecision:
+    """A nullable object or list whose null-ness a relation reads, not decided yet."""
+
+    path: Path
+    null_var: str
+    state: WriterState
+
+
+@dataclass(frozen=True, slots=True)
 class _Done:
     state: WriterState
 
 
-_Event = _Text | _Leaf | _Grammar | _ListDecision | _UnionDecision | _Done
+_Event = _Text | _Leaf | _Grammar | _ListDecision | _UnionDecision | _NullDecision | _Done
 Choice = list[Option] | FreeString | GrammarValue
 """What a choice point offers: whole options, a free string, or a grammar value."""
 
@@ -255,14 +301,22 @@ class Writer:
         p = s.pending
         if p is not None:
             node = p.node
+            if isinstance(node, ObjectLayout | ListLayout) and node.nullable:
+                nv = self.spec.null_variable(p.path)
+                if nv is not None and not (s.assignment and s.assignment[-1][0] == nv):
+                    return _NullDecision(p.path, nv, s)
             if isinstance(node, ObjectLayout):
                 if not node.fields:
                     return _Text("{}", _replace(s, pending=None))
-                frame = _ObjFrame(p.path, 0, node)
-                return _Text("{", _replace(s, stack=(*s.stack, frame), pending=None))
+                top = s.stack[-1] if s.stack else None
+                entry = isinstance(top, _ListFrame) and top.node.mapping
+                frame = _ObjFrame(p.path, 0, node, entry)
+                opened = _replace(s, stack=(*s.stack, frame), pending=None)
+                return _Text("" if entry else "{", opened)
             if isinstance(node, ListLayout):
                 frame2 = _ListFrame(p.path, 0, node)
-                return _Text("[", _replace(s, stack=(*s.stack, frame2), pending=None))
+                opening = "{" if node.mapping else "["
+                return _Text(opening, _replace(s, stack=(*s.stack, frame2), pending=None))
             if isinstance(node, GrammarLayout):
                 return _Grammar(p.path, node, s)
             if isinstance(node, UnionLayout):
@@ -288,9 +342,12 @@ class Writer:
             fields = top.node.fields
             if top.index < len(fields):
                 f = fields[top.index]
-                sep = ", " if top.index else ""
-                text = f"{sep}{value_text(f.key)}: "
-                frame = _ObjFrame(top.path, top.index + 1, top.node)
+                if top.entry:  # the key's value, then ": " and the value
+                    text = ": " if top.index else ""
+                else:
+                    sep = ", " if top.index else ""
+                    text = f"{sep}{value_text(f.key)}: "
+                frame = _ObjFrame(top.path, top.index + 1, top.node, top.entry)
                 return _Text(
                     text,
                     _replace(
@@ -299,7 +356,7 @@ class Writer:
                         pending=_Pending((*top.path, f.name), f.node),
                     ),
                 )
-            return _Text("}", _replace(s, stack=s.stack[:-1]))
+            return _Text("" if top.entry else "}", _replace(s, stack=s.stack[:-1]))
         return _ListDecision(top, s)
 
     def grammar_next(self, s: WriterState) -> bool:
@@ -342,13 +399,16 @@ class Writer:
             elif not (s.partial and is_canonical_int(s.partial)):
                 total += 1  # an int needs at least one more digit
         for frame in reversed(s.stack):
-            if isinstance(frame, _ObjFrame):
+            if isinstance(frame, _ObjFrame) and frame.entry:
+                for k, f in enumerate(frame.node.fields[frame.index :], start=frame.index):
+                    total += (2 if k else 0) + _shortest(f.node)
+            elif isinstance(frame, _ObjFrame):
                 for k, f in enumerate(frame.node.fields[frame.index :], start=frame.index):
                     total += (2 if k else 0) + len(value_text(f.key)) + 2 + _shortest(f.node)
                 total += 1
             else:
                 missing = max(0, frame.node.min_length - frame.index)
-                total += missing * (2 + _shortest(frame.node.item)) + 1
+                total += missing * (2 + _item_shortest(frame.node)) + 1
         return total
 
     def longest_bytes(self) -> int:
@@ -506,18 +566,29 @@ class Writer:
 
     # ------------------------------------------------------------------ leaves
 
-    def _raw_options(self, ev: _Leaf | _Grammar | _ListDecision | _UnionDecision) -> Choice:
+    def _raw_options(
+        self, ev: _Leaf | _Grammar | _ListDecision | _UnionDecision | _NullDecision
+    ) -> Choice:
         if isinstance(ev, _ListDecision):
             return self._list_options(ev)
         if isinstance(ev, _UnionDecision):
             return self._union_options(ev)
+        if isinstance(ev, _NullDecision):  # null, or the object's or list's opening
+            options, present = self._decide_null(ev.state, ev.path, ev.null_var)
+            if present is not None:
+                opening = self._event(present)
+                assert isinstance(opening, _Text)
+                options.append(Option(opening.text, opening.state))
+            return options
         if isinstance(ev, _Grammar):
             return GrammarValue(ev.path, ev.node, self._after_leaf(ev.state, None))
         return self._leaf_options(ev)
 
     def _after_leaf(self, s: WriterState, fact: Fact | None) -> WriterState:
-        assignment = s.assignment if fact is None else (*s.assignment, fact)
-        return WriterState(assignment, s.stack, None, None)
+        return self._after_facts(s, () if fact is None else (fact,))
+
+    def _after_facts(self, s: WriterState, facts: tuple[Fact, ...]) -> WriterState:
+        return WriterState((*s.assignment, *facts), s.stack, None, None)
 
     def _decide_null(
         self, s: WriterState, path: Path, nv: str
@@ -556,7 +627,18 @@ class Writer:
                     options.extend(inner)
                 return options
         var = self.spec.variable_for(path)
-        if node.kind == "str" and var is None:
+        texts = None
+        if node.kind == "str" and var is not None and self.spec.record(var).free_str:
+            texts = self._string_texts(s, var, path)
+            if not texts.other:  # only named texts: whole values
+                options = [
+                    Option(value_text(t), self._after_facts(s, texts.facts(t)))
+                    for t in sorted(texts.feasible)
+                ]
+                if node.nullable and self.spec.null_variable(path) is None:
+                    options.append(Option("null", self._after_leaf(s, None)))
+                return options
+        if node.kind == "str" and (var is None or texts is not None):
             if s.partial is None:  # open the string (or write null when the schema allows)
                 opened = [Option('"', _replace(s, partial=""))]
                 if node.nullable and self.spec.null_variable(path) is None:
@@ -569,8 +651,11 @@ class Writer:
             if lvar is not None:
                 rec = self.spec.record(lvar)  # its bounds: min_length, max_length or default
                 assert rec.ge is not None and rec.le is not None  # the compiler sets both
-                lengths = StringLengths(self.oracle, s.assignment, lvar, rec.ge, rec.le)
-            return FreeString(s, s.partial, node.min_length, node.max_length, suffix, lengths)
+                given = s.assignment if texts is None else (*s.assignment, *texts.facts(None))
+                lengths = StringLengths(self.oracle, given, lvar, rec.ge, rec.le)
+            return FreeString(
+                s, s.partial, node.min_length, node.max_length, suffix, lengths, texts
+            )
         if node.kind == "date":
             return self._date_options(s, node, path, var)
         if node.kind == "float":
@@ -595,6 +680,40 @@ class Writer:
         if node.nullable and self.spec.null_variable(path) is None:
             options.append(Option("null", self._after_leaf(s, None)))
         return options
+
+    def _string_texts(self, s: WriterState, var: str, path: Path) -> StringTexts:
+        """What a free string whose value a relation reads may close at (see `StringTexts`).
+
+        Every named text is asked: the intern table is finite, and ``limit`` covers it. A
+        text of a linked string written before is asked on its own, with its ``same`` true.
+        """
+        written = dict(s.assignment)
+        links = self.spec.same_variables(path)
+        linked = tuple(
+            (v, text)
+            for v, other in links
+            if isinstance(text := written.get(self.spec.variable_for(other) or ""), str)
+        )
+        base = (*s.assignment, *((v, False) for v, _ in linked))
+        named = self.spec.strings.strings[1:]
+        values = self.oracle.feasible_values(base, var, limit=len(named) + 1)
+        assert values is not None  # at most one value per code
+        texts = {t for _, t in linked}
+        feasible = {v for v in values if isinstance(v, str) and v not in texts}
+        feasible.discard(OTHER_TEXT)
+        probe = StringTexts(var, frozenset(), frozenset(texts), False, linked, bool(links))
+        for t in texts:
+            if self.oracle.feasible((*s.assignment, *probe.facts(t))):
+                feasible.add(t)
+        every = frozenset(named) | texts
+        return StringTexts(
+            var,
+            frozenset(feasible),
+            every - feasible,
+            OTHER_TEXT in values,
+            linked,
+            bool(links),
+        )
 
     def _schema_values(self, node: LeafLayout) -> list[Value] | None:
         if node.kind == "bool":
@@ -792,7 +911,7 @@ class Writer:
         if can_close:
             fact = None if var is None else (var, i)
             closed = popped if fact is None else _replace(popped, assignment=(*s.assignment, fact))
-            options.append(Option("]", closed))
+            options.append(Option("}" if node.mapping else "]", closed))
         if can_continue:
             frame2 = _ListFrame(path, i + 1, node)
             assignment = s.assignment
@@ -848,26 +967,32 @@ class Writer:
 
     def extend_free(self, free: FreeString, text: str) -> FreeString:
         """The free string after appending ``text`` (which holds no quote or backslash)."""
-        s = _replace(free.state, partial=free.written + text)
-        return FreeString(
-            s,
-            free.written + text,
-            free.min_length,
-            free.max_length,
-            free.close_suffix,
-            free.lengths,
+        written = free.written + text
+        return dataclasses.replace(
+            free, state=_replace(free.state, partial=written), written=written
         )
 
-    def close_free(self, free: FreeString, length: int | None = None) -> WriterState:
+    def close_free(
+        self, free: FreeString, *, text: str | None = None, length: int | None = None
+    ) -> WriterState:
         """The state right after the closing quote of a free string.
 
-        ``length``: the string's length in characters when it closes (default: what is
-        written); a string whose ``len()`` a relation reads records it as a fact.
+        The string closes as ``text`` (default: what is written), or, where ``length`` is
+        given instead, padded to that many characters with a text no relation names (how
+        the token budget completes it). A string whose ``len()`` a relation reads records
+        its length as a fact; one whose value a relation reads, its text (`OTHER_TEXT` for
+        a text no relation names, so that such states share the oracle's cache).
         """
-        fact: Fact | None = None
+        if text is None and length is None:
+            text = free.written
+        n = len(text) if text is not None else length
+        assert n is not None
+        facts: list[Fact] = []
+        if free.texts is not None:
+            facts.extend(free.texts.facts(text))
         if free.lengths is not None:
-            fact = (free.lengths.var, len(free.written) if length is None else length)
-        return self._after_leaf(free.state, fact)
+            facts.append((free.lengths.var, n))
+        return self._after_facts(free.state, tuple(facts))
 
 
 @lru_cache(maxsize=256)
@@ -898,7 +1023,7 @@ def _shortest(node: LayoutNode) -> int:
         n += 2 * max(0, len(node.fields) - 1)
     elif isinstance(node, ListLayout):
         m = node.min_length
-        n = 2 + m * _shortest(node.item) + 2 * max(0, m - 1)
+        n = 2 + m * _item_shortest(node) + 2 * max(0, m - 1)
     elif isinstance(node, UnionLayout):
         n = min(_shortest(b) for b in node.branches)
     elif node.kind == "bool":
@@ -916,6 +1041,15 @@ def _shortest(node: LayoutNode) -> int:
     else:
         n = 1
     return min(n, 4) if node.nullable else n
+
+
+def _item_shortest(node: ListLayout) -> int:
+    """Characters of a list's shortest item: a dict's entry is ``"k": v``, no braces."""
+    item = node.item
+    if node.mapping and isinstance(item, ObjectLayout):
+        key, value = item.fields
+        return _shortest(key.node) + 2 + _shortest(value.node)
+    return _shortest(item)
 
 
 def _utf8(text: str) -> int:

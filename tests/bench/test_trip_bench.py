@@ -326,6 +326,7 @@ def test_cli(tmp_path: Path) -> None:
     assert "embedded" in bad.output and "scripted" in bad.output
     assert runner.invoke(bench_app, ["trip", "--methods", "beam"]).exit_code == 2
     assert runner.invoke(bench_app, ["trip", "--cities", "1-20"]).exit_code == 2
+    assert runner.invoke(bench_app, ["trip", "--itinerary", "weeks"]).exit_code == 2
     ok = runner.invoke(
         bench_app,
         [
@@ -442,3 +443,27 @@ def test_a_stopped_run_resumes_where_it_stopped(tmp_path: Path) -> None:
         run_trip_bench(3, (3, 3), "free,factorspec", engine, tmp_path, 0, resume=True)
     with pytest.raises(ValueError, match="nothing to resume"):
         run_trip_bench(3, (3, 3), "free", engine, tmp_path / "empty", 0, resume=True, **kwargs)
+
+
+def test_the_dated_itinerary_runs_every_method() -> None:
+    """``dated=True``: the same problems with calendar dates, scored as dated records."""
+    from factorspec_sdk.domains.trip_dates import BENCH_START, dated_problem, dated_record
+
+    problems = generate_bench_problems(1, (3, 3), 0)
+    dated = dated_problem(problems[0], BENCH_START)
+    schema = itinerary_schema(dated)
+    stay = schema["properties"]["stays"]["items"]["properties"]
+    assert stay["first_date"] == {"type": "string", "format": "date"}
+    golden = json.dumps(dated_record(dated, list(problems[0].golden)))
+    engine = ScriptedEngine.from_script(tiny_tokenizer(), golden)
+    methods = "free,syntax,factorspec"
+    report = run_trip_bench(
+        1, (3, 3), methods, engine, None, 0, max_tokens=500, progress=False, dated=True
+    )
+    assert report.config["itinerary"] == "dates"
+    by = {r.method: r for r in report.records}
+    for method in methods.split(","):
+        assert by[method].valid and by[method].exact_match and not by[method].error, method
+    assert '"first_date": "2026-12-28"' in by["factorspec"].text
+    fs, syn = by["factorspec"], by["syntax"]
+    assert fs.tokens / fs.forwards > 5 * syn.tokens / syn.forwards

@@ -123,7 +123,10 @@ def test_context_errors() -> None:
     assert "has no attribute" in str(err.value)
 
 
-def test_free_string_without_domain_is_an_error() -> None:
+def test_a_free_string_read_by_value_needs_no_finite_domain() -> None:
+    """``name != "x"`` leaves every other text: the code `OTHER_CODE` is feasible."""
+    from factorspec_sdk.relations.compiler import OTHER_TEXT
+
     class M(BaseModel):
         name: str
         other: str
@@ -132,10 +135,10 @@ def test_free_string_without_domain_is_an_error() -> None:
         def differ(self) -> bool:
             return self.name != "x"
 
-    with pytest.raises(SpecError) as err:
-        compile_spec(M)
-    assert "no finite domain" in str(err.value)
-    assert "differ" in str(err.value)
+    oracle = compile_spec(M).new_oracle()
+    assert oracle.feasible_values((), "name") == sorted([OTHER_TEXT])
+    assert not oracle.feasible((("name", "x"),))
+    assert oracle.feasible((("name", "y"),))
 
 
 def test_independent_components_and_unconstrained_leaves() -> None:

@@ -79,6 +79,8 @@ def _random_facts(spec: CompiledSpec, rng: random.Random) -> list[tuple[str, obj
             facts.append((name, AtLeast(n) if rng.random() < 0.5 else n))
         elif v.domain is not None:
             facts.append((name, rng.choice(v.domain)))
+        elif v.kind == "str":  # a free str: a named text or any other
+            facts.append((name, rng.choice([*spec.strings.strings[1:], "some other text"])))
         else:
             lo, hi = max(v.ge or 0, -50), min(v.le or 50, 50)
             facts.append((name, rng.randint(min(lo, hi), hi)))

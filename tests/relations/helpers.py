@@ -36,6 +36,10 @@ def construct(node: LayoutNode, data: Any) -> Any:
     if isinstance(node, ObjectLayout):
         kwargs = {f.name: construct(f.node, data[f.name]) for f in node.fields}
         return node.model.model_construct(**kwargs)
+    if isinstance(node, ListLayout) and node.mapping:  # a dict: its entries' keys, values
+        assert isinstance(node.item, ObjectLayout)
+        key, value = (f.node for f in node.item.fields)
+        return {construct(key, k): construct(value, v) for k, v in data.items()}
     if isinstance(node, ListLayout):
         return [construct(node.item, x) for x in data]
     if isinstance(node, UnionLayout):  # a branch's instance, as given
@@ -56,10 +60,16 @@ def value_at(instance: Any, path: tuple[str | int, ...]) -> tuple[bool, Any]:
         if isinstance(part, int):
             if part >= len(cur):
                 return False, None
-            cur = cur[part]
+            if isinstance(cur, dict):  # a dict's entry: its key and value by name
+                key = list(cur)[part]
+                cur = {"key": key, "value": cur[key]}
+            else:
+                cur = cur[part]
         elif is_branch_part(part):  # a union's branch: there when the instance is of it
             if branch_part(type(cur)) != part:
                 return False, None
+        elif isinstance(cur, dict):
+            cur = cur[part]
         else:
             cur = getattr(cur, part)
     return True, cur
@@ -100,7 +110,12 @@ def _decide(comp: RelationCompiler, formula: z3.BoolRef, instance: Any, info: Re
         ok, v = value_at(instance, rec.path)
         if not ok or v is None:
             continue
-        if rec.name.startswith("branch("):  # a union's branch variable: the branch's index
+        if rec.kind == "same":  # whether two free str leaves hold the same text
+            assert rec.other is not None
+            ok, w = value_at(instance, rec.other)
+            if ok and w is not None:
+                pairs.append((rec.term, z3.BoolVal(v == w)))
+        elif rec.name.startswith("branch("):  # a union's branch variable: the branch's index
             union = comp.node_at(rec.path)
             assert isinstance(union, UnionLayout)
             index = [branch_part(b.model) for b in union.branches].index(branch_part(type(v)))

@@ -388,3 +388,169 @@ def test_every_length_relation_is_exercised_both_ways() -> None:
         }
         assert_agree(Texts, None, data, seen)
     assert all(v == {True, False} for v in seen.values()), seen
+
+
+class Names(BaseModel):
+    """Free strings compared by value: with constants, constant sets and each other."""
+
+    first: str
+    last: str
+    nick: str | None = None
+    team: list[str] = Field(max_length=3)
+    mode: Literal["on", "off"]
+
+    @relation
+    def differ(self) -> bool:
+        return self.first != self.last
+
+    @relation
+    def named(self) -> bool:
+        return self.first in ("ann", "bo") or self.last == "x"
+
+    @relation
+    def nick_rule(self) -> bool:
+        return self.nick is None or self.nick == self.first or self.nick != self.last
+
+    @relation
+    def team_distinct(self) -> bool:
+        return distinct(self.team)
+
+    @relation
+    def first_in_team(self) -> bool:
+        return self.first in self.team
+
+    @relation
+    def literal_vs_free(self) -> bool:
+        return self.mode == self.first or self.last != "on"
+
+    @relation
+    def nobody_is_last(self) -> bool:
+        return all(t != self.last for t in self.team)
+
+
+name_st = st.sampled_from(["", "ann", "bo", "x", "on", "off", "a", "é😀"]) | st.text(
+    "ab", max_size=3
+)
+names_st = st.fixed_dictionaries(
+    {
+        "first": name_st,
+        "last": name_st,
+        "nick": st.none() | name_st,
+        "team": st.lists(name_st, max_size=3),
+        "mode": st.sampled_from(["on", "off"]),
+    }
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(names_st)
+def test_string_comparisons_agree_with_python(data: dict[str, Any]) -> None:
+    assert_agree(Names, None, data)
+
+
+def test_every_string_comparison_is_exercised_both_ways() -> None:
+    import random
+
+    rnd = random.Random(2)
+    pool = ["", "ann", "bo", "x", "on", "off", "a", "b", "ab"]
+    seen: dict[str, set[bool]] = {}
+    for _ in range(400):
+        data = {
+            "first": rnd.choice(pool),
+            "last": rnd.choice(pool),
+            "nick": rnd.choice([None, *pool]),
+            "team": rnd.sample(pool, rnd.randint(0, 3)) + rnd.sample(pool, rnd.randint(0, 1)),
+            "mode": rnd.choice(["on", "off"]),
+        }
+        data["team"] = data["team"][:3]
+        assert_agree(Names, None, data, seen)
+    assert all(v == {True, False} for v in seen.values()), seen
+
+
+class Ledger(BaseModel):
+    """Dict fields: free-str keys, Literal keys; lookups, membership, iteration in order."""
+
+    percent: dict[str, int] = Field(max_length=3)
+    hours: dict[Literal["mon", "tue", "wed"], int]
+    day: Literal["mon", "tue", "wed"]
+    n: int = Field(ge=0, le=4)
+
+    @relation
+    def total(self) -> bool:
+        return sum(self.percent.values()) == 100
+
+    @relation
+    def sized(self) -> bool:
+        return len(self.percent) == self.n or not self.hours
+
+    @relation
+    def lookup(self) -> bool:
+        return self.hours["mon"] > 2
+
+    @relation
+    def lookup_by_field(self) -> bool:
+        return self.hours[self.day] == self.n
+
+    @relation
+    def get_default(self) -> bool:
+        return self.hours.get("tue", 5) == 5
+
+    @relation
+    def has_key(self) -> bool:
+        return "x" in self.percent or "wed" not in self.hours
+
+    @relation
+    def items_loop(self) -> bool:
+        return all(k != "bad" or v < 0 for k, v in self.percent.items())
+
+    @relation
+    def keys_and_iteration(self) -> bool:
+        return any(k == "mon" for k in self.hours) and "tue" in self.hours.keys()
+
+    @relation
+    def first_key(self) -> bool:
+        return list(self.percent)[0] == "a"  # noqa: RUF015 - the indexing is tested
+
+    @relation
+    def values_in_order(self) -> bool:
+        return all(a <= b for a, b in zip(self.hours.values(), list(self.hours.values())[1:]))
+
+
+ledger_st = st.fixed_dictionaries(
+    {
+        "percent": st.dictionaries(
+            st.sampled_from(["a", "b", "x", "bad", "ab"]), st.integers(-3, 100), max_size=3
+        ),
+        "hours": st.permutations(["mon", "tue", "wed"]).flatmap(
+            lambda keys: st.integers(0, 3).flatmap(
+                lambda k: st.fixed_dictionaries({d: st.integers(0, 5) for d in keys[:k]})
+            )
+        ),
+        "day": st.sampled_from(["mon", "tue", "wed"]),
+        "n": st.integers(0, 4),
+    }
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(ledger_st)
+def test_dict_relations_agree_with_python(data: dict[str, Any]) -> None:
+    assert_agree(Ledger, None, data)
+
+
+def test_every_dict_relation_is_exercised_both_ways() -> None:
+    import random
+
+    rnd = random.Random(3)
+    seen: dict[str, set[bool]] = {}
+    for _ in range(400):
+        keys = rnd.sample(["a", "b", "x", "bad", "ab"], rnd.randint(0, 3))
+        days = rnd.sample(["mon", "tue", "wed"], rnd.randint(0, 3))
+        data = {
+            "percent": {k: rnd.choice([-1, 0, 30, 40, 60, 100]) for k in keys},
+            "hours": {d: rnd.randint(0, 5) for d in days},
+            "day": rnd.choice(["mon", "tue", "wed"]),
+            "n": rnd.randint(0, 4),
+        }
+        assert_agree(Ledger, None, data, seen)
+    assert all(v == {True, False} for v in seen.values()), seen

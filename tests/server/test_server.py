@@ -358,3 +358,42 @@ def test_datetimes_and_unions_travel_to_the_server_as_ir(url: str) -> None:
             slot = got.value
             assert 9 <= slot.start.hour < 12 and slot.alarm < slot.start.time()
             assert slot.what.kind == "visit" or slot.start.minute == 0
+
+
+def test_dicts_and_compared_strings_travel_to_the_server_as_ir(url: str) -> None:
+    """A dict (free keys, kept distinct) and free strings compared with each other: the
+    server writes the same records as the local client (the IR carries the entries, the
+    same() variables and their ties)."""
+    from pydantic import BaseModel, Field
+
+    from factorspec_sdk import relation
+
+    class Team(BaseModel):
+        lead: str = Field(max_length=6)
+        deputy: str = Field(max_length=6)
+        shares: dict[str, int] = Field(min_length=2, max_length=3)
+
+        @relation
+        def two_people(self) -> bool:
+            return self.lead != self.deputy and self.lead not in ("", "admin")
+
+        @relation
+        def shares_add_up(self) -> bool:
+            return sum(self.shares.values()) == 10 and all(v > 0 for v in self.shares.values())
+
+        @relation
+        def lead_has_a_share(self) -> bool:
+            return self.lead in self.shares
+
+    ir = to_ir(Team)
+    assert any(v.get("other") for v in ir["variables"])
+    local = Client(scripted_engine())
+    with Client(backend=RemoteBackend(url)) as remote:
+        for seed in range(3):
+            kw: dict[str, object] = {"temperature": 1.0, "seed": seed, "max_tokens": 200}
+            got = remote.generate(Team, "a team", return_result=True, **kw)  # type: ignore[arg-type]
+            want = local.generate(Team, "a team", return_result=True, **kw)  # type: ignore[arg-type]
+            assert got.text == want.text
+            team = got.value
+            assert team.lead != team.deputy and team.lead in team.shares
+            assert sum(team.shares.values()) == 10

@@ -7,8 +7,8 @@ from pydantic import BaseModel, Field
 
 from factorspec_sdk import relation
 from factorspec_sdk.graph import compile_spec
-from factorspec_sdk.writer.automaton import FreeString, Option, Writer, WriterState
-from tests.helpers import TRIP_CONTEXT, Pick, Trip
+from factorspec_sdk.writer.automaton import Option, Writer
+from tests.helpers import TRIP_CONTEXT, Pick, Trip, enumerate_texts
 
 
 class Color(Enum):
@@ -31,31 +31,6 @@ class Shape(BaseModel):
 
 class Num(BaseModel):
     note: int | None = Field(default=None, ge=-5, le=500)
-
-
-def enumerate_texts(writer: Writer, limit: int = 10_000) -> list[str]:
-    """Every complete text the writer can produce (depth-first over options)."""
-    out: list[str] = []
-
-    def walk(state: WriterState, text: str) -> None:
-        forced, at = writer.forced(state)
-        text += forced
-        if at.done:
-            out.append(text)
-            return
-        choice = writer.choices(at)
-        assert not isinstance(choice, FreeString)
-        texts = [o.text for o in choice]
-        assert all(texts), "options are never empty"
-        for a in texts:
-            for b in texts:
-                assert a == b or not b.startswith(a), "options are prefix-free"
-        for o in choice:
-            assert len(out) < limit
-            walk(o.state, text + o.text)
-
-    walk(writer.start(), "")
-    return out
 
 
 def test_schema_only_texts_are_canonical_and_complete() -> None:
@@ -142,3 +117,43 @@ def test_list_items_that_begin_one_another_are_joined_to_what_follows() -> None:
     texts = {o.text for o in first}
     assert {"1, ", "1]}", "10", "12", "2"} <= texts  # only "1" begins another value
     assert "1" not in texts
+
+
+class Notes(BaseModel):
+    """An Optional list and an Optional model whose null-ness relations read."""
+
+    class Point(BaseModel):
+        x: int = Field(ge=0, le=2)
+
+    xs: list[Annotated[int, Field(ge=0, le=1)]] | None = Field(default=None, max_length=3)
+    k: int = Field(ge=0, le=2)
+    at: Point | None = None
+
+    @relation
+    def rules(self) -> bool:
+        return (
+            (self.xs is None or len(self.xs) == self.k + 1)
+            and (self.at is None or self.at.x == self.k)
+            and (self.xs is None) != (self.at is None)
+        )
+
+
+def test_optional_lists_and_models_are_null_exactly_where_relations_allow() -> None:
+    """The writer decides the null-ness a relation reads before it opens the list or object."""
+    import itertools
+    import json
+
+    expect = set()
+    for k in range(3):
+        for xs in [
+            None,
+            *([list(v) for n in range(4) for v in itertools.product([0, 1], repeat=n)]),
+        ]:
+            for at in [None, {"x": 0}, {"x": 1}, {"x": 2}]:
+                data = {"xs": xs, "k": k, "at": at}
+                try:
+                    Notes.model_validate(data)
+                except ValueError:
+                    continue
+                expect.add(json.dumps(data))
+    assert set(enumerate_texts(Writer(compile_spec(Notes)))) == expect

@@ -23,10 +23,13 @@ from factorspec_sdk.bench.trip.report import write_outputs
 from factorspec_sdk.bench.trip.results import BenchReport, RecordResult, resumed_report
 from factorspec_sdk.bench.trip.tasks import Setup, Task, make_tasks
 from factorspec_sdk.domains.trip import Itinerary, TripProblem, generate_problem
+from factorspec_sdk.domains.trip_dates import BENCH_START, DatedItinerary, dated_problem
 from factorspec_sdk.engines.completion import CompletionEngine
 from factorspec_sdk.engines.protocol import Engine
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from factorspec_sdk.bench.baselines import DecodeRun
 
 __all__ = ["generate_bench_problems", "run_trip_bench"]
@@ -84,6 +87,7 @@ def run_trip_bench(
     shard: tuple[int, int] | None = None,
     batch: int = 1,
     resume: bool = False,
+    dated: bool = False,
 ) -> BenchReport:
     """Run every method on the same ``n`` trip problems and write the results.
 
@@ -113,6 +117,8 @@ def run_trip_bench(
             crashed): its records are kept and only problems without records are decoded.
             The configuration must be the same. Batches are timed on their own, so a pause
             between them changes no record's time.
+        dated: the same problems with calendar dates (`DatedItinerary`, day 1 on
+            `BENCH_START`): every method writes dates, the baselines' schema has date strings.
 
     Returns:
         The `BenchReport` (records, summaries via ``.summaries``, written files).
@@ -126,7 +132,11 @@ def run_trip_bench(
         raise ValueError(f"shard {shard[0]}/{shard[1]}: need 0 <= K < M")
     eng = make_engine(engine) if isinstance(engine, str) else engine
     problems = generate_bench_problems(n, cities, seed, unique)
-    setup = Setup(eng, Itinerary, max_tokens, max_retries)
+    model: type[BaseModel] = Itinerary
+    if dated:
+        problems = [dated_problem(p, BENCH_START) for p in problems]
+        model = DatedItinerary
+    setup = Setup(eng, model, max_tokens, max_retries)
     setup.clients = {
         "factorspec-certain": Client(eng, max_guesses=0),
         "factorspec": Client(eng),
@@ -140,6 +150,7 @@ def run_trip_bench(
         "dtype": str(getattr(eng, "dtype", "")),
         "seed": seed,
         "unique": unique,
+        "itinerary": "dates" if dated else "days",
         "max_tokens": max_tokens,
         "max_retries": max_retries,
         "machine": _machine(),
@@ -164,7 +175,7 @@ def run_trip_bench(
         for i, problem in enumerate(problems)
         if not ((shard is not None and i % shard[1] != shard[0]) or i in done)
     ]
-    tasks = make_tasks(setup.clients["factorspec"], Itinerary, todo)
+    tasks = make_tasks(setup.clients["factorspec"], model, todo)
     if tasks and isinstance(eng, CompletionEngine):
         completion_baselines.prepare(setup, chosen, tasks[0].prompt_ids)
     elif tasks and isinstance(eng, Engine):

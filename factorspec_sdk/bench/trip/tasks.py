@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from factorspec_sdk.domains.trip import TripProblem, prompt_for
+from factorspec_sdk.domains.trip_dates import DatedTripProblem, dated_prompt_for
 from factorspec_sdk.engines.completion import CompletionEngine
 from factorspec_sdk.engines.protocol import ChatMessage, Engine
 
@@ -37,11 +38,17 @@ def itinerary_schema(problem: TripProblem) -> dict[str, Any]:
     Cities are an enum of the trip's cities, every day is bounded to ``1..total_days``, and
     both lists have exact lengths (``minItems == maxItems``): one stay per city, one flight
     fewer. Everything the schema language cannot say (the day chain, the stay lengths, which
-    flights exist, no repeated city) is left to the model.
+    flights exist, no repeated city) is left to the model. For a dated problem the days are
+    dates (``first_date``, ``last_date``, ``date``): strings of ``format: date``, as
+    Pydantic's schema of a ``datetime.date`` says (JSON Schema has no date bounds).
     """
     cities = list(problem.cities)
     n = len(cities)
-    day = {"type": "integer", "minimum": 1, "maximum": problem.total_days}
+    day: dict[str, Any] = {"type": "integer", "minimum": 1, "maximum": problem.total_days}
+    names = ("first_day", "last_day", "day")
+    if isinstance(problem, DatedTripProblem):
+        day = {"type": "string", "format": "date"}
+        names = ("first_date", "last_date", "date")
     city = {"type": "string", "enum": cities}
 
     def obj(props: dict[str, Any]) -> dict[str, Any]:
@@ -52,8 +59,8 @@ def itinerary_schema(problem: TripProblem) -> dict[str, Any]:
             "additionalProperties": False,
         }
 
-    stay = obj({"city": city, "first_day": day, "last_day": day})
-    flight = obj({"day": day, "origin": city, "destination": city})
+    stay = obj({"city": city, names[0]: day, names[1]: day})
+    flight = obj({names[2]: day, "origin": city, "destination": city})
     return obj(
         {
             "stays": {"type": "array", "items": stay, "minItems": n, "maxItems": n},
@@ -115,7 +122,10 @@ def make_tasks(
     layout = build_layout(model)
     tasks: list[Task] = []
     for i, problem in problems:
-        prompt = prompt_for(problem)
+        if isinstance(problem, DatedTripProblem):
+            prompt = dated_prompt_for(problem)
+        else:
+            prompt = prompt_for(problem)
         messages = chat_messages(prompt, layout=layout)
         ids = client.prompt_ids(prompt, layout=layout)
         tasks.append(Task(i, problem, prompt, messages, ids))

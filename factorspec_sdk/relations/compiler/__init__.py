@@ -61,11 +61,13 @@ line at each dispatch point that asks "is this value of the kind?": `fields.leaf
 numbers (``sum``/``min``/``max``/``abs`` in `builtin_calls`).
 """
 
-from factorspec_sdk.relations.compiler.codes import length_links
+from factorspec_sdk.relations.compiler.builtin_calls import dict_key_factors
+from factorspec_sdk.relations.compiler.codes import decided_by_codes, length_links, text_links
 from factorspec_sdk.relations.compiler.core import RelationCompiler
 from factorspec_sdk.relations.compiler.dates import date_links, date_part_bounds
 from factorspec_sdk.relations.compiler.records import (
     OTHER_CODE,
+    OTHER_TEXT,
     CompiledRelation,
     InternTable,
     VarKind,
@@ -76,6 +78,7 @@ from factorspec_sdk.relations.compiler.terms import AND, to_bool
 __all__ = [
     "AND",
     "OTHER_CODE",
+    "OTHER_TEXT",
     "CompiledRelation",
     "InternTable",
     "RelationCompiler",
@@ -83,6 +86,9 @@ __all__ = [
     "VarRecord",
     "date_links",
     "date_part_bounds",
+    "decided_by_codes",
+    "dict_key_factors",
     "length_links",
+    "text_links",
     "to_bool",
 ]

@@ -36,6 +36,7 @@ from factorspec_sdk.relations.compiler.dates import (
     date_call,
     date_method,
 )
+from factorspec_sdk.relations.compiler.fields import node_value
 from factorspec_sdk.relations.compiler.floats import (
     isclose_floats,
     minmax_floats,
@@ -70,6 +71,7 @@ from factorspec_sdk.relations.compiler.values import (
     SCode,
     Scope,
     SDate,
+    SDict,
     SFloat,
     SFunc,
     SMaybe,
@@ -79,6 +81,15 @@ from factorspec_sdk.relations.compiler.values import (
     is_sym,
 )
 from factorspec_sdk.relations.decorator import distinct
+from factorspec_sdk.relations.layout import (
+    LayoutNode,
+    ListLayout,
+    ObjectLayout,
+    Path,
+    UnionLayout,
+    branch_part,
+    path_name,
+)
 
 if TYPE_CHECKING:
     from factorspec_sdk.relations.compiler.core import ExprRule, RelationCompiler
@@ -162,6 +173,8 @@ def _method(
     cx: RelationCompiler, f: SFunc, args: list[V], kwargs: dict[str, V], node: ast.AST
 ) -> R:
     obj = f.bound
+    if isinstance(obj, SDict):
+        return _dict_method(cx, obj, f.name, args, kwargs, node)
     of_date = date_method(cx, f, args, node)
     if of_date is not None:
         return of_date
@@ -183,6 +196,86 @@ def _method(
         terms = [eq(cx, args[0], e, node) for e in obj]
         return _sum(cx, [[t for t in terms]], {}, node)
     cx.fail(f"call to {f.name}()", f"{f.name}() with a value read from the record", node)
+
+
+def _dict_method(
+    cx: RelationCompiler, d: SDict, name: str, args: list[V], kwargs: dict[str, V], node: ast.AST
+) -> R:
+    """``keys()``, ``values()``, ``items()`` and ``get(k, default=None)`` of a dict field."""
+    if kwargs:
+        cx.fail(f"call to {name}()", f"{name}() with keywords", node)
+    if name in ("keys", "values", "items") and not args:
+        if name == "keys":
+            return R(d.keys)
+        if name == "values":
+            return R(d.values)
+        pairs = [
+            Item(k.present, (k.value, v.value))
+            for k, v in zip(d.keys.items, d.values.items, strict=True)
+        ]
+        return R(SSeq(pairs, d.keys.length, True))
+    if name == "get" and 1 <= len(args) <= 2:
+        alts: list[tuple[Cond, V]] = []
+        for k, v in zip(d.keys.items, d.values.items, strict=True):
+            c = AND(k.present, eq(cx, k.value, args[0], node))
+            if c is not False:
+                alts.append((c, v.value))
+        alts.append((True, args[1] if len(args) > 1 else None))
+        return R(choice(cx, alts))
+    cx.fail(f"call to {name}()", "dict fields support keys(), values(), items(), get()", node)
+
+
+def dict_key_factors(cx: RelationCompiler) -> list[tuple[str, frozenset[str], z3.BoolRef]]:
+    """One factor per dict field of the record: its keys are distinct.
+
+    A JSON object that repeats a key parses to a dict with fewer entries (the last one
+    wins), so the writer never repeats one: two keys that may both be texts no relation
+    names differ by their ``same`` variable (`codes.same_text`). Call after the relations
+    (a dict is laid out only where a relation reads it). Returns (factor name, variables,
+    formula) per dict.
+    """
+    out: list[tuple[str, frozenset[str], z3.BoolRef]] = []
+    for path, node in _dict_paths(cx, cx.layout, ()):
+
+        def build(path: Path = path, node: ListLayout = node) -> Cond:
+            d = node_value(cx, path, node, check_null=False)
+            assert isinstance(d, SDict)
+            keys = d.keys.items
+            return AND(
+                *(
+                    IMPLIES(b.present, NOT(eq(cx, a.value, b.value, _KEYS)))
+                    for j, b in enumerate(keys)
+                    for a in keys[:j]
+                )
+            )
+
+        formula, variables = cx.derive(build)
+        if variables:
+            out.append((f"keys of {path_name(path)}", variables, formula))
+    return out
+
+
+_KEYS = ast.Pass(lineno=0)
+"""Where an error of the keys factor points: no line of a relation (it never fails)."""
+
+
+def _dict_paths(
+    cx: RelationCompiler, node: LayoutNode, path: Path
+) -> list[tuple[Path, ListLayout]]:
+    """The dict fields in ``node`` at ``path``, at every concrete path (lists unrolled)."""
+    out: list[tuple[Path, ListLayout]] = []
+    if isinstance(node, ObjectLayout):
+        for f in node.fields:
+            out += _dict_paths(cx, f.node, (*path, f.name))
+    elif isinstance(node, UnionLayout):
+        for b in node.branches:
+            out += _dict_paths(cx, b, (*path, branch_part(b.model)))
+    elif isinstance(node, ListLayout):
+        if node.mapping:
+            out.append((path, node))
+        for i in range(cx.list_bound(path, node)):
+            out += _dict_paths(cx, node.item, (*path, i))
+    return out
 
 
 def _one_iter(cx: RelationCompiler, args: list[V], node: ast.AST, name: str) -> Iter:
@@ -350,6 +443,8 @@ def _len(cx: RelationCompiler, args: list[V], kwargs: dict[str, V], node: ast.AS
         return R(r.value, AND(NOT(v.null), r.ok))
     if isinstance(v, SChoice):
         return map_choice(cx, v, lambda x: _len(cx, [x], kwargs, node))
+    if isinstance(v, SDict):
+        return R(v.keys.length)
     if isinstance(v, SSeq):
         if v.lazy:
             cx.fail("len() of a generator", "use a list comprehension or sum(1 for ...)", node)

@@ -28,6 +28,7 @@ from factorspec_sdk.relations.compiler.values import (
     SCode,
     SDate,
     SDelta,
+    SDict,
     SFloat,
     SFunc,
     SMaybe,
@@ -159,6 +160,8 @@ def truthy(cx: RelationCompiler, v: V) -> Cond:
         return v != 0
     if isinstance(v, SCode):
         return truthy_code(cx, v)
+    if isinstance(v, SDict):
+        return cx.gt(v.keys.length, 0)
     if isinstance(v, SSeq):
         if v.lazy:
             return True

@@ -14,13 +14,20 @@ from __future__ import annotations
 
 import ast
 import enum
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, cast
 
 import z3
 
 from factorspec_sdk.relations.compiler.records import OTHER_CODE, InternTable, VarRecord
-from factorspec_sdk.relations.compiler.terms import Cond, in_codes, mk_cmp, mk_eq, mk_ite
+from factorspec_sdk.relations.compiler.terms import (
+    Cond,
+    in_codes,
+    mk_cmp,
+    mk_eq,
+    mk_ite,
+    to_bool,
+)
 from factorspec_sdk.relations.compiler.values import SCode, V
 from factorspec_sdk.relations.layout import (
     DEFAULT_MAX_STRING_LENGTH,
@@ -28,6 +35,7 @@ from factorspec_sdk.relations.layout import (
     Path,
     length_name,
     path_name,
+    same_name,
 )
 
 if TYPE_CHECKING:
@@ -35,10 +43,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "code_of",
+    "decided_by_codes",
     "eq_code",
     "ite_code",
     "length_links",
+    "text_links",
     "member_codes",
+    "same_text",
     "str_choice_leaf",
     "str_leaf",
     "str_length",
@@ -108,8 +119,9 @@ def length_links(
     """Factors that tie a free str's code to its length where relations read both.
 
     ``code == c`` implies ``len == len(strings[c])`` for every interned string ``c``; the
-    code of any other string leaves the length free (such a string has no finite domain
-    and the spec is refused anyway). Returns (factor name, variables, formula) per str.
+    code of any other string (`OTHER_CODE`) leaves the length free, except that it cannot be
+    0 when ``""`` is interned (the only text of length 0 is then a named one). Returns
+    (factor name, variables, formula) per str.
     """
     codes = {r.path: r for r in records.values() if r.kind == "str" and r.free_str}
     out: list[tuple[str, frozenset[str], z3.BoolRef]] = []
@@ -123,6 +135,8 @@ def length_links(
             for c, s in enumerate(strings.strings)
             if c != OTHER_CODE
         ]
+        if "" in strings.codes:
+            parts.append(z3.Implies(e == OTHER_CODE, n > 0))
         formula = z3.And(*parts) if parts else z3.BoolVal(True)
         out.append((f"length of {path_name(rec.path)}", frozenset({code.name, rec.name}), formula))
     return out
@@ -213,6 +227,8 @@ def eq_code(cx: RelationCompiler, a: SCode, b: V) -> Cond:
     if isinstance(b, SCode):
         if a.strs != b.strs:
             return False
+        if a.strs and a.unread and b.unread:  # both may be texts no relation names
+            return same_text(cx, a, b)
         ta, tb = a.enum_type, b.enum_type
         if ta is not None and tb is not None and ta is not tb and not value_like(ta):
             return False
@@ -254,3 +270,145 @@ def member_codes(cx: RelationCompiler, x: SCode, elems: list[object]) -> Cond:
         }
     )
     return in_codes(x.e, sorted(set(codes)))
+
+
+def same_text(cx: RelationCompiler, a: SCode, b: SCode) -> Cond:
+    """``a == b`` for two free str leaves: the Bool ``same(a, b)``.
+
+    Two texts no relation names share the code `OTHER_CODE` whether they are equal or not,
+    so their codes cannot tell; ``same(a, b)`` says whether the texts are equal, and
+    `text_links` ties it to the codes and lengths. The writer sets it from the texts once
+    both are written. A value that may be either of two leaves (``a if c else b``) compared
+    with another free leaf is refused.
+    """
+    leaves = [_free_leaf(cx, v) for v in (a, b)]
+    if leaves[0] is None or leaves[1] is None:
+        cx.fail(
+            "== between computed strings",
+            "== and != compare a free str field with another str field or a constant, not "
+            "a value chosen among free str fields (compare each field)",
+        )
+    ra, rb = sorted((leaves[0], leaves[1]), key=lambda r: _order_key(r.path))
+    if ra.name == rb.name:
+        return True
+    rec = cx.var(ra.path, "same", name=same_name(ra.path, rb.path), other=rb.path)
+    return cast(z3.BoolRef, rec.term)
+
+
+def _order_key(path: Path) -> tuple[tuple[int, object], ...]:
+    return tuple((0, p) if isinstance(p, int) else (1, p) for p in path)
+
+
+def _free_leaf(cx: RelationCompiler, v: SCode) -> VarRecord | None:
+    """The free str leaf whose code ``v`` is, or None (a value chosen among several)."""
+    if len(v.unread) != 1:
+        return None
+    rec = cx.vars[v.unread[0]]
+    return rec if rec.term.eq(v.e) else None
+
+
+SETTLE_CHECK_MS = 2000
+"""Time limit of each check of `decided_by_codes` (a check that runs out keeps the variable)."""
+
+
+def decided_by_codes(
+    cx: RelationCompiler, formulas: Sequence[tuple[frozenset[str], z3.BoolRef]]
+) -> dict[str, z3.BoolRef]:
+    """The ``same(a, b)`` variables that code equality decides, with that equality.
+
+    Where one of the two leaves can never hold a text no relation names (the relations it
+    takes part in rule `OTHER_CODE` out, as ``city in context.cities`` does), the texts are
+    equal exactly when the codes are, and ``same(a, b)`` is just ``code(a) == code(b)``. The
+    relation formulas (given as their variables and formula) that read the leaves are asked
+    for a record where some leaf still open holds such a text, until none is (one check
+    where the relations name every text). The variables returned no longer count as read:
+    substitute them.
+    """
+    pairs = [v for v in cx.vars.values() if v.kind == "same" and v.name in cx.read_names]
+    if not pairs:
+        return {}
+    leaves = {path_name(p): p for v in pairs for p in (v.path, v.other) if p is not None}
+    s = z3.SimpleSolver()
+    s.set("timeout", SETTLE_CHECK_MS)
+    s.add(*(f for names, f in formulas if names & leaves.keys()))
+    other = {n: z3.And(to_bool(cx.vars[n].exists), cx.vars[n].term == OTHER_CODE) for n in leaves}
+    open_ = dict(other)
+    found = z3.sat
+    while open_:  # each model that has a leaf's text unnamed rules that leaf out
+        s.push()
+        s.add(z3.Or(*open_.values()))
+        found = s.check()
+        m = s.model() if found == z3.sat else None
+        s.pop()
+        if m is None:  # unsat: the rest are always named (unknown: keep them all)
+            break
+        for n in [n for n, c in open_.items() if z3.is_true(m.eval(c, model_completion=True))]:
+            del open_[n]
+    named = set() if found == z3.unknown else {leaves[n] for n in open_}
+    out: dict[str, z3.BoolRef] = {}
+    for v in pairs:
+        assert v.other is not None
+        if v.path in named or v.other in named:
+            a, b = cx.vars[path_name(v.path)].term, cx.vars[path_name(v.other)].term
+            out[v.name] = cast(z3.BoolRef, a == b)
+    cx.forget(out)
+    return out
+
+
+def text_links(cx: RelationCompiler) -> list[tuple[str, frozenset[str], z3.BoolRef]]:
+    """Factors that tie each ``same(a, b)`` to the texts' codes and lengths.
+
+    Call once every relation is compiled. Leaves compared with each other form groups;
+    every pair of a group gets its ``same`` variable (so that equality is transitive over
+    the group, by one implication per triple), and each leaf its length variable (a text
+    equal to another has its length, within both leaves' bounds). Per pair:
+    ``same`` implies equal codes and lengths; equal codes of named texts imply ``same``;
+    two empty texts are the same. Returns (factor name, variables, formula) per group.
+    """
+    pairs = [v for v in cx.vars.values() if v.kind == "same" and v.name in cx.read_names]
+    parent: dict[Path, Path] = {}
+
+    def find(p: Path) -> Path:
+        while parent.setdefault(p, p) != p:
+            p = parent[p]
+        return p
+
+    for v in pairs:
+        assert v.other is not None
+        parent[find(v.path)] = find(v.other)
+    groups: dict[Path, list[Path]] = {}
+    for p in list(parent):
+        groups.setdefault(find(p), []).append(p)
+    out: list[tuple[str, frozenset[str], z3.BoolRef]] = []
+    for members in groups.values():
+        members.sort(key=_order_key)
+        codes = {p: cx.vars[path_name(p)] for p in members}
+        lengths = {p: _leaf_length(cx, p) for p in members}
+        same: dict[tuple[Path, Path], z3.BoolRef] = {}
+        names = {codes[p].name for p in members} | {length_name(p) for p in members}
+        for i, p in enumerate(members):
+            for q in members[i + 1 :]:
+                rec = cx.var(p, "same", name=same_name(p, q), other=q)
+                same[p, q] = cast(z3.BoolRef, rec.term)
+                names.add(rec.name)
+        cx.keep_read()
+        parts: list[z3.BoolRef] = []
+        for (p, q), st in same.items():
+            cp, cq = cast(z3.ArithRef, codes[p].term), cast(z3.ArithRef, codes[q].term)
+            lp, lq = lengths[p], lengths[q]
+            parts.append(z3.Implies(st, z3.And(cp == cq, lp == lq)))
+            parts.append(z3.Implies(z3.And(cp == cq, cp != OTHER_CODE), st))
+            parts.append(z3.Implies(z3.And(lp == 0, lq == 0), st))
+        for i, p in enumerate(members):
+            for j in range(i + 1, len(members)):
+                for k in range(j + 1, len(members)):
+                    q, r = members[j], members[k]
+                    pq, qr, pr = same[p, q], same[q, r], same[p, r]
+                    parts += [
+                        z3.Implies(z3.And(pq, qr), pr),
+                        z3.Implies(z3.And(pq, pr), qr),
+                        z3.Implies(z3.And(pr, qr), pq),
+                    ]
+        title = ", ".join(path_name(p) for p in members)
+        out.append((f"texts of {title}", frozenset(names), z3.And(*parts)))
+    return out

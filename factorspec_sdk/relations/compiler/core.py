@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ast
 import enum
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NoReturn, cast
 
 import z3
@@ -190,22 +190,56 @@ class RelationCompiler:
         free_str: bool = False,
         enum_type: type[enum.Enum] | None = None,
         read: bool = True,
+        other: Path | None = None,
     ) -> VarRecord:
         """The variable of the node at ``path`` (created on first use), marked as used.
 
         With ``read=False`` it counts as used only once `mark_read` is called (a free str's
-        code, which a relation may read only through ``len()``).
+        code, which a relation may read only through ``len()``). ``other``: the second leaf
+        of a ``same`` variable (it exists where both leaves do).
         """
         vname = name or path_name(path)
         rec = self.vars.get(vname)
         if rec is None:
-            term: z3.ExprRef = z3.Bool(vname) if kind == "bool" else z3.Int(vname)
+            boolean = kind in ("bool", "same")
+            term: z3.ExprRef = z3.Bool(vname) if boolean else z3.Int(vname)
             exists = self.exists(path)
-            rec = VarRecord(vname, path, kind, term, ge, le, choices, free_str, exists, enum_type)
+            if other is not None:
+                exists = AND(exists, self.exists(other))
+            rec = VarRecord(
+                vname, path, kind, term, ge, le, choices, free_str, exists, enum_type, other
+            )
             self.vars[vname] = rec
         if read:
             self._used.add(vname)
         return rec
+
+    def derive(self, build: Callable[[], Cond]) -> tuple[z3.BoolRef, frozenset[str]]:
+        """A formula of the spec's own (not a relation), made after the relations.
+
+        Returns it with the variables it reads, which count as read.
+        """
+        self._info = None
+        self._used = set()
+        formula = to_bool(build())
+        self._read |= self._used
+        return formula, frozenset(self._used)
+
+    @property
+    def read_names(self) -> frozenset[str]:
+        """Variables some compiled relation reads so far."""
+        return frozenset(self._read)
+
+    def keep_read(self) -> None:
+        """Count the variables used since the last relation as read.
+
+        Links made after all relations (`codes.text_links`) make variables of their own.
+        """
+        self._read |= self._used
+
+    def forget(self, names: Iterable[str]) -> None:
+        """Count variables as read by no relation (`codes.decided_by_codes` replaced them)."""
+        self._read -= set(names)
 
     def mark_read(self, name: str) -> None:
         """Count a variable made with ``read=False`` as read by the relation being compiled."""

@@ -61,6 +61,7 @@ from factorspec_sdk.relations.compiler.values import (
     SCode,
     Scope,
     SDate,
+    SDict,
     SFloat,
     SMaybe,
     SObj,
@@ -179,7 +180,7 @@ def arith(cx: RelationCompiler, op: type[ast.operator], a: V, b: V, node: ast.AS
             return R(_ARITH[op](a, b), AND(oka, okb))
         except Exception:
             return R(UNDEF, False)
-    if isinstance(a, (tuple, SSeq)) or isinstance(b, (tuple, SSeq)):
+    if isinstance(a, (tuple, SSeq, SDict)) or isinstance(b, (tuple, SSeq, SDict)):
         cx.fail("sequence arithmetic", "+/* on lists or tuples is not supported", node)
     of_floats = arith_floats(cx, op, a, b, AND(oka, okb), node)
     if of_floats is not None:
@@ -268,10 +269,10 @@ def eq(cx: RelationCompiler, a: V, b: V, node: ast.AST) -> Cond:
         if not (isinstance(a, tuple) and isinstance(b, tuple)) or len(a) != len(b):
             return False
         return AND(*(eq(cx, x, y, node) for x, y in zip(a, b, strict=True)))
-    if isinstance(a, (SObj, SSeq)) or isinstance(b, (SObj, SSeq)):
+    if isinstance(a, (SObj, SSeq, SDict)) or isinstance(b, (SObj, SSeq, SDict)):
         cx.fail(
             "comparison of models or lists",
-            "== on nested models or lists is not supported; compare their fields",
+            "== on nested models, lists or dicts is not supported; compare their fields",
             node,
         )
     of_floats = order_floats(cx, ast.Eq, a, b, node)
@@ -316,7 +317,7 @@ def order(cx: RelationCompiler, op: ast.cmpop, a: V, b: V, node: ast.AST) -> tup
             "<, <=, >, >= on str/Enum fields are not supported",
             node,
         )
-    if isinstance(a, (tuple, SSeq, SObj)) or isinstance(b, (tuple, SSeq, SObj)):
+    if isinstance(a, (tuple, SSeq, SObj, SDict)) or isinstance(b, (tuple, SSeq, SObj, SDict)):
         cx.fail("ordering comparison of sequences", "<, <= on tuples/lists", node)
     c = order_terms(op, a, b)
     if c is None:
@@ -342,6 +343,8 @@ def contains(cx: RelationCompiler, container: V, x: V, node: ast.AST) -> tuple[C
     if isinstance(container, SMaybe):
         c, okc = contains(cx, container.inner(), x, node)
         return c, AND(NOT(container.null), okc)
+    if isinstance(container, SDict):  # a key of the dict
+        container = container.keys
     if isinstance(container, SSeq):
         if container.lazy:
             # Stops at the first match; an error after it is never reached.

@@ -15,14 +15,14 @@ import z3
 
 from factorspec_sdk.relations.compiler.terms import Cond
 from factorspec_sdk.relations.decorator import RelationInfo
-from factorspec_sdk.relations.layout import Path
+from factorspec_sdk.relations.layout import OTHER_TEXT, Path
 
-__all__ = ["OTHER_CODE", "CompiledRelation", "InternTable", "VarKind", "VarRecord"]
+__all__ = ["OTHER_CODE", "OTHER_TEXT", "CompiledRelation", "InternTable", "VarKind", "VarRecord"]
 
 OTHER_CODE = 0
 """Code of "any string not in the intern table"."""
 
-VarKind = Literal["int", "bool", "str", "len", "strlen", "date", "datepart", "float"]
+VarKind = Literal["int", "bool", "str", "len", "strlen", "date", "datepart", "float", "same"]
 
 
 class InternTable:
@@ -30,7 +30,7 @@ class InternTable:
 
     def __init__(self) -> None:
         self.codes: dict[str, int] = {}
-        self.strings: list[str] = ["<other>"]
+        self.strings: list[str] = [OTHER_TEXT]
 
     def code(self, s: str) -> int:
         """The code of ``s`` (interning it)."""
@@ -56,7 +56,8 @@ class VarRecord:
             str, in characters) / ``date`` (a ``datetime.date`` as its ordinal,
             ``date.toordinal()``) / ``datepart`` (``year(d)``, ``month(d)`` or ``day(d)``
             of a date leaf ``d``, tied to it by a factor) / ``float`` (a float leaf as its
-            scaled value ``x * 10**places``).
+            scaled value ``x * 10**places``) / ``same`` (a Bool: two free str leaves hold the
+            same text, ``same(a, b)``; see `codes.same_text`).
         term: the Z3 term.
         ge: inclusive lower bound (ints, lengths and date ordinals).
         le: inclusive upper bound.
@@ -65,6 +66,8 @@ class VarRecord:
         exists: condition under which the node exists in the record (enclosing list
             lengths and non-null parents).
         enum_type: the Enum class of an Enum leaf.
+        other: for a ``same`` variable (``same(a, b)``: whether two free str leaves hold the
+            same text), the second leaf's path (``path`` is the first's).
     """
 
     name: str
@@ -77,6 +80,7 @@ class VarRecord:
     free_str: bool = False
     exists: Cond = True
     enum_type: type[enum.Enum] | None = None
+    other: Path | None = None
 
 
 @dataclass(frozen=True, slots=True)

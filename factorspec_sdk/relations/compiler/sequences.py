@@ -49,6 +49,7 @@ from factorspec_sdk.relations.compiler.values import (
     SChoice,
     SCode,
     Scope,
+    SDict,
     SMaybe,
     SObj,
     SSeq,
@@ -98,6 +99,7 @@ def index(cx: RelationCompiler, seq: V, idx: V, node: ast.AST) -> R:
 
 
 def _index(cx: RelationCompiler, seq: V, idx: V, node: ast.AST) -> R:
+    alts: list[tuple[Cond, V]]
     if seq is UNDEF or idx is UNDEF:
         return R(UNDEF, False)
     if not is_sym(seq) and not is_sym(idx):
@@ -107,12 +109,19 @@ def _index(cx: RelationCompiler, seq: V, idx: V, node: ast.AST) -> R:
             if isinstance(seq, Mapping) and not isinstance(idx, (list, dict, set)):
                 raise ContextError(f"{cx.where(node)}: the context has no key {idx!r}") from None
             return R(UNDEF, False)
+    if isinstance(seq, SDict):  # d[k]: the value of the entry with key k, else KeyError
+        alts = []
+        for k, v in zip(seq.keys.items, seq.values.items, strict=True):
+            c = AND(k.present, eq(cx, k.value, idx, node))
+            if c is not False:
+                alts.append((c, v.value))
+        return R(choice(cx, alts), OR(*(c for c, _ in alts)))
     if isinstance(seq, SSeq):
         if seq.lazy:
             cx.fail("indexing a generator", "generators cannot be indexed", node)
         return _index_seq(cx, seq, idx)
     if isinstance(seq, Mapping):
-        alts: list[tuple[Cond, V]] = []
+        alts = []
         for k, v in seq.items():
             c = eq(cx, idx, k, node)
             if c is not False:
@@ -347,6 +356,8 @@ def iterate(cx: RelationCompiler, v: V, node: ast.AST) -> Iter:
     """View a value as a sequence to iterate over."""
     if isinstance(v, SSeq):
         return Iter(v, True)
+    if isinstance(v, SDict):  # a dict iterates over its keys
+        return Iter(v.keys, True)
     if isinstance(v, SMaybe):
         inner = iterate(cx, v.inner(), node)
         return Iter(inner.seq, AND(NOT(v.null), inner.ok))

@@ -33,6 +33,7 @@ __all__ = [
     "SCode",
     "SDate",
     "SDelta",
+    "SDict",
     "SFloat",
     "SFunc",
     "SMaybe",
@@ -168,6 +169,19 @@ class SSeq:
     lazy: bool = False
 
 
+@dataclass(slots=True, eq=False)
+class SDict:
+    """A dict field of the record: its keys and values, unrolled like a list's items.
+
+    Entry ``i`` is present iff ``i < len``, in ``keys.items[i]`` and ``values.items[i]``
+    (both share the length); the keys are distinct (a factor of the spec keeps them so), in
+    the order the record writes them, which is the dict's insertion order.
+    """
+
+    keys: SSeq
+    values: SSeq
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class SMaybe:
     """A nullable node: ``null`` is its None-ness; ``inner()`` its value when not None."""
@@ -198,7 +212,7 @@ V: TypeAlias = object
 def is_sym(v: V) -> bool:
     """Whether a value is symbolic (depends on the record)."""
     if isinstance(
-        v, (z3.ExprRef, SCode, SDate, SClock, SDelta, SFloat, SObj, SSeq, SMaybe, SChoice)
+        v, (z3.ExprRef, SCode, SDate, SClock, SDelta, SFloat, SObj, SSeq, SDict, SMaybe, SChoice)
     ):
         return True
     if isinstance(v, tuple):
