@@ -39,6 +39,7 @@ from factorspec_sdk.engines.completion import (
     CompletionEngine,
     CompletionReply,
     regex_alternatives,
+    regex_escape,
 )
 from factorspec_sdk.errors import EngineError, GenerationError, IncompleteGenerationError
 from factorspec_sdk.tokens.plan import Cursor, Finished, FreeCursor, GrammarCursor, TrieNode
@@ -427,21 +428,26 @@ def _texts_regex(cursor: FreeCursor, slack: int | None) -> str:
         later = [k - depth - 1 for k in rests if k > depth]
         start = None if open_from is None else max(0, open_from - depth - 1)
         if later or start is not None:
-            children = "".join(re.escape(ch) for ch in sorted(node) if ch)
+            children = "".join(_class_escape(ch) for ch in sorted(node) if ch)
             char = _CHAR[:-1] + children + "]" if children else _CHAR
             alts.append(char + _repeat(_CHAR, later, start) + '"')
         for ch in sorted(node):
             if ch:
                 inner = walk(node[ch], depth + 1)
                 if inner:
-                    alts.append(re.escape(ch) + _group(inner))
+                    alts.append(regex_escape(ch) + _group(inner))
         return alts
 
     alts = walk(trie, 0)
-    alts += [re.escape(t[n:]) + '"' for t in texts.extending(free.written)]
+    alts += [regex_escape(t[n:]) + '"' for t in texts.extending(free.written)]
     if not alts:
         raise GenerationError(f"string at {free.state.pending!r} has no feasible completion")
     return _group(alts)
+
+
+def _class_escape(ch: str) -> str:
+    """``ch`` inside a regex character class (``-`` and ``]`` too), as `regex_escape` would."""
+    return "\\" + ch if ch in "\\]^-[" else regex_escape(ch)
 
 
 def _group(alts: list[str]) -> str:

@@ -32,6 +32,7 @@ import numpy.typing as npt
 from factorspec_sdk.tokens.grammar import GrammarCursor, GrammarSegment, grammar_tables
 from factorspec_sdk.tokens.vocab import TokenizerInfo
 from factorspec_sdk.writer.automaton import FreeString, GrammarValue, Option, Writer, WriterState
+from factorspec_sdk.writer.texts import writable
 
 if TYPE_CHECKING:
     from factorspec_sdk.tokens.budget import CompletionBound
@@ -140,7 +141,7 @@ def _free_tables(tok: TokenizerInfo) -> FreeTables:
             text = raw.decode("utf-8")
         except UnicodeDecodeError:
             continue
-        if "\\" in text or any(ord(c) < 0x20 or c == "\x7f" for c in text):
+        if not writable(text.replace('"', "")):  # a quote closes the string; others never
             continue
         q = text.find('"')
         if q < 0:

@@ -49,7 +49,7 @@ from factorspec_sdk.writer.floats import (
     shortest_text_length,
 )
 from factorspec_sdk.writer.lengths import StringLengths
-from factorspec_sdk.writer.texts import StringTexts
+from factorspec_sdk.writer.texts import StringTexts, writable
 
 if TYPE_CHECKING:
     from factorspec_sdk.graph import Assignment, CompiledSpec, Fact, Oracle, Value
@@ -686,6 +686,8 @@ class Writer:
 
         Every named text is asked: the intern table is finite, and ``limit`` covers it. A
         text of a linked string written before is asked on its own, with its ``same`` true.
+        Where texts no relation names are feasible, the string is written freely, and a named
+        text with a character the writer never writes unescaped (`writable`) counts as banned.
         """
         written = dict(s.assignment)
         links = self.spec.same_variables(path)
@@ -705,12 +707,15 @@ class Writer:
         for t in texts:
             if self.oracle.feasible((*s.assignment, *probe.facts(t))):
                 feasible.add(t)
+        other = OTHER_TEXT in values
+        if other:  # written freely: a named text the writer cannot write is out of reach
+            feasible = {t for t in feasible if writable(t)}
         every = frozenset(named) | texts
         return StringTexts(
             var,
             frozenset(feasible),
             every - feasible,
-            OTHER_TEXT in values,
+            other,
             linked,
             bool(links),
         )

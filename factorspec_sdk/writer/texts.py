@@ -31,7 +31,15 @@ from factorspec_sdk.relations.layout import OTHER_TEXT
 if TYPE_CHECKING:
     from factorspec_sdk.graph import Fact
 
-__all__ = ["StringTexts"]
+__all__ = ["StringTexts", "writable"]
+
+
+def writable(text: str) -> bool:
+    """Whether a free string holds ``text`` as the writer writes it.
+
+    The writer never writes escapes, so no quote, backslash or control character.
+    """
+    return not any(c in '"\\' or ord(c) < 0x20 or c == "\x7f" for c in text)
 
 
 @dataclass(frozen=True, slots=True)

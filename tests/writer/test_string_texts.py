@@ -266,3 +266,41 @@ def test_the_relation_ir_carries_same_variables() -> None:
     check_record(back, good)
     with pytest.raises(Exception, match="relations"):
         check_record(back, good.replace('"again": "pw"', '"again": "pv"'))
+
+
+def test_a_named_text_the_writer_cannot_write_freely_is_no_dead_end() -> None:
+    """``'a"'`` needs an escape: a free string never heads for it (it would be stuck)."""
+
+    class Quoted(BaseModel):
+        s: str = Field(max_length=3)
+
+        @relation
+        def rule(self) -> bool:
+            return self.s == 'a"' or (len(self.s) == 1 and self.s != "a")
+
+    planner = Planner(Writer(compile_spec(Quoted)), TOK)
+    free = _choice_after(planner.writer, {}, "s")
+    assert isinstance(free, FreeString)
+    assert 'a"' in free.texts.banned if free.texts else False
+    assert TOK.encode("a")[0] not in set(planner.allowed(FreeCursor(free)).tolist())
+    rng = np.random.default_rng(0)
+    for _ in range(10):
+        Quoted.model_validate_json(random_record(planner, TOK, rng, close=0.5))
+
+
+def test_the_segment_regex_escapes_what_a_character_class_needs() -> None:
+    """A banned text with ``-`` or ``]`` makes a class of its own characters: escaped."""
+
+    class Dash(BaseModel):
+        s: str = Field(max_length=2)
+
+        @relation
+        def rule(self) -> bool:
+            return self.s not in ("-a", "]", "^")
+
+    free = _choice_after(Writer(compile_spec(Dash)), {}, "s")
+    assert isinstance(free, FreeString)
+    pattern = _free_regex(FreeCursor(free))
+    for text in ["-a", "]", "^", "-", "-b", "a", "", "ab", "b]"]:
+        matched = re.fullmatch(pattern, text + '"') is not None
+        assert matched == (text not in ("-a", "]", "^")), (text, pattern)
