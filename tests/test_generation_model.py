@@ -335,9 +335,37 @@ class _Decision(BaseModel):
         return not order.lost or (self.action.kind == "escalate" and self.action.team == "shipping")
 
 
+class _Site(BaseModel):
+    taken: list[str]
+
+
+class _Signup(BaseModel):
+    username: str = Field(min_length=3, max_length=10)
+    password: str = Field(min_length=6, max_length=12)
+    confirm: str = Field(max_length=12)
+
+    @relation
+    def username_is_free(self, site: _Site) -> bool:
+        return self.username not in site.taken and self.username != self.password
+
+    @relation
+    def confirmed(self) -> bool:
+        return self.confirm == self.password
+
+
+class _Shares(BaseModel):
+    shares: dict[Literal["rent", "food", "fun"], int] = Field(min_length=2)
+
+    @relation
+    def whole(self) -> bool:
+        return sum(self.shares.values()) == 100 and all(v > 0 for v in self.shares.values())
+
+
 @pytest.mark.parametrize(
     ("model", "context", "prompt"),
     [
+        (_Signup, _Site(taken=["alice", "admin"]), "Sign up Alice to the forum."),
+        (_Shares, None, "Split my income into a budget."),
         (
             _Review,
             _Office(day=dt.date(2026, 12, 7), opens=dt.time(9), closes=dt.time(17), minutes=90),
@@ -346,12 +374,13 @@ class _Decision(BaseModel):
         (_Decision, _Order(total=80, lost=False), "Customer wants money back for a broken mug."),
         (_Decision, _Order(total=80, lost=True), "My parcel never arrived."),
     ],
-    ids=["datetimes", "union-open", "union-fixed"],
+    ids=["strings", "dict", "datetimes", "union-open", "union-fixed"],
 )
 def test_datetimes_and_unions_on_the_real_model(
     embedded_engine_fp32: EmbeddedEngine, model: type[BaseModel], context: object, prompt: str
 ) -> None:
-    """Valid records with datetime, time and union fields; speculative greedy is exact."""
+    """Valid records with compared strings, a dict, datetime, time and union fields;
+    speculative greedy is exact."""
     plain = Client(embedded_engine_fp32, speculative=False).generate(
         model, prompt, context=context, max_tokens=160, return_result=True
     )
