@@ -328,6 +328,8 @@ def _free_regex(cursor: FreeCursor, slack: int | None = None) -> str:
     """
     free = cursor.free
     n = len(free.written)
+    if free.texts is not None and free.texts.affixes is not None:
+        return _affix_regex(cursor, slack)
     if free.texts is not None:
         return _texts_regex(cursor, slack)
     if free.lengths is not None:
@@ -440,6 +442,47 @@ def _texts_regex(cursor: FreeCursor, slack: int | None) -> str:
 
     alts = walk(trie, 0)
     alts += [regex_escape(t[n:]) + '"' for t in texts.extending(free.written)]
+    if not alts:
+        raise GenerationError(f"string at {free.state.pending!r} has no feasible completion")
+    return _group(alts)
+
+
+def _affix_regex(cursor: FreeCursor, slack: int | None) -> str:
+    """The rest of a string read with ``startswith``/``endswith``: texts it may close as.
+
+    A subset of what the masks allow (`factorspec_sdk.writer.affixes`), never empty while
+    the string can close: each text of constants that closes, as itself, and each
+    ``m + X + e`` whose profile some length allows, with ``X`` of characters outside every
+    constant (so its affixes are exactly those of ``m`` and ``e``). ``slack`` bounds ``X``
+    as it bounds a free string's length in `_free_regex`.
+    """
+    free = cursor.free
+    texts = free.texts
+    assert texts is not None and texts.affixes is not None
+    aff = texts.affixes
+    w, n = free.written, len(free.written)
+    alts = [
+        regex_escape(t[n:]) + '"'
+        for t in dict.fromkeys([*aff.tight(w), *texts.extending(w)])
+        if free.closes(t)
+    ]
+    if texts.other:
+        outside = "".join(_class_escape(ch) for ch in sorted(texts.constant_chars()))
+        char = _CHAR[:-1] + outside + "]"
+        for m in [aff.deviating(w), *aff.open_prefixes(w)]:
+            start = max(n, len(m))
+            for e in aff.suffixes:
+                least = start + 1 + len(e)
+                xs = [
+                    k - start - len(e)
+                    for k in aff.lengths(aff.open_profile(m, e)).lengths_from(least)
+                ]
+                if not xs:
+                    continue
+                if slack is not None:
+                    xs = [x for x in xs if x <= xs[0] + max(0, slack)]
+                body = char + _repeat(char, [x - 1 for x in xs], None)
+                alts.append(regex_escape(m[n:]) + body + regex_escape(e) + '"')
     if not alts:
         raise GenerationError(f"string at {free.state.pending!r} has no feasible completion")
     return _group(alts)

@@ -170,6 +170,7 @@ class CompiledSpec:
         self._strlen_by_path: dict[Path, str] = {}
         self._null_by_path: dict[Path, str] = {}
         self._same_by_path: dict[Path, list[tuple[str, Path]]] = {}
+        self._affix_by_path: dict[Path, list[tuple[str, str, str]]] = {}
         for n, r in visible.items():
             if r.kind == "len":
                 self._len_by_path[r.path] = n
@@ -179,6 +180,9 @@ class CompiledSpec:
                 self._null_by_path[r.path] = n
             elif r.kind == "datepart":  # year(d), month(d), day(d): the date's is d
                 continue
+            elif r.kind == "affix":  # startswith(a, "x"): listed under its leaf
+                assert r.affix is not None
+                self._affix_by_path.setdefault(r.path, []).append((n, *r.affix))
             elif r.kind == "same":  # same(a, b): listed under both leaves
                 assert r.other is not None
                 self._same_by_path.setdefault(r.path, []).append((n, r.other))
@@ -204,7 +208,7 @@ class CompiledSpec:
         domain: tuple[Value, ...] | None = None
         if r.choices is not None:
             domain = tuple(cast(Value, c) for c in r.choices)
-        elif r.kind in ("bool", "same"):
+        elif r.kind in ("bool", "same", "affix"):
             domain = (False, True)
         return VarInfo(r.name, r.path, r.kind, r.ge, r.le, domain)
 
@@ -218,6 +222,13 @@ class CompiledSpec:
         See `codes.same_text`: each says whether the two leaves hold the same text.
         """
         return tuple(self._same_by_path.get(tuple(path), ()))
+
+    def affix_variables(self, path: Path) -> tuple[tuple[str, str, str], ...]:
+        """The affix variables of the free str leaf at ``path`` (see `codes.affix`).
+
+        Each is (variable, ``startswith`` or ``endswith``, constant).
+        """
+        return tuple(self._affix_by_path.get(tuple(path), ()))
 
     def length_variable(self, path: Path) -> str | None:
         """The length variable of the list at ``path`` (``len(stays)``), if relations read it."""
@@ -290,7 +301,7 @@ class CompiledSpec:
             extra = ""
             if v.kind in ("int", "len", "strlen", "date", "datepart", "float"):
                 extra = f" in [{v.ge}, {v.le}]"
-            if v.domain is not None and v.kind not in ("bool", "same"):
+            if v.domain is not None and v.kind not in ("bool", "same", "affix"):
                 shown = ", ".join(map(repr, v.domain[:8])) + (", ..." if len(v.domain) > 8 else "")
                 extra += f" in {{{shown}}}"
             lines.append(f"  {v.name}: {v.kind}{extra}")

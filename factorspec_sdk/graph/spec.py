@@ -27,6 +27,7 @@ from factorspec_sdk.graph.compiled import CompiledSpec
 from factorspec_sdk.graph.z3context import MAIN_CONTEXT_LOCK
 from factorspec_sdk.relations.compiler import (
     RelationCompiler,
+    affix_links,
     date_links,
     decided_by_codes,
     dict_key_factors,
@@ -120,6 +121,7 @@ def _compile(model: type[BaseModel], context: object) -> CompiledSpec:
             for f in lowered
         ]
     texts = text_links(comp)  # before the records: it adds the variables of its groups
+    texts += affix_links(comp)
     records = comp.records()
     links = texts + length_links(comp.strings, records) + date_links(records)
     for name, variables, formula in links:

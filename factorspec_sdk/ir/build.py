@@ -58,6 +58,7 @@ from factorspec_sdk.ir.model import (
     RelationIR,
     VarRef,
 )
+from factorspec_sdk.relations.checks import STR_METHODS
 from factorspec_sdk.relations.compiler import (
     InternTable,
     VarKind,
@@ -79,6 +80,7 @@ from factorspec_sdk.relations.layout import (
     Path,
     RootLayout,
     UnionLayout,
+    affix_name,
     branch_name,
     branch_part,
     float_range,
@@ -550,15 +552,31 @@ class _VarSpec:
     free_str: bool
     is_null: bool
     other: Path | None = None
+    affix: tuple[str, str] | None = None
 
 
 def _derive(
-    layout: RootLayout, name: str, path: Path, kind: str, other: Path | None = None
+    layout: RootLayout,
+    name: str,
+    path: Path,
+    kind: str,
+    other: Path | None = None,
+    text: str | None = None,
 ) -> _VarSpec:
     """Bounds, domain and kind of a variable, as the relation compiler derives them."""
     node = node_at(layout, path)
     if node is None:
         raise IRError(f"variable {name!r}: path {list(path)!r} is not in the layout")
+    if text is not None:
+        method = name.split("(", 1)[0]
+        if method not in STR_METHODS or name != affix_name(method, path, text) or kind != "bool":
+            raise IRError(
+                f"variable {name!r}: only startswith/endswith(<path>, <text>) of kind bool "
+                "has a text"
+            )
+        if not (isinstance(node, LeafLayout) and node.kind == "str"):
+            raise IRError(f"variable {name!r}: {path_name(path)} is not a free str leaf")
+        return _VarSpec(name, path, "affix", None, None, None, False, False, None, (method, text))
     if other is not None:
         if name != same_name(path, other) or kind != "bool":
             raise IRError(
@@ -851,9 +869,9 @@ def _build(checked: CheckedIR, limits: IRLimits, solver_timeout_ms: int | None) 
         if v.name in specs:
             raise IRError(f"variable {v.name!r} is declared twice")
         other = None if v.other is None else tuple(v.other)
-        specs[v.name] = _derive(layout, v.name, tuple(v.path), v.kind, other)
+        specs[v.name] = _derive(layout, v.name, tuple(v.path), v.kind, other, v.text)
     terms: dict[str, z3.ExprRef] = {
-        n: z3.Bool(n, ctx) if s.kind in ("bool", "same") else z3.Int(n, ctx)
+        n: z3.Bool(n, ctx) if s.kind in ("bool", "same", "affix") else z3.Int(n, ctx)
         for n, s in specs.items()
     }
     records: dict[str, VarRecord] = {}
@@ -868,7 +886,18 @@ def _build(checked: CheckedIR, limits: IRLimits, solver_timeout_ms: int | None) 
                 second if exists is True else exists if second is True else z3.And(exists, second)
             )
         records[n] = VarRecord(
-            n, s.path, s.kind, terms[n], s.ge, s.le, s.choices, s.free_str, exists, None, s.other
+            n,
+            s.path,
+            s.kind,
+            terms[n],
+            s.ge,
+            s.le,
+            s.choices,
+            s.free_str,
+            exists,
+            None,
+            s.other,
+            s.affix,
         )
     # the IR's factor names are the relation names; they may not take a schema factor's name,
     # nor a derived tie's (the server ties each date's parts to it itself)

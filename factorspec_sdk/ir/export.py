@@ -122,10 +122,13 @@ def _spec_to_ir(spec: CompiledSpec) -> JsonDict:
             "datepart": "int",
             "float": "int",
             "same": "bool",
+            "affix": "bool",
         }.get(rec.kind, rec.kind)
         var: JsonDict = {"name": name, "path": list(rec.path), "kind": kind}
         if rec.other is not None:
             var["other"] = list(rec.other)
+        if rec.affix is not None:
+            var["text"] = rec.affix[1]
         variables.append(var)
     enc = _Encoder()
     roots: list[z3.ExprRef | None] = [formulas.get(f.name) for f in relation_factors]

@@ -271,8 +271,10 @@ class IRVariable(BaseModel):
     for the parts of a date leaf (kind ``int``, as the date's own ordinal variable; the
     server ties the parts to the date itself, with the factor ``calendar of <path>``), and
     ``same(<path>, <other>)`` (kind ``bool``) for whether the free str leaves at ``path``
-    and ``other`` hold the same text. Its bounds and domain follow from the layout node at
-    ``path``; its existence from the lengths of the enclosing lists.
+    and ``other`` hold the same text, and ``startswith(<path>, "<text>")`` /
+    ``endswith(<path>, "<text>")`` (kind ``bool``, with ``text``) for whether the free str
+    leaf at ``path`` starts / ends with ``text``. Its bounds and domain follow from the
+    layout node at ``path``; its existence from the lengths of the enclosing lists.
     """
 
     model_config = _STRICT
@@ -280,6 +282,7 @@ class IRVariable(BaseModel):
     path: list[PathPart]
     kind: Literal["int", "bool", "str", "len"]
     other: list[PathPart] | None = None
+    text: str | None = None
 
 
 class IRFactor(BaseModel):

@@ -88,7 +88,11 @@ def record_facts(spec: CompiledSpec, data: object) -> tuple[Fact, ...]:
         node, value = _value_at(spec.layout, data, rec.path)
         if value is _ABSENT:
             continue
-        if rec.kind == "same":  # both texts are there (the first is; the second may not)
+        if rec.kind == "affix":
+            if isinstance(value, str) and rec.affix is not None:
+                method, text = rec.affix
+                facts.append((name, bool(getattr(value, method)(text))))
+        elif rec.kind == "same":  # both texts are there (the first is; the second may not)
             assert rec.other is not None
             _, second = _value_at(spec.layout, data, rec.other)
             if isinstance(value, str) and isinstance(second, str):

@@ -22,6 +22,7 @@ __all__ = [
     "DATE_CONSTRUCTORS",
     "NUMBER_FUNCTIONS",
     "DATE_METHODS",
+    "STR_METHODS",
     "SUPPORTED_CALLS",
     "SUPPORTED_METHODS",
     "check_syntax",
@@ -64,6 +65,9 @@ NUMBER_FUNCTIONS = frozenset({"isclose"})
 """``math.isclose``, called by name or as ``math.isclose(...)``."""
 
 DATE_METHODS = frozenset({"weekday", "isoweekday", "toordinal", "total_seconds"})
+
+STR_METHODS = frozenset({"startswith", "endswith"})
+"""``str`` methods a relation may call on a field (with constant arguments) or a constant."""
 """Methods of dates and timedeltas a relation may call (on record values or constants)."""
 
 _STATEMENTS: dict[type[ast.AST], str] = {
@@ -230,14 +234,21 @@ def _check_expr(info: RelationInfo, node: ast.expr) -> None:
                 if f.id not in SUPPORTED_CALLS | DATE_CONSTRUCTORS | NUMBER_FUNCTIONS:
                     _fail(info, sub, f"call to {f.id}()", "only the supported builtins")
             elif isinstance(f, ast.Attribute):
-                allowed = SUPPORTED_METHODS | DATE_METHODS | DATE_CONSTRUCTORS | NUMBER_FUNCTIONS
+                allowed = (
+                    SUPPORTED_METHODS
+                    | DATE_METHODS
+                    | DATE_CONSTRUCTORS
+                    | NUMBER_FUNCTIONS
+                    | STR_METHODS
+                )
                 if f.attr not in allowed:
                     _fail(
                         info,
                         sub,
                         f"call to {ast.unparse(f)}()",
-                        "methods other than get/keys/values/items/count/index and the "
-                        "date methods weekday/isoweekday/toordinal/total_seconds",
+                        "methods other than get/keys/values/items/count/index, "
+                        "startswith/endswith and the date methods "
+                        "weekday/isoweekday/toordinal/total_seconds",
                     )
             else:
                 _fail(info, sub, "call of a computed function")

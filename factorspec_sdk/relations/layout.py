@@ -77,6 +77,7 @@ __all__ = [
     "has_grammar",
     "length_name",
     "node_at",
+    "affix_name",
     "dict_entry",
     "writable_key",
     "path_name",
@@ -174,6 +175,14 @@ def path_name(path: Path) -> str:
 def length_name(path: Path) -> str:
     """Name of the length variable of the list or free str at ``path``: ``len(stays)``."""
     return f"len({path_name(path)})"
+
+
+def affix_name(method: str, path: Path, text: str) -> str:
+    """Name of the variable that a free str leaf starts or ends with ``text``.
+
+    ``startswith(title, "Re: ")``, ``endswith(email, ".org")``.
+    """
+    return f"{method}({path_name(path)}, {json.dumps(text)})"
 
 
 def same_name(a: Path, b: Path) -> str:

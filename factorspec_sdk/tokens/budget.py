@@ -320,6 +320,8 @@ class CompletionBound:
         if free.texts is None:
             target = free.shortest_close()
             return self._padded(free, target - len(free.written))
+        if free.texts.affixes is not None:
+            return self._affix_target(free)
         best: tuple[int, int] | None = None
         n = len(free.written)
         k = free.next_other(n)
@@ -340,6 +342,40 @@ class CompletionBound:
         if best is None:
             raise RuntimeError(f"string at {free.state.pending!r} has no feasible completion")
         return best
+
+    def _affix_target(self, free: FreeString) -> tuple[int, int]:
+        """The greedy completion of a string with affixes (`factorspec_sdk.writer.affixes`).
+
+        The cheapest of: a text of constants that closes (spelled), padding to the first
+        length that closes, and padding followed by a constant suffix (spelled).
+        """
+        texts = free.texts
+        assert texts is not None and texts.affixes is not None
+        aff = texts.affixes
+        w, n = free.written, len(free.written)
+        options: list[tuple[int, int]] = []
+        for t in [*aff.tight(w), *texts.extending(w)]:
+            spelled = self._spell(t[n:])
+            if spelled is not None and free.closes(t):
+                cost, close = self._closing(free, text=t)
+                options.append((len(spelled) + cost, spelled[0] if spelled else close))
+        for e in aff.suffixes:
+            spelled = self._spell(e)
+            if spelled is None:
+                continue
+            for k in range(n, aff.hi - len(e) + 1):
+                text = w + self._pad_text(k - n) + e
+                if free.closes(text):
+                    cost, close = self._closing(free, text=text)
+                    pad = int(self._padding(k - n)[k - n])
+                    first = self._by_length()[self._pad_step(k - n)] if k > n else None
+                    if first is None:
+                        first = spelled[0] if spelled else close
+                    options.append((pad + len(spelled) + cost, first))
+                    break
+        if not options:
+            raise RuntimeError(f"string at {free.state.pending!r} has no feasible completion")
+        return min(options)
 
     def _padded(self, free: FreeString, missing: int) -> tuple[int, int]:
         """Pad ``missing`` characters, then close: its token count and first token."""
@@ -407,20 +443,22 @@ class CompletionBound:
         return best
 
     def _kept_allowed(self, cursor: FreeCursor, ids: TokenIds, budget: int) -> TokenIds:
-        """A tight budget in a string that later strings compare with (`StringTexts.keep`).
+        """A tight budget in a string whose closing facts depend on its whole text.
 
-        What comes after depends on the whole text (a later string may copy it), so no
-        count per token length holds: the tokens allowed are those counted one by one, the
-        one that starts the greedy completion and those toward a named text, plus the
-        closing tokens that fit (each among ``ids``, the tokens the masks allow).
+        A string later strings compare with (`StringTexts.keep`: a later one may copy it),
+        or one read with ``startswith``/``endswith``: no count per token length holds, so
+        the tokens allowed are those counted one by one, the one that starts the greedy
+        completion and those toward a named text or a text of constants, plus the closing
+        tokens that fit (each among ``ids``, the tokens the masks allow).
         """
         free = cursor.free
         assert free.texts is not None
         tables = self.planner.free_tables()
-        n = len(free.written)
-        named = {
-            t[n:k] for t in free.texts.named_from(free.written) for k in range(n + 1, len(t) + 1)
-        }
+        w, n = free.written, len(free.written)
+        toward = free.texts.named_from(w)
+        if free.texts.affixes is not None:
+            toward += [*free.texts.affixes.tight(w), *free.texts.affixes.open_prefixes(w)]
+        named = {t[n:k] for t in toward for k in range(n + 1, len(t) + 1)}
         tried = {*tables.ids_of(named).tolist(), self.cheapest(cursor)} & set(ids.tolist())
         vocab = self.planner.tok.vocab
         fits: list[int] = []
@@ -449,7 +487,7 @@ class CompletionBound:
         tables = self.planner.free_tables()
         free = cursor.free
         n = len(free.written)
-        if free.texts is not None and free.texts.keep:
+        if free.texts is not None and (free.texts.keep or free.texts.affixes is not None):
             return self._kept_allowed(cursor, ids, budget)
         if free.lengths is None:
             missing = max(0, free.min_length - n)

@@ -120,6 +120,10 @@ class FreeTables:
     quote_after: tuple[str, ...]
     by_text: Mapping[str, tuple[int, ...]]
 
+    def foreign(self, chars: frozenset[str]) -> npt.NDArray[np.bool_]:
+        """Per safe token: whether none of its characters is in ``chars``."""
+        return np.asarray([not (set(t) & chars) for t in self.safe_text], dtype=bool)
+
     def ids_of(self, texts: Iterable[str]) -> TokenIds:
         """The safe tokens whose text is one of ``texts``."""
         ids = [t for text in texts for t in self.by_text.get(text, ())]
@@ -191,6 +195,7 @@ class Planner:
         self._lock = threading.Lock()
         self.stats = PlannerStats()
         self._free_tables: FreeTables | None = None
+        self._foreign: dict[tuple[int, frozenset[str]], npt.NDArray[np.bool_]] = {}
         self._bound: CompletionBound | None = None
 
     # ------------------------------------------------------------------ entry points
@@ -439,6 +444,8 @@ class Planner:
                 parts.append(tables.safe_ids)
             elif longest > n:
                 parts.append(tables.safe_ids[tables.safe_chars <= longest - n])
+        elif free.texts.affixes is not None:
+            parts.append(self._affix_allowed(free))
         else:
             parts.extend(self._texts_allowed(free))
         closing = [
@@ -454,6 +461,61 @@ class Planner:
         # a token holds a quote or not: the parts are disjoint, and sorting them is enough
         # (np.unique's hashing took ~6 ms of the vocabulary per free-string step)
         return np.sort(np.concatenate(parts), kind="stable")
+
+    def _affix_allowed(self, free: FreeString) -> TokenIds:
+        """Text tokens of a string read with ``startswith``/``endswith``, each completable.
+
+        See `factorspec_sdk.writer.affixes`. By token length: a token of characters no
+        constant (nor named text) has completes as ``X`` itself; any other token that runs
+        along no constant completes with one more such character; the tokens along a
+        constant, and the rest where that is not enough, are checked one by one.
+        """
+        tables = self.free_tables()
+        texts = free.texts
+        assert texts is not None and texts.affixes is not None
+        aff = texts.affixes
+        w, n = free.written, len(free.written)
+        chars = texts.constant_chars()
+        key = (id(tables), chars)
+        foreign = self._foreign.get(key)
+        if foreign is None:
+            foreign = tables.foreign(chars)
+            self._foreign[key] = foreign
+        rests: set[str] = set()
+        for t in [*aff.open_prefixes(w), *aff.tight(w), *texts.named_from(w)]:
+            rests |= {t[n:k] for k in range(n + 1, len(t) + 1)}
+        special = set(tables.ids_of(rests).tolist())
+        for c in aff.open_prefixes(w):  # tokens that run past a prefix's end
+            rest = c[n:]
+            special |= {
+                tid
+                for tid, text in zip(tables.safe_ids.tolist(), tables.safe_text, strict=True)
+                if text.startswith(rest)
+            }
+        head = aff.deviating(w)
+        ok = np.zeros(len(tables.safe_ids), dtype=bool)
+        for size in np.unique(tables.safe_chars).tolist():
+            if n + size > aff.hi:
+                continue
+            sized = tables.safe_chars == size
+            as_x = texts.other and any(
+                aff.lengths(aff.open_profile(head, e)).longest >= n + size + len(e)
+                for e in aff.suffixes
+            )
+            plus = texts.other and aff.open_ok(w, size)
+            ok |= sized & ((foreign & as_x) | plus)
+        in_special = np.isin(tables.safe_ids, np.asarray(sorted(special), dtype=np.int64))
+        ok &= ~in_special
+        # a token along no constant keeps the prefixes of `head`: with no feasible profile of
+        # those, only the tokens along a constant can complete
+        todo = ~ok if texts.other and aff.head_feasible(head) else in_special
+        index = np.flatnonzero(todo).tolist()
+        checked = [
+            int(tables.safe_ids[i])
+            for i in index
+            if n + int(tables.safe_chars[i]) <= aff.hi and free.completable(w + tables.safe_text[i])
+        ]
+        return np.concatenate([tables.safe_ids[ok], np.asarray(checked, dtype=np.int64)])
 
     def _texts_allowed(self, free: FreeString) -> list[TokenIds]:
         """Text tokens of a string whose value a relation reads, each with a completion.

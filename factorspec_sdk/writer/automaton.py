@@ -39,6 +39,7 @@ from factorspec_sdk.relations.layout import (
     temporal_range,
 )
 from factorspec_sdk.relations.temporal import duration_text, temporal_text, text_length
+from factorspec_sdk.writer.affixes import Affixes
 from factorspec_sdk.writer.dates import next_date_chars
 from factorspec_sdk.writer.digits import is_canonical_int, next_digits_in_range
 from factorspec_sdk.writer.floats import (
@@ -168,7 +169,24 @@ class FreeString:
         """Whether the string may end as ``text`` (the whole string, not just the rest)."""
         if self.texts is not None and self.texts.named(text):
             return text in self.texts.feasible
+        if self.texts is not None and self.texts.affixes is not None:
+            n = len(text)
+            if n < self.min_length or (self.max_length is not None and n > self.max_length):
+                return False
+            return self.texts.other and self.texts.affixes.closes(text)
         return self.closes_at(len(text))
+
+    def completable(self, text: str) -> bool:
+        """Whether a string with affixes, written up to ``text``, can still close.
+
+        See `factorspec_sdk.writer.affixes`.
+        """
+        texts = self.texts
+        assert texts is not None and texts.affixes is not None
+        if texts.other and texts.affixes.open_ok(text):
+            return True
+        candidates = [*texts.affixes.tight(text), *texts.extending(text)]
+        return any(self.closes(t) for t in candidates)
 
     @property
     def longest_other(self) -> int | None:
@@ -648,7 +666,15 @@ class Writer:
             suffix, _ = self.layout_text(after)
             lengths = None
             lvar = self.spec.string_length_variable(path)
-            if lvar is not None:
+            affix_vars = self.spec.affix_variables(path)
+            if texts is not None and affix_vars:  # the lengths per profile of affixes
+                assert lvar is not None  # `affix_links` makes it
+                rec = self.spec.record(lvar)
+                assert rec.ge is not None and rec.le is not None
+                given = (*s.assignment, (texts.var, OTHER_TEXT))
+                affixes = Affixes(self.oracle, given, affix_vars, lvar, rec.ge, rec.le)
+                texts = dataclasses.replace(texts, affixes=affixes)
+            elif lvar is not None:
                 rec = self.spec.record(lvar)  # its bounds: min_length, max_length or default
                 assert rec.ge is not None and rec.le is not None  # the compiler sets both
                 given = s.assignment if texts is None else (*s.assignment, *texts.facts(None))

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from factorspec_sdk.relations.layout import OTHER_TEXT
+from factorspec_sdk.writer.affixes import Affixes
 
 if TYPE_CHECKING:
     from factorspec_sdk.graph import Fact
@@ -54,6 +55,8 @@ class StringTexts:
         linked: the ``same`` variables of strings written before, with their texts.
         keep: whether the string's fact holds its text even where no relation names it
             (strings written after it compare with it).
+        affixes: where relations read its ``startswith``/``endswith``, its affix variables
+            and the lengths each profile allows (`Affixes`); None otherwise.
     """
 
     var: str
@@ -62,6 +65,7 @@ class StringTexts:
     other: bool
     linked: tuple[tuple[str, str], ...] = ()
     keep: bool = False
+    affixes: Affixes | None = None
 
     def named(self, text: str) -> bool:
         """Whether ``text`` is named: by a relation, or as the text of a linked string."""
@@ -70,10 +74,24 @@ class StringTexts:
     def facts(self, text: str | None) -> tuple[Fact, ...]:
         """The facts of closing as ``text`` (None: a text no relation names, as padding)."""
         if text is None:
+            if self.affixes is not None:
+                raise ValueError("a string with affixes closes as a text, not a length")
             value = OTHER_TEXT
         else:
             value = text if self.keep or self.named(text) else OTHER_TEXT
-        return ((self.var, value), *((v, text == t) for v, t in self.linked))
+        code: tuple[Fact, ...] = ((self.var, value), *((v, text == t) for v, t in self.linked))
+        if self.affixes is not None and text is not None:
+            return (*code, *self.affixes.facts(text))
+        return code
+
+    def constant_chars(self) -> frozenset[str]:
+        """The characters of every named text and affix constant.
+
+        A character outside them makes a text no relation names, with no affix beyond
+        those of its ends.
+        """
+        affixes = "" if self.affixes is None else "".join(c for _, _, c in self.affixes.variables)
+        return frozenset("".join(self.feasible | self.banned) + affixes)
 
     def extending(self, written: str) -> list[str]:
         """The feasible named texts that start with ``written``, shortest first."""

@@ -110,7 +110,10 @@ def _decide(comp: RelationCompiler, formula: z3.BoolRef, instance: Any, info: Re
         ok, v = value_at(instance, rec.path)
         if not ok or v is None:
             continue
-        if rec.kind == "same":  # whether two free str leaves hold the same text
+        if rec.kind == "affix":  # whether a free str leaf starts / ends with a constant
+            assert rec.affix is not None
+            pairs.append((rec.term, z3.BoolVal(bool(getattr(v, rec.affix[0])(rec.affix[1])))))
+        elif rec.kind == "same":  # whether two free str leaves hold the same text
             assert rec.other is not None
             ok, w = value_at(instance, rec.other)
             if ok and w is not None:

@@ -31,6 +31,7 @@ from factorspec_sdk.tokens.plan import Cursor, Finished, Planner, TrieNode
 from factorspec_sdk.tokens.vocab import TokenizerInfo
 from factorspec_sdk.writer.automaton import Writer
 from tests.helpers import TRIP_CONTEXT, Pick, Post, Signup, Trip, tiny_tokenizer
+from tests.writer.test_string_affixes import Tagged
 
 TOK = tiny_tokenizer()
 PROMPT = TOK.encode("write the record")
@@ -54,6 +55,7 @@ EXAMPLES: dict[str, tuple[type[BaseModel], object]] = {
     "memo": (Memo, None),
     "post": (Post, None),  # free strings closed at lengths the relations allow
     "signup": (Signup, None),  # free strings compared by value, one copying another
+    "tagged": (Tagged, None),  # free strings read with startswith / endswith
 }
 # the shortest record of each, in tiny-vocabulary tokens (exhaustive search agrees where
 # it is feasible: test_the_bound_is_the_true_shortest_record)
@@ -66,6 +68,7 @@ SHORTEST = {
     "memo": 37,
     "post": 31,
     "signup": 45,
+    "tagged": 17,
 }
 
 
@@ -118,7 +121,7 @@ def test_the_bound_is_the_true_shortest_record(name: str) -> None:
     assert true_shortest(p) == p.min_tokens(p.start())
 
 
-@pytest.mark.parametrize("name", ["trip", "memo", "invoice", "post", "signup"])
+@pytest.mark.parametrize("name", ["trip", "memo", "invoice", "post", "signup", "tagged"])
 @pytest.mark.parametrize("extra", [0, 1, 5])
 def test_random_walks_under_a_budget_always_finish(name: str, extra: int) -> None:
     """Any token the budget mask allows leads to a complete record within the budget."""
@@ -296,7 +299,7 @@ class RandomCompleter:
 
 
 @pytest.mark.parametrize("style", ["tokens", "regex"])
-@pytest.mark.parametrize("name", ["trip", "memo", "meeting", "invoice", "post", "signup"])
+@pytest.mark.parametrize("name", ["trip", "memo", "meeting", "invoice", "post", "signup", "tagged"])
 @pytest.mark.parametrize("extra", [0, 1, 5])
 def test_the_segment_decoder_keeps_tight_budgets(
     style: ConstraintStyle, name: str, extra: int

@@ -62,7 +62,12 @@ numbers (``sum``/``min``/``max``/``abs`` in `builtin_calls`).
 """
 
 from factorspec_sdk.relations.compiler.builtin_calls import dict_key_factors
-from factorspec_sdk.relations.compiler.codes import decided_by_codes, length_links, text_links
+from factorspec_sdk.relations.compiler.codes import (
+    affix_links,
+    decided_by_codes,
+    length_links,
+    text_links,
+)
 from factorspec_sdk.relations.compiler.core import RelationCompiler
 from factorspec_sdk.relations.compiler.dates import date_links, date_part_bounds
 from factorspec_sdk.relations.compiler.records import (
@@ -84,6 +89,7 @@ __all__ = [
     "RelationCompiler",
     "VarKind",
     "VarRecord",
+    "affix_links",
     "date_links",
     "date_part_bounds",
     "decided_by_codes",

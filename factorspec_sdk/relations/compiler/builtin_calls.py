@@ -29,7 +29,7 @@ from factorspec_sdk.relations.compiler.choices import (
     truthy,
     unwrap,
 )
-from factorspec_sdk.relations.compiler.codes import str_length
+from factorspec_sdk.relations.compiler.codes import affix, str_length
 from factorspec_sdk.relations.compiler.dates import (
     abs_delta,
     as_numbers,
@@ -175,6 +175,10 @@ def _method(
     obj = f.bound
     if isinstance(obj, SDict):
         return _dict_method(cx, obj, f.name, args, kwargs, node)
+    if isinstance(obj, SCode):  # startswith / endswith of a str value
+        if kwargs:
+            cx.fail(f"call to {f.name}()", f"{f.name}() with keywords", node)
+        return R(affix(cx, obj, f.name, args, node))
     of_date = date_method(cx, f, args, node)
     if of_date is not None:
         return of_date

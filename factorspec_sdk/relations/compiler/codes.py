@@ -15,12 +15,14 @@ from __future__ import annotations
 import ast
 import enum
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, NoReturn, cast
 
 import z3
 
 from factorspec_sdk.relations.compiler.records import OTHER_CODE, InternTable, VarRecord
 from factorspec_sdk.relations.compiler.terms import (
+    AND,
+    OR,
     Cond,
     in_codes,
     mk_cmp,
@@ -33,6 +35,7 @@ from factorspec_sdk.relations.layout import (
     DEFAULT_MAX_STRING_LENGTH,
     LeafLayout,
     Path,
+    affix_name,
     length_name,
     path_name,
     same_name,
@@ -42,6 +45,8 @@ if TYPE_CHECKING:
     from factorspec_sdk.relations.compiler.core import RelationCompiler
 
 __all__ = [
+    "affix",
+    "affix_links",
     "code_of",
     "decided_by_codes",
     "eq_code",
@@ -288,6 +293,10 @@ def same_text(cx: RelationCompiler, a: SCode, b: SCode) -> Cond:
             "== and != compare a free str field with another str field or a constant, not "
             "a value chosen among free str fields (compare each field)",
         )
+    for leaf in leaves:
+        assert leaf is not None
+        if _affixes_of(cx, leaf.path):
+            _affix_and_same(cx)
     ra, rb = sorted((leaves[0], leaves[1]), key=lambda r: _order_key(r.path))
     if ra.name == rb.name:
         return True
@@ -411,4 +420,133 @@ def text_links(cx: RelationCompiler) -> list[tuple[str, frozenset[str], z3.BoolR
                     ]
         title = ", ".join(path_name(p) for p in members)
         out.append((f"texts of {title}", frozenset(names), z3.And(*parts)))
+    return out
+
+
+def affix(cx: RelationCompiler, v: SCode, method: str, args: list[V], node: ast.AST) -> Cond:
+    """``v.startswith(c)`` / ``v.endswith(c)`` for a constant ``c`` (or a tuple of them).
+
+    Of a Literal or str-Enum value (or a choice among them): the codes whose text has the
+    affix. Of a free str leaf: a Bool ``startswith(leaf, "c")`` of its own, which
+    `affix_links` ties to the leaf's code and length (a named text has its affixes; any
+    other text those of some text of its length), so the leaf needs no finite domain.
+    """
+    arg = args[0] if len(args) == 1 else None
+    consts = (arg,) if isinstance(arg, str) else arg
+    if not isinstance(consts, tuple) or not consts or not all(isinstance(c, str) for c in consts):
+        cx.fail(
+            f"call to {method}()",
+            f"{method}() of a str field takes one constant: a str or a tuple of strs",
+            node,
+        )
+    texts = cast(tuple[str, ...], consts)
+    if not v.strs or (v.enum_type is not None and not value_like(v.enum_type)):
+        cx.fail(f"{method}() of an Enum member", f"{method}() of a str or str-Enum value", node)
+    _read(cx, v)
+    if not v.unread:  # a Literal / str-Enum value: its codes are all interned already
+        return OR(
+            *(
+                mk_eq(v.e, code)
+                for k, code in cx.strings.codes.items()
+                if any(getattr(k, method)(c) for c in texts)
+            )
+        )
+    leaf = _free_leaf(cx, v)
+    if leaf is None:
+        cx.fail(
+            f"{method}() of a computed string",
+            f"{method}() of a value chosen among free str fields (call it on each field)",
+            node,
+        )
+    if _has_same(cx, leaf.path):
+        _affix_and_same(cx, node)
+    out: list[Cond] = []
+    for c in texts:
+        name = affix_name(method, leaf.path, c)
+        rec = cx.var(leaf.path, "affix", name=name, affix=(method, c))
+        out.append(cast(z3.BoolRef, rec.term))
+    return OR(*out)
+
+
+def _affix_and_same(cx: RelationCompiler, node: ast.AST | None = None) -> NoReturn:
+    cx.fail(
+        "startswith/endswith of a string compared with another",
+        "a free str field read with startswith()/endswith() cannot also be compared with "
+        "another free str field",
+        node,
+    )
+
+
+def _has_same(cx: RelationCompiler, path: Path) -> bool:
+    return any(r.kind == "same" and path in (r.path, r.other) for r in cx.vars.values())
+
+
+def _affixes_of(cx: RelationCompiler, path: Path) -> list[VarRecord]:
+    return [r for r in cx.vars.values() if r.kind == "affix" and r.path == path]
+
+
+def affix_links(cx: RelationCompiler) -> list[tuple[str, frozenset[str], z3.BoolRef]]:
+    """Factors that tie each free str leaf's affix variables to its code and length.
+
+    Call once every relation is compiled (the intern table is then complete). A named text
+    has its own affixes. Any other text (`OTHER_CODE`) has those of some text no relation
+    names of its length: with ``m`` its longest constant prefix and ``e`` its longest
+    constant suffix, a text longer than ``m + e`` has a character between them that no
+    constant has (the writer's alphabet is large), so it starts with exactly the prefixes of
+    ``m`` and ends with exactly the suffixes of ``e``; a text no longer than ``m + e`` is
+    ``m`` and ``e`` overlapped, one text whose affixes are its own (and it must be no named
+    one). Returns (factor name, variables, formula) per leaf.
+    """
+    leaves: dict[Path, list[VarRecord]] = {}
+    for r in cx.vars.values():
+        if r.kind == "affix" and r.name in cx.read_names:
+            leaves.setdefault(r.path, []).append(r)
+    out: list[tuple[str, frozenset[str], z3.BoolRef]] = []
+    for path, recs in leaves.items():
+
+        def build(path: Path = path, recs: list[VarRecord] = recs) -> Cond:
+            for name in (path_name(path), *(r.name for r in recs)):
+                cx.mark_read(name)
+            code = cast(z3.ArithRef, cx.vars[path_name(path)].term)
+            length = _leaf_length(cx, path)
+            affixes = [cast(tuple[str, str], r.affix) for r in recs]
+            terms = [cast(z3.BoolRef, r.term) for r in recs]
+
+            def profile(text: str) -> z3.BoolRef:
+                return z3.And(
+                    *(
+                        t == z3.BoolVal(getattr(text, m)(c))
+                        for t, (m, c) in zip(terms, affixes, strict=True)
+                    )
+                )
+
+            def open_profile(pre: str, suf: str) -> z3.BoolRef:
+                return z3.And(
+                    *(
+                        t == z3.BoolVal(pre.startswith(c) if m == "startswith" else suf.endswith(c))
+                        for t, (m, c) in zip(terms, affixes, strict=True)
+                    )
+                )
+
+            parts: list[Cond] = []
+            for k, code_k in cx.strings.codes.items():
+                parts.append(z3.Implies(code == code_k, profile(k)))
+            prefixes = ["", *sorted({c for m, c in affixes if m == "startswith"})]
+            suffixes = ["", *sorted({c for m, c in affixes if m == "endswith"})]
+            cases: list[z3.BoolRef] = []
+            for pre in prefixes:
+                for suf in suffixes:
+                    cases.append(z3.And(open_profile(pre, suf), length > len(pre) + len(suf)))
+                    for n in range(max(len(pre), len(suf)), len(pre) + len(suf) + 1):
+                        shared = len(pre) + len(suf) - n
+                        if pre[len(pre) - shared :] != suf[:shared]:
+                            continue
+                        text = pre + suf[shared:]
+                        if text not in cx.strings.codes:
+                            cases.append(z3.And(profile(text), length == n))
+            parts.append(z3.Implies(code == OTHER_CODE, z3.Or(*cases)))
+            return AND(*parts)
+
+        formula, variables = cx.derive(build)
+        out.append((f"affixes of {path_name(path)}", variables, formula))
     return out

@@ -191,6 +191,7 @@ class RelationCompiler:
         enum_type: type[enum.Enum] | None = None,
         read: bool = True,
         other: Path | None = None,
+        affix: tuple[str, str] | None = None,
     ) -> VarRecord:
         """The variable of the node at ``path`` (created on first use), marked as used.
 
@@ -201,13 +202,13 @@ class RelationCompiler:
         vname = name or path_name(path)
         rec = self.vars.get(vname)
         if rec is None:
-            boolean = kind in ("bool", "same")
+            boolean = kind in ("bool", "same", "affix")
             term: z3.ExprRef = z3.Bool(vname) if boolean else z3.Int(vname)
             exists = self.exists(path)
             if other is not None:
                 exists = AND(exists, self.exists(other))
             rec = VarRecord(
-                vname, path, kind, term, ge, le, choices, free_str, exists, enum_type, other
+                vname, path, kind, term, ge, le, choices, free_str, exists, enum_type, other, affix
             )
             self.vars[vname] = rec
         if read:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, cast
 import z3
 
 from factorspec_sdk.errors import ContextError
-from factorspec_sdk.relations.checks import DATE_METHODS, SUPPORTED_METHODS
+from factorspec_sdk.relations.checks import DATE_METHODS, STR_METHODS, SUPPORTED_METHODS
 from factorspec_sdk.relations.compiler import codes, dates, floats, ints
 from factorspec_sdk.relations.compiler.choices import map_choice
 from factorspec_sdk.relations.compiler.terms import AND, NOT, Cond
@@ -170,6 +170,8 @@ def attr(cx: RelationCompiler, v: V, name: str, node: ast.AST) -> R:
     if isinstance(v, SCode):
         if name == "value" and v.enum_type is not None:
             return R(SCode(v.e, None, v.strs))
+        if name in STR_METHODS:
+            return R(SFunc(name, v))
         cx.fail("attribute of a value", f"attribute .{name} of a field value", node)
     if isinstance(v, SFunc):
         cx.fail("attribute access on a function", f"{v.name}.{name}", node)
@@ -194,7 +196,7 @@ def attr(cx: RelationCompiler, v: V, name: str, node: ast.AST) -> R:
     if out is math.isclose:  # math.isclose(...): a function the call rules know
         return R(out)
     if callable(out) and not isinstance(out, type) and not isinstance(v, type):
-        if name not in SUPPORTED_METHODS | DATE_METHODS:
+        if name not in SUPPORTED_METHODS | DATE_METHODS | STR_METHODS:
             cx.fail(
                 f"call to {name}()",
                 "method calls other than get/keys/values/items/count/index and the date "

@@ -22,7 +22,9 @@ __all__ = ["OTHER_CODE", "OTHER_TEXT", "CompiledRelation", "InternTable", "VarKi
 OTHER_CODE = 0
 """Code of "any string not in the intern table"."""
 
-VarKind = Literal["int", "bool", "str", "len", "strlen", "date", "datepart", "float", "same"]
+VarKind = Literal[
+    "int", "bool", "str", "len", "strlen", "date", "datepart", "float", "same", "affix"
+]
 
 
 class InternTable:
@@ -57,7 +59,8 @@ class VarRecord:
             ``date.toordinal()``) / ``datepart`` (``year(d)``, ``month(d)`` or ``day(d)``
             of a date leaf ``d``, tied to it by a factor) / ``float`` (a float leaf as its
             scaled value ``x * 10**places``) / ``same`` (a Bool: two free str leaves hold the
-            same text, ``same(a, b)``; see `codes.same_text`).
+            same text, ``same(a, b)``; see `codes.same_text`) / ``affix`` (a Bool: a free str
+            leaf starts or ends with a constant, ``startswith(a, "x")``; see `codes.affix`).
         term: the Z3 term.
         ge: inclusive lower bound (ints, lengths and date ordinals).
         le: inclusive upper bound.
@@ -68,6 +71,8 @@ class VarRecord:
         enum_type: the Enum class of an Enum leaf.
         other: for a ``same`` variable (``same(a, b)``: whether two free str leaves hold the
             same text), the second leaf's path (``path`` is the first's).
+        affix: for an ``affix`` variable, the method (``startswith``/``endswith``) and the
+            constant.
     """
 
     name: str
@@ -81,6 +86,7 @@ class VarRecord:
     exists: Cond = True
     enum_type: type[enum.Enum] | None = None
     other: Path | None = None
+    affix: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,243 @@
+"""``startswith``/``endswith`` of free strings: compiled exactly, written exactly.
+
+A free str read with ``s.startswith(c)`` / ``s.endswith(d)`` (constants) needs no finite
+domain: each affix is a Bool tied to the string's code and length (`codes.affix_links`),
+and the writer decides it by the text (`factorspec_sdk.writer.affixes`). Checked against
+brute force over small alphabets (``z`` stands for every character no constant has) at the
+writer, the token masks and the segment regex.
+"""
+
+from __future__ import annotations
+
+import enum
+import itertools
+import re
+from typing import Any, Literal
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic import BaseModel, Field, ValidationError
+
+from factorspec_sdk import relation
+from factorspec_sdk.drafter.segments import _free_regex
+from factorspec_sdk.graph import compile_spec
+from factorspec_sdk.ir import check_record, spec_from_ir, to_ir
+from factorspec_sdk.tokens.plan import FreeCursor, Planner
+from factorspec_sdk.writer.automaton import FreeString, Writer
+from tests.helpers import random_record, tiny_tokenizer
+from tests.relations.helpers import refused
+from tests.relations.test_differential import assert_agree
+from tests.writer.test_string_texts import _choice_after, _closes
+
+TOK = tiny_tokenizer()
+
+
+class Tagged(BaseModel):
+    """Prefixes, suffixes (one a tuple), a named text, and a length tied to another string."""
+
+    code: str = Field(max_length=4)
+    mail: str = Field(max_length=4)
+
+    @relation
+    def rules(self) -> bool:
+        return (
+            (self.code.startswith("ab") or self.code.endswith("b"))
+            and not self.code.startswith("b")
+            and self.code != "ab"
+            and self.mail.endswith(("a", "ba")) == (len(self.code) == 3)
+        )
+
+
+TEXTS = ["".join(p) for k in range(5) for p in itertools.product("abz", repeat=k)]
+
+
+def _valid(**fields: str) -> bool:
+    try:
+        Tagged.model_validate(fields)
+    except ValidationError:
+        return False
+    return True
+
+
+def test_each_string_closes_exactly_where_some_record_allows() -> None:
+    writer = Writer(compile_spec(Tagged))
+    at_code = _choice_after(writer, {}, "code")
+    for code in TEXTS:
+        expect = any(_valid(code=code, mail=m) for m in TEXTS)
+        assert _closes(at_code, code) == expect, code
+    for code in ["abz", "zb", "abzb", "azzb", "abb"]:
+        at_mail = _choice_after(writer, {"code": code}, "mail")
+        for mail in TEXTS:
+            assert _closes(at_mail, mail) == _valid(code=code, mail=mail), (code, mail)
+
+
+def test_the_token_masks_allow_exactly_the_characters_with_a_completion() -> None:
+    planner = Planner(Writer(compile_spec(Tagged)), TOK)
+    quote = TOK.encode('"')[0]
+    for before, key in (({}, "code"), ({"code": "abz"}, "mail"), ({"code": "zb"}, "mail")):
+        free = _choice_after(planner.writer, before, key)
+        assert isinstance(free, FreeString)
+        for written in [t for t in TEXTS if len(t) <= 3]:
+            grown = planner.writer.extend_free(free, written) if written else free
+            allowed = set(planner.allowed(FreeCursor(grown)).tolist())
+            for ch in "abz":
+                expect = any(t.startswith(written + ch) and free.closes(t) for t in TEXTS)
+                assert (TOK.encode(ch)[0] in allowed) == expect, (before, written, ch)
+            assert (quote in allowed) == free.closes(written), (before, written)
+
+
+def test_the_segment_regex_allows_only_closing_texts_and_some_if_any() -> None:
+    writer = Writer(compile_spec(Tagged))
+    for before, key in (({}, "code"), ({"code": "abz"}, "mail"), ({"code": "zb"}, "mail")):
+        free = _choice_after(writer, before, key)
+        assert isinstance(free, FreeString)
+        for written in ["", "a", "ab", "z", "b"]:
+            grown = writer.extend_free(free, written) if written else free
+            reachable = [t for t in TEXTS if t.startswith(written) and free.closes(t)]
+            if not reachable:
+                continue
+            pattern = _free_regex(FreeCursor(grown))
+            matched = [
+                t
+                for t in TEXTS
+                if t.startswith(written) and re.fullmatch(pattern, t[len(written) :] + '"')
+            ]
+            assert matched, (before, written, pattern)
+            assert all(free.closes(t) for t in matched), (before, written, matched)
+
+
+def test_random_walks_write_only_valid_records() -> None:
+    planner = Planner(Writer(compile_spec(Tagged)), TOK)
+    rng = np.random.default_rng(4)
+    seen = set()
+    for _ in range(25):
+        text = random_record(planner, TOK, rng, close=0.5)
+        Tagged.model_validate_json(text)
+        seen.add(text)
+    assert len(seen) > 10
+
+
+def test_a_required_prefix_is_certain_text() -> None:
+    class Ticket(BaseModel):
+        region: Literal["EU", "US"]
+        code: str = Field(max_length=8)
+
+        @relation
+        def prefixed(self) -> bool:
+            return self.region != "EU" or self.code.startswith("EU-")
+
+    planner = Planner(Writer(compile_spec(Ticket)), TOK)
+    free = _choice_after(planner.writer, {"region": "EU"}, "code")
+    assert isinstance(free, FreeString)
+    allowed = {TOK.vocab[t].decode() for t in planner.allowed(FreeCursor(free)).tolist()}
+    assert allowed and all("EU-".startswith(a) or a.startswith("EU-") for a in allowed)
+
+
+# ------------------------------------------------------------------ compiling
+
+
+class Color(enum.Enum):
+    RED = "red"
+
+
+class Shade(enum.StrEnum):
+    DARK = "dark-red"
+    LIGHT = "light-red"
+
+
+class Affixed(BaseModel):
+    """Affixes of free strings, Literals, str-Enums; tuples; under Optional and in lists."""
+
+    title: str
+    kind: Literal["re: x", "fw: y", "note"]
+    shade: Shade
+    note: str | None = None
+    tags: list[str] = Field(max_length=3)
+
+    @relation
+    def reply(self) -> bool:
+        return self.title.startswith(("Re: ", "Fw: ")) == self.kind.startswith("re")
+
+    @relation
+    def shades(self) -> bool:
+        return self.shade.endswith("-red") and not self.shade.startswith("light")
+
+    @relation
+    def optional(self) -> bool:
+        return self.note is None or not self.note.endswith("!")
+
+    @relation
+    def hashtags(self) -> bool:
+        return all(t.startswith("#") for t in self.tags)
+
+    @relation
+    def both_ends(self) -> bool:
+        return self.title.startswith("R") and self.title.endswith("e")
+
+
+affixed_st = st.fixed_dictionaries(
+    {
+        "title": st.sampled_from(["Re: x", "Fw: y", "R", "Rose", "e", "", "Re"])
+        | st.text("Re: F", max_size=5),
+        "kind": st.sampled_from(["re: x", "fw: y", "note"]),
+        "shade": st.sampled_from(["dark-red", "light-red"]),
+        "note": st.none() | st.text("a!", max_size=3),
+        "tags": st.lists(st.text("#a", max_size=3), max_size=3),
+    }
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(affixed_st)
+def test_affixes_agree_with_python(data: dict[str, Any]) -> None:
+    assert_agree(Affixed, None, data)
+
+
+def test_affixes_of_a_spec_write_valid_records() -> None:
+    planner = Planner(Writer(compile_spec(Affixed)), TOK)
+    rng = np.random.default_rng(1)
+    for _ in range(10):
+        Affixed.model_validate_json(random_record(planner, TOK, rng, close=0.4))
+
+
+class Pair(BaseModel):
+    a: str
+    b: str
+    c: Color
+    n: int = 0
+
+
+@pytest.mark.parametrize(
+    ("body", "construct"),
+    [
+        ("self.a.startswith(self.b)", "call to startswith()"),
+        ("self.a.startswith('x') and self.a == self.b", "startswith/endswith of a string"),
+        ("self.b == self.a and self.a.endswith('x')", "startswith/endswith of a string"),
+        ("self.c.startswith('r')", "startswith() of an Enum member"),
+        ("(self.a if self.n else self.b).endswith('x')", "endswith() of a computed string"),
+    ],
+)
+def test_what_cannot_be_compiled_is_refused_by_name(
+    body: str, construct: str, tmp_path: Any
+) -> None:
+    err = refused(Pair, body, str(tmp_path / "bad.py"))
+    assert construct in str(err), str(err)
+    assert "bad.py:7" in str(err)
+
+
+def test_the_relation_ir_carries_affix_variables() -> None:
+    spec = compile_spec(Tagged)
+    ir = to_ir(Tagged)
+    assert any(v.get("text") == "ab" for v in ir["variables"])
+    back = spec_from_ir(ir)
+    assert set(back.variables) == set(spec.variables)
+    for code in ["abz", "zb", "ab", "b", "azzb"]:
+        for mail in ["a", "ba", "z", ""]:
+            text = f'{{"code": "{code}", "mail": "{mail}"}}'
+            if _valid(code=code, mail=mail):
+                check_record(back, text)
+            else:
+                with pytest.raises(Exception, match=r"relations|schema"):
+                    check_record(back, text)
