@@ -453,6 +453,9 @@ class CompletionBound:
         """
         free = cursor.free
         assert free.texts is not None
+        if 1 + self.planner.writer.longest_rest_bytes(free.state) <= budget:
+            return ids  # every token fits: the rest has at most that many bytes (a length
+            # variable bounds such a string, so its rest shrinks as it grows)
         tables = self.planner.free_tables()
         w, n = free.written, len(free.written)
         toward = free.texts.named_from(w)

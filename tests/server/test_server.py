@@ -364,6 +364,8 @@ def test_dicts_and_compared_strings_travel_to_the_server_as_ir(url: str) -> None
     """A dict (free keys, kept distinct) and free strings compared with each other: the
     server writes the same records as the local client (the IR carries the entries, the
     same() variables and their ties)."""
+    from typing import Annotated
+
     from pydantic import BaseModel, Field
 
     from factorspec_sdk import relation
@@ -371,7 +373,9 @@ def test_dicts_and_compared_strings_travel_to_the_server_as_ir(url: str) -> None
     class Team(BaseModel):
         lead: str = Field(max_length=6)
         deputy: str = Field(max_length=6)
-        shares: dict[str, int] = Field(min_length=2, max_length=3)
+        shares: dict[Annotated[str, Field(max_length=6)], Annotated[int, Field(ge=0, le=10)]] = (
+            Field(min_length=2, max_length=3)
+        )
 
         @relation
         def two_people(self) -> bool:
