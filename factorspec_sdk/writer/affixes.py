@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from factorspec_sdk.relations.affixes import Affix, open_profile, profile
 from factorspec_sdk.writer.lengths import StringLengths
 
 if TYPE_CHECKING:
@@ -45,7 +46,16 @@ class Affixes:
         length_var: the string's length variable, with its bounds ``lo``..``hi``.
     """
 
-    __slots__ = ("_lengths", "assignment", "hi", "length_var", "lo", "oracle", "variables")
+    __slots__ = (
+        "_lengths",
+        "affixes",
+        "assignment",
+        "hi",
+        "length_var",
+        "lo",
+        "oracle",
+        "variables",
+    )
 
     def __init__(
         self,
@@ -59,6 +69,7 @@ class Affixes:
         self.oracle = oracle
         self.assignment = assignment
         self.variables = variables
+        self.affixes: list[Affix] = [(m, c) for _, m, c in variables]
         self.length_var = length_var
         self.lo = lo
         self.hi = hi
@@ -76,14 +87,11 @@ class Affixes:
 
     def profile(self, text: str) -> Profile:
         """The affixes of ``text``."""
-        return tuple(bool(getattr(text, m)(c)) for _, m, c in self.variables)
+        return profile(text, self.affixes)
 
     def open_profile(self, pre: str, suf: str) -> Profile:
         """The affixes of ``pre + X + suf`` with ``X`` of characters no constant has."""
-        return tuple(
-            pre.startswith(c) if m == "startswith" else suf.endswith(c)
-            for _, m, c in self.variables
-        )
+        return open_profile(pre, suf, self.affixes)
 
     def facts(self, text: str) -> tuple[Fact, ...]:
         """The facts of closing as ``text``: its affixes and its length."""

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, NoReturn, cast
 
 import z3
 
+from factorspec_sdk.relations.affixes import Affix, open_profile, profile
 from factorspec_sdk.relations.compiler.records import OTHER_CODE, InternTable, VarRecord
 from factorspec_sdk.relations.compiler.terms import (
     AND,
@@ -509,41 +510,29 @@ def affix_links(cx: RelationCompiler) -> list[tuple[str, frozenset[str], z3.Bool
                 cx.mark_read(name)
             code = cast(z3.ArithRef, cx.vars[path_name(path)].term)
             length = _leaf_length(cx, path)
-            affixes = [cast(tuple[str, str], r.affix) for r in recs]
+            affixes = [cast(Affix, r.affix) for r in recs]
             terms = [cast(z3.BoolRef, r.term) for r in recs]
 
-            def profile(text: str) -> z3.BoolRef:
-                return z3.And(
-                    *(
-                        t == z3.BoolVal(getattr(text, m)(c))
-                        for t, (m, c) in zip(terms, affixes, strict=True)
-                    )
-                )
-
-            def open_profile(pre: str, suf: str) -> z3.BoolRef:
-                return z3.And(
-                    *(
-                        t == z3.BoolVal(pre.startswith(c) if m == "startswith" else suf.endswith(c))
-                        for t, (m, c) in zip(terms, affixes, strict=True)
-                    )
-                )
+            def holds(bits: tuple[bool, ...]) -> z3.BoolRef:
+                return z3.And(*(t == z3.BoolVal(b) for t, b in zip(terms, bits, strict=True)))
 
             parts: list[Cond] = []
             for k, code_k in cx.strings.codes.items():
-                parts.append(z3.Implies(code == code_k, profile(k)))
+                parts.append(z3.Implies(code == code_k, holds(profile(k, affixes))))
             prefixes = ["", *sorted({c for m, c in affixes if m == "startswith"})]
             suffixes = ["", *sorted({c for m, c in affixes if m == "endswith"})]
             cases: list[z3.BoolRef] = []
             for pre in prefixes:
                 for suf in suffixes:
-                    cases.append(z3.And(open_profile(pre, suf), length > len(pre) + len(suf)))
+                    bits = open_profile(pre, suf, affixes)
+                    cases.append(z3.And(holds(bits), length > len(pre) + len(suf)))
                     for n in range(max(len(pre), len(suf)), len(pre) + len(suf) + 1):
                         shared = len(pre) + len(suf) - n
                         if pre[len(pre) - shared :] != suf[:shared]:
                             continue
                         text = pre + suf[shared:]
                         if text not in cx.strings.codes:
-                            cases.append(z3.And(profile(text), length == n))
+                            cases.append(z3.And(holds(profile(text, affixes)), length == n))
             parts.append(z3.Implies(code == OTHER_CODE, z3.Or(*cases)))
             return AND(*parts)
 
