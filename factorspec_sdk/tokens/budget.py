@@ -461,8 +461,7 @@ class CompletionBound:
         toward = free.texts.named_from(w)
         if free.texts.affixes is not None:
             toward += [*free.texts.affixes.tight(w), *free.texts.affixes.open_prefixes(w)]
-        named = {t[n:k] for t in toward for k in range(n + 1, len(t) + 1)}
-        tried = {*tables.ids_of(named).tolist(), self.cheapest(cursor)} & set(ids.tolist())
+        tried = {*tables.toward(toward, n).tolist(), self.cheapest(cursor)} & set(ids.tolist())
         vocab = self.planner.tok.vocab
         fits: list[int] = []
         for tid in sorted(tried):
@@ -506,12 +505,7 @@ class CompletionBound:
                     count = 1 + int(self._padding(gap)[gap]) + self._closing(free, length=target)[0]
                     need[tables.safe_chars == c] = count
         if free.texts is not None:  # toward a named text: each such token counted alone
-            named = {
-                t[n:k]
-                for t in free.texts.named_from(free.written)
-                for k in range(n + 1, len(t) + 1)
-            }
-            toward = tables.ids_of(named)
+            toward = tables.toward(free.texts.named_from(free.written), n)
             for tid in toward[np.isin(toward, ids)].tolist():
                 text = self.planner.tok.vocab[tid].decode("utf-8")
                 grown = FreeCursor(self.planner.writer.extend_free(free, text))

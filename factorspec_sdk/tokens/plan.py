@@ -129,6 +129,13 @@ class FreeTables:
         ids = [t for text in texts for t in self.by_text.get(text, ())]
         return np.asarray(sorted(set(ids)), dtype=np.int64)
 
+    def toward(self, texts: Iterable[str], n: int) -> TokenIds:
+        """The safe tokens that write on toward a text of ``texts``.
+
+        Each writes a non-empty part of such a text right after its first ``n`` characters.
+        """
+        return self.ids_of({t[n:k] for t in texts for k in range(n + 1, len(t) + 1)})
+
 
 @lru_cache(maxsize=8)
 def _free_tables(tok: TokenizerInfo) -> FreeTables:
@@ -195,7 +202,7 @@ class Planner:
         self._lock = threading.Lock()
         self.stats = PlannerStats()
         self._free_tables: FreeTables | None = None
-        self._foreign: dict[tuple[int, frozenset[str]], npt.NDArray[np.bool_]] = {}
+        self._foreign: dict[frozenset[str], npt.NDArray[np.bool_]] = {}
         self._bound: CompletionBound | None = None
 
     # ------------------------------------------------------------------ entry points
@@ -476,15 +483,12 @@ class Planner:
         aff = texts.affixes
         w, n = free.written, len(free.written)
         chars = texts.constant_chars()
-        key = (id(tables), chars)
-        foreign = self._foreign.get(key)
+        foreign = self._foreign.get(chars)
         if foreign is None:
             foreign = tables.foreign(chars)
-            self._foreign[key] = foreign
-        rests: set[str] = set()
-        for t in [*aff.open_prefixes(w), *aff.tight(w), *texts.named_from(w)]:
-            rests |= {t[n:k] for k in range(n + 1, len(t) + 1)}
-        special = set(tables.ids_of(rests).tolist())
+            self._foreign[chars] = foreign
+        toward = [*aff.open_prefixes(w), *aff.tight(w), *texts.named_from(w)]
+        special = set(tables.toward(toward, n).tolist())
         for c in aff.open_prefixes(w):  # tokens that run past a prefix's end
             rest = c[n:]
             special |= {
@@ -538,8 +542,7 @@ class Planner:
             edge = tables.safe_ids[tables.safe_chars == top - n]
             banned = tables.ids_of(t[n:] for t in texts.banned_at(free.written, top))
             parts.append(edge[~np.isin(edge, banned)])
-        rests = {t[n:k] for t in texts.extending(free.written) for k in range(n + 1, len(t) + 1)}
-        parts.append(tables.ids_of(rests))
+        parts.append(tables.toward(texts.extending(free.written), n))
         return parts
 
     def _free_advance(self, free: FreeString, token: int, *, critical: bool) -> Cursor:
