@@ -469,20 +469,15 @@ def _affix_regex(cursor: FreeCursor, slack: int | None) -> str:
     if texts.other:
         outside = "".join(_class_escape(ch) for ch in sorted(texts.constant_chars()))
         char = _CHAR[:-1] + outside + "]"
-        for m in [aff.deviating(w), *aff.open_prefixes(w)]:
-            start = max(n, len(m))
-            for e in aff.suffixes:
-                least = start + 1 + len(e)
-                xs = [
-                    k - start - len(e)
-                    for k in aff.lengths(aff.open_profile(m, e)).lengths_from(least)
-                ]
-                if not xs:
-                    continue
-                if slack is not None:
-                    xs = [x for x in xs if x <= xs[0] + max(0, slack)]
-                body = char + _repeat(char, [x - 1 for x in xs], None)
-                alts.append(regex_escape(m[n:]) + body + regex_escape(e) + '"')
+        for m, e, least in aff.open_forms(w):
+            lengths = aff.lengths(aff.open_profile(m, e)).lengths_from(least)
+            xs = [k - least + 1 for k in lengths]  # characters of X
+            if not xs:
+                continue
+            if slack is not None:
+                xs = [x for x in xs if x <= xs[0] + max(0, slack)]
+            body = char + _repeat(char, [x - 1 for x in xs], None)
+            alts.append(regex_escape(m[n:]) + body + regex_escape(e) + '"')
     if not alts:
         raise GenerationError(f"string at {free.state.pending!r} has no feasible completion")
     return _group(alts)

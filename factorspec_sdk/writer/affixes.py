@@ -122,19 +122,25 @@ class Affixes:
         found = [c for c in self.prefixes if written.startswith(c)]
         return found[-1] if found else ""
 
-    def open_ok(self, written: str, extra: int = 0) -> bool:
-        """Whether ``written`` plus ``extra`` characters no constant has can be completed.
+    def open_forms(self, written: str, extra: int = 0) -> list[tuple[str, str, int]]:
+        """The completions ``m + X + e`` of ``written``, as ``(m, e, least)``.
 
-        The completions ``m + X + e`` with ``X`` at least one such character.
+        ``written`` is followed by ``extra`` characters no constant has and ``X`` by at least
+        one more; ``least`` is the shortest length of such a completion.
         """
         n = len(written) + extra
         heads = [self.deviating(written)] + ([] if extra else self.open_prefixes(written))
-        for m in heads:
-            start = max(n, len(m))
-            for e in self.suffixes:
-                if self.lengths(self.open_profile(m, e)).longest >= start + 1 + len(e):
-                    return True
-        return False
+        return [(m, e, max(n, len(m)) + 1 + len(e)) for m in heads for e in self.suffixes]
+
+    def open_ok(self, written: str, extra: int = 0) -> bool:
+        """Whether ``written`` plus ``extra`` such characters completes as an `open_forms`.
+
+        Some length its profile allows is long enough.
+        """
+        return any(
+            self.lengths(self.open_profile(m, e)).longest >= least
+            for m, e, least in self.open_forms(written, extra)
+        )
 
     def head_feasible(self, head: str) -> bool:
         """Whether a text no relation names may have the constant prefixes of ``head``.

@@ -157,9 +157,13 @@ class FreeString:
     lengths: StringLengths | None = None
     texts: StringTexts | None = None
 
+    def fits(self, n: int) -> bool:
+        """Whether ``n`` characters are within the schema's ``min_length``/``max_length``."""
+        return n >= self.min_length and (self.max_length is None or n <= self.max_length)
+
     def closes_at(self, n: int) -> bool:
         """Whether a text no relation names may end after ``n`` characters."""
-        if n < self.min_length or (self.max_length is not None and n > self.max_length):
+        if not self.fits(n):
             return False
         if self.texts is not None and not self.texts.other:
             return False
@@ -170,10 +174,7 @@ class FreeString:
         if self.texts is not None and self.texts.named(text):
             return text in self.texts.feasible
         if self.texts is not None and self.texts.affixes is not None:
-            n = len(text)
-            if n < self.min_length or (self.max_length is not None and n > self.max_length):
-                return False
-            return self.texts.other and self.texts.affixes.closes(text)
+            return self.fits(len(text)) and self.texts.other and self.texts.affixes.closes(text)
         return self.closes_at(len(text))
 
     def completable(self, text: str) -> bool:
@@ -667,18 +668,17 @@ class Writer:
             lengths = None
             lvar = self.spec.string_length_variable(path)
             affix_vars = self.spec.affix_variables(path)
-            if texts is not None and affix_vars:  # the lengths per profile of affixes
-                assert lvar is not None  # `affix_links` makes it
-                rec = self.spec.record(lvar)
-                assert rec.ge is not None and rec.le is not None
-                given = (*s.assignment, (texts.var, OTHER_TEXT))
-                affixes = Affixes(self.oracle, given, affix_vars, lvar, rec.ge, rec.le)
-                texts = dataclasses.replace(texts, affixes=affixes)
-            elif lvar is not None:
+            assert lvar is not None or not affix_vars  # `affix_links` makes it
+            if lvar is not None:
                 rec = self.spec.record(lvar)  # its bounds: min_length, max_length or default
                 assert rec.ge is not None and rec.le is not None  # the compiler sets both
-                given = s.assignment if texts is None else (*s.assignment, *texts.facts(None))
-                lengths = StringLengths(self.oracle, given, lvar, rec.ge, rec.le)
+                if texts is not None and affix_vars:  # the lengths per profile of affixes
+                    given = (*s.assignment, (texts.var, OTHER_TEXT))
+                    affixes = Affixes(self.oracle, given, affix_vars, lvar, rec.ge, rec.le)
+                    texts = dataclasses.replace(texts, affixes=affixes)
+                else:
+                    given = s.assignment if texts is None else (*s.assignment, *texts.facts(None))
+                    lengths = StringLengths(self.oracle, given, lvar, rec.ge, rec.le)
             return FreeString(
                 s, s.partial, node.min_length, node.max_length, suffix, lengths, texts
             )
