@@ -334,7 +334,7 @@ def decided_by_codes(
     where the relations name every text). The variables returned no longer count as read:
     substitute them.
     """
-    pairs = [v for v in cx.vars.values() if v.kind == "same" and v.name in cx.read_names]
+    pairs = cx.read_of("same")
     if not pairs:
         return {}
     leaves = {path_name(p): p for v in pairs for p in (v.path, v.other) if p is not None}
@@ -375,7 +375,7 @@ def text_links(cx: RelationCompiler) -> list[tuple[str, frozenset[str], z3.BoolR
     ``same`` implies equal codes and lengths; equal codes of named texts imply ``same``;
     two empty texts are the same. Returns (factor name, variables, formula) per group.
     """
-    pairs = [v for v in cx.vars.values() if v.kind == "same" and v.name in cx.read_names]
+    pairs = cx.read_of("same")
     parent: dict[Path, Path] = {}
 
     def find(p: Path) -> Path:
@@ -499,9 +499,8 @@ def affix_links(cx: RelationCompiler) -> list[tuple[str, frozenset[str], z3.Bool
     one). Returns (factor name, variables, formula) per leaf.
     """
     leaves: dict[Path, list[VarRecord]] = {}
-    for r in cx.vars.values():
-        if r.kind == "affix" and r.name in cx.read_names:
-            leaves.setdefault(r.path, []).append(r)
+    for r in cx.read_of("affix"):
+        leaves.setdefault(r.path, []).append(r)
     out: list[tuple[str, frozenset[str], z3.BoolRef]] = []
     for path, recs in leaves.items():
 

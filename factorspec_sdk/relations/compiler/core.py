@@ -226,10 +226,9 @@ class RelationCompiler:
         self._read |= self._used
         return formula, frozenset(self._used)
 
-    @property
-    def read_names(self) -> frozenset[str]:
-        """Variables some compiled relation reads so far."""
-        return frozenset(self._read)
+    def read_of(self, kind: VarKind) -> list[VarRecord]:
+        """The variables of ``kind`` some compiled relation reads so far, in creation order."""
+        return [r for r in self.vars.values() if r.kind == kind and r.name in self._read]
 
     def keep_read(self) -> None:
         """Count the variables used since the last relation as read.
