@@ -6,6 +6,7 @@ import json
 import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import openai  # noqa: TID253
@@ -348,16 +349,23 @@ def test_datetimes_and_unions_travel_to_the_server_as_ir(url: str) -> None:
 
     ir = to_ir(Slot)
     assert [f["node"]["type"] for f in ir["layout"]["fields"]] == ["leaf", "leaf", "union"]
+    for slot in _as_the_local_client(url, Slot, "a slot", max_tokens=300):
+        assert 9 <= slot.start.hour < 12 and slot.alarm < slot.start.time()
+        assert slot.what.kind == "visit" or slot.start.minute == 0
+
+
+def _as_the_local_client(url: str, model: type[Any], prompt: str, max_tokens: int) -> list[Any]:
+    """Records of ``model`` the server writes, each the local client's text (3 seeds)."""
     local = Client(scripted_engine())
+    out = []
     with Client(backend=RemoteBackend(url)) as remote:
         for seed in range(3):
-            kw: dict[str, object] = {"temperature": 1.0, "seed": seed, "max_tokens": 300}
-            got = remote.generate(Slot, "a slot", return_result=True, **kw)  # type: ignore[arg-type]
-            want = local.generate(Slot, "a slot", return_result=True, **kw)  # type: ignore[arg-type]
+            kw: dict[str, Any] = {"temperature": 1.0, "seed": seed, "max_tokens": max_tokens}
+            got = remote.generate(model, prompt, return_result=True, **kw)
+            want = local.generate(model, prompt, return_result=True, **kw)
             assert got.text == want.text
-            slot = got.value
-            assert 9 <= slot.start.hour < 12 and slot.alarm < slot.start.time()
-            assert slot.what.kind == "visit" or slot.start.minute == 0
+            out.append(got.value)
+    return out
 
 
 def test_dicts_and_compared_strings_travel_to_the_server_as_ir(url: str) -> None:
@@ -391,13 +399,6 @@ def test_dicts_and_compared_strings_travel_to_the_server_as_ir(url: str) -> None
 
     ir = to_ir(Team)
     assert any(v.get("other") for v in ir["variables"])
-    local = Client(scripted_engine())
-    with Client(backend=RemoteBackend(url)) as remote:
-        for seed in range(3):
-            kw: dict[str, object] = {"temperature": 1.0, "seed": seed, "max_tokens": 200}
-            got = remote.generate(Team, "a team", return_result=True, **kw)  # type: ignore[arg-type]
-            want = local.generate(Team, "a team", return_result=True, **kw)  # type: ignore[arg-type]
-            assert got.text == want.text
-            team = got.value
-            assert team.lead != team.deputy and team.lead in team.shares
-            assert sum(team.shares.values()) == 10
+    for team in _as_the_local_client(url, Team, "a team", max_tokens=200):
+        assert team.lead != team.deputy and team.lead in team.shares
+        assert sum(team.shares.values()) == 10
