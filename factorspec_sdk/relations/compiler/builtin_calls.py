@@ -244,14 +244,7 @@ def dict_key_factors(cx: RelationCompiler) -> list[tuple[str, frozenset[str], z3
         def build(path: Path = path, node: ListLayout = node) -> Cond:
             d = node_value(cx, path, node, check_null=False)
             assert isinstance(d, SDict)
-            keys = d.keys.items
-            return AND(
-                *(
-                    IMPLIES(b.present, NOT(eq(cx, a.value, b.value, _KEYS)))
-                    for j, b in enumerate(keys)
-                    for a in keys[:j]
-                )
-            )
+            return to_bool(_distinct(cx, [d.keys], {}, _KEYS).value)  # as `distinct(d)`
 
         formula, variables = cx.derive(build)
         if variables:
