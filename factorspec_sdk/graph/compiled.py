@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Literal, cast
 import z3
 from pydantic import BaseModel
 
-from factorspec_sdk.relations.compiler import InternTable, VarKind, VarRecord
+from factorspec_sdk.relations.compiler import BOOL_KINDS, InternTable, VarKind, VarRecord
 from factorspec_sdk.relations.decorator import RelationSet
 from factorspec_sdk.relations.layout import (
     ListLayout,
@@ -208,7 +208,7 @@ class CompiledSpec:
         domain: tuple[Value, ...] | None = None
         if r.choices is not None:
             domain = tuple(cast(Value, c) for c in r.choices)
-        elif r.kind in ("bool", "same", "affix"):
+        elif r.kind in BOOL_KINDS:
             domain = (False, True)
         return VarInfo(r.name, r.path, r.kind, r.ge, r.le, domain)
 
@@ -301,7 +301,7 @@ class CompiledSpec:
             extra = ""
             if v.kind in ("int", "len", "strlen", "date", "datepart", "float"):
                 extra = f" in [{v.ge}, {v.le}]"
-            if v.domain is not None and v.kind not in ("bool", "same", "affix"):
+            if v.domain is not None and v.kind not in BOOL_KINDS:
                 shown = ", ".join(map(repr, v.domain[:8])) + (", ..." if len(v.domain) > 8 else "")
                 extra += f" in {{{shown}}}"
             lines.append(f"  {v.name}: {v.kind}{extra}")

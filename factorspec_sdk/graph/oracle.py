@@ -27,7 +27,7 @@ import z3
 from factorspec_sdk.errors import OracleError
 from factorspec_sdk.graph.compiled import AtLeast, AtMost, Fact, Value
 from factorspec_sdk.graph.z3context import MAIN_CONTEXT_LOCK
-from factorspec_sdk.relations.compiler import OTHER_CODE, OTHER_TEXT
+from factorspec_sdk.relations.compiler import BOOL_KINDS, OTHER_CODE, OTHER_TEXT
 
 if TYPE_CHECKING:
     from factorspec_sdk.graph.compiled import Assignment, CompiledSpec
@@ -111,7 +111,7 @@ class _Solver:
             if isinstance(value, AtMost):
                 return cast(z3.BoolRef, t <= value.n)
             return cast(z3.BoolRef, t >= value.n)
-        if rec.kind in ("bool", "same", "affix"):
+        if rec.kind in BOOL_KINDS:
             if not isinstance(value, bool):
                 raise ValueError(f"{var} is a bool variable, got {value!r}")
             return cast(z3.BoolRef, t == z3.BoolVal(value, self.ctx))
@@ -140,7 +140,7 @@ class _Solver:
 
     def decode(self, var: str, v: z3.ExprRef) -> Value:
         rec = self.spec.record(var)
-        if rec.kind in ("bool", "same", "affix"):
+        if rec.kind in BOOL_KINDS:
             return bool(z3.is_true(v))
         n = cast(z3.IntNumRef, v).as_long()
         if rec.kind == "str":

@@ -60,6 +60,7 @@ from factorspec_sdk.ir.model import (
 )
 from factorspec_sdk.relations.checks import STR_METHODS
 from factorspec_sdk.relations.compiler import (
+    BOOL_KINDS,
     InternTable,
     VarKind,
     VarRecord,
@@ -871,8 +872,7 @@ def _build(checked: CheckedIR, limits: IRLimits, solver_timeout_ms: int | None) 
         other = None if v.other is None else tuple(v.other)
         specs[v.name] = _derive(layout, v.name, tuple(v.path), v.kind, other, v.text)
     terms: dict[str, z3.ExprRef] = {
-        n: z3.Bool(n, ctx) if s.kind in ("bool", "same", "affix") else z3.Int(n, ctx)
-        for n, s in specs.items()
+        n: z3.Bool(n, ctx) if s.kind in BOOL_KINDS else z3.Int(n, ctx) for n, s in specs.items()
     }
     records: dict[str, VarRecord] = {}
     for n, s in specs.items():

@@ -71,6 +71,7 @@ from factorspec_sdk.relations.compiler.codes import (
 from factorspec_sdk.relations.compiler.core import RelationCompiler
 from factorspec_sdk.relations.compiler.dates import date_links, date_part_bounds
 from factorspec_sdk.relations.compiler.records import (
+    BOOL_KINDS,
     OTHER_CODE,
     OTHER_TEXT,
     CompiledRelation,
@@ -82,6 +83,7 @@ from factorspec_sdk.relations.compiler.terms import AND, to_bool
 
 __all__ = [
     "AND",
+    "BOOL_KINDS",
     "OTHER_CODE",
     "OTHER_TEXT",
     "CompiledRelation",

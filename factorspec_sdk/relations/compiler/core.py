@@ -21,6 +21,7 @@ from factorspec_sdk.relations.checks import relation_body
 from factorspec_sdk.relations.compiler import builtin_calls, fields, names, operators, sequences
 from factorspec_sdk.relations.compiler.choices import truthy
 from factorspec_sdk.relations.compiler.records import (
+    BOOL_KINDS,
     CompiledRelation,
     InternTable,
     VarKind,
@@ -202,8 +203,7 @@ class RelationCompiler:
         vname = name or path_name(path)
         rec = self.vars.get(vname)
         if rec is None:
-            boolean = kind in ("bool", "same", "affix")
-            term: z3.ExprRef = z3.Bool(vname) if boolean else z3.Int(vname)
+            term: z3.ExprRef = z3.Bool(vname) if kind in BOOL_KINDS else z3.Int(vname)
             exists = self.exists(path)
             if other is not None:
                 exists = AND(exists, self.exists(other))

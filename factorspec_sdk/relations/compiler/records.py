@@ -17,7 +17,15 @@ from factorspec_sdk.relations.compiler.terms import Cond
 from factorspec_sdk.relations.decorator import RelationInfo
 from factorspec_sdk.relations.layout import OTHER_TEXT, Path
 
-__all__ = ["OTHER_CODE", "OTHER_TEXT", "CompiledRelation", "InternTable", "VarKind", "VarRecord"]
+__all__ = [
+    "BOOL_KINDS",
+    "OTHER_CODE",
+    "OTHER_TEXT",
+    "CompiledRelation",
+    "InternTable",
+    "VarKind",
+    "VarRecord",
+]
 
 OTHER_CODE = 0
 """Code of "any string not in the intern table"."""
@@ -25,6 +33,10 @@ OTHER_CODE = 0
 VarKind = Literal[
     "int", "bool", "str", "len", "strlen", "date", "datepart", "float", "same", "affix"
 ]
+
+
+BOOL_KINDS: frozenset[VarKind] = frozenset({"bool", "same", "affix"})
+"""The kinds whose variable is a Z3 ``Bool`` (the others are ``Int``)."""
 
 
 class InternTable:
