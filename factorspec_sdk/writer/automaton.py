@@ -717,11 +717,9 @@ class Writer:
         """
         written = dict(s.assignment)
         links = self.spec.same_variables(path)
-        linked = tuple(
-            (v, text)
-            for v, other in links
-            if isinstance(text := written.get(self.spec.variable_for(other) or ""), str)
-        )
+        found = [(v, self.spec.variable_for(other)) for v, other in links]
+        texts_of = [(v, written.get(ov)) for v, ov in found if ov is not None]
+        linked = tuple((v, text) for v, text in texts_of if isinstance(text, str))
         base = (*s.assignment, *((v, False) for v, _ in linked))
         named = self.spec.strings.strings[1:]
         values = self.oracle.feasible_values(base, var, limit=len(named) + 1)
