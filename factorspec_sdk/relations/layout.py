@@ -466,6 +466,25 @@ def _attributes_read(model: type[BaseModel]) -> frozenset[str]:
     return frozenset(names)
 
 
+def _relation_models(annotation: object) -> list[str]:
+    """The models in ``annotation`` (nested ones too) that have relations, by name."""
+    found: list[str] = []
+    seen: set[type[BaseModel]] = set()
+    todo: list[object] = [annotation]
+    while todo:
+        t = todo.pop()
+        if isinstance(t, type) and issubclass(t, BaseModel):
+            if t in seen:
+                continue
+            seen.add(t)
+            if len(relations_of(t)):
+                found.append(t.__name__)
+            todo.extend(f.annotation for f in t.model_fields.values())
+        else:
+            todo.extend(get_args(t))
+    return found
+
+
 def _is_read(name: str, read: frozenset[str]) -> bool:
     """Whether a relation reads the field ``name`` (``xs[]``, an item of ``xs``: ``xs``'s)."""
     return name.split("[", 1)[0] in read
@@ -522,6 +541,15 @@ def _node(
 
     def fail(why: str) -> UnsupportedFieldTypeError:
         return UnsupportedFieldTypeError(model.__name__, name, annotation, why)
+
+    inner = _relation_models(annotation)
+    if inner:  # a grammar value cannot hold them: refuse rather than drop them
+        raise fail(
+            f"{', '.join(sorted(inner))} in it {'has' if len(inner) == 1 else 'have'} "
+            "relations, and the field can only be written as a grammar value, where "
+            "relations cannot hold (a union needs a one-value Literal tag field in every "
+            "model; a recursive model cannot carry relations)"
+        )
 
     full = annotation if info is None else typing.Annotated[annotation, info]
     try:
@@ -748,8 +776,8 @@ def _native(
             raise _NotNative
     union = _union_branches(annotation)
     if union is not None:
-        if not _is_read(name, read):  # no relation reads it: the grammar writes any branch
-            raise _NotNative
+        if not _is_read(name, read) and not _relation_models(annotation):
+            raise _NotNative  # no relation reads it or lives in it: the grammar writes it
         tag = info.discriminator if info is not None else None
         return _union(union[0], union[1] or nullable, tag, stack, read)
     if info is not None and info.discriminator is not None:
@@ -774,8 +802,8 @@ def _native(
             raise fail(f"max_length {hi} is below min_length {lo}")
         return ListLayout(item, lo, hi, bounded, nullable)
     if origin is dict:
-        if not _is_read(name, read):  # no relation reads it: the grammar writes any keys
-            raise _NotNative
+        if not _is_read(name, read) and not _relation_models(annotation):
+            raise _NotNative  # no relation reads it or lives in it: the grammar writes it
         key_type, value_type = get_args(annotation) or (None, None)
         if key_type is None:
             raise _NotNative

@@ -159,6 +159,45 @@ def test_the_layout_writes_the_tag_first_and_keeps_untagged_unions_as_grammar() 
     assert isinstance(top.field("loose").node, GrammarLayout)  # no tag: the grammar's
 
 
+class Box(BaseModel):
+    """A union no relation of its holder reads, whose ``Calc`` branch has a relation."""
+
+    item: Annotated[Calc | Stop, Field(discriminator="kind")]
+    items: list[Calc | Search] = Field(max_length=3)
+
+
+def test_relations_inside_an_unread_union_are_laid_out_and_hold() -> None:
+    """Relations inside a union's models make it the writer's, even when nothing reads it."""
+    top = build_layout(Box)
+    assert isinstance(top.field("item").node, UnionLayout)
+    spec = compile_spec(Box)
+    assert any(
+        name.startswith("ordered (item<Calc>)")
+        for name in spec.relations_mentioning("item<Calc>.a")
+    )
+    planner = Planner(Writer(spec), TOK)
+    rng = np.random.default_rng(1)
+    calcs = 0
+    for _ in range(20):
+        box = Box.model_validate_json(random_record(planner, TOK, rng))
+        for calc in [box.item, *box.items]:
+            if isinstance(calc, Calc):
+                calcs += 1
+                assert calc.a <= calc.b
+    assert calcs > 5
+
+
+def test_relations_a_grammar_value_would_drop_are_refused() -> None:
+    """An untagged union (or a recursive model) with relations inside cannot be written."""
+    from factorspec_sdk.errors import UnsupportedFieldTypeError
+
+    class Loose(BaseModel):
+        item: Calc | int
+
+    with pytest.raises(UnsupportedFieldTypeError, match="Calc in it has relations"):
+        build_layout(Loose)
+
+
 @pytest.mark.parametrize(
     ("body", "construct"),
     [
