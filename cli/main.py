@@ -49,6 +49,9 @@ from factorspec_sdk.errors import (
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from factorspec_sdk import GenerationResult
+    from factorspec_sdk.streams import RecordStream
+
 __all__ = ["ExitCode", "app", "main"]
 
 
@@ -236,6 +239,23 @@ def generate(
     indent: Annotated[
         int, typer.Option(min=0, help="JSON indent; 0 prints the canonical one-line text.")
     ] = 2,
+    live: Annotated[
+        bool | None,
+        typer.Option(
+            "--live/--no-live",
+            help="Show the record growing on stderr as it is decoded (default: when stderr "
+            "is a terminal).",
+            show_default=False,
+        ),
+    ] = None,
+    explain: Annotated[
+        bool,
+        typer.Option(
+            "--explain",
+            help="After the record, print on stderr where each part came from: the model, "
+            "the relations or the schema (coloured), and a table of its values.",
+        ),
+    ] = False,
 ) -> None:
     """Generate one record that satisfies the schema and every relation.
 
@@ -246,7 +266,7 @@ def generate(
     with _errors():
         text = read_prompt(prompt, prompt_file)
         model, ctx = _context(target, context)
-        from factorspec_sdk import Client, GenerationResult
+        from factorspec_sdk import Client
         from factorspec_sdk.graph import compile_spec
 
         console = _stderr()
@@ -264,17 +284,21 @@ def generate(
             except TypeError as exc:
                 raise _not_buildable(engine, exc) from exc
             status.update("decoding")
-            result: GenerationResult[BaseModel] = client.generate(
-                model,
-                text,
-                context=ctx,
-                system=system,
-                temperature=temperature,
-                top_p=top_p,
-                seed=seed,
-                max_tokens=max_tokens,
-                return_result=True,
-            )
+            show = console.is_terminal if live is None else live
+            kwargs: dict[str, Any] = {
+                "context": ctx,
+                "system": system,
+                "temperature": temperature,
+                "top_p": top_p,
+                "seed": seed,
+                "max_tokens": max_tokens,
+            }
+            if not show:
+                result: GenerationResult[BaseModel] = client.generate(
+                    model, text, return_result=True, **kwargs
+                )
+        if show:
+            result = _live(console, client.stream(model, text, **kwargs))
         if indent == 0:
             typer.echo(result.text)
         else:
@@ -285,6 +309,49 @@ def generate(
         if isinstance(choice, DtypeChoice):
             typer.echo(f"dtype: {choice.summary()}", err=True)
         typer.echo(f"stats: {result.stats.summary()}", err=True)
+        if explain:
+            _explain(console, result)
+
+
+def _live(console: Console, stream: RecordStream[BaseModel]) -> GenerationResult[BaseModel]:
+    """Show ``stream``'s partial records on ``console`` until the record is done."""
+    from rich.json import JSON
+    from rich.live import Live
+
+    with stream, Live(console=console, transient=True, refresh_per_second=12) as view:
+        for partial in stream:
+            view.update(JSON(partial.model_dump_json(exclude_unset=True)))
+    return stream.result
+
+
+_ORIGIN_STYLES = {"model": "bold yellow", "relations": "bold green", "schema": "dim"}
+
+
+def _explain(console: Console, result: GenerationResult[BaseModel]) -> None:
+    """The record coloured by where each token came from, and a table of its values."""
+    from rich.table import Table
+    from rich.text import Text
+
+    prov = result.provenance
+    coloured = Text()
+    for piece, origin in prov.pieces(result.text):
+        coloured.append(piece, style=_ORIGIN_STYLES[origin])
+    console.print(coloured)
+    legend = Text("colours: ")
+    for name, style in _ORIGIN_STYLES.items():
+        legend.append(name, style=style).append("  ")
+    console.print(legend)
+    table = Table("value", "origin", "relations", "tokens (model/relations/schema)")
+    for source in prov.sources.values():
+        counts = "/".join(str(source.tokens.get(o, 0)) for o in ("model", "relations", "schema"))
+        table.add_row(
+            source.name,
+            Text(source.origin, style=_ORIGIN_STYLES[source.origin]),
+            ", ".join(source.relations),
+            counts,
+        )
+    console.print(table)
+    console.print(f"provenance: {prov.summary()}")
 
 
 @app.command()

@@ -55,10 +55,16 @@ from factorspec_sdk.errors import (
 from factorspec_sdk.errors import (
     UnsupportedFieldTypeError as UnsupportedFieldTypeError,
 )
+from factorspec_sdk.partials import partial_model as partial_model
+from factorspec_sdk.provenance import Provenance as Provenance
+from factorspec_sdk.provenance import Source as Source
 from factorspec_sdk.relations.decorator import distinct as distinct
 from factorspec_sdk.relations.decorator import relation as relation
 from factorspec_sdk.relations.decorator import relations_of as relations_of
 from factorspec_sdk.relations.layout import Places as Places
+from factorspec_sdk.streams import AsyncRecordStream as AsyncRecordStream
+from factorspec_sdk.streams import RecordStream as RecordStream
+from factorspec_sdk.streams import StreamClosed as StreamClosed
 
 if TYPE_CHECKING:
     from factorspec_sdk.engines.embedded import from_transformers as from_transformers
@@ -68,6 +74,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AsyncClient",
+    "AsyncRecordStream",
     "Client",
     "ContextError",
     "EngineError",
@@ -79,11 +86,15 @@ __all__ = [
     "ModelLoadError",
     "OracleError",
     "Places",
+    "Provenance",
+    "RecordStream",
     "RelationDefinitionError",
     "RemoteError",
     "RetriesExhaustedError",
     "SamplingParams",
+    "Source",
     "SpecError",
+    "StreamClosed",
     "TokenBudgetError",
     "UnsatisfiableSpecError",
     "UnsupportedFieldTypeError",
@@ -91,6 +102,7 @@ __all__ = [
     "distinct",
     "from_openai",
     "from_transformers",
+    "partial_model",
     "relation",
     "relations_of",
 ]

@@ -24,6 +24,7 @@ import asyncio
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cache
 from pathlib import Path
 from types import TracebackType
 from typing import Generic, Literal, Self, TypedDict, TypeVar, Unpack, cast, overload
@@ -39,7 +40,9 @@ from factorspec_sdk.engines.completion import CompletionEngine
 from factorspec_sdk.engines.protocol import Engine
 from factorspec_sdk.errors import EngineError, FactorSpecError, GenerationError
 from factorspec_sdk.prompts import Prompt, check_prompt
+from factorspec_sdk.provenance import Provenance, provenance_of
 from factorspec_sdk.relations.layout import RootLayout
+from factorspec_sdk.streams import AsyncRecordStream, RecordStream
 
 __all__ = [
     "AsyncClient",
@@ -63,12 +66,31 @@ class GenerationResult(Generic[T]):
         text: its canonical JSON text.
         tokens: the record's token ids.
         stats: tokens, verify steps, guesses, time in forward / oracle / masks, wall time.
+        explain: computes `provenance` (None where the record has no local planner).
     """
 
     value: T
     text: str
     tokens: list[int]
     stats: GenerationStats
+    explain: Callable[[], Provenance] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def provenance(self) -> Provenance:
+        """Where each leaf and token came from: the model, the relations or the schema.
+
+        Computed on first access from the planner the record was decoded with (see
+        `factorspec_sdk.provenance`).
+
+        Raises:
+            GenerationError: the record was decoded on a server (no local planner).
+        """
+        if self.explain is None:
+            raise GenerationError(
+                "provenance needs the planner the record was decoded with; a record from a "
+                "factorspec server has none here"
+            )
+        return self.explain()
 
 
 class GenerateOptions(TypedDict, total=False):
@@ -129,6 +151,20 @@ def sampling_params(options: GenerateOptions) -> SamplingParams:
         seed=options.get("seed", default.seed),
         max_tokens=options.get("max_tokens", default.max_tokens),
     )
+
+
+def _explainer(out: DecodeOutcome) -> Callable[[], Provenance] | None:
+    """The provenance of a decoded record, computed once, on first use."""
+    job = out.job
+    if job is None:
+        return None
+    planner, tokens, budget = job.planner, out.tokens, job.params.max_tokens
+
+    @cache
+    def explain() -> Provenance:
+        return provenance_of(planner, tokens, budget)
+
+    return explain
 
 
 def _as_error(exc: Exception) -> FactorSpecError:
@@ -311,6 +347,18 @@ class BaseClient:
             for i, (prompt, ctx) in enumerate(zip(prompts, contexts, strict=True))
         ]
 
+    def _streamed(
+        self, model: type[T], prompt: Prompt, context: object, options: GenerateOptions
+    ) -> tuple[GenerationRequest, Callable[[DecodeOutcome], GenerationResult[T]]]:
+        """The request of a stream and how its outcome becomes its result."""
+        request = self._requests(model, [prompt], [context], options)[0]
+
+        def deliver(outcome: DecodeOutcome) -> GenerationResult[T]:
+            done = self._deliver(model, [request], [outcome], True, False)
+            return cast("list[GenerationResult[T]]", done)[0]
+
+        return request, deliver
+
     @staticmethod
     def _deliver(
         model: type[T],
@@ -338,7 +386,9 @@ class BaseClient:
                 err.__cause__ = exc
                 results.append(err)
                 continue
-            results.append(GenerationResult(value, out.text, out.tokens, out.stats))
+            results.append(
+                GenerationResult(value, out.text, out.tokens, out.stats, _explainer(out))
+            )
         if return_exceptions:
             if return_result:
                 return results
@@ -426,6 +476,32 @@ class Client(BaseClient):
             model, [prompt], contexts=[context], return_result=True, **options
         )[0]
         return result if return_result else result.value
+
+    def stream(
+        self,
+        model: type[T],
+        prompt: Prompt,
+        *,
+        context: object = None,
+        **options: Unpack[GenerateOptions],
+    ) -> RecordStream[T]:
+        """Generate one record, with its partial views as it is decoded.
+
+        ```python
+        with client.stream(Itinerary, prompt, context=trip) as stream:
+            for partial in stream:
+                print(partial.stays)
+        plan = stream.result.value
+        ```
+
+        Each view is an instance of ``partial_model(model)`` (`factorspec_sdk.partials`): the
+        fields written so far, and those the constraints make certain next, ahead of the
+        text; the last view is the whole record. The views depend on the tokens alone, not
+        on speculation. Arguments as for `generate`; argument errors raise here, a record's
+        error at the end of the iteration (and from ``result``).
+        """
+        request, deliver = self._streamed(model, prompt, context, options)
+        return RecordStream(self.backend, request, deliver)
 
     @overload
     def generate_batch(
@@ -654,6 +730,22 @@ class AsyncClient(BaseClient):
             model, [prompt], contexts=[context], return_result=True, **options
         )
         return results[0] if return_result else results[0].value
+
+    def stream(
+        self,
+        model: type[T],
+        prompt: Prompt,
+        *,
+        context: object = None,
+        **options: Unpack[GenerateOptions],
+    ) -> AsyncRecordStream[T]:
+        """Generate one record with its partial views (see `Client.stream`): ``async for``.
+
+        A stream is decoded on its own, not batched with concurrent ``generate`` calls.
+        Call it from a running event loop.
+        """
+        request, deliver = self._streamed(model, prompt, context, options)
+        return AsyncRecordStream(self.backend, request, deliver)
 
     @overload
     async def generate_batch(

@@ -26,14 +26,16 @@ LAYERS: list[tuple[str, ...]] = [
     ("tokens",),
     ("engines",),
     ("drafter",),
-    ("prompts", "backends", "client", "remote"),
+    ("partials", "provenance"),
+    ("prompts", "backends", "client", "streams", "remote"),
     ("integrations",),
     ("server",),
     ("domains",),
     ("bench",),
 ]
 """Lowest first. ``engines`` sits below ``drafter``: the drafter drives an engine through the
-engine protocol, an engine never calls back into the drafter. ``integrations`` (other
+engine protocol, an engine never calls back into the drafter. ``partials`` and ``provenance``
+read a record's planner after (or while) the drafter decodes it. ``integrations`` (other
 libraries' call shapes) builds on ``backends`` and knows nothing of ``server``. The package root
 (``factorspec_sdk/__init__.py``) re-exports the public API and may import any layer."""
 

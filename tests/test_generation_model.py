@@ -45,6 +45,33 @@ def test_trip_records_are_valid(embedded_engine: EmbeddedEngine) -> None:
             assert result.stats.tokens_per_step > 4
 
 
+def test_itinerary_provenance_and_stream_on_the_real_model(embedded_engine: EmbeddedEngine) -> None:
+    """Day numbers and flights follow from the cities; the stream ends with the record."""
+    problem = PROBLEMS[1]  # 4 cities, several valid orders: the model chooses among them
+    client = Client(embedded_engine)
+    with client.stream(Itinerary, prompt_for(problem), context=problem) as stream:
+        views = [v.model_dump() for v in stream]
+    result = stream.result
+    assert views[-1] == result.value.model_dump()
+    assert evaluate(problem, result.text, model=Itinerary).valid
+    for view in views:  # every view agrees with the record so far
+        for got, final in zip(view["stays"] or [], result.value.stays, strict=False):
+            assert final.city.startswith(got["city"] or "")
+            assert got["first_day"] in (None, final.first_day)
+    prov = result.provenance
+    cities = [prov.sources[f"stays[{k}].city"].origin for k in range(len(problem.cities))]
+    assert "model" in cities  # the problem has several valid orders: the model picks one
+    for k in range(len(problem.cities)):
+        for day in ("first_day", "last_day"):
+            source = prov.sources[f"stays[{k}].{day}"]
+            assert source.origin == "relations", source
+            assert {"stay_lengths", "stays_follow_each_other"} <= set(source.relations)
+    for k in range(len(problem.cities) - 1):
+        for leaf in ("day", "origin", "destination"):
+            assert prov.sources[f"flights[{k}].{leaf}"].origin == "relations"
+    assert prov.share("relations") > prov.share("model")
+
+
 def test_invoice_and_meeting_are_valid(embedded_engine: EmbeddedEngine) -> None:
     client = Client(embedded_engine)
     bill = client.generate(

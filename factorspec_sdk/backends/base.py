@@ -17,6 +17,7 @@ from pydantic import BaseModel
 
 from factorspec_sdk.drafter.loop import DecodeOutcome
 from factorspec_sdk.drafter.verify import SamplingParams
+from factorspec_sdk.partials import PartialSink
 from factorspec_sdk.prompts import Prompt
 
 __all__ = ["Backend", "GenerationRequest"]
@@ -34,6 +35,9 @@ class GenerationRequest:
         system: an optional system prompt (with a plain-text prompt).
         schema_in_prompt: append `factorspec_sdk.prompts.hint_sentence` to the prompt.
         speculative: override the backend's drafting setting (None: keep it).
+        on_partial: where to send the record's partial views as it is decoded
+            (`factorspec_sdk.partials`), on the backend's thread; an exception it raises
+            ends the record with it. None: no views are made.
     """
 
     model: type[BaseModel]
@@ -43,6 +47,7 @@ class GenerationRequest:
     system: str | None = None
     schema_in_prompt: bool = True
     speculative: bool | None = None
+    on_partial: PartialSink | None = None
 
 
 @runtime_checkable

@@ -27,6 +27,7 @@ from factorspec_sdk.drafter.loop import (
 from factorspec_sdk.drafter.segments import SegmentDecoder
 from factorspec_sdk.engines.completion import CompletionEngine
 from factorspec_sdk.engines.protocol import Engine
+from factorspec_sdk.partials import PartialStream
 from factorspec_sdk.prompts import Prompt, chat_messages
 from factorspec_sdk.relations.layout import RootLayout
 from factorspec_sdk.tokens.plan import Planner
@@ -79,7 +80,20 @@ class EngineBackend(ABC, Generic[E]):
             layout=spec.layout,
             hint=request.schema_in_prompt,
         )
-        return DecodeJob(planner, ids, request.params)
+        job = DecodeJob(planner, ids, request.params)
+        sink = request.on_partial
+        if sink is not None:
+            stream = PartialStream(request.model, planner, request.params.max_tokens)
+
+            def watch(tokens: Sequence[int]) -> None:
+                for view in stream.feed_tokens(tokens):
+                    sink(view)
+
+            first = stream.start()
+            if first is not None:
+                sink(first)
+            job.watch = watch
+        return job
 
     def run(self, requests: Sequence[GenerationRequest]) -> list[DecodeOutcome]:
         """Decode ``requests`` in one decoder run (one per ``speculative`` setting asked)."""

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import BaseModel
 
@@ -36,6 +36,7 @@ from factorspec_sdk.errors import (
     TokenBudgetError,
     UnsatisfiableSpecError,
 )
+from factorspec_sdk.partials import PartialSink, PartialText
 from factorspec_sdk.prompts import chat_messages
 
 if TYPE_CHECKING:
@@ -233,17 +234,20 @@ class RemoteBackend:
 
         model_cls = request.model
         params = request.params
+        body = {
+            "model": model_id,
+            "messages": cast("list[ChatCompletionMessageParam]", messages),
+            "temperature": params.temperature,
+            "top_p": params.top_p,
+            "seed": params.seed,
+            "max_tokens": params.max_tokens,
+            "response_format": wire.response_format(),
+            "extra_body": wire.extra_body(),
+        }
         try:
-            completion = self.openai.chat.completions.create(
-                model=model_id,
-                messages=cast("list[ChatCompletionMessageParam]", messages),
-                temperature=params.temperature,
-                top_p=params.top_p,
-                seed=params.seed,
-                max_tokens=params.max_tokens,
-                response_format=wire.response_format(),
-                extra_body=wire.extra_body(),
-            )
+            if request.on_partial is not None:
+                return self._stream(request, body, request.on_partial)
+            completion = self.openai.chat.completions.create(**body)  # type: ignore[call-overload]
         except APIStatusError as exc:
             raise remote_error(exc, model_cls.__name__, params.max_tokens) from exc
         except OpenAIError as exc:
@@ -256,6 +260,51 @@ class RemoteBackend:
         token_ids = stats_raw.get("token_ids", []) if isinstance(stats_raw, dict) else []
         check_finished(choice.finish_reason, text, stats.tokens)
         return DecodeOutcome(text, [int(t) for t in token_ids], stats)
+
+    def _stream(
+        self, request: GenerationRequest, body: dict[str, Any], sink: PartialSink
+    ) -> DecodeOutcome:
+        """``body`` sent with ``stream=True``: each delta's new view to ``sink``.
+
+        The server streams the record's text ahead of its forwards by the certain tokens it
+        knows; the views are of that text (see `factorspec_sdk.partials.PartialText`).
+        """
+        views = PartialText(request.model)
+        first = views.feed("")
+        if first is not None:
+            sink(first)
+        finish: str | None = None
+        stats_raw: dict[str, object] = {}
+        usage: object = None
+        error: object = None
+        stream = self.openai.chat.completions.create(
+            **body, stream=True, stream_options={"include_usage": True}
+        )
+        with stream:
+            for chunk in stream:
+                extra = chunk.model_extra or {}
+                if "error" in extra:  # an error the server sent as an event
+                    error = extra["error"]
+                raw = extra.get("factorspec")
+                if isinstance(raw, dict):
+                    stats_raw = raw
+                if chunk.usage is not None:
+                    usage = chunk.usage
+                for choice in chunk.choices:
+                    if choice.delta.content:
+                        view = views.feed(choice.delta.content)
+                        if view is not None:
+                            sink(view)
+                    if choice.finish_reason is not None:
+                        finish = choice.finish_reason
+        if error is not None:
+            message = error.get("message") if isinstance(error, dict) else error
+            raise RemoteError(f"the server ended the stream with an error: {message}")
+        stats = _stats(stats_raw, usage)
+        token_ids = stats_raw.get("token_ids", [])
+        check_finished(finish, views.text, stats.tokens)
+        ids = [int(t) for t in token_ids] if isinstance(token_ids, list) else []
+        return DecodeOutcome(views.text, ids, stats)
 
 
 def _failed(exc: Exception) -> DecodeOutcome:

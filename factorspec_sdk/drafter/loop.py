@@ -11,7 +11,7 @@ tokenization), so little of that work stays on the critical path; the stats say 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -111,21 +111,33 @@ class DecoderConfig:
 
 @dataclass(slots=True)
 class DecodeJob:
-    """One record to decode: its planner, prompt and sampling parameters."""
+    """One record to decode: its planner, prompt and sampling parameters.
+
+    Attributes:
+        watch: called on the decoding thread with the record's tokens decided so far, each
+            time they grow (for streaming); an exception it raises ends the job with it.
+    """
 
     planner: Planner
     prompt_ids: list[int]
     params: SamplingParams
+    watch: Callable[[Sequence[int]], None] | None = None
 
 
 @dataclass(slots=True)
 class DecodeOutcome:
-    """The result of one job: the record text and tokens, its stats, or the error."""
+    """The result of one job: the record text and tokens, its stats, or the error.
+
+    Attributes:
+        job: the job of a record decoded here (its planner explains the record, see
+            `factorspec_sdk.provenance`); None for one decoded elsewhere (a server).
+    """
 
     text: str
     tokens: list[int]
     stats: GenerationStats
     error: Exception | None = None
+    job: DecodeJob | None = None
 
 
 @dataclass(slots=True)
@@ -239,7 +251,15 @@ class Decoder:
         """Record tokens decided so far for a running job (for streaming)."""
         for a in self._active:
             if a.index == ticket:
-                return [*self._record_tokens(a), a.pending] if a.record else []
+                return self._decided(a, False)
+        return []
+
+    def tokens_known(self, ticket: int) -> list[int]:
+        """`tokens_so_far` and the certain tokens after them (streamed ahead of the forward)."""
+        for a in self._active:
+            if a.index == ticket:
+                left = a.job.params.max_tokens - len(a.record)
+                return [*self._decided(a, False), *a.job.planner.certain_run(a.cursor, left)]
         return []
 
     def cancel(self, ticket: int) -> bool:
@@ -331,6 +351,8 @@ class Decoder:
             a.stats.verify_steps += 1
             try:
                 done = self._verify(a, d, rows)
+                if a.job.watch is not None:
+                    a.job.watch(self._decided(a, done))
             except Exception as exc:
                 finished.append((a.index, self._fail(a, exc)))
                 continue
@@ -460,6 +482,12 @@ class Decoder:
         vocab = self.engine.tokenizer.vocab
         return b"".join(vocab[t] for t in tokens).decode("utf-8", errors="replace")
 
+    def _decided(self, a: _Active, done: bool) -> list[int]:
+        """The record's tokens decided so far: the pending one too, until the record is done."""
+        if done:
+            return self._record_tokens(a)
+        return [*self._record_tokens(a), a.pending] if a.record else []
+
     def _record_tokens(self, a: _Active) -> list[int]:
         # the first appended pending token is the prompt's last token, not part of the record
         return a.record[1:]
@@ -471,7 +499,7 @@ class Decoder:
         a.stats.plan_seconds = a.job.planner.stats.plan_seconds
         a.stats.critical_plan_seconds = a.job.planner.stats.critical_seconds
         a.stats.wall_seconds = time.perf_counter() - a.started
-        return DecodeOutcome(self._text(tokens), tokens, a.stats)
+        return DecodeOutcome(self._text(tokens), tokens, a.stats, job=a.job)
 
     def _fail(self, a: _Active, exc: Exception) -> DecodeOutcome:
         self.engine.release(a.seq)

@@ -123,6 +123,8 @@ class SegmentDecoder:
             for a in active:
                 try:
                     done = self._prepare(a)
+                    if done and a.job.watch is not None:
+                        a.job.watch(list(a.record))
                 except Exception as exc:
                     results[a.index] = self._fail(a, exc)
                     continue
@@ -146,6 +148,8 @@ class SegmentDecoder:
                 a.stats.verify_steps += reply.forwards
                 try:
                     self._apply(a, reply)
+                    if a.job.watch is not None:
+                        a.job.watch(list(a.record))
                 except Exception as exc:
                     results[a.index] = self._fail(a, exc)
                     continue
@@ -313,7 +317,8 @@ class SegmentDecoder:
         return stats
 
     def _finish(self, a: _Active) -> DecodeOutcome:
-        return DecodeOutcome(self._text(a.record), list(a.record), self._close_stats(a))
+        text, stats = self._text(a.record), self._close_stats(a)
+        return DecodeOutcome(text, list(a.record), stats, job=a.job)
 
     def _fail(self, a: _Active, exc: Exception) -> DecodeOutcome:
         return DecodeOutcome(self._text(a.record), list(a.record), self._close_stats(a), exc)

@@ -289,7 +289,7 @@ class EngineWorker:
 
     def _stream(self, decoder: Decoder, job: Job) -> None:
         assert job.ticket is not None
-        tokens = decoder.tokens_so_far(job.ticket)
+        tokens = decoder.tokens_known(job.ticket)  # ahead by the certain run: it cannot change
         vocab = self.engine.tokenizer.vocab
         data = b"".join(vocab[t] for t in tokens)
         if len(data) <= job.sent_bytes:

@@ -239,6 +239,20 @@ class Planner:
         ids = self.bound.allowed(cursor, budget)
         return int(ids[0]) if len(ids) == 1 else None
 
+    def certain_run(self, cursor: Cursor, budget: int) -> list[int]:
+        """The certain tokens from ``cursor`` on, one after another, within ``budget`` tokens.
+
+        Whatever the model says, decoding takes them next: the masks allow nothing else.
+        """
+        run: list[int] = []
+        while not isinstance(cursor, Finished) and len(run) < budget:
+            token = self.certain(cursor, budget - len(run))
+            if token is None:
+                break
+            run.append(token)
+            cursor = self.advance(cursor, token, critical=False)
+        return run
+
     @property
     def bound(self) -> CompletionBound:
         """Token counts of completions, for budget masks (built on first use)."""

@@ -306,6 +306,20 @@ def test_generate_with_the_scripted_engine_gives_a_valid_record() -> None:
     Meeting.model_validate(record, context=MEETING_CONTEXT)
 
 
+def test_generate_explain_and_live_show_where_values_came_from() -> None:
+    """``--explain`` tables each value's origin; ``--live`` streams and prints the same record."""
+    args = ["generate", "examples/meeting.py:Meeting", "-p", "x", "--engine", "scripted"]
+    args += ["-c", "examples/meeting.py:SAMPLE_CONTEXT", "--indent", "0"]
+    plain = runner.invoke(app, args)
+    assert plain.exit_code == 0, plain.output
+    shown = runner.invoke(app, [*args, "--explain", "--live"])
+    assert shown.exit_code == 0, shown.output
+    assert shown.stdout.splitlines()[0] == plain.stdout.splitlines()[0]  # the record, unchanged
+    assert "colours: model  relations  schema" in shown.stderr
+    assert "start_hour" in shown.stderr and "relations" in shown.stderr
+    assert "provenance: model: 0 values" in shown.stderr
+
+
 def test_dict_context_is_passed_as_is(tmp_path: Path) -> None:
     path = write(
         tmp_path,

@@ -140,6 +140,21 @@ def test_greedy_segments_equal_the_logits_decoder(
         )
 
 
+@pytest.mark.parametrize(("model", "context"), CASES[1:3], ids=lambda c: getattr(c, "__name__", ""))
+def test_streams_and_provenance_equal_the_logits_decoder(
+    model: type[BaseModel], context: object
+) -> None:
+    """A segment decoder's record streams the same views and explains itself the same."""
+    streams = [
+        Client(engine).stream(model, "go", context=context, max_tokens=900)
+        for engine in (scripted(), MaskedArgmax(scripted()))
+    ]
+    views = [[v.model_dump() for v in stream] for stream in streams]
+    assert views[0] == views[1] and len(views[0]) >= 2
+    results = [stream.result for stream in streams]
+    assert results[0].provenance == results[1].provenance
+
+
 def test_speculation_off_asks_for_every_token() -> None:
     fake = MaskedArgmax(scripted())
     on = Client(MaskedArgmax(scripted())).generate(

@@ -402,3 +402,28 @@ def test_dicts_and_compared_strings_travel_to_the_server_as_ir(url: str) -> None
     for team in _as_the_local_client(url, Team, "a team", max_tokens=200):
         assert team.lead != team.deputy and team.lead in team.shares
         assert sum(team.shares.values()) == 10
+
+
+def test_remote_stream_gives_views_that_end_with_the_record(url: str) -> None:
+    """``Client.stream`` over the server: views of the streamed text, then the record."""
+    from factorspec_sdk.errors import GenerationError
+
+    with Client(backend=RemoteBackend(url)) as remote:
+        with remote.stream(Trip, "a trip", context=TRIP_CONTEXT) as stream:
+            views = [v.model_dump() for v in stream]
+        result = stream.result
+    local = Client(scripted_engine()).stream(Trip, "a trip", context=TRIP_CONTEXT)
+    local_views = [v.model_dump() for v in local]
+    assert result.value == local.result.value
+    assert views[-1] == local_views[-1] == result.value.model_dump()
+    assert len(views) >= 2
+    for view in views:
+        for got, final in zip(view["legs"] or [], result.value.legs, strict=False):
+            assert final.city.startswith(got["city"] or "")
+            assert got["first_day"] in (None, final.first_day)
+    assert local.result.provenance.tokens  # a local record explains itself ...
+    with pytest.raises(GenerationError, match="planner"):
+        _ = result.provenance  # ... a remote one has no planner here
+    bad = {"Paris": 3, "Rome": 2, "Parma": 4, "Oslo": 1, "Nice": 2}
+    with Client(backend=RemoteBackend(url)) as remote, pytest.raises(UnsatisfiableSpecError):
+        list(remote.stream(Trip, "x", context=bad))

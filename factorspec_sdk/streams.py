@@ -1,0 +1,202 @@
+"""`RecordStream` and `AsyncRecordStream`: a record's partial views as it is decoded.
+
+```python
+with client.stream(Itinerary, prompt, context=trip) as stream:
+    for partial in stream:          # PartialItinerary objects, fields None until written
+        print(partial.stays)
+plan = stream.result.value          # the validated Itinerary
+```
+
+A stream runs its one request on the backend in a worker thread; the backend sends each new
+view (`factorspec_sdk.partials`) through the request's ``on_partial``, and the stream hands
+them to the caller in order. When the record ends, the stream stops; `result` is the
+validated `GenerationResult` (or raises the record's error, as ``generate`` would). Leaving
+early (``close``, the ``with`` block, ``break`` then garbage collection) ends the record at
+its next step: its sink raises `StreamClosed`, which ends the job, and the thread is joined.
+
+The views are typed as the model, as Instructor's ``create_partial`` types them, though they
+are instances of ``partial_model(Model)`` whose fields may be ``None``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import replace
+from types import TracebackType
+from typing import TYPE_CHECKING, Generic, Self, TypeVar, cast
+
+from pydantic import BaseModel
+
+from factorspec_sdk.errors import GenerationError
+
+if TYPE_CHECKING:
+    from factorspec_sdk.backends.base import Backend, GenerationRequest
+    from factorspec_sdk.client import GenerationResult
+    from factorspec_sdk.drafter.loop import DecodeOutcome
+
+__all__ = ["AsyncRecordStream", "RecordStream", "StreamClosed"]
+
+T = TypeVar("T", bound=BaseModel)
+
+Deliver = Callable[["DecodeOutcome"], "GenerationResult[T]"]
+"""Turns the record's outcome into its result, or raises its error (the client's rule)."""
+
+
+class StreamClosed(GenerationError):
+    """The caller closed the stream before the record was complete."""
+
+
+class _Run(Generic[T]):
+    """The request running in a worker thread; its views and outcome for one consumer."""
+
+    def __init__(
+        self,
+        backend: Backend,
+        request: GenerationRequest,
+        deliver: Deliver[T],
+        post: Callable[[BaseModel | DecodeOutcome], None],
+    ) -> None:
+        self._closed = threading.Event()
+        self._deliver = deliver
+        self._post = post
+        self._outcome: DecodeOutcome | None = None
+        self._request = replace(request, on_partial=self._sink)
+        self._backend = backend
+        self._thread = threading.Thread(target=self._work, name="factorspec-stream", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _sink(self, view: BaseModel) -> None:
+        if self._closed.is_set():
+            raise StreamClosed("the stream was closed before the record was complete")
+        self._post(view)
+
+    def _work(self) -> None:
+        from factorspec_sdk.drafter.loop import DecodeOutcome, GenerationStats
+
+        try:
+            outcome = self._backend.run([self._request])[0]
+        except Exception as exc:  # a backend breaking its contract: the record's error
+            outcome = DecodeOutcome("", [], GenerationStats(), exc)
+        self._outcome = outcome
+        self._post(outcome)
+
+    def result(self) -> GenerationResult[T]:
+        if self._outcome is None:
+            raise RuntimeError("the record is not finished: iterate the stream to its end")
+        return self._deliver(self._outcome)
+
+    def abandon(self) -> None:
+        """End the record at its next step, without waiting (for a finalizer)."""
+        self._closed.set()
+
+    def close(self) -> None:
+        self._closed.set()
+        if self._thread.is_alive() and threading.current_thread() is not self._thread:
+            self._thread.join()
+
+
+class RecordStream(Generic[T]):
+    """Partial views of one record as it is decoded (from ``Client.stream``).
+
+    Iterate it for the views; `result` is the finished record. Use it in a ``with`` block
+    (or call `close`) to end the record when leaving early.
+    """
+
+    def __init__(self, backend: Backend, request: GenerationRequest, deliver: Deliver[T]) -> None:
+        self._queue: queue.SimpleQueue[BaseModel | DecodeOutcome] = queue.SimpleQueue()
+        self._run = _Run(backend, request, deliver, self._queue.put)
+        self._done = False
+        self._run.start()
+
+    def __iter__(self) -> Iterator[T]:
+        from factorspec_sdk.drafter.loop import DecodeOutcome
+
+        while not self._done:
+            item = self._queue.get()
+            if isinstance(item, DecodeOutcome):
+                self._done = True
+                self._run.result()  # the record's error, raised at the end of the views
+                return
+            yield cast(T, item)
+
+    @property
+    def result(self) -> GenerationResult[T]:
+        """The finished record, validated (raises the record's error, as ``generate`` does).
+
+        Raises:
+            RuntimeError: the stream was not iterated to its end.
+        """
+        return self._run.result()
+
+    def cancel(self) -> None:
+        """End the record at its next step (if it is still running), without waiting."""
+        self._run.abandon()
+
+    def close(self) -> None:
+        """End the record at its next step (if it is still running) and wait for it."""
+        self._run.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        self.cancel()
+
+
+class AsyncRecordStream(Generic[T]):
+    """`RecordStream` for asyncio (from ``AsyncClient.stream``): ``async for`` the views."""
+
+    def __init__(self, backend: Backend, request: GenerationRequest, deliver: Deliver[T]) -> None:
+        loop = asyncio.get_running_loop()
+        self._queue: asyncio.Queue[BaseModel | DecodeOutcome] = asyncio.Queue()
+
+        def post(item: BaseModel | DecodeOutcome) -> None:
+            loop.call_soon_threadsafe(self._queue.put_nowait, item)
+
+        self._run = _Run(backend, request, deliver, post)
+        self._done = False
+        self._run.start()
+
+    async def __aiter__(self) -> AsyncIterator[T]:
+        from factorspec_sdk.drafter.loop import DecodeOutcome
+
+        while not self._done:
+            item = await self._queue.get()
+            if isinstance(item, DecodeOutcome):
+                self._done = True
+                self._run.result()
+                return
+            yield cast(T, item)
+
+    @property
+    def result(self) -> GenerationResult[T]:
+        """The finished record (see `RecordStream.result`)."""
+        return self._run.result()
+
+    async def aclose(self) -> None:
+        """End the record at its next step and wait for it (off the event loop)."""
+        await asyncio.to_thread(self._run.close)
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
