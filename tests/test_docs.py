@@ -35,6 +35,8 @@ NEEDS_MODEL = {
     "relations/tutorial008.py",
     "relations/tutorial009.py",
     "cli/tutorial002.sh",
+    "streaming/tutorial001.py",
+    "streaming/tutorial002.py",
 }
 NEEDS_SERVER = {p.relative_to(DOCS_SRC).as_posix() for p in DOCS_SRC.glob("serving/*.*")}
 NEEDS_SCRIPTED_SERVER = {
@@ -84,6 +86,9 @@ EXPECT: dict[str, list[str]] = {
     "integrations/tutorial002.py": ['"city": "'],
     "integrations/tutorial003.py": ["('Paris', 3)", "True stop"],
     "integrations/tutorial004.py": ["[100, 100, 100]"],
+    "integrations/tutorial005.py": ["PartialSplit None None None", "Split ", "[90"],
+    "streaming/tutorial001.py": ["stays so far: [('Stockholm', 1, 5)", "final: [('Stockholm'"],
+    "streaming/tutorial002.py": ["relations: 22 values", "stays[2].first_day: relations"],
 }
 
 

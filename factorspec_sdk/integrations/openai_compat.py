@@ -10,6 +10,10 @@ plan = client.chat.completions.create(
     max_retries=2,
 )  # -> Itinerary, its relations hold
 plan, completion = client.chat.completions.create_with_completion(...)  # + the raw answer
+for partial in client.chat.completions.create_partial(...):  # views as the server streams
+    ...
+for stay in client.chat.completions.create_iterable(..., response_model=Stay):  # several
+    ...
 ```
 
 The same call as ``instructor.from_openai(client, mode=instructor.Mode.JSON_SCHEMA)``, with
@@ -38,19 +42,26 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Iterable, Sequence
+import json
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, get_args, overload
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ValidationError, create_model
 
 from factorspec_sdk.backends.remote import WireSpec, check_finished, remote_error
 from factorspec_sdk.errors import FactorSpecError, RemoteError, RetriesExhaustedError
+from factorspec_sdk.partials import PartialText
 from factorspec_sdk.relations.decorator import RelationViolation, relations_of
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI, OpenAI
-    from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
+    from openai.types.chat import (
+        ChatCompletion,
+        ChatCompletionChunk,
+        ChatCompletionMessageParam,
+    )
 
 __all__ = [
     "REASK_PROMPT",
@@ -61,6 +72,7 @@ __all__ = [
     "StructuredOpenAI",
     "failing_validators",
     "from_openai",
+    "iterable_model",
     "reask_message",
 ]
 
@@ -71,7 +83,7 @@ REASK_PROMPT = "Correct your JSON ONLY RESPONSE, based on the following errors:\
 
 _REFUSED = {
     "response_format": "the response format is response_model's JSON schema",
-    "stream": "records come back whole (use factorspec_sdk.Client for streamed stats)",
+    "stream": "create_partial and create_iterable stream; create answers whole",
     "n": "one record per call",
     "tools": "factorspec serve writes records, not tool calls",
     "tool_choice": "factorspec serve writes records, not tool calls",
@@ -207,13 +219,24 @@ class Attempts(Generic[ModelT]):
             RemoteError: the record breaks a relation (the server broke its guarantee).
             RetriesExhaustedError: an ordinary validator still fails after ``max_retries``.
         """
-        self.made += 1
         if not completion.choices:
+            self.made += 1
             raise RemoteError("the server answered no choice")
         choice = completion.choices[0]
         text = choice.message.content or ""
         tokens = completion.usage.completion_tokens if completion.usage else 0
-        check_finished(choice.finish_reason, text, tokens)
+        return self.take_text(text, choice.finish_reason, tokens, completion)
+
+    def take_text(
+        self,
+        text: str,
+        finish_reason: str | None,
+        tokens: int,
+        completion: ChatCompletion | None = None,
+    ) -> ModelT | None:
+        """As `take`, for an answer's text (a streamed one has no ``ChatCompletion``)."""
+        self.made += 1
+        check_finished(finish_reason, text, tokens)
         try:
             return self.model.model_validate_json(text, context=self.context)
         except ValidationError as exc:
@@ -303,6 +326,72 @@ class StructuredCompletions:
             if value is not None:
                 return value, completion
 
+    def create_partial(
+        self,
+        *,
+        model: str,
+        messages: Iterable[ChatCompletionMessageParam],
+        response_model: type[ModelT],
+        context: object = None,
+        max_retries: int = 3,
+        **kwargs: Any,
+    ) -> Iterator[ModelT]:
+        """Instructor's ``create_partial``: the record's partial views as the server streams it.
+
+        Each view is an instance of ``partial_model(response_model)`` (fields ``None`` until
+        written, `factorspec_sdk.partials`); the last item is the validated
+        ``response_model`` instance. The server streams certain text ahead of its forwards,
+        so values the relations determine appear with the choice that determines them. A
+        re-ask (an ordinary validator failing) streams the new answer from its start. Errors
+        as for `create`.
+        """
+        from openai import OpenAIError
+
+        attempts = Attempts.start(response_model, messages, context, max_retries, kwargs)
+        while True:
+            answer = _Streamed(attempts.model)
+            try:
+                stream = self._client.chat.completions.create(
+                    model=model, stream=True, **attempts.request()
+                )
+                with stream:
+                    for chunk in stream:
+                        yield from answer.views(chunk)
+            except OpenAIError as exc:
+                raise attempts.failed(exc) from exc
+            value = attempts.take_text(answer.text, answer.finish, 0)
+            if value is not None:
+                yield value
+                return
+
+    def create_iterable(
+        self,
+        *,
+        model: str,
+        messages: Iterable[ChatCompletionMessageParam],
+        response_model: type[ModelT],
+        context: object = None,
+        **kwargs: Any,
+    ) -> Iterator[ModelT]:
+        """Instructor's ``create_iterable``: several ``response_model`` records, each as it ends.
+
+        The server writes ``{"tasks": [...]}`` (Instructor's ``IterableModel`` shape,
+        `iterable_model`) with every item's relations enforced; each item is validated (with
+        ``context``) and handed out as soon as the next one begins. Items are handed out
+        before the answer ends, so there is no re-ask: an ordinary validator failing on an
+        item raises `RetriesExhaustedError`. Other errors as for `create`.
+        """
+        items = _Items(response_model, context)
+        for view in self.create_partial(
+            model=model,
+            messages=messages,
+            response_model=items.wrapper,
+            context=context,
+            max_retries=0,
+            **kwargs,
+        ):
+            yield from items.ended(view)
+
 
 class AsyncStructuredCompletions:
     """``client.chat.completions`` of an `AsyncStructuredOpenAI` (as `StructuredCompletions`)."""
@@ -357,6 +446,61 @@ class AsyncStructuredCompletions:
             value = attempts.take(completion)
             if value is not None:
                 return value, completion
+
+    async def create_partial(
+        self,
+        *,
+        model: str,
+        messages: Iterable[ChatCompletionMessageParam],
+        response_model: type[ModelT],
+        context: object = None,
+        max_retries: int = 3,
+        **kwargs: Any,
+    ) -> AsyncIterator[ModelT]:
+        """As `StructuredCompletions.create_partial`, with ``async for``."""
+        from openai import OpenAIError
+
+        attempts = await asyncio.to_thread(
+            Attempts.start, response_model, messages, context, max_retries, kwargs
+        )
+        while True:
+            answer = _Streamed(attempts.model)
+            try:
+                stream = await self._client.chat.completions.create(
+                    model=model, stream=True, **attempts.request()
+                )
+                async with stream:
+                    async for chunk in stream:
+                        for view in answer.views(chunk):
+                            yield view
+            except OpenAIError as exc:
+                raise attempts.failed(exc) from exc
+            value = attempts.take_text(answer.text, answer.finish, 0)
+            if value is not None:
+                yield value
+                return
+
+    async def create_iterable(
+        self,
+        *,
+        model: str,
+        messages: Iterable[ChatCompletionMessageParam],
+        response_model: type[ModelT],
+        context: object = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[ModelT]:
+        """As `StructuredCompletions.create_iterable`, with ``async for``."""
+        items = _Items(response_model, context)
+        async for view in self.create_partial(
+            model=model,
+            messages=messages,
+            response_model=items.wrapper,
+            context=context,
+            max_retries=0,
+            **kwargs,
+        ):
+            for item in items.ended(view):
+                yield item
 
 
 @dataclass(frozen=True, slots=True)
@@ -414,6 +558,82 @@ def from_openai(client: OpenAI | AsyncOpenAI) -> StructuredOpenAI | AsyncStructu
     if isinstance(client, OpenAI):
         return StructuredOpenAI(client)
     raise TypeError(f"from_openai takes an openai.OpenAI or openai.AsyncOpenAI, not {client!r}")
+
+
+@lru_cache(maxsize=64)
+def iterable_model(model: type[BaseModel]) -> type[BaseModel]:
+    """The record of several ``model`` records: ``{"tasks": [...]}``, as Instructor writes it."""
+    wrapper = create_model(
+        f"Iterable{model.__name__}",
+        __doc__=f"Several {model.__name__} records.",
+        tasks=(list[model], ...),  # type: ignore[valid-type]
+    )
+    return cast("type[BaseModel]", wrapper)
+
+
+class _Streamed(Generic[ModelT]):
+    """One streamed answer: its text, its finish reason, and its views as chunks arrive."""
+
+    def __init__(self, model: type[ModelT]) -> None:
+        self._views = PartialText(model)
+        self.finish: str | None = None
+
+    @property
+    def text(self) -> str:
+        """The answer's text so far."""
+        return self._views.text
+
+    def views(self, chunk: ChatCompletionChunk) -> list[ModelT]:
+        """The new views after ``chunk``."""
+        out: list[ModelT] = []
+        for choice in chunk.choices:
+            view = self._views.feed(choice.delta.content or "")
+            if view is not None:
+                out.append(cast("ModelT", view))
+            self.finish = choice.finish_reason or self.finish
+        return out
+
+
+class _Items(Generic[ModelT]):
+    """The records of an iterable answer, each handed out once the next one begins."""
+
+    def __init__(self, model: type[ModelT], context: object) -> None:
+        self.model = model
+        self.context = context
+        self.wrapper = iterable_model(model)
+        self._given = 0
+
+    def ended(self, view: BaseModel) -> list[ModelT]:
+        """The records that ``view`` (of the wrapper) shows ended, not handed out before."""
+        tasks = getattr(view, "tasks", None)
+        items: list[BaseModel] = list(tasks) if isinstance(tasks, list) else []
+        done = len(items) if isinstance(view, self.wrapper) else len(items) - 1
+        out = [self._item(item) for item in items[self._given : done]]
+        self._given = max(self._given, done)
+        return out
+
+    def _item(self, item: BaseModel) -> ModelT:
+        """A finished item, validated on its own."""
+        if isinstance(item, self.model):
+            return item
+        data = item.model_dump(by_alias=True, exclude_unset=True)
+        try:
+            return self.model.model_validate(data, context=self.context)
+        except ValidationError as exc:
+            broken = _relation_violations(exc)
+            if broken:
+                raise RemoteError(
+                    f"the server's record breaks {'; '.join(broken)}: a FactorSpec server "
+                    "guarantees every relation, so this is a server bug"
+                ) from exc
+            raise RetriesExhaustedError(
+                f"an item of {self.model.__name__} fails validation: {exc} (items of "
+                "create_iterable are handed out as they end, so they are not re-asked)",
+                attempts=1,
+                last_text=json.dumps(data),
+                last_error=exc,
+                last_completion=None,
+            ) from exc
 
 
 def _from_a_validator(kind: str, ctx: dict[str, Any] | None) -> bool:

@@ -376,3 +376,131 @@ def test_failing_validators_name_nested_and_model_validators() -> None:
     with pytest.raises(ValidationError) as info:
         Outer.model_validate({"items": [{"v": "no"}]})
     assert failing_validators(Outer, info.value) == []  # a type error: no validator raised it
+
+
+# ---------------------------------------------------------------- partial and iterable
+
+
+def test_create_partial_streams_views_then_the_record_as_instructor_does(url: str) -> None:
+    raw = openai.OpenAI(base_url=url + "/v1", api_key="none", max_retries=0)
+    theirs = list(
+        instructor.from_openai(
+            raw, mode=instructor.Mode.JSON_SCHEMA
+        ).chat.completions.create_partial(
+            model=MODEL, messages=MESSAGES, response_model=SumInSchema, max_retries=0
+        )
+    )
+    ours = list(
+        factorspec_sdk.from_openai(raw).chat.completions.create_partial(
+            model=MODEL, messages=MESSAGES, response_model=Sum
+        )
+    )
+    # both: partial objects with fields None until written, the whole record last
+    assert len(theirs) >= 2 and len(ours) >= 2
+    assert theirs[0].total is None and ours[0].total is None
+    assert type(ours[-1]) is Sum and ours[-1].total == ours[-1].a + ours[-1].b
+    last = theirs[-1]
+    assert last.total == last.a + last.b  # the relation travelled in the schema
+    assert ours[-2].model_dump() == ours[-1].model_dump()  # the last view is the record
+    for view in ours[:-1]:
+        for name, value in view.model_dump().items():
+            assert value in (None, getattr(ours[-1], name))
+
+
+def test_create_partial_gives_determined_values_with_their_choice(url: str) -> None:
+    """A trip leg's days come in the same view as its city: the server streams them ahead."""
+    client = factorspec_sdk.from_openai(openai.OpenAI(base_url=url + "/v1", api_key="none"))
+    views = list(
+        client.chat.completions.create_partial(
+            model=MODEL, messages=MESSAGES, response_model=Trip, context=TRIP_CONTEXT
+        )
+    )
+    trip = views[-1]
+    assert type(trip) is Trip
+    Trip.model_validate(trip.model_dump(), context=TRIP_CONTEXT)
+    for k, leg in enumerate(trip.legs):
+        first = next(v for v in views if len(v.legs or []) > k and v.legs[k].city == leg.city)
+        assert first.legs[k].first_day == leg.first_day and first.legs[k].last_day == leg.last_day
+
+
+class Point(BaseModel):
+    x: int = Field(ge=0, le=9)
+    y: int = Field(ge=0, le=9)
+
+
+def test_create_iterable_gives_records_as_instructor_does(url: str) -> None:
+    raw = openai.OpenAI(base_url=url + "/v1", api_key="none", max_retries=0)
+    theirs = list(
+        instructor.from_openai(
+            raw, mode=instructor.Mode.JSON_SCHEMA
+        ).chat.completions.create_iterable(
+            model=MODEL, messages=MESSAGES, response_model=Point, max_retries=0
+        )
+    )
+    ours = list(
+        factorspec_sdk.from_openai(raw).chat.completions.create_iterable(
+            model=MODEL, messages=MESSAGES, response_model=Point
+        )
+    )
+    assert theirs and all(isinstance(p, Point) for p in theirs)
+    assert ours and all(type(p) is Point for p in ours)
+    # relations hold in every item (Instructor's wrapper schema would not carry them)
+    sums = list(
+        factorspec_sdk.from_openai(raw).chat.completions.create_iterable(
+            model=MODEL, messages=MESSAGES, response_model=Sum
+        )
+    )
+    assert sums and all(type(s) is Sum and s.total == s.a + s.b for s in sums)
+
+
+def test_async_partial_and_iterable(url: str) -> None:
+    async def main() -> tuple[list[object], list[Sum]]:
+        raw = openai.AsyncOpenAI(base_url=url + "/v1", api_key="none", max_retries=0)
+        client = factorspec_sdk.from_openai(raw)
+        try:
+            views = [
+                v
+                async for v in client.chat.completions.create_partial(
+                    model=MODEL, messages=MESSAGES, response_model=Trip, context=TRIP_CONTEXT
+                )
+            ]
+            items = [
+                s
+                async for s in client.chat.completions.create_iterable(
+                    model=MODEL, messages=MESSAGES, response_model=Sum
+                )
+            ]
+        finally:
+            await raw.close()
+        return views, items
+
+    views, items = asyncio.run(main())
+    sync = factorspec_sdk.from_openai(openai.OpenAI(base_url=url + "/v1", api_key="none"))
+    want = list(
+        sync.chat.completions.create_partial(
+            model=MODEL, messages=MESSAGES, response_model=Trip, context=TRIP_CONTEXT
+        )
+    )
+    assert [v.model_dump() for v in views] == [v.model_dump() for v in want]  # type: ignore[attr-defined]
+    assert items and all(s.total == s.a + s.b for s in items)
+
+
+def test_partial_errors_are_factorspec_errors(url: str) -> None:
+    client = factorspec_sdk.from_openai(openai.OpenAI(base_url=url + "/v1", api_key="none"))
+    bad = {"Paris": 3, "Rome": 2, "Parma": 4, "Oslo": 1, "Nice": 2}  # 5 cities > max_length 4
+    with pytest.raises(UnsatisfiableSpecError):
+        list(
+            client.chat.completions.create_partial(
+                model=MODEL, messages=MESSAGES, response_model=Trip, context=bad
+            )
+        )
+    with pytest.raises(RetriesExhaustedError):
+        list(
+            client.chat.completions.create_partial(
+                model=MODEL, messages=MESSAGES, response_model=Never, max_retries=1
+            )
+        )
+    with pytest.raises(TypeError, match="stream"):
+        client.chat.completions.create(
+            model=MODEL, messages=MESSAGES, response_model=Sum, stream=True
+        )
