@@ -381,6 +381,18 @@ def serve(
     ] = None,
     device: DeviceOption = None,
     dtype: DtypeOption = None,
+    upstream: Annotated[
+        str | None,
+        typer.Option(
+            metavar="URL[,URL...]",
+            help=(
+                "vLLM / SGLang OpenAI servers that run the forwards; this server plans the "
+                "masks and routes each record to one of them (--model: their tokenizer "
+                "folder). Replaces --engine."
+            ),
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Serve the OpenAI-compatible API (chat completions with relation-checked records).
 
@@ -407,6 +419,14 @@ def serve(
             extra["device"] = device
         if dtype is not None:
             extra["dtype"] = dtype
+        if upstream is not None:
+            if engine != "embedded" or device is not None or dtype is not None:
+                raise typer.BadParameter(
+                    "--upstream replaces the local engine: pass no --engine, --device or "
+                    "--dtype with it",
+                    param_hint="--upstream",
+                )
+            extra["upstream"] = upstream
         try:
             run(engine=engine, model=model_path, host=host, port=port, **extra)
         except TypeError as exc:

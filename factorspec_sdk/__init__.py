@@ -55,6 +55,9 @@ from factorspec_sdk.errors import (
 from factorspec_sdk.errors import (
     UnsupportedFieldTypeError as UnsupportedFieldTypeError,
 )
+from factorspec_sdk.errors import (
+    UpstreamsUnavailableError as UpstreamsUnavailableError,
+)
 from factorspec_sdk.partials import partial_model as partial_model
 from factorspec_sdk.provenance import Provenance as Provenance
 from factorspec_sdk.provenance import Source as Source
@@ -98,6 +101,7 @@ __all__ = [
     "TokenBudgetError",
     "UnsatisfiableSpecError",
     "UnsupportedFieldTypeError",
+    "UpstreamsUnavailableError",
     "__version__",
     "distinct",
     "from_openai",

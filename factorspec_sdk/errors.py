@@ -11,7 +11,8 @@ Every error the SDK raises on purpose derives from `FactorSpecError` and carries
     │   └── UnsatisfiableSpecError     no record satisfies the schema and relations (unsat core)
     ├── OracleError                    the solver could not decide a query (unknown / timeout)
     ├── EngineError                    an engine failed or cannot be loaded
-    │   └── ModelLoadError             the model files cannot be found or converted
+    │   ├── ModelLoadError             the model files cannot be found or converted
+    │   └── UpstreamsUnavailableError  no engine server of a pool is healthy (names each one)
     └── GenerationError                decoding could not finish
         ├── IncompleteGenerationError  the token budget ran out; carries the partial text
         ├── TokenBudgetError           max_tokens is below the shortest record (before any token)
@@ -36,6 +37,7 @@ __all__ = [
     "TokenBudgetError",
     "UnsatisfiableSpecError",
     "UnsupportedFieldTypeError",
+    "UpstreamsUnavailableError",
 ]
 
 
@@ -136,6 +138,20 @@ class ModelLoadError(EngineError):
     """The model files cannot be found, read or converted."""
 
     code = "model-load"
+
+
+class UpstreamsUnavailableError(EngineError):
+    """No engine server of a pool is healthy (`factorspec_sdk.engines.upstreams`).
+
+    Attributes:
+        upstreams: each server's URL and the last error it gave (None if it gave none).
+    """
+
+    code = "upstreams-unavailable"
+
+    def __init__(self, message: str, upstreams: dict[str, str | None] | None = None) -> None:
+        super().__init__(message)
+        self.upstreams = dict(upstreams or {})
 
 
 class GenerationError(FactorSpecError):

@@ -28,6 +28,7 @@ from pydantic import BaseModel
 
 from factorspec_sdk.backends.base import GenerationRequest
 from factorspec_sdk.drafter.loop import DecodeOutcome, GenerationStats
+from factorspec_sdk.engines.upstreams import v1_root
 from factorspec_sdk.errors import (
     FactorSpecError,
     IncompleteGenerationError,
@@ -52,8 +53,7 @@ __all__ = ["RemoteBackend", "WireSpec", "api_root", "check_finished", "remote_er
 
 def api_root(base_url: str) -> str:
     """``base_url`` ending in ``/v1`` (added if missing), without a trailing slash."""
-    url = base_url.rstrip("/")
-    return url if url.endswith("/v1") else url + "/v1"
+    return v1_root(base_url)
 
 
 @dataclass(frozen=True, slots=True)

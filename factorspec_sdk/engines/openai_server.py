@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from factorspec_sdk.engines.completion import (
     Completion,
@@ -42,7 +42,14 @@ from factorspec_sdk.engines.protocol import ChatMessage
 from factorspec_sdk.errors import EngineError
 from factorspec_sdk.tokens.vocab import TokenizerInfo
 
-__all__ = ["DIALECTS", "Dialect", "OpenAIServerEngine", "ServerKind", "detect_server"]
+__all__ = [
+    "DIALECTS",
+    "Dialect",
+    "OpenAIServerEngine",
+    "ServerKind",
+    "TokenizerSource",
+    "detect_server",
+]
 
 ServerKind = Literal["vllm", "sglang"]
 
@@ -91,6 +98,22 @@ DIALECTS: dict[ServerKind, Dialect] = {
 }
 
 
+class TokenizerSource(Protocol):
+    """A local tokenizer: the vocabulary and the chat template (e.g. `HFTokenizer`).
+
+    Several engines over servers of one model (`factorspec_sdk.engines.upstreams`) share one.
+    """
+
+    @property
+    def info(self) -> TokenizerInfo:
+        """The vocabulary FactorSpec plans its masks on."""
+        ...
+
+    def apply_chat_template(self, messages: Sequence[ChatMessage]) -> list[int]:
+        """Token ids of ``messages`` with the chat template and generation prompt."""
+        ...
+
+
 def detect_server(owned_by: str) -> str:
     """The server family from ``/v1/models``' ``owned_by`` (``"unknown"`` if none fits)."""
     owner = owned_by.lower()
@@ -108,11 +131,13 @@ class OpenAIServerEngine:
         model: the model id to request (default: the server's first model).
         api_key: the server's API key, if it needs one.
         tokenizer: a local folder with the model's tokenizer (default: ``model`` when it is a
-            local folder).
+            local folder), or a loaded `TokenizerSource` to share.
         server: ``"vllm"``, ``"sglang"`` or ``"auto"`` (from ``/v1/models``' ``owned_by``).
         constraint: ``"tokens"`` or ``"regex"`` (default: the server's preferred style).
         timeout: seconds per HTTP request.
         max_concurrency: requests in flight at once for a batch.
+        max_retries: times the HTTP client retries a request that failed to connect or got
+            a 5xx answer (a pool of servers sets 0 and tries another server instead).
 
     Raises:
         EngineError: openai is missing, the server cannot be reached, it is not a known
@@ -125,18 +150,22 @@ class OpenAIServerEngine:
         model: str | None = None,
         *,
         api_key: str | None = None,
-        tokenizer: str | Path | None = None,
+        tokenizer: str | Path | TokenizerSource | None = None,
         server: ServerKind | Literal["auto"] = "auto",
         constraint: ConstraintStyle | None = None,
         timeout: float = 600.0,
         max_concurrency: int = 16,
+        max_retries: int = 2,
     ) -> None:
         try:
             import openai
         except ImportError as exc:
             raise EngineError(f"server engines need the openai package ({exc})") from exc
         self._client = openai.OpenAI(
-            base_url=base_url, api_key=api_key or "EMPTY", timeout=timeout, max_retries=2
+            base_url=base_url,
+            api_key=api_key or "EMPTY",
+            timeout=timeout,
+            max_retries=max_retries,
         )
         self.base_url = base_url
         try:
@@ -169,13 +198,17 @@ class OpenAIServerEngine:
         if style not in self.dialect.styles:
             raise EngineError(f"a {kind} server takes no {style!r} constraint")
         self._style: ConstraintStyle = style
-        folder = tokenizer if tokenizer is not None else self._model
-        if not Path(folder).is_dir():
-            raise EngineError(
-                f"FactorSpec needs the model's tokenizer locally; {str(folder)!r} is not a "
-                "folder: pass tokenizer='/path/to/model-or-tokenizer-folder'"
-            )
-        self._tok = HFTokenizer(folder)
+        self._tok: TokenizerSource
+        if tokenizer is None or isinstance(tokenizer, (str, Path)):
+            folder = tokenizer if tokenizer is not None else self._model
+            if not Path(folder).is_dir():
+                raise EngineError(
+                    f"FactorSpec needs the model's tokenizer locally; {str(folder)!r} is not a "
+                    "folder: pass tokenizer='/path/to/model-or-tokenizer-folder'"
+                )
+            self._tok = HFTokenizer(folder)
+        else:
+            self._tok = tokenizer
         self._pool = ThreadPoolExecutor(max_concurrency, thread_name_prefix="factorspec-http")
         self.requests = 0
         """Completion requests sent so far."""

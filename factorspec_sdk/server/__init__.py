@@ -51,11 +51,13 @@ The OpenAPI document is built in `factorspec_sdk.server.contract` from the model
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from factorspec_sdk.engines.protocol import Engine
+    from factorspec_sdk.engines.upstreams import UpstreamPool
     from factorspec_sdk.server.app import create_app as create_app
 
 __all__ = ["create_app", "serve"]
@@ -85,13 +87,16 @@ def serve(
     max_batch: int = 64,
     request_timeout_s: float = 300.0,
     log_level: str = "info",
+    upstream: str | Sequence[str] | None = None,
+    records_per_upstream: int = 8,
     **engine_options: object,
 ) -> None:
     """Run the OpenAI-compatible server until interrupted (``factorspec serve``).
 
     Args:
         engine: an `Engine`, or an engine name (``"embedded"``).
-        model: model folder for a named engine (default: SmolLM2-135M-Instruct).
+        model: model folder for a named engine (default: SmolLM2-135M-Instruct); with
+            ``upstream``, the local folder of the upstreams' tokenizer.
         host: interface to listen on (loopback by default).
         port: TCP port.
         model_name: the model id clients pass (default: the model folder's name).
@@ -99,25 +104,53 @@ def serve(
         max_batch: most generations decoded together.
         request_timeout_s: longest generation time before finish_reason ``length``.
         log_level: uvicorn's log level.
+        upstream: vLLM / SGLang OpenAI servers to run the forwards (a list, or URLs
+            separated by commas): this server becomes their relation-aware front
+            (`factorspec_sdk.engines.upstreams.UpstreamPool`); ``engine`` stays unset.
+        records_per_upstream: with ``upstream``, records decoded on one upstream at once.
         **engine_options: passed to the named engine's constructor.
+
+    Raises:
+        TypeError: engine options with an `Engine` object or with ``upstream``.
+        UpstreamsUnavailableError: no upstream answers at start.
     """
     import uvicorn
 
     from factorspec_sdk.server.app import ServerOptions, create_app
 
-    if isinstance(engine, str):
+    served: Engine | UpstreamPool
+    pool: UpstreamPool | None = None
+    if upstream is not None:
+        if engine != "embedded" or engine_options:
+            raise TypeError(
+                "upstream replaces the local engine: pass no engine, device or dtype with it"
+            )
+        from factorspec_sdk.engines.upstreams import UpstreamPool
+
+        urls = upstream.split(",") if isinstance(upstream, str) else list(upstream)
+        served = pool = UpstreamPool(
+            urls, tokenizer=model, records_per_upstream=records_per_upstream
+        )
+        max_batch = max(max_batch, pool.capacity)
+    elif isinstance(engine, str):
         from factorspec_sdk.engines import create_logits_engine
 
         if model is not None:
             engine_options["model"] = model
-        engine = create_logits_engine(engine, **engine_options)
+        served = create_logits_engine(engine, **engine_options)
     elif model is not None or engine_options:
         raise TypeError("model and engine options are only accepted with an engine name")
+    else:
+        served = engine
     options = ServerOptions(
         request_timeout_s=request_timeout_s,
         max_batch=max_batch,
         api_key=api_key,
         solver_timeout_ms=30_000,
     )
-    app = create_app(engine, model_name=model_name, options=options)
-    uvicorn.run(app, host=host, port=port, log_level=log_level)
+    app = create_app(served, model_name=model_name, options=options)
+    try:
+        uvicorn.run(app, host=host, port=port, log_level=log_level)
+    finally:
+        if pool is not None:
+            pool.close()

@@ -28,6 +28,7 @@ from fastapi.responses import (  # noqa: TID253
 from starlette.exceptions import HTTPException
 
 from factorspec_sdk.drafter.loop import DecoderConfig
+from factorspec_sdk.engines.upstreams import UpstreamPool
 from factorspec_sdk.ir import IRLimits
 from factorspec_sdk.server import render
 from factorspec_sdk.server.auth import check_api_key, read_body
@@ -44,6 +45,7 @@ from factorspec_sdk.server.contract import (
 from factorspec_sdk.server.dispatch import Dispatcher
 from factorspec_sdk.server.metrics import Metrics
 from factorspec_sdk.server.protocol import ApiError, Kind
+from factorspec_sdk.server.records import upstream_metrics
 from factorspec_sdk.server.specs import prepare
 
 if TYPE_CHECKING:
@@ -84,7 +86,7 @@ class ServerOptions:
 
 
 def create_app(
-    engine: Engine,
+    engine: Engine | UpstreamPool,
     *,
     model_name: str | None = None,
     config: DecoderConfig | None = None,
@@ -94,7 +96,9 @@ def create_app(
     """The FastAPI app serving ``engine`` under the OpenAI API.
 
     Args:
-        engine: the engine; only the app's engine thread calls it.
+        engine: the engine; only the app's engine thread calls it. An `UpstreamPool`
+            (``factorspec serve --upstream``) makes the app the relation-aware front of
+            several vLLM / SGLang servers: it plans, they run the forwards.
         model_name: the model id clients pass as ``model`` (default: the engine's model
             folder name, else the engine name).
         config: decoder options (width, guesses, overlap).
@@ -201,21 +205,32 @@ def create_app(
 
     @app.get("/health", **health_route())
     async def health() -> JSONResponse:
-        """Whether the engine thread runs (200) or has stopped (503)."""
+        """Whether the engine thread runs (200) or has stopped (503).
+
+        With upstreams: each one's health, and a 503 when none is up.
+        """
         ok = dispatcher.alive
-        body = {
-            "status": "ok" if ok else "engine thread stopped",
+        status = "ok" if ok else "engine thread stopped"
+        body: dict[str, object] = {
             "model": name,
             "engine": engine.name,
             "active": counters.active,
             "queued": counters.queue_depth,
         }
-        return JSONResponse(body, status_code=200 if ok else 503)
+        if isinstance(engine, UpstreamPool):
+            upstreams = engine.health()
+            body["upstreams"] = [h.as_dict() for h in upstreams]
+            if ok and not any(h.up for h in upstreams):
+                ok, status = False, "no upstream is up"
+        return JSONResponse({"status": status, **body}, status_code=200 if ok else 503)
 
     @app.get("/metrics", **metrics_route())
     async def metrics() -> PlainTextResponse:
         """Counters in the Prometheus text format."""
-        return PlainTextResponse(counters.render(), media_type=METRICS_MEDIA_TYPE)
+        text = counters.render()
+        if isinstance(engine, UpstreamPool):
+            text += upstream_metrics(engine, counters)
+        return PlainTextResponse(text, media_type=METRICS_MEDIA_TYPE)
 
     def openapi() -> dict[str, object]:
         if app.openapi_schema is None:
@@ -231,7 +246,7 @@ def create_app(
     return app
 
 
-def _default_model_name(engine: Engine) -> str:
+def _default_model_name(engine: Engine | UpstreamPool) -> str:
     path = getattr(engine, "model_path", None)
     if isinstance(path, (str, Path)) and str(path):
         return Path(path).name

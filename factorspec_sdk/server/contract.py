@@ -195,7 +195,10 @@ def health_route() -> RouteDoc:
     return {
         "responses": {
             200: {"model": Health},
-            503: {"model": Health, "description": "The engine thread stopped."},
+            503: {
+                "model": Health,
+                "description": "The engine thread stopped, or no upstream server is up.",
+            },
         }
     }
 

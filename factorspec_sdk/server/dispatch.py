@@ -17,10 +17,12 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from factorspec_sdk.errors import OracleError, TokenBudgetError
+from factorspec_sdk.engines.upstreams import UpstreamPool
+from factorspec_sdk.errors import OracleError, TokenBudgetError, UpstreamsUnavailableError
 from factorspec_sdk.ir import RecordInvalidError, check_json_schema_record, check_record
 from factorspec_sdk.server import render
 from factorspec_sdk.server.protocol import ApiError
+from factorspec_sdk.server.records import RecordWorker
 from factorspec_sdk.server.render import Answer, Meta
 from factorspec_sdk.server.structured import VALUE_KEY, bare_text
 from factorspec_sdk.server.worker import Delta, Done, EngineWorker, Job, PromptError
@@ -57,7 +59,8 @@ class Dispatcher:
     """Submits requests to the engine thread and awaits their answers.
 
     Args:
-        engine: the engine; only the engine thread calls it.
+        engine: the engine; only the engine thread calls it. An `UpstreamPool` is driven
+            by record threads instead (`factorspec_sdk.server.records`).
         config: decoder options.
         metrics: counters to update.
         max_batch: most generations decoded together.
@@ -67,7 +70,7 @@ class Dispatcher:
 
     def __init__(
         self,
-        engine: Engine,
+        engine: Engine | UpstreamPool,
         config: DecoderConfig,
         metrics: Metrics,
         *,
@@ -78,7 +81,11 @@ class Dispatcher:
         self.metrics = metrics
         self.max_queue = max_queue
         self.validate_records = validate_records
-        self.worker = EngineWorker(engine, config, metrics, max_batch=max_batch)
+        self.worker: EngineWorker | RecordWorker
+        if isinstance(engine, UpstreamPool):
+            self.worker = RecordWorker(engine, config, metrics, max_batch=max_batch)
+        else:
+            self.worker = EngineWorker(engine, config, metrics, max_batch=max_batch)
 
     @property
     def alive(self) -> bool:
@@ -173,9 +180,10 @@ class Dispatcher:
         """The answer of a job that ended (``prepared``: its request).
 
         Raises:
-            ApiError: 500 for a record that fails the re-check (logged), 503 shutting down,
-                422 for a prompt that cannot be tokenized, a token budget below the shortest
-                record or an oracle query the solver cannot decide, 500 another failure.
+            ApiError: 500 for a record that fails the re-check (logged), 503 shutting down
+                or no upstream engine server healthy, 422 for a prompt that cannot be
+                tokenized, a token budget below the shortest record or an oracle query the
+                solver cannot decide, 500 another failure.
         """
         spec, schema = prepared.spec, prepared.schema
         if done.reason == "complete":
@@ -213,6 +221,15 @@ class Dispatcher:
                 code="token_budget",
                 param="max_tokens",
                 extra={"min_tokens": err.min_tokens},
+            )
+        if isinstance(err, UpstreamsUnavailableError):
+            log.warning("no upstream for a record: %s", err.message)
+            raise ApiError(
+                503,
+                err.message,
+                type="server_error",
+                code="upstreams_unavailable",
+                extra={"upstreams": err.upstreams},
             )
         if isinstance(err, OracleError):
             raise ApiError(422, f"the spec is too hard to decide: {err}", code="oracle")

@@ -62,6 +62,7 @@ __all__ = [
     "StreamOptions",
     "StructuredOutputs",
     "TextPart",
+    "UpstreamStatus",
     "Usage",
     "X_FACTORSPEC",
 ]
@@ -615,11 +616,24 @@ class ModelList(BaseModel):
     data: list[ModelCard]
 
 
+class UpstreamStatus(BaseModel):
+    """One engine server behind ``factorspec serve --upstream`` (`UpstreamHealth`)."""
+
+    url: str
+    up: bool
+    in_flight: int
+    records: int
+    requests: int
+    failures: int
+    last_error: str | None
+
+
 class Health(BaseModel):
-    """``GET /health`` (200 while the engine thread runs, else 503)."""
+    """``GET /health``: 200 while the engine thread runs (and an upstream is up), else 503."""
 
     status: str
     model: str
     engine: str
     active: int
     queued: int
+    upstreams: list[UpstreamStatus] | None = None

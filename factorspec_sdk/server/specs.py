@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from pydantic import ValidationError
 
@@ -44,17 +44,34 @@ from factorspec_sdk.server.structured import extension, structured
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator
 
-    from factorspec_sdk.engines.protocol import ChatMessage, Engine
+    from factorspec_sdk.engines.protocol import ChatMessage
     from factorspec_sdk.graph import CompiledSpec
+    from factorspec_sdk.tokens.vocab import TokenizerInfo
 
 __all__ = [
     "Prepared",
+    "Prompt",
+    "PromptEngine",
     "parse_request",
     "prepare",
     "spec_error",
 ]
 
-Prompt = Callable[["Engine"], list[int]]
+
+class PromptEngine(Protocol):
+    """What turns a prompt into token ids: a logits `Engine` or an upstream pool."""
+
+    @property
+    def tokenizer(self) -> TokenizerInfo:
+        """The vocabulary (raw text prompts are encoded with it)."""
+        ...
+
+    def apply_chat_template(self, messages: Sequence[ChatMessage]) -> list[int]:
+        """Token ids of chat messages with the model's chat template."""
+        ...
+
+
+Prompt = Callable[[PromptEngine], list[int]]
 """The prompt of a request: called on the engine thread with the engine, gives token ids."""
 
 

@@ -16,7 +16,6 @@ import queue
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
@@ -29,6 +28,7 @@ if TYPE_CHECKING:
     from factorspec_sdk.engines.protocol import Engine
     from factorspec_sdk.graph import CompiledSpec
     from factorspec_sdk.server.metrics import Metrics
+    from factorspec_sdk.server.specs import Prompt
 
 __all__ = ["Delta", "Done", "EngineWorker", "Job", "PromptError"]
 
@@ -66,7 +66,7 @@ class Job:
     """One record to generate, as the asyncio side submits it."""
 
     spec: CompiledSpec
-    prompt: Callable[[Engine], list[int]]
+    prompt: Prompt
     params: SamplingParams
     loop: asyncio.AbstractEventLoop
     events: asyncio.Queue[Event]
