@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from factorspec_sdk.client import GenerationResult
     from factorspec_sdk.drafter.loop import DecodeOutcome
 
-__all__ = ["AsyncRecordStream", "RecordStream", "StreamClosed"]
+__all__ = ["AsyncRecordStream", "RecordStream", "RecordThread", "StreamClosed"]
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -49,25 +49,27 @@ class StreamClosed(GenerationError):
     """The caller closed the stream before the record was complete."""
 
 
-class _Run(Generic[T]):
-    """The request running in a worker thread; its views and outcome for one consumer."""
+class RecordThread:
+    """One request decoded in a worker thread, its views and then its outcome sent to ``post``.
+
+    ``post`` gets every view (a `BaseModel`), then the `DecodeOutcome` once, from the worker
+    thread. `cancel` makes the record's sink raise `StreamClosed` at its next view (the
+    backend then ends the record); `close` cancels and waits for the thread.
+    """
 
     def __init__(
         self,
         backend: Backend,
         request: GenerationRequest,
-        deliver: Deliver[T],
-        post: Callable[[BaseModel | DecodeOutcome], None],
+        post: Callable[[BaseModel | DecodeOutcome], object],
     ) -> None:
         self._closed = threading.Event()
-        self._deliver = deliver
         self._post = post
-        self._outcome: DecodeOutcome | None = None
+        self.outcome: DecodeOutcome | None = None
+        """The record's outcome, once it ended."""
         self._request = replace(request, on_partial=self._sink)
         self._backend = backend
         self._thread = threading.Thread(target=self._work, name="factorspec-stream", daemon=True)
-
-    def start(self) -> None:
         self._thread.start()
 
     def _sink(self, view: BaseModel) -> None:
@@ -82,19 +84,15 @@ class _Run(Generic[T]):
             outcome = self._backend.run([self._request])[0]
         except Exception as exc:  # a backend breaking its contract: the record's error
             outcome = DecodeOutcome("", [], GenerationStats(), exc)
-        self._outcome = outcome
+        self.outcome = outcome
         self._post(outcome)
 
-    def result(self) -> GenerationResult[T]:
-        if self._outcome is None:
-            raise RuntimeError("the record is not finished: iterate the stream to its end")
-        return self._deliver(self._outcome)
-
-    def abandon(self) -> None:
-        """End the record at its next step, without waiting (for a finalizer)."""
+    def cancel(self) -> None:
+        """End the record at its next view, without waiting."""
         self._closed.set()
 
     def close(self) -> None:
+        """End the record at its next view and wait for the thread."""
         self._closed.set()
         if self._thread.is_alive() and threading.current_thread() is not self._thread:
             self._thread.join()
@@ -109,9 +107,9 @@ class RecordStream(Generic[T]):
 
     def __init__(self, backend: Backend, request: GenerationRequest, deliver: Deliver[T]) -> None:
         self._queue: queue.SimpleQueue[BaseModel | DecodeOutcome] = queue.SimpleQueue()
-        self._run = _Run(backend, request, deliver, self._queue.put)
+        self._deliver = deliver
+        self._run = RecordThread(backend, request, self._queue.put)
         self._done = False
-        self._run.start()
 
     def __iter__(self) -> Iterator[T]:
         from factorspec_sdk.drafter.loop import DecodeOutcome
@@ -120,7 +118,7 @@ class RecordStream(Generic[T]):
             item = self._queue.get()
             if isinstance(item, DecodeOutcome):
                 self._done = True
-                self._run.result()  # the record's error, raised at the end of the views
+                self._deliver(item)  # the record's error, raised at the end of the views
                 return
             yield cast(T, item)
 
@@ -131,11 +129,11 @@ class RecordStream(Generic[T]):
         Raises:
             RuntimeError: the stream was not iterated to its end.
         """
-        return self._run.result()
+        return _result(self._run, self._deliver)
 
     def cancel(self) -> None:
         """End the record at its next step (if it is still running), without waiting."""
-        self._run.abandon()
+        self._run.cancel()
 
     def close(self) -> None:
         """End the record at its next step (if it is still running) and wait for it."""
@@ -166,9 +164,9 @@ class AsyncRecordStream(Generic[T]):
         def post(item: BaseModel | DecodeOutcome) -> None:
             loop.call_soon_threadsafe(self._queue.put_nowait, item)
 
-        self._run = _Run(backend, request, deliver, post)
+        self._deliver = deliver
+        self._run = RecordThread(backend, request, post)
         self._done = False
-        self._run.start()
 
     async def __aiter__(self) -> AsyncIterator[T]:
         from factorspec_sdk.drafter.loop import DecodeOutcome
@@ -177,14 +175,14 @@ class AsyncRecordStream(Generic[T]):
             item = await self._queue.get()
             if isinstance(item, DecodeOutcome):
                 self._done = True
-                self._run.result()
+                self._deliver(item)
                 return
             yield cast(T, item)
 
     @property
     def result(self) -> GenerationResult[T]:
         """The finished record (see `RecordStream.result`)."""
-        return self._run.result()
+        return _result(self._run, self._deliver)
 
     async def aclose(self) -> None:
         """End the record at its next step and wait for it (off the event loop)."""
@@ -200,3 +198,9 @@ class AsyncRecordStream(Generic[T]):
         tb: TracebackType | None,
     ) -> None:
         await self.aclose()
+
+
+def _result(run: RecordThread, deliver: Deliver[T]) -> GenerationResult[T]:
+    if run.outcome is None:
+        raise RuntimeError("the record is not finished: iterate the stream to its end")
+    return deliver(run.outcome)

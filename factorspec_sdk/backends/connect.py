@@ -9,12 +9,15 @@ with the model's tokenizer locally.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from factorspec_sdk.backends.base import Backend
 from factorspec_sdk.backends.remote import RemoteBackend, api_root
 from factorspec_sdk.drafter.loop import DecoderConfig
 from factorspec_sdk.errors import EngineError
+
+if TYPE_CHECKING:
+    from factorspec_sdk.engines.openai_server import TokenizerSource
 
 __all__ = ["KnownServer", "ServerKind", "connect", "probe_server"]
 
@@ -60,7 +63,7 @@ def connect(
     model: str | Path | None = None,
     api_key: str | None = None,
     server: ServerKind = "auto",
-    tokenizer: str | Path | None = None,
+    tokenizer: str | Path | TokenizerSource | None = None,
     config: DecoderConfig | None = None,
 ) -> Backend:
     """The backend for the server at ``base_url`` (see `factorspec_sdk.client.Client`).

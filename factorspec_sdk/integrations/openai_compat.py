@@ -23,7 +23,9 @@ first request). What differs:
 
 * The relations of ``response_model`` travel to the server as the relation IR, the way
   `factorspec_sdk.backends.remote.RemoteBackend` sends them (`WireSpec`), so the schema and
-  every relation hold in the first answer.
+  every relation hold in the first answer. On a plain vLLM or SGLang server (asked once,
+  `_Route`) the record is decoded here instead, with constrained segments
+  (`factorspec_sdk.backends.connect`), and its ``ChatCompletion`` is made from it.
 * A re-ask happens only when an ordinary Pydantic validator (a ``@field_validator`` or
   ``@model_validator`` that is not a ``@relation``: the compiler does not take it) rejects the
   record. The re-ask appends the record and Instructor's JSON-mode correction message with
@@ -43,25 +45,39 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
-from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+import queue
+import threading
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, get_args, overload
 
 from pydantic import BaseModel, ValidationError, create_model
 
+from factorspec_sdk.backends.base import Backend, GenerationRequest
+from factorspec_sdk.backends.connect import ServerKind, connect, probe_server
 from factorspec_sdk.backends.remote import WireSpec, check_finished, remote_error
+from factorspec_sdk.drafter.loop import DecodeOutcome
+from factorspec_sdk.drafter.verify import SamplingParams
 from factorspec_sdk.errors import FactorSpecError, RemoteError, RetriesExhaustedError
 from factorspec_sdk.partials import PartialText
 from factorspec_sdk.relations.decorator import RelationViolation, relations_of
+from factorspec_sdk.streams import RecordThread
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from openai import AsyncOpenAI, OpenAI
     from openai.types.chat import (
         ChatCompletion,
         ChatCompletionChunk,
         ChatCompletionMessageParam,
     )
+
+    from factorspec_sdk.engines.openai_server import TokenizerSource
+    from factorspec_sdk.engines.protocol import ChatMessage
 
 __all__ = [
     "REASK_PROMPT",
@@ -200,6 +216,30 @@ class Attempts(Generic[ModelT]):
             "extra_body": self.wire.extra_body(self.kwargs.get("extra_body")),
         }
 
+    def generation_request(self) -> GenerationRequest:
+        """The next request as a local decoder takes it (a plain vLLM / SGLang server).
+
+        Raises:
+            TypeError: an argument a plain server's segments cannot carry.
+        """
+        unknown = sorted(set(self.kwargs) - _SAMPLING_KWARGS)
+        if unknown:
+            raise TypeError(
+                f"on a plain vLLM or SGLang server FactorSpec decodes the record itself: "
+                f"{', '.join(unknown)} cannot be sent (it takes "
+                f"{', '.join(sorted(_SAMPLING_KWARGS))})"
+            )
+        default = SamplingParams()
+        budget = self.kwargs.get("max_completion_tokens") or self.kwargs.get("max_tokens")
+        params = SamplingParams(
+            temperature=self.kwargs.get("temperature", default.temperature),
+            top_p=self.kwargs.get("top_p", default.top_p),
+            seed=self.kwargs.get("seed"),
+            max_tokens=budget if isinstance(budget, int) else default.max_tokens,
+        )
+        messages = cast("list[ChatMessage]", [dict(m) for m in self.messages])
+        return GenerationRequest(self.model, messages, self.context, params, schema_in_prompt=False)
+
     def failed(self, exc: Exception) -> FactorSpecError:
         """The FactorSpec error an ``openai`` exception of a request means."""
         from openai import APIStatusError
@@ -260,11 +300,62 @@ class Attempts(Generic[ModelT]):
             return None
 
 
+class _Route:
+    """Where a client's records are decoded: by the FactorSpec server it talks to, or here.
+
+    A ``factorspec serve`` gets the relation IR and decodes; a plain vLLM or SGLang server
+    gets FactorSpec's constrained segments from a local decoder (`connect`, one backend per
+    model id), as ``Client(base_url=...)`` does. The server is asked who it is once.
+    """
+
+    def __init__(
+        self,
+        client: OpenAI | AsyncOpenAI,
+        server: ServerKind,
+        tokenizer: str | Path | TokenizerSource | None,
+    ) -> None:
+        self._base_url = str(client.base_url)
+        self._api_key = client.api_key
+        self._server = server
+        self._tokenizer = tokenizer
+        self._backends: dict[str, Backend] = {}
+        self._lock = threading.Lock()
+
+    def backend(self, model: str) -> Backend | None:
+        """The local backend of ``model`` on a plain server; None for a FactorSpec server.
+
+        Raises:
+            EngineError: the server cannot be probed.
+        """
+        with self._lock:
+            if self._server == "auto":
+                self._server = probe_server(self._base_url, self._api_key)
+            if self._server == "factorspec":
+                return None
+            if model not in self._backends:
+                self._backends[model] = connect(
+                    self._base_url,
+                    model=model,
+                    api_key=self._api_key,
+                    server=self._server,
+                    tokenizer=self._tokenizer,
+                )
+            return self._backends[model]
+
+    def close(self) -> None:
+        """Close the local backends (their HTTP connections)."""
+        with self._lock:
+            for backend in self._backends.values():
+                backend.close()
+            self._backends.clear()
+
+
 class StructuredCompletions:
     """``client.chat.completions`` of a `StructuredOpenAI`."""
 
-    def __init__(self, client: OpenAI) -> None:
+    def __init__(self, client: OpenAI, route: _Route) -> None:
         self._client = client
+        self._route = route
 
     def create(
         self,
@@ -317,11 +408,17 @@ class StructuredCompletions:
         from openai import OpenAIError
 
         attempts = Attempts.start(response_model, messages, context, max_retries, kwargs)
+        backend = self._route.backend(model)
         while True:
-            try:
-                completion = self._client.chat.completions.create(model=model, **attempts.request())
-            except OpenAIError as exc:
-                raise attempts.failed(exc) from exc
+            if backend is not None:
+                completion = _decoded(backend.run([attempts.generation_request()])[0], model)
+            else:
+                try:
+                    completion = self._client.chat.completions.create(
+                        model=model, **attempts.request()
+                    )
+                except OpenAIError as exc:
+                    raise attempts.failed(exc) from exc
             value = attempts.take(completion)
             if value is not None:
                 return value, completion
@@ -348,18 +445,29 @@ class StructuredCompletions:
         from openai import OpenAIError
 
         attempts = Attempts.start(response_model, messages, context, max_retries, kwargs)
+        backend = self._route.backend(model)
         while True:
-            answer = _Streamed(attempts.model)
-            try:
-                stream = self._client.chat.completions.create(
-                    model=model, stream=True, **attempts.request()
-                )
-                with stream:
-                    for chunk in stream:
-                        yield from answer.views(chunk)
-            except OpenAIError as exc:
-                raise attempts.failed(exc) from exc
-            value = attempts.take_text(answer.text, answer.finish, 0)
+            if backend is not None:  # decoded here, the views from the decoder
+                views: queue.SimpleQueue[BaseModel | DecodeOutcome] = queue.SimpleQueue()
+                run = RecordThread(backend, attempts.generation_request(), views.put)
+                try:
+                    while not isinstance(item := views.get(), DecodeOutcome):
+                        yield cast("ModelT", item)
+                finally:
+                    run.close()
+                value = attempts.take(_decoded(item, model))
+            else:
+                answer = _Streamed(attempts.model)
+                try:
+                    stream = self._client.chat.completions.create(
+                        model=model, stream=True, **attempts.request()
+                    )
+                    with stream:
+                        for chunk in stream:
+                            yield from answer.views(chunk)
+                except OpenAIError as exc:
+                    raise attempts.failed(exc) from exc
+                value = attempts.take_text(answer.text, answer.finish, 0)
             if value is not None:
                 yield value
                 return
@@ -396,8 +504,9 @@ class StructuredCompletions:
 class AsyncStructuredCompletions:
     """``client.chat.completions`` of an `AsyncStructuredOpenAI` (as `StructuredCompletions`)."""
 
-    def __init__(self, client: AsyncOpenAI) -> None:
+    def __init__(self, client: AsyncOpenAI, route: _Route) -> None:
         self._client = client
+        self._route = route
 
     async def create(
         self,
@@ -436,13 +545,18 @@ class AsyncStructuredCompletions:
         attempts = await asyncio.to_thread(
             Attempts.start, response_model, messages, context, max_retries, kwargs
         )
+        backend = await asyncio.to_thread(self._route.backend, model)
         while True:
-            try:
-                completion = await self._client.chat.completions.create(
-                    model=model, **attempts.request()
-                )
-            except OpenAIError as exc:
-                raise attempts.failed(exc) from exc
+            if backend is not None:
+                outcome = await asyncio.to_thread(backend.run, [attempts.generation_request()])
+                completion = _decoded(outcome[0], model)
+            else:
+                try:
+                    completion = await self._client.chat.completions.create(
+                        model=model, **attempts.request()
+                    )
+                except OpenAIError as exc:
+                    raise attempts.failed(exc) from exc
             value = attempts.take(completion)
             if value is not None:
                 return value, completion
@@ -463,19 +577,30 @@ class AsyncStructuredCompletions:
         attempts = await asyncio.to_thread(
             Attempts.start, response_model, messages, context, max_retries, kwargs
         )
+        backend = await asyncio.to_thread(self._route.backend, model)
         while True:
-            answer = _Streamed(attempts.model)
-            try:
-                stream = await self._client.chat.completions.create(
-                    model=model, stream=True, **attempts.request()
-                )
-                async with stream:
-                    async for chunk in stream:
-                        for view in answer.views(chunk):
-                            yield view
-            except OpenAIError as exc:
-                raise attempts.failed(exc) from exc
-            value = attempts.take_text(answer.text, answer.finish, 0)
+            if backend is not None:  # decoded here, the views from the decoder
+                views: asyncio.Queue[BaseModel | DecodeOutcome] = asyncio.Queue()
+                run = RecordThread(backend, attempts.generation_request(), _poster(views))
+                try:
+                    while not isinstance(item := await views.get(), DecodeOutcome):
+                        yield cast("ModelT", item)
+                finally:
+                    await asyncio.to_thread(run.close)
+                value = attempts.take(_decoded(item, model))
+            else:
+                answer = _Streamed(attempts.model)
+                try:
+                    stream = await self._client.chat.completions.create(
+                        model=model, stream=True, **attempts.request()
+                    )
+                    async with stream:
+                        async for chunk in stream:
+                            for view in answer.views(chunk):
+                                yield view
+                except OpenAIError as exc:
+                    raise attempts.failed(exc) from exc
+                value = attempts.take_text(answer.text, answer.finish, 0)
             if value is not None:
                 yield value
                 return
@@ -521,32 +646,73 @@ class StructuredOpenAI:
         chat: ``chat.completions.create`` / ``create_with_completion``.
     """
 
-    def __init__(self, client: OpenAI) -> None:
+    def __init__(
+        self,
+        client: OpenAI,
+        *,
+        server: ServerKind = "auto",
+        tokenizer: str | Path | TokenizerSource | None = None,
+    ) -> None:
         self.client = client
-        self.chat = _Chat(StructuredCompletions(client))
+        self._route = _Route(client, server, tokenizer)
+        self.chat = _Chat(StructuredCompletions(client, self._route))
+
+    def close(self) -> None:
+        """Close the local decoders of a plain server (the wrapped client stays open)."""
+        self._route.close()
 
 
 class AsyncStructuredOpenAI:
     """An ``openai.AsyncOpenAI`` client in Instructor's shape (`from_openai`)."""
 
-    def __init__(self, client: AsyncOpenAI) -> None:
+    def __init__(
+        self,
+        client: AsyncOpenAI,
+        *,
+        server: ServerKind = "auto",
+        tokenizer: str | Path | TokenizerSource | None = None,
+    ) -> None:
         self.client = client
-        self.chat = _AsyncChat(AsyncStructuredCompletions(client))
+        self._route = _Route(client, server, tokenizer)
+        self.chat = _AsyncChat(AsyncStructuredCompletions(client, self._route))
+
+    def close(self) -> None:
+        """Close the local decoders of a plain server (the wrapped client stays open)."""
+        self._route.close()
 
 
 @overload
-def from_openai(client: AsyncOpenAI) -> AsyncStructuredOpenAI: ...
+def from_openai(
+    client: AsyncOpenAI,
+    *,
+    server: ServerKind = "auto",
+    tokenizer: str | Path | TokenizerSource | None = None,
+) -> AsyncStructuredOpenAI: ...
 
 
 @overload
-def from_openai(client: OpenAI) -> StructuredOpenAI: ...
+def from_openai(
+    client: OpenAI,
+    *,
+    server: ServerKind = "auto",
+    tokenizer: str | Path | TokenizerSource | None = None,
+) -> StructuredOpenAI: ...
 
 
-def from_openai(client: OpenAI | AsyncOpenAI) -> StructuredOpenAI | AsyncStructuredOpenAI:
-    """Wrap an ``openai`` client of a FactorSpec server in Instructor's call shape.
+def from_openai(
+    client: OpenAI | AsyncOpenAI,
+    *,
+    server: ServerKind = "auto",
+    tokenizer: str | Path | TokenizerSource | None = None,
+) -> StructuredOpenAI | AsyncStructuredOpenAI:
+    """Wrap an ``openai`` client in Instructor's call shape.
 
     Args:
-        client: ``openai.OpenAI(base_url="http://HOST:PORT/v1", ...)`` or its async twin.
+        client: ``openai.OpenAI(base_url="http://HOST:PORT/v1", ...)`` or its async twin,
+            for a ``factorspec serve`` or a plain vLLM / SGLang server.
+        server: which server it is (``"auto"``: asked on the first call).
+        tokenizer: for a plain vLLM / SGLang server, the model's tokenizer (a local folder)
+            when the served model id is not one (FactorSpec plans the masks here).
 
     Raises:
         TypeError: ``client`` is neither.
@@ -554,9 +720,9 @@ def from_openai(client: OpenAI | AsyncOpenAI) -> StructuredOpenAI | AsyncStructu
     from openai import AsyncOpenAI, OpenAI
 
     if isinstance(client, AsyncOpenAI):
-        return AsyncStructuredOpenAI(client)
+        return AsyncStructuredOpenAI(client, server=server, tokenizer=tokenizer)
     if isinstance(client, OpenAI):
-        return StructuredOpenAI(client)
+        return StructuredOpenAI(client, server=server, tokenizer=tokenizer)
     raise TypeError(f"from_openai takes an openai.OpenAI or openai.AsyncOpenAI, not {client!r}")
 
 
@@ -569,6 +735,56 @@ def iterable_model(model: type[BaseModel]) -> type[BaseModel]:
         tasks=(list[model], ...),  # type: ignore[valid-type]
     )
     return cast("type[BaseModel]", wrapper)
+
+
+_SAMPLING_KWARGS = {"temperature", "top_p", "seed", "max_tokens", "max_completion_tokens"}
+
+
+def _decoded(outcome: DecodeOutcome, model: str) -> ChatCompletion:
+    """A record decoded here, as the ``ChatCompletion`` a server would have answered.
+
+    Raises:
+        FactorSpecError: the record's error (a spec that does not compile, a budget, ...).
+    """
+    from openai.types.chat import ChatCompletion
+
+    if outcome.error is not None:
+        if isinstance(outcome.error, FactorSpecError):
+            raise outcome.error
+        raise RemoteError(f"decoding on the server failed: {outcome.error}") from outcome.error
+    stats = outcome.stats
+    return ChatCompletion.model_validate(
+        {
+            "id": f"chatcmpl-factorspec-{uuid.uuid4().hex[:12]}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": model,
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "stop",
+                    "message": {"role": "assistant", "content": outcome.text},
+                }
+            ],
+            "usage": {
+                "prompt_tokens": stats.prompt_tokens,
+                "completion_tokens": stats.tokens,
+                "total_tokens": stats.prompt_tokens + stats.tokens,
+            },
+        }
+    )
+
+
+def _poster(
+    views: asyncio.Queue[BaseModel | DecodeOutcome],
+) -> Callable[[BaseModel | DecodeOutcome], None]:
+    """Puts what a worker thread posts on ``views``, in the running event loop."""
+    loop = asyncio.get_running_loop()
+
+    def post(item: BaseModel | DecodeOutcome) -> None:
+        loop.call_soon_threadsafe(views.put_nowait, item)
+
+    return post
 
 
 class _Streamed(Generic[ModelT]):

@@ -83,3 +83,31 @@ def test_the_server_snippet_of_the_docs(vllm_server: str, tmp_path: Path) -> Non
     assert proc.returncode == 0, output[-3000:]
     for expected in EXPECT["engines/tutorial004.py"]:
         assert expected in output, output[-3000:]
+
+
+def test_from_openai_on_a_real_vllm_server(vllm_server: str) -> None:
+    """Instructor's call shape on a plain `vllm serve`: relations hold, decoded as segments."""
+    import openai
+
+    import factorspec_sdk
+
+    raw = openai.OpenAI(base_url=vllm_server, api_key="none", max_retries=0)
+    client = factorspec_sdk.from_openai(raw)
+    try:
+        model_id = raw.models.list().data[0].id
+        problem = problems(1)[0]
+        messages = [{"role": "user", "content": prompt_for(problem)}]
+        plan = client.chat.completions.create(
+            model=model_id, messages=messages, response_model=Itinerary, context=problem
+        )
+        assert type(plan) is Itinerary
+        assert evaluate(problem, plan.model_dump_json(), model=Itinerary).valid
+        views = list(
+            client.chat.completions.create_partial(
+                model=model_id, messages=messages, response_model=Itinerary, context=problem
+            )
+        )
+        assert views[-1] == plan
+    finally:
+        client.close()
+        raw.close()

@@ -504,3 +504,101 @@ def test_partial_errors_are_factorspec_errors(url: str) -> None:
         client.chat.completions.create(
             model=MODEL, messages=MESSAGES, response_model=Sum, stream=True
         )
+
+
+# ---------------------------------------------------------------- a plain vLLM server
+
+
+@pytest.fixture(scope="module")
+def plain_vllm() -> Iterator[str]:
+    """A vLLM-like server (scripted model, ``owned_by: vllm``) that knows nothing of relations."""
+    from tests.server.scripted_upstream import ScriptedUpstream
+
+    upstream = ScriptedUpstream(scripted_engine()).start()
+    try:
+        yield upstream.url
+    finally:
+        upstream.kill()
+
+
+def on_plain(url: str) -> StructuredOpenAI:
+    from tests.server.scripted_upstream import ScriptedTokenizer
+
+    raw = openai.OpenAI(base_url=url, api_key="none", max_retries=0)
+    return factorspec_sdk.from_openai(raw, tokenizer=ScriptedTokenizer(scripted_engine()))
+
+
+def test_from_openai_on_a_plain_vllm_server_decodes_segments_here(plain_vllm: str) -> None:
+    """The same call on a plain vLLM server: FactorSpec's masks here, the forwards there."""
+    from tests.server.scripted_upstream import UPSTREAM_MODEL
+
+    client = on_plain(plain_vllm)
+    try:
+        trip, completion = client.chat.completions.create_with_completion(
+            model=UPSTREAM_MODEL, messages=MESSAGES, response_model=Trip, context=TRIP_CONTEXT
+        )
+        # token for token what the local client decodes with the same model and messages
+        local = factorspec_sdk.Client(scripted_engine()).generate(
+            Trip, MESSAGES, context=TRIP_CONTEXT, schema_in_prompt=False
+        )
+        assert type(trip) is Trip and trip == local
+        text = completion.choices[0].message.content or ""
+        assert Trip.model_validate_json(text, context=TRIP_CONTEXT) == trip
+        assert completion.usage is not None and completion.usage.completion_tokens > 0
+        views = list(
+            client.chat.completions.create_partial(
+                model=UPSTREAM_MODEL, messages=MESSAGES, response_model=Trip, context=TRIP_CONTEXT
+            )
+        )
+        assert views[-1] == trip and len(views) >= 2
+        sums = list(
+            client.chat.completions.create_iterable(
+                model=UPSTREAM_MODEL, messages=MESSAGES, response_model=Sum
+            )
+        )
+        assert sums and all(s.total == s.a + s.b for s in sums)
+        with pytest.raises(RetriesExhaustedError) as info:  # re-asked, then out of retries
+            client.chat.completions.create(
+                model=UPSTREAM_MODEL, messages=MESSAGES, response_model=Never, max_retries=1
+            )
+        assert info.value.attempts == 2
+        with pytest.raises(TypeError, match="cannot be sent"):
+            client.chat.completions.create(
+                model=UPSTREAM_MODEL, messages=MESSAGES, response_model=Sum, extra_body={}
+            )
+        with pytest.raises(UnsatisfiableSpecError):
+            bad = {"Paris": 3, "Rome": 2, "Parma": 4, "Oslo": 1, "Nice": 2}
+            client.chat.completions.create(
+                model=UPSTREAM_MODEL, messages=MESSAGES, response_model=Trip, context=bad
+            )
+    finally:
+        client.close()
+
+
+def test_async_from_openai_on_a_plain_vllm_server(plain_vllm: str) -> None:
+    from tests.server.scripted_upstream import UPSTREAM_MODEL, ScriptedTokenizer
+
+    async def main() -> tuple[Trip, list[object]]:
+        raw = openai.AsyncOpenAI(base_url=plain_vllm, api_key="none", max_retries=0)
+        client = factorspec_sdk.from_openai(raw, tokenizer=ScriptedTokenizer(scripted_engine()))
+        try:
+            trip = await client.chat.completions.create(
+                model=UPSTREAM_MODEL, messages=MESSAGES, response_model=Trip, context=TRIP_CONTEXT
+            )
+            views = [
+                v
+                async for v in client.chat.completions.create_partial(
+                    model=UPSTREAM_MODEL,
+                    messages=MESSAGES,
+                    response_model=Trip,
+                    context=TRIP_CONTEXT,
+                )
+            ]
+        finally:
+            client.close()
+            await raw.close()
+        return trip, views
+
+    trip, views = asyncio.run(main())
+    Trip.model_validate(trip.model_dump(), context=TRIP_CONTEXT)
+    assert views[-1] == trip
