@@ -43,6 +43,14 @@ from factorspec_sdk.prompts import Prompt, check_prompt
 from factorspec_sdk.provenance import Provenance, provenance_of
 from factorspec_sdk.relations.layout import RootLayout
 from factorspec_sdk.streams import AsyncRecordStream, RecordStream
+from factorspec_sdk.tools import (
+    MAX_PARALLEL_CALLS,
+    Tool,
+    ToolSpec,
+    calls_model,
+    tools_of,
+    tools_prompt,
+)
 
 __all__ = [
     "AsyncClient",
@@ -347,6 +355,38 @@ class BaseClient:
             for i, (prompt, ctx) in enumerate(zip(prompts, contexts, strict=True))
         ]
 
+    @staticmethod
+    def _tool_request(
+        tools: Sequence[ToolSpec | Tool] | object,
+        prompt: Prompt,
+        parallel: bool,
+        max_calls: int | None,
+        options: GenerateOptions,
+    ) -> tuple[type[BaseModel], Prompt, GenerateOptions]:
+        """The record of calls, the prompt that lists the tools, and the options of a call."""
+        listed = tools_of(tools)
+        n = (max_calls or MAX_PARALLEL_CALLS) if parallel else 1
+        if max_calls is not None and not parallel and max_calls != 1:
+            raise TypeError("max_calls is for parallel=True")
+        model = calls_model(listed, n)
+        text = tools_prompt(listed, n)
+        options = GenerateOptions(**options)
+        if isinstance(prompt, str):
+            given = options.get("system")
+            options["system"] = text if given is None else f"{text}\n\n{given}"
+            return model, prompt, options
+        messages = [dict(m) for m in prompt]
+        if messages and messages[0].get("role") == "system":
+            messages[0]["content"] = f"{text}\n\n{messages[0]['content']}"
+        else:
+            messages.insert(0, {"role": "system", "content": text})
+        return model, cast("Prompt", messages), options
+
+    @staticmethod
+    def _calls(record: BaseModel, parallel: bool) -> BaseModel | list[BaseModel]:
+        arguments = [c.arguments for c in getattr(record, "calls")]  # noqa: B009
+        return arguments if parallel else arguments[0]
+
     def _streamed(
         self, model: type[T], prompt: Prompt, context: object, options: GenerateOptions
     ) -> tuple[GenerationRequest, Callable[[DecodeOutcome], GenerationResult[T]]]:
@@ -476,6 +516,65 @@ class Client(BaseClient):
             model, [prompt], contexts=[context], return_result=True, **options
         )[0]
         return result if return_result else result.value
+
+    @overload
+    def call(
+        self,
+        tools: Sequence[ToolSpec | Tool] | object,
+        prompt: Prompt,
+        *,
+        context: object = None,
+        parallel: Literal[False] = False,
+        max_calls: int | None = None,
+        **options: Unpack[GenerateOptions],
+    ) -> BaseModel: ...
+
+    @overload
+    def call(
+        self,
+        tools: Sequence[ToolSpec | Tool] | object,
+        prompt: Prompt,
+        *,
+        context: object = None,
+        parallel: Literal[True],
+        max_calls: int | None = None,
+        **options: Unpack[GenerateOptions],
+    ) -> list[BaseModel]: ...
+
+    def call(
+        self,
+        tools: Sequence[ToolSpec | Tool] | object,
+        prompt: Prompt,
+        *,
+        context: object = None,
+        parallel: bool = False,
+        max_calls: int | None = None,
+        **options: Unpack[GenerateOptions],
+    ) -> BaseModel | list[BaseModel]:
+        """The model's call to one of ``tools``: the arguments, as the tool's model.
+
+        ```python
+        booking = client.call([GetWeather, BookRoom], "A room in Oslo, nights 3 to 5")
+        if isinstance(booking, BookRoom): ...
+        ```
+
+        Args:
+            tools: Pydantic models of the functions' arguments (named by the class), typed
+                Python functions (their arguments come back as `FunctionArguments`, with
+                ``.run()``), or a ``Union`` of models.
+            prompt: the user's prompt, or a list of chat messages; the tools are listed to
+                the model in a system message (`factorspec_sdk.tools.tools_prompt`).
+            context: the context the arguments' relations read.
+            parallel: allow several calls (a list comes back, one call at least).
+            max_calls: with ``parallel``, the most calls (default `MAX_PARALLEL_CALLS`).
+            **options: as for `generate`.
+
+        The arguments satisfy the chosen tool's schema and relations; which tool is a choice
+        of the model among those the relations leave feasible.
+        """
+        model, prompt, options = self._tool_request(tools, prompt, parallel, max_calls, options)
+        record = self.generate(model, prompt, context=context, **options)
+        return self._calls(record, parallel)
 
     def stream(
         self,
@@ -730,6 +829,21 @@ class AsyncClient(BaseClient):
             model, [prompt], contexts=[context], return_result=True, **options
         )
         return results[0] if return_result else results[0].value
+
+    async def call(
+        self,
+        tools: Sequence[ToolSpec | Tool] | object,
+        prompt: Prompt,
+        *,
+        context: object = None,
+        parallel: bool = False,
+        max_calls: int | None = None,
+        **options: Unpack[GenerateOptions],
+    ) -> BaseModel | list[BaseModel]:
+        """The model's call to ``tools`` (see `Client.call`), batched with concurrent callers."""
+        model, prompt, options = self._tool_request(tools, prompt, parallel, max_calls, options)
+        record = await self.generate(model, prompt, context=context, **options)
+        return self._calls(record, parallel)
 
     def stream(
         self,

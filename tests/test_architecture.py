@@ -27,7 +27,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("engines",),
     ("drafter",),
     ("partials", "provenance"),
-    ("prompts", "backends", "client", "streams", "remote"),
+    ("prompts", "backends", "client", "streams", "tools", "remote"),
     ("integrations",),
     ("server",),
     ("domains",),

@@ -37,6 +37,7 @@ NEEDS_MODEL = {
     "cli/tutorial002.sh",
     "streaming/tutorial001.py",
     "streaming/tutorial002.py",
+    "tools/tutorial001.py",
 }
 NEEDS_SERVER = {p.relative_to(DOCS_SRC).as_posix() for p in DOCS_SRC.glob("serving/*.*")}
 NEEDS_SCRIPTED_SERVER = {
@@ -88,6 +89,7 @@ EXPECT: dict[str, list[str]] = {
     "integrations/tutorial004.py": ["[100, 100, 100]"],
     "integrations/tutorial005.py": ["PartialSplit None None None", "Split ", "[90"],
     "streaming/tutorial001.py": ["stays so far: [('Stockholm', 1, 5)", "final: [('Stockholm'"],
+    "tools/tutorial001.py": ["GetWeather city='Rome'"],
     "streaming/tutorial002.py": ["relations: 22 values", "stays[2].first_day: relations"],
 }
 

@@ -427,3 +427,17 @@ def test_remote_stream_gives_views_that_end_with_the_record(url: str) -> None:
     bad = {"Paris": 3, "Rome": 2, "Parma": 4, "Oslo": 1, "Nice": 2}
     with Client(backend=RemoteBackend(url)) as remote, pytest.raises(UnsatisfiableSpecError):
         list(remote.stream(Trip, "x", context=bad))
+
+
+def test_tool_calls_travel_to_the_server_as_ir(url: str) -> None:
+    """``client.call`` on a server: the record of calls is a union like any other."""
+    from tests.test_tools import BookRoom, GetWeather
+
+    with Client(backend=RemoteBackend(url)) as remote:
+        got = remote.call([GetWeather, BookRoom], "book", parallel=True, max_calls=2)
+    local = Client(scripted_engine()).call(
+        [GetWeather, BookRoom], "book", parallel=True, max_calls=2
+    )
+    assert got == local
+    for call in got:
+        assert not isinstance(call, BookRoom) or call.first < call.last
