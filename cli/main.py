@@ -393,6 +393,16 @@ def serve(
             show_default=False,
         ),
     ] = None,
+    request_timeout: Annotated[
+        float | None,
+        typer.Option(
+            min=0.1,
+            metavar="SECONDS",
+            help="Longest time one generation may take, then finish_reason length "
+            "(default 300; a request's factorspec.timeout_s overrides it).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Serve the OpenAI-compatible API (chat completions with relation-checked records).
 
@@ -419,6 +429,8 @@ def serve(
             extra["device"] = device
         if dtype is not None:
             extra["dtype"] = dtype
+        if request_timeout is not None:
+            extra["request_timeout_s"] = request_timeout
         if upstream is not None:
             if engine != "embedded" or device is not None or dtype is not None:
                 raise typer.BadParameter(

@@ -24,7 +24,7 @@ import json
 import keyword
 import types
 import typing
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Annotated, Any, ClassVar, Literal, Union, cast
@@ -190,9 +190,14 @@ def _calls_model(tools: tuple[Tool, ...], max_calls: int) -> type[BaseModel]:
     return cast("type[BaseModel]", model)
 
 
-def tools_prompt(tools: Sequence[Tool], max_calls: int = 1) -> str:
-    """The system text that lists ``tools`` to the model and asks for its call(s)."""
-    listed = json.dumps([t.schema()["function"] for t in tools], ensure_ascii=False)
+def tools_prompt(tools: Sequence[Tool | Mapping[str, Any]], max_calls: int = 1) -> str:
+    """The system text that lists ``tools`` to the model and asks for its call(s).
+
+    A tool is a `Tool` or an OpenAI function description (``name``, ``description``,
+    ``parameters``), as a server receives it.
+    """
+    functions = [t.schema()["function"] if isinstance(t, Tool) else dict(t) for t in tools]
+    listed = json.dumps(functions, ensure_ascii=False)
     how = (
         "Call one of them"
         if max_calls == 1

@@ -155,8 +155,8 @@ class Dispatcher:
             while True:
                 ev = await self._next(job, batch.deadline)
                 if isinstance(ev, Delta):
-                    if batch.prepared.bare:
-                        continue
+                    if batch.prepared.bare or batch.prepared.tools is not None:
+                        continue  # a bare string or tool calls come whole in the last chunk
                     sent += ev.text
                     yield render.sse(render.chunk(meta, ev.text, None, role=False))
                     continue
@@ -201,8 +201,15 @@ class Dispatcher:
                         f"internal error: the generated record failed validation ({exc})",
                         type="server_error",
                     ) from None
+            if prepared.tools is not None:
+                content, calls = prepared.tools.answer(text)
+                if calls is not None:
+                    return Answer("", "tool_calls", True, calls)
+                return Answer(content or "", "stop", True)
             return Answer(bare_text(text) if prepared.bare else text, "stop", True)
         if done.reason in ("max_tokens", "timeout", "cancelled"):
+            if prepared.tools is not None:  # a record of calls cut short says nothing yet
+                return Answer("", "length", False)
             return Answer(_partial(done.text, prepared.bare), "length", False)
         if done.reason == "shutdown":
             raise ApiError(503, "the server is shutting down", type="server_error")

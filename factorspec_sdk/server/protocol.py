@@ -18,6 +18,7 @@ Answers: `ChatCompletion`, `Completion`, `ModelList`, `ModelCard`, `Health`, and
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Literal
 
 from pydantic import (
@@ -32,7 +33,7 @@ from pydantic import (
     WithJsonSchema,
     model_validator,
 )
-from pydantic.config import JsonDict
+from pydantic.config import JsonDict, JsonValue
 
 __all__ = [
     "ApiError",
@@ -121,18 +122,86 @@ class TextPart(BaseModel):
 
 
 class ChatMessageIn(BaseModel):
-    """One chat message (text only)."""
+    """One chat message: text, an assistant's tool calls, or a tool's result."""
 
     model_config = _LENIENT
-    role: Literal["system", "developer", "user", "assistant"]
-    content: StrictStr | list[TextPart]
+    role: Literal["system", "developer", "user", "assistant", "tool"]
+    content: StrictStr | list[TextPart] | None = None
     name: StrictStr | None = None
+    tool_calls: Annotated[list[ToolCallIn], Field(max_length=128)] | None = None
+    tool_call_id: StrictStr | None = None
 
     def text(self) -> str:
-        """The message text (text parts joined)."""
+        """The message text (text parts joined); an assistant's calls as the JSON it wrote."""
         if isinstance(self.content, str):
             return self.content
-        return "".join(p.text for p in self.content)
+        if self.content is not None:
+            return "".join(p.text for p in self.content)
+        if self.tool_calls:
+            calls = [{"name": c.function.name, "arguments": c.arguments()} for c in self.tool_calls]
+            return json.dumps({"calls": calls}, ensure_ascii=False)
+        return ""
+
+
+class FunctionCallIn(BaseModel):
+    """``tool_calls[i].function`` of an assistant message: a name and its arguments' JSON."""
+
+    model_config = _LENIENT
+    name: StrictStr
+    arguments: StrictStr = "{}"
+
+
+class ToolCallIn(BaseModel):
+    """One tool call of an assistant message (a model's earlier answer sent back)."""
+
+    model_config = _LENIENT
+    id: StrictStr | None = None
+    type: Literal["function"] = "function"
+    function: FunctionCallIn
+
+    def arguments(self) -> object:
+        """The arguments as JSON data (their text when it is not JSON)."""
+        try:
+            return json.loads(self.function.arguments)
+        except ValueError:
+            return self.function.arguments
+
+
+class FunctionIn(BaseModel):
+    """``tools[i].function``: a function the model may call."""
+
+    model_config = _LENIENT
+    name: Annotated[StrictStr, Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")]
+    description: StrictStr | None = None
+    parameters: JsonObject | None = Field(
+        default=None,
+        description="A JSON Schema of the arguments, of the subset `factorspec serve` "
+        "compiles (a 422 otherwise); none: no arguments.",
+    )
+    strict: StrictBool | None = None
+
+
+class ToolIn(BaseModel):
+    """One of ``tools``: ``{"type": "function", "function": {...}}``."""
+
+    model_config = _LENIENT
+    type: Literal["function"]
+    function: FunctionIn
+
+
+class NamedFunction(BaseModel):
+    """The function a ``tool_choice`` names."""
+
+    model_config = _LENIENT
+    name: StrictStr
+
+
+class NamedToolChoice(BaseModel):
+    """``tool_choice`` naming one function: ``{"type": "function", "function": {"name": ...}}``."""
+
+    model_config = _LENIENT
+    type: Literal["function"]
+    function: NamedFunction
 
 
 class JsonSchemaFormat(BaseModel):
@@ -303,39 +372,51 @@ _TWO_SPECS = (
     '(a relation IR in "factorspec" may go with either, and wins)'
 )
 
+_TOOLS_AND_SPEC = (
+    'tools (with tool_choice not "none") make the answer tool calls: pass no {} with them'
+)
+_SPEC_SOURCES: list[JsonValue] = [
+    {
+        "required": ["factorspec"],
+        "properties": {
+            "factorspec": {
+                "type": "object",
+                "required": ["ir"],
+                "properties": {"ir": {"type": "object"}},
+            }
+        },
+    },
+    {
+        "required": ["response_format"],
+        "properties": {
+            "response_format": {
+                "type": "object",
+                "required": ["type", "json_schema"],
+                "properties": {
+                    "type": {"const": "json_schema"},
+                    "json_schema": {"type": "object"},
+                },
+            }
+        },
+    },
+    {
+        "required": ["structured_outputs"],
+        "properties": {"structured_outputs": {"type": "object"}},
+    },
+]
+"""The ways a request gives its record's spec (one of them is needed without tools)."""
+_ONE_STREAM: JsonDict = {
+    "description": "streaming supports n=1 only",
+    "anyOf": [
+        {"properties": {"stream": {"const": False}}},
+        {"properties": {"n": {"const": 1}}},
+    ],
+}
 _REQUEST_RULES: JsonDict = {
     "allOf": [
         {
             "description": _NEEDS_A_SPEC,
-            "anyOf": [
-                {
-                    "required": ["factorspec"],
-                    "properties": {
-                        "factorspec": {
-                            "type": "object",
-                            "required": ["ir"],
-                            "properties": {"ir": {"type": "object"}},
-                        }
-                    },
-                },
-                {
-                    "required": ["response_format"],
-                    "properties": {
-                        "response_format": {
-                            "type": "object",
-                            "required": ["type", "json_schema"],
-                            "properties": {
-                                "type": {"const": "json_schema"},
-                                "json_schema": {"type": "object"},
-                            },
-                        }
-                    },
-                },
-                {
-                    "required": ["structured_outputs"],
-                    "properties": {"structured_outputs": {"type": "object"}},
-                },
-            ],
+            "anyOf": _SPEC_SOURCES,
         },
         {
             "description": _TWO_SPECS,
@@ -351,15 +432,24 @@ _REQUEST_RULES: JsonDict = {
                 },
             },
         },
-        {
-            "description": "streaming supports n=1 only",
-            "anyOf": [
-                {"properties": {"stream": {"const": False}}},
-                {"properties": {"n": {"const": 1}}},
-            ],
-        },
+        _ONE_STREAM,
     ]
 }
+
+_TOOLS_ACTIVE: JsonDict = {
+    "required": ["tools"],
+    "properties": {
+        "tools": {"type": "array", "minItems": 1},
+        "tool_choice": {"not": {"const": "none"}},
+    },
+}
+_CHAT_RULES: JsonDict = {
+    "anyOf": [
+        {"allOf": [_TOOLS_ACTIVE, {"not": {"anyOf": _SPEC_SOURCES}}, _ONE_STREAM]},
+        {"allOf": [{"not": _TOOLS_ACTIVE}, _REQUEST_RULES]},
+    ]
+}
+"""Chat requests: tool calls (tools, and no other spec), or a record as `_REQUEST_RULES` say."""
 
 
 class _Common(BaseModel):
@@ -384,8 +474,26 @@ class _Common(BaseModel):
         | None
     ) = None
 
+    def uses_tools(self) -> bool:
+        """Whether the answer is tool calls (``tools`` given, ``tool_choice`` not none)."""
+        return False
+
     @model_validator(mode="after")
     def _servable(self) -> _Common:
+        if self.uses_tools():
+            rf = self.response_format
+            given = []
+            if rf is not None and rf.type == "json_schema" and rf.json_schema is not None:
+                given.append("response_format")
+            if self.structured_outputs is not None:
+                given.append("structured_outputs")
+            if self.factorspec is not None and self.factorspec.ir is not None:
+                given.append("factorspec.ir")
+            if given:
+                raise ValueError(_TOOLS_AND_SPEC.format(", ".join(given)))
+            if self.stream and self.n > 1:
+                raise ValueError("streaming supports n=1 only")
+            return self
         rf = self.response_format
         if self.structured_outputs is not None and rf is not None and rf.type == "json_schema":
             raise ValueError(_TWO_SPECS)
@@ -408,11 +516,26 @@ class _Common(BaseModel):
 class ChatRequest(_Common):
     """``POST /v1/chat/completions``."""
 
+    model_config = ConfigDict(extra="ignore", strict=True, json_schema_extra=_CHAT_RULES)
     messages: Annotated[list[ChatMessageIn], Field(min_length=1, max_length=256)]
     max_completion_tokens: Annotated[StrictInt, Field(ge=1, le=1_000_000)] | None = None
-    tools: Annotated[list[JsonObject], Field(max_length=0)] | None = Field(
-        default=None, description="tools are not supported (only an empty list)"
+    tools: Annotated[list[ToolIn], Field(max_length=128)] | None = Field(
+        default=None,
+        description='Functions the model may call; with tool_choice not "none" the answer '
+        "is tool calls whose arguments are valid for the function's parameters.",
     )
+    tool_choice: Literal["none", "auto", "required"] | NamedToolChoice | None = Field(
+        default=None,
+        description='"auto" (the default with tools): a message or calls; "required": '
+        'calls; a named function: calls to it; "none": no calls.',
+    )
+    parallel_tool_calls: StrictBool | None = Field(
+        default=None, description="Allow several calls in one answer (default true)."
+    )
+
+    def uses_tools(self) -> bool:
+        """Whether the answer is tool calls (``tools`` given, ``tool_choice`` not none)."""
+        return bool(self.tools) and self.tool_choice != "none"
 
 
 class CompletionRequest(_Common):
@@ -493,14 +616,36 @@ class Usage(BaseModel):
     total_tokens: int
 
 
+class FunctionCallOut(BaseModel):
+    """A call's function: its name and its arguments as JSON text."""
+
+    name: str
+    arguments: str
+
+
+class ToolCallOut(BaseModel):
+    """One of ``message.tool_calls``."""
+
+    id: str
+    type: Literal["function"]
+    function: FunctionCallOut
+
+
+class ToolCallDelta(ToolCallOut):
+    """One of a chunk's ``delta.tool_calls``: a whole call, with its index."""
+
+    index: int
+
+
 class AssistantMessage(BaseModel):
-    """``choices[i].message``: the record as canonical JSON text."""
+    """``choices[i].message``: the record as canonical JSON text, or the tool calls."""
 
     role: Literal["assistant"]
-    content: str
+    content: str | None
+    tool_calls: list[ToolCallOut] | None = None
 
 
-FinishReason = Literal["stop", "length"]
+FinishReason = Literal["stop", "length", "tool_calls"]
 
 
 class ChatChoice(BaseModel):
@@ -548,10 +693,14 @@ class Completion(BaseModel):
 
 
 class ChunkDelta(BaseModel):
-    """``choices[0].delta`` of a chat chunk: more record text (the role on the first)."""
+    """``choices[0].delta`` of a chat chunk: more record text (the role on the first).
+
+    Tool calls come whole in the last chunk.
+    """
 
     role: Literal["assistant"] | None = None
     content: str | None = None
+    tool_calls: list[ToolCallDelta] | None = None
 
 
 class ChatChunkChoice(BaseModel):

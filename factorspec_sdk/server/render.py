@@ -39,11 +39,16 @@ SSE_DONE = "data: [DONE]\n\n"
 
 
 class Answer(NamedTuple):
-    """What a finished job answers: the record text, the finish reason, whether it is valid."""
+    """What a finished job answers: the record text, the finish reason, whether it is valid.
+
+    ``tool_calls``: the OpenAI ``tool_calls`` of an answer that calls tools (its ``text`` is
+    then empty and its message's ``content`` null).
+    """
 
     text: str
     finish_reason: str
     valid: bool
+    tool_calls: list[JsonObject] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +118,9 @@ def stats(done: Done, meta: Meta, valid: bool) -> JsonObject:
 def choice(i: int, done: Done, answer: Answer, meta: Meta) -> JsonObject:
     """``choices[i]`` of a (non-streamed) body, with its stats."""
     out: JsonObject = {"index": i, "finish_reason": answer.finish_reason, "logprobs": None}
-    if meta.kind == "chat":
+    if meta.kind == "chat" and answer.tool_calls is not None:
+        out["message"] = {"role": "assistant", "content": None, "tool_calls": answer.tool_calls}
+    elif meta.kind == "chat":
         out["message"] = {"role": "assistant", "content": answer.text}
     else:
         out["text"] = answer.text
@@ -171,6 +178,10 @@ def last_chunk(meta: Meta, done: Done, answer: Answer, sent: str) -> JsonObject:
     """The chunk that finishes a stream: the text not yet ``sent``, the reason, the stats."""
     rest = answer.text[len(sent) :] if answer.text.startswith(sent) else ""
     out = chunk(meta, rest, answer.finish_reason, role=False)
+    if answer.tool_calls is not None:  # the calls come whole, each with its index
+        delta = out["choices"][0]["delta"]  # type: ignore[index]
+        delta.pop("content", None)
+        delta["tool_calls"] = [{"index": i, **c} for i, c in enumerate(answer.tool_calls)]
     out["factorspec"] = stats(done, meta, answer.valid)
     return out
 

@@ -40,6 +40,7 @@ from factorspec_sdk.server.protocol import (
     Kind,
 )
 from factorspec_sdk.server.structured import extension, structured
+from factorspec_sdk.server.tool_calls import ToolPlan, plan_tools
 
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator
@@ -89,6 +90,8 @@ class Prepared:
         max_tokens: the token budget of each choice.
         timeout_s: the request's time limit.
         bare: the answer is the record's one string (vLLM ``choice``/``regex``), not its JSON.
+        tools: for a request with tools, how its record becomes ``content`` or
+            ``tool_calls``; else None.
     """
 
     request: ChatRequest | CompletionRequest
@@ -99,6 +102,7 @@ class Prepared:
     max_tokens: int
     timeout_s: float
     bare: bool = False
+    tools: ToolPlan | None = None
 
     def sampling(self, i: int) -> SamplingParams:
         """The sampling parameters of choice ``i`` (seed ``seed + i``).
@@ -146,6 +150,10 @@ async def prepare(
             cannot be built, 400 prompt token ids outside the vocabulary.
     """
     req = parse_request(payload, kind, model_name)
+    if isinstance(req, ChatRequest) and req.uses_tools():
+        return await _prepare_tools(
+            req, limits, solver_timeout_ms, default_max_tokens, request_timeout_s
+        )
     so = req.structured_outputs
     target = None if so is None else structured(so, limits.max_choices)
     rf = req.response_format
@@ -187,6 +195,48 @@ async def prepare(
         timeout_s=min(ext.timeout_s or request_timeout_s, 3600.0),
         bare=target is not None and target.bare and ext.ir is None,
     )
+
+
+async def _prepare_tools(
+    req: ChatRequest,
+    limits: IRLimits,
+    solver_timeout_ms: int | None,
+    default_max_tokens: int,
+    request_timeout_s: float,
+) -> Prepared:
+    """`prepare` for a request whose answer is tool calls (`factorspec_sdk.server.tool_calls`)."""
+    t_spec = time.perf_counter()
+    plan = await asyncio.to_thread(plan_tools, req, limits)
+    try:
+        spec = await asyncio.to_thread(
+            spec_from_ir, plan.ir, limits, solver_timeout_ms=solver_timeout_ms
+        )
+    except (IRError, SpecError, RecursionError) as exc:
+        raise spec_error(exc) from None
+    spec_seconds = time.perf_counter() - t_spec
+    ext = extension(req.factorspec, None)
+    messages: list[ChatMessage] = [{"role": "system", "content": plan.system}]
+    messages += _messages(req)
+    if ext.schema_in_prompt:
+        messages = with_schema_hint(messages, spec.layout)
+    return Prepared(
+        request=req,
+        spec=spec,
+        spec_seconds=spec_seconds,
+        schema=None,
+        prompt=lambda engine: engine.apply_chat_template(messages),
+        max_tokens=req.max_completion_tokens or req.max_tokens or default_max_tokens,
+        timeout_s=min(ext.timeout_s or request_timeout_s, 3600.0),
+        tools=plan,
+    )
+
+
+def _messages(req: ChatRequest) -> list[ChatMessage]:
+    """The request's messages as the chat template takes them (``developer`` is ``system``)."""
+    return [
+        {"role": "system" if m.role == "developer" else m.role, "content": m.text()}
+        for m in req.messages
+    ]
 
 
 def parse_request(
@@ -259,10 +309,7 @@ def _prompt(
     vocab_size: int,
 ) -> Prompt:
     if isinstance(req, ChatRequest):
-        messages: list[ChatMessage] = []
-        for m in req.messages:
-            role = "system" if m.role == "developer" else m.role
-            messages.append({"role": role, "content": m.text()})
+        messages = _messages(req)
         if ext.schema_in_prompt:  # the sentence the client adds (factorspec_sdk.prompts)
             messages = with_schema_hint(messages, spec.layout)
         return lambda engine: engine.apply_chat_template(messages)
