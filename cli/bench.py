@@ -3,10 +3,11 @@
 ``factorspec bench trip --n 100 --cities 3-10 --methods all --engine embedded --out bench-results/``
 runs the trip-planning benchmark: FactorSpec against free generation, an XGrammar
 JSON-schema mask, the mask with retries, and the mask with an n-gram speculator, on the same
-engine, prompts and token budget. ``factorspec bench gen`` measures certain drafts and guesses
-against one token per forward (`factorspec_sdk.bench.gen_bench`). ``factorspec bench schemas
-DIR`` measures which JSON Schemas FactorSpec, llguidance and XGrammar accept, and decodes
-records of FactorSpec's.
+engine, prompts and token budget. ``factorspec bench tools`` measures tool calling on BFCL's
+cases against free generation, XGrammar and llguidance (`factorspec_sdk.bench.tools`).
+``factorspec bench gen`` measures certain drafts and guesses against one token per forward
+(`factorspec_sdk.bench.gen_bench`). ``factorspec bench schemas DIR`` measures which JSON
+Schemas FactorSpec, llguidance and XGrammar accept, and decodes records of FactorSpec's.
 Heavy imports happen inside the commands.
 
 Exit codes follow ``factorspec``: 2 for a usage error (bad ``--cities`` / ``--methods``),
@@ -220,6 +221,103 @@ def trip(
         raise typer.Exit(_USAGE_ERROR) from None
     print(report.markdown())
     err.print(f"wrote {', '.join(str(p) for p in report.files)}")
+
+
+@bench_app.command("tools")
+def tools(
+    n: Annotated[int, typer.Option("--n", min=1, help="Cases per category (BFCL's first).")] = 20,
+    categories: Annotated[
+        str,
+        typer.Option(
+            "--categories",
+            help="all, or a comma list of: simple, multiple, parallel, live_simple, "
+            "live_multiple, live_parallel.",
+        ),
+    ] = "all",
+    methods: Annotated[
+        str,
+        typer.Option(
+            "--methods", help="all, or a comma list of: free, xgrammar, llguidance, factorspec."
+        ),
+    ] = "all",
+    engine: Annotated[
+        str,
+        typer.Option("--engine", help="Engine name (see factorspec_sdk.engines.ENGINES)."),
+    ] = "embedded",
+    model: Annotated[
+        str | None, typer.Option("--model", help="Model folder for the engine (default model).")
+    ] = None,
+    out: Annotated[
+        Path, typer.Option("--out", help="Folder for results.json, results.md and the plot.")
+    ] = Path("bench-results/tools"),
+    max_tokens: Annotated[
+        int, typer.Option("--max-tokens", min=1, help="Token budget of every answer.")
+    ] = 512,
+    log: Annotated[
+        bool, typer.Option("--log/--no-log", help="Print one line per answer to stderr.")
+    ] = False,
+    threads: Annotated[
+        int | None,
+        typer.Option(
+            "--threads",
+            min=1,
+            help="torch CPU threads (default: the engine's choice); 1 helps on a shared machine.",
+        ),
+    ] = None,
+) -> None:
+    """Tool calling on BFCL: schema-valid calls, BFCL AST accuracy, tokens/forward, wall/call."""
+    from rich.console import Console
+
+    from factorspec_sdk.bench.tools import parse_categories, parse_methods, run_tools_bench
+    from factorspec_sdk.bench.trip import make_engine
+    from factorspec_sdk.engines.completion import CompletionEngine
+    from factorspec_sdk.errors import EngineError
+
+    err = Console(stderr=True)
+    try:
+        cats = parse_categories(categories)
+        chosen = parse_methods(methods)
+    except ValueError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(_USAGE_ERROR) from None
+    try:
+        options: dict[str, object] = {} if model is None else {"model": model}
+        eng = make_engine(engine, **options)
+        if isinstance(eng, CompletionEngine):
+            raise EngineError(f"the {eng.name} engine returns no logits; the masks need them")
+    except (EngineError, TypeError) as exc:
+        err.print(f"[red]engine error:[/red] {exc}")
+        raise typer.Exit(_ENGINE_ERROR) from None
+    if threads is not None:
+        from factorspec_sdk.engines.torch_setup import set_threads
+
+        set_threads(threads)
+
+    def say(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    command = (
+        f"factorspec bench tools --n {n} --categories {','.join(cats)} "
+        f"--methods {','.join(chosen)} --engine {engine} --max-tokens {max_tokens} --out {out}"
+        + ("" if threads is None else f" --threads {threads}")
+    )
+    try:
+        rep = run_tools_bench(
+            n,
+            cats,
+            chosen,
+            eng,
+            out,
+            max_tokens=max_tokens,
+            progress=sys.stderr.isatty(),
+            log=say if log or not sys.stderr.isatty() else None,
+            command=command,
+        )
+    except ImportError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(_USAGE_ERROR) from None
+    print(rep.markdown())
+    err.print(f"wrote {', '.join(str(p) for p in rep.files)}")
 
 
 @bench_app.command("report")

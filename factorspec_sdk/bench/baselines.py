@@ -20,7 +20,10 @@ The masks come from the `xgrammar` package (``GrammarCompiler.compile_json_schem
 ``GrammarMatcher.fill_next_token_bitmask`` / ``accept_token`` / ``rollback``). Its vocabulary
 is built from the engine's own `TokenizerInfo` byte strings (``VocabType.RAW``), so no
 Hugging Face tokenizer is needed and the same code serves every engine; on SmolLM2 its masks
-agree with ``xgrammar.TokenizerInfo.from_huggingface``.
+agree with ``xgrammar.TokenizerInfo.from_huggingface``. `LLGuidanceBackend` gives the same
+loops llguidance's masks instead (``LLMatcher.grammar_from_json_schema``, the engine's
+vocabulary through `factorspec_sdk.tokens.grammar.GrammarTables`): any `MaskBackend` serves
+`syntax_steps`.
 
 When the mask allows only end tokens the record is complete and the loops stop without a
 further forward (a free saving the baselines get).
@@ -36,7 +39,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -46,6 +49,8 @@ from factorspec_sdk.tokens.vocab import TokenizerInfo
 
 __all__ = [
     "DecodeRun",
+    "LLGuidanceBackend",
+    "MaskBackend",
     "Steps",
     "XGrammarBackend",
     "decode_free",
@@ -177,6 +182,122 @@ class XGrammarBackend:
         return count == sum(1 for t in self.eos_ids if allowed[t])
 
 
+class MaskBackend(Protocol):
+    """What `syntax_steps` needs of a grammar library: compile, match, mask.
+
+    A matcher has ``fill_next_token_bitmask(bitmask, index=0)`` and ``accept_token(token)``
+    (xgrammar's ``GrammarMatcher`` verbs).
+    """
+
+    eos_ids: frozenset[int]
+
+    def compile_json_schema(self, schema: dict[str, Any] | str) -> Grammar:
+        """Compile a JSON schema (compact separators, no free whitespace)."""
+        ...
+
+    def matcher(self, grammar: Grammar, max_rollback_tokens: int = -1) -> Any:
+        """A fresh matcher for ``grammar``."""
+        ...
+
+    def bitmask(self, rows: int = 1) -> npt.NDArray[np.int32]:
+        """A bitmask buffer of ``rows`` rows."""
+        ...
+
+    def allowed(self, bitmask: npt.NDArray[np.int32], row: int = 0) -> npt.NDArray[np.bool_]:
+        """Row ``row`` of a bitmask as one bool per token id."""
+        ...
+
+    def only_end(self, allowed: npt.NDArray[np.bool_]) -> bool:
+        """Whether the mask allows nothing but end tokens."""
+        ...
+
+
+class LLGuidanceBackend:
+    """llguidance's JSON-schema masks over an engine's vocabulary, in XGrammar's verbs.
+
+    The vocabulary is the engine's own `TokenizerInfo` (through
+    `factorspec_sdk.tokens.grammar.GrammarTables`, the tokenizer FactorSpec's grammar values
+    use), so the masks are over the same token ids as every other method's. The schema is
+    compiled with ``whitespace_flexible`` off and the separators ``", "`` / ``": "`` (the
+    compact text `XGrammarBackend` asks for), as vLLM's ``guidance`` backend does with
+    ``disable_any_whitespace``.
+
+    Raises:
+        ImportError: the ``llguidance`` package is missing (``pip install llguidance``).
+    """
+
+    def __init__(self, tokenizer: TokenizerInfo) -> None:
+        import llguidance
+        import llguidance.numpy
+
+        from factorspec_sdk.tokens.grammar import GrammarTables
+
+        self._llg = llguidance
+        self._fill = llguidance.numpy.fill_next_token_bitmask
+        self.tokenizer = tokenizer
+        self.vocab_size = tokenizer.vocab_size
+        self.eos_ids = frozenset(tokenizer.eos_ids)
+        self._special = np.asarray(
+            sorted(set(tokenizer.special_ids) - self.eos_ids), dtype=np.int64
+        )
+        self._tok = GrammarTables(tokenizer).tokenizer
+        self._words = (self.vocab_size + 31) // 32
+
+    def compile_json_schema(self, schema: dict[str, Any] | str) -> Grammar:
+        """Compile a JSON schema to a template matcher (copied by `matcher`).
+
+        Raises:
+            ValueError: llguidance rejects the schema (its message).
+        """
+        grammar = self._llg.LLMatcher.grammar_from_json_schema(
+            schema,
+            defaults={"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "},
+        )
+        template = self._llg.LLMatcher(self._tok, grammar, log_level=0)
+        if template.is_error():
+            raise ValueError(f"llguidance rejects the schema: {template.get_error()}")
+        return template
+
+    def matcher(self, grammar: Grammar, max_rollback_tokens: int = -1) -> _LLGuidanceMatcher:
+        """A fresh matcher for ``grammar`` (a copy of the compiled template)."""
+        del max_rollback_tokens  # llguidance keeps what it needs to roll back
+        return _LLGuidanceMatcher(grammar.deep_copy(), self._fill)
+
+    def bitmask(self, rows: int = 1) -> npt.NDArray[np.int32]:
+        """An int32 bitmask buffer of ``rows`` rows."""
+        return np.zeros((rows, self._words), dtype=np.int32)
+
+    def allowed(self, bitmask: npt.NDArray[np.int32], row: int = 0) -> npt.NDArray[np.bool_]:
+        """Row ``row`` unpacked into one bool per token id (special tokens but EOS cleared)."""
+        bits = np.unpackbits(bitmask[row].view(np.uint8), bitorder="little")
+        allowed = bits[: self.vocab_size].astype(np.bool_)
+        if len(self._special):
+            allowed[self._special] = False
+        return allowed
+
+    def only_end(self, allowed: npt.NDArray[np.bool_]) -> bool:
+        """Whether the mask allows nothing but end tokens (the record is complete)."""
+        count = int(allowed.sum())
+        return count == sum(1 for t in self.eos_ids if allowed[t])
+
+
+class _LLGuidanceMatcher:
+    """An ``llguidance.LLMatcher`` with xgrammar's ``GrammarMatcher`` verbs."""
+
+    def __init__(self, matcher: Any, fill: Callable[..., None]) -> None:
+        self._m = matcher
+        self._fill = fill
+
+    def fill_next_token_bitmask(self, bitmask: npt.NDArray[np.int32], index: int = 0) -> None:
+        self._fill(self._m, bitmask, index)
+
+    def accept_token(self, token: int) -> bool:
+        return bool(self._m.consume_token(token))
+
+    def rollback(self, n: int) -> None:
+        self._m.rollback(n)
+
+
 def _masked_argmax(row: Logits, allowed: npt.NDArray[np.bool_]) -> int:
     """Greedy choice among the allowed tokens."""
     if not allowed.any():
@@ -293,7 +414,7 @@ def free_steps(engine: Engine, prompt_ids: Sequence[int], max_tokens: int) -> St
 
 def decode_syntax(
     engine: Engine,
-    backend: XGrammarBackend,
+    backend: MaskBackend,
     prompt_ids: Sequence[int],
     schema: dict[str, Any] | str,
     max_tokens: int,
@@ -302,7 +423,7 @@ def decode_syntax(
 
     Args:
         engine: the engine.
-        backend: xgrammar over the engine's vocabulary.
+        backend: xgrammar (or llguidance) over the engine's vocabulary.
         prompt_ids: the prompt (chat template applied); at least one token.
         schema: the JSON schema (compiled here, inside the timed region).
         max_tokens: the token budget.
@@ -312,7 +433,7 @@ def decode_syntax(
 
 def syntax_steps(
     engine: Engine,
-    backend: XGrammarBackend,
+    backend: MaskBackend,
     prompt_ids: Sequence[int],
     schema: dict[str, Any] | str,
     max_tokens: int,
