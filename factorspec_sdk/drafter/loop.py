@@ -20,7 +20,7 @@ import numpy as np
 from factorspec_sdk.drafter.guess import PromptLookupGuesser
 from factorspec_sdk.drafter.verify import SamplingParams, accept_or_replace, choose_token
 from factorspec_sdk.drafter.width import WidthPolicy
-from factorspec_sdk.engines.protocol import Engine, Logits, SequenceId
+from factorspec_sdk.engines.protocol import Engine, Logits, SequenceId, cached_prompt_tokens
 from factorspec_sdk.errors import GenerationError, IncompleteGenerationError, TokenBudgetError
 from factorspec_sdk.tokens.plan import Cursor, Finished, Planner
 
@@ -40,6 +40,8 @@ class GenerationStats:
 
     Attributes:
         prompt_tokens: tokens of the prompt (chat template included).
+        cached_prompt_tokens: of those, tokens whose KV states the engine took from its
+            prefix cache instead of running them (0 on an engine without one).
         tokens: tokens of the record.
         verify_steps: forward passes that verified drafts (one per step, batched or not).
         drafted: draft tokens sent for verification.
@@ -53,6 +55,7 @@ class GenerationStats:
     """
 
     prompt_tokens: int = 0
+    cached_prompt_tokens: int = 0
     tokens: int = 0
     verify_steps: int = 0
     drafted: int = 0
@@ -236,6 +239,7 @@ class Decoder:
             started=started,
         )
         a.stats.prompt_tokens = len(job.prompt_ids)
+        a.stats.cached_prompt_tokens = cached_prompt_tokens(self.engine, seq)
         if isinstance(cursor, Finished):
             self._finished.append((ticket, self._finish(a)))
         else:

@@ -19,6 +19,15 @@ a typical record and caches that choice per machine and model; the same timings 
 verify cost curve. A short warm-up at load (either way) runs each shape the decoder needs
 first, so the first request is not the slow one.
 
+Prefix cache: sequences whose prompts share a prefix (a system prompt, a schema hint, the same
+problem asked twice) reuse its KV states. When a sequence's prompt has run (its first
+``extend``), the engine stores the prompt's KV states in a `PrefixCache` (blocks of 16 tokens,
+copied out of the sequence's cache, bounded in bytes, least recently used evicted first);
+``new_sequence`` looks the new prompt up and starts the sequence's cache with a copy of the
+longest stored prefix, so its first ``extend`` runs only the rest. `cached_tokens` says how
+many prompt tokens a sequence got that way (the decoder reports them as
+``GenerationStats.cached_prompt_tokens``). The timing and warm-up sequences bypass the cache.
+
 The engine is not thread-safe: drive it from one thread.
 """
 
@@ -52,6 +61,7 @@ from factorspec_sdk.engines.dtype_choice import (
     repeats,
     store_choice,
 )
+from factorspec_sdk.engines.prefix_cache import PrefixCache
 from factorspec_sdk.engines.protocol import ChatMessage, Logits, SequenceId, extend_requests
 from factorspec_sdk.errors import EngineError, ModelLoadError
 from factorspec_sdk.tokens.vocab import TokenizerInfo
@@ -60,10 +70,17 @@ if TYPE_CHECKING:
     import torch
     from transformers import DynamicCache, PreTrainedModel, PreTrainedTokenizerBase
 
-__all__ = ["PROFILE_KS", "EmbeddedEngine", "from_transformers"]
+__all__ = ["DEFAULT_PREFIX_CACHE_BYTES", "PROFILE_KS", "EmbeddedEngine", "from_transformers"]
 
 PROFILE_KS: tuple[int, ...] = (1, 4, 8, 16, 32, 64)
 """Verify widths `EmbeddedEngine.cost_profile` times."""
+
+DEFAULT_PREFIX_CACHE_BYTES = 256 * 2**20
+"""The prefix cache's default memory bound: 256 MiB of KV states, on any device.
+
+SmolLM2-135M holds 46 KiB of KV states per token in float32 (30 layers, 3 KV heads of 64),
+so this keeps about 5,700 prompt tokens (11,000 in bfloat16).
+"""
 
 _WARM_UP_PROMPT = 32  # tokens of the warm-up prefill
 
@@ -78,11 +95,17 @@ _HOLDS = {
 
 @dataclass(slots=True)
 class _Sequence:
-    """Tokens of one sequence and the KV cache of its first ``run`` tokens."""
+    """Tokens of one sequence and the KV cache of its first ``run`` tokens.
+
+    ``cached``: leading prompt tokens whose KV states came from the prefix cache; ``store``:
+    prompt tokens to store in the prefix cache once they have run (0: none, or done).
+    """
 
     ids: list[int]
     cache: DynamicCache
     run: int = 0
+    cached: int = 0
+    store: int = 0
 
 
 class EmbeddedEngine:
@@ -102,12 +125,22 @@ class EmbeddedEngine:
             CPU; the loaded weights are cast, not reloaded; not cached when the machine is
             busy, see `factorspec_sdk.engines.dtype_choice.busy_reason`). `dtype_choice`
             says which and why.
+        prefix_cache: the prefix cache's memory bound in bytes (keys and values of the
+            stored prompt prefixes); ``None`` is `DEFAULT_PREFIX_CACHE_BYTES` (256 MiB), ``0``
+            turns the cache off. A new sequence starts from the longest stored prefix of its
+            prompt (whole 16-token blocks, its last token always run), and a sequence's
+            prompt is stored once it has run; least recently used blocks are evicted. Its
+            logits are those without the cache (up to float rounding: the prefix ran in
+            another forward). `prefix_cache` holds it (``None`` when off); `cached_tokens`
+            says what a sequence got from it.
 
     An already-loaded model and tokenizer become an engine with `from_transformers`.
 
     Raises:
-        ModelLoadError: torch/transformers are missing, the model cannot be loaded, or its
-            tokenizer has more tokens than it has embedding rows.
+        ModelLoadError: torch/transformers are missing, the model cannot be loaded, its
+            tokenizer has more tokens than it has embedding rows, ``prefix_cache`` is
+            negative, or it is positive for a model whose cache layers are not all plain
+            full-attention layers (sliding-window or recurrent layers keep no exact prefix).
     """
 
     def __init__(
@@ -115,6 +148,7 @@ class EmbeddedEngine:
         model: str | Path | None = None,
         device: str | None = None,
         dtype: str | None = None,
+        prefix_cache: int | None = None,
     ) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         _require_libraries("the embedded engine")
@@ -156,6 +190,7 @@ class EmbeddedEngine:
             key=key,
             candidates=candidates,
             started=started,
+            prefix_cache=prefix_cache,
         )
 
     def _initialise(
@@ -170,6 +205,7 @@ class EmbeddedEngine:
         key: str = "",
         candidates: tuple[str, ...] = (),
         started: float,
+        prefix_cache: int | None = None,
     ) -> None:
         """Set the engine up on a loaded tokenizer and model: a folder's or the caller's.
 
@@ -185,10 +221,12 @@ class EmbeddedEngine:
             key: the dtype cache key of this machine and model, when measuring.
             candidates: the dtypes to measure.
             started: when loading began (`load_seconds` counts from it).
+            prefix_cache: the prefix cache's bound in bytes (``None``: the default, 0: off).
 
         Raises:
-            ModelLoadError: the model's forward takes no KV cache argument, or the tokenizer
-                has more tokens than the model has embedding rows.
+            ModelLoadError: the model's forward takes no KV cache argument, the tokenizer
+                has more tokens than the model has embedding rows, or ``prefix_cache`` is
+                negative or positive for a model that cannot keep one.
         """
         import torch
 
@@ -228,6 +266,8 @@ class EmbeddedEngine:
         self._next_id: SequenceId = 0
         self._tokenizer_info: TokenizerInfo | None = None
         self._profile: dict[int, float] | None = None
+        self.prefix_cache: PrefixCache[torch.Tensor] | None = self._make_prefix_cache(prefix_cache)
+        """The prefix cache (its `PrefixCache.stats`, `PrefixCache.clear`); ``None`` when off."""
         self.forward_calls = 0
         """Number of forward passes run so far."""
         warm = False
@@ -250,6 +290,33 @@ class EmbeddedEngine:
             self._warm_up()
         self.load_seconds = time.perf_counter() - started
         """Wall time the tokenizer and weights took to load, with the dtype choice and warm-up."""
+
+    def _make_prefix_cache(self, max_bytes: int | None) -> PrefixCache[torch.Tensor] | None:
+        """The prefix cache of ``max_bytes`` (``None``: the default), or ``None`` when off.
+
+        A model with any cache layer other than a plain full-attention one (sliding-window,
+        recurrent) gets none by default.
+
+        Raises:
+            ModelLoadError: ``max_bytes`` is negative, or positive for such a model.
+        """
+        from transformers import DynamicCache
+        from transformers.cache_utils import DynamicLayer
+
+        if max_bytes is not None and max_bytes < 0:
+            raise ModelLoadError(f"prefix_cache must be a byte count >= 0, got {max_bytes}")
+        if max_bytes == 0:
+            return None
+        kinds = {type(layer) for layer in DynamicCache(config=self._config).layers}
+        if kinds != {DynamicLayer}:
+            if max_bytes is None:
+                return None
+            names = ", ".join(sorted(k.__name__ for k in kinds))
+            raise ModelLoadError(
+                f"{type(self._model).__name__} has cache layers of kinds {names}; the prefix "
+                "cache needs plain full-attention layers (DynamicLayer): pass prefix_cache=0"
+            )
+        return PrefixCache(DEFAULT_PREFIX_CACHE_BYTES if max_bytes is None else max_bytes)
 
     # ------------------------------------------------------------------ facts
 
@@ -302,6 +369,8 @@ class EmbeddedEngine:
         else:
             self._model = _load_weights(self._model_path, target, self._device)
         self._dtype = target
+        if self.prefix_cache is not None:  # its blocks are in the old dtype
+            self.prefix_cache.clear()
         for state in self._seqs.values():
             if state.run:
                 data = [
@@ -334,7 +403,7 @@ class EmbeddedEngine:
             for past, new in shapes:
                 seq = contexts.get(past)
                 if seq is None:
-                    seq = contexts[past] = self.new_sequence(ids[:past])
+                    seq = contexts[past] = self._open(ids[:past], shared=False)
                     if past:
                         self.extend([(seq, ids[past - 1 : past])])
                         self.truncate(seq, past)
@@ -361,7 +430,7 @@ class EmbeddedEngine:
     def _warm_up(self) -> None:
         """One forward of each shape a request starts with: a prefill, one token, a draft."""
         ids = self._filler(_WARM_UP_PROMPT + 17)
-        seq = self.new_sequence(ids[:_WARM_UP_PROMPT])
+        seq = self._open(ids[:_WARM_UP_PROMPT], shared=False)
         calls = self.forward_calls
         try:
             self.extend([(seq, ids[_WARM_UP_PROMPT : _WARM_UP_PROMPT + 1])])
@@ -414,15 +483,76 @@ class EmbeddedEngine:
     # -------------------------------------------------------------- sequences
 
     def new_sequence(self, prompt_ids: Sequence[int]) -> SequenceId:
-        """Start a sequence holding ``prompt_ids`` (run lazily by the first ``extend``)."""
+        """Start a sequence holding ``prompt_ids`` (run lazily by the first ``extend``).
+
+        With the prefix cache on, the longest stored prefix of ``prompt_ids`` is copied into
+        the sequence's KV cache now (`cached_tokens` says how many tokens), and the first
+        ``extend`` stores the prompt's KV states for later sequences.
+
+        Raises:
+            EngineError: a token id outside the vocabulary.
+        """
+        return self._open(prompt_ids, shared=True)
+
+    def cached_tokens(self, seq: SequenceId) -> int:
+        """Leading prompt tokens of the sequence whose KV states came from the prefix cache.
+
+        Raises:
+            EngineError: an unknown (or released) sequence.
+        """
+        return self._get(seq).cached
+
+    def _open(self, prompt_ids: Sequence[int], *, shared: bool) -> SequenceId:
+        """`new_sequence`; ``shared=False`` neither reads nor feeds the prefix cache."""
         from transformers import DynamicCache
 
         ids = [int(t) for t in prompt_ids]
         self._check_ids(ids)
+        state = _Sequence(ids=ids, cache=DynamicCache(config=self._config))
+        cache = self.prefix_cache if shared else None
+        if cache is not None:
+            match = cache.match(ids)
+            if match.tokens:
+                state.cache = self._joined(match.blocks)
+                state.run = state.cached = match.tokens
+            state.store = len(ids)
         seq_id = self._next_id
         self._next_id += 1
-        self._seqs[seq_id] = _Sequence(ids=ids, cache=DynamicCache(config=self._config))
+        self._seqs[seq_id] = state
         return seq_id
+
+    def _joined(
+        self, blocks: Sequence[Sequence[tuple[torch.Tensor, torch.Tensor]]]
+    ) -> DynamicCache:
+        """A new KV cache holding the prefix cache's ``blocks`` one after another (a copy)."""
+        import torch
+        from transformers import DynamicCache
+
+        data = []
+        for layer in range(len(blocks[0])):
+            keys = [block[layer][0] for block in blocks]
+            values = [block[layer][1] for block in blocks]
+            data.append((torch.cat(keys, dim=-2), torch.cat(values, dim=-2)))
+        # DynamicCache appends the tensors to empty layers: the cache holds its own copy
+        return DynamicCache(data, config=self._config)
+
+    def _store_prompt(self, state: _Sequence) -> None:
+        """Store the KV states of the sequence's prompt (its first ``store`` tokens)."""
+        cache = self.prefix_cache
+        length, state.store = state.store, 0
+        if cache is None or length > state.run:
+            return
+        layers = [_layer_tensors(layer) for layer in state.cache.layers]
+        if any(keys.shape[-2] != state.run for keys, _ in layers):
+            return  # not one KV state per token run: nothing exact to store
+
+        def kv_of(start: int, end: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
+            return [
+                (keys[:, :, start:end].clone(), values[:, :, start:end].clone())
+                for keys, values in layers
+            ]
+
+        cache.store(state.ids[:length], kv_of)
 
     def length(self, seq: SequenceId) -> int:
         """Number of tokens the sequence holds (prompt and not-yet-run tokens included)."""
@@ -440,6 +570,7 @@ class EmbeddedEngine:
                 f"cannot truncate sequence {seq} of length {len(state.ids)} to {length}"
             )
         del state.ids[length:]
+        state.store = min(state.store, length)
         if length < state.run:
             from transformers import DynamicCache
 
@@ -512,6 +643,9 @@ class EmbeddedEngine:
                 for i in group:  # each forward's sequences stay consistent on their own
                     states[i].ids.extend(checked[i][1])
                     states[i].run += len(inputs[i])
+            for state in states:
+                if state.store:
+                    self._store_prompt(state)
         return [rows[i] for i in range(len(states))]
 
     def _groups(self, widths: list[int]) -> list[list[int]]:
@@ -699,7 +833,9 @@ class EmbeddedEngine:
             )
 
 
-def from_transformers(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase) -> EmbeddedEngine:
+def from_transformers(
+    model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, *, prefix_cache: int | None = None
+) -> EmbeddedEngine:
     """An `EmbeddedEngine` on a causal LM and tokenizer you have already loaded.
 
     Outlines-style local use: load any transformers causal LM yourself, then
@@ -726,12 +862,16 @@ def from_transformers(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase
         tokenizer: its tokenizer (``AutoTokenizer.from_pretrained(...)``). A chat prompt
             (every `Client.generate` prompt) needs its chat template; without one,
             `EmbeddedEngine.apply_chat_template` raises `EngineError`.
+        prefix_cache: the prefix cache's memory bound in bytes, as for `EmbeddedEngine`
+            (``None``: `DEFAULT_PREFIX_CACHE_BYTES`; ``0``: off).
 
     Raises:
         ModelLoadError: torch/transformers are missing; ``model`` is not a causal LM (a
             tokenizer, an object without ``forward`` and ``config``, a base model without
             an LM head) or is in training mode; ``tokenizer`` is not a transformers
-            tokenizer or has more tokens than the model has embedding rows.
+            tokenizer or has more tokens than the model has embedding rows;
+            ``prefix_cache`` is negative, or positive for a model with sliding-window or
+            recurrent cache layers.
     """
     _require_libraries("from_transformers")
     import torch
@@ -782,6 +922,7 @@ def from_transformers(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase
         checkpoint_dtype=None,
         choice=DtypeChoice(str(_weights_dtype(model)).removeprefix("torch."), "explicit"),
         started=started,
+        prefix_cache=prefix_cache,
     )
     return engine
 

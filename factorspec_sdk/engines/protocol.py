@@ -9,6 +9,10 @@ An engine owns the model and one KV cache per sequence. The decoding loop (``dra
 * ``truncate`` rolls a sequence back to a shorter length (KV cache crop);
 * ``release`` frees a sequence.
 
+An engine may also reuse the KV states of prompt prefixes it has run before (a prefix cache);
+`PrefixCaching` is the optional method that says how many prompt tokens a sequence got that
+way, and `cached_prompt_tokens` asks any engine (0 from one without).
+
 Logits cross the interface as ``numpy`` float32 arrays so that the decoding loop, the masks
 and the verification math stay free of torch.
 """
@@ -24,7 +28,15 @@ import numpy.typing as npt
 from factorspec_sdk.errors import EngineError
 from factorspec_sdk.tokens.vocab import TokenizerInfo
 
-__all__ = ["ChatMessage", "Engine", "Logits", "SequenceId", "extend_requests"]
+__all__ = [
+    "ChatMessage",
+    "Engine",
+    "Logits",
+    "PrefixCaching",
+    "SequenceId",
+    "cached_prompt_tokens",
+    "extend_requests",
+]
 
 Logits = npt.NDArray[np.float32]
 """A ``[k, vocab_size]`` float32 array of next-token logits."""
@@ -89,6 +101,25 @@ class Engine(Protocol):
     def verify_cost(self, k: int) -> float:
         """Measured cost of one forward over ``k`` new tokens relative to ``k == 1``."""
         ...
+
+
+@runtime_checkable
+class PrefixCaching(Protocol):
+    """An engine with a prefix cache: the optional method beside `Engine`'s."""
+
+    def cached_tokens(self, seq: SequenceId) -> int:
+        """Leading prompt tokens of ``seq`` whose KV states came from the prefix cache.
+
+        Known from ``new_sequence`` on (the lookup happens there).
+        """
+        ...
+
+
+def cached_prompt_tokens(engine: object, seq: SequenceId) -> int:
+    """``engine.cached_tokens(seq)`` for a `PrefixCaching` engine, else 0."""
+    if isinstance(engine, PrefixCaching):
+        return engine.cached_tokens(seq)
+    return 0
 
 
 def extend_requests(

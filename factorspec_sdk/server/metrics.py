@@ -45,6 +45,7 @@ class Metrics:
         with self._lock:
             t = self.totals
             t["prompt_tokens"] += stats.prompt_tokens
+            t["cached_prompt_tokens"] += stats.cached_prompt_tokens
             t["completion_tokens"] += stats.tokens
             t["verify_steps"] += stats.verify_steps
             t["drafted_tokens"] += stats.drafted
@@ -78,6 +79,7 @@ class Metrics:
             t = self.totals
             for name, help_ in (
                 ("prompt_tokens", "Prompt tokens of finished generations."),
+                ("cached_prompt_tokens", "Of those, tokens served from the prefix cache."),
                 ("completion_tokens", "Record tokens generated."),
                 ("verify_steps", "Verify steps (forward passes) of finished generations."),
                 ("drafted_tokens", "Draft tokens sent for verification."),

@@ -58,6 +58,7 @@ __all__ = [
     "JsonSchemaFormat",
     "ModelCard",
     "ModelList",
+    "PromptTokensDetails",
     "RecordStats",
     "ResponseFormat",
     "StreamOptions",
@@ -608,12 +609,23 @@ class ChoiceStats(BaseModel):
     choices: list[RecordStats]
 
 
+class PromptTokensDetails(BaseModel):
+    """``usage.prompt_tokens_details``: how the prompt's tokens were served."""
+
+    cached_tokens: int
+
+
 class Usage(BaseModel):
-    """Token counts of an answer."""
+    """Token counts of an answer.
+
+    ``prompt_tokens_details.cached_tokens``: prompt tokens served from the engine's prefix
+    cache (0 on an engine without one).
+    """
 
     prompt_tokens: int
     completion_tokens: int
     total_tokens: int
+    prompt_tokens_details: PromptTokensDetails | None = None
 
 
 class FunctionCallOut(BaseModel):

@@ -129,13 +129,21 @@ def choice(i: int, done: Done, answer: Answer, meta: Meta) -> JsonObject:
 
 
 def usage(dones: list[Done]) -> JsonObject:
-    """``usage``: the prompt's tokens (once) and the completion tokens of every choice."""
-    prompt = max((d.outcome.stats.prompt_tokens for d in dones if d.outcome), default=0)
+    """``usage``: the prompt's tokens (once) and the completion tokens of every choice.
+
+    ``prompt_tokens_details.cached_tokens`` (OpenAI's field) counts the prompt tokens served
+    from the engine's prefix cache: the fewest over the choices (each choice runs the prompt
+    as its own sequence).
+    """
+    stats = [d.outcome.stats for d in dones if d.outcome]
+    prompt = max((s.prompt_tokens for s in stats), default=0)
+    cached = min((s.cached_prompt_tokens for s in stats), default=0)
     completion = sum(len(d.outcome.tokens) if d.outcome else d.tokens for d in dones)
     return {
         "prompt_tokens": prompt,
         "completion_tokens": completion,
         "total_tokens": prompt + completion,
+        "prompt_tokens_details": {"cached_tokens": cached},
     }
 
 
