@@ -11,7 +11,8 @@ per forward and wall time per call. Outputs: ``results.json`` (rewritten after e
 One job per module: `data` (BFCL's categories and cases), `convert` (function docs as tools,
 calls back in BFCL's format), `checker` (BFCL's AST checker, imported with one module
 stubbed), `methods` (the prompt, the four methods, scoring), `results` (records and
-summaries), `report` (Markdown, plot, files) and `runner` (`run_tools_bench`).
+summaries), `report` (Markdown, plot, files), `names` (the command line's comma lists) and
+`runner` (`run_tools_bench`).
 """
 
 from factorspec_sdk.bench.tools.checker import Verdict as Verdict

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from factorspec_sdk.bench.tools.names import parse_names
 from factorspec_sdk.engines.protocol import ChatMessage
 
 __all__ = [
@@ -86,19 +87,7 @@ def parse_categories(spec: str) -> list[str]:
     Raises:
         ValueError: an unknown name (the message lists the known ones).
     """
-    chosen: set[str] = set()
-    for item in (s.strip() for s in spec.split(",")):
-        if not item:
-            continue
-        if item == "all":
-            chosen.update(CATEGORIES)
-        elif item in CATEGORIES:
-            chosen.add(item)
-        else:
-            raise ValueError(f"unknown category {item!r}; known: all, {', '.join(CATEGORIES)}")
-    if not chosen:
-        raise ValueError("no category chosen")
-    return [c for c in CATEGORIES if c in chosen]
+    return parse_names(spec, list(CATEGORIES), "category")
 
 
 def _lines(path: Path, n: int | None) -> list[dict[str, Any]]:

@@ -36,6 +36,7 @@ from factorspec_sdk.bench import baselines
 from factorspec_sdk.bench.tools.checker import check_calls
 from factorspec_sdk.bench.tools.convert import bfcl_calls, tool_of
 from factorspec_sdk.bench.tools.data import BfclCase
+from factorspec_sdk.bench.tools.names import parse_names
 from factorspec_sdk.bench.tools.results import ToolRecord
 from factorspec_sdk.engines.protocol import ChatMessage, Engine
 from factorspec_sdk.tools import MAX_PARALLEL_CALLS, Tool, calls_model, tools_prompt
@@ -73,19 +74,7 @@ def parse_methods(spec: str) -> list[str]:
     Raises:
         ValueError: an unknown name (the message lists the known ones).
     """
-    chosen: set[str] = set()
-    for item in (s.strip() for s in spec.split(",")):
-        if not item:
-            continue
-        if item == "all":
-            chosen.update(METHODS)
-        elif item in METHODS:
-            chosen.add(item)
-        else:
-            raise ValueError(f"unknown method {item!r}; known: all, {', '.join(METHODS)}")
-    if not chosen:
-        raise ValueError("no method chosen")
-    return [m for m in METHODS if m in chosen]
+    return parse_names(spec, list(METHODS), "method")
 
 
 @dataclass(slots=True)
