@@ -48,11 +48,22 @@ without a budget (the default ``max_tokens``, 2048, does so for the bundled exam
 token whose segment plus longest rest fits what is left is allowed without a walk, so walks
 start only near the end of the budget.
 
-Grammar values (`factorspec_sdk.tokens.grammar`) have no bound here: llguidance does not say
-how many tokens the shortest completion of a JSON Schema takes. A spec with grammar values
-gets no budget masks (``ceiling`` 0, so every budget "constrains nothing"): its records are
-decoded as without a budget, and a record that runs out of ``max_tokens`` ends in
-`IncompleteGenerationError`, as with llguidance or XGrammar alone.
+Grammar values (`factorspec_sdk.tokens.grammar`): llguidance does not say how many tokens the
+shortest completion of a JSON Schema takes, so in a grammar segment ``G`` is the segment's
+closing walk (`GrammarSegment.closing`: forced tokens, else single-byte tokens that close
+strings, lists and numbers first) followed by ``G`` after the segment. That is a real
+completion the masks allow, so the invariant above holds; it is not the shortest one (a
+byte a token, where the model would merge several), so ``U`` may exceed the true shortest
+record there. A token in a segment is allowed without a walk when the segment's texts, the
+`closing_bytes` bound of each of its values and the longest rest after it fit in what is
+left; otherwise each allowed token is counted one by one. This holds for the schemas whose
+closing walk `factorspec_sdk.relations.layout.closing_bytes` bounds: numbers and integers
+without ranges, booleans, null, strings without a pattern or format, enums, their unions and
+lists of them (and the free strings of such a spec, which are grammar values too). A spec
+with any other grammar value (an object, a pattern, a format, a number range, a recursive
+model) gets no budget masks (``ceiling`` 0, so every budget "constrains nothing"): its
+records are decoded as without a budget, and a record that runs out of ``max_tokens`` ends
+in `IncompleteGenerationError`, as with llguidance or XGrammar alone.
 """
 
 from __future__ import annotations
@@ -64,7 +75,8 @@ import numpy as np
 import numpy.typing as npt
 
 from factorspec_sdk.errors import GenerationError
-from factorspec_sdk.relations.layout import has_grammar
+from factorspec_sdk.relations.layout import closing_bytes, grammar_values
+from factorspec_sdk.tokens.grammar import GrammarSegment
 from factorspec_sdk.tokens.plan import (
     Cursor,
     Finished,
@@ -81,6 +93,9 @@ if TYPE_CHECKING:
 
 __all__ = ["CompletionBound"]
 
+_FEW = 64
+"""A grammar segment's tokens under a tight budget are all counted one by one up to this many."""
+
 
 class CompletionBound:
     """Token counts of completions from the cursors of one `Planner`, and budget masks.
@@ -90,15 +105,18 @@ class CompletionBound:
     grows by ~16 MB a request meanwhile).
 
     Attributes:
-        enforced: whether budget masks apply (not for a spec with grammar values).
+        enforced: whether budget masks apply (not for a spec with a grammar value whose
+            closing walk has no bound: `factorspec_sdk.relations.layout.closing_bytes`).
         ceiling: more tokens than any completion the bound walks can take; a budget of at
             least this many tokens constrains nothing (0 when not ``enforced``).
     """
 
     def __init__(self, planner: Planner) -> None:
         self._planner = weakref.ref(planner)
-        self.enforced = not has_grammar(planner.writer.spec.layout)
+        values = grammar_values(planner.writer.spec.layout)
+        self.enforced = all(closing_bytes(v) is not None for v in values)
         self.ceiling = planner.writer.longest_bytes() + 1 if self.enforced else 0
+        self._segment_room: dict[GrammarSegment, int] = {}
         self._greedy: dict[Cursor, int] = {}
         self._upper: dict[TrieNode, int] = {}
         self._close: dict[tuple[WriterState, str], tuple[int, int]] = {}
@@ -146,6 +164,8 @@ class CompletionBound:
             return np.asarray(keep, dtype=np.int64)
         if isinstance(cursor, FreeCursor):
             return self._free_allowed(cursor, ids, budget)
+        if isinstance(cursor, GrammarCursor) and 1 + self._segment_roomy(cursor) > budget:
+            return self._grammar_allowed(cursor, ids, budget)
         return ids
 
     @property
@@ -169,8 +189,9 @@ class CompletionBound:
                 total = self._free_greedy(cur)
                 self._greedy[cur] = total
                 break
-            if isinstance(cur, GrammarCursor):  # unreachable: not `enforced` with grammar values
-                raise GenerationError("a grammar value has no token budget bound")
+            if isinstance(cur, GrammarCursor):
+                total = self._grammar_greedy(cur)
+                break
             depth, nxt = self._greedy_step(cur)
             walked.append((cur, depth))
             cur = nxt
@@ -178,6 +199,95 @@ class CompletionBound:
             total += depth
             self._greedy[c] = total
         return total
+
+    # ------------------------------------------------------------------ grammar segments
+
+    def _grammar_greedy(self, cursor: GrammarCursor) -> int:
+        """``G`` in a grammar segment: its closing walk, then ``G`` after the segment.
+
+        Every cursor along the walk is memoized with what is left of it: the walk from the
+        cursor after its first token is the rest of it (each step depends on the matcher's
+        state alone), so ``G`` there is one less, the invariant the masks rest on.
+        """
+        segment = cursor.segment
+        walk = segment.closing(cursor.tokens, self._segment_bytes(segment) + 1)
+        if walk is None:
+            raise GenerationError(
+                f"{segment.where}: the token budget's closing walk did not finish the grammar "
+                "value within its bound (an internal error: please report it)"
+            )
+        after = self.planner.resolve_state(segment.exit_state, "", critical=False, owe=segment.owe)
+        total = len(walk) + self.greedy(after)
+        tokens = cursor.tokens
+        for i in range(len(walk) + 1):
+            self._greedy[GrammarCursor(segment, (*tokens, *walk[:i]))] = total - i
+        return total
+
+    def _grammar_allowed(self, cursor: GrammarCursor, ids: TokenIds, budget: int) -> TokenIds:
+        """A tight budget in a grammar segment: the tokens counted to fit, some by a rule.
+
+        Counted one by one (``1 + G`` after each): every token when there are few, else the
+        tokens along the closing walk (a prefix of its bytes: the walk's first token, a
+        merged ``"]``). Inside a string of a value (`GrammarSegment.in_string`), where the
+        walk pads with ``]`` to the string's ``minLength`` and closes it, a token of ``k``
+        plain characters (no quote, backslash or control character) leaves ``G`` less
+        ``min(k, padding)``: the string closes the same way after it. Other tokens (a quote
+        with text after it, an escape) are left out while the budget is this tight: a
+        conservative mask, never an empty one (the walk's first token fits).
+        """
+        planner = self.planner
+        vocab = planner.tok.vocab
+        segment = cursor.segment
+        total = self.greedy(cursor)
+        walk = segment.closing(cursor.tokens, self._segment_bytes(segment) + 1) or []
+        path = b"".join(vocab[t] for t in walk)
+        few = len(ids) <= _FEW
+        fits: list[int] = [
+            t
+            for t in ids.tolist()
+            if (few or path.startswith(vocab[t]))
+            and 1 + self.greedy(planner.advance(cursor, t, critical=False)) <= budget
+        ]
+        parts = [np.asarray(fits, dtype=np.int64)]
+        if not walk:  # complete here (a number that could grow): the walk goes on after it
+            after = planner.resolve_state(segment.exit_state, "", critical=False, owe=segment.owe)
+            parts.append(ids[np.isin(ids, self.allowed(after, budget))])
+        quote = path.find(b'"')
+        if not few and quote >= 0 and path[:quote] == b"]" * quote:
+            if segment.in_string(cursor.tokens):
+                tables = planner.free_tables()
+                need = 1 + total - np.minimum(tables.safe_chars, quote)
+                plain = tables.safe_ids[need <= budget]
+                parts.append(ids[np.isin(ids, plain)])
+        return np.unique(np.concatenate(parts))
+
+    def _segment_bytes(self, segment: GrammarSegment) -> int:
+        """Most bytes the closing walk writes in ``segment``: its texts and value bounds."""
+        n = sum(len(t.encode("utf-8")) for t in segment.texts)
+        for v in segment.values:
+            bound = closing_bytes(v.node)
+            if bound is None:  # unreachable: not `enforced`
+                raise GenerationError(f"{segment.where}: a grammar value has no budget bound")
+            n += bound
+        return n
+
+    def _segment_roomy(self, cursor: GrammarCursor) -> int:
+        """A bound on ``U`` after any token of ``cursor``'s segment, without a walk.
+
+        The segment's texts and values as the closing walk writes them at most, the owed
+        text, and the longest rest after the segment.
+        """
+        segment = cursor.segment
+        hit = self._segment_room.get(segment)
+        if hit is None:
+            writer = self.planner.writer
+            hit = (
+                self._segment_bytes(segment)
+                + len(segment.owe.encode("utf-8"))
+                + writer.longest_rest_bytes(segment.exit_state)
+            )
+            self._segment_room[segment] = hit
+        return hit
 
     # ------------------------------------------------------------------ segments
 
@@ -218,7 +328,9 @@ class CompletionBound:
         writer = self.planner.writer
         if isinstance(term, FreeCursor):
             return writer.longest_rest_bytes(term.free.state)
-        assert term is not None and not isinstance(term, GrammarCursor | Owed)
+        if isinstance(term, Owed):
+            return len(term.text.encode("utf-8")) + writer.longest_rest_bytes(term.state)
+        assert term is not None and not isinstance(term, GrammarCursor)
         state, skip = term
         return writer.longest_rest_bytes(state) - len(skip.encode("utf-8"))
 
@@ -266,7 +378,9 @@ class CompletionBound:
             return 0
         if isinstance(term, FreeCursor):
             return self.planner.writer.shortest_rest(term.free.state)
-        assert term is not None and not isinstance(term, GrammarCursor | Owed)
+        if isinstance(term, Owed):
+            return len(term.text) + self.planner.writer.shortest_rest(term.state)
+        assert term is not None and not isinstance(term, GrammarCursor)
         state, skip = term
         return self.planner.writer.shortest_rest(state) - len(skip)
 

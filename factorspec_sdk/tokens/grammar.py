@@ -21,7 +21,17 @@ recursion. Written here by hand is only what llguidance cannot know:
   whose length a relation reads) offers both its continuations and the choice after it;
 - rollback for speculative decoding: a cursor is the segment plus the tokens consumed inside
   it, and the segment's single matcher is moved to a cursor by llguidance's ``rollback`` and
-  ``consume_tokens``.
+  ``consume_tokens``;
+- the closing walk (`GrammarSegment.closing`), for the token budget: one particular way to
+  finish the segment from a cursor, token by token. llguidance does not say how many tokens
+  the shortest completion of a schema takes; the walk takes the token llguidance allows
+  alone where it allows one (forced text, tokenized canonically), else the first
+  single-byte token it allows in a fixed order (a quote, ``]``, ``}``, the first byte of each
+  text after a value, ``0``, then the other bytes), which closes a string, a list, a number,
+  ``null`` or ``true`` as soon as it may. Each step depends on the matcher's state alone, so
+  the walk from the cursor after its first token is the rest of the walk, and every token
+  of it is one the masks allow. `factorspec_sdk.relations.layout.closing_bytes` bounds its
+  length in bytes (so in tokens) for the schemas it finishes.
 
 Cursors are immutable and cheap; the segment holds the matcher behind a lock (the planner's
 prefetch thread may create segments while the decoding thread masks).
@@ -46,7 +56,14 @@ from factorspec_sdk.tokens.vocab import TokenizerInfo
 if TYPE_CHECKING:
     from factorspec_sdk.writer.automaton import GrammarValue, WriterState
 
-__all__ = ["GrammarCursor", "GrammarSegment", "GrammarStep", "GrammarTables", "lark_grammar"]
+__all__ = [
+    "GrammarCursor",
+    "GrammarSegment",
+    "GrammarStep",
+    "GrammarTables",
+    "lark_grammar",
+    "lex_value",
+]
 
 TokenIds = npt.NDArray[np.int64]
 
@@ -101,6 +118,11 @@ class GrammarTables:
         self.tokenizer = llguidance.LLTokenizer(llguidance.TokenizerWrapper(_Encoder(tok)))
         self.vocab_size = len(tok.vocab)
         self.special = np.asarray(sorted(tok.special_ids), dtype=np.int64)
+        self.byte_ids: dict[int, int] = {}
+        """The token of each single byte the vocabulary has one for (the closing walk's)."""
+        for i, raw in enumerate(tok.vocab):
+            if len(raw) == 1 and i not in tok.special_ids:
+                self.byte_ids.setdefault(raw[0], i)
         self._templates: OrderedDict[tuple[tuple[str, ...], tuple[str, ...]], Any] = OrderedDict()
         self._max = max_grammars
         self._lock = threading.Lock()
@@ -226,6 +248,64 @@ class GrammarSegment:
                 self._steps.popitem(last=False)
             return out
 
+    def closing(self, tokens: tuple[int, ...], limit: int) -> list[int] | None:
+        """The closing walk's tokens from ``tokens`` to the segment's end (see the module).
+
+        It ends where the segment first accepts (all its text written). ``None`` when the
+        vocabulary lacks a byte the walk needs, or after ``limit`` tokens.
+        """
+        with self._lock:
+            self._goto(tokens)
+            m = self._matcher.deep_copy()
+        tables = self._tables
+        order = [tables.byte_ids[b] for b in self._walk_order() if b in tables.byte_ids]
+        out: list[int] = []
+        while not m.is_accepting():
+            if len(out) >= limit:
+                return None
+            ids = tables.ids(m.compute_bitmask())
+            if len(ids) == 1:  # forced text: llguidance allows its canonical token alone
+                token = int(ids[0])
+            else:
+                allowed = set(ids.tolist())
+                token = next((t for t in order if t in allowed), -1)
+                if token < 0:
+                    return None
+            if not m.consume_tokens([token]):
+                raise GenerationError(f"{self.where}: llguidance refused a token it allowed")
+            out.append(token)
+        return out
+
+    def in_string(self, tokens: tuple[int, ...]) -> bool:
+        """Whether ``tokens`` end inside a string of a value, ready for its next character.
+
+        Not inside the layout text (its keys' strings), not right after a backslash or
+        inside a unicode escape, not inside a UTF-8 character: the bytes are lexed value by
+        value, each value's end found by the JSON lexer and the text after it skipped.
+        """
+        vocab = self._tables.tok.vocab
+        data = b"".join(vocab[t] for t in tokens)
+        texts = [t.encode("utf-8") for t in self.texts]
+        pos = len(texts[0])
+        for after in texts[1:]:
+            if pos >= len(data):
+                return False
+            end, inside = lex_value(data, pos)
+            if end is None:
+                return inside
+            pos = end + len(after)
+        return False
+
+    def _walk_order(self) -> list[int]:
+        """The bytes the closing walk tries, in order (see the module)."""
+        first = [ord('"'), ord("]"), ord("}")]
+        for text in self.texts[1:]:
+            if text:
+                first.append(text.encode("utf-8")[0])
+        first.append(ord("0"))
+        rest = [*range(0x21, 0x7F), 0x20, *range(0x80, 0xC0), *range(0xC2, 0xF5)]
+        return list(dict.fromkeys([*first, *rest]))
+
     def _goto(self, tokens: tuple[int, ...]) -> None:
         at, m = self._at, self._matcher
         k = 0
@@ -240,6 +320,60 @@ class GrammarSegment:
                 f"{self.where}: a token outside the grammar reached the matcher: {m.get_error()}"
             )
         self._at = tokens
+
+
+_SCALAR = frozenset(b"0123456789+-.eEtrufalsn")
+
+
+def lex_value(data: bytes, pos: int) -> tuple[int | None, bool]:
+    """Lex the JSON value at ``data[pos:]``: its end, or ``None`` and whether in a string.
+
+    The end is known once the value closes: a string's or the outer list's closing byte,
+    or the first byte after a scalar that cannot continue it. A value still open at the end
+    of ``data`` gives ``(None, inside)``: ``inside`` when ``data`` ends inside a string,
+    ready for a character (no escape pending, no UTF-8 character begun).
+    """
+    depth = 0
+    in_str = False
+    escape = 0  # bytes of an escape still to come (1 after a backslash, 4 after \u)
+    i = pos
+    n = len(data)
+    while i < n:
+        b = data[i]
+        if in_str:
+            if escape:
+                escape = 4 if escape == 1 and b == ord("u") else escape - 1
+            elif b == ord("\\"):
+                escape = 1
+            elif b == ord('"'):
+                in_str = False
+                if depth == 0:
+                    return i + 1, False
+        elif b == ord('"'):
+            in_str = True
+        elif b in (ord("["), ord("{")):
+            depth += 1
+        elif b in (ord("]"), ord("}")):
+            depth -= 1
+            if depth == 0:
+                return i + 1, False
+        elif depth == 0 and b not in _SCALAR:
+            return i, False  # the scalar ended: this byte is the text after it
+        i += 1
+    if not in_str or escape:
+        return None, False
+    return None, not _splits_a_character(data, n)
+
+
+def _splits_a_character(data: bytes, n: int) -> bool:
+    """Whether ``data[:n]`` ends inside a UTF-8 character."""
+    k = n - 1
+    while k >= 0 and data[k] & 0xC0 == 0x80 and n - k < 4:
+        k -= 1
+    if k < 0 or data[k] < 0xC0:
+        return False
+    need = 2 if data[k] < 0xE0 else 3 if data[k] < 0xF0 else 4
+    return n - k < need
 
 
 @dataclass(frozen=True, slots=True)

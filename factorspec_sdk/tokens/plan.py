@@ -70,10 +70,10 @@ class TrieNode:
 
 @dataclass(frozen=True, slots=True)
 class Owed:
-    """A segment's end whose last text is left to the grammar value after it.
+    """A segment's end whose last text is left to the segment after it.
 
     Attributes:
-        state: the writer state after the segment's text (at the grammar value).
+        state: the writer state after the segment's text (at the next value).
         text: the end of that text not emitted by the segment (a space).
     """
 
@@ -232,7 +232,10 @@ class Planner:
         if isinstance(cursor, TrieNode) and len(cursor.ids) == 1:
             return int(cursor.ids[0])
         if isinstance(cursor, GrammarCursor):
-            ids = self._grammar_allowed(cursor)
+            if budget is None or budget >= self.bound.ceiling:
+                ids = self._grammar_allowed(cursor)
+            else:
+                ids = self.bound.allowed(cursor, budget)
             return int(ids[0]) if len(ids) == 1 else None
         if budget is None or budget >= self.bound.ceiling or isinstance(cursor, Finished):
             return None
@@ -369,8 +372,10 @@ class Planner:
         for o in options:
             text = o.text
             term: tuple[WriterState, str] | Owed = (o.state, "")
-            if len(text) > 1 and text.endswith(" ") and self.writer.grammar_next(o.state):
-                # the space before a grammar value goes to its segment: `` "`` is one token
+            if len(text) > 1 and text.endswith(" "):
+                # the space before the next value goes to its segment, tokenized with what
+                # follows it (`` -`` of ``-3``, `` "`` of a string, `` true``): a space
+                # tokenized alone would split a token the model would write merged
                 text, term = text[:-1], Owed(o.state, " ")
             self._insert(root, self.tok.encode(forced + text), TrieNode(terminal=term))
         self._seal(root)

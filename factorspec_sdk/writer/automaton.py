@@ -34,6 +34,7 @@ from factorspec_sdk.relations.layout import (
     Path,
     UnionLayout,
     branch_part,
+    closing_bytes,
     float_range,
     has_grammar,
     temporal_range,
@@ -1028,9 +1029,9 @@ class Writer:
 def string_grammar(node: LeafLayout) -> GrammarLayout:
     r"""A free string as a grammar value: the JSON string grammar, every escape included.
 
-    In a spec that has grammar values the token budget has no bound anyway
-    (`factorspec_sdk.tokens.budget`), so its free strings are grammar values too and may
-    hold quotes, backslashes, newlines and ``\u`` escapes. A spec without grammar values
+    In a spec that has grammar values the token budget bounds them by its closing walk, not
+    exactly (`factorspec_sdk.tokens.budget`), so its free strings are grammar values too and
+    may hold quotes, backslashes, newlines and ``\u`` escapes. A spec without grammar values
     writes free strings itself, without escapes, and keeps the exact budget bound; so do
     the items of a list of free strings (the list's first item follows an empty option, and a
     trie cannot end in a grammar segment there).
@@ -1110,8 +1111,11 @@ def _longest_text(
     strings: tuple[str, ...],
     memo: dict[Path, int],
 ) -> int:
-    if isinstance(node, GrammarLayout):
-        raise ValueError("a grammar value has no longest text; the token budget is off")
+    if isinstance(node, GrammarLayout):  # as the budget's closing walk writes it
+        bound = closing_bytes(node)
+        if bound is None:
+            raise ValueError("a grammar value has no longest text; the token budget is off")
+        return bound
     if isinstance(node, ObjectLayout):
         n = 2 + 2 * max(0, len(node.fields) - 1)
         for f in node.fields:

@@ -119,8 +119,8 @@ def test_max_tokens_below_the_shortest_record_is_refused_before_any_token() -> N
     engine = ScriptedEngine.random(TOK, seed=0)
     with pytest.raises(TokenBudgetError) as info:
         decode(engine, Trip, TRIP_CONTEXT, DecoderConfig(), SamplingParams(max_tokens=5))
-    assert (info.value.max_tokens, info.value.min_tokens) == (5, 58)
-    assert "max_tokens=5" in str(info.value) and "58 tokens" in str(info.value)
+    assert (info.value.max_tokens, info.value.min_tokens) == (5, 62)
+    assert "max_tokens=5" in str(info.value) and "62 tokens" in str(info.value)
     assert engine.forward_calls == 0
 
 

@@ -1,0 +1,244 @@
+# ruff: noqa: UP045  (Optional: the spelling users write)
+"""Token budgets over grammar values: records with floats, nulls, lists and strings finish.
+
+The budget counts a grammar segment by its closing walk (single-byte tokens that close
+strings, lists and numbers first). These tests walk records at random over SmolLM2's real
+vocabulary (its tokenizer only) under tight budgets, check that every allowed token leaves a
+record that finishes within the budget and validates, that the walk after its first token is
+the rest of it (the invariant the masks rest on), that the in-string rule counts what the
+walk counts, and that greedy decoding is the same with and without speculation.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Literal, Optional
+
+import numpy as np
+import pytest
+from pydantic import BaseModel, Field
+
+from factorspec_sdk import TokenBudgetError
+from factorspec_sdk.bench.schemas import load_hf_tokenizer
+from factorspec_sdk.drafter.loop import DecodeJob, Decoder, DecoderConfig
+from factorspec_sdk.drafter.verify import SamplingParams
+from factorspec_sdk.engines.scripted import ScriptedEngine
+from factorspec_sdk.graph import compile_spec
+from factorspec_sdk.relations.layout import GrammarLayout, closing_bytes
+from factorspec_sdk.tokens.grammar import GrammarCursor, lex_value
+from factorspec_sdk.tokens.plan import Cursor, Finished, Planner
+from factorspec_sdk.tokens.vocab import TokenizerInfo
+from factorspec_sdk.tools import Tool, calls_model
+from factorspec_sdk.writer.automaton import Writer
+
+
+class Reading(BaseModel):
+    """Grammar values the budget bounds: floats, an optional float, a list, a free string."""
+
+    label: str
+    value: float
+    error: Optional[float] = None
+    samples: list[float]
+    ok: Optional[bool] = None
+
+
+class Area(BaseModel):
+    shape: Literal["circle", "square"]
+    size: float
+
+
+class Volume(BaseModel):
+    depth: float
+    unit: str = Field(max_length=8)
+
+
+class Patterned(BaseModel):
+    """A pattern: no closing bound, so no budget masks."""
+
+    code: str = Field(pattern=r"^[A-Z]{3}-[0-9]+$")
+    value: float
+
+
+CALLS = calls_model([Tool("area", "", Area), Tool("volume", "", Volume)], 3)
+MODELS: dict[str, type[BaseModel]] = {"reading": Reading, "calls": CALLS}
+
+
+@pytest.fixture(scope="module")
+def tok() -> TokenizerInfo:
+    return TokenizerInfo.from_hf(load_hf_tokenizer())
+
+
+@cache
+def planner_of(name: str, tok: TokenizerInfo) -> Planner:
+    return Planner(Writer(compile_spec(MODELS[name], None)), tok)
+
+
+def schema(text: str) -> GrammarLayout:
+    return GrammarLayout(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "bound"),
+    [
+        ('{"type":"number"}', 1),
+        ('{"type":"integer","title":"N"}', 1),
+        ('{"anyOf":[{"type":"number"},{"type":"null"}]}', 4),
+        ('{"type":["boolean","null"]}', 5),
+        ('{"type":"string","minLength":3,"maxLength":9}', 11),
+        ('{"items":{"type":"number"},"type":"array"}', 5),
+        ('{"enum":[1,200,null]}', 4),
+        ('{"type":"string","pattern":"^a+$"}', None),
+        ('{"type":"string","format":"date"}', None),
+        ('{"type":"number","minimum":0}', None),
+        ('{"enum":["a","b"]}', None),
+        ('{"type":"object","properties":{}}', None),
+        ('{"$ref":"#/$defs/X"}', None),
+    ],
+)
+def test_closing_bytes(text: str, bound: int | None) -> None:
+    assert closing_bytes(schema(text)) == bound
+
+
+def test_the_lexer_knows_when_it_is_inside_a_string() -> None:
+    assert lex_value(b'"ab', 0) == (None, True)
+    assert lex_value(b'"a\\', 0) == (None, False)  # an escape is due
+    assert lex_value(b'"a\\u12', 0) == (None, False)
+    assert lex_value(b'"a\\u1234', 0) == (None, True)
+    assert lex_value('"\u00e9'.encode()[:2], 0) == (None, False)  # half a character
+    assert lex_value(b'[1, "x', 0) == (None, True)
+    assert lex_value(b'[1, "x"], "k"', 0) == (8, False)
+    assert lex_value(b"12, ", 0) == (2, False)
+    assert lex_value(b"nul", 0) == (None, False)
+
+
+def test_a_grammar_value_without_a_bound_turns_the_budget_off(tok: TokenizerInfo) -> None:
+    p = Planner(Writer(compile_spec(Patterned, None)), tok)
+    assert not p.bound.enforced and p.bound.ceiling == 0
+    for name in MODELS:
+        assert planner_of(name, tok).bound.enforced
+
+
+def walk(p: Planner, budget: int, rng: np.random.Generator) -> list[int]:
+    """A record drawn uniformly among the tokens the budget masks allow at each step."""
+    cursor: Cursor = p.start()
+    ids: list[int] = []
+    while not isinstance(cursor, Finished):
+        allowed = p.allowed(cursor, budget - len(ids))
+        assert len(allowed), "the budget mask left no token"
+        token = int(rng.choice(allowed))
+        ids.append(token)
+        cursor = p.advance(cursor, token)
+    return ids
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+@pytest.mark.parametrize("extra", [0, 1, 4, 12])
+def test_random_records_under_a_tight_budget_finish_and_validate(
+    name: str, extra: int, tok: TokenizerInfo
+) -> None:
+    p = planner_of(name, tok)
+    budget = min(p.min_tokens(p.start()) + extra, p.bound.ceiling - 1)  # the masks at work
+    rng = np.random.default_rng(extra)
+    for _ in range(6):
+        ids = walk(p, budget, rng)
+        assert len(ids) <= budget
+        MODELS[name].model_validate_json(tok.decode(ids))
+
+
+def grammar_cursors(p: Planner, rng: np.random.Generator, n: int) -> list[GrammarCursor]:
+    """Grammar cursors met on ``n`` random records (no budget)."""
+    out: list[GrammarCursor] = []
+    for _ in range(n):
+        cursor: Cursor = p.start()
+        steps = 0
+        while not isinstance(cursor, Finished) and steps < 120:
+            if isinstance(cursor, GrammarCursor):
+                out.append(cursor)
+            cursor = p.advance(cursor, int(rng.choice(p.allowed(cursor))))
+            steps += 1
+    return out
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_the_walk_after_its_first_token_is_the_rest_of_it(name: str, tok: TokenizerInfo) -> None:
+    p = planner_of(name, tok)
+    fresh = Planner(p.writer, tok)  # nothing memoized: each walk counted from its own cursor
+    for cursor in grammar_cursors(p, np.random.default_rng(1), 4)[::3]:
+        g = fresh.bound.greedy(cursor)
+        walk = cursor.segment.closing(cursor.tokens, 10_000)
+        assert walk is not None
+        if walk:
+            other = Planner(p.writer, tok)  # fresh again: the next cursor's own walk
+            assert other.bound.greedy(p.advance(cursor, walk[0])) == g - 1
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_the_in_string_rule_counts_what_the_walk_counts(name: str, tok: TokenizerInfo) -> None:
+    p = planner_of(name, tok)
+    rng = np.random.default_rng(2)
+    tables = p.free_tables()
+    checked = 0
+    inside = [c for c in grammar_cursors(p, rng, 6) if c.segment.in_string(c.tokens)]
+    for i in rng.choice(len(inside), size=min(4, len(inside)), replace=False).tolist():
+        cursor = inside[i]
+        g = p.bound.greedy(cursor)
+        ids = p.allowed(cursor)
+        plain = ids[np.isin(ids, tables.safe_ids)]
+        for t in rng.choice(plain, size=min(5, len(plain)), replace=False).tolist():
+            after = p.bound.greedy(p.advance(cursor, t))
+            assert after <= g  # a plain token never makes the closing longer
+            checked += 1
+        budget = g + 1
+        allowed = p.allowed(cursor, budget)
+        sample = rng.choice(allowed, size=min(12, len(allowed)), replace=False)
+        for t in sample.tolist():  # tokens the rule lets in fit, counted exactly
+            assert 1 + p.bound.greedy(p.advance(cursor, t)) <= budget
+    assert checked
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_greedy_speculative_equals_plain_under_a_tight_budget(
+    seed: int, tok: TokenizerInfo
+) -> None:
+    p = planner_of("calls", tok)
+    budget = p.min_tokens(p.start()) + 6
+    engine = ScriptedEngine.random(tok, seed=seed, temperature_scale=3.0)
+    prompt = tok.encode("call the tools")
+    outs = []
+    for config in (
+        DecoderConfig(speculative=False),
+        DecoderConfig(max_guesses=0),
+        DecoderConfig(max_guesses=2),
+    ):
+        job = DecodeJob(p, prompt, SamplingParams(temperature=0.0, seed=seed, max_tokens=budget))
+        [o] = Decoder(engine, config).run([job])
+        assert o.error is None, o.error
+        assert len(o.tokens) <= budget
+        CALLS.model_validate_json(o.text)
+        outs.append((o.text, o.tokens))
+    assert outs[0] == outs[1] == outs[2]
+
+
+def test_sampled_records_under_a_tight_budget_validate(tok: TokenizerInfo) -> None:
+    p = planner_of("reading", tok)
+    budget = p.min_tokens(p.start()) + 2
+    engine = ScriptedEngine.random(tok, seed=5, temperature_scale=3.0)
+    prompt = tok.encode("a reading")
+    jobs = [
+        DecodeJob(p, prompt, SamplingParams(temperature=1.0, seed=s, max_tokens=budget))
+        for s in range(6)
+    ]
+    for o in Decoder(engine).run(jobs):
+        assert o.error is None, o.error
+        assert len(o.tokens) <= budget
+        Reading.model_validate_json(o.text)
+
+
+def test_a_budget_below_the_bound_is_refused_before_any_token(tok: TokenizerInfo) -> None:
+    p = planner_of("reading", tok)
+    need = p.min_tokens(p.start())
+    engine = ScriptedEngine.random(tok, seed=0)
+    job = DecodeJob(p, tok.encode("a reading"), SamplingParams(max_tokens=need - 1))
+    [o] = Decoder(engine).run([job])
+    assert isinstance(o.error, TokenBudgetError) and o.error.min_tokens == need
+    assert engine.forward_calls == 0
