@@ -347,8 +347,11 @@ def _stats(raw: dict[str, object], usage: object) -> GenerationStats:
         return float(v) if isinstance(v, (int, float)) else 0.0
 
     prompt_tokens = getattr(usage, "prompt_tokens", 0) or 0
+    details = getattr(usage, "prompt_tokens_details", None)
+    cached = getattr(details, "cached_tokens", 0) or 0
     return GenerationStats(
         prompt_tokens=int(prompt_tokens),
+        cached_prompt_tokens=int(cached),
         tokens=int(num("tokens")),
         verify_steps=int(num("verify_steps")),
         drafted=int(num("drafted")),

@@ -770,6 +770,7 @@ def _decoded(outcome: DecodeOutcome, model: str) -> ChatCompletion:
                 "prompt_tokens": stats.prompt_tokens,
                 "completion_tokens": stats.tokens,
                 "total_tokens": stats.prompt_tokens + stats.tokens,
+                "prompt_tokens_details": {"cached_tokens": stats.cached_prompt_tokens},
             },
         }
     )

@@ -339,8 +339,10 @@ def test_usage_and_metrics_carry_the_engines_count() -> None:
             messages=[{"role": "user", "content": "pick one"}],
             extra_body={"factorspec": {"ir": to_ir(Pick)}},
         )
+        remote = Client(base_url=url).generate(Pick, "pick one", return_result=True)
         metrics = httpx.get(url + "/metrics").text
+    assert remote.stats.cached_prompt_tokens == 3  # the client reads the server's usage
     assert answer.usage is not None and answer.usage.prompt_tokens_details is not None
     assert answer.usage.prompt_tokens_details.cached_tokens == 3
-    assert "factorspec_cached_prompt_tokens_total 3\n" in metrics
+    assert "factorspec_cached_prompt_tokens_total 6\n" in metrics
     assert usage([])["prompt_tokens_details"] == {"cached_tokens": 0}
