@@ -18,9 +18,15 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from factorspec_sdk.engines.completion import CompletionEngine
+    from factorspec_sdk.engines.protocol import Engine
 
 __all__ = ["bench_app"]
 
@@ -34,6 +40,47 @@ bench_app = typer.Typer(
 
 _USAGE_ERROR = 2
 _ENGINE_ERROR = 3
+
+EngineOption = Annotated[
+    str, typer.Option("--engine", help="Engine name (see factorspec_sdk.engines.ENGINES).")
+]
+ModelOption = Annotated[
+    str | None, typer.Option("--model", help="Model folder for the engine (default model).")
+]
+ThreadsOption = Annotated[
+    int | None,
+    typer.Option(
+        "--threads",
+        min=1,
+        help="torch CPU threads (default: the engine's choice); 1 helps on a shared machine.",
+    ),
+]
+
+
+def _bench_engine(
+    engine: str, model: str | None, threads: int | None, err: Console, *, logits: bool = False
+) -> Engine | CompletionEngine:
+    """The engine of ``--engine``/``--model`` with ``--threads`` set; exit 3 if it cannot be.
+
+    ``logits``: the benchmark needs an engine that returns logits (not a completion engine).
+    """
+    from factorspec_sdk.bench.trip import make_engine
+    from factorspec_sdk.engines.completion import CompletionEngine
+    from factorspec_sdk.errors import EngineError
+
+    try:
+        options: dict[str, object] = {} if model is None else {"model": model}
+        eng = make_engine(engine, **options)
+        if logits and isinstance(eng, CompletionEngine):
+            raise EngineError(f"the {eng.name} engine returns no logits; the masks need them")
+    except (EngineError, TypeError) as exc:
+        err.print(f"[red]engine error:[/red] {exc}")
+        raise typer.Exit(_ENGINE_ERROR) from None
+    if threads is not None:
+        from factorspec_sdk.engines.torch_setup import set_threads
+
+        set_threads(threads)
+    return eng
 
 
 @bench_app.command("gen")
@@ -92,13 +139,8 @@ def trip(
             ),
         ),
     ] = "all",
-    engine: Annotated[
-        str,
-        typer.Option("--engine", help="Engine name (see factorspec_sdk.engines.ENGINES)."),
-    ] = "embedded",
-    model: Annotated[
-        str | None, typer.Option("--model", help="Model folder for the engine (default model).")
-    ] = None,
+    engine: EngineOption = "embedded",
+    model: ModelOption = None,
     out: Annotated[
         Path, typer.Option("--out", help="Folder for results.json, results.md and the plots.")
     ] = Path("bench-results"),
@@ -153,26 +195,17 @@ def trip(
             "it has no records for.",
         ),
     ] = False,
-    threads: Annotated[
-        int | None,
-        typer.Option(
-            "--threads",
-            min=1,
-            help="torch CPU threads (default: the engine's choice); 1 helps on a shared machine.",
-        ),
-    ] = None,
+    threads: ThreadsOption = None,
 ) -> None:
     """Trip planning: validity, exact match and speed of every method on the same problems."""
     from rich.console import Console
 
     from factorspec_sdk.bench.trip import (
         expand_methods,
-        make_engine,
         parse_cities,
         parse_shard,
         run_trip_bench,
     )
-    from factorspec_sdk.errors import EngineError
 
     err = Console(stderr=True)
     try:
@@ -184,16 +217,7 @@ def trip(
     except ValueError as exc:
         err.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(_USAGE_ERROR) from None
-    try:
-        options: dict[str, object] = {} if model is None else {"model": model}
-        eng = make_engine(engine, **options)
-    except (EngineError, TypeError) as exc:
-        err.print(f"[red]engine error:[/red] {exc}")
-        raise typer.Exit(_ENGINE_ERROR) from None
-    if threads is not None:
-        from factorspec_sdk.engines.torch_setup import set_threads
-
-        set_threads(threads)
+    eng = _bench_engine(engine, model, threads, err)
 
     def say(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
@@ -240,13 +264,8 @@ def tools(
             "--methods", help="all, or a comma list of: free, xgrammar, llguidance, factorspec."
         ),
     ] = "all",
-    engine: Annotated[
-        str,
-        typer.Option("--engine", help="Engine name (see factorspec_sdk.engines.ENGINES)."),
-    ] = "embedded",
-    model: Annotated[
-        str | None, typer.Option("--model", help="Model folder for the engine (default model).")
-    ] = None,
+    engine: EngineOption = "embedded",
+    model: ModelOption = None,
     out: Annotated[
         Path, typer.Option("--out", help="Folder for results.json, results.md and the plot.")
     ] = Path("bench-results/tools"),
@@ -256,22 +275,13 @@ def tools(
     log: Annotated[
         bool, typer.Option("--log/--no-log", help="Print one line per answer to stderr.")
     ] = False,
-    threads: Annotated[
-        int | None,
-        typer.Option(
-            "--threads",
-            min=1,
-            help="torch CPU threads (default: the engine's choice); 1 helps on a shared machine.",
-        ),
-    ] = None,
+    threads: ThreadsOption = None,
 ) -> None:
     """Tool calling on BFCL: schema-valid calls, BFCL AST accuracy, tokens/forward, wall/call."""
     from rich.console import Console
 
     from factorspec_sdk.bench.tools import parse_categories, parse_methods, run_tools_bench
-    from factorspec_sdk.bench.trip import make_engine
     from factorspec_sdk.engines.completion import CompletionEngine
-    from factorspec_sdk.errors import EngineError
 
     err = Console(stderr=True)
     try:
@@ -280,18 +290,8 @@ def tools(
     except ValueError as exc:
         err.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(_USAGE_ERROR) from None
-    try:
-        options: dict[str, object] = {} if model is None else {"model": model}
-        eng = make_engine(engine, **options)
-        if isinstance(eng, CompletionEngine):
-            raise EngineError(f"the {eng.name} engine returns no logits; the masks need them")
-    except (EngineError, TypeError) as exc:
-        err.print(f"[red]engine error:[/red] {exc}")
-        raise typer.Exit(_ENGINE_ERROR) from None
-    if threads is not None:
-        from factorspec_sdk.engines.torch_setup import set_threads
-
-        set_threads(threads)
+    eng = _bench_engine(engine, model, threads, err, logits=True)
+    assert not isinstance(eng, CompletionEngine)  # refused by _bench_engine
 
     def say(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
