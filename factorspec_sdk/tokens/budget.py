@@ -48,22 +48,25 @@ without a budget (the default ``max_tokens``, 2048, does so for the bundled exam
 token whose segment plus longest rest fits what is left is allowed without a walk, so walks
 start only near the end of the budget.
 
-Grammar values (`factorspec_sdk.tokens.grammar`): llguidance does not say how many tokens the
-shortest completion of a JSON Schema takes, so in a grammar segment ``G`` is the segment's
-closing walk (`GrammarSegment.closing`: forced tokens, else single-byte tokens that close
-strings, lists and numbers first) followed by ``G`` after the segment. That is a real
-completion the masks allow, so the invariant above holds; it is not the shortest one (a
+Grammar values (`factorspec_sdk.tokens.grammar`): llguidance does not say how many tokens
+the shortest completion of a JSON Schema takes, so in a grammar segment ``G`` is the
+segment's closing walk (`GrammarSegment.closing`: forced tokens, else single-byte tokens
+that close strings, lists and numbers first) followed by ``G`` after the segment. That is a
+real completion the masks allow, so the invariant above holds; it is not the shortest one (a
 byte a token, where the model would merge several), so ``U`` may exceed the true shortest
-record there. A token in a segment is allowed without a walk when the segment's texts, the
-`closing_bytes` bound of each of its values and the longest rest after it fit in what is
-left; otherwise each allowed token is counted one by one. This holds for the schemas whose
-closing walk `factorspec_sdk.relations.layout.closing_bytes` bounds: numbers and integers
-without ranges, booleans, null, strings without a pattern or format, enums, their unions and
-lists of them (and the free strings of such a spec, which are grammar values too). A spec
-with any other grammar value (an object, a pattern, a format, a number range, a recursive
-model) gets no budget masks (``ceiling`` 0, so every budget "constrains nothing"): its
-records are decoded as without a budget, and a record that runs out of ``max_tokens`` ends
-in `IncompleteGenerationError`, as with llguidance or XGrammar alone.
+record there. A token in a segment is allowed without a walk when the segment's texts and
+the `closing_bytes` bound of each of its values, plus ``G`` after the segment (its exit is
+the same from every cursor in it), fit in what is left; otherwise each allowed token is
+counted one by one. Walks are memoized along their length, and a step of one tests the bits
+of llguidance's mask for the walk's few candidate bytes without listing its ids. This holds
+for the schemas whose closing walk `factorspec_sdk.relations.layout.closing_bytes` bounds:
+numbers and integers without ranges, booleans, null, strings without a pattern or format,
+enums, their unions and lists of them (and the free strings of such a spec, which are
+grammar values too). A spec with any other grammar value (an object, a pattern, a format, a
+number range, a recursive model) gets no budget masks (``ceiling`` 0, so every budget
+"constrains nothing"): its records are decoded as without a budget, and a record that runs
+out of ``max_tokens`` ends in `IncompleteGenerationError`, as with llguidance or XGrammar
+alone.
 """
 
 from __future__ import annotations
@@ -93,6 +96,13 @@ if TYPE_CHECKING:
 
 __all__ = ["CompletionBound"]
 
+
+def _has(ids: TokenIds, token: int) -> bool:
+    """Whether the sorted ``ids`` hold ``token``."""
+    i = int(np.searchsorted(ids, token))
+    return i < len(ids) and int(ids[i]) == token
+
+
 _FEW = 64
 """A grammar segment's tokens under a tight budget are all counted one by one up to this many."""
 
@@ -117,6 +127,10 @@ class CompletionBound:
         self.enforced = all(closing_bytes(v) is not None for v in values)
         self.ceiling = planner.writer.longest_bytes() + 1 if self.enforced else 0
         self._segment_room: dict[GrammarSegment, int] = {}
+        self._segment_size: dict[GrammarSegment, int] = {}
+        self._segment_exit: dict[GrammarSegment, int] = {}
+        self._walks: dict[GrammarCursor, tuple[tuple[int, ...], int]] = {}
+        self._token_bytes: dict[bytes, list[int]] | None = None
         self._greedy: dict[Cursor, int] = {}
         self._upper: dict[TrieNode, int] = {}
         self._close: dict[tuple[WriterState, str], tuple[int, int]] = {}
@@ -209,66 +223,119 @@ class CompletionBound:
         cursor after its first token is the rest of it (each step depends on the matcher's
         state alone), so ``G`` there is one less, the invariant the masks rest on.
         """
+        walk = self._walk(cursor)
+        total = len(walk) + self._exit_greedy(cursor.segment)
+        tokens = cursor.tokens
+        for i in range(len(walk) + 1):
+            self._greedy[GrammarCursor(cursor.segment, (*tokens, *walk[:i]))] = total - i
+        return total
+
+    def _walk(self, cursor: GrammarCursor) -> tuple[int, ...]:
+        """The closing walk from ``cursor`` (memoized for every cursor along it)."""
+        hit = self._walks.get(cursor)
+        if hit is not None:
+            walk, i = hit
+            return walk[i:]
         segment = cursor.segment
-        walk = segment.closing(cursor.tokens, self._segment_bytes(segment) + 1)
-        if walk is None:
+        found = segment.closing(cursor.tokens, self._segment_bytes(segment) + 1)
+        if found is None:
             raise GenerationError(
                 f"{segment.where}: the token budget's closing walk did not finish the grammar "
                 "value within its bound (an internal error: please report it)"
             )
-        after = self.planner.resolve_state(segment.exit_state, "", critical=False, owe=segment.owe)
-        total = len(walk) + self.greedy(after)
+        walk = tuple(found)
         tokens = cursor.tokens
         for i in range(len(walk) + 1):
-            self._greedy[GrammarCursor(segment, (*tokens, *walk[:i]))] = total - i
-        return total
+            self._walks[GrammarCursor(segment, (*tokens, *walk[:i]))] = (walk, i)
+        return walk
+
+    def _exit_greedy(self, segment: GrammarSegment) -> int:
+        """``G`` after ``segment`` (the same from every cursor in it: its exit is fixed)."""
+        hit = self._segment_exit.get(segment)
+        if hit is None:
+            planner = self.planner
+            after = planner.resolve_state(segment.exit_state, "", critical=False, owe=segment.owe)
+            hit = self._segment_exit[segment] = self.greedy(after)
+        return hit
 
     def _grammar_allowed(self, cursor: GrammarCursor, ids: TokenIds, budget: int) -> TokenIds:
         """A tight budget in a grammar segment: the tokens counted to fit, some by a rule.
 
-        Counted one by one (``1 + G`` after each): every token when there are few, else the
-        tokens along the closing walk (a prefix of its bytes: the walk's first token, a
-        merged ``"]``). Inside a string of a value (`GrammarSegment.in_string`), where the
-        walk pads with ``]`` to the string's ``minLength`` and closes it, a token of ``k``
-        plain characters (no quote, backslash or control character) leaves ``G`` less
-        ``min(k, padding)``: the string closes the same way after it. Other tokens (a quote
-        with text after it, an escape) are left out while the budget is this tight: a
-        conservative mask, never an empty one (the walk's first token fits).
+        A token that stays in the segment leaves at most the segment's closing bound plus
+        ``G`` after the segment (its exit is fixed), so while that fits every such token is
+        allowed without a walk; a token that leaves a complete value is counted at the exit.
+
+        Nearer the end, tokens are counted one by one (``1 + G`` after each): every token when
+        there are few, else the tokens along the closing walk (a prefix of its bytes: the
+        walk's first token, a merged ``"]``). Inside a string of a value
+        (`GrammarSegment.in_string`), where the walk pads with ``]`` to the string's
+        ``minLength`` and closes it, a token of ``k`` plain characters (no quote, backslash or
+        control character) leaves ``G`` less ``min(k, padding)``: the string closes the same
+        way after it. Other tokens (a quote with text after it, an escape) are left out while
+        the budget is this tight: a conservative mask, never an empty one (the walk's first
+        token fits).
         """
         planner = self.planner
-        vocab = planner.tok.vocab
         segment = cursor.segment
+        step = cursor.step()
+        after = planner.resolve_state(segment.exit_state, "", critical=False, owe=segment.owe)
+        if 2 + self._segment_bytes(segment) + self._exit_greedy(segment) <= budget:
+            if not step.accepting:
+                return ids
+            return np.union1d(step.ids, self.allowed(after, budget)).astype(np.int64)
         total = self.greedy(cursor)
-        walk = segment.closing(cursor.tokens, self._segment_bytes(segment) + 1) or []
+        walk = self._walk(cursor)
+        vocab = planner.tok.vocab
         path = b"".join(vocab[t] for t in walk)
-        few = len(ids) <= _FEW
-        fits: list[int] = [
+        if len(ids) <= _FEW:
+            candidates: list[int] = ids.tolist()
+        else:
+            by_bytes = self._by_bytes()
+            candidates = sorted(
+                {t for k in range(1, len(path) + 1) for t in by_bytes.get(path[:k], ())}
+            )
+            candidates = [t for t in candidates if _has(ids, t)]
+        fits = [
             t
-            for t in ids.tolist()
-            if (few or path.startswith(vocab[t]))
-            and 1 + self.greedy(planner.advance(cursor, t, critical=False)) <= budget
+            for t in candidates
+            if 1 + self.greedy(planner.advance(cursor, t, critical=False)) <= budget
         ]
-        parts = [np.asarray(fits, dtype=np.int64)]
+        keep = np.isin(ids, np.asarray(fits, dtype=np.int64), assume_unique=True)
         if not walk:  # complete here (a number that could grow): the walk goes on after it
-            after = planner.resolve_state(segment.exit_state, "", critical=False, owe=segment.owe)
-            parts.append(ids[np.isin(ids, self.allowed(after, budget))])
+            keep |= np.isin(ids, self.allowed(after, budget), assume_unique=True)
         quote = path.find(b'"')
-        if not few and quote >= 0 and path[:quote] == b"]" * quote:
+        if len(ids) > _FEW and quote >= 0 and path[:quote] == b"]" * quote:
             if segment.in_string(cursor.tokens):
                 tables = planner.free_tables()
                 need = 1 + total - np.minimum(tables.safe_chars, quote)
-                plain = tables.safe_ids[need <= budget]
-                parts.append(ids[np.isin(ids, plain)])
-        return np.unique(np.concatenate(parts))
+                plain = np.zeros(len(vocab), dtype=np.bool_)
+                plain[tables.safe_ids[need <= budget]] = True
+                keep |= plain[ids]
+        return ids[keep]
+
+    def _by_bytes(self) -> dict[bytes, list[int]]:
+        """The vocabulary's token ids by their bytes (special tokens left out)."""
+        if self._token_bytes is None:
+            tok = self.planner.tok
+            table: dict[bytes, list[int]] = {}
+            for i, raw in enumerate(tok.vocab):
+                if raw and i not in tok.special_ids:
+                    table.setdefault(raw, []).append(i)
+            self._token_bytes = table
+        return self._token_bytes
 
     def _segment_bytes(self, segment: GrammarSegment) -> int:
         """Most bytes the closing walk writes in ``segment``: its texts and value bounds."""
+        hit = self._segment_size.get(segment)
+        if hit is not None:
+            return hit
         n = sum(len(t.encode("utf-8")) for t in segment.texts)
         for v in segment.values:
             bound = closing_bytes(v.node)
             if bound is None:  # unreachable: not `enforced`
                 raise GenerationError(f"{segment.where}: a grammar value has no budget bound")
             n += bound
+        self._segment_size[segment] = n
         return n
 
     def _segment_roomy(self, cursor: GrammarCursor) -> int:

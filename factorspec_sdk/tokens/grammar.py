@@ -123,6 +123,10 @@ class GrammarTables:
         for i, raw in enumerate(tok.vocab):
             if len(raw) == 1 and i not in tok.special_ids:
                 self.byte_ids.setdefault(raw[0], i)
+        plain = (1 << self.vocab_size) - 1
+        for i in tok.special_ids:
+            plain &= ~(1 << i)
+        self._plain_bits = plain
         self._templates: OrderedDict[tuple[tuple[str, ...], tuple[str, ...]], Any] = OrderedDict()
         self._max = max_grammars
         self._lock = threading.Lock()
@@ -151,6 +155,20 @@ class GrammarTables:
             if len(self._templates) > self._max:
                 self._templates.popitem(last=False)
         return template.deep_copy()
+
+    def walk_token(self, bitmask: bytes, order: Sequence[int]) -> int:
+        """The closing walk's token at an llguidance bitmask (-1 when there is none).
+
+        The one token allowed (forced text), else the first token of ``order`` allowed;
+        special tokens (EOS) left out. Bit tests on the mask, without listing its ids.
+        """
+        bits = int.from_bytes(bitmask, "little") & self._plain_bits
+        if bits.bit_count() == 1:
+            return bits.bit_length() - 1
+        for t in order:
+            if bitmask[t >> 3] >> (t & 7) & 1:
+                return t
+        return -1
 
     def ids(self, bitmask: bytes) -> TokenIds:
         """Allowed token ids of an llguidance bitmask, special tokens (EOS) left out."""
@@ -263,14 +281,10 @@ class GrammarSegment:
         while not m.is_accepting():
             if len(out) >= limit:
                 return None
-            ids = tables.ids(m.compute_bitmask())
-            if len(ids) == 1:  # forced text: llguidance allows its canonical token alone
-                token = int(ids[0])
-            else:
-                allowed = set(ids.tolist())
-                token = next((t for t in order if t in allowed), -1)
-                if token < 0:
-                    return None
+            # forced text (llguidance allows its canonical token alone), else ``order``
+            token = tables.walk_token(m.compute_bitmask(), order)
+            if token < 0:
+                return None
             if not m.consume_tokens([token]):
                 raise GenerationError(f"{self.where}: llguidance refused a token it allowed")
             out.append(token)

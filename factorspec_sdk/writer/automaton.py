@@ -307,6 +307,8 @@ class Writer:
         self._choice_cache: dict[WriterState, Choice] = {}
         self._longest_cache: dict[Path, int] = {}
         """`_longest` per path: the spec fixes it, and the token budget asks it at every step."""
+        self._shortest_cache: dict[int, int] = {}
+        """`_shortest` per layout node, by ``id`` (the spec keeps its nodes alive)."""
         self.grammar_strings = has_grammar(spec.layout)
         """Whether free strings are grammar values too (see `string_grammar`)."""
 
@@ -406,7 +408,7 @@ class Writer:
         if p is not None:
             node = p.node
             if s.partial is None:
-                total += _shortest(node)
+                total += _shortest(node, self._shortest_cache)
             elif isinstance(node, LeafLayout) and node.kind == "str":
                 total += max(0, node.min_length - len(s.partial)) + 1
             elif isinstance(node, LeafLayout) and node.kind == "date":
@@ -421,14 +423,19 @@ class Writer:
         for frame in reversed(s.stack):
             if isinstance(frame, _ObjFrame) and frame.entry:
                 for k, f in enumerate(frame.node.fields[frame.index :], start=frame.index):
-                    total += (2 if k else 0) + _shortest(f.node)
+                    total += (2 if k else 0) + _shortest(f.node, self._shortest_cache)
             elif isinstance(frame, _ObjFrame):
                 for k, f in enumerate(frame.node.fields[frame.index :], start=frame.index):
-                    total += (2 if k else 0) + len(value_text(f.key)) + 2 + _shortest(f.node)
+                    total += (
+                        (2 if k else 0)
+                        + len(value_text(f.key))
+                        + 2
+                        + _shortest(f.node, self._shortest_cache)
+                    )
                 total += 1
             else:
                 missing = max(0, frame.node.min_length - frame.index)
-                total += missing * (2 + _item_shortest(frame.node)) + 1
+                total += missing * (2 + _item_shortest(frame.node, self._shortest_cache)) + 1
         return total
 
     def longest_bytes(self) -> int:
@@ -1044,18 +1051,24 @@ def string_grammar(node: LeafLayout) -> GrammarLayout:
     return GrammarLayout(json.dumps(schema, sort_keys=True, separators=(",", ":")))
 
 
-def _shortest(node: LayoutNode) -> int:
-    """Characters of the shortest canonical JSON text of ``node`` (relations ignored)."""
+def _shortest(node: LayoutNode, memo: dict[int, int]) -> int:
+    """Characters of the shortest canonical JSON text of ``node`` (relations ignored).
+
+    ``memo`` holds the answers by ``id(node)`` for nodes that outlive it (one spec's).
+    """
+    hit = memo.get(id(node))
+    if hit is not None:
+        return hit
     if isinstance(node, GrammarLayout):
-        return 1  # a lower bound: every JSON value has a character
-    if isinstance(node, ObjectLayout):
-        n = 2 + sum(len(value_text(f.key)) + 2 + _shortest(f.node) for f in node.fields)
+        n = 1  # a lower bound: every JSON value has a character
+    elif isinstance(node, ObjectLayout):
+        n = 2 + sum(len(value_text(f.key)) + 2 + _shortest(f.node, memo) for f in node.fields)
         n += 2 * max(0, len(node.fields) - 1)
     elif isinstance(node, ListLayout):
         m = node.min_length
-        n = 2 + m * _item_shortest(node) + 2 * max(0, m - 1)
+        n = 2 + m * _item_shortest(node, memo) + 2 * max(0, m - 1)
     elif isinstance(node, UnionLayout):
-        n = min(_shortest(b) for b in node.branches)
+        n = min(_shortest(b, memo) for b in node.branches)
     elif node.kind == "bool":
         n = 4
     elif node.kind == "enum":
@@ -1070,16 +1083,19 @@ def _shortest(node: LayoutNode) -> int:
         n = len('"PT0S"')
     else:
         n = 1
-    return min(n, 4) if node.nullable else n
+    if not isinstance(node, GrammarLayout) and node.nullable:
+        n = min(n, 4)
+    memo[id(node)] = n
+    return n
 
 
-def _item_shortest(node: ListLayout) -> int:
+def _item_shortest(node: ListLayout, memo: dict[int, int]) -> int:
     """Characters of a list's shortest item: a dict's entry is ``"k": v``, no braces."""
     item = node.item
     if node.mapping and isinstance(item, ObjectLayout):
         key, value = item.fields
-        return _shortest(key.node) + 2 + _shortest(value.node)
-    return _shortest(item)
+        return _shortest(key.node, memo) + 2 + _shortest(value.node, memo)
+    return _shortest(item, memo)
 
 
 def _utf8(text: str) -> int:

@@ -196,6 +196,30 @@ def test_the_in_string_rule_counts_what_the_walk_counts(name: str, tok: Tokenize
     assert checked
 
 
+@pytest.mark.parametrize("name", list(MODELS))
+def test_every_token_a_budget_allows_in_a_segment_fits(name: str, tok: TokenizerInfo) -> None:
+    """Each budget mask in a grammar segment, from one token of room to the whole segment's
+    (where tokens are allowed by the segment's bound, without a walk), lets in only tokens
+    after which the greedy completion fits."""
+    p = planner_of(name, tok)
+    rng = np.random.default_rng(3)
+    counter = Planner(p.writer, tok)  # counts each token's completion from scratch
+    all_allowed = 0
+    for cursor in grammar_cursors(p, rng, 4)[::4]:
+        g = p.bound.greedy(cursor)
+        for slack in (1, 2, 8, 40, 400):
+            budget = g + slack
+            if budget >= p.bound.ceiling:
+                continue
+            allowed = p.allowed(cursor, budget)
+            assert len(allowed), "the budget mask left no token"
+            all_allowed += len(allowed) == len(p.allowed(cursor))
+            sample = rng.choice(allowed, size=min(8, len(allowed)), replace=False)
+            for t in sample.tolist():
+                assert 1 + counter.bound.greedy(p.advance(cursor, t)) <= budget
+    assert all_allowed  # some budget was roomy enough to allow every token
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_greedy_speculative_equals_plain_under_a_tight_budget(
     seed: int, tok: TokenizerInfo
