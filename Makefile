@@ -63,7 +63,7 @@ typecheck: install
 	$(VENV)/bin/mypy
 
 pytest: install
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=30
 
 test: lint typecheck docs pytest
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -19,17 +18,6 @@ from factorspec_sdk.server import create_app
 from factorspec_sdk.server.app import ServerOptions
 from tests.helpers import TRIP_CONTEXT, Pick, Trip, tiny_tokenizer
 from tests.server.helpers import MODEL, Slow, running, scripted_engine, slow_engine
-
-
-@pytest.fixture(scope="module")
-def url() -> Iterator[str]:
-    with running(create_app(scripted_engine(), model_name=MODEL)) as base:
-        yield base
-
-
-@pytest.fixture(scope="module")
-def client(url: str) -> openai.OpenAI:
-    return openai.OpenAI(base_url=url + "/v1", api_key="none", max_retries=0)
 
 
 def trip_ir() -> dict[str, object]:

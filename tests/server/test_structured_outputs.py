@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 
 import httpx
 import jsonschema
@@ -16,25 +15,13 @@ import openai  # noqa: TID253
 import pytest
 
 from factorspec_sdk.ir import to_ir
-from factorspec_sdk.server import create_app
 from factorspec_sdk.server.protocol import ApiError
 from factorspec_sdk.server.structured import regex_language
 from tests.helpers import TRIP_CONTEXT, Pick, Trip
-from tests.server.helpers import MODEL, running, scripted_engine
+from tests.server.helpers import MODEL
 
 MESSAGES = [{"role": "user", "content": "answer"}]
 FORMATS = jsonschema.Draft202012Validator.FORMAT_CHECKER
-
-
-@pytest.fixture(scope="module")
-def url() -> Iterator[str]:
-    with running(create_app(scripted_engine(), model_name=MODEL)) as base:
-        yield base
-
-
-@pytest.fixture(scope="module")
-def client(url: str) -> openai.OpenAI:
-    return openai.OpenAI(base_url=url + "/v1", api_key="none", max_retries=0)
 
 
 def vllm_style(client: openai.OpenAI, constraint: dict[str, object], **kw: object) -> object:

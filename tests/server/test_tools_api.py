@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import jsonschema
 import openai  # noqa: TID253
-import pytest
 
-from factorspec_sdk.server import create_app
-from tests.server.helpers import MODEL, running, scripted_engine
+from tests.server.helpers import MODEL
 
 WEATHER = {
     "type": "object",
@@ -40,17 +37,6 @@ TOOLS: list[Any] = [
 SCHEMAS = {"get_weather": WEATHER, "math.factorial": FACTORIAL}
 BAD_REF = {"$ref": "#/nowhere"}
 MESSAGES: list[Any] = [{"role": "user", "content": "What is 5 factorial?"}]
-
-
-@pytest.fixture(scope="module")
-def url() -> Iterator[str]:
-    with running(create_app(scripted_engine(), model_name=MODEL)) as base:
-        yield base
-
-
-@pytest.fixture(scope="module")
-def client(url: str) -> openai.OpenAI:
-    return openai.OpenAI(base_url=url + "/v1", api_key="none", max_retries=0)
 
 
 def check_calls(message: Any) -> list[tuple[str, dict[str, Any]]]:
