@@ -6,6 +6,13 @@ of the spec. Facts are pushed one scope each; a query first pops back to the lon
 prefix of the component's facts with the ones already pushed, then pushes the rest. Answers
 are cached (LRU) by the component's facts.
 
+Models the solver returns are kept (a few per component) as *witnesses*: a model of the
+component's constraints that satisfies every fact of a later query is a completion of it, so
+that query is feasible without a check, and the witness's value of the variable asked is one
+of its feasible values without a check. A record's facts grow one value at a time, mostly
+values some witness holds, so a value the relations determine costs one check (the proof
+that no other value is feasible) instead of two checks and a model.
+
 Every answer is exact: a value is reported feasible iff some completion of the assignment
 satisfies every relation and bound. A solver ``unknown`` raises `OracleError`.
 
@@ -37,6 +44,8 @@ __all__ = ["Oracle", "OracleStats"]
 _CACHE_SIZE = 8192
 _NEXT_DIGITS_FAST_LIMIT = 32
 _MAX_DIGITS = 18
+_WITNESSES = 16
+"""Models kept per component solver as witnesses for later queries (the most recent)."""
 
 
 @dataclass(slots=True)
@@ -77,6 +86,8 @@ class _Solver:
         self.spec = spec
         self.stats = oracle.stats
         self.variables = comp.variables
+        self.witnesses: list[tuple[z3.ModelRef, tuple[Fact, ...]]] = []
+        """Models of the component found by earlier checks, each with facts it satisfies."""
 
     def term(self, var: str) -> z3.ExprRef:
         t = self.terms.get(var)
@@ -128,6 +139,33 @@ class _Solver:
         if isinstance(value, bool) or not isinstance(value, int):
             raise ValueError(f"{var} is an int variable, got {value!r}")
         return cast(z3.BoolRef, t == value)
+
+    def witness(self, facts: tuple[Fact, ...]) -> z3.ModelRef | None:
+        """A model found earlier that satisfies ``facts`` too (so they are feasible), or None.
+
+        A model of the component's constraints that agrees with every fact is a completion
+        of the assignment: exact, like a check. Each kept model remembers facts it satisfies;
+        only the facts past their common prefix are evaluated.
+        """
+        for i in range(len(self.witnesses) - 1, -1, -1):
+            model, agreed = self.witnesses[i]
+            k = 0
+            n = min(len(agreed), len(facts))
+            while k < n and agreed[k] == facts[k]:
+                k += 1
+            if all(
+                z3.is_true(model.eval(self.literal(f), model_completion=True)) for f in facts[k:]
+            ):
+                if len(facts) > len(agreed):
+                    self.witnesses[i] = (model, facts)
+                return model
+        return None
+
+    def remember(self, model: z3.ModelRef, facts: tuple[Fact, ...]) -> None:
+        """Keep ``model`` (which satisfies ``facts``) as a witness for later queries."""
+        self.witnesses.append((model, facts))
+        if len(self.witnesses) > _WITNESSES:
+            del self.witnesses[0]
 
     def check(self) -> bool:
         self.stats.solver_checks += 1
@@ -201,8 +239,11 @@ class Oracle:
         if hit:
             return cast(bool, val)
         s = self._solver(index)
-        s.sync(facts)
-        ok = s.check()
+        if s.witness(facts) is not None:
+            ok = True
+        else:
+            s.sync(facts)
+            ok = s.check()
         self._store(key, ok)
         return ok
 
@@ -248,15 +289,21 @@ class Oracle:
             return cast("list[Value] | None", val)
         result: list[Value] | None
         s = self._solver(index)
+        witness = s.witness(facts)
         s.sync(facts)
         t = s.term(var)
         found: list[Value] = []
         s.solver.push()
         try:
             while True:
-                if not s.check():
+                if witness is not None:  # a value of a known completion: no check for it
+                    model, witness = witness, None
+                elif s.check():
+                    model = s.solver.model()
+                    s.remember(model, facts)
+                else:
                     break
-                v = s.solver.model().eval(t, model_completion=True)
+                v = model.eval(t, model_completion=True)
                 found.append(s.decode(var, v))
                 if len(found) > limit:
                     break

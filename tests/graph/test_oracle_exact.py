@@ -209,6 +209,61 @@ def test_oracle_matches_brute_force(idx: tuple[int, ...]) -> None:
     assert oracle.stats.cache_hits > 0
 
 
+@pytest.mark.parametrize("idx", COMBOS)
+def test_oracle_matches_brute_force_along_records(idx: tuple[int, ...]) -> None:
+    """Facts added one at a time, as the writer adds them, with every unassigned variable
+    asked at each step: the queries the oracle answers from models kept from earlier ones
+    (witnesses) as well as by fresh checks; a value the record then takes is often one a
+    witness holds, sometimes not (a record that is no solution, or a value drawn at random).
+    """
+    sols = solutions(idx)
+    if not sols:
+        return
+    spec = compile_spec(make_model(idx))
+    oracle = spec.new_oracle()
+    rnd = random.Random(7 + sum(idx))
+    for _ in range(4):
+        record = dict(rnd.choice(sols))
+        if rnd.random() < 0.3:  # leave the solutions part-way
+            record["y"] = rnd.randint(-12, 12)
+        all_facts = [f for f in facts_of(record, True) if f[0] in spec.variables]
+        for n in range(len(all_facts) + 1):
+            facts = all_facts[:n]
+            completions = [r for r in sols if consistent(r, facts)]
+            assignment = tuple(facts)
+            assigned = {f[0] for f in facts if not isinstance(f[1], AtLeast)}
+            at_least = max([f[1].n for f in facts if isinstance(f[1], AtLeast)], default=0)
+            for var in rnd.sample(sorted(spec.variables), len(spec.variables)):
+                if var in assigned or (var.startswith("xs[") and int(var[3:-1]) >= at_least):
+                    continue
+                expected = sorted({var_value(r, var)[1] for r in completions}, key=repr)
+                got = oracle.feasible_values(assignment, var)
+                assert got is not None
+                assert sorted(got, key=repr) == expected, (var, facts, idx)
+            assert oracle.feasible(assignment) == bool(completions), (facts, idx)
+
+
+def test_a_determined_value_costs_one_check() -> None:
+    """Once a model of the assignment is known, a value the relations fix is proved unique
+    with one solver check (no model asked for its value)."""
+
+    class Chain(BaseModel):
+        a: int = Field(ge=0, le=20)
+        b: int = Field(ge=0, le=20)
+        c: int = Field(ge=0, le=20)
+
+        @relation
+        def steps(self) -> bool:
+            return self.b == self.a + 1 and self.c == self.b + 1
+
+    oracle = compile_spec(Chain).new_oracle()
+    assert oracle.feasible_values((), "a") == list(range(19))
+    before = oracle.stats.solver_checks
+    assert oracle.feasible_values((("a", 4),), "b") == [5]
+    assert oracle.feasible_values((("a", 4), ("b", 5)), "c") == [6]
+    assert oracle.stats.solver_checks - before == 2
+
+
 def test_next_digits_wide_domain() -> None:
     """next_digits by interval search (too many values to enumerate)."""
 
