@@ -217,37 +217,40 @@ class CompletionBound:
     # ------------------------------------------------------------------ grammar segments
 
     def _grammar_greedy(self, cursor: GrammarCursor) -> int:
-        """``G`` in a grammar segment: its closing walk, then ``G`` after the segment.
-
-        Every cursor along the walk is memoized with what is left of it: the walk from the
-        cursor after its first token is the rest of it (each step depends on the matcher's
-        state alone), so ``G`` there is one less, the invariant the masks rest on.
-        """
-        walk = self._walk(cursor)
-        total = len(walk) + self._exit_greedy(cursor.segment)
-        tokens = cursor.tokens
-        for i in range(len(walk) + 1):
-            self._greedy[GrammarCursor(cursor.segment, (*tokens, *walk[:i]))] = total - i
+        """``G`` in a grammar segment: its closing walk, then ``G`` after the segment."""
+        walk, i = self._walk(cursor)
+        total = len(walk) - i + self._exit_greedy(cursor.segment)
+        self._greedy[cursor] = total
         return total
 
-    def _walk(self, cursor: GrammarCursor) -> tuple[int, ...]:
-        """The closing walk from ``cursor`` (memoized for every cursor along it)."""
+    def _walk(self, cursor: GrammarCursor) -> tuple[tuple[int, ...], int]:
+        """The closing walk from ``cursor``: ``walk[i:]`` of the ``(walk, i)`` returned.
+
+        Memoized per cursor. A cursor one token along a memoized cursor's walk takes the rest
+        of that walk (each step of a walk depends on the matcher's state alone, so the walk
+        after its first token is the rest of it: ``G`` drops by one, the invariant the masks
+        rest on), so following a walk token by token walks nothing again.
+        """
         hit = self._walks.get(cursor)
         if hit is not None:
-            walk, i = hit
-            return walk[i:]
+            return hit
         segment = cursor.segment
-        found = segment.closing(cursor.tokens, self._segment_bytes(segment) + 1)
+        tokens = cursor.tokens
+        if tokens:
+            parent = self._walks.get(GrammarCursor(segment, tokens[:-1]))
+            if parent is not None:
+                walk, i = parent
+                if i < len(walk) and walk[i] == tokens[-1]:
+                    hit = self._walks[cursor] = (walk, i + 1)
+                    return hit
+        found = segment.closing(tokens, self._segment_bytes(segment) + 1)
         if found is None:
             raise GenerationError(
                 f"{segment.where}: the token budget's closing walk did not finish the grammar "
                 "value within its bound (an internal error: please report it)"
             )
-        walk = tuple(found)
-        tokens = cursor.tokens
-        for i in range(len(walk) + 1):
-            self._walks[GrammarCursor(segment, (*tokens, *walk[:i]))] = (walk, i)
-        return walk
+        hit = self._walks[cursor] = (tuple(found), 0)
+        return hit
 
     def _exit_greedy(self, segment: GrammarSegment) -> int:
         """``G`` after ``segment`` (the same from every cursor in it: its exit is fixed)."""
@@ -284,9 +287,9 @@ class CompletionBound:
                 return ids
             return np.union1d(step.ids, self.allowed(after, budget)).astype(np.int64)
         total = self.greedy(cursor)
-        walk = self._walk(cursor)
+        walk, i = self._walk(cursor)
         vocab = planner.tok.vocab
-        path = b"".join(vocab[t] for t in walk)
+        path = b"".join(vocab[t] for t in walk[i:])
         if len(ids) <= _FEW:
             candidates: list[int] = ids.tolist()
         else:
@@ -301,7 +304,7 @@ class CompletionBound:
             if 1 + self.greedy(planner.advance(cursor, t, critical=False)) <= budget
         ]
         keep = np.isin(ids, np.asarray(fits, dtype=np.int64), assume_unique=True)
-        if not walk:  # complete here (a number that could grow): the walk goes on after it
+        if i == len(walk):  # complete here (a number that could grow): the walk goes on after it
             keep |= np.isin(ids, self.allowed(after, budget), assume_unique=True)
         quote = path.find(b'"')
         if len(ids) > _FEW and quote >= 0 and path[:quote] == b"]" * quote:

@@ -87,6 +87,10 @@ def lark_grammar(texts: Sequence[str], schemas: Sequence[str]) -> str:
     return "\n".join(["start: " + " ".join(parts), *rules]) + "\n"
 
 
+_ENCODER_MEMO = 4096
+"""Texts the encoder remembers before it starts afresh."""
+
+
 class _Encoder:
     """The canonical encoder, in the shape llguidance's ``TokenizerWrapper`` calls."""
 
@@ -96,11 +100,19 @@ class _Encoder:
         self.tokens = list(tok.vocab)
         self.special_token_ids = sorted(tok.special_ids)
         self._encode = tok.encode
+        self._memo: dict[str, list[int]] = {}
+        """Texts llguidance asked for (the forced text of a segment, asked at every mask)."""
 
     def __call__(self, text: str | bytes) -> list[int]:
         if isinstance(text, bytes):
             text = text.decode("utf-8", errors="replace")
-        return self._encode(text)
+        hit = self._memo.get(text)
+        if hit is None:
+            hit = self._encode(text)
+            if len(self._memo) >= _ENCODER_MEMO:
+                self._memo.clear()
+            self._memo[text] = hit
+        return list(hit)
 
 
 class GrammarTables:
