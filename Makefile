@@ -70,6 +70,9 @@ test: lint typecheck docs pytest
 bench-oracle: install
 	$(PY) -m factorspec_sdk.bench.oracle_bench
 
+bench-planning: install
+	$(PY) -m factorspec_sdk.bench.planning --n 24 --cities 3-5
+
 bench-gen: install
 	$(PY) -m factorspec_sdk.bench.gen_bench
 

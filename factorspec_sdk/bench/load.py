@@ -16,21 +16,34 @@ import statistics
 import threading
 import time
 from collections import Counter
+from typing import TYPE_CHECKING
 
 from factorspec_sdk.domains.trip import generate_problem, prompt_for
 from factorspec_sdk.engines.protocol import Engine
 from factorspec_sdk.ir import to_ir
 
-__all__ = ["main", "run_load"]
+if TYPE_CHECKING:
+    from factorspec_sdk.engines.scripted import ScriptedEngine
+
+__all__ = ["main", "run_load", "scripted_engine"]
+
+
+def scripted_engine() -> ScriptedEngine:
+    """The load's scripted engine: random logits over a tiny vocabulary (forwards cost ~0).
+
+    Every printable character plus three JSON merges, so what a record costs is FactorSpec's
+    own work (spec, oracle, planning, masks), not the model's.
+    """
+    from factorspec_sdk.engines.scripted import ScriptedEngine
+    from factorspec_sdk.tokens.vocab import TokenizerInfo
+
+    pieces = [*sorted({chr(c) for c in range(32, 127)} | {"\n"}), '{"', '": ', ', "']
+    return ScriptedEngine.random(TokenizerInfo.tiny(pieces), seed=1, temperature_scale=2.0)
 
 
 def _engine(name: str) -> Engine:
     if name == "scripted":
-        from factorspec_sdk.engines.scripted import ScriptedEngine
-        from factorspec_sdk.tokens.vocab import TokenizerInfo
-
-        pieces = [*sorted({chr(c) for c in range(32, 127)} | {"\n"}), '{"', '": ', ', "']
-        return ScriptedEngine.random(TokenizerInfo.tiny(pieces), seed=1, temperature_scale=2.0)
+        return scripted_engine()
     from factorspec_sdk.engines import create_logits_engine
 
     return create_logits_engine(name)

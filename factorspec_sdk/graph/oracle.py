@@ -33,7 +33,7 @@ import z3
 
 from factorspec_sdk.errors import OracleError
 from factorspec_sdk.graph.compiled import AtLeast, AtMost, Fact, Value
-from factorspec_sdk.graph.z3context import MAIN_CONTEXT_LOCK
+from factorspec_sdk.graph.z3context import MAIN_CONTEXT_LOCK, private_context
 from factorspec_sdk.relations.compiler import BOOL_KINDS, OTHER_CODE, OTHER_TEXT
 
 if TYPE_CHECKING:
@@ -196,7 +196,7 @@ class Oracle:
 
     def __init__(self, spec: CompiledSpec) -> None:
         self.spec = spec
-        self.ctx = z3.Context()
+        self.ctx = private_context()
         self.stats = OracleStats()
         self._solvers: dict[int, _Solver] = {}
         self._cache: OrderedDict[Hashable, object] = OrderedDict()

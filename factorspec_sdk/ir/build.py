@@ -42,6 +42,7 @@ from factorspec_sdk.errors import FactorSpecError, OracleError, SpecError
 from factorspec_sdk.graph.assemble import RelationFactor, assemble_spec, schema_factor_name
 from factorspec_sdk.graph.cache import SpecCache
 from factorspec_sdk.graph.compiled import CompiledSpec
+from factorspec_sdk.graph.z3context import private_context
 from factorspec_sdk.ir.model import (
     OPS,
     Apply,
@@ -864,7 +865,7 @@ def _build(checked: CheckedIR, limits: IRLimits, solver_timeout_ms: int | None) 
             raise IRError(f"the string table repeats {text!r}")
         strings.code(text)
 
-    ctx = z3.Context()
+    ctx = private_context()
     specs: dict[str, _VarSpec] = {}
     for v in ir.variables:
         if v.name in specs:

@@ -1,14 +1,20 @@
-"""The Z3 main-context lock: oracles copy a spec's terms out of the main context under it."""
+"""Z3 contexts: oracles copy a spec's terms out of the main context under its lock; private
+contexts are reused once nothing refers to them."""
 
 from __future__ import annotations
 
 import threading
 
+import pytest
+import z3
 from pydantic import BaseModel, Field
 
 from factorspec_sdk import relation
 from factorspec_sdk.graph import MAIN_CONTEXT_LOCK, compile_spec
 from factorspec_sdk.graph.compiled import Value
+from factorspec_sdk.graph.z3context import ContextPool
+from factorspec_sdk.ir import spec_from_ir, to_ir
+from tests.helpers import TRIP_CONTEXT, Trip
 
 
 class Limit(BaseModel):
@@ -86,6 +92,52 @@ def test_compiling_and_querying_in_many_threads() -> None:
         threading.Thread(target=compile_many, args=(Diff, range(-9, 10))),
     ]
     threads += [threading.Thread(target=query_many, args=(cap,)) for cap in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not any(t.is_alive() for t in threads)
+    assert not errors
+
+
+def test_a_context_is_reused_only_once_nothing_refers_to_it() -> None:
+    pool = ContextPool(2)
+    first = pool.get()
+    second = pool.get()
+    assert first is not second and pool.made == 2  # the first is in use
+    term = z3.Int("x", first)
+    first_id = id(first)
+    del first
+    third = pool.get()
+    assert id(third) != first_id and pool.made == 3  # a term still holds the first
+    del term
+    assert id(pool.get()) == first_id and pool.made == 3  # nothing refers to it now
+    del second, third
+    with pytest.raises(ValueError):
+        ContextPool(-1)
+    unkept = ContextPool(0)
+    unkept.get()
+    unkept.get()
+    assert unkept.made == 2
+
+
+def test_specs_from_ir_and_their_oracles_in_many_threads() -> None:
+    """Pooled contexts handed to specs and oracles that come and go in many threads."""
+    ir = to_ir(Trip, TRIP_CONTEXT)
+    want = spec_from_ir(ir).new_oracle().feasible_values((), "legs[0].city")
+    assert want
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            for _ in range(15):
+                oracle = spec_from_ir(ir).new_oracle()
+                assert oracle.feasible_values((), "legs[0].city") == want
+                del oracle
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work) for _ in range(6)]
     for t in threads:
         t.start()
     for t in threads:
