@@ -53,6 +53,7 @@ def _serve(engine: Engine, model_name: str) -> tuple[str, object]:
     import uvicorn
 
     from factorspec_sdk.server import create_app
+    from factorspec_sdk.server.gc_policy import tune_gc
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -61,6 +62,7 @@ def _serve(engine: Engine, model_name: str) -> tuple[str, object]:
         create_app(engine, model_name=model_name), host="127.0.0.1", port=port, log_level="warning"
     )
     server = uvicorn.Server(config)
+    tune_gc()  # as `factorspec serve` does
     threading.Thread(target=server.run, daemon=True).start()
     while not server.started:
         time.sleep(0.05)

@@ -10,8 +10,10 @@ the writer, planning and masks). Each phase is timed in CPU seconds of this proc
 oracle's own counters say how many queries and solver checks the record took. Every record
 is checked against the spec (`check_record`) and must be valid.
 
-This is the figure the "cheaper planning" target of issue #16 is stated in (CPU per 3-5-city
-record); run it on an otherwise idle machine, one benchmark at a time.
+``--gc both`` (the default) runs the records twice, with Python's collector as it comes and
+as `factorspec serve` tunes it (`factorspec_sdk.server.gc_policy.tune_gc`), and prints the
+ratio. This is the figure the "cheaper planning" target of issue #16 is stated in (CPU per
+3-5-city record); run it on an otherwise idle machine, one benchmark at a time.
 """
 
 from __future__ import annotations
@@ -133,37 +135,71 @@ def _cities(text: str) -> tuple[int, int]:
     return a, b
 
 
+_ROWS = (
+    ("CPU ms, all", "cpu_ms"),
+    ("CPU ms, spec from IR", "spec_cpu_ms"),
+    ("CPU ms, decode", "decode_cpu_ms"),
+    ("wall ms", "wall_ms"),
+    ("oracle ms (wall)", "oracle_ms"),
+    ("oracle queries", "oracle_queries"),
+    ("solver checks", "solver_checks"),
+    ("tokens", "tokens"),
+)
+
+
+def _table(summaries: dict[str, dict[str, float]]) -> str:
+    modes = list(summaries)
+    head = "| per record (median) | " + " | ".join(f"gc {m}" for m in modes)
+    rule = "|---|" + "---:|" * len(modes)
+    if len(modes) == 2:
+        head += " | default / tuned"
+        rule += "---:|"
+    lines = [head + " |", rule]
+    for label, key in _ROWS:
+        values = [summaries[m][key + "_median"] for m in modes]
+        cells = [f"{v:.1f}" for v in values]
+        if len(modes) == 2:
+            cells.append(f"{values[0] / values[1]:.2f}x" if values[1] else "-")
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Command-line entry point."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--n", type=int, default=24, help="records (a distinct problem each)")
     parser.add_argument("--cities", type=_cities, default=(3, 5), help="N or LO-HI (3-5)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the first problem")
+    parser.add_argument(
+        "--gc",
+        choices=["default", "tuned", "both"],
+        default="both",
+        help="Python's collector as it comes, as `factorspec serve` tunes it "
+        "(factorspec_sdk.server.gc_policy), or both in this order (default)",
+    )
     parser.add_argument("--json", default=None, help="also write the records and summary here")
     args = parser.parse_args(argv)
     if args.n < 1:
         parser.error("--n must be at least 1")
-    costs = run(args.n, args.cities, args.seed)
-    s = summary(costs)
-    print(f"{len(costs)} trip records, {args.cities[0]}-{args.cities[1]} cities, scripted engine")
-    print("| per record | median | mean |")
-    print("|---|---:|---:|")
-    for label, key in (
-        ("CPU ms, all", "cpu_ms"),
-        ("CPU ms, spec from IR", "spec_cpu_ms"),
-        ("CPU ms, decode", "decode_cpu_ms"),
-        ("wall ms", "wall_ms"),
-        ("oracle ms (wall)", "oracle_ms"),
-        ("oracle queries", "oracle_queries"),
-        ("solver checks", "solver_checks"),
-        ("tokens", "tokens"),
-    ):
-        print(f"| {label} | {s[key + '_median']:.1f} | {s[key + '_mean']:.1f} |")
+    from factorspec_sdk.server.gc_policy import tune_gc
+
+    modes = ["default", "tuned"] if args.gc == "both" else [args.gc]
+    costs: dict[str, list[RecordCost]] = {}
+    for mode in modes:
+        if mode == "tuned":
+            tune_gc()
+        costs[mode] = run(args.n, args.cities, args.seed)
+    summaries = {m: summary(c) for m, c in costs.items()}
+    lo, hi = args.cities
+    print(f"{args.n} trip records, {lo}-{hi} cities, scripted engine, a distinct problem each")
+    print(_table(summaries))
     if args.json:
         import json
         from pathlib import Path
 
-        data = {"summary": s, "records": [asdict(c) for c in costs]}
+        data = {
+            m: {"summary": summaries[m], "records": [asdict(c) for c in costs[m]]} for m in modes
+        }
         Path(args.json).write_text(json.dumps(data, indent=2) + "\n")
 
 

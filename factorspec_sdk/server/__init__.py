@@ -117,6 +117,7 @@ def serve(
     import uvicorn
 
     from factorspec_sdk.server.app import ServerOptions, create_app
+    from factorspec_sdk.server.gc_policy import tune_gc
 
     served: Engine | UpstreamPool
     pool: UpstreamPool | None = None
@@ -149,6 +150,7 @@ def serve(
         solver_timeout_ms=30_000,
     )
     app = create_app(served, model_name=model_name, options=options)
+    tune_gc()  # this process is the server's: start-up's objects need no more collections
     try:
         uvicorn.run(app, host=host, port=port, log_level=log_level)
     finally:

@@ -28,11 +28,12 @@ def test_the_command_prints_a_table_and_writes_json(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "planning.json"
-    main(["--n", "2", "--cities", "3", "--json", str(out)])
+    main(["--n", "2", "--cities", "3", "--gc", "default", "--json", str(out)])
     printed = capsys.readouterr().out
     assert "2 trip records, 3-3 cities" in printed and "| CPU ms, all |" in printed
     data = json.loads(out.read_text())
-    assert data["summary"]["records"] == 2 and len(data["records"]) == 2
+    assert list(data) == ["default"]
+    assert data["default"]["summary"]["records"] == 2 and len(data["default"]["records"]) == 2
 
 
 def test_bad_cities_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
