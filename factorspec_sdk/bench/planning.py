@@ -56,8 +56,11 @@ class RecordCost:
         return self.spec_cpu_ms + self.decode_cpu_ms
 
 
-def run(n: int, cities: tuple[int, int], seed: int = 0) -> list[RecordCost]:
+def run(n: int, cities: tuple[int, int], seed: int = 0, *, unique: bool = True) -> list[RecordCost]:
     """Decode ``n`` records (``cities`` inclusive, cycled) and measure each.
+
+    ``unique``: problems with one valid plan (the relations fix every value, as in the load
+    script); else problems with several, where the sampled cities are real choices.
 
     Raises:
         RuntimeError: a record failed or is invalid (FactorSpec guarantees neither happens).
@@ -73,11 +76,11 @@ def run(n: int, cities: tuple[int, int], seed: int = 0) -> list[RecordCost]:
     engine = scripted_engine()
     tok = engine.tokenizer
     sizes = list(range(cities[0], cities[1] + 1))
-    warm = generate_problem(sizes[0], seed + 10_000)  # imports and first-use tables
+    warm = generate_problem(sizes[0], seed + 10_000, unique=unique)  # imports, first tables
     spec_from_ir(to_ir(Itinerary, warm))
     out: list[RecordCost] = []
     for i in range(n):
-        problem = generate_problem(sizes[i % len(sizes)], seed + i)
+        problem = generate_problem(sizes[i % len(sizes)], seed + i, unique=unique)
         ir = to_ir(Itinerary, problem)
         prompt = tok.encode(prompt_for(problem))
         w0, c0 = time.perf_counter(), time.process_time()
@@ -177,6 +180,12 @@ def main(argv: list[str] | None = None) -> None:
         help="Python's collector as it comes, as `factorspec serve` tunes it "
         "(factorspec_sdk.server.gc_policy), or both in this order (default)",
     )
+    parser.add_argument(
+        "--no-unique",
+        dest="unique",
+        action="store_false",
+        help="problems with several valid plans (default: one, as the load script sends)",
+    )
     parser.add_argument("--json", default=None, help="also write the records and summary here")
     args = parser.parse_args(argv)
     if args.n < 1:
@@ -188,10 +197,11 @@ def main(argv: list[str] | None = None) -> None:
     for mode in modes:
         if mode == "tuned":
             tune_gc()
-        costs[mode] = run(args.n, args.cities, args.seed)
+        costs[mode] = run(args.n, args.cities, args.seed, unique=args.unique)
     summaries = {m: summary(c) for m, c in costs.items()}
     lo, hi = args.cities
-    print(f"{args.n} trip records, {lo}-{hi} cities, scripted engine, a distinct problem each")
+    plans = "one valid plan" if args.unique else "several valid plans"
+    print(f"{args.n} trip records, {lo}-{hi} cities ({plans}), scripted engine, a problem each")
     print(_table(summaries))
     if args.json:
         import json
