@@ -29,9 +29,18 @@ __all__ = ["CONTEXT_POOL", "MAIN_CONTEXT_LOCK", "ContextPool", "private_context"
 MAIN_CONTEXT_LOCK = threading.RLock()
 """Held while a thread creates, walks or translates terms of Z3's main context (re-entrant)."""
 
-_IDLE_REFS = 3
-"""References to a pooled context nobody uses, as `sys.getrefcount` counts them in
-`ContextPool.get`'s scan: the pool's list, the loop's variable and the call's argument."""
+
+def _ref_counts(items: list[z3.Context] | list[object]) -> list[int]:
+    """`sys.getrefcount` of each item, counted the same way for the pool and its probe."""
+    counts = []
+    for item in items:
+        counts.append(sys.getrefcount(item))
+    return counts
+
+
+_IDLE_REFS = _ref_counts([object()])[0]
+"""What `_ref_counts` says of an object only a list refers to (an idle pooled context), as
+this interpreter counts (its loop variable and argument may or may not add a reference)."""
 
 
 class ContextPool:
@@ -57,9 +66,10 @@ class ContextPool:
         a time, as any private context; it is idle again once they are all gone.
         """
         with self._lock:
-            for ctx in self._contexts:
-                if sys.getrefcount(ctx) == _IDLE_REFS:
-                    return ctx
+            counts = _ref_counts(self._contexts)
+            for i, n in enumerate(counts):
+                if n == _IDLE_REFS:
+                    return self._contexts[i]
             ctx = z3.Context()
             self.made += 1
             if len(self._contexts) < self.size:
