@@ -127,9 +127,9 @@ class RecordStream(Generic[T]):
         """The finished record, validated (raises the record's error, as ``generate`` does).
 
         Raises:
-            RuntimeError: the stream was not iterated to its end.
+            RuntimeError: the stream was neither iterated to its end nor closed.
         """
-        return _result(self._run, self._deliver)
+        return _result(self._done, self._run, self._deliver)
 
     def cancel(self) -> None:
         """End the record at its next step (if it is still running), without waiting."""
@@ -138,6 +138,7 @@ class RecordStream(Generic[T]):
     def close(self) -> None:
         """End the record at its next step (if it is still running) and wait for it."""
         self._run.close()
+        self._done = True  # the record has ended: its result (or error) is settled
 
     def __enter__(self) -> Self:
         return self
@@ -182,11 +183,12 @@ class AsyncRecordStream(Generic[T]):
     @property
     def result(self) -> GenerationResult[T]:
         """The finished record (see `RecordStream.result`)."""
-        return _result(self._run, self._deliver)
+        return _result(self._done, self._run, self._deliver)
 
     async def aclose(self) -> None:
         """End the record at its next step and wait for it (off the event loop)."""
         await asyncio.to_thread(self._run.close)
+        self._done = True  # the record has ended: its result (or error) is settled
 
     async def __aenter__(self) -> Self:
         return self
@@ -200,7 +202,9 @@ class AsyncRecordStream(Generic[T]):
         await self.aclose()
 
 
-def _result(run: RecordThread, deliver: Deliver[T]) -> GenerationResult[T]:
-    if run.outcome is None:
-        raise RuntimeError("the record is not finished: iterate the stream to its end")
+def _result(done: bool, run: RecordThread, deliver: Deliver[T]) -> GenerationResult[T]:
+    # iterated to its end or closed, not merely finished: the rule must not depend on the
+    # worker's pace
+    if not done or run.outcome is None:
+        raise RuntimeError("the record is not settled: iterate the stream to its end, or close it")
     return deliver(run.outcome)
