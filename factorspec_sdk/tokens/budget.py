@@ -97,12 +97,6 @@ if TYPE_CHECKING:
 __all__ = ["CompletionBound"]
 
 
-def _has(ids: TokenIds, token: int) -> bool:
-    """Whether the sorted ``ids`` hold ``token``."""
-    i = int(np.searchsorted(ids, token))
-    return i < len(ids) and int(ids[i]) == token
-
-
 _FEW = 64
 """A grammar segment's tokens under a tight budget are all counted one by one up to this many."""
 
@@ -294,10 +288,9 @@ class CompletionBound:
             candidates: list[int] = ids.tolist()
         else:
             by_bytes = self._by_bytes()
-            candidates = sorted(
-                {t for k in range(1, len(path) + 1) for t in by_bytes.get(path[:k], ())}
-            )
-            candidates = [t for t in candidates if _has(ids, t)]
+            prefixes = {t for k in range(1, len(path) + 1) for t in by_bytes.get(path[:k], ())}
+            on_path = np.asarray(sorted(prefixes), dtype=np.int64)
+            candidates = np.intersect1d(ids, on_path, assume_unique=True).tolist()
         fits = [
             t
             for t in candidates
