@@ -4,6 +4,7 @@ contexts are reused once nothing refers to them."""
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 import z3
@@ -119,6 +120,27 @@ def test_a_context_is_reused_only_once_nothing_refers_to_it() -> None:
     unkept.get()
     unkept.get()
     assert unkept.made == 2
+
+
+def test_the_pool_grows_with_the_load_and_frees_what_stays_idle() -> None:
+    pool = ContextPool(4, keep=1, idle_seconds=0.5)
+    held = [pool.get() for _ in range(6)]
+    assert pool.made == 6 and len(pool) == 4  # six in use at once; four kept
+    kept_ids = {id(c) for c in held[:4]}
+    del held
+    again = [pool.get() for _ in range(4)]  # the load comes back: no context is made
+    assert pool.made == 6 and {id(c) for c in again} == kept_ids
+    first_id = id(again[0])
+    del again
+    assert pool.trim() == 0  # idle, but not for long
+    time.sleep(0.6)
+    # idle past idle_seconds: all but `keep` go, the first time the pool is asked
+    assert pool.trim() == 3 and len(pool) == 1
+    assert id(pool.get()) == first_id and pool.made == 6
+    with pytest.raises(ValueError):
+        ContextPool(4, keep=-1)
+    with pytest.raises(ValueError):
+        ContextPool(4, idle_seconds=-1.0)
 
 
 def test_specs_from_ir_and_their_oracles_in_many_threads() -> None:
