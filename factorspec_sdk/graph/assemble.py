@@ -25,6 +25,7 @@ from pydantic import BaseModel
 
 from factorspec_sdk.errors import OracleError, SpecError, UnsatisfiableSpecError
 from factorspec_sdk.graph.compiled import CompiledSpec, Component, Factor
+from factorspec_sdk.graph.z3raw import Node, TermBuilder
 from factorspec_sdk.relations.compiler import InternTable, VarRecord
 from factorspec_sdk.relations.decorator import RelationSet
 from factorspec_sdk.relations.layout import ListLayout, Path, RootLayout, node_at, path_name
@@ -116,24 +117,26 @@ def assemble_spec(
 
     for rf in relation_factors:
         add(Factor(rf.name, "relation", rf.variables), rf.formula)
-    for rec in records.values():
-        fname = schema_factor_name(rec)
-        if rec.kind == "len":
-            node = node_at(layout, rec.path)
-            if not isinstance(node, ListLayout):  # pragma: no cover - the front ends check
-                raise SpecError(f"{name}: {path_name(rec.path)} is not a list")
-            t = cast(z3.ArithRef, rec.term)
-            lower = cast(z3.BoolRef, t >= node.min_length)
-            upper = cast(z3.BoolRef, t <= node.max_length)
-            if node.bounded_by_schema:
-                add(Factor(fname, "length", frozenset({rec.name})), z3.And(lower, upper))
-            else:
-                add(Factor(fname, "length", frozenset({rec.name})), lower)
-                default_upper[fname] = upper
-            continue
-        bc = bound_constraint(rec, strings, ctx)
-        if bc is not None:
-            add(Factor(fname, "bounds", frozenset({rec.name})), bc)
+    with TermBuilder(z3.main_ctx() if ctx is None else ctx) as tb:
+        for rec in records.values():
+            fname = schema_factor_name(rec)
+            if rec.kind == "len":
+                node = node_at(layout, rec.path)
+                if not isinstance(node, ListLayout):  # pragma: no cover - the front ends check
+                    raise SpecError(f"{name}: {path_name(rec.path)} is not a list")
+                t = tb.term(rec.term)
+                lower = _ge(tb, t, node.min_length)
+                upper = _le(tb, t, node.max_length)
+                if node.bounded_by_schema:
+                    both = tb.app("and", [lower, upper])
+                    add(Factor(fname, "length", frozenset({rec.name})), tb.wrap(both))
+                else:
+                    add(Factor(fname, "length", frozenset({rec.name})), tb.wrap(lower))
+                    default_upper[fname] = tb.wrap(upper)
+                continue
+            bc = bound_constraint(rec, strings, tb)
+            if bc is not None:
+                add(Factor(fname, "bounds", frozenset({rec.name})), bc)
 
     components = connected_components(name, records, factors, formulas, default_upper)
     if list_bounds is None:
@@ -157,42 +160,46 @@ def assemble_spec(
 # --------------------------------------------------------------------------- schema factors
 
 
-def bound_constraint(
-    rec: VarRecord, strings: InternTable, ctx: z3.Context | None = None
-) -> z3.BoolRef | None:
+def bound_constraint(rec: VarRecord, strings: InternTable, tb: TermBuilder) -> z3.BoolRef | None:
     """The schema bounds of one variable (enum choices, int bounds, string codes), if any.
 
-    Built in the Z3 context ``ctx`` of the variable's term (None: the main one); every string
-    choice must already be interned.
+    Built by ``tb`` (in the Z3 context of the variable's term); every string choice must
+    already be interned.
     """
-    t = rec.term
+    t = tb.term(rec.term)
     if rec.kind == "bool":
         if rec.choices is not None and len(set(rec.choices)) == 1:
-            return cast(z3.BoolRef, t == z3.BoolVal(bool(rec.choices[0]), ctx))
+            return tb.wrap(tb.app("eq", [t, tb.bool(bool(rec.choices[0]))]))
         return None
     if rec.kind == "str":
         if rec.choices is not None:
             codes = sorted({strings.code(cast(str, c)) for c in rec.choices})
-            return _in_set(cast(z3.ArithRef, t), codes)
-        return z3.And(t >= 0, t < len(strings))
+            return tb.wrap(_in_set(tb, t, codes))
+        return tb.wrap(tb.app("and", [_ge(tb, t, 0), tb.app("lt", [t, tb.int(len(strings))])]))
     if rec.choices is not None:
-        return _in_set(cast(z3.ArithRef, t), sorted({cast(int, c) for c in rec.choices}))
+        return tb.wrap(_in_set(tb, t, sorted({cast(int, c) for c in rec.choices})))
     parts = []
     if rec.ge is not None:
-        parts.append(t >= rec.ge)
+        parts.append(_ge(tb, t, rec.ge))
     if rec.le is not None:
-        parts.append(t <= rec.le)
-    if not parts:
-        return None
-    return z3.And(*parts) if len(parts) > 1 else parts[0]
+        parts.append(_le(tb, t, rec.le))
+    return tb.wrap(tb.conj(parts)) if parts else None
 
 
-def _in_set(t: z3.ArithRef, values: list[int]) -> z3.BoolRef:
+def _ge(tb: TermBuilder, t: Node, value: int) -> Node:
+    return tb.app("ge", [t, tb.int(value)])
+
+
+def _le(tb: TermBuilder, t: Node, value: int) -> Node:
+    return tb.app("le", [t, tb.int(value)])
+
+
+def _in_set(tb: TermBuilder, t: Node, values: list[int]) -> Node:
     if len(values) == 1:
-        return cast(z3.BoolRef, t == values[0])
+        return tb.app("eq", [t, tb.int(values[0])])
     if values[-1] - values[0] + 1 == len(values):
-        return z3.And(t >= values[0], t <= values[-1])
-    return z3.Or(*(t == v for v in values))
+        return tb.app("and", [_ge(tb, t, values[0]), _le(tb, t, values[-1])])
+    return tb.disj([tb.app("eq", [t, tb.int(v)]) for v in values])
 
 
 def connected_components(

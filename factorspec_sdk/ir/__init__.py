@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING
 
 from factorspec_sdk.ir.build import (
     IR_CACHE,
+    LAYOUT_CACHE,
     IRError,
     IRLimits,
     ir_digest,
@@ -60,6 +61,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "IR_CACHE",
+    "LAYOUT_CACHE",
     "IR_JSON_SCHEMA",
     "IR_VERSION",
     "IRError",

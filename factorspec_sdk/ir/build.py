@@ -36,13 +36,13 @@ from pydantic import (
     ValidationError,
     create_model,
 )
-from z3 import z3core as _C
 
 from factorspec_sdk.errors import FactorSpecError, OracleError, SpecError
 from factorspec_sdk.graph.assemble import RelationFactor, assemble_spec, schema_factor_name
 from factorspec_sdk.graph.cache import SpecCache
 from factorspec_sdk.graph.compiled import CompiledSpec
 from factorspec_sdk.graph.z3context import private_context
+from factorspec_sdk.graph.z3raw import Node, TermBuilder
 from factorspec_sdk.ir.model import (
     OPS,
     Apply,
@@ -107,6 +107,7 @@ from factorspec_sdk.relations.temporal import (
 
 __all__ = [
     "IR_CACHE",
+    "LAYOUT_CACHE",
     "CheckedIR",
     "IRError",
     "IRLimits",
@@ -181,21 +182,25 @@ DEFAULT_LIMITS = IRLimits()
 
 
 def json_depth(value: object, limit: int) -> int:
-    """Nesting depth of a JSON value (iterative); stops counting past ``limit + 1``."""
+    """Nesting depth of a JSON value (level by level); stops counting past ``limit + 1``."""
     deepest = 0
-    stack: list[tuple[object, int]] = [(value, 1)]
-    while stack:
-        v, d = stack.pop()
-        if isinstance(v, dict):
-            children: Sequence[object] = list(v.values())
-        elif isinstance(v, list):
-            children = v
-        else:
-            continue
-        deepest = max(deepest, d)
-        if d > limit:
-            return d
-        stack.extend((c, d + 1) for c in children)
+    level: list[object] = [value]
+    while level:
+        below: list[object] = []
+        containers = False
+        for v in level:
+            if isinstance(v, dict):
+                below.extend(v.values())
+                containers = True
+            elif isinstance(v, list):
+                below.extend(v)
+                containers = True
+        if not containers:
+            break
+        deepest += 1
+        if deepest > limit:
+            break
+        level = below
     return deepest
 
 
@@ -661,39 +666,43 @@ def _leaf_var(name: str, path: Path, node: LeafLayout) -> _VarSpec:
 # --------------------------------------------------------------------------- expressions
 
 
-_MK_N = {
-    "and": _C.Z3_mk_and,
-    "or": _C.Z3_mk_or,
-    "distinct": _C.Z3_mk_distinct,
-    "add": _C.Z3_mk_add,
-    "sub": _C.Z3_mk_sub,
-    "mul": _C.Z3_mk_mul,
-}
-_MK_2 = {
-    "implies": _C.Z3_mk_implies,
-    "eq": _C.Z3_mk_eq,
-    "le": _C.Z3_mk_le,
-    "lt": _C.Z3_mk_lt,
-    "ge": _C.Z3_mk_ge,
-    "gt": _C.Z3_mk_gt,
-    "div": _C.Z3_mk_div,
-    "mod": _C.Z3_mk_mod,
-}
 _BOOL_ARGS = frozenset({"and", "or", "not", "implies"})
 _INT_ARGS = frozenset({"le", "lt", "ge", "gt", "add", "sub", "mul", "div", "mod", "neg"})
 _BOOL_RESULT = frozenset({"and", "or", "not", "implies", "eq", "distinct", "le", "lt", "ge", "gt"})
 
 
 class _ExprBuilder:
-    def __init__(self, ctx: z3.Context, terms: dict[str, z3.ExprRef], limits: IRLimits) -> None:
-        self.ctx = ctx
+    """Builds the IR's formulas as raw libz3 terms (`TermBuilder`), checking sorts itself.
+
+    A node's sort is Boolean or integer (the only two a variable has), known before the node
+    is made: so every sort error is an `IRError` naming the place, and libz3 only ever sees
+    well-sorted arguments. Close it (``with``) once the formulas are wrapped.
+    """
+
+    def __init__(
+        self,
+        tb: TermBuilder,
+        terms: dict[str, z3.ExprRef],
+        is_bool: dict[str, bool],
+        limits: IRLimits,
+    ) -> None:
+        self.tb = tb
         self.terms = terms
+        self.is_bool = is_bool
         self.limits = limits
-        self.defs: list[z3.ExprRef] = []
+        self.defs: list[tuple[Node, bool]] = []
         self.nodes = 0
         self.used: set[str] = set()
 
-    def build(self, e: Expr, where: str, depth: int = 1) -> z3.ExprRef:
+    def formula(self, e: Expr, where: str) -> z3.BoolRef:
+        """A factor's formula as a z3py term (it must be Boolean)."""
+        node, is_bool = self.build(e, where)
+        if not is_bool:
+            raise IRError(f"{where}: the formula is not Boolean")
+        return self.tb.wrap(node)
+
+    def build(self, e: Expr, where: str, depth: int = 1) -> tuple[Node, bool]:
+        """The node of ``e`` and whether it is Boolean."""
         lim = self.limits
         self.nodes += 1
         if self.nodes > lim.max_expr_nodes:
@@ -708,55 +717,41 @@ class _ExprBuilder:
             if t is None:
                 raise IRError(f"{where}: unknown variable {e.var!r}")
             self.used.add(e.var)
-            return t
+            return self.tb.term(t), self.is_bool[e.var]
         if isinstance(e, IntConst):
             if abs(e.value) > lim.max_int:
                 raise IRError(f"{where}: integer constant beyond +-{lim.max_int}")
-            return z3.IntVal(e.value, self.ctx)
+            return self.tb.int(e.value), False
         if isinstance(e, BoolConst):
-            return z3.BoolVal(e.value, self.ctx)
+            return self.tb.bool(e.value), True
         if isinstance(e, DefRef):
             if not 0 <= e.index < len(self.defs):
                 raise IRError(f"{where}: def {e.index} is not defined before this point")
             return self.defs[e.index]
         return self._apply(e, where, depth)
 
-    def _apply(self, e: Apply, where: str, depth: int) -> z3.ExprRef:
+    def _apply(self, e: Apply, where: str, depth: int) -> tuple[Node, bool]:
         op = e.op
         lo, hi = OPS[op]
         n = len(e.args)
         if n < lo or (hi is not None and n > hi):
             want = f"{lo}" if lo == hi else f"{lo}..{hi if hi is not None else ''}"
             raise IRError(f"{where}: {op} takes {want} arguments, got {n}")
-        args = [self.build(a, where, depth + 1) for a in e.args]
-        if op in _BOOL_ARGS or (op == "ite" and args):
-            check = args if op in _BOOL_ARGS else args[:1]
-            if not all(z3.is_bool(a) for a in check):
-                raise IRError(f"{where}: {op} needs Boolean arguments")
-        if op in _INT_ARGS and not all(z3.is_int(a) for a in args):
+        built = [self.build(a, where, depth + 1) for a in e.args]
+        bools = [b for _, b in built]
+        if op in _BOOL_ARGS and not all(bools):
+            raise IRError(f"{where}: {op} needs Boolean arguments")
+        if op in _INT_ARGS and any(bools):
             raise IRError(f"{where}: {op} needs integer arguments")
-        if op in ("eq", "distinct") or op == "ite":
-            rest = args[1:] if op == "ite" else args
-            if not all(a.sort() == rest[0].sort() for a in rest):
+        if op == "ite":
+            if not bools[0]:
+                raise IRError(f"{where}: {op} needs Boolean arguments")
+            if bools[1] != bools[2]:
                 raise IRError(f"{where}: {op} needs arguments of one sort")
-        ref = self.ctx.ref()
-        if op in _MK_N:
-            arr = (z3.Ast * n)()
-            for i, a in enumerate(args):
-                arr[i] = a.as_ast()
-            ast = _MK_N[op](ref, n, arr)
-        elif op in _MK_2:
-            ast = _MK_2[op](ref, args[0].as_ast(), args[1].as_ast())
-        elif op == "not":
-            ast = _C.Z3_mk_not(ref, args[0].as_ast())
-        elif op == "neg":
-            ast = _C.Z3_mk_unary_minus(ref, args[0].as_ast())
-        else:  # ite
-            ast = _C.Z3_mk_ite(ref, args[0].as_ast(), args[1].as_ast(), args[2].as_ast())
-        out = z3.z3._to_expr_ref(ast, self.ctx)
-        if (op in _BOOL_RESULT) != z3.is_bool(out) and op != "ite":  # pragma: no cover
-            raise IRError(f"{where}: {op} built a term of the wrong sort")
-        return out
+        elif op in ("eq", "distinct") and len(set(bools)) > 1:
+            raise IRError(f"{where}: {op} needs arguments of one sort")
+        node = self.tb.app(op, [a for a, _ in built])
+        return node, (op in _BOOL_RESULT or (op == "ite" and bools[1]))
 
 
 # --------------------------------------------------------------------------- spec
@@ -786,6 +781,33 @@ IR_CACHE: SpecCache[str, CheckedIR] = SpecCache(max_size=128)
 A hit skips parsing, the layout and the satisfiability checks (Z3 terms are rebuilt in a
 fresh context on every call). ``IR_CACHE.clear()`` forgets them.
 """
+
+
+LAYOUT_CACHE: SpecCache[tuple[str, IRLimits], RootLayout] = SpecCache(max_size=64)
+"""Layouts by the digest of their IR (and the limits they were checked under): an LRU of 64.
+
+Requests for one record type send one layout with different relations and constants (a
+trip's cities, stays and flights); building a layout makes its pydantic models, the larger
+part of a new document's cost. ``LAYOUT_CACHE.clear()`` forgets them.
+"""
+
+
+def _layout(ir: RelationIR, data: object, limits: IRLimits) -> RootLayout:
+    """The layout of a parsed document, from `LAYOUT_CACHE` when one with its digest is there."""
+    key = None
+    if isinstance(data, dict):
+        try:
+            key = (ir_digest(data.get("layout")), limits)
+        except (TypeError, ValueError, RecursionError):
+            key = None
+    layout = LAYOUT_CACHE.get(key) if key is not None else None
+    if layout is None:
+        built = _LayoutBuilder(limits).build(ir.layout, 1, 1, "")
+        assert isinstance(built, (ObjectLayout, GrammarLayout))  # IRRoot's two kinds
+        layout = built
+        if key is not None:
+            LAYOUT_CACHE.put(key, layout)
+    return layout
 
 
 def ir_digest(data: object) -> str:
@@ -826,9 +848,7 @@ def spec_from_ir(
     checked = IR_CACHE.get(key) if key is not None else None
     if checked is None:
         ir = parse_ir(data, limits)
-        layout = _LayoutBuilder(limits).build(ir.layout, 1, 1, "")
-        assert isinstance(layout, (ObjectLayout, GrammarLayout))  # IRRoot's two kinds
-        checked = CheckedIR(ir, layout)
+        checked = CheckedIR(ir, _layout(ir, data, limits))
     if checked.error is not None:
         raise checked.error
     try:
@@ -906,27 +926,27 @@ def _build(checked: CheckedIR, limits: IRLimits, solver_timeout_ms: int | None) 
     schema_names = {schema_factor_name(rec) for rec in records.values()}
     schema_names |= {name for name, _, _ in ties}
 
-    eb = _ExprBuilder(ctx, terms, lim)
-    for i, d in enumerate(ir.defs):
-        eb.defs.append(eb.build(d, f"defs[{i}]"))
     relation_factors: list[RelationFactor] = []
     names: set[str] = set()
-    for i, f in enumerate(ir.factors):
-        if f.name in names or f.name in schema_names:
-            raise IRError(f"factor name {f.name!r} repeats")
-        if len(f.name) > lim.max_string_length:
-            raise IRError(f"factors[{i}]: the name is longer than {lim.max_string_length}")
-        names.add(f.name)
-        eb.used = set()
-        formula = eb.build(f.formula, f"factors[{i}] ({f.name})")
-        if not z3.is_bool(formula):
-            raise IRError(f"factors[{i}] ({f.name}): the formula is not Boolean")
-        unknown = [v for v in f.variables if v not in terms]
-        if unknown:
-            raise IRError(f"factors[{i}] ({f.name}): unknown variables {unknown[:5]}")
-        relation_factors.append(
-            RelationFactor(f.name, frozenset(f.variables) | eb.used, cast(z3.BoolRef, formula))
-        )
+    is_bool = {n: s.kind in BOOL_KINDS for n, s in specs.items()}
+    with TermBuilder(ctx) as tb:
+        eb = _ExprBuilder(tb, terms, is_bool, lim)
+        for i, d in enumerate(ir.defs):
+            eb.defs.append(eb.build(d, f"defs[{i}]"))
+        for i, f in enumerate(ir.factors):
+            if f.name in names or f.name in schema_names:
+                raise IRError(f"factor name {f.name!r} repeats")
+            if len(f.name) > lim.max_string_length:
+                raise IRError(f"factors[{i}]: the name is longer than {lim.max_string_length}")
+            names.add(f.name)
+            eb.used = set()
+            formula = eb.formula(f.formula, f"factors[{i}] ({f.name})")
+            unknown = [v for v in f.variables if v not in terms]
+            if unknown:
+                raise IRError(f"factors[{i}] ({f.name}): unknown variables {unknown[:5]}")
+            relation_factors.append(
+                RelationFactor(f.name, frozenset(f.variables) | eb.used, formula)
+            )
     relation_factors += [RelationFactor(n, vs, f) for n, vs, f in ties]
     model = layout.model if isinstance(layout, ObjectLayout) else _root_model(ir.name, layout)
     try:

@@ -1,0 +1,186 @@
+"""Z3 terms made straight through libz3, for the builders that make many of them at once.
+
+z3py wraps every term it makes in a Python object: a reference count taken and given back,
+a sort query to pick the wrapper's class and an error check after each foreign call, about
+ten foreign calls for one node. A spec rebuilt from the relation IR makes thousands of
+nodes per request (~17k for a 5-city trip), and that wrapping was most of its cost.
+`TermBuilder` makes each node with one libz3 call plus one reference, keeps every node it
+made alive until it is closed, and wraps only the roots a caller keeps (`TermBuilder.wrap`).
+
+It does no sort checking: callers know their sorts statically (the relation IR's builder
+infers them before building, `factorspec_sdk.ir.build`) and pass only well-sorted
+arguments. A node libz3 refuses anyway comes back null, which raises `z3.Z3Exception` at
+once (a null node is never passed on). The libz3 functions are z3py's own, with their
+argument types already declared: each wrapper of ``z3.z3core`` keeps its foreign function
+as the default of its last parameter (`_raw`); a z3py that stops doing so gets its checked
+wrappers here instead, slower and the same.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Callable, Sequence
+from types import TracebackType
+from typing import Any, TypeAlias, cast
+
+import z3
+from z3 import z3core
+
+__all__ = ["BINARY_OPS", "NARY_OPS", "Node", "TermBuilder"]
+
+
+def _raw(wrapper: Callable[..., object]) -> Callable[..., Any]:
+    """The foreign function behind one of ``z3.z3core``'s checked wrappers."""
+    defaults = getattr(wrapper, "__defaults__", None) or ()
+    return cast(Callable[..., Any], getattr(defaults[-1], "f", wrapper) if defaults else wrapper)
+
+
+class _Lib:
+    """The libz3 functions used here, unchecked."""
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        fn = _raw(getattr(z3core, name))
+        setattr(self, name, fn)
+        return fn
+
+
+_LIB = _Lib()
+
+Node: TypeAlias = z3.Ast
+"""A raw term of libz3 (a ctypes pointer), valid while its `TermBuilder` is open."""
+
+NARY_OPS = {
+    "and": _LIB.Z3_mk_and,
+    "or": _LIB.Z3_mk_or,
+    "distinct": _LIB.Z3_mk_distinct,
+    "add": _LIB.Z3_mk_add,
+    "sub": _LIB.Z3_mk_sub,
+    "mul": _LIB.Z3_mk_mul,
+}
+"""Operations over any number of arguments, by the relation IR's names."""
+
+BINARY_OPS = {
+    "implies": _LIB.Z3_mk_implies,
+    "eq": _LIB.Z3_mk_eq,
+    "le": _LIB.Z3_mk_le,
+    "lt": _LIB.Z3_mk_lt,
+    "ge": _LIB.Z3_mk_ge,
+    "gt": _LIB.Z3_mk_gt,
+    "div": _LIB.Z3_mk_div,
+    "mod": _LIB.Z3_mk_mod,
+}
+"""Operations over two arguments, by the relation IR's names."""
+
+_INT64 = 2**63
+
+
+class TermBuilder:
+    """Makes raw terms in one Z3 context; use it from one thread, and close it when done.
+
+    Closing gives back the builder's references: the nodes are then alive only through the
+    roots wrapped by `wrap` (z3py terms that hold references of their own).
+    """
+
+    def __init__(self, ctx: z3.Context) -> None:
+        self.ctx = ctx
+        self._ref = ctx.ref()
+        self._held: list[Node] = []
+        self._ints: dict[int, Node] = {}
+        self._int_sort = self._keep(_LIB.Z3_mk_int_sort(self._ref))
+        self._true = self._keep(_LIB.Z3_mk_true(self._ref))
+        self._false = self._keep(_LIB.Z3_mk_false(self._ref))
+
+    def _keep(self, node: Node) -> Node:
+        if not node:
+            raise z3.Z3Exception(self._error())
+        _LIB.Z3_inc_ref(self._ref, node)
+        self._held.append(node)
+        return node
+
+    def _error(self) -> str:
+        code = z3core.Z3_get_error_code(self._ref)
+        return str(z3core.Z3_get_error_msg(self._ref, code))
+
+    # ------------------------------------------------------------------ leaves
+
+    @staticmethod
+    def term(t: z3.ExprRef) -> Node:
+        """The node of a z3py term of this context (alive as long as ``t`` is)."""
+        return t.as_ast()
+
+    def int(self, value: int) -> Node:
+        """An integer numeral."""
+        node = self._ints.get(value)
+        if node is None:
+            if -_INT64 < value < _INT64:
+                made = _LIB.Z3_mk_int64(self._ref, value, self._int_sort)
+            else:
+                made = _LIB.Z3_mk_numeral(self._ref, str(value).encode(), self._int_sort)
+            node = self._ints[value] = self._keep(made)
+        return node
+
+    def bool(self, value: bool) -> Node:
+        """``true`` or ``false``."""
+        return self._true if value else self._false
+
+    # ------------------------------------------------------------------ applications
+
+    def app(self, op: str, args: Sequence[Node]) -> Node:
+        """``op`` (a name of `NARY_OPS`, `BINARY_OPS`, ``not``, ``neg`` or ``ite``) applied."""
+        ref = self._ref
+        if op in NARY_OPS:
+            arr = (Node * len(args))(*args)
+            return self._keep(NARY_OPS[op](ref, len(args), arr))
+        if op in BINARY_OPS:
+            return self._keep(BINARY_OPS[op](ref, args[0], args[1]))
+        if op == "not":
+            return self._keep(_LIB.Z3_mk_not(ref, args[0]))
+        if op == "neg":
+            return self._keep(_LIB.Z3_mk_unary_minus(ref, args[0]))
+        if op == "ite":
+            return self._keep(_LIB.Z3_mk_ite(ref, args[0], args[1], args[2]))
+        raise ValueError(f"unknown operation {op!r}")
+
+    def conj(self, args: Sequence[Node]) -> Node:
+        """The conjunction of ``args`` (the one argument itself; ``true`` for none)."""
+        if not args:
+            return self._true
+        return args[0] if len(args) == 1 else self.app("and", args)
+
+    def disj(self, args: Sequence[Node]) -> Node:
+        """The disjunction of ``args`` (the one argument itself; ``false`` for none)."""
+        if not args:
+            return self._false
+        return args[0] if len(args) == 1 else self.app("or", args)
+
+    # ------------------------------------------------------------------ roots
+
+    def wrap(self, node: Node) -> z3.BoolRef:
+        """A Boolean node as a z3py term that outlives the builder."""
+        return z3.BoolRef(node, self.ctx)
+
+    def wrap_int(self, node: Node) -> z3.ArithRef:
+        """An integer node as a z3py term that outlives the builder."""
+        return z3.ArithRef(node, self.ctx)
+
+    def close(self) -> None:
+        """Give back the builder's references (its nodes die unless a wrapped root holds them)."""
+        ref, held = self._ref, self._held
+        for node in held:
+            _LIB.Z3_dec_ref(ref, node)
+        held.clear()
+        self._ints.clear()
+
+    def __enter__(self) -> TermBuilder:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+assert issubclass(Node, ctypes.c_void_p)  # truthiness tests a null node

@@ -1,0 +1,50 @@
+"""Raw terms: the same terms z3py makes, alive after the builder closes only through roots."""
+
+from __future__ import annotations
+
+import pytest
+import z3
+
+from factorspec_sdk.graph.z3raw import TermBuilder
+
+
+def test_raw_terms_equal_the_terms_z3py_makes() -> None:
+    ctx = z3.Context()
+    x, y, b = z3.Int("x", ctx), z3.Int("y", ctx), z3.Bool("b", ctx)
+    with TermBuilder(ctx) as tb:
+        tx, ty, tb_ = tb.term(x), tb.term(y), tb.term(b)
+        two, huge = tb.int(2), tb.int(10**30)
+        made = {
+            "sum": tb.wrap_int(tb.app("add", [tx, ty, two])),
+            "cmp": tb.wrap(tb.app("le", [tb.app("mul", [tx, two]), tb.app("neg", [ty])])),
+            "ite": tb.wrap_int(tb.app("ite", [tb_, tb.app("div", [tx, two]), huge])),
+            "logic": tb.wrap(
+                tb.app("implies", [tb.app("not", [tb_]), tb.disj([tb.app("eq", [tx, ty])])])
+            ),
+            "distinct": tb.wrap(tb.app("distinct", [tx, ty, tb.app("mod", [tx, two])])),
+            "empty": tb.wrap(
+                tb.app("and", [tb.conj([]), tb.app("or", [tb.disj([]), tb.bool(True)])])
+            ),
+        }
+    want = {
+        "sum": z3.Sum(x, y, z3.IntVal(2, ctx)),  # one n-ary node
+        "cmp": x * 2 <= -y,
+        "ite": z3.If(b, x / 2, z3.IntVal(10**30, ctx)),
+        "logic": z3.Implies(z3.Not(b), x == y),
+        "distinct": z3.Distinct(x, y, x % 2),
+        "empty": z3.And(z3.BoolVal(True, ctx), z3.Or(z3.BoolVal(False, ctx), True)),
+    }
+    for key, term in made.items():
+        assert term.eq(want[key]), key  # the same node (Z3 shares equal terms)
+    s = z3.Solver(ctx=ctx)
+    s.add(made["cmp"], x == 3)  # the roots outlive the builder
+    assert s.check() == z3.sat and s.model()[y].as_long() <= -6
+
+
+def test_a_term_libz3_refuses_raises_at_once() -> None:
+    ctx = z3.Context()
+    with TermBuilder(ctx) as tb:
+        with pytest.raises(z3.Z3Exception):
+            tb.app("and", [tb.int(1), tb.int(2)])  # not Boolean: a null node
+        with pytest.raises(ValueError, match="unknown operation"):
+            tb.app("pow", [tb.int(1), tb.int(2)])
