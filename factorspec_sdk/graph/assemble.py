@@ -15,6 +15,7 @@ raises `OracleError`.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from pydantic import BaseModel
 
 from factorspec_sdk.errors import OracleError, SpecError, UnsatisfiableSpecError
 from factorspec_sdk.graph.compiled import CompiledSpec, Component, Factor
+from factorspec_sdk.graph.z3context import MAIN_CONTEXT_LOCK
 from factorspec_sdk.graph.z3raw import Node, TermBuilder
 from factorspec_sdk.relations.compiler import InternTable, VarRecord
 from factorspec_sdk.relations.decorator import RelationSet
@@ -154,6 +156,7 @@ def assemble_spec(
         list_bounds=list_bounds,
         compile_seconds=time.perf_counter() - t0,
         solver_timeout_ms=solver_timeout_ms,
+        context_lock=MAIN_CONTEXT_LOCK if ctx is None else threading.RLock(),
     )
 
 

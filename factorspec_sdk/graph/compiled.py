@@ -10,12 +10,14 @@ components with their Z3 constraints, and the list bounds the relations allow. A
 from __future__ import annotations
 
 from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, cast
 
 import z3
 from pydantic import BaseModel
 
+from factorspec_sdk.graph.z3context import MAIN_CONTEXT_LOCK
 from factorspec_sdk.relations.compiler import BOOL_KINDS, InternTable, VarKind, VarRecord
 from factorspec_sdk.relations.decorator import RelationSet
 from factorspec_sdk.relations.layout import (
@@ -126,6 +128,10 @@ class CompiledSpec:
         compile_seconds: time spent compiling.
         solver_timeout_ms: time limit of each solver query of this spec's oracles (None:
             none); a query that runs out raises `OracleError`. Per spec, never process-wide.
+        context_lock: held by whoever reads the spec's terms while other threads may too (an
+            oracle copying them into its own context): `MAIN_CONTEXT_LOCK` for a spec in
+            Z3's main context, a lock of the spec's own for one in a private context (so
+            requests' oracles in different threads do not wait on each other).
     """
 
     def __init__(
@@ -142,7 +148,9 @@ class CompiledSpec:
         list_bounds: Mapping[Path, int],
         compile_seconds: float,
         solver_timeout_ms: int | None = None,
+        context_lock: AbstractContextManager[object] = MAIN_CONTEXT_LOCK,
     ) -> None:
+        self.context_lock = context_lock
         if solver_timeout_ms is not None and solver_timeout_ms < 1:
             raise ValueError(f"solver_timeout_ms must be >= 1, got {solver_timeout_ms}")
         self.solver_timeout_ms = solver_timeout_ms

@@ -17,8 +17,10 @@ Every answer is exact: a value is reported feasible iff some completion of the a
 satisfies every relation and bound. A solver ``unknown`` raises `OracleError`.
 
 A spec compiled from a Pydantic model keeps its terms in Z3's main context, which other
-threads use to compile specs: every copy of a spec's terms into the oracle's context
-(``translate``) holds `MAIN_CONTEXT_LOCK`; everything after runs in the private context.
+threads use to compile specs; a spec from the relation IR keeps them in a private one,
+which the oracles of its requests read from their threads. Every copy of a spec's terms
+into the oracle's context (``translate``) holds the spec's `CompiledSpec.context_lock`
+(`MAIN_CONTEXT_LOCK` for the main context); everything after runs in the private context.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ import z3
 
 from factorspec_sdk.errors import OracleError
 from factorspec_sdk.graph.compiled import AtLeast, AtMost, Fact, Value
-from factorspec_sdk.graph.z3context import MAIN_CONTEXT_LOCK, private_context
+from factorspec_sdk.graph.z3context import private_context
 from factorspec_sdk.relations.compiler import BOOL_KINDS, OTHER_CODE, OTHER_TEXT
 
 if TYPE_CHECKING:
@@ -75,7 +77,7 @@ class _Solver:
         self.solver = z3.SimpleSolver(ctx=self.ctx)
         if spec.solver_timeout_ms is not None:
             self.solver.set("timeout", spec.solver_timeout_ms)
-        with MAIN_CONTEXT_LOCK:  # translate reads the spec's context (the main one, often)
+        with spec.context_lock:  # translate reads the spec's context
             for f in comp.constraints:
                 self.solver.add(f.translate(self.ctx))
         self.pushed: list[Fact] = []
@@ -92,7 +94,7 @@ class _Solver:
     def term(self, var: str) -> z3.ExprRef:
         t = self.terms.get(var)
         if t is None:
-            with MAIN_CONTEXT_LOCK:
+            with self.spec.context_lock:
                 t = self.spec.record(var).term.translate(self.ctx)
             self.terms[var] = t
         return t
@@ -523,7 +525,7 @@ class Oracle:
         ex = self.spec.record(var).exists
         if isinstance(ex, bool):
             return z3.BoolVal(ex, s.ctx)
-        with MAIN_CONTEXT_LOCK:
+        with self.spec.context_lock:
             return ex.translate(s.ctx)
 
 

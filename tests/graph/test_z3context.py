@@ -66,6 +66,21 @@ def test_oracle_translation_waits_for_the_main_context_lock() -> None:
     assert answers == [[0, 1, 2, 3]]
 
 
+def test_an_ir_spec_oracle_does_not_wait_for_the_main_context_lock() -> None:
+    spec = spec_from_ir(to_ir(Pair, Limit(cap=3)))
+    assert spec.context_lock is not MAIN_CONTEXT_LOCK  # its terms live in a private context
+    assert compile_spec(Pair, Limit(cap=3)).context_lock is MAIN_CONTEXT_LOCK
+    answers: list[list[Value] | None] = []
+    with MAIN_CONTEXT_LOCK:  # another thread compiling a model's spec, say
+        worker = threading.Thread(
+            target=lambda: answers.append(spec.new_oracle().feasible_values((), "a"))
+        )
+        worker.start()
+        worker.join(60)
+        assert not worker.is_alive()  # it copied the spec's terms under the spec's own lock
+    assert answers == [[0, 1, 2, 3]]
+
+
 def test_compiling_and_querying_in_many_threads() -> None:
     specs = {cap: compile_spec(Pair, Limit(cap=cap)) for cap in range(4)}
     errors: list[BaseException] = []
