@@ -134,7 +134,7 @@ def create_app(
             default_max_tokens=opts.default_max_tokens,
             request_timeout_s=opts.request_timeout_s,
         )
-        batch = dispatcher.submit(prepared)
+        batch = await dispatcher.submit(prepared)
         meta = render.Meta.new(kind, name, prepared.spec_seconds)
         req = prepared.request
         if req.stream:

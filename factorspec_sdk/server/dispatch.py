@@ -96,8 +96,8 @@ class Dispatcher:
         """Stop the engine thread (waiting and running jobs end with reason ``shutdown``)."""
         self.worker.close()
 
-    def submit(self, prepared: Prepared) -> Batch:
-        """Queue one job per choice of ``prepared``.
+    async def submit(self, prepared: Prepared) -> Batch:
+        """Queue one job per choice of ``prepared``, its first segment planned in a thread.
 
         Raises:
             ApiError: 429 when the queue cannot take them all; 400 for sampling parameters
@@ -118,6 +118,9 @@ class Dispatcher:
             )
             for i in range(req.n)
         ]
+        if isinstance(self.worker, EngineWorker):  # off the engine thread (`plan_ahead`)
+            for job in jobs:
+                job.planner = await asyncio.to_thread(self.worker.plan_ahead, prepared.spec)
         deadline = loop.time() + prepared.timeout_s
         for job in jobs:
             self.worker.submit(job)

@@ -72,6 +72,9 @@ class Job:
     events: asyncio.Queue[Event]
     stream: bool = False
     speculative: bool = True
+    planner: Planner | None = None
+    """The record's planner, started before the job was queued (`EngineWorker.plan_ahead`);
+    None: the engine thread makes and starts one when it admits the job."""
     id: int = field(default_factory=itertools.count().__next__)
     enqueued: float = field(default_factory=time.perf_counter)
     admitted: float = 0.0
@@ -132,6 +135,25 @@ class EngineWorker:
         self._thread.start()
 
     # ------------------------------------------------------------------ asyncio side
+
+    def plan_ahead(self, spec: CompiledSpec) -> Planner | None:
+        """A planner for a record of ``spec`` with its first segment planned, or None.
+
+        Call it off the engine thread, before queueing the job that takes it. Planning the
+        first segment (the writer, the oracle's first queries and, for a record its
+        relations determine, the whole record) is most of a small record's CPU; done here,
+        the engine thread only admits the record, and the batch's next forward does not
+        wait on it (`Decoder.submit` starts the planner again: a started one answers from
+        its plan cache). A planner whose first segment fails is dropped (None): the engine
+        thread then makes its own at admission, as without planning ahead, and reports
+        the error as the job's.
+        """
+        try:
+            planner = Planner(Writer(spec), self.engine.tokenizer)
+            planner.start()
+        except Exception:
+            return None
+        return planner
 
     def submit(self, job: Job) -> None:
         """Queue a job (thread-safe)."""
@@ -229,7 +251,7 @@ class EngineWorker:
                     raise PromptError(str(exc)) from exc
                 if not ids:
                     raise PromptError("the prompt has no tokens")
-                planner = Planner(Writer(job.spec), self.engine.tokenizer)
+                planner = job.planner or Planner(Writer(job.spec), self.engine.tokenizer)
                 ticket = self._decoder(job.speculative).submit(DecodeJob(planner, ids, job.params))
             except Exception as exc:
                 job.post(Done("error", error=exc, queue_seconds=self._queued(job)))

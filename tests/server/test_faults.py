@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Literal
 
@@ -28,6 +28,7 @@ from factorspec_sdk.errors import EngineError
 from factorspec_sdk.ir import IRLimits, to_ir
 from factorspec_sdk.server import create_app
 from factorspec_sdk.server.app import ServerOptions
+from factorspec_sdk.server.worker import EngineWorker, Job
 from factorspec_sdk.tokens.plan import Planner
 from tests.helpers import TRIP_CONTEXT, Trip, tiny_tokenizer
 from tests.server.helpers import MODEL, running
@@ -41,12 +42,14 @@ class FaultyEngine(ScriptedEngine):
 
     ``poison``: every forward that includes a sequence whose prompt contains "POISON"
     raises. ``fail_batch``: the first forward over at least that many sequences raises
-    (once). ``failed`` records the size of each batch that raised.
+    (once). ``failed`` records the size of each batch that raised. ``gate``: the next
+    forward waits until it is set (once).
     """
 
     poison: bool = False
     fail_batch: int | None = None
     delay: float = 0.01
+    gate: threading.Event | None = None
 
     def setup(self) -> FaultyEngine:
         self.poisoned: set[SequenceId] = set()
@@ -66,6 +69,9 @@ class FaultyEngine(ScriptedEngine):
         keep: Sequence[int] | None = None,
     ) -> list[Logits]:
         time.sleep(self.delay)
+        if self.gate is not None:
+            gate, self.gate = self.gate, None
+            assert gate.wait(60), "the test never opened the gate"
         if self.poison and any(seq in self.poisoned for seq, _ in requests):
             self.failed.append(len(requests))
             raise EngineError("injected fault: the forward failed")
@@ -120,29 +126,65 @@ def in_flight(
         return [f.result() for f in normal], faulted.result()
 
 
-@pytest.fixture
-def poisoned() -> Iterator[tuple[str, FaultyEngine]]:
+def wait_for(done: Callable[[], bool], timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not done():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+
+
+def in_one_batch(
+    base: str,
+    engine: FaultyEngine,
+    monkeypatch: pytest.MonkeyPatch,
+    n: int,
+    fault: Callable[[], httpx.Response],
+) -> tuple[list[httpx.Response], httpx.Response]:
+    """``n`` ordinary trip requests and ``fault()``, all admitted into one batch.
+
+    A first ordinary request's forward is held (the engine's gate) until all the others
+    are queued; the engine thread then admits them together, before its next forward.
+    """
+    queued: list[Job] = []
+    submit = EngineWorker.submit
+
+    def counting(self: EngineWorker, job: Job) -> None:
+        submit(self, job)
+        queued.append(job)
+
+    monkeypatch.setattr(EngineWorker, "submit", counting)
+    gate = engine.gate = threading.Event()
+    with ThreadPoolExecutor(n + 2) as pool:
+        first = pool.submit(post, base, body("the first trip"))
+        wait_for(lambda: len(queued) == 1)
+        normal = [pool.submit(post, base, body(f"trip {i}")) for i in range(n)]
+        faulted = pool.submit(fault)
+        wait_for(lambda: len(queued) == n + 2)
+        gate.set()
+        return [first.result(), *(f.result() for f in normal)], faulted.result()
+
+
+def test_engine_fault_fails_only_the_request_it_hits(monkeypatch: pytest.MonkeyPatch) -> None:
     engine = faulty_engine(poison=True)
     with running(create_app(engine, model_name=MODEL)) as base:
-        yield base, engine
+        normal, bad = in_one_batch(
+            base, engine, monkeypatch, 8, lambda: post(base, body(f"{POISON} trip"))
+        )
+        assert bad.status_code == 500
+        err = bad.json()["error"]
+        assert err["type"] == "server_error" and "injected fault" in err["message"]
+        for r in normal:
+            assert_valid_trip(r)
+        assert max(engine.failed) > 1  # the fault hit a forward shared with other requests
+        assert_serving(base)
 
 
-def test_engine_fault_fails_only_the_request_it_hits(poisoned: tuple[str, FaultyEngine]) -> None:
-    base, engine = poisoned
-    normal, bad = in_flight(base, 8, lambda: post(base, body(f"{POISON} trip")))
-    assert bad.status_code == 500
-    err = bad.json()["error"]
-    assert err["type"] == "server_error" and "injected fault" in err["message"]
-    for r in normal:
-        assert_valid_trip(r)
-    assert max(engine.failed) > 1  # the fault hit a forward shared with other requests
-    assert_serving(base)
-
-
-def test_a_batched_forward_that_fails_once_fails_nobody() -> None:
+def test_a_batched_forward_that_fails_once_fails_nobody(monkeypatch: pytest.MonkeyPatch) -> None:
     engine = faulty_engine(fail_batch=4)
     with running(create_app(engine, model_name=MODEL)) as base:
-        normal, last = in_flight(base, 6, lambda: post(base, body("one more")))
+        normal, last = in_one_batch(
+            base, engine, monkeypatch, 6, lambda: post(base, body("one more"))
+        )
         for r in [*normal, last]:
             assert_valid_trip(r)
         assert engine.failed and engine.failed[0] >= 4
