@@ -1,21 +1,27 @@
 """Load test for `factorspec serve` (a script, not a test).
 
 ``python -m factorspec_sdk.bench.load --engine scripted --clients 64 --seconds 60`` (``make
-load``) starts a server in this process on a free loopback port (or targets ``--url``), then
-runs N concurrent clients (official ``openai`` client, one thread each) for the given time,
-each sending structured requests with a relation IR (trip plans of 3-5 cities, the packaged
-`factorspec_sdk.domains.trip.Itinerary`). Prints throughput, p50/p99 latency and errors.
+load``) starts ``factorspec serve`` in a child process on a free loopback port
+(`ServerProcess`; ``--in-process``: a server thread in this process, as before; ``--url``:
+a server already running), then runs N concurrent clients in this process (official
+``openai`` client, one thread each), each sending structured requests with a relation IR
+(trip plans of 3-5 cities, the packaged `factorspec_sdk.domains.trip.Itinerary`): first
+for ``--warmup`` seconds (the server's pools and caches fill), then for the measured time.
+Prints throughput, p50/p99 latency and errors, and, for a child server, its CPU per record.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import socket
 import statistics
 import threading
 import time
 from collections import Counter
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from factorspec_sdk.domains.trip import generate_problem, prompt_for
@@ -54,6 +60,7 @@ def _serve(engine: Engine, model_name: str) -> tuple[str, object]:
 
     from factorspec_sdk.server import create_app
     from factorspec_sdk.server.gc_policy import tune_gc
+    from factorspec_sdk.server.z3_gil import keep_gil_in_short_calls
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -63,6 +70,7 @@ def _serve(engine: Engine, model_name: str) -> tuple[str, object]:
     )
     server = uvicorn.Server(config)
     tune_gc()  # as `factorspec serve` does
+    keep_gil_in_short_calls()
     threading.Thread(target=server.run, daemon=True).start()
     while not server.started:
         time.sleep(0.05)
@@ -143,25 +151,57 @@ def run_load(
     return out
 
 
+def _cpu_seconds(pid: int) -> float:
+    """User plus system CPU seconds of a process so far (Linux ``/proc/<pid>/stat``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def main() -> None:
     """Command line entry point."""
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--url", help="an already running server (default: start one here)")
+    ap.add_argument("--url", help="an already running server (default: start one)")
+    ap.add_argument(
+        "--in-process",
+        action="store_true",
+        help="serve from a thread of this process, beside the clients (default: a child process)",
+    )
     ap.add_argument("--engine", default="scripted", help="engine to serve: scripted or embedded")
     ap.add_argument("--model", default=None, help="model id (with --url)")
     ap.add_argument("--clients", type=int, default=64)
     ap.add_argument("--seconds", type=float, default=60.0)
+    ap.add_argument("--warmup", type=float, default=10.0, help="seconds of load not measured")
     ap.add_argument("--max-tokens", type=int, default=1024)
     args = ap.parse_args()
-    if args.url:
-        from openai import OpenAI
+    with contextlib.ExitStack() as stack:
+        pid = None
+        if args.url:
+            from openai import OpenAI
 
-        url = args.url.rstrip("/").removesuffix("/v1")
-        model = args.model or OpenAI(base_url=url + "/v1", api_key="x").models.list().data[0].id
-    else:
-        model = f"load-{args.engine}"
-        url, _server = _serve(_engine(args.engine), model)
-    run_load(url, model, args.clients, args.seconds, args.max_tokens)
+            url = args.url.rstrip("/").removesuffix("/v1")
+            model = args.model or OpenAI(base_url=url + "/v1", api_key="x").models.list().data[0].id
+        elif args.in_process:
+            model = f"load-{args.engine}"
+            url, _server = _serve(_engine(args.engine), model)
+        else:
+            from factorspec_sdk.server.process import ServerProcess
+
+            model = f"load-{args.engine}"
+            server = stack.enter_context(
+                ServerProcess(args.engine, model_name=model, start_timeout=300.0)
+            )
+            url, pid = server.url, server.pid
+        if args.warmup > 0:
+            print(f"warm-up, {args.warmup:.0f} s:", end=" ")
+            run_load(url, model, args.clients, args.warmup, args.max_tokens)
+        cpu0 = _cpu_seconds(pid) if pid is not None else 0.0
+        out = run_load(url, model, args.clients, args.seconds, args.max_tokens)
+        if pid is not None and out["requests"]:
+            cpu = _cpu_seconds(pid) - cpu0
+            print(
+                f"server process: {cpu:.1f} CPU s, {cpu / out['requests'] * 1000:.1f} ms of CPU "
+                "per record"
+            )
 
 
 if __name__ == "__main__":

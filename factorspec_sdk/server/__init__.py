@@ -118,6 +118,7 @@ def serve(
 
     from factorspec_sdk.server.app import ServerOptions, create_app
     from factorspec_sdk.server.gc_policy import tune_gc
+    from factorspec_sdk.server.z3_gil import keep_gil_in_short_calls
 
     served: Engine | UpstreamPool
     pool: UpstreamPool | None = None
@@ -151,6 +152,7 @@ def serve(
     )
     app = create_app(served, model_name=model_name, options=options)
     tune_gc()  # this process is the server's: start-up's objects need no more collections
+    keep_gil_in_short_calls()  # its planning threads would trade the GIL at every Z3 call
     try:
         uvicorn.run(app, host=host, port=port, log_level=log_level)
     finally:
