@@ -41,7 +41,7 @@ from factorspec_sdk.relations.compiler import BOOL_KINDS, OTHER_CODE, OTHER_TEXT
 if TYPE_CHECKING:
     from factorspec_sdk.graph.compiled import Assignment, CompiledSpec
 
-__all__ = ["Oracle", "OracleStats"]
+__all__ = ["Oracle", "OracleStats", "fact_literal", "holds"]
 
 _CACHE_SIZE = 8192
 _NEXT_DIGITS_FAST_LIMIT = 32
@@ -114,33 +114,7 @@ class _Solver:
             pushed.append(fact)
 
     def literal(self, fact: Fact) -> z3.BoolRef:
-        var, value = fact
-        rec = self.spec.record(var)
-        t = self.term(var)
-        if isinstance(value, AtLeast | AtMost):
-            if rec.kind not in ("len", "strlen"):
-                name = type(value).__name__
-                raise ValueError(f"{name} applies to length variables, not {var}")
-            if isinstance(value, AtMost):
-                return cast(z3.BoolRef, t <= value.n)
-            return cast(z3.BoolRef, t >= value.n)
-        if rec.kind in BOOL_KINDS:
-            if not isinstance(value, bool):
-                raise ValueError(f"{var} is a bool variable, got {value!r}")
-            return cast(z3.BoolRef, t == z3.BoolVal(value, self.ctx))
-        if rec.kind == "str":
-            if not isinstance(value, str):
-                raise ValueError(f"{var} is a str variable, got {value!r}")
-            code = OTHER_CODE if value == OTHER_TEXT else self.spec.strings.codes.get(value)
-            if code is None:
-                if rec.free_str:
-                    code = OTHER_CODE
-                else:
-                    return z3.BoolVal(False, self.ctx)
-            return cast(z3.BoolRef, t == code)
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ValueError(f"{var} is an int variable, got {value!r}")
-        return cast(z3.BoolRef, t == value)
+        return fact_literal(self.spec, self.term(fact[0]), fact, self.ctx)
 
     def witness(self, facts: tuple[Fact, ...]) -> z3.ModelRef | None:
         """A model found earlier that satisfies ``facts`` too (so they are feasible), or None.
@@ -186,6 +160,69 @@ class _Solver:
         if rec.kind == "str":
             return str(self.spec.strings.strings[n])
         return int(n)
+
+
+def fact_literal(spec: CompiledSpec, t: z3.ExprRef, fact: Fact, ctx: z3.Context) -> z3.BoolRef:
+    """The Z3 literal of one fact, over ``t`` (the term of the fact's variable, in ``ctx``).
+
+    Raises:
+        ValueError: the value's type is not the variable's.
+    """
+    var, value = fact
+    rec = spec.record(var)
+    if isinstance(value, AtLeast | AtMost):
+        if rec.kind not in ("len", "strlen"):
+            name = type(value).__name__
+            raise ValueError(f"{name} applies to length variables, not {var}")
+        if isinstance(value, AtMost):
+            return cast(z3.BoolRef, t <= value.n)
+        return cast(z3.BoolRef, t >= value.n)
+    if rec.kind in BOOL_KINDS:
+        if not isinstance(value, bool):
+            raise ValueError(f"{var} is a bool variable, got {value!r}")
+        return cast(z3.BoolRef, t == z3.BoolVal(value, ctx))
+    if rec.kind == "str":
+        if not isinstance(value, str):
+            raise ValueError(f"{var} is a str variable, got {value!r}")
+        code = OTHER_CODE if value == OTHER_TEXT else spec.strings.codes.get(value)
+        if code is None:
+            if rec.free_str:
+                code = OTHER_CODE
+            else:
+                return z3.BoolVal(False, ctx)
+        return cast(z3.BoolRef, t == code)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{var} is an int variable, got {value!r}")
+    return cast(z3.BoolRef, t == value)
+
+
+def holds(spec: CompiledSpec, assignment: Assignment) -> bool:
+    """Whether some completion of ``assignment`` satisfies ``spec``: one check per component.
+
+    `Oracle.feasible` for a single question (a finished record's re-check): it checks in the
+    spec's own context, under `CompiledSpec.context_lock`, with the facts as assumptions of
+    one check, so it makes no private context, copies no term and pushes no fact. Every Z3
+    object it makes goes before the lock is released.
+    """
+    groups: dict[int, list[Fact]] = {}
+    for fact in assignment:
+        groups.setdefault(spec.component_of(fact[0]), []).append(fact)
+    with spec.context_lock:
+        for index, facts in groups.items():
+            comp = spec._components[index]
+            ctx = spec.record(facts[0][0]).term.ctx
+            lits = [fact_literal(spec, spec.record(f[0]).term, f, ctx) for f in facts]
+            solver = z3.SimpleSolver(ctx=ctx)
+            if spec.solver_timeout_ms is not None:
+                solver.set("timeout", spec.solver_timeout_ms)
+            solver.add(*comp.constraints)
+            r = solver.check(*lits)
+            del solver, lits
+            if r == z3.unknown:
+                raise OracleError("the solver could not decide a query")
+            if r == z3.unsat:
+                return False
+    return True
 
 
 class Oracle:

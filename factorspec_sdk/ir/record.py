@@ -1,7 +1,8 @@
 """Checking a finished record against a spec rebuilt from the IR.
 
 The server has no Python relations: the layout's pydantic model checks structure and
-bounds, then the oracle checks that the record's values satisfy every factor.
+bounds, then one solver check per component (`factorspec_sdk.graph.oracle.holds`) that the record's
+values satisfy every factor.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING, cast
 from pydantic import ValidationError
 
 from factorspec_sdk.errors import GenerationError
+from factorspec_sdk.graph.oracle import holds
 
 if TYPE_CHECKING:
     from factorspec_sdk.graph.compiled import CompiledSpec, Fact
@@ -154,7 +156,7 @@ def check_record(spec: CompiledSpec, text: str) -> object:
         raise RecordInvalidError(f"the record breaks the schema: {exc}") from None
     facts = record_facts(spec, data)
     try:
-        ok = spec.new_oracle().feasible(facts)
+        ok = holds(spec, facts)
     except ValueError as exc:
         raise RecordInvalidError(f"the record has a value of the wrong type: {exc}") from None
     if not ok:

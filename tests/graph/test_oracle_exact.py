@@ -15,6 +15,8 @@ from factorspec_sdk import distinct, relation
 from factorspec_sdk.errors import UnsatisfiableSpecError
 from factorspec_sdk.graph import AtLeast, compile_spec
 from factorspec_sdk.graph.compiled import Fact, Value
+from factorspec_sdk.graph.oracle import holds
+from factorspec_sdk.ir import spec_from_ir, to_ir
 from factorspec_sdk.relations.decorator import evaluate, relations_of
 
 
@@ -156,6 +158,7 @@ def test_oracle_matches_brute_force(idx: tuple[int, ...]) -> None:
             compile_spec(model)
         return
     spec = compile_spec(model)
+    ir_spec = spec_from_ir(to_ir(model))  # the same spec, in a private context
     oracle = spec.new_oracle()
     rnd = random.Random(sum(idx) * 1000 + len(idx))
     pool = list(sols)
@@ -174,6 +177,8 @@ def test_oracle_matches_brute_force(idx: tuple[int, ...]) -> None:
         completions = [r for r in sols if consistent(r, facts)]
         assignment = tuple(facts)
         assert oracle.feasible(assignment) == bool(completions), (facts, idx)
+        assert holds(spec, assignment) == bool(completions), (facts, idx)
+        assert holds(ir_spec, assignment) == bool(completions), (facts, idx)
         assigned = {f[0] for f in facts if not isinstance(f[1], AtLeast)}
         at_least = max([f[1].n for f in facts if isinstance(f[1], AtLeast)], default=0)
         for var in spec.variables:
