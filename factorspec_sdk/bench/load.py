@@ -58,9 +58,9 @@ def _engine(name: str) -> Engine:
 def _serve(engine: Engine, model_name: str) -> tuple[str, object]:
     import uvicorn
 
+    from factorspec_sdk.graph.z3_gil import keep_gil_in_short_calls
     from factorspec_sdk.server import create_app
     from factorspec_sdk.server.gc_policy import tune_gc
-    from factorspec_sdk.server.z3_gil import keep_gil_in_short_calls
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -116,9 +116,9 @@ def serve(
     """
     import uvicorn
 
+    from factorspec_sdk.graph.z3_gil import keep_gil_in_short_calls
     from factorspec_sdk.server.app import ServerOptions, create_app
     from factorspec_sdk.server.gc_policy import tune_gc
-    from factorspec_sdk.server.z3_gil import keep_gil_in_short_calls
 
     served: Engine | UpstreamPool
     pool: UpstreamPool | None = None

@@ -1,4 +1,4 @@
-"""The server process's Z3 call policy (`factorspec_sdk.server.z3_gil`)."""
+"""The Z3 call policy of the processes FactorSpec owns (`factorspec_sdk.graph.z3_gil`)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ def test_short_z3_calls_keep_the_gil_and_answers_do_not_change() -> None:
         "import threading, z3\n"
         "from z3 import z3core\n"
         "from factorspec_sdk.ir import check_record, spec_from_ir, to_ir\n"
-        "from factorspec_sdk.server.z3_gil import keep_gil_in_short_calls\n"
+        "from factorspec_sdk.graph.z3_gil import keep_gil_in_short_calls\n"
         "from tests.helpers import TRIP_CONTEXT, Trip\n"
         "def f(name):\n"
         "    return getattr(z3core, name).__defaults__[-1].f\n"

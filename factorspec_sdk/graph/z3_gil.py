@@ -1,4 +1,4 @@
-"""The server process's Z3 call policy: short libz3 calls keep the GIL, long ones release it.
+"""Z3 call policy for processes FactorSpec owns: short libz3 calls keep the GIL, long ones don't.
 
 z3py calls libz3 through ``ctypes.CDLL``, which releases the GIL around every foreign call,
 however short: making a term, taking or giving back a reference, reading a sort, checking
