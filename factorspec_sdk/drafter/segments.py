@@ -16,6 +16,11 @@ gives them the same guarantee with one request per genuine choice:
 All active requests of a batch send their next completion together, so the engine batches
 them. ``speculative=False`` sends every token through the engine (one forward each), the
 baseline the tokens-per-forward figures compare against.
+
+With ``DecoderConfig.overlap`` (the default), a worker thread plans the segments each reply
+can lead to while the engine answers the requests (`Planner.prefetch`, as the logits decoder
+does during its forward), so the decoding thread finds them planned when the reply comes.
+Everything here is FactorSpec's own: the engine enforces the mask or regex it is sent.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -104,6 +110,17 @@ class SegmentDecoder:
 
     def run(self, jobs: Sequence[DecodeJob]) -> list[DecodeOutcome]:
         """Decode all jobs together; every outcome is returned, errors included."""
+        if not self.config.overlap:
+            return self._run(jobs, None)
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="factorspec-plan")
+        try:
+            return self._run(jobs, pool)
+        finally:
+            pool.shutdown(wait=True)
+
+    def _run(
+        self, jobs: Sequence[DecodeJob], pool: ThreadPoolExecutor | None
+    ) -> list[DecodeOutcome]:
         results: dict[int, DecodeOutcome] = {}
         active: list[_Active] = []
         for i, job in enumerate(jobs):
@@ -134,6 +151,7 @@ class SegmentDecoder:
                     waiting.append(a)
             if not waiting:
                 break
+            futures = _prefetch(pool, waiting)
             t0 = time.perf_counter()
             try:
                 replies = self.engine.complete([a.request for a in waiting if a.request])
@@ -141,6 +159,11 @@ class SegmentDecoder:
                 for a in waiting:
                     results[a.index] = self._fail(a, exc)
                 break
+            finally:
+                for f in futures:
+                    # a prefetch only warms the planner's caches: if it failed, this thread
+                    # plans the same segment itself and the job's error surfaces there
+                    f.exception()
             seconds = time.perf_counter() - t0
             active = []
             for a, reply in zip(waiting, replies, strict=True):
@@ -322,6 +345,17 @@ class SegmentDecoder:
 
     def _fail(self, a: _Active, exc: Exception) -> DecodeOutcome:
         return DecodeOutcome(self._text(a.record), list(a.record), self._close_stats(a), exc)
+
+
+def _prefetch(pool: ThreadPoolExecutor | None, waiting: Sequence[_Active]) -> list[Future[None]]:
+    """Plan, on ``pool``, the segments the replies to the waiting requests can lead to."""
+    if pool is None:
+        return []
+    return [
+        pool.submit(a.job.planner.prefetch, a.cursor, 1)
+        for a in waiting
+        if isinstance(a.cursor, TrieNode)
+    ]
 
 
 def _free_regex(cursor: FreeCursor, slack: int | None = None) -> str:

@@ -183,11 +183,14 @@ class PlannerStats:
 
     Attributes:
         segments: segments planned (each one oracle consultation plus tokenization).
+        critical_segments: the part of ``segments`` the decoding thread planned itself
+            (because no worker had planned them ahead during a forward).
         plan_seconds: total time spent planning, on any thread.
         critical_seconds: planning time the decoding thread waited for.
     """
 
     segments: int = 0
+    critical_segments: int = 0
     plan_seconds: float = 0.0
     critical_seconds: float = 0.0
 
@@ -338,6 +341,8 @@ class Planner:
                 hit = self._plan(state, skip, owe)
                 self._plans[key] = hit
                 self.stats.segments += 1
+                if critical:
+                    self.stats.critical_segments += 1
                 self.stats.plan_seconds += time.perf_counter() - t1
         if critical:
             self.stats.critical_seconds += time.perf_counter() - t0

@@ -18,7 +18,9 @@ from examples.booking import FLEXIBLE_CONTEXT, Booking
 from examples.invoice import SAMPLE_CONTEXT as INVOICE_CONTEXT
 from examples.invoice import Invoice
 from factorspec_sdk import Client, GenerationError
+from factorspec_sdk.drafter.loop import DecodeJob, DecoderConfig
 from factorspec_sdk.drafter.segments import SegmentDecoder, _free_regex, continuations
+from factorspec_sdk.drafter.verify import SamplingParams
 from factorspec_sdk.engines.completion import (
     FREE_STRING_REGEX,
     Completion,
@@ -153,6 +155,27 @@ def test_streams_and_provenance_equal_the_logits_decoder(
     assert views[0] == views[1] and len(views[0]) >= 2
     results = [stream.result for stream in streams]
     assert results[0].provenance == results[1].provenance
+
+
+@pytest.mark.parametrize(("model", "context"), CASES, ids=lambda c: getattr(c, "__name__", ""))
+def test_overlap_plans_the_next_segments_during_the_request(
+    model: type[BaseModel], context: object
+) -> None:
+    """With overlap, a worker plans ahead while the engine answers; no token changes."""
+    spec = compile_spec(model, context)
+    runs = {}
+    for overlap in (False, True):
+        planner = Planner(Writer(spec), TOK)
+        job = DecodeJob(planner, TOK.encode("go"), SamplingParams(max_tokens=900))
+        decoder = SegmentDecoder(MaskedArgmax(scripted()), DecoderConfig(overlap=overlap))
+        [outcome] = decoder.run([job])
+        assert outcome.error is None
+        runs[overlap] = (outcome.tokens, planner.stats)
+    (tokens_off, off), (tokens_on, on) = runs[False], runs[True]
+    assert tokens_on == tokens_off
+    assert off.critical_segments == off.segments > 1
+    # the prefetch ends before the reply is read, so which thread planned what is fixed
+    assert 1 <= on.critical_segments < off.critical_segments
 
 
 def test_speculation_off_asks_for_every_token() -> None:
