@@ -76,7 +76,14 @@ def connect(
     if kind == "factorspec":
         if tokenizer is not None:
             raise TypeError("a factorspec server tokenizes itself: pass no tokenizer=")
-        return RemoteBackend(base_url, api_key=api_key, model=None if model is None else str(model))
+        # drafting is the default on both sides: only a client's False asks the server for it
+        speculative = None if config is None or config.speculative else False
+        return RemoteBackend(
+            base_url,
+            api_key=api_key,
+            model=None if model is None else str(model),
+            speculative=speculative,
+        )
     from factorspec_sdk.backends.local import CompletionBackend
     from factorspec_sdk.engines.openai_server import OpenAIServerEngine
 

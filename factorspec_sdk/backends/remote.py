@@ -123,6 +123,8 @@ class RemoteBackend:
         max_retries: retries of the openai client on 429 / connection errors.
         max_concurrency: requests of one batch in flight at once (the server batches them
             on its engine).
+        speculative: the drafting asked of the server for requests that set none (the
+            extension field's ``speculative``); None: the server's setting.
     """
 
     def __init__(
@@ -134,6 +136,7 @@ class RemoteBackend:
         timeout: float = 600.0,
         max_retries: int = 2,
         max_concurrency: int = 32,
+        speculative: bool | None = None,
     ) -> None:
         from openai import OpenAI
 
@@ -146,6 +149,7 @@ class RemoteBackend:
         )
         self._model = model
         self.max_concurrency = max_concurrency
+        self.speculative = speculative
 
     @property
     def name(self) -> str:
@@ -179,8 +183,9 @@ class RemoteBackend:
         """Send every request, up to ``max_concurrency`` in flight; one outcome each.
 
         A request's spec is compiled locally first (a spec error is that request's outcome,
-        no request is sent for it). The server's drafting setting applies: a request's
-        ``speculative`` is not sent. Errors the server names come back as their class
+        no request is sent for it). A request's ``speculative`` (else the backend's) is sent
+        in the extension field; with neither, the server's setting applies. Errors the
+        server names come back as their class
         (`UnsatisfiableSpecError`, `TokenBudgetError`, `SpecError`); a record the server's
         timeout ended is an `IncompleteGenerationError`; anything else a `RemoteError`.
         """
@@ -234,6 +239,8 @@ class RemoteBackend:
 
         model_cls = request.model
         params = request.params
+        speculative = self.speculative if request.speculative is None else request.speculative
+        ext = {} if speculative is None else {"factorspec": {"speculative": speculative}}
         body = {
             "model": model_id,
             "messages": cast("list[ChatCompletionMessageParam]", messages),
@@ -242,7 +249,7 @@ class RemoteBackend:
             "seed": params.seed,
             "max_tokens": params.max_tokens,
             "response_format": wire.response_format(),
-            "extra_body": wire.extra_body(),
+            "extra_body": wire.extra_body(ext),
         }
         try:
             if request.on_partial is not None:

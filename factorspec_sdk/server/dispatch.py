@@ -78,6 +78,7 @@ class Dispatcher:
         max_queue: int,
         validate_records: bool,
     ) -> None:
+        self.config = config
         self.metrics = metrics
         self.max_queue = max_queue
         self.validate_records = validate_records
@@ -107,6 +108,9 @@ class Dispatcher:
         loop = asyncio.get_running_loop()
         if self.metrics.queue_depth + req.n > self.max_queue:
             raise ApiError(429, "the server queue is full; retry later", type="rate_limit_error")
+        speculative = prepared.speculative
+        if speculative is None:
+            speculative = self.config.speculative
         jobs = [
             Job(
                 prepared.spec,
@@ -115,6 +119,7 @@ class Dispatcher:
                 loop,
                 asyncio.Queue(),
                 stream=req.stream,
+                speculative=speculative,
             )
             for i in range(req.n)
         ]

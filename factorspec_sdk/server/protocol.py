@@ -238,7 +238,8 @@ class FactorSpecExtension(BaseModel):
         ir: the relation IR (``factorspec_sdk.ir.to_ir(Model, context)``); the context of the
             relations is already folded into it.
         timeout_s: give up after this many seconds (finish_reason ``length``).
-        speculative: draft certain tokens and guesses (False: one token per forward).
+        speculative: draft certain tokens and guesses (False: one token per forward, the
+            baseline the speed-ups compare against); None: the server's setting.
         schema_in_prompt: append a compact picture of the expected JSON to the last user
             message.
     """
@@ -250,6 +251,7 @@ class FactorSpecExtension(BaseModel):
         "compile is a 422.",
     )
     timeout_s: Annotated[float, Field(gt=0, le=3600)] | None = None
+    speculative: StrictBool | None = None
     schema_in_prompt: StrictBool = False
 
 

@@ -89,6 +89,7 @@ class Prepared:
         prompt: the prompt, as the engine thread turns it into token ids.
         max_tokens: the token budget of each choice.
         timeout_s: the request's time limit.
+        speculative: the request's ``factorspec.speculative`` (None: the server's setting).
         bare: the answer is the record's one string (vLLM ``choice``/``regex``), not its JSON.
         tools: for a request with tools, how its record becomes ``content`` or
             ``tool_calls``; else None.
@@ -101,6 +102,7 @@ class Prepared:
     prompt: Prompt
     max_tokens: int
     timeout_s: float
+    speculative: bool | None = None
     bare: bool = False
     tools: ToolPlan | None = None
 
@@ -193,6 +195,7 @@ async def prepare(
         prompt=prompt,
         max_tokens=max_tokens,
         timeout_s=min(ext.timeout_s or request_timeout_s, 3600.0),
+        speculative=ext.speculative,
         bare=target is not None and target.bare and ext.ir is None,
     )
 
@@ -227,6 +230,7 @@ async def _prepare_tools(
         prompt=lambda engine: engine.apply_chat_template(messages),
         max_tokens=req.max_completion_tokens or req.max_tokens or default_max_tokens,
         timeout_s=min(ext.timeout_s or request_timeout_s, 3600.0),
+        speculative=ext.speculative,
         tools=plan,
     )
 

@@ -53,6 +53,24 @@ def test_chat_with_relation_ir(client: openai.OpenAI) -> None:
     assert stats["valid"] and stats["tokens_per_step"] > 1 and stats["verify_steps"] > 0
 
 
+def test_speculation_can_be_turned_off_per_request(client: openai.OpenAI) -> None:
+    results = {}
+    for speculative in (True, False):
+        extra = {"factorspec": {"ir": trip_ir(), "speculative": speculative}}
+        r = chat(client, extra_body=extra)
+        results[speculative] = (
+            r.choices[0].message.content,  # type: ignore[attr-defined]
+            r.usage.completion_tokens,  # type: ignore[attr-defined]
+            r.model_extra["factorspec"]["verify_steps"],  # type: ignore[attr-defined]
+        )
+    (text_on, tokens_on, steps_on), (text_off, tokens_off, steps_off) = (
+        results[True],
+        results[False],
+    )
+    assert text_on == text_off and tokens_on == tokens_off
+    assert steps_off == tokens_off > steps_on
+
+
 def test_plain_json_schema_and_completions(client: openai.OpenAI) -> None:
     rf = {
         "type": "json_schema",
@@ -252,6 +270,22 @@ def test_client_with_base_url_talks_to_the_server(url: str) -> None:
         Client(scripted_engine(), base_url=url)
     with pytest.raises(TypeError):
         Client(api_key="k")
+
+
+def test_a_remote_client_asks_the_server_for_its_drafting_setting(url: str) -> None:
+    args = (Trip, "a trip")
+    on = Client(base_url=url + "/v1").generate(*args, context=TRIP_CONTEXT, return_result=True)
+    off = [
+        Client(base_url=url + "/v1", speculative=False).generate(
+            *args, context=TRIP_CONTEXT, return_result=True
+        ),
+        Client(base_url=url + "/v1").generate(
+            *args, context=TRIP_CONTEXT, return_result=True, speculative=False
+        ),
+    ]
+    for result in off:
+        assert result.text == on.text
+        assert result.stats.verify_steps == result.stats.tokens > on.stats.verify_steps
 
 
 def test_remote_batch_returns_per_record_errors(url: str) -> None:
