@@ -18,6 +18,7 @@ wrappers here instead, slower and the same.
 
 from __future__ import annotations
 
+import builtins
 import ctypes
 from collections.abc import Callable, Sequence
 from types import TracebackType
@@ -152,6 +153,20 @@ class TermBuilder:
         if not args:
             return self._false
         return args[0] if len(args) == 1 else self.app("or", args)
+
+    # ------------------------------------------------------------------ models
+
+    def eval(self, model: z3.ModelRef, node: Node) -> Node:
+        """The value of ``node`` in ``model``, completed (a variable it leaves free gets one)."""
+        out = (Node * 1)()
+        if not _LIB.Z3_model_eval(self._ref, model.model, node, True, out):
+            raise z3.Z3Exception(self._error() or "failed to evaluate a term in a model")
+        return self._keep(out[0])
+
+    def truth(self, node: Node) -> builtins.bool | None:
+        """The truth value of a Boolean node (None: not ``true`` or ``false`` itself)."""
+        value = _LIB.Z3_get_bool_value(self._ref, node)
+        return True if value == 1 else False if value == -1 else None
 
     # ------------------------------------------------------------------ roots
 

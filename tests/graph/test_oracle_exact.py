@@ -269,6 +269,30 @@ def test_a_determined_value_costs_one_check() -> None:
     assert oracle.stats.solver_checks - before == 2
 
 
+def test_what_the_facts_determine_is_answered_without_more_checks() -> None:
+    """The first query also finds what the relations determine (one more check: the proof
+    that no completion differs from its model); the queries of a record that follows them
+    need no check, and one that leaves them is still answered exactly (infeasible)."""
+
+    class Fixed(BaseModel):
+        a: int = Field(ge=0, le=20)
+        b: int = Field(ge=0, le=20)
+        c: int = Field(ge=0, le=20)
+
+        @relation
+        def full(self) -> bool:
+            return self.a + self.b + self.c == 60
+
+    oracle = compile_spec(Fixed).new_oracle()
+    assert oracle.feasible_values((), "a") == [20]
+    assert oracle.stats.solver_checks == 3  # a model, no other value, no other completion
+    assert oracle.feasible_values((("a", 20),), "b") == [20]
+    assert oracle.feasible_values((("a", 20), ("b", 20)), "c") == [20]
+    assert oracle.stats.solver_checks == 3
+    assert oracle.feasible_values((("a", 19),), "b") == []
+    assert {k: v[0] for k, v in oracle.determined(()).items()} == {"a": 20, "b": 20, "c": 20}
+
+
 def test_next_digits_wide_domain() -> None:
     """next_digits by interval search (too many values to enumerate)."""
 

@@ -48,3 +48,20 @@ def test_a_term_libz3_refuses_raises_at_once() -> None:
             tb.app("and", [tb.int(1), tb.int(2)])  # not Boolean: a null node
         with pytest.raises(ValueError, match="unknown operation"):
             tb.app("pow", [tb.int(1), tb.int(2)])
+
+
+def test_values_in_a_model_equal_z3pys() -> None:
+    ctx = z3.Context()
+    x, y, b = z3.Int("x", ctx), z3.Int("y", ctx), z3.Bool("b", ctx)
+    s = z3.Solver(ctx=ctx)
+    s.add(x == 7, z3.Not(b))
+    assert s.check() == z3.sat
+    model = s.model()
+    with TermBuilder(ctx) as tb:
+        tx, ty = tb.term(x), tb.term(y)
+        for node, term in [(tx, x), (ty, y), (tb.app("add", [tx, tb.int(1)]), x + 1)]:
+            got = z3.IntNumRef(tb.eval(model, node), ctx)
+            assert got.as_long() == model.eval(term, model_completion=True).as_long()
+        assert tb.truth(tb.eval(model, tb.term(b))) is False
+        assert tb.truth(tb.eval(model, tb.app("eq", [tx, tb.int(7)]))) is True
+        assert tb.truth(tb.term(b)) is None  # not a value
