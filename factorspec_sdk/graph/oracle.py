@@ -415,7 +415,10 @@ class Oracle:
     def _learn_backbone(self, s: _Solver, index: int, facts: tuple[Fact, ...]) -> None:
         """Find what ``facts`` determine, for the later queries of facts that extend them."""
         s.backbone_at = len(facts)
-        found = self._determined(index, facts, _BACKBONE_ROUNDS)
+        try:
+            found = self._determined(index, facts, _BACKBONE_ROUNDS)
+        except OracleError:  # a check ran out of time: later queries check for themselves
+            return
         if found:
             s.backbones.append((facts, {v: value for v, (value, _) in found.items()}))
             del s.backbones[:-_WITNESSES]

@@ -12,7 +12,7 @@ from annotated_types import Ge, Le
 from pydantic import BaseModel, Field
 
 from factorspec_sdk import distinct, relation
-from factorspec_sdk.errors import UnsatisfiableSpecError
+from factorspec_sdk.errors import OracleError, UnsatisfiableSpecError
 from factorspec_sdk.graph import AtLeast, compile_spec
 from factorspec_sdk.graph.compiled import Fact, Value
 from factorspec_sdk.graph.oracle import holds
@@ -269,7 +269,9 @@ def test_a_determined_value_costs_one_check() -> None:
     assert oracle.stats.solver_checks - before == 2
 
 
-def test_what_the_facts_determine_is_answered_without_more_checks() -> None:
+def test_what_the_facts_determine_is_answered_without_more_checks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """The first query also finds what the relations determine (one more check: the proof
     that no completion differs from its model); the queries of a record that follows them
     need no check, and one that leaves them is still answered exactly (infeasible)."""
@@ -291,6 +293,17 @@ def test_what_the_facts_determine_is_answered_without_more_checks() -> None:
     assert oracle.stats.solver_checks == 3
     assert oracle.feasible_values((("a", 19),), "b") == []
     assert {k: v[0] for k, v in oracle.determined(()).items()} == {"a": 20, "b": 20, "c": 20}
+
+    # a backbone check that runs out of time only leaves the later queries to check
+    slow = compile_spec(Fixed).new_oracle()
+
+    def out_of_time(*args: object) -> None:
+        raise OracleError("the solver could not decide a query: timeout")
+
+    monkeypatch.setattr(slow, "_determined", out_of_time)
+    assert slow.feasible_values((), "a") == [20]
+    assert slow.feasible_values((("a", 20),), "b") == [20]
+    assert slow.stats.solver_checks == 3  # two for the first query, one for the second
 
 
 def test_next_digits_wide_domain() -> None:
