@@ -45,7 +45,7 @@ import z3
 from factorspec_sdk.errors import OracleError
 from factorspec_sdk.graph.compiled import AtLeast, AtMost, Fact, Value
 from factorspec_sdk.graph.z3context import private_context
-from factorspec_sdk.graph.z3raw import Node, TermBuilder
+from factorspec_sdk.graph.z3raw import Node, TermBuilder, truth_in
 from factorspec_sdk.relations.compiler import BOOL_KINDS, OTHER_CODE, OTHER_TEXT
 
 if TYPE_CHECKING:
@@ -95,6 +95,7 @@ class _Solver:
         self.pushed: list[Fact] = []
         self.terms: dict[str, z3.ExprRef] = {}
         self.existence: dict[str, z3.BoolRef] = {}
+        self.literals: dict[Fact, z3.BoolRef] = {}
         # the spec and the counters, not the oracle: no reference cycle, so an oracle's
         # private Z3 context (~16 MB) is freed as soon as its request ends, not at the next
         # cyclic garbage collection
@@ -154,7 +155,10 @@ class _Solver:
             pushed.append(fact)
 
     def literal(self, fact: Fact) -> z3.BoolRef:
-        return fact_literal(self.spec, self.term(fact[0]), fact, self.ctx)
+        lit = self.literals.get(fact)
+        if lit is None:  # a fact recurs: in every witness tried and every later push
+            lit = self.literals[fact] = fact_literal(self.spec, self.term(fact[0]), fact, self.ctx)
+        return lit
 
     def witness(self, facts: tuple[Fact, ...]) -> z3.ModelRef | None:
         """A model found earlier that satisfies ``facts`` too (so they are feasible), or None.
@@ -169,9 +173,7 @@ class _Solver:
             n = min(len(agreed), len(facts))
             while k < n and agreed[k] == facts[k]:
                 k += 1
-            if all(
-                z3.is_true(model.eval(self.literal(f), model_completion=True)) for f in facts[k:]
-            ):
+            if all(truth_in(model, self.literal(f)) for f in facts[k:]):
                 if len(facts) > len(agreed):
                     self.witnesses[i] = (model, facts)
                 return model

@@ -27,7 +27,7 @@ from typing import Any, TypeAlias, cast
 import z3
 from z3 import z3core
 
-__all__ = ["BINARY_OPS", "NARY_OPS", "Node", "TermBuilder"]
+__all__ = ["BINARY_OPS", "NARY_OPS", "Node", "TermBuilder", "truth_in"]
 
 
 def _raw(wrapper: Callable[..., object]) -> Callable[..., Any]:
@@ -73,6 +73,25 @@ BINARY_OPS = {
 """Operations over two arguments, by the relation IR's names."""
 
 _INT64 = 2**63
+
+
+def truth_in(model: z3.ModelRef, term: z3.BoolRef) -> bool | None:
+    """The truth value of ``term`` in ``model``, completed (None: not ``true`` or ``false``).
+
+    ``z3.is_true(model.eval(term, model_completion=True))`` in three libz3 calls and a
+    reference, where z3py makes about ten (it wraps the value to ask what it is).
+    """
+    ref = term.ctx_ref()
+    out = (Node * 1)()
+    if not _LIB.Z3_model_eval(ref, model.model, term.as_ast(), True, out):
+        raise z3.Z3Exception("failed to evaluate a term in a model")
+    node = out[0]
+    _LIB.Z3_inc_ref(ref, node)
+    try:
+        value = _LIB.Z3_get_bool_value(ref, node)
+    finally:
+        _LIB.Z3_dec_ref(ref, node)
+    return True if value == 1 else False if value == -1 else None
 
 
 class TermBuilder:

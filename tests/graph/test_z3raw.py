@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import z3
 
-from factorspec_sdk.graph.z3raw import TermBuilder
+from factorspec_sdk.graph.z3raw import TermBuilder, truth_in
 
 
 def test_raw_terms_equal_the_terms_z3py_makes() -> None:
@@ -65,3 +65,5 @@ def test_values_in_a_model_equal_z3pys() -> None:
         assert tb.truth(tb.eval(model, tb.term(b))) is False
         assert tb.truth(tb.eval(model, tb.app("eq", [tx, tb.int(7)]))) is True
         assert tb.truth(tb.term(b)) is None  # not a value
+    assert truth_in(model, x == 7) is True and truth_in(model, b) is False
+    assert truth_in(model, z3.Or(b, y > 1000)) is (model.eval(y, True).as_long() > 1000)
