@@ -95,7 +95,6 @@ class _Solver:
         self.pushed: list[Fact] = []
         self.terms: dict[str, z3.ExprRef] = {}
         self.existence: dict[str, z3.BoolRef] = {}
-        self.literals: dict[Fact, z3.BoolRef] = {}
         # the spec and the counters, not the oracle: no reference cycle, so an oracle's
         # private Z3 context (~16 MB) is freed as soon as its request ends, not at the next
         # cyclic garbage collection
@@ -122,15 +121,15 @@ class _Solver:
             self.existence[var] = ex
         return ex
 
-    def forced(self, facts: tuple[Fact, ...], var: str) -> tuple[bool, Value | None]:
-        """``(True, value)`` when some earlier facts that ``facts`` extend determine ``var``.
+    def forced(self, facts: tuple[Fact, ...], var: str) -> Value | None:
+        """``var``'s value when some earlier facts that ``facts`` extend determine it.
 
         Every completion of ``facts`` is one of those facts, so ``var`` has that value in it.
         """
         for known, values in reversed(self.backbones):
             if var in values and facts[: len(known)] == known:
-                return True, values[var]
-        return False, None
+                return values[var]
+        return None
 
     def term(self, var: str) -> z3.ExprRef:
         t = self.terms.get(var)
@@ -155,10 +154,7 @@ class _Solver:
             pushed.append(fact)
 
     def literal(self, fact: Fact) -> z3.BoolRef:
-        lit = self.literals.get(fact)
-        if lit is None:  # a fact recurs: in every witness tried and every later push
-            lit = self.literals[fact] = fact_literal(self.spec, self.term(fact[0]), fact, self.ctx)
-        return lit
+        return fact_literal(self.spec, self.term(fact[0]), fact, self.ctx)
 
     def witness(self, facts: tuple[Fact, ...]) -> z3.ModelRef | None:
         """A model found earlier that satisfies ``facts`` too (so they are feasible), or None.
@@ -330,6 +326,8 @@ class Oracle:
         else:
             s.sync(facts)
             ok = s.check()
+            if ok:
+                s.remember(s.solver.model(), facts)
         self._store(key, ok)
         return ok
 
@@ -375,15 +373,9 @@ class Oracle:
             return cast("list[Value] | None", val)
         result: list[Value] | None
         s = self._solver(index)
-        known, value = s.forced(facts, var)
-        if known and limit >= 1:
-            if s.witness(facts) is None:
-                s.sync(facts)
-                if s.check():
-                    s.remember(s.solver.model(), facts)
-                else:
-                    value = None
-            result = [] if value is None else [value]
+        value = s.forced(facts, var)
+        if value is not None and limit >= 1:
+            result = [value] if self._comp_feasible(index, facts) else []
             self._store(key, result)
             return result
         witness = s.witness(facts)

@@ -75,6 +75,20 @@ BINARY_OPS = {
 _INT64 = 2**63
 
 
+def _eval(ref: Any, model: z3.ModelRef, node: Node) -> Node:
+    """The value of ``node`` in ``model``, completed (a node with no reference taken yet)."""
+    out = (Node * 1)()
+    if not _LIB.Z3_model_eval(ref, model.model, node, True, out):
+        raise z3.Z3Exception("failed to evaluate a term in a model")
+    return out[0]
+
+
+def _truth(ref: Any, node: Node) -> bool | None:
+    """The truth value of a Boolean node (None: not ``true`` or ``false`` itself)."""
+    value = _LIB.Z3_get_bool_value(ref, node)
+    return True if value == 1 else False if value == -1 else None
+
+
 def truth_in(model: z3.ModelRef, term: z3.BoolRef) -> bool | None:
     """The truth value of ``term`` in ``model``, completed (None: not ``true`` or ``false``).
 
@@ -82,16 +96,12 @@ def truth_in(model: z3.ModelRef, term: z3.BoolRef) -> bool | None:
     reference, where z3py makes about ten (it wraps the value to ask what it is).
     """
     ref = term.ctx_ref()
-    out = (Node * 1)()
-    if not _LIB.Z3_model_eval(ref, model.model, term.as_ast(), True, out):
-        raise z3.Z3Exception("failed to evaluate a term in a model")
-    node = out[0]
+    node = _eval(ref, model, term.as_ast())
     _LIB.Z3_inc_ref(ref, node)
     try:
-        value = _LIB.Z3_get_bool_value(ref, node)
+        return _truth(ref, node)
     finally:
         _LIB.Z3_dec_ref(ref, node)
-    return True if value == 1 else False if value == -1 else None
 
 
 class TermBuilder:
@@ -177,15 +187,11 @@ class TermBuilder:
 
     def eval(self, model: z3.ModelRef, node: Node) -> Node:
         """The value of ``node`` in ``model``, completed (a variable it leaves free gets one)."""
-        out = (Node * 1)()
-        if not _LIB.Z3_model_eval(self._ref, model.model, node, True, out):
-            raise z3.Z3Exception(self._error() or "failed to evaluate a term in a model")
-        return self._keep(out[0])
+        return self._keep(_eval(self._ref, model, node))
 
     def truth(self, node: Node) -> builtins.bool | None:
         """The truth value of a Boolean node (None: not ``true`` or ``false`` itself)."""
-        value = _LIB.Z3_get_bool_value(self._ref, node)
-        return True if value == 1 else False if value == -1 else None
+        return _truth(self._ref, node)
 
     # ------------------------------------------------------------------ roots
 
