@@ -117,6 +117,7 @@ class TermBuilder:
         self._held: list[Node] = []
         self._ints: dict[int, Node] = {}
         self._int_sort = self._keep(_LIB.Z3_mk_int_sort(self._ref))
+        self._bool_sort: Node | None = None
         self._true = self._keep(_LIB.Z3_mk_true(self._ref))
         self._false = self._keep(_LIB.Z3_mk_false(self._ref))
 
@@ -137,6 +138,18 @@ class TermBuilder:
     def term(t: z3.ExprRef) -> Node:
         """The node of a z3py term of this context (alive as long as ``t`` is)."""
         return t.as_ast()
+
+    def const(self, name: str, *, boolean: builtins.bool) -> Node:
+        """The solver variable ``name``, Boolean or integer (``z3.Bool``/``z3.Int``'s node)."""
+        ref = self._ref
+        if boolean:
+            if self._bool_sort is None:
+                self._bool_sort = self._keep(_LIB.Z3_mk_bool_sort(ref))
+            sort = self._bool_sort
+        else:
+            sort = self._int_sort
+        symbol = _LIB.Z3_mk_string_symbol(ref, name.encode())
+        return self._keep(_LIB.Z3_mk_const(ref, symbol, sort))
 
     def int(self, value: int) -> Node:
         """An integer numeral."""

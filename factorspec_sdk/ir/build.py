@@ -682,12 +682,12 @@ class _ExprBuilder:
     def __init__(
         self,
         tb: TermBuilder,
-        terms: dict[str, z3.ExprRef],
+        variables: dict[str, Node],
         is_bool: dict[str, bool],
         limits: IRLimits,
     ) -> None:
         self.tb = tb
-        self.terms = terms
+        self.variables = variables
         self.is_bool = is_bool
         self.limits = limits
         self.defs: list[tuple[Node, bool]] = []
@@ -713,11 +713,11 @@ class _ExprBuilder:
                 "deep subterms into defs"
             )
         if isinstance(e, VarRef):
-            t = self.terms.get(e.var)
+            t = self.variables.get(e.var)
             if t is None:
                 raise IRError(f"{where}: unknown variable {e.var!r}")
             self.used.add(e.var)
-            return self.tb.term(t), self.is_bool[e.var]
+            return t, self.is_bool[e.var]
         if isinstance(e, IntConst):
             if abs(e.value) > lim.max_int:
                 raise IRError(f"{where}: integer constant beyond +-{lim.max_int}")
@@ -892,45 +892,50 @@ def _build(checked: CheckedIR, limits: IRLimits, solver_timeout_ms: int | None) 
             raise IRError(f"variable {v.name!r} is declared twice")
         other = None if v.other is None else tuple(v.other)
         specs[v.name] = _derive(layout, v.name, tuple(v.path), v.kind, other, v.text)
-    terms: dict[str, z3.ExprRef] = {
-        n: z3.Bool(n, ctx) if s.kind in BOOL_KINDS else z3.Int(n, ctx) for n, s in specs.items()
-    }
-    records: dict[str, VarRecord] = {}
-    for n, s in specs.items():
-        for c in s.choices or ():
-            if isinstance(c, str) and c not in strings.codes:
-                raise IRError(f"variable {n!r}: choice {c!r} is missing from the string table")
-        exists = _exists(layout, s.path, terms, n)
-        if s.other is not None:
-            second = _exists(layout, s.other, terms, n)
-            exists = (
-                second if exists is True else exists if second is True else z3.And(exists, second)
-            )
-        records[n] = VarRecord(
-            n,
-            s.path,
-            s.kind,
-            terms[n],
-            s.ge,
-            s.le,
-            s.choices,
-            s.free_str,
-            exists,
-            None,
-            s.other,
-            s.affix,
-        )
-    # the IR's factor names are the relation names; they may not take a schema factor's name,
-    # nor a derived tie's (the server ties each date's parts to it itself)
-    ties = date_links(records)
-    schema_names = {schema_factor_name(rec) for rec in records.values()}
-    schema_names |= {name for name, _, _ in ties}
-
-    relation_factors: list[RelationFactor] = []
-    names: set[str] = set()
     is_bool = {n: s.kind in BOOL_KINDS for n, s in specs.items()}
+    relation_factors: list[RelationFactor] = []
     with TermBuilder(ctx) as tb:
-        eb = _ExprBuilder(tb, terms, is_bool, lim)
+        nodes = {n: tb.const(n, boolean=b) for n, b in is_bool.items()}
+        terms: dict[str, z3.ExprRef] = {
+            n: tb.wrap(node) if is_bool[n] else tb.wrap_int(node) for n, node in nodes.items()
+        }
+        records: dict[str, VarRecord] = {}
+        for n, s in specs.items():
+            for c in s.choices or ():
+                if isinstance(c, str) and c not in strings.codes:
+                    raise IRError(f"variable {n!r}: choice {c!r} is missing from the string table")
+            exists = _exists(tb, layout, s.path, nodes, n)
+            if s.other is not None:
+                second = _exists(tb, layout, s.other, nodes, n)
+                exists = (
+                    second
+                    if exists is None
+                    else exists
+                    if second is None
+                    else tb.app("and", [exists, second])
+                )
+            records[n] = VarRecord(
+                n,
+                s.path,
+                s.kind,
+                terms[n],
+                s.ge,
+                s.le,
+                s.choices,
+                s.free_str,
+                True if exists is None else tb.wrap(exists),
+                None,
+                s.other,
+                s.affix,
+            )
+        # the IR's factor names are the relation names; they may not take a schema factor's
+        # name, nor a derived tie's (the server ties each date's parts to it itself)
+        ties = date_links(records)
+        schema_names = {schema_factor_name(rec) for rec in records.values()}
+        schema_names |= {name for name, _, _ in ties}
+
+        names: set[str] = set()
+        eb = _ExprBuilder(tb, nodes, is_bool, lim)
         for i, d in enumerate(ir.defs):
             eb.defs.append(eb.build(d, f"defs[{i}]"))
         for i, f in enumerate(ir.factors):
@@ -970,26 +975,28 @@ def _build(checked: CheckedIR, limits: IRLimits, solver_timeout_ms: int | None) 
 
 
 def _exists(
-    layout: RootLayout, path: Path, terms: dict[str, z3.ExprRef], name: str
-) -> z3.BoolRef | bool:
-    conds: list[z3.BoolRef] = []
+    tb: TermBuilder, layout: RootLayout, path: Path, nodes: dict[str, Node], name: str
+) -> Node | None:
+    """When the item at ``path`` exists: enclosing lists long enough, unions on its branch.
+
+    None: always (a node of the record's top level).
+    """
+    conds: list[Node] = []
     for k, part in enumerate(path):
         if isinstance(part, int):
             ln = length_name(path[:k])
-            t = terms.get(ln)
+            t = nodes.get(ln)
             if t is None:
                 raise IRError(f"variable {name!r} lies in a list whose length {ln!r} is undeclared")
-            conds.append(cast(z3.BoolRef, t > part))
+            conds.append(tb.app("gt", [t, tb.int(part)]))
         elif is_branch_part(part):
             union = node_at(layout, path[:k])
             assert isinstance(union, UnionLayout)  # `_derive` found the path in the layout
             bn = branch_name(path[:k])
-            t = terms.get(bn)
+            t = nodes.get(bn)
             if t is None:
                 raise IRError(
                     f"variable {name!r} lies in a union whose branch {bn!r} is undeclared"
                 )
-            conds.append(cast(z3.BoolRef, t == union.branch(part)[0]))
-    if not conds:
-        return True
-    return conds[0] if len(conds) == 1 else z3.And(*conds)
+            conds.append(tb.app("eq", [t, tb.int(union.branch(part)[0])]))
+    return tb.conj(conds) if conds else None

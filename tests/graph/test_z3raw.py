@@ -41,6 +41,20 @@ def test_raw_terms_equal_the_terms_z3py_makes() -> None:
     assert s.check() == z3.sat and s.model()[y].as_long() <= -6
 
 
+def test_raw_variables_are_z3pys_variables() -> None:
+    ctx = z3.Context()
+    names = ["stays[0].city", "null(note)", "len(stays)", "prix_été"]
+    with TermBuilder(ctx) as tb:
+        ints = [tb.wrap_int(tb.const(n, boolean=False)) for n in names]
+        bools = [tb.wrap(tb.const(n, boolean=True)) for n in names]
+    for n, i, b in zip(names, ints, bools, strict=True):
+        assert i.eq(z3.Int(n, ctx)) and b.eq(z3.Bool(n, ctx)), n
+        assert str(i) == str(z3.Int(n, ctx))
+    s = z3.Solver(ctx=ctx)
+    s.add(ints[0] > 2, bools[1])  # alive after the builder closed
+    assert s.check() == z3.sat
+
+
 def test_a_term_libz3_refuses_raises_at_once() -> None:
     ctx = z3.Context()
     with TermBuilder(ctx) as tb:
