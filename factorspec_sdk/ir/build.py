@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import marshal
 import time
 import typing
 from collections.abc import Sequence
@@ -776,7 +777,7 @@ class CheckedIR:
 
 
 IR_CACHE: SpecCache[str, CheckedIR] = SpecCache(max_size=128)
-"""What `spec_from_ir` found for each IR document, by digest: an LRU of 128 documents.
+"""What `spec_from_ir` found for each IR document, by a key of the document: an LRU of 128.
 
 A hit skips parsing, the layout and the satisfiability checks (Z3 terms are rebuilt in a
 fresh context on every call). ``IR_CACHE.clear()`` forgets them.
@@ -784,7 +785,7 @@ fresh context on every call). ``IR_CACHE.clear()`` forgets them.
 
 
 LAYOUT_CACHE: SpecCache[tuple[str, IRLimits], RootLayout] = SpecCache(max_size=64)
-"""Layouts by the digest of their IR (and the limits they were checked under): an LRU of 64.
+"""Layouts by a key of their IR (and the limits they were checked under): an LRU of 64.
 
 Requests for one record type send one layout with different relations and constants (a
 trip's cities, stays and flights); building a layout makes its pydantic models, the larger
@@ -796,10 +797,8 @@ def _layout(ir: RelationIR, data: object, limits: IRLimits) -> RootLayout:
     """The layout of a parsed document, from `LAYOUT_CACHE` when one with its digest is there."""
     key = None
     if isinstance(data, dict):
-        try:
-            key = (ir_digest(data.get("layout")), limits)
-        except (TypeError, ValueError, RecursionError):
-            key = None
+        doc = _document_key(data.get("layout"))
+        key = None if doc is None else (doc, limits)
     layout = LAYOUT_CACHE.get(key) if key is not None else None
     if layout is None:
         built = _LayoutBuilder(limits).build(ir.layout, 1, 1, "")
@@ -811,9 +810,24 @@ def _layout(ir: RelationIR, data: object, limits: IRLimits) -> RootLayout:
 
 
 def ir_digest(data: object) -> str:
-    """A stable digest of an IR document (for caching)."""
+    """A stable digest of an IR document: the same for equal documents, in any key order."""
     text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _document_key(data: object) -> str | None:
+    """The cache key of a parsed JSON value (`IR_CACHE`, `LAYOUT_CACHE`); None: not plain JSON.
+
+    The SHA-256 of its ``marshal`` serialization (format 2, which writes every value out,
+    with no back-references): a third of `ir_digest`'s canonical JSON, which every server
+    request paid. Equal values with their keys in the same order get equal keys; a document
+    whose keys come in another order gets another key, a cache miss, never a wrong hit.
+    """
+    try:
+        written = marshal.dumps(data, 2)  # type: ignore[arg-type]  # raises on what it can't
+        return hashlib.sha256(written).hexdigest()
+    except (ValueError, TypeError, RecursionError):  # a value marshal does not write
+        return None
 
 
 def spec_from_ir(
@@ -841,10 +855,7 @@ def spec_from_ir(
     """
     key = digest
     if key is None and not isinstance(data, RelationIR):
-        try:
-            key = ir_digest(data)
-        except (TypeError, ValueError, RecursionError):
-            key = None
+        key = _document_key(data)
     checked = IR_CACHE.get(key) if key is not None else None
     if checked is None:
         ir = parse_ir(data, limits)

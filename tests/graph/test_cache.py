@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from pydantic import BaseModel, Field
 
@@ -57,3 +59,17 @@ def test_entry_points_use_their_caches() -> None:
     again = spec_from_ir(ir)
     assert IR_CACHE.hits == hits + 1
     assert again.list_bounds == first.list_bounds == {("xs",): 2}
+
+
+def test_the_ir_cache_keys_documents_by_value() -> None:
+    IR_CACHE.clear()
+    ir = to_ir(Pair, Limit(cap=2))
+    spec_from_ir(json.loads(json.dumps(ir)))
+    hits = IR_CACHE.hits
+    spec_from_ir(json.loads(json.dumps(ir)))  # the same document, parsed again: a hit
+    assert IR_CACHE.hits == hits + 1
+    other = spec_from_ir(to_ir(Pair, Limit(cap=3)))  # another constant: its own entry
+    assert IR_CACHE.hits == hits + 1
+    assert other.list_bounds == {("xs",): 3}
+    reordered = dict(reversed(list(json.loads(json.dumps(ir)).items())))
+    assert spec_from_ir(reordered).list_bounds == {("xs",): 2}
