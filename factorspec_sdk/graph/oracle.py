@@ -45,7 +45,7 @@ import z3
 from factorspec_sdk.errors import OracleError
 from factorspec_sdk.graph.compiled import AtLeast, AtMost, Fact, Value
 from factorspec_sdk.graph.z3context import private_context
-from factorspec_sdk.graph.z3raw import Node, TermBuilder, truth_in
+from factorspec_sdk.graph.z3raw import Node, TermBuilder, true_under, truth_in
 from factorspec_sdk.relations.compiler import BOOL_KINDS, OTHER_CODE, OTHER_TEXT
 
 if TYPE_CHECKING:
@@ -205,8 +205,10 @@ class _Solver:
         return self.decode(var, wrapper(node, self.ctx))
 
 
-def fact_literal(spec: CompiledSpec, t: z3.ExprRef, fact: Fact, ctx: z3.Context) -> z3.BoolRef:
-    """The Z3 literal of one fact, over ``t`` (the term of the fact's variable, in ``ctx``).
+def fact_value(spec: CompiledSpec, fact: Fact) -> int | bool | None:
+    """The value a fact gives its variable's term: an int, a bool for a Boolean variable.
+
+    None: the fact is a bound (`AtLeast`, `AtMost`), or a text the variable can never hold.
 
     Raises:
         ValueError: the value's type is not the variable's.
@@ -217,35 +219,52 @@ def fact_literal(spec: CompiledSpec, t: z3.ExprRef, fact: Fact, ctx: z3.Context)
         if rec.kind not in ("len", "strlen"):
             name = type(value).__name__
             raise ValueError(f"{name} applies to length variables, not {var}")
-        if isinstance(value, AtMost):
-            return cast(z3.BoolRef, t <= value.n)
-        return cast(z3.BoolRef, t >= value.n)
+        return None
     if rec.kind in BOOL_KINDS:
         if not isinstance(value, bool):
             raise ValueError(f"{var} is a bool variable, got {value!r}")
-        return cast(z3.BoolRef, t == z3.BoolVal(value, ctx))
+        return value
     if rec.kind == "str":
         if not isinstance(value, str):
             raise ValueError(f"{var} is a str variable, got {value!r}")
         code = OTHER_CODE if value == OTHER_TEXT else spec.strings.codes.get(value)
-        if code is None:
-            if rec.free_str:
-                code = OTHER_CODE
-            else:
-                return z3.BoolVal(False, ctx)
-        return cast(z3.BoolRef, t == code)
+        if code is None and rec.free_str:
+            code = OTHER_CODE
+        return code
     if isinstance(value, bool) or not isinstance(value, int):
         raise ValueError(f"{var} is an int variable, got {value!r}")
+    return value
+
+
+def fact_literal(spec: CompiledSpec, t: z3.ExprRef, fact: Fact, ctx: z3.Context) -> z3.BoolRef:
+    """The Z3 literal of one fact, over ``t`` (the term of the fact's variable, in ``ctx``).
+
+    Raises:
+        ValueError: the value's type is not the variable's.
+    """
+    value = fact_value(spec, fact)
+    bound = fact[1]
+    if isinstance(bound, AtMost):
+        return cast(z3.BoolRef, t <= bound.n)
+    if isinstance(bound, AtLeast):
+        return cast(z3.BoolRef, t >= bound.n)
+    if value is None:  # a text the variable cannot hold
+        return z3.BoolVal(False, ctx)
+    if isinstance(value, bool):
+        return cast(z3.BoolRef, t == z3.BoolVal(value, ctx))
     return cast(z3.BoolRef, t == value)
 
 
 def holds(spec: CompiledSpec, assignment: Assignment) -> bool:
     """Whether some completion of ``assignment`` satisfies ``spec``: one check per component.
 
-    `Oracle.feasible` for a single question (a finished record's re-check): it checks in the
-    spec's own context, under `CompiledSpec.context_lock`, with the facts as assumptions of
-    one check, so it makes no private context, copies no term and pushes no fact. Every Z3
-    object it makes goes before the lock is released.
+    `Oracle.feasible` for a single question (a finished record's re-check): it works in the
+    spec's own context, under `CompiledSpec.context_lock`, so it makes no private context,
+    copies no term and pushes no fact. A component whose constraints evaluate to true at the
+    facts' values (`z3raw.true_under`), with the variables they leave out (items a finished
+    record does not have) at values within their own bounds, needs no search: that is a
+    solution. Any other is one check, with the facts as its assumptions. Every Z3 object it
+    makes goes before the lock is released.
     """
     groups: dict[int, list[Fact]] = {}
     for fact in assignment:
@@ -253,6 +272,16 @@ def holds(spec: CompiledSpec, assignment: Assignment) -> bool:
     with spec.context_lock:
         for index, facts in groups.items():
             comp = spec._components[index]
+            values = [(spec.record(f[0]).term, fact_value(spec, f)) for f in facts]
+            given = {f[0] for f in facts}
+            values += [  # the items a record leaves out: any value within their bounds
+                (spec.record(v).term, _resting_value(spec, v))
+                for v in sorted(comp.variables - given)
+            ]
+            if all(v is not None for _, v in values) and true_under(
+                comp.constraints, cast(list[tuple[z3.ExprRef, int | bool]], values)
+            ):
+                continue
             ctx = spec.record(facts[0][0]).term.ctx
             lits = [fact_literal(spec, spec.record(f[0]).term, f, ctx) for f in facts]
             solver = z3.SimpleSolver(ctx=ctx)
@@ -266,6 +295,20 @@ def holds(spec: CompiledSpec, assignment: Assignment) -> bool:
             if r == z3.unsat:
                 return False
     return True
+
+
+def _resting_value(spec: CompiledSpec, var: str) -> int | bool:
+    """A value of ``var``'s term within its own schema bounds (for an item a record lacks)."""
+    rec = spec.record(var)
+    if rec.kind in BOOL_KINDS:
+        return bool(rec.choices[0]) if rec.choices else False
+    if rec.kind == "str":
+        return spec.strings.codes.get(cast(str, rec.choices[0]), 0) if rec.choices else 0
+    if rec.choices:
+        return min(cast(int, c) for c in rec.choices)
+    if rec.ge is not None:
+        return rec.ge
+    return rec.le if rec.le is not None and rec.le < 0 else 0
 
 
 class Oracle:

@@ -27,7 +27,7 @@ from typing import Any, TypeAlias, cast
 import z3
 from z3 import z3core
 
-__all__ = ["BINARY_OPS", "NARY_OPS", "Node", "TermBuilder", "truth_in"]
+__all__ = ["BINARY_OPS", "NARY_OPS", "Node", "TermBuilder", "true_under", "truth_in"]
 
 
 def _raw(wrapper: Callable[..., object]) -> Callable[..., Any]:
@@ -75,10 +75,10 @@ BINARY_OPS = {
 _INT64 = 2**63
 
 
-def _eval(ref: Any, model: z3.ModelRef, node: Node) -> Node:
-    """The value of ``node`` in ``model``, completed (a node with no reference taken yet)."""
+def _eval(ref: Any, model: Any, node: Node) -> Node:
+    """The value of ``node`` in ``model`` (a raw model), completed (no reference taken yet)."""
     out = (Node * 1)()
-    if not _LIB.Z3_model_eval(ref, model.model, node, True, out):
+    if not _LIB.Z3_model_eval(ref, model, node, True, out):
         raise z3.Z3Exception("failed to evaluate a term in a model")
     return out[0]
 
@@ -96,12 +96,54 @@ def truth_in(model: z3.ModelRef, term: z3.BoolRef) -> bool | None:
     reference, where z3py makes about ten (it wraps the value to ask what it is).
     """
     ref = term.ctx_ref()
-    node = _eval(ref, model, term.as_ast())
+    node = _eval(ref, model.model, term.as_ast())
     _LIB.Z3_inc_ref(ref, node)
     try:
         return _truth(ref, node)
     finally:
         _LIB.Z3_dec_ref(ref, node)
+
+
+def true_under(
+    constraints: Sequence[z3.BoolRef], values: Sequence[tuple[z3.ExprRef, int | bool]]
+) -> bool:
+    """Whether every constraint is true when each term (a solver variable) has its value.
+
+    Evaluation, no search: the model that gives the terms their values, and every other
+    variable the default value of its sort, evaluates each constraint. True proves that an
+    assignment extending ``values`` satisfies them all. False says only that this one does
+    not (a variable left out may need another value, or a term is no variable): the caller
+    then asks the solver. Call it where the constraints' context may be used (its lock).
+    """
+    if not constraints:
+        return True
+    ctx = constraints[0].ctx
+    ref = ctx.ref()
+    model = _LIB.Z3_mk_model(ref)
+    _LIB.Z3_model_inc_ref(ref, model)
+    try:
+        with TermBuilder(ctx) as tb:
+            for term, value in values:
+                node = term.as_ast()
+                if not _LIB.Z3_is_app(ref, node):
+                    return False
+                decl = _LIB.Z3_get_app_decl(ref, _LIB.Z3_to_app(ref, node))
+                if (
+                    _LIB.Z3_get_arity(ref, decl) != 0
+                    or _LIB.Z3_get_decl_kind(ref, decl) != z3.Z3_OP_UNINTERPRETED
+                    or _LIB.Z3_model_has_interp(ref, model, decl)
+                ):
+                    return False
+                given = tb.bool(value) if isinstance(value, builtins.bool) else tb.int(value)
+                _LIB.Z3_add_const_interp(ref, model, decl, given)
+            for c in constraints:
+                if _truth(ref, tb._keep(_eval(ref, model, c.as_ast()))) is not True:
+                    return False
+        return True
+    except z3.Z3Exception:  # an evaluation libz3 refused: leave it to the solver
+        return False
+    finally:
+        _LIB.Z3_model_dec_ref(ref, model)
 
 
 class TermBuilder:
@@ -200,7 +242,7 @@ class TermBuilder:
 
     def eval(self, model: z3.ModelRef, node: Node) -> Node:
         """The value of ``node`` in ``model``, completed (a variable it leaves free gets one)."""
-        return self._keep(_eval(self._ref, model, node))
+        return self._keep(_eval(self._ref, model.model, node))
 
     def truth(self, node: Node) -> builtins.bool | None:
         """The truth value of a Boolean node (None: not ``true`` or ``false`` itself)."""

@@ -8,6 +8,7 @@ from functools import cache
 from typing import Annotated, Any, Literal
 
 import pytest
+import z3
 from annotated_types import Ge, Le
 from pydantic import BaseModel, Field
 
@@ -343,3 +344,39 @@ def test_unbounded_int_gets_eighteen_digits() -> None:
     assert o.next_digits((), "a", "9" * 17) == frozenset({"", *"0123456789"})
     assert o.next_digits((), "a", "9" * 18) == frozenset({""})
     assert o.next_digits((), "a", "") == frozenset("123456789")
+
+
+def test_a_finished_record_is_rechecked_by_evaluation(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`holds` on a whole record: no solver when its values satisfy the constraints."""
+    idx = (1, 4)
+    model = make_model(idx)
+    spec = spec_from_ir(to_ir(model))
+    sols = solutions(idx)
+    made: list[object] = []
+    real = z3.SimpleSolver
+
+    def counting(*args: object, **kwargs: object) -> z3.Solver:
+        made.append(1)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    def whole(record: dict[str, Any]) -> tuple[Fact, ...]:  # as `record_facts` gives them
+        facts = [f for f in facts_of(record, True) if not isinstance(f[1], AtLeast)]
+        return tuple(f for f in facts if f[0] in spec.variables)
+
+    monkeypatch.setattr(z3, "SimpleSolver", counting)
+    rnd = random.Random(7)
+    assert len(sols) >= 10
+    for record in sols[:10]:
+        assert holds(spec, whole(record))
+    assert made == []
+    broken = 0
+    for _ in range(20):
+        record = {
+            "xs": [rnd.choice(XS_VALUES) for _ in range(rnd.randint(0, 3))],
+            "y": rnd.randint(-12, 12),
+            "c": rnd.choice("pqr"),
+        }
+        if record not in sols:
+            broken += 1
+            assert not holds(spec, whole(record))  # evaluation says no; the solver decides
+    assert broken and made

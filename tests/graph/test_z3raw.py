@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import z3
 
-from factorspec_sdk.graph.z3raw import TermBuilder, truth_in
+from factorspec_sdk.graph.z3raw import TermBuilder, true_under, truth_in
 
 
 def test_raw_terms_equal_the_terms_z3py_makes() -> None:
@@ -81,3 +81,19 @@ def test_values_in_a_model_equal_z3pys() -> None:
         assert tb.truth(tb.term(b)) is None  # not a value
     assert truth_in(model, x == 7) is True and truth_in(model, b) is False
     assert truth_in(model, z3.Or(b, y > 1000)) is (model.eval(y, True).as_long() > 1000)
+
+
+def test_true_under_evaluates_constraints_at_given_values() -> None:
+    ctx = z3.Context()
+    x, y, b = z3.Int("x", ctx), z3.Int("y", ctx), z3.Bool("b", ctx)
+    cs = [x * y == 12, z3.Implies(b, x > y), x % 5 == 3]
+    assert true_under(cs, [(x, 3), (y, 4), (b, False)])
+    assert not true_under(cs, [(x, 3), (y, 4), (b, True)])  # 3 > 4 is false
+    assert not true_under(cs, [(x, 8), (y, 4), (b, False)])  # 32 != 12
+    # y left out is 0 in the evaluated model: False, though y = 4 would do (ask the solver)
+    assert not true_under(cs, [(x, 3), (b, False)])
+    assert true_under([x <= 10**30], [(x, 10**25)])  # beyond 64 bits
+    # a term that is no variable, or one given twice: False, never an error
+    assert not true_under(cs, [(x + 1, 4), (y, 4), (b, False)])
+    assert not true_under(cs, [(x, 3), (x, 3), (y, 4), (b, False)])
+    assert true_under([], [])
