@@ -69,10 +69,11 @@ def run(n: int, cities: tuple[int, int], seed: int = 0, *, unique: bool = True) 
     from factorspec_sdk.domains.trip import Itinerary, generate_problem, prompt_for
     from factorspec_sdk.drafter.loop import DecodeJob, Decoder, DecoderConfig
     from factorspec_sdk.drafter.verify import SamplingParams
-    from factorspec_sdk.ir import check_record, spec_from_ir, to_ir
+    from factorspec_sdk.ir import IR_CACHE, check_record, spec_from_ir, to_ir
     from factorspec_sdk.tokens.plan import Planner
     from factorspec_sdk.writer.automaton import Writer
 
+    IR_CACHE.clear()  # every document cold, in each of several runs in one process
     engine = scripted_engine()
     tok = engine.tokenizer
     sizes = list(range(cities[0], cities[1] + 1))
