@@ -256,7 +256,7 @@ def fact_literal(spec: CompiledSpec, t: z3.ExprRef, fact: Fact, ctx: z3.Context)
 
 
 def holds(spec: CompiledSpec, assignment: Assignment) -> bool:
-    """Whether some completion of ``assignment`` satisfies ``spec``: one check per component.
+    """Whether some completion of ``assignment`` satisfies ``spec``: at most a check a component.
 
     `Oracle.feasible` for a single question (a finished record's re-check): it works in the
     spec's own context, under `CompiledSpec.context_lock`, so it makes no private context,
