@@ -285,11 +285,10 @@ class _Checker:
             s.add(*cp.constraints)
             if self._decide(s) == z3.unsat:
                 self._raise_core(cp)
-            m = s.model()
-            for v in sorted(cp.variables):
-                rec = self.records[v]
-                if rec.kind == "len":
-                    list_bounds[rec.path] = self._max_length(s, rec, m)
+            lists = [self.records[v] for v in sorted(cp.variables)]
+            lists = [rec for rec in lists if rec.kind == "len"]
+            if lists:
+                list_bounds.update(self._max_lengths(s, lists, s.model()))
         return list_bounds
 
     def _solver(self, s: z3.Solver) -> z3.Solver:
@@ -310,25 +309,48 @@ class _Checker:
         ex = rec.exists
         return z3.BoolVal(ex, self.ctx) if isinstance(ex, bool) else ex
 
-    def _max_length(self, s: z3.Solver, rec: VarRecord, m: z3.ModelRef) -> int:
-        """The longest length of ``rec``'s list; ``m`` is a model of the component."""
-        t = cast(z3.ArithRef, rec.term)
-        exists = self._exists(rec)
-        best = 0
-        if z3.is_true(m.eval(exists, model_completion=True)):
-            best = cast(z3.IntNumRef, m.eval(t, model_completion=True)).as_long()
-        if rec.le is None:  # pragma: no cover - length records always have a bound
-            raise SpecError(f"{self.model}: {rec.name} has no upper bound")
-        while best < rec.le:
+    def _max_lengths(
+        self, s: z3.Solver, lists: Sequence[VarRecord], m: z3.ModelRef
+    ) -> dict[Path, int]:
+        """The longest length of each list of one component; ``m`` is a model of it.
+
+        One proof for them all: while some list may be longer than its longest so far, a
+        check finds a solution where one is, which raises the longest of each list it beats;
+        the check that finds none proves every longest so far is the longest.
+        """
+        best: dict[str, int] = {}
+        for rec in lists:
+            if rec.le is None:  # pragma: no cover - length records always have a bound
+                raise SpecError(f"{self.model}: {rec.name} has no upper bound")
+            best[rec.name] = self._length_in(rec, m)
+        while True:
+            short = [rec for rec in lists if best[rec.name] < cast(int, rec.le)]
+            if not short:
+                break
             s.push()
-            s.add(exists, t > best)
+            s.add(
+                z3.Or(
+                    *(
+                        z3.And(self._exists(rec), cast(z3.ArithRef, rec.term) > best[rec.name])
+                        for rec in short
+                    )
+                )
+            )
             r = self._decide(s)
             if r == z3.sat:
-                best = cast(z3.IntNumRef, s.model().eval(t, model_completion=True)).as_long()
+                found = s.model()
+                for rec in short:
+                    best[rec.name] = max(best[rec.name], self._length_in(rec, found))
             s.pop()
             if r == z3.unsat:
                 break
-        return max(best, 0)
+        return {rec.path: max(best[rec.name], 0) for rec in lists}
+
+    def _length_in(self, rec: VarRecord, m: z3.ModelRef) -> int:
+        """The length of ``rec``'s list in ``m`` (0 where the list does not exist)."""
+        if not z3.is_true(m.eval(self._exists(rec), model_completion=True)):
+            return 0
+        return int(cast(z3.IntNumRef, m.eval(rec.term, model_completion=True)).as_long())
 
     def _raise_core(self, c: Component) -> None:
         s = self._solver(z3.Solver(ctx=self.ctx))

@@ -86,6 +86,38 @@ def test_schema_bound_too_small_is_unsat() -> None:
     assert "length bounds of xs" in err.value.core
 
 
+@pytest.mark.parametrize("total", [0, 2, 5, 9, 12])
+def test_lists_of_one_component_get_their_longest_lengths(total: int) -> None:
+    """Several lists tied by one relation: each bound is its own longest, by brute force."""
+
+    class Ctx(BaseModel):
+        total: int
+
+    class M(BaseModel):
+        xs: list[int] = Field(max_length=6)
+        ys: list[int] = Field(max_length=6)
+        zs: list[int] = Field(max_length=6)
+
+        @relation
+        def shared(self, ctx: Ctx) -> bool:
+            return (
+                len(self.xs) + 2 * len(self.ys) <= ctx.total
+                and len(self.zs) >= len(self.ys)
+                and len(self.zs) <= len(self.xs) + 1
+            )
+
+    sizes = [
+        (x, y, z)
+        for x in range(7)
+        for y in range(7)
+        for z in range(7)
+        if x + 2 * y <= total and z >= y and z <= x + 1
+    ]
+    spec = compile_spec(M, Ctx(total=total))
+    for k, name in enumerate(("xs", "ys", "zs")):
+        assert spec.max_length((name,)) == max(size[k] for size in sizes), name
+
+
 def test_list_bound_tightened_by_relations() -> None:
     class Ctx(BaseModel):
         names: list[str]
