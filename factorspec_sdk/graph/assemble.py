@@ -285,10 +285,11 @@ class _Checker:
             s.add(*cp.constraints)
             if self._decide(s) == z3.unsat:
                 self._raise_core(cp)
+            cp.witness = s.model()
             lists = [self.records[v] for v in sorted(cp.variables)]
             lists = [rec for rec in lists if rec.kind == "len"]
             if lists:
-                list_bounds.update(self._max_lengths(s, lists, s.model()))
+                list_bounds.update(self._max_lengths(s, lists, cp.witness))
         return list_bounds
 
     def _solver(self, s: z3.Solver) -> z3.Solver:

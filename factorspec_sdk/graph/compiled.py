@@ -107,12 +107,17 @@ class Component:
 
     The constraints live in the spec's Z3 context: the main one for `compile_spec`, a private
     one for `spec_from_ir`.
+
+    Attributes:
+        witness: a model of the constraints, found when the spec was checked (None: the
+            check was skipped, its result cached); an oracle's first completion.
     """
 
     index: int
     variables: frozenset[str]
     constraints: list[z3.BoolRef]
     factor_names: tuple[str, ...]
+    witness: z3.ModelRef | None = None
 
 
 class CompiledSpec:

@@ -92,6 +92,7 @@ class _Solver:
         with spec.context_lock:  # translate reads the spec's context
             for f in comp.constraints:
                 self.solver.add(f.translate(self.ctx))
+            first = None if comp.witness is None else comp.witness.translate(self.ctx)
         self.pushed: list[Fact] = []
         self.terms: dict[str, z3.ExprRef] = {}
         self.existence: dict[str, z3.BoolRef] = {}
@@ -103,6 +104,8 @@ class _Solver:
         self.variables = comp.variables
         self.witnesses: list[tuple[z3.ModelRef, tuple[Fact, ...]]] = []
         """Models of the component found by earlier checks, each with facts it satisfies."""
+        if first is not None:  # the spec's own check found one: no check for the first
+            self.witnesses.append((first, ()))
         self.backbones: list[tuple[tuple[Fact, ...], dict[str, Value]]] = []
         """Facts, each with the variables they determine (`Oracle.determined`'s values)."""
         self.backbone_at = -1

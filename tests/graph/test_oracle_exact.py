@@ -17,7 +17,7 @@ from factorspec_sdk.errors import OracleError, UnsatisfiableSpecError
 from factorspec_sdk.graph import AtLeast, compile_spec
 from factorspec_sdk.graph.compiled import Fact, Value
 from factorspec_sdk.graph.oracle import holds
-from factorspec_sdk.ir import spec_from_ir, to_ir
+from factorspec_sdk.ir import IR_CACHE, spec_from_ir, to_ir
 from factorspec_sdk.relations.decorator import evaluate, relations_of
 
 
@@ -288,12 +288,23 @@ def test_what_the_facts_determine_is_answered_without_more_checks(
 
     oracle = compile_spec(Fixed).new_oracle()
     assert oracle.feasible_values((), "a") == [20]
-    assert oracle.stats.solver_checks == 3  # a model, no other value, no other completion
+    # no other value, no other completion; the model is the one the spec's check found
+    assert oracle.stats.solver_checks == 2
     assert oracle.feasible_values((("a", 20),), "b") == [20]
     assert oracle.feasible_values((("a", 20), ("b", 20)), "c") == [20]
-    assert oracle.stats.solver_checks == 3
+    assert oracle.stats.solver_checks == 2
     assert oracle.feasible_values((("a", 19),), "b") == []
     assert {k: v[0] for k, v in oracle.determined(()).items()} == {"a": 20, "b": 20, "c": 20}
+
+    # a spec whose checks came from IR_CACHE has no model: its oracle finds its own
+    IR_CACHE.clear()
+    first = spec_from_ir(to_ir(Fixed))
+    again = spec_from_ir(to_ir(Fixed))
+    for spec, checks in ((first, 2), (again, 3)):  # + a model
+        o = spec.new_oracle()
+        assert o.feasible_values((), "a") == [20]
+        assert o.feasible_values((("a", 20),), "b") == [20]
+        assert o.stats.solver_checks == checks
 
     # a backbone check that runs out of time only leaves the later queries to check
     slow = compile_spec(Fixed).new_oracle()
@@ -304,7 +315,7 @@ def test_what_the_facts_determine_is_answered_without_more_checks(
     monkeypatch.setattr(slow, "_determined", out_of_time)
     assert slow.feasible_values((), "a") == [20]
     assert slow.feasible_values((("a", 20),), "b") == [20]
-    assert slow.stats.solver_checks == 3  # two for the first query, one for the second
+    assert slow.stats.solver_checks == 2  # no other value of a; none of b (the model has b)
 
 
 def test_next_digits_wide_domain() -> None:
