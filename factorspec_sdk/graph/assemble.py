@@ -28,7 +28,7 @@ from factorspec_sdk.errors import OracleError, SpecError, UnsatisfiableSpecError
 from factorspec_sdk.graph.compiled import CompiledSpec, Component, Factor
 from factorspec_sdk.graph.z3context import MAIN_CONTEXT_LOCK
 from factorspec_sdk.graph.z3raw import Node, TermBuilder
-from factorspec_sdk.relations.compiler import InternTable, VarRecord
+from factorspec_sdk.relations.compiler import BOOL_KINDS, InternTable, VarRecord
 from factorspec_sdk.relations.decorator import RelationSet
 from factorspec_sdk.relations.layout import ListLayout, Path, RootLayout, node_at, path_name
 
@@ -36,6 +36,7 @@ __all__ = [
     "RelationFactor",
     "assemble_spec",
     "bound_constraint",
+    "bound_value",
     "connected_components",
     "schema_factor_name",
 ]
@@ -187,6 +188,23 @@ def bound_constraint(rec: VarRecord, strings: InternTable, tb: TermBuilder) -> z
     if rec.le is not None:
         parts.append(_le(tb, t, rec.le))
     return tb.wrap(tb.conj(parts)) if parts else None
+
+
+def bound_value(rec: VarRecord, strings: InternTable) -> int | bool:
+    """A value of ``rec``'s term within its schema bounds: `bound_constraint` holds there.
+
+    For a variable whose node a record lacks (an item past its list's length), where any
+    value within the bounds will do.
+    """
+    if rec.kind in BOOL_KINDS:
+        return bool(rec.choices[0]) if rec.choices else False
+    if rec.kind == "str":
+        return strings.codes.get(cast(str, rec.choices[0]), 0) if rec.choices else 0
+    if rec.choices:
+        return min(cast(int, c) for c in rec.choices)
+    if rec.ge is not None:
+        return rec.ge
+    return rec.le if rec.le is not None and rec.le < 0 else 0
 
 
 def _ge(tb: TermBuilder, t: Node, value: int) -> Node:

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, cast
 import z3
 
 from factorspec_sdk.errors import OracleError
+from factorspec_sdk.graph.assemble import bound_value
 from factorspec_sdk.graph.compiled import AtLeast, AtMost, Fact, Value
 from factorspec_sdk.graph.z3context import private_context
 from factorspec_sdk.graph.z3raw import Node, TermBuilder, true_under, truth_in
@@ -278,7 +279,7 @@ def holds(spec: CompiledSpec, assignment: Assignment) -> bool:
             values = [(spec.record(f[0]).term, fact_value(spec, f)) for f in facts]
             given = {f[0] for f in facts}
             values += [  # the items a record leaves out: any value within their bounds
-                (spec.record(v).term, _resting_value(spec, v))
+                (spec.record(v).term, bound_value(spec.record(v), spec.strings))
                 for v in sorted(comp.variables - given)
             ]
             if all(v is not None for _, v in values) and true_under(
@@ -298,20 +299,6 @@ def holds(spec: CompiledSpec, assignment: Assignment) -> bool:
             if r == z3.unsat:
                 return False
     return True
-
-
-def _resting_value(spec: CompiledSpec, var: str) -> int | bool:
-    """A value of ``var``'s term within its own schema bounds (for an item a record lacks)."""
-    rec = spec.record(var)
-    if rec.kind in BOOL_KINDS:
-        return bool(rec.choices[0]) if rec.choices else False
-    if rec.kind == "str":
-        return spec.strings.codes.get(cast(str, rec.choices[0]), 0) if rec.choices else 0
-    if rec.choices:
-        return min(cast(int, c) for c in rec.choices)
-    if rec.ge is not None:
-        return rec.ge
-    return rec.le if rec.le is not None and rec.le < 0 else 0
 
 
 class Oracle:

@@ -794,7 +794,7 @@ part of a new document's cost. ``LAYOUT_CACHE.clear()`` forgets them.
 
 
 def _layout(ir: RelationIR, data: object, limits: IRLimits) -> RootLayout:
-    """The layout of a parsed document, from `LAYOUT_CACHE` when one with its digest is there."""
+    """The layout of a parsed document, from `LAYOUT_CACHE` when one with its key is there."""
     key = None
     if isinstance(data, dict):
         doc = _document_key(data.get("layout"))

@@ -360,3 +360,26 @@ def test_itinerary_writer_flow() -> None:
             facts.append((var, flight[key]))
     facts.append(("len(flights)", 9))
     assert o.feasible(tuple(facts))
+
+
+@pytest.mark.parametrize("which", ["trip", "invoice", "meeting"])
+def test_the_bound_value_of_every_variable_is_within_its_bound(which: str) -> None:
+    from factorspec_sdk.graph.assemble import bound_constraint, bound_value
+    from factorspec_sdk.graph.z3raw import TermBuilder, true_under
+
+    if which == "trip":
+        spec = compile_spec(Itinerary, generate_problem(4, 1))
+    elif which == "invoice":
+        spec = compile_spec(Invoice, InvoiceContext(tax_rate_percent=8, max_items=3))
+    else:
+        spec = compile_spec(Meeting, MEETING_CONTEXT)
+    codes = dict(spec.strings.codes)
+    with spec.context_lock:
+        for name in spec.variables:
+            rec = spec.record(name)
+            value = bound_value(rec, spec.strings)
+            with TermBuilder(rec.term.ctx) as tb:
+                bound = bound_constraint(rec, spec.strings, tb)
+            if bound is not None:
+                assert true_under([bound], [(rec.term, value)]), (name, value)
+    assert spec.strings.codes == codes  # nothing interned
