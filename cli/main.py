@@ -403,6 +403,16 @@ def serve(
             show_default=False,
         ),
     ] = None,
+    planning_workers: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            metavar="N",
+            help="Server processes that plan records for the one engine kept in this "
+            "process, so that FactorSpec's CPU work uses N cores (0: serve from this "
+            "process). Not with --upstream.",
+        ),
+    ] = 0,
 ) -> None:
     """Serve the OpenAI-compatible API (chat completions with relation-checked records).
 
@@ -431,7 +441,14 @@ def serve(
             extra["dtype"] = dtype
         if request_timeout is not None:
             extra["request_timeout_s"] = request_timeout
+        if planning_workers:
+            extra["planning_workers"] = planning_workers
         if upstream is not None:
+            if planning_workers:
+                raise typer.BadParameter(
+                    "planning workers serve a local engine, not --upstream servers",
+                    param_hint="--planning-workers",
+                )
             if engine != "embedded" or device is not None or dtype is not None:
                 raise typer.BadParameter(
                     "--upstream replaces the local engine: pass no --engine, --device or "

@@ -152,9 +152,19 @@ def run_load(
 
 
 def _cpu_seconds(pid: int) -> float:
-    """User plus system CPU seconds of a process so far (Linux ``/proc/<pid>/stat``)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """User plus system CPU seconds of a process and its live children so far (Linux ``/proc``).
+
+    The children are the server's planning workers and multiprocessing's helper.
+    """
+    total = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:  # the process ended meanwhile
+            continue
+        if stat.parent.name == str(pid) or fields[1] == str(pid):  # itself, or its child
+            total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def main() -> None:
@@ -172,6 +182,12 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=60.0)
     ap.add_argument("--warmup", type=float, default=10.0, help="seconds of load not measured")
     ap.add_argument("--max-tokens", type=int, default=1024)
+    ap.add_argument(
+        "--planning-workers",
+        type=int,
+        default=0,
+        help="the child server's planning worker processes (0: it plans in its own process)",
+    )
     args = ap.parse_args()
     with contextlib.ExitStack() as stack:
         pid = None
@@ -188,7 +204,12 @@ def main() -> None:
 
             model = f"load-{args.engine}"
             server = stack.enter_context(
-                ServerProcess(args.engine, model_name=model, start_timeout=300.0)
+                ServerProcess(
+                    args.engine,
+                    model_name=model,
+                    args=("--planning-workers", str(args.planning_workers)),
+                    start_timeout=300.0,
+                )
             )
             url, pid = server.url, server.pid
         if args.warmup > 0:
@@ -199,7 +220,7 @@ def main() -> None:
         if pid is not None and out["requests"]:
             cpu = _cpu_seconds(pid) - cpu0
             print(
-                f"server process: {cpu:.1f} CPU s, {cpu / out['requests'] * 1000:.1f} ms of CPU "
+                f"server processes: {cpu:.1f} CPU s, {cpu / out['requests'] * 1000:.1f} ms of CPU "
                 "per record"
             )
 

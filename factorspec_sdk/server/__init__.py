@@ -54,7 +54,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 if TYPE_CHECKING:
     from factorspec_sdk.engines.protocol import Engine
@@ -90,6 +90,7 @@ def serve(
     log_level: str = "info",
     upstream: str | Sequence[str] | None = None,
     records_per_upstream: int = 8,
+    planning_workers: int = 0,
     **engine_options: object,
 ) -> None:
     """Run the OpenAI-compatible server until interrupted (``factorspec serve``).
@@ -109,10 +110,16 @@ def serve(
             separated by commas): this server becomes their relation-aware front
             (`factorspec_sdk.engines.upstreams.UpstreamPool`); ``engine`` stays unset.
         records_per_upstream: with ``upstream``, records decoded on one upstream at once.
+        planning_workers: 0 (the default) serves from this process; N >= 1 runs N server
+            processes that plan for the engine kept in this one
+            (`factorspec_sdk.server.planning_workers`): FactorSpec's CPU work then uses N
+            cores. Not with ``upstream``.
         **engine_options: passed to the named engine's constructor.
 
     Raises:
-        TypeError: engine options with an `Engine` object or with ``upstream``.
+        TypeError: engine options with an `Engine` object or with ``upstream``; planning
+            workers with ``upstream``.
+        ValueError: a negative number of planning workers.
         UpstreamsUnavailableError: no upstream answers at start.
     """
     import uvicorn
@@ -123,7 +130,11 @@ def serve(
 
     served: Engine | UpstreamPool
     pool: UpstreamPool | None = None
+    if planning_workers < 0:
+        raise ValueError(f"planning_workers must be >= 0, got {planning_workers}")
     if upstream is not None:
+        if planning_workers:
+            raise TypeError("planning workers serve a local engine, not upstream servers")
         if engine != "embedded" or engine_options:
             raise TypeError(
                 "upstream replaces the local engine: pass no engine, device or dtype with it"
@@ -151,6 +162,19 @@ def serve(
         api_key=api_key,
         solver_timeout_ms=30_000,
     )
+    if planning_workers and pool is None:
+        from factorspec_sdk.server.planning_workers import serve_workers
+
+        serve_workers(
+            cast("Engine", served),  # not a pool: no upstream was given
+            workers=planning_workers,
+            host=host,
+            port=port,
+            model_name=model_name,
+            options=options,
+            log_level=log_level,
+        )
+        return
     app = create_app(served, model_name=model_name, options=options)
     tune_gc()  # this process is the server's: start-up's objects need no more collections
     keep_gil_in_short_calls()  # its planning threads would trade the GIL at every Z3 call

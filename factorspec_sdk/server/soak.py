@@ -156,6 +156,7 @@ def run_soak(
     clients: int = 16,
     max_seconds: float = 1800.0,
     max_tokens: int = 512,
+    planning_workers: int = 0,
 ) -> SoakReport:
     """Start a scripted server, send ``requests`` distinct-spec requests, report.
 
@@ -164,6 +165,8 @@ def run_soak(
         clients: concurrent clients (one thread and HTTP connection each).
         max_seconds: stop sending after this long (the report counts what was sent).
         max_tokens: token budget per record.
+        planning_workers: the server's ``--planning-workers`` (its RSS is then the engine
+            process's alone).
     """
     import httpx
 
@@ -173,7 +176,8 @@ def run_soak(
     statuses: Counter[int] = Counter()
     done = [0]
     warm_at = max(requests // 10, 1)
-    with ServerProcess("scripted", model_name=MODEL) as server:
+    args = ("--planning-workers", str(planning_workers))
+    with ServerProcess("scripted", model_name=MODEL, args=args) as server:
         report.rss_start_mb = report.rss_peak_mb = server.rss_bytes() / 2**20
         stop_sampling = threading.Event()
 
@@ -264,6 +268,7 @@ def main() -> None:
     ap.add_argument("--clients", type=int, default=16)
     ap.add_argument("--max-seconds", type=float, default=1800.0)
     ap.add_argument("--max-tokens", type=int, default=512)
+    ap.add_argument("--planning-workers", type=int, default=0)
     ap.add_argument("--json", action="store_true", help="print the report as JSON too")
     args = ap.parse_args()
     report = run_soak(
@@ -271,6 +276,7 @@ def main() -> None:
         clients=args.clients,
         max_seconds=args.max_seconds,
         max_tokens=args.max_tokens,
+        planning_workers=args.planning_workers,
     )
     print(report.summary())
     for line in report.examples:
