@@ -404,15 +404,16 @@ def serve(
         ),
     ] = None,
     planning_workers: Annotated[
-        int,
+        int | None,
         typer.Option(
             min=0,
             metavar="N",
             help="Server processes that plan records for the one engine kept in this "
             "process, so that FactorSpec's CPU work uses N cores (0: serve from this "
-            "process). Not with --upstream.",
+            "process; default: one per core, at most 8, 0 on one core). Not with --upstream.",
+            show_default=False,
         ),
-    ] = 0,
+    ] = None,
 ) -> None:
     """Serve the OpenAI-compatible API (chat completions with relation-checked records).
 
@@ -441,7 +442,7 @@ def serve(
             extra["dtype"] = dtype
         if request_timeout is not None:
             extra["request_timeout_s"] = request_timeout
-        if planning_workers:
+        if planning_workers is not None:
             extra["planning_workers"] = planning_workers
         if upstream is not None:
             if planning_workers:

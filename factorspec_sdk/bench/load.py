@@ -185,8 +185,9 @@ def main() -> None:
     ap.add_argument(
         "--planning-workers",
         type=int,
-        default=0,
-        help="the child server's planning worker processes (0: it plans in its own process)",
+        default=None,
+        help="the child server's planning worker processes (0: it plans in its own process; "
+        "default: the server's, one per core)",
     )
     args = ap.parse_args()
     with contextlib.ExitStack() as stack:
@@ -207,7 +208,9 @@ def main() -> None:
                 ServerProcess(
                     args.engine,
                     model_name=model,
-                    args=("--planning-workers", str(args.planning_workers)),
+                    args=()
+                    if args.planning_workers is None
+                    else ("--planning-workers", str(args.planning_workers)),
                     start_timeout=300.0,
                 )
             )

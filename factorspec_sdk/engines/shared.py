@@ -16,6 +16,9 @@ only one that touches the engine.
   alone, so only the process whose request is bad gets the error.
 * **Sequences belong to their connection.** A process may only touch the sequences it made;
   when it goes away (its connection closes), the host releases them.
+* **A board.** Each process may post one value (`EngineProxy.post`: the server's counters)
+  and gets back the latest value of every process that ever posted, the gone ones marked,
+  so that any process can answer for all of them (``/metrics``).
 * **Errors** of the engine reach the caller as `EngineError` with the host's message; a host
   that is gone is an `EngineError` too, never a hang (a closed connection ends a wait).
 
@@ -50,7 +53,7 @@ if TYPE_CHECKING:
 
     from factorspec_sdk.tokens.vocab import TokenizerInfo
 
-__all__ = ["EngineHost", "EngineInfo", "EngineProxy"]
+__all__ = ["EngineHost", "EngineInfo", "EngineProxy", "Posted"]
 
 log = logging.getLogger("factorspec.engine")
 
@@ -72,6 +75,19 @@ class EngineInfo:
     dtype: str | None
 
 
+@dataclass(frozen=True, slots=True)
+class Posted:
+    """A process's latest value on the host's board (`EngineProxy.post`).
+
+    Attributes:
+        value: what it posted.
+        live: False once the process has gone.
+    """
+
+    value: object
+    live: bool
+
+
 @dataclass(eq=False)
 class _Peer:
     """One connected process: its end of the connection and the sequences it made."""
@@ -79,6 +95,7 @@ class _Peer:
     conn: Connection
     sequences: set[SequenceId] = field(default_factory=set)
     gone: bool = False
+    posted: object = None
 
     def reply(self, status: str, value: object) -> None:
         if self.gone:
@@ -117,6 +134,7 @@ class EngineHost:
         self._inbox: queue.SimpleQueue[_Item | None] = queue.SimpleQueue()
         self._peers: set[_Peer] = set()
         self._peers_lock = threading.Lock()
+        self._retired: list[Posted] = []  # the last posts of processes gone (engine thread)
         self._thread = threading.Thread(
             target=self._run, name="factorspec-engine-host", daemon=True
         )
@@ -229,6 +247,9 @@ class EngineHost:
             return float(engine.verify_cost(int(args[0])))
         if verb == "apply_chat_template":
             return engine.apply_chat_template(args[0])
+        if verb == "post":
+            peer.posted = args[0]
+            return self._board()
         raise EngineError(f"unknown engine verb {verb!r}")
 
     def _extend(self, extends: list[tuple[_Peer, tuple[Any, ...]]]) -> None:
@@ -267,6 +288,11 @@ class EngineHost:
             peer.reply("ok", out[start : start + len(reqs)])
             start += len(reqs)
 
+    def _board(self) -> list[Posted]:
+        with self._peers_lock:
+            live = [Posted(p.posted, True) for p in self._peers if p.posted is not None]
+        return live + self._retired
+
     def _forward(
         self, requests: list[tuple[SequenceId, Sequence[int]]], keep: list[int]
     ) -> list[Logits]:
@@ -284,6 +310,8 @@ class EngineHost:
         peer.sequences.clear()
         with self._peers_lock:
             self._peers.discard(peer)
+        if peer.posted is not None:
+            self._retired.append(Posted(peer.posted, False))
         peer.conn.close()
 
 
@@ -382,6 +410,15 @@ class EngineProxy:
         if cost is None:
             cost = self._costs[k] = float(self._call("verify_cost", k))
         return cost
+
+    def post(self, value: object) -> list[Posted]:
+        """Put ``value`` (picklable) on the host's board, replacing this process's last one.
+
+        Returns every process's latest value (this one's included), the gone ones marked.
+        Answered between two forwards.
+        """
+        board: list[Posted] = self._call("post", value)
+        return board
 
     def close(self) -> None:
         """Close the connection (the host releases this process's sequences)."""

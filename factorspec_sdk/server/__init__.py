@@ -90,7 +90,7 @@ def serve(
     log_level: str = "info",
     upstream: str | Sequence[str] | None = None,
     records_per_upstream: int = 8,
-    planning_workers: int = 0,
+    planning_workers: int | None = None,
     **engine_options: object,
 ) -> None:
     """Run the OpenAI-compatible server until interrupted (``factorspec serve``).
@@ -110,10 +110,11 @@ def serve(
             separated by commas): this server becomes their relation-aware front
             (`factorspec_sdk.engines.upstreams.UpstreamPool`); ``engine`` stays unset.
         records_per_upstream: with ``upstream``, records decoded on one upstream at once.
-        planning_workers: 0 (the default) serves from this process; N >= 1 runs N server
-            processes that plan for the engine kept in this one
-            (`factorspec_sdk.server.planning_workers`): FactorSpec's CPU work then uses N
-            cores. Not with ``upstream``.
+        planning_workers: N >= 1 runs N server processes that plan for the engine kept in
+            this one (`factorspec_sdk.server.planning_workers`), so that FactorSpec's CPU
+            work uses N cores; 0 serves from this process; None (the default): one per
+            core (`default_planning_workers`: at most 8, 0 on one core), 0 with
+            ``upstream``.
         **engine_options: passed to the named engine's constructor.
 
     Raises:
@@ -130,6 +131,10 @@ def serve(
 
     served: Engine | UpstreamPool
     pool: UpstreamPool | None = None
+    if planning_workers is None:
+        from factorspec_sdk.server.planning_workers import default_planning_workers
+
+        planning_workers = 0 if upstream is not None else default_planning_workers()
     if planning_workers < 0:
         raise ValueError(f"planning_workers must be >= 0, got {planning_workers}")
     if upstream is not None:

@@ -10,6 +10,8 @@ wires them together and keeps the request metrics.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator
@@ -28,7 +30,9 @@ from fastapi.responses import (  # noqa: TID253
 from starlette.exceptions import HTTPException
 
 from factorspec_sdk.drafter.loop import DecoderConfig
+from factorspec_sdk.engines.shared import EngineProxy
 from factorspec_sdk.engines.upstreams import UpstreamPool
+from factorspec_sdk.errors import EngineError
 from factorspec_sdk.ir import IRLimits
 from factorspec_sdk.server import render
 from factorspec_sdk.server.auth import check_api_key, read_body
@@ -43,7 +47,7 @@ from factorspec_sdk.server.contract import (
     openapi_document,
 )
 from factorspec_sdk.server.dispatch import Dispatcher
-from factorspec_sdk.server.metrics import Metrics
+from factorspec_sdk.server.metrics import Metrics, MetricsSnapshot
 from factorspec_sdk.server.protocol import ApiError, Kind
 from factorspec_sdk.server.records import upstream_metrics
 from factorspec_sdk.server.specs import prepare
@@ -167,9 +171,28 @@ def create_app(
         counters.request(route, response.status_code, time.perf_counter() - t0)
         return response
 
+    async def shared_counters() -> Metrics:
+        """This process's counters, or with planning workers every worker's, summed."""
+        if not isinstance(engine, EngineProxy):
+            return counters
+        board = await asyncio.to_thread(engine.post, counters.snapshot())
+        return Metrics.merged(
+            (p.value, p.live) for p in board if isinstance(p.value, MetricsSnapshot)
+        )
+
+    async def post_counters() -> None:
+        """A planning worker's counters on the engine host's board, every second."""
+        while True:
+            await asyncio.sleep(1.0)
+            with contextlib.suppress(EngineError):
+                await shared_counters()
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        poster = asyncio.create_task(post_counters()) if isinstance(engine, EngineProxy) else None
         yield
+        if poster is not None:
+            poster.cancel()
         dispatcher.close()
 
     app = FastAPI(title="FactorSpec", version="1", lifespan=lifespan)
@@ -227,7 +250,7 @@ def create_app(
     @app.get("/metrics", **metrics_route())
     async def metrics() -> PlainTextResponse:
         """Counters in the Prometheus text format."""
-        text = counters.render()
+        text = (await shared_counters()).render()
         if isinstance(engine, UpstreamPool):
             text += upstream_metrics(engine, counters)
         return PlainTextResponse(text, media_type=METRICS_MEDIA_TYPE)

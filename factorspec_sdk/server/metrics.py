@@ -4,18 +4,39 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from factorspec_sdk.drafter.loop import GenerationStats
 
-__all__ = ["Metrics"]
+__all__ = ["Metrics", "MetricsSnapshot"]
 
 _BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
 
 
+@dataclass(frozen=True, slots=True)
+class MetricsSnapshot:
+    """The counters of one `Metrics` at one moment (plain data: it pickles).
+
+    Attributes:
+        requests: answered requests by route and status.
+        totals: the other counters.
+        latency_counts: requests per latency bucket.
+        latency_sum: their summed latency.
+        gauges: ``queue_depth``, ``active``, ``in_flight``.
+    """
+
+    requests: dict[tuple[str, int], int]
+    totals: dict[str, float]
+    latency_counts: tuple[int, ...]
+    latency_sum: float
+    gauges: tuple[int, int, int]
+
+
 class Metrics:
-    """Thread-safe counters of one server."""
+    """Thread-safe counters of one server process."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -55,6 +76,37 @@ class Metrics:
             t["oracle_seconds"] += stats.plan_seconds  # type: ignore[assignment]
             t["critical_oracle_seconds"] += stats.critical_plan_seconds  # type: ignore[assignment]
             t["forward_seconds"] += stats.forward_seconds  # type: ignore[assignment]
+
+    def snapshot(self) -> MetricsSnapshot:
+        """The counters now."""
+        with self._lock:
+            return MetricsSnapshot(
+                dict(self.requests),
+                dict(self.totals),
+                tuple(self.latency_counts),
+                self.latency_sum,
+                (self.queue_depth, self.active, self.in_flight),
+            )
+
+    @classmethod
+    def merged(cls, snapshots: Iterable[tuple[MetricsSnapshot, bool]]) -> Metrics:
+        """The sum of several processes' counters; the gauges of the live ones only.
+
+        ``snapshots``: each process's latest snapshot, with whether it still runs (a gone
+        process's counters still count: they are cumulative).
+        """
+        out = cls()
+        for snap, live in snapshots:
+            out.requests.update(snap.requests)
+            out.totals.update(snap.totals)
+            pairs = zip(out.latency_counts, snap.latency_counts, strict=True)
+            out.latency_counts = [a + b for a, b in pairs]
+            out.latency_sum += snap.latency_sum
+            if live:
+                out.queue_depth += snap.gauges[0]
+                out.active += snap.gauges[1]
+                out.in_flight += snap.gauges[2]
+        return out
 
     def render(self) -> str:
         """The Prometheus text exposition."""

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import os
 import signal
 import socket
 import threading
@@ -43,12 +44,28 @@ if TYPE_CHECKING:
     from factorspec_sdk.engines.protocol import Engine
     from factorspec_sdk.server.app import ServerOptions
 
-__all__ = ["run_worker", "serve_workers"]
+__all__ = ["MAX_DEFAULT_WORKERS", "default_planning_workers", "run_worker", "serve_workers"]
 
 log = logging.getLogger("factorspec.server")
 
+MAX_DEFAULT_WORKERS = 8
+"""The most planning workers `default_planning_workers` picks."""
+
 _FAST_EXIT_S = 10.0
 """A worker that exits sooner than this after its start counts as failing to start."""
+
+
+def default_planning_workers() -> int:
+    """The planning workers ``factorspec serve`` runs when not told: one per core it may use.
+
+    At most `MAX_DEFAULT_WORKERS`; 0 (plan in the server's own process) on one core, where
+    a worker would only add the calls between processes.
+    """
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # no affinity on this platform (macOS, Windows)
+        cores = os.cpu_count() or 1
+    return 0 if cores < 2 else min(cores, MAX_DEFAULT_WORKERS)
 
 
 def serve_workers(

@@ -17,7 +17,7 @@ from factorspec_sdk.drafter.loop import DecodeJob, Decoder, DecoderConfig
 from factorspec_sdk.drafter.verify import SamplingParams
 from factorspec_sdk.engines.protocol import Logits, SequenceId
 from factorspec_sdk.engines.scripted import ScriptedEngine
-from factorspec_sdk.engines.shared import EngineHost, EngineProxy
+from factorspec_sdk.engines.shared import EngineHost, EngineProxy, Posted
 from factorspec_sdk.errors import EngineError
 from factorspec_sdk.graph import compile_spec
 from factorspec_sdk.tokens.plan import Planner
@@ -227,3 +227,17 @@ def test_an_unknown_verb_is_an_engine_error(host: EngineHost) -> None:
     with pytest.raises(EngineError, match="unknown engine verb 'forward'"):
         proxy._call("forward")
     assert proxy.length(proxy.new_sequence(PROMPT)) == len(PROMPT)  # still served
+
+
+def test_the_board_keeps_each_callers_latest_post_and_marks_the_gone(host: EngineHost) -> None:
+    a, b = EngineProxy(host.connect()), EngineProxy(host.connect())
+    assert a.post("a1") == [Posted("a1", True)]
+    a.post("a2")
+    assert sorted(map(repr, b.post("b1"))) == sorted(
+        map(repr, [Posted("a2", True), Posted("b1", True)])
+    )
+    a.close()
+    wait_for(lambda: Posted("a2", False) in b.post("b2"))
+    assert sorted(map(repr, b.post("b3"))) == sorted(
+        map(repr, [Posted("a2", False), Posted("b3", True)])
+    )

@@ -49,6 +49,23 @@ def test_a_small_soak_over_two_planning_workers_loses_nothing() -> None:
     assert report.invalid == report.cut == report.lost == report.server_errors == 0
 
 
+def test_metrics_count_every_workers_requests() -> None:
+    body, _, _ = soak_request(1)
+    with ServerProcess("scripted", model_name=MODEL, args=("--planning-workers", "2")) as server:
+        for _ in range(8):  # a new connection each: the kernel picks the worker
+            with httpx.Client(base_url=server.url, timeout=60) as http:
+                assert http.post("/v1/chat/completions", json=body).status_code == 200
+        line = 'factorspec_requests_total{route="/v1/chat/completions",status="200"} 8'
+        deadline = time.monotonic() + 30
+        while True:  # each worker posts its counters every second
+            with httpx.Client(base_url=server.url, timeout=60) as http:
+                text = http.get("/metrics").text
+            if line in text:
+                break
+            assert time.monotonic() < deadline, text
+            time.sleep(0.5)
+
+
 def test_a_dead_worker_is_replaced_and_every_worker_stops_with_the_server() -> None:
     body, _, _ = soak_request(1)
     with ServerProcess("scripted", model_name=MODEL, args=("--planning-workers", "2")) as server:
