@@ -27,7 +27,7 @@ from pydantic import BaseModel
 from factorspec_sdk.errors import OracleError, SpecError, UnsatisfiableSpecError
 from factorspec_sdk.graph.compiled import CompiledSpec, Component, Factor
 from factorspec_sdk.graph.z3context import MAIN_CONTEXT_LOCK
-from factorspec_sdk.graph.z3raw import Node, TermBuilder
+from factorspec_sdk.graph.z3raw import Node, TermBuilder, assert_all
 from factorspec_sdk.relations.compiler import BOOL_KINDS, InternTable, VarRecord
 from factorspec_sdk.relations.decorator import RelationSet
 from factorspec_sdk.relations.layout import ListLayout, Path, RootLayout, node_at, path_name
@@ -300,7 +300,7 @@ class _Checker:
             if not cp.constraints:  # a lone unbounded variable: nothing to check
                 continue
             s = self._solver(z3.SimpleSolver(ctx=self.ctx))
-            s.add(*cp.constraints)
+            assert_all(s, cp.constraints)
             if self._decide(s) == z3.unsat:
                 self._raise_core(cp)
             cp.witness = s.model()

@@ -46,7 +46,13 @@ from factorspec_sdk.errors import OracleError
 from factorspec_sdk.graph.assemble import bound_value
 from factorspec_sdk.graph.compiled import AtLeast, AtMost, Fact, Value
 from factorspec_sdk.graph.z3context import private_context
-from factorspec_sdk.graph.z3raw import Node, TermBuilder, true_under, truth_in
+from factorspec_sdk.graph.z3raw import (
+    Node,
+    TermBuilder,
+    assert_all,
+    true_under,
+    truth_in,
+)
 from factorspec_sdk.relations.compiler import BOOL_KINDS, OTHER_CODE, OTHER_TEXT
 
 if TYPE_CHECKING:
@@ -91,8 +97,7 @@ class _Solver:
         if spec.solver_timeout_ms is not None:
             self.solver.set("timeout", spec.solver_timeout_ms)
         with spec.context_lock:  # translate reads the spec's context
-            for f in comp.constraints:
-                self.solver.add(f.translate(self.ctx))
+            assert_all(self.solver, comp.constraints)
             first = None if comp.witness is None else comp.witness.translate(self.ctx)
         self.pushed: list[Fact] = []
         self.terms: dict[str, z3.ExprRef] = {}

@@ -27,7 +27,15 @@ from typing import Any, TypeAlias, cast
 import z3
 from z3 import z3core
 
-__all__ = ["BINARY_OPS", "NARY_OPS", "Node", "TermBuilder", "true_under", "truth_in"]
+__all__ = [
+    "BINARY_OPS",
+    "NARY_OPS",
+    "Node",
+    "TermBuilder",
+    "assert_all",
+    "true_under",
+    "truth_in",
+]
 
 
 def _raw(wrapper: Callable[..., object]) -> Callable[..., Any]:
@@ -102,6 +110,37 @@ def truth_in(model: z3.ModelRef, term: z3.BoolRef) -> bool | None:
         return _truth(ref, node)
     finally:
         _LIB.Z3_dec_ref(ref, node)
+
+
+def assert_all(solver: z3.Solver, formulas: Sequence[z3.BoolRef]) -> None:
+    """Assert every formula into ``solver``, copied into its context when they live in another.
+
+    ``solver.add(*formulas)`` (with ``f.translate(solver.ctx)`` for another context's) in
+    one or two libz3 calls and a reference per formula, where z3py makes about fifteen (it
+    wraps each copy, asks its sort and casts it). Call it where the formulas' context may be
+    used (its lock).
+
+    Raises:
+        z3.Z3Exception: libz3 refused to copy a formula.
+    """
+    if not formulas:
+        return
+    src = formulas[0].ctx_ref()
+    dst = solver.ctx.ref()
+    raw_solver = solver.solver
+    if src.value == dst.value:  # the same context: no copy
+        for f in formulas:
+            _LIB.Z3_solver_assert(dst, raw_solver, f.as_ast())
+        return
+    for f in formulas:
+        node = _LIB.Z3_translate(src, f.as_ast(), dst)
+        if not node:
+            raise z3.Z3Exception("failed to copy a formula into the solver's context")
+        _LIB.Z3_inc_ref(dst, node)
+        try:
+            _LIB.Z3_solver_assert(dst, raw_solver, node)
+        finally:
+            _LIB.Z3_dec_ref(dst, node)
 
 
 def true_under(

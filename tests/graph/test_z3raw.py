@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import z3
 
-from factorspec_sdk.graph.z3raw import TermBuilder, true_under, truth_in
+from factorspec_sdk.graph.z3raw import TermBuilder, assert_all, true_under, truth_in
 
 
 def test_raw_terms_equal_the_terms_z3py_makes() -> None:
@@ -97,3 +97,26 @@ def test_true_under_evaluates_constraints_at_given_values() -> None:
     assert not true_under(cs, [(x + 1, 4), (y, 4), (b, False)])
     assert not true_under(cs, [(x, 3), (x, 3), (y, 4), (b, False)])
     assert true_under([], [])
+
+
+def test_assert_all_asserts_the_formulas_copied_into_the_solvers_context() -> None:
+    src, dst = z3.Context(), z3.Context()
+    x, y = z3.Int("x", src), z3.Int("y", src)
+    formulas = [x + y == 7, x > 2, z3.Or(y > 3, x == 0)]
+    raw = z3.SimpleSolver(ctx=dst)
+    assert_all(raw, formulas)
+    plain = z3.SimpleSolver(ctx=dst)
+    for f in formulas:
+        plain.add(f.translate(dst))
+    assert [a.sexpr() for a in raw.assertions()] == [a.sexpr() for a in plain.assertions()]
+    assert all(a.ctx is dst for a in raw.assertions())
+    xd = z3.Int("x", dst)
+    assert raw.check(xd == 3) == z3.sat and raw.check(xd == 4) == z3.unsat  # y > 3 needs x < 4
+    assert_all(raw, [])  # nothing to add
+    assert len(raw.assertions()) == 3
+    same = z3.SimpleSolver(ctx=src)  # the formulas' own context: asserted as they are
+    assert_all(same, formulas)
+    by_z3py = z3.SimpleSolver(ctx=src)
+    by_z3py.add(*formulas)
+    assert [a.sexpr() for a in same.assertions()] == [a.sexpr() for a in by_z3py.assertions()]
+    assert same.check(x == 4) == z3.unsat and same.check(x == 3) == z3.sat
