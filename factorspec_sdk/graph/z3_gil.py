@@ -11,7 +11,8 @@ process): ~45% of the server's CPU was the kernel switching threads, and a trip 
 ~95 ms of server CPU; with this policy ~66 ms, the kernel's share ~10%.
 
 `keep_gil_in_short_calls` rebinds z3py's wrappers (each keeps its foreign function as the
-default of its last parameter) to the same libz3 functions loaded through
+default of its last parameter), and the raw term builder's functions
+(`factorspec_sdk.graph.z3raw.rebind`), to the same libz3 functions loaded through
 ``ctypes.PyDLL``, which keeps the GIL, except the calls that can run long: solver checks,
 simplification, tactics, optimization, parsing, printing, making or freeing a context, and
 interrupting. Those still release the GIL, so other threads run while Z3 searches. The
@@ -31,6 +32,8 @@ from typing import Any
 
 import z3
 from z3 import z3core
+
+from factorspec_sdk.graph import z3raw
 
 __all__ = ["RELEASING", "keep_gil_in_short_calls"]
 
@@ -95,6 +98,7 @@ def keep_gil_in_short_calls() -> int:
                 continue
             elems.f = _rebind(held, elems.f)
             _switched.add(name)
+        z3raw.rebind()  # the raw term builder looked its functions up before the switch
         return len(_switched)
 
 

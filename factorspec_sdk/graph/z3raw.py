@@ -33,6 +33,7 @@ __all__ = [
     "Node",
     "TermBuilder",
     "assert_all",
+    "rebind",
     "true_under",
     "truth_in",
 ]
@@ -45,7 +46,7 @@ def _raw(wrapper: Callable[..., object]) -> Callable[..., Any]:
 
 
 class _Lib:
-    """The libz3 functions used here, unchecked."""
+    """The libz3 functions used here, unchecked (each looked up once, then kept)."""
 
     def __getattr__(self, name: str) -> Callable[..., Any]:
         fn = _raw(getattr(z3core, name))
@@ -58,27 +59,45 @@ _LIB = _Lib()
 Node: TypeAlias = z3.Ast
 """A raw term of libz3 (a ctypes pointer), valid while its `TermBuilder` is open."""
 
-NARY_OPS = {
-    "and": _LIB.Z3_mk_and,
-    "or": _LIB.Z3_mk_or,
-    "distinct": _LIB.Z3_mk_distinct,
-    "add": _LIB.Z3_mk_add,
-    "sub": _LIB.Z3_mk_sub,
-    "mul": _LIB.Z3_mk_mul,
-}
+NARY_OPS: dict[str, Callable[..., Any]] = {}
 """Operations over any number of arguments, by the relation IR's names."""
 
-BINARY_OPS = {
-    "implies": _LIB.Z3_mk_implies,
-    "eq": _LIB.Z3_mk_eq,
-    "le": _LIB.Z3_mk_le,
-    "lt": _LIB.Z3_mk_lt,
-    "ge": _LIB.Z3_mk_ge,
-    "gt": _LIB.Z3_mk_gt,
-    "div": _LIB.Z3_mk_div,
-    "mod": _LIB.Z3_mk_mod,
-}
+BINARY_OPS: dict[str, Callable[..., Any]] = {}
 """Operations over two arguments, by the relation IR's names."""
+
+
+def rebind() -> None:
+    """Take the libz3 functions from z3py's wrappers again.
+
+    `factorspec_sdk.graph.z3_gil.keep_gil_in_short_calls` calls it after it switched them
+    to ones that keep the GIL, so that the terms made here follow the same policy.
+    """
+    vars(_LIB).clear()
+    NARY_OPS.update(
+        {
+            "and": _LIB.Z3_mk_and,
+            "or": _LIB.Z3_mk_or,
+            "distinct": _LIB.Z3_mk_distinct,
+            "add": _LIB.Z3_mk_add,
+            "sub": _LIB.Z3_mk_sub,
+            "mul": _LIB.Z3_mk_mul,
+        }
+    )
+    BINARY_OPS.update(
+        {
+            "implies": _LIB.Z3_mk_implies,
+            "eq": _LIB.Z3_mk_eq,
+            "le": _LIB.Z3_mk_le,
+            "lt": _LIB.Z3_mk_lt,
+            "ge": _LIB.Z3_mk_ge,
+            "gt": _LIB.Z3_mk_gt,
+            "div": _LIB.Z3_mk_div,
+            "mod": _LIB.Z3_mk_mod,
+        }
+    )
+
+
+rebind()
 
 _INT64 = 2**63
 
