@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from factorspec_sdk.drafter.guess import PromptLookupGuesser
+from factorspec_sdk.drafter.overlap import Prefetch
 from factorspec_sdk.drafter.verify import SamplingParams, accept_or_replace, choose_token
 from factorspec_sdk.drafter.width import WidthPolicy
 from factorspec_sdk.engines.protocol import Engine, Logits, SequenceId, cached_prompt_tokens
@@ -323,13 +324,11 @@ class Decoder:
         active = still
         if not active:
             return []
-        futures: list[Future[None]] = []
-        if pool is not None:
-            try:
-                for a, d in zip(active, drafts, strict=True):
-                    futures.append(pool.submit(a.job.planner.prefetch, d.cursors[-1], 1))
-            except RuntimeError:  # the planning worker is gone: plan on this thread
-                self._pool = None
+        prefetch = Prefetch(
+            pool, [(a.job.planner, d.cursors[-1]) for a, d in zip(active, drafts, strict=True)]
+        )
+        if prefetch.pool_gone:  # the planning worker is gone: plan on this thread
+            self._pool = None
         requests = [(a.seq, [a.pending, *d.tokens]) for a, d in zip(active, drafts, strict=True)]
         keep = [d.keep for d in drafts]
         lengths = [self.engine.length(a.seq) for a in active]
@@ -339,13 +338,9 @@ class Decoder:
                 logits: Sequence[Logits | Exception] = self.engine.extend(requests, keep=keep)
             except Exception:  # one bad request must not fail the batch: run each alone
                 logits = self._isolate(active, requests, keep, lengths)
+            dt = time.perf_counter() - t0
         finally:
-            for f in futures:
-                # a prefetch only warms the planner's caches: if it failed (or its worker
-                # died), this thread plans the same step itself, and a real error of that
-                # job surfaces there, for that job alone
-                f.exception()
-        dt = time.perf_counter() - t0
+            prefetch.finish()
         survivors: list[_Active] = []
         for a, d, rows in zip(active, drafts, logits, strict=True):
             a.stats.forward_seconds += dt

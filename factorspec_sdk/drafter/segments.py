@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +39,7 @@ from factorspec_sdk.drafter.loop import (
     GenerationStats,
     check_budget,
 )
+from factorspec_sdk.drafter.overlap import Prefetch
 from factorspec_sdk.engines.completion import (
     FREE_STRING_REGEX,
     Completion,
@@ -151,20 +152,20 @@ class SegmentDecoder:
                     waiting.append(a)
             if not waiting:
                 break
-            futures = _prefetch(pool, waiting)
+            prefetch = Prefetch(
+                pool,
+                [(a.job.planner, a.cursor) for a in waiting if isinstance(a.cursor, TrieNode)],
+            )
             t0 = time.perf_counter()
             try:
                 replies = self.engine.complete([a.request for a in waiting if a.request])
+                seconds = time.perf_counter() - t0
             except Exception as exc:
                 for a in waiting:
                     results[a.index] = self._fail(a, exc)
                 break
             finally:
-                for f in futures:
-                    # a prefetch only warms the planner's caches: if it failed, this thread
-                    # plans the same segment itself and the job's error surfaces there
-                    f.exception()
-            seconds = time.perf_counter() - t0
+                prefetch.finish()
             active = []
             for a, reply in zip(waiting, replies, strict=True):
                 a.stats.forward_seconds += seconds
@@ -345,17 +346,6 @@ class SegmentDecoder:
 
     def _fail(self, a: _Active, exc: Exception) -> DecodeOutcome:
         return DecodeOutcome(self._text(a.record), list(a.record), self._close_stats(a), exc)
-
-
-def _prefetch(pool: ThreadPoolExecutor | None, waiting: Sequence[_Active]) -> list[Future[None]]:
-    """Plan, on ``pool``, the segments the replies to the waiting requests can lead to."""
-    if pool is None:
-        return []
-    return [
-        pool.submit(a.job.planner.prefetch, a.cursor, 1)
-        for a in waiting
-        if isinstance(a.cursor, TrieNode)
-    ]
 
 
 def _free_regex(cursor: FreeCursor, slack: int | None = None) -> str:

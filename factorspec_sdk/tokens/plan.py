@@ -290,10 +290,12 @@ class Planner:
             return self._grammar_advance(cursor, token, critical=critical)
         raise ValueError("the record is finished; no token can follow")
 
-    def prefetch(self, cursor: Cursor, depth: int = 1) -> None:
+    def prefetch(self, cursor: Cursor, depth: int = 1, stop: threading.Event | None = None) -> None:
         """Plan the segments reachable from ``cursor`` through up to ``depth`` choices.
 
-        Called from a worker thread while the engine runs a forward pass.
+        Called from a worker thread while the engine runs a forward pass. Once ``stop`` is
+        set (the forward is back: the decoding thread now needs one of them, not all), no
+        further segment is started; the one being planned finishes.
         """
         if depth < 0 or not isinstance(cursor, TrieNode):
             return
@@ -301,10 +303,12 @@ class Planner:
         while stack:
             node = stack.pop()
             for child in node.children.values():
+                if stop is not None and stop.is_set():
+                    return
                 if child.terminal is not None:
                     nxt = self._resolve_node(child, critical=False)
                     if depth > 1:
-                        self.prefetch(nxt, depth - 1)
+                        self.prefetch(nxt, depth - 1, stop)
                 else:
                     stack.append(child)
 

@@ -8,6 +8,7 @@ with the logits decoder's on the same model.
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Sequence
 
 import numpy as np
@@ -36,7 +37,7 @@ from factorspec_sdk.engines.protocol import ChatMessage
 from factorspec_sdk.engines.scripted import ScriptedEngine
 from factorspec_sdk.errors import EngineError
 from factorspec_sdk.graph import compile_spec
-from factorspec_sdk.tokens.plan import FreeCursor, Planner, TrieNode
+from factorspec_sdk.tokens.plan import Cursor, FreeCursor, Planner, TrieNode
 from factorspec_sdk.tokens.vocab import TokenizerInfo
 from factorspec_sdk.writer.automaton import FreeString, Writer
 from tests.helpers import TRIP_CONTEXT, Pick, Trip, tiny_tokenizer
@@ -157,6 +158,17 @@ def test_streams_and_provenance_equal_the_logits_decoder(
     assert results[0].provenance == results[1].provenance
 
 
+class UnstoppedPlanner(Planner):
+    """A planner whose prefetch plans every option even after the reply is back.
+
+    The scripted engine answers at once, before a real prefetch would plan anything; this
+    one fixes which thread plans what, whatever the timing.
+    """
+
+    def prefetch(self, cursor: Cursor, depth: int = 1, stop: threading.Event | None = None) -> None:
+        super().prefetch(cursor, depth)
+
+
 @pytest.mark.parametrize(("model", "context"), CASES, ids=lambda c: getattr(c, "__name__", ""))
 def test_overlap_plans_the_next_segments_during_the_request(
     model: type[BaseModel], context: object
@@ -165,7 +177,7 @@ def test_overlap_plans_the_next_segments_during_the_request(
     spec = compile_spec(model, context)
     runs = {}
     for overlap in (False, True):
-        planner = Planner(Writer(spec), TOK)
+        planner = UnstoppedPlanner(Writer(spec), TOK)
         job = DecodeJob(planner, TOK.encode("go"), SamplingParams(max_tokens=900))
         decoder = SegmentDecoder(MaskedArgmax(scripted()), DecoderConfig(overlap=overlap))
         [outcome] = decoder.run([job])
@@ -176,6 +188,21 @@ def test_overlap_plans_the_next_segments_during_the_request(
     assert off.critical_segments == off.segments > 1
     # the prefetch ends before the reply is read, so which thread planned what is fixed
     assert 1 <= on.critical_segments < off.critical_segments
+
+
+def test_a_prefetch_cut_short_changes_no_token() -> None:
+    """The scripted engine answers at once: prefetches stop early; the record is the same."""
+    spec = compile_spec(Invoice, INVOICE_CONTEXT)
+    runs = []
+    for overlap in (False, True):
+        planner = Planner(Writer(spec), TOK)
+        job = DecodeJob(planner, TOK.encode("go"), SamplingParams(max_tokens=900))
+        [outcome] = SegmentDecoder(MaskedArgmax(scripted()), DecoderConfig(overlap=overlap)).run(
+            [job]
+        )
+        assert outcome.error is None
+        runs.append(outcome.tokens)
+    assert runs[0] == runs[1]
 
 
 def test_speculation_off_asks_for_every_token() -> None:

@@ -1,0 +1,71 @@
+"""Planning the next segments while the engine works: `Prefetch`, one step's prefetches.
+
+Both decoders (logits: `factorspec_sdk.drafter.loop`; completions:
+`factorspec_sdk.drafter.segments`) plan, on a worker thread, every segment the engine's answer
+of a step can lead to (`Planner.prefetch`, one choice deep), while the engine computes that
+answer. When the answer is back, `Prefetch.finish` stops them: the decoding thread needs the
+segment of one answer, not of every option, so no further segment is started; it waits for
+the one in progress, and counts that wait as planning on the critical path of every record
+of the step (each of them waited for it). A segment not planned by then is planned by the
+decoding thread itself, as critical planning too. Prefetching only fills the planner's
+caches, so what is decoded does not depend on how far it got.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from factorspec_sdk.tokens.plan import Cursor, Planner
+
+__all__ = ["Prefetch"]
+
+
+class Prefetch:
+    """The prefetches of one decoder step (see the module).
+
+    Args:
+        pool: the worker thread (None: no overlap, nothing is prefetched).
+        work: each record's planner and the cursor whose next segments to plan.
+
+    Attributes:
+        pool_gone: the pool refused work (it was shut down); the caller drops it and plans
+            on its own thread from now on.
+    """
+
+    def __init__(
+        self, pool: ThreadPoolExecutor | None, work: Sequence[tuple[Planner, Cursor]]
+    ) -> None:
+        self.stop = threading.Event()
+        self.futures: list[Future[None]] = []
+        self.planners = [planner for planner, _ in work]
+        self.pool_gone = False
+        if pool is None:
+            return
+        try:
+            for planner, cursor in work:
+                self.futures.append(pool.submit(planner.prefetch, cursor, 1, self.stop))
+        except RuntimeError:  # the pool was shut down
+            self.pool_gone = True
+
+    def finish(self) -> float:
+        """Stop the prefetches and wait for the segment in progress; returns the wait.
+
+        The wait is added to each record's critical planning time. A prefetch that failed
+        is ignored here: the decoding thread plans the same segment itself, and a real
+        error of that record surfaces there, for that record alone.
+        """
+        self.stop.set()
+        if not self.futures:
+            return 0.0
+        t0 = time.perf_counter()
+        for f in self.futures:
+            f.exception()
+        waited = time.perf_counter() - t0
+        for planner in self.planners:
+            planner.stats.critical_seconds += waited
+        return waited
