@@ -197,7 +197,7 @@ def test_planning_worker_faults_fail_nobody(
 ) -> None:
     calls: list[int] = []
 
-    def prefetch(self: Planner, cursor: object, depth: int = 1) -> None:
+    def prefetch(self: Planner, cursor: object, depth: int = 1, stop: object = None) -> None:
         calls.append(1)
         raise RuntimeError("injected fault: the planning worker died")
 
