@@ -8,7 +8,10 @@ one: that it is satisfiable (else `UnsatisfiableSpecError` with an unsat core of
 names), that a list without a schema bound does not need more items than its default bound, and how
 long each list can be. A free ``str`` read by a relation needs no finite domain: its code
 `OTHER_CODE` stands for every text no relation names, which the writer writes as a free
-string that may not close at a named text the oracle rules out.
+string that may not close at a named text the oracle rules out. On the solver that found a
+component satisfiable, warm, it also finds what the constraints alone determine
+(`Component.determined`, `factorspec_sdk.graph.backbone`), which the spec's oracles start
+from instead of each searching for it in a solver of its own.
 Every solver check is bounded by ``check_timeout_ms``; a check the solver cannot decide
 raises `OracleError`.
 """
@@ -25,6 +28,7 @@ import z3
 from pydantic import BaseModel
 
 from factorspec_sdk.errors import OracleError, SpecError, UnsatisfiableSpecError
+from factorspec_sdk.graph.backbone import BACKBONE_ROUNDS, determined_nodes
 from factorspec_sdk.graph.compiled import CompiledSpec, Component, Factor
 from factorspec_sdk.graph.z3context import MAIN_CONTEXT_LOCK
 from factorspec_sdk.graph.z3raw import Node, TermBuilder, assert_all
@@ -308,7 +312,42 @@ class _Checker:
             lists = [rec for rec in lists if rec.kind == "len"]
             if lists:
                 list_bounds.update(self._max_lengths(s, lists, cp.witness))
+            cp.determined = self._determined(s, cp)
         return list_bounds
+
+    def _determined(self, s: z3.Solver, cp: Component) -> dict[str, int | bool] | None:
+        """What ``cp``'s constraints determine, on the solver that checked it (warm, cheap).
+
+        None when `BACKBONE_ROUNDS` checks do not settle it or one is undecided: the oracle
+        then looks for itself, as it does for a spec whose check was skipped.
+        """
+        assert cp.witness is not None
+        recs = [self.records[v] for v in sorted(cp.variables)]
+        cands = [
+            (rec.name, rec.term, None if rec.exists is True else self._exists(rec)) for rec in recs
+        ]
+        ctx = cp.witness.ctx
+
+        def check() -> bool:
+            r = s.check()
+            if r == z3.unknown:
+                raise OracleError("undecided")
+            return bool(r == z3.sat)
+
+        with TermBuilder(ctx) as tb:
+            try:
+                nodes = determined_nodes(tb, s, cp.witness, cands, check, BACKBONE_ROUNDS)
+            except OracleError:
+                return None
+            if nodes is None:
+                return None
+            out: dict[str, int | bool] = {}
+            for name, node in nodes.items():
+                if self.records[name].kind in BOOL_KINDS:
+                    out[name] = bool(tb.truth(node))
+                else:
+                    out[name] = z3.IntNumRef(node, ctx).as_long()
+            return out
 
     def _solver(self, s: z3.Solver) -> z3.Solver:
         if self.timeout_ms is not None:

@@ -111,6 +111,11 @@ class Component:
     Attributes:
         witness: a model of the constraints, found when the spec was checked (None: the
             check was skipped, its result cached); an oracle's first completion.
+        determined: what the constraints alone determine, found by the same check on the
+            same solver (`factorspec_sdk.graph.backbone`): each variable with one value in
+            every solution, as its term's value (an int, a bool, a str variable's code).
+            None: not known (the check was skipped, or its rounds did not settle it); an
+            oracle then finds it itself at its first query.
     """
 
     index: int
@@ -118,6 +123,7 @@ class Component:
     constraints: list[z3.BoolRef]
     factor_names: tuple[str, ...]
     witness: z3.ModelRef | None = None
+    determined: dict[str, int | bool] | None = None
 
 
 class CompiledSpec:

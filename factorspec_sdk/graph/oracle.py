@@ -13,14 +13,17 @@ of its feasible values without a check. A record's facts grow one value at a tim
 values some witness holds, so a value the relations determine costs one check (the proof
 that no other value is feasible) instead of two checks and a model.
 
-The first query of a component, and each later one whose answer is a single value the
-component's known *backbone* did not give, also asks what its facts determine (the variables
-with one value in every completion: a model, then at most `_BACKBONE_ROUNDS` checks for a
-completion that differs; see `Oracle.determined`). A later query whose facts extend those
-facts and that a witness satisfies is answered from it without a check. A record its
-relations determine then costs a few checks in all, not one per value (31 -> 3 on a 5-city
-trip with one valid plan). The backbone's terms are made raw (`TermBuilder`): there is one
-per variable, and z3py's wrappers were most of the cost.
+A component's *backbone* is what its facts determine: the variables with one value in every
+completion (`factorspec_sdk.graph.backbone`: a model, then at most `BACKBONE_ROUNDS` checks
+for a completion that differs). The backbone of no facts comes with the spec
+(`Component.determined`: its own check finds it on the solver that checked the component,
+already warm); the oracle finds it itself at the first query of a spec that lacks it (one
+whose checks came from a cache). Each later query whose answer is a single value the known
+backbones did not give asks what its facts determine too. A later query whose facts extend
+those facts and that a witness satisfies is answered from it without a check. A record its
+relations determine then costs no check at all (31 -> 0 on a 5-city trip with one valid
+plan), and the oracle never fills its solver (each component's constraints are copied into
+the private context at its first check).
 
 Every answer is exact: a value is reported feasible iff some completion of the assignment
 satisfies every relation and bound. A solver ``unknown`` raises `OracleError`.
@@ -44,6 +47,7 @@ import z3
 
 from factorspec_sdk.errors import OracleError
 from factorspec_sdk.graph.assemble import bound_value
+from factorspec_sdk.graph.backbone import BACKBONE_ROUNDS, determined_nodes
 from factorspec_sdk.graph.compiled import AtLeast, AtMost, Fact, Value
 from factorspec_sdk.graph.z3context import private_context
 from factorspec_sdk.graph.z3raw import (
@@ -65,8 +69,6 @@ _NEXT_DIGITS_FAST_LIMIT = 32
 _MAX_DIGITS = 18
 _WITNESSES = 16
 """Models kept per component solver as witnesses for later queries (the most recent)."""
-_BACKBONE_ROUNDS = 3
-"""Most checks spent on one attempt to find what a component's facts determine."""
 
 
 @dataclass(slots=True)
@@ -93,11 +95,9 @@ class _Solver:
         spec = oracle.spec
         comp = spec._components[index]
         self.ctx = oracle.ctx
-        self.solver = z3.SimpleSolver(ctx=self.ctx)
-        if spec.solver_timeout_ms is not None:
-            self.solver.set("timeout", spec.solver_timeout_ms)
+        self.index = index
+        self._solver: z3.Solver | None = None
         with spec.context_lock:  # translate reads the spec's context
-            assert_all(self.solver, comp.constraints)
             first = None if comp.witness is None else comp.witness.translate(self.ctx)
         self.pushed: list[Fact] = []
         self.terms: dict[str, z3.ExprRef] = {}
@@ -116,6 +116,26 @@ class _Solver:
         """Facts, each with the variables they determine (`Oracle.determined`'s values)."""
         self.backbone_at = -1
         """How many facts the last backbone was computed under (-1: none yet)."""
+        if comp.determined is not None:  # the spec's check found what no facts determine
+            self.backbones.append(((), {v: self.value(v, x) for v, x in comp.determined.items()}))
+            self.backbone_at = 0
+
+    @property
+    def solver(self) -> z3.Solver:
+        """The component's solver, its constraints copied in at first use.
+
+        A record the spec's check found determined is answered from its witness and
+        backbone, and never needs one.
+        """
+        if self._solver is None:
+            spec = self.spec
+            solver = z3.SimpleSolver(ctx=self.ctx)
+            if spec.solver_timeout_ms is not None:
+                solver.set("timeout", spec.solver_timeout_ms)
+            with spec.context_lock:  # translate reads the spec's context
+                assert_all(solver, spec._components[self.index].constraints)
+            self._solver = solver
+        return self._solver
 
     def exists(self, var: str) -> z3.BoolRef:
         """Whether ``var``'s item exists, in this solver's context."""
@@ -200,13 +220,18 @@ class _Solver:
         return bool(r == z3.sat)
 
     def decode(self, var: str, v: z3.ExprRef) -> Value:
+        if self.spec.record(var).kind in BOOL_KINDS:
+            return self.value(var, bool(z3.is_true(v)))
+        return self.value(var, cast(z3.IntNumRef, v).as_long())
+
+    def value(self, var: str, x: int | bool) -> Value:
+        """``var``'s value from its term's value (a str variable's is its text's code)."""
         rec = self.spec.record(var)
         if rec.kind in BOOL_KINDS:
-            return bool(z3.is_true(v))
-        n = cast(z3.IntNumRef, v).as_long()
+            return bool(x)
         if rec.kind == "str":
-            return str(self.spec.strings.strings[n])
-        return int(n)
+            return str(self.spec.strings.strings[int(x)])
+        return int(x)
 
     def decode_node(self, var: str, node: Node) -> Value:
         """`decode` for a raw value node (`TermBuilder.eval`)."""
@@ -448,7 +473,7 @@ class Oracle:
         """Find what ``facts`` determine, for the later queries of facts that extend them."""
         s.backbone_at = len(facts)
         try:
-            found = self._determined(index, facts, _BACKBONE_ROUNDS)
+            found = self._determined(index, facts, BACKBONE_ROUNDS)
         except OracleError:  # a check ran out of time: later queries check for themselves
             return
         if found:
@@ -640,33 +665,13 @@ class Oracle:
             model = s.solver.model()
             s.remember(model, facts)
         with TermBuilder(s.ctx) as tb:  # one raw libz3 call per node: many variables
-            values: dict[str, Node] = {}
-            differs: dict[str, Node] = {}  # v is missing or has another value
-            for v in cands:
-                exists = tb.term(s.exists(v))
-                if not tb.truth(tb.eval(model, exists)):
-                    continue
-                t = tb.term(s.term(v))
-                values[v] = tb.eval(model, t)
-                other = tb.app("not", [tb.app("eq", [t, values[v]])])
-                differs[v] = tb.app("or", [tb.app("not", [exists]), other])
-            live = list(differs)
-            while live:
-                if rounds is not None:
-                    if rounds == 0:
-                        return None
-                    rounds -= 1
-                s.solver.push()
-                try:
-                    s.solver.add(tb.wrap(tb.disj([differs[v] for v in live])))
-                    if not s.check():
-                        break
-                    m2 = s.solver.model()
-                finally:
-                    s.solver.pop()
-                live = [v for v in live if tb.truth(tb.eval(m2, differs[v])) is False]
-            for v in live:
-                result[v] = (s.decode_node(v, values[v]), self.spec.relations_mentioning(v))
+            nodes = determined_nodes(
+                tb, s.solver, model, [(v, s.term(v), s.exists(v)) for v in cands], s.check, rounds
+            )
+            if nodes is None:
+                return None
+            for v, node in nodes.items():
+                result[v] = (s.decode_node(v, node), self.spec.relations_mentioning(v))
         self._store(key, result)
         return result
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import random
+from collections.abc import Sequence
 from functools import cache
 from typing import Annotated, Any, Literal
 
@@ -15,7 +16,7 @@ from pydantic import BaseModel, Field
 from factorspec_sdk import distinct, relation
 from factorspec_sdk.errors import OracleError, UnsatisfiableSpecError
 from factorspec_sdk.graph import AtLeast, compile_spec
-from factorspec_sdk.graph.compiled import Fact, Value
+from factorspec_sdk.graph.compiled import CompiledSpec, Fact, Value
 from factorspec_sdk.graph.oracle import holds
 from factorspec_sdk.ir import IR_CACHE, spec_from_ir, to_ir
 from factorspec_sdk.relations.decorator import evaluate, relations_of
@@ -75,7 +76,30 @@ class SquareRel(Small):
         return self.y * self.y == sum(x * x for x in self.xs) + 1
 
 
-MIXINS = [SumRel, SortedRel, LastRel, ChoiceRel, ModRel, DistinctRel, PositiveRel, SquareRel]
+class PinRel(Small):
+    @relation
+    def pinned(self) -> bool:
+        return len(self.xs) == 2 and self.xs[0] == 3 and (self.c == "q" or self.y > 20)
+
+
+class HalfRel(Small):
+    @relation
+    def half(self) -> bool:
+        return self.y * 2 == sum(self.xs) + 17
+
+
+MIXINS = [
+    SumRel,
+    SortedRel,
+    LastRel,
+    ChoiceRel,
+    ModRel,
+    DistinctRel,
+    PositiveRel,
+    SquareRel,
+    PinRel,  # 8, 9: relations that determine some values (`Component.determined`)
+    HalfRel,
+]
 XS_VALUES = range(0, 4)
 
 
@@ -150,6 +174,46 @@ def digits_of(values: list[Value], prefix: str) -> frozenset[str]:
 COMBOS = [(0,), (1, 4), (2,), (3, 4, 6), (5, 0), (7,), (0, 1, 5), (2, 3), (6, 4, 5), (0, 7)]
 
 
+def check_spec_determined(spec: CompiledSpec, sols: Sequence[dict[str, Any]], idx: object) -> int:
+    """What the spec's check found the relations alone determine, against brute force.
+
+    Returns how many variables it found determined (components it did not settle, None,
+    are skipped: their oracles look for themselves).
+    """
+    count = 0
+    for comp in spec._components:
+        if comp.determined is None:
+            continue
+        for var in sorted(comp.variables & spec.variables.keys()):
+            found = [var_value(r, var) for r in sols]
+            always = all(exists for exists, _ in found) and len({v for _, v in found}) == 1
+            assert (var in comp.determined) == always, (var, idx)
+            if always:
+                x = comp.determined[var]
+                value = spec.strings.strings[int(x)] if spec.variables[var].kind == "str" else x
+                assert value == found[0][1], (var, idx)
+                count += 1
+    return count
+
+
+@pytest.mark.parametrize(
+    ("idx", "how_many"), [((8,), 3), ((9,), 0), ((8, 9), 3), ((8, 0), 3), ((9, 3, 1), 0)]
+)
+def test_the_spec_check_finds_what_the_relations_determine(
+    idx: tuple[int, ...], how_many: int
+) -> None:
+    """`Component.determined` (the backbone the spec's own check finds) against brute force,
+    for relations that pin some values; the oracle then answers them without a check."""
+    sols = solutions(idx)
+    spec = compile_spec(make_model(idx))
+    assert check_spec_determined(spec, sols, idx) == how_many
+    oracle = spec.new_oracle()
+    for var in spec.variables:
+        expected = sorted({var_value(r, var)[1] for r in sols if var_value(r, var)[0]}, key=repr)
+        if all(var_value(r, var)[0] for r in sols):
+            assert sorted(oracle.feasible_values((), var) or [], key=repr) == expected, var
+
+
 @pytest.mark.parametrize("idx", COMBOS)
 def test_oracle_matches_brute_force(idx: tuple[int, ...]) -> None:
     model = make_model(idx)
@@ -161,6 +225,7 @@ def test_oracle_matches_brute_force(idx: tuple[int, ...]) -> None:
     spec = compile_spec(model)
     ir_spec = spec_from_ir(to_ir(model))  # the same spec, in a private context
     oracle = spec.new_oracle()
+    check_spec_determined(spec, sols, idx)
     rnd = random.Random(sum(idx) * 1000 + len(idx))
     pool = list(sols)
     for _ in range(10):
@@ -286,28 +351,33 @@ def test_what_the_facts_determine_is_answered_without_more_checks(
         def full(self) -> bool:
             return self.a + self.b + self.c == 60
 
-    oracle = compile_spec(Fixed).new_oracle()
+    spec = compile_spec(Fixed)
+    # the spec's own check found a model and what it determines, on its own solver
+    assert spec._components[0].determined == {"a": 20, "b": 20, "c": 20}
+    oracle = spec.new_oracle()
     assert oracle.feasible_values((), "a") == [20]
-    # no other value, no other completion; the model is the one the spec's check found
-    assert oracle.stats.solver_checks == 2
     assert oracle.feasible_values((("a", 20),), "b") == [20]
     assert oracle.feasible_values((("a", 20), ("b", 20)), "c") == [20]
-    assert oracle.stats.solver_checks == 2
+    assert oracle.stats.solver_checks == 0  # and the oracle's solver was never filled
+    assert all(s._solver is None for s in oracle._solvers.values())
     assert oracle.feasible_values((("a", 19),), "b") == []
+    assert oracle.stats.solver_checks == 1
     assert {k: v[0] for k, v in oracle.determined(()).items()} == {"a": 20, "b": 20, "c": 20}
 
-    # a spec whose checks came from IR_CACHE has no model: its oracle finds its own
+    # a spec whose checks came from IR_CACHE has neither: its oracle finds its own (no
+    # other value, no other completion; + a model)
     IR_CACHE.clear()
     first = spec_from_ir(to_ir(Fixed))
     again = spec_from_ir(to_ir(Fixed))
-    for spec, checks in ((first, 2), (again, 3)):  # + a model
-        o = spec.new_oracle()
+    assert again._components[0].determined is None
+    for s, checks in ((first, 0), (again, 3)):
+        o = s.new_oracle()
         assert o.feasible_values((), "a") == [20]
         assert o.feasible_values((("a", 20),), "b") == [20]
         assert o.stats.solver_checks == checks
 
     # a backbone check that runs out of time only leaves the later queries to check
-    slow = compile_spec(Fixed).new_oracle()
+    slow = again.new_oracle()
 
     def out_of_time(*args: object) -> None:
         raise OracleError("the solver could not decide a query: timeout")
@@ -315,7 +385,7 @@ def test_what_the_facts_determine_is_answered_without_more_checks(
     monkeypatch.setattr(slow, "_determined", out_of_time)
     assert slow.feasible_values((), "a") == [20]
     assert slow.feasible_values((("a", 20),), "b") == [20]
-    assert slow.stats.solver_checks == 2  # no other value of a; none of b (the model has b)
+    assert slow.stats.solver_checks == 3  # a model; no other value of a; none of b
 
 
 def test_next_digits_wide_domain() -> None:
