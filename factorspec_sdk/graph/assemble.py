@@ -84,6 +84,7 @@ def assemble_spec(
     ctx: z3.Context | None = None,
     check_timeout_ms: int | None = None,
     list_bounds: Mapping[Path, int] | None = None,
+    determined: Sequence[Mapping[str, int | bool] | None] | None = None,
     solver_timeout_ms: int | None = None,
     started: float | None = None,
 ) -> CompiledSpec:
@@ -102,6 +103,8 @@ def assemble_spec(
         check_timeout_ms: time limit of each solver check made here (None: none).
         list_bounds: the list bounds an earlier assembly of the same spec found; given, the
             checks are skipped.
+        determined: with ``list_bounds``, what that assembly's checks found each component
+            determines (`Component.determined`, in component order).
         solver_timeout_ms: time limit of each query of the spec's oracles.
         started: `time.perf_counter()` when the front end began (for ``compile_seconds``).
 
@@ -149,6 +152,9 @@ def assemble_spec(
     if list_bounds is None:
         checker = _Checker(name, records, formulas, default_upper, factors, ctx, check_timeout_ms)
         list_bounds = checker.check(components)
+    elif determined is not None:
+        for cp, found in zip(components, determined, strict=True):
+            cp.determined = None if found is None else dict(found)
     return CompiledSpec(
         model=model,
         layout=layout,

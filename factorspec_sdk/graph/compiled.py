@@ -277,6 +277,11 @@ class CompiledSpec:
         """The longest length the relations allow, per list read by a relation."""
         return dict(self._list_bounds)
 
+    @property
+    def determined(self) -> list[dict[str, int | bool] | None]:
+        """What the relations alone determine, per component (`Component.determined`)."""
+        return [None if c.determined is None else dict(c.determined) for c in self._components]
+
     def component_of(self, var: str) -> int:
         """Index of the component holding ``var``."""
         try:

@@ -766,6 +766,8 @@ class CheckedIR:
         ir: the parsed document.
         layout: its layout.
         list_bounds: the list bounds the checks found (None: not checked yet).
+        determined: what the checks found each component determines
+            (`Component.determined`, in component order; None: not checked yet).
         error: the error the document raised (a malformed IR or an unsatisfiable spec);
             an undecided check is not kept, the next request tries again.
     """
@@ -773,14 +775,16 @@ class CheckedIR:
     ir: RelationIR
     layout: RootLayout
     list_bounds: dict[Path, int] | None = None
+    determined: list[dict[str, int | bool] | None] | None = None
     error: FactorSpecError | None = None
 
 
 IR_CACHE: SpecCache[str, CheckedIR] = SpecCache(max_size=128)
 """What `spec_from_ir` found for each IR document, by a key of the document: an LRU of 128.
 
-A hit skips parsing, the layout and the satisfiability checks (Z3 terms are rebuilt in a
-fresh context on every call). ``IR_CACHE.clear()`` forgets them.
+A hit skips parsing, the layout and the satisfiability checks, and keeps what they found
+each component determines (Z3 terms are rebuilt in a fresh context on every call).
+``IR_CACHE.clear()`` forgets them.
 """
 
 
@@ -864,7 +868,9 @@ def spec_from_ir(
         raise checked.error
     try:
         spec = _build(checked, limits, solver_timeout_ms)
-        checked.list_bounds = dict(spec.list_bounds)
+        if checked.list_bounds is None:
+            checked.list_bounds = dict(spec.list_bounds)
+            checked.determined = spec.determined
         return spec
     except (IRError, SpecError) as exc:
         if not (isinstance(exc, IRError) and exc.undecided):
@@ -978,6 +984,7 @@ def _build(checked: CheckedIR, limits: IRLimits, solver_timeout_ms: int | None) 
             ctx=ctx,
             check_timeout_ms=lim.solver_timeout_ms,
             list_bounds=checked.list_bounds,
+            determined=checked.determined,
             solver_timeout_ms=solver_timeout_ms,
             started=t0,
         )

@@ -17,8 +17,10 @@ def test_each_record_is_measured_and_valid() -> None:
         assert c.spec_cpu_ms > 0 and c.decode_cpu_ms > 0 and c.wall_ms > 0
         assert c.cpu_ms == c.spec_cpu_ms + c.decode_cpu_ms
         assert c.tokens > 50
-        # every query the writer asks, and a check for most (witnesses answer the rest)
-        assert c.oracle_queries > 0 and 0 < c.solver_checks <= 3 * c.oracle_queries
+        # every query the writer asks; a record with one valid plan needs no check (the
+        # spec's own check found what the relations determine), one with several does
+        assert c.oracle_queries > 0 and c.solver_checks <= 3 * c.oracle_queries
+    assert [c.solver_checks > 0 for c in costs] == [False, False, True]
     s = summary(costs)
     assert s["records"] == 3
     assert s["tokens_median"] == sorted(c.tokens for c in costs)[1]

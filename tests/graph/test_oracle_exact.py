@@ -364,20 +364,28 @@ def test_what_the_facts_determine_is_answered_without_more_checks(
     assert oracle.stats.solver_checks == 1
     assert {k: v[0] for k, v in oracle.determined(()).items()} == {"a": 20, "b": 20, "c": 20}
 
-    # a spec whose checks came from IR_CACHE has neither: its oracle finds its own (no
-    # other value, no other completion; + a model)
+    # a spec whose checks came from IR_CACHE keeps what they found determined, but not
+    # their model (one check finds one)
     IR_CACHE.clear()
     first = spec_from_ir(to_ir(Fixed))
     again = spec_from_ir(to_ir(Fixed))
-    assert again._components[0].determined is None
-    for s, checks in ((first, 0), (again, 3)):
+    assert again.determined == first.determined == [{"a": 20, "b": 20, "c": 20}]
+    for s, checks in ((first, 0), (again, 1)):
         o = s.new_oracle()
         assert o.feasible_values((), "a") == [20]
         assert o.feasible_values((("a", 20),), "b") == [20]
         assert o.stats.solver_checks == checks
 
+    # without it, the oracle finds its own (a model; no other value, no other completion)
+    bare = spec_from_ir(to_ir(Fixed))
+    bare._components[0].determined = None
+    o = bare.new_oracle()
+    assert o.feasible_values((), "a") == [20]
+    assert o.feasible_values((("a", 20),), "b") == [20]
+    assert o.stats.solver_checks == 3
+
     # a backbone check that runs out of time only leaves the later queries to check
-    slow = again.new_oracle()
+    slow = bare.new_oracle()
 
     def out_of_time(*args: object) -> None:
         raise OracleError("the solver could not decide a query: timeout")
