@@ -155,6 +155,7 @@ def assemble_spec(
     elif determined is not None:
         for cp, found in zip(components, determined, strict=True):
             cp.determined = None if found is None else dict(found)
+            cp.searched = bool(cp.constraints)  # as the check that found them left it
     return CompiledSpec(
         model=model,
         layout=layout,
@@ -319,6 +320,7 @@ class _Checker:
             if lists:
                 list_bounds.update(self._max_lengths(s, lists, cp.witness))
             cp.determined = self._determined(s, cp)
+            cp.searched = True
         return list_bounds
 
     def _determined(self, s: z3.Solver, cp: Component) -> dict[str, int | bool] | None:

@@ -114,8 +114,11 @@ class Component:
         determined: what the constraints alone determine, found by the same check on the
             same solver (`factorspec_sdk.graph.backbone`): each variable with one value in
             every solution, as its term's value (an int, a bool, a str variable's code).
-            None: not known (the check was skipped, or its rounds did not settle it); an
-            oracle then finds it itself at its first query.
+            None: not known (the check was skipped, or its rounds did not settle it).
+        searched: the spec's check searched for ``determined``. Where that search did not
+            settle it, an oracle does not search again at no facts (the same search from
+            the same model, a few of the hardest checks of a record); where the check was
+            skipped, an oracle finds it itself at its first query.
     """
 
     index: int
@@ -124,6 +127,7 @@ class Component:
     factor_names: tuple[str, ...]
     witness: z3.ModelRef | None = None
     determined: dict[str, int | bool] | None = None
+    searched: bool = False
 
 
 class CompiledSpec:

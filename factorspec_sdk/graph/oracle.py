@@ -17,13 +17,14 @@ A component's *backbone* is what its facts determine: the variables with one val
 completion (`factorspec_sdk.graph.backbone`: a model, then at most `BACKBONE_ROUNDS` checks
 for a completion that differs). The backbone of no facts comes with the spec
 (`Component.determined`: its own check finds it on the solver that checked the component,
-already warm); the oracle finds it itself at the first query of a spec that lacks it (one
-whose checks came from a cache). Each later query whose answer is a single value the known
-backbones did not give asks what its facts determine too. A later query whose facts extend
-those facts and that a witness satisfies is answered from it without a check. A record its
-relations determine then costs no check at all (31 -> 0 on a 5-city trip with one valid
-plan), and the oracle never fills its solver (each component's constraints are copied into
-the private context at its first check).
+already warm; where its rounds do not settle it, the oracle does not search again); the
+oracle finds it itself at the first query of a spec whose check did not look for it. Each
+later query whose answer is a single value the known backbones did not give asks what its
+facts determine too. A later query whose facts extend those facts and that a witness
+satisfies is answered from it without a check. A record its relations determine then costs
+no check at all (31 -> 0 on a 5-city trip with one valid plan), and the oracle never fills
+its solver (each component's constraints are copied into the private context at its first
+check).
 
 Every answer is exact: a value is reported feasible iff some completion of the assignment
 satisfies every relation and bound. A solver ``unknown`` raises `OracleError`.
@@ -118,6 +119,7 @@ class _Solver:
         """How many facts the last backbone was computed under (-1: none yet)."""
         if comp.determined is not None:  # the spec's check found what no facts determine
             self.backbones.append(((), {v: self.value(v, x) for v, x in comp.determined.items()}))
+        if comp.searched:  # found, or its rounds did not settle it: no search again
             self.backbone_at = 0
 
     @property

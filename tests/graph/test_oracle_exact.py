@@ -379,10 +379,22 @@ def test_what_the_facts_determine_is_answered_without_more_checks(
     # without it, the oracle finds its own (a model; no other value, no other completion)
     bare = spec_from_ir(to_ir(Fixed))
     bare._components[0].determined = None
+    bare._components[0].searched = False
     o = bare.new_oracle()
     assert o.feasible_values((), "a") == [20]
     assert o.feasible_values((("a", 20),), "b") == [20]
     assert o.stats.solver_checks == 3
+
+    # where the spec's search did not settle it, the oracle does not search again
+    monkeypatch.setattr("factorspec_sdk.graph.assemble.BACKBONE_ROUNDS", 0)
+    IR_CACHE.clear()
+    unsettled = spec_from_ir(to_ir(Fixed))
+    assert unsettled.determined == [None] and unsettled._components[0].searched
+    o = unsettled.new_oracle()
+    assert o.feasible_values((), "a") == [20]
+    assert o.stats.solver_checks == 1  # no other value; the model is the spec's
+    assert o.feasible_values((("a", 20),), "b") == [20]  # one value, learnt from 1 fact
+    assert o.stats.solver_checks == 3  # no other b; the search: no completion differs
 
     # a backbone check that runs out of time only leaves the later queries to check
     slow = bare.new_oracle()
