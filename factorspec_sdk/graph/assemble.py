@@ -315,12 +315,17 @@ class _Checker:
             if self._decide(s) == z3.unsat:
                 self._raise_core(cp)
             cp.witness = s.model()
-            lists = [self.records[v] for v in sorted(cp.variables)]
-            lists = [rec for rec in lists if rec.kind == "len"]
-            if lists:
-                list_bounds.update(self._max_lengths(s, lists, cp.witness))
             cp.determined = self._determined(s, cp)
             cp.searched = True
+            fixed = cp.determined or {}
+            lists = [self.records[v] for v in sorted(cp.variables)]
+            lists = [rec for rec in lists if rec.kind == "len"]
+            for rec in lists:  # a length the relations fix is its own longest
+                if rec.name in fixed:
+                    list_bounds[rec.path] = int(fixed[rec.name])
+            rest = [rec for rec in lists if rec.name not in fixed]
+            if rest:
+                list_bounds.update(self._max_lengths(s, rest, cp.witness))
         return list_bounds
 
     def _determined(self, s: z3.Solver, cp: Component) -> dict[str, int | bool] | None:
