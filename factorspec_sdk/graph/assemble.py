@@ -331,6 +331,8 @@ class _Checker:
     def _determined(self, s: z3.Solver, cp: Component) -> dict[str, int | bool] | None:
         """What ``cp``'s constraints determine, on the solver that checked it (warm, cheap).
 
+        The models the search finds are kept in ``cp.models``.
+
         None when `BACKBONE_ROUNDS` checks do not settle it or one is undecided: the oracle
         then looks for itself, as it does for a spec whose check was skipped.
         """
@@ -347,11 +349,14 @@ class _Checker:
                 raise OracleError("undecided")
             return bool(r == z3.sat)
 
+        models: list[z3.ModelRef] = []
         with TermBuilder(ctx) as tb:
             try:
-                nodes = determined_nodes(tb, s, cp.witness, cands, check, BACKBONE_ROUNDS)
+                nodes = determined_nodes(tb, s, cp.witness, cands, check, BACKBONE_ROUNDS, models)
             except OracleError:
                 return None
+            finally:
+                cp.models = tuple(models)
             if nodes is None:
                 return None
             out: dict[str, int | bool] = {}

@@ -36,12 +36,14 @@ def determined_nodes(
     candidates: Sequence[Candidate],
     check: Callable[[], bool],
     rounds: int | None = None,
+    models: list[z3.ModelRef] | None = None,
 ) -> dict[str, Node] | None:
     """The candidates with ``model``'s value in every model of ``solver``: their value nodes.
 
     ``model`` must satisfy what ``solver`` holds; ``check`` runs one check of ``solver``
     (True: satisfiable), raising on an undecided one. The value nodes live as long as ``tb``
     is open. None: ``rounds`` checks did not settle it. The solver is left as it was given.
+    ``models``: each model the search finds (each differs from ``model``) is appended.
     """
     values: dict[str, Node] = {}
     differs: dict[str, Node] = {}  # the variable is missing or has another value
@@ -65,6 +67,8 @@ def determined_nodes(
             if not check():
                 break
             found = solver.model()
+            if models is not None:
+                models.append(found)
         finally:
             solver.pop()
         live = [v for v in live if tb.truth(tb.eval(found, differs[v])) is False]

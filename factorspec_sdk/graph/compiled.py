@@ -115,6 +115,8 @@ class Component:
             same solver (`factorspec_sdk.graph.backbone`): each variable with one value in
             every solution, as its term's value (an int, a bool, a str variable's code).
             None: not known (the check was skipped, or its rounds did not settle it).
+        models: the other models of the constraints that search found (each differs from
+            the witness somewhere): more completions an oracle knows without a check.
         searched: the spec's check searched for ``determined``. Where that search did not
             settle it, an oracle does not search again at no facts (the same search from
             the same model, a few of the hardest checks of a record); where the check was
@@ -128,6 +130,7 @@ class Component:
     witness: z3.ModelRef | None = None
     determined: dict[str, int | bool] | None = None
     searched: bool = False
+    models: tuple[z3.ModelRef, ...] = ()
 
 
 class CompiledSpec:

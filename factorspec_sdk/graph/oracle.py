@@ -99,7 +99,8 @@ class _Solver:
         self.index = index
         self._solver: z3.Solver | None = None
         with spec.context_lock:  # translate reads the spec's context
-            first = None if comp.witness is None else comp.witness.translate(self.ctx)
+            known = [] if comp.witness is None else [comp.witness, *comp.models]
+            first = [m.translate(self.ctx) for m in known]
         self.pushed: list[Fact] = []
         self.terms: dict[str, z3.ExprRef] = {}
         self.existence: dict[str, z3.BoolRef] = {}
@@ -111,8 +112,8 @@ class _Solver:
         self.variables = comp.variables
         self.witnesses: list[tuple[z3.ModelRef, tuple[Fact, ...]]] = []
         """Models of the component found by earlier checks, each with facts it satisfies."""
-        if first is not None:  # the spec's own check found one: no check for the first
-            self.witnesses.append((first, ()))
+        for model in reversed(first):  # the spec's own check found them: no check for them
+            self.witnesses.append((model, ()))
         self.backbones: list[tuple[tuple[Fact, ...], dict[str, Value]]] = []
         """Facts, each with the variables they determine (`Oracle.determined`'s values)."""
         self.backbone_at = -1
@@ -195,16 +196,26 @@ class _Solver:
         only the facts past their common prefix are evaluated.
         """
         for i in range(len(self.witnesses) - 1, -1, -1):
-            model, agreed = self.witnesses[i]
-            k = 0
-            n = min(len(agreed), len(facts))
-            while k < n and agreed[k] == facts[k]:
-                k += 1
-            if all(truth_in(model, self.literal(f)) for f in facts[k:]):
-                if len(facts) > len(agreed):
-                    self.witnesses[i] = (model, facts)
-                return model
+            if self._agrees(i, facts):
+                return self.witnesses[i][0]
         return None
+
+    def witnesses_for(self, facts: tuple[Fact, ...]) -> list[z3.ModelRef]:
+        """Every model found earlier that satisfies ``facts`` too, the most recent first."""
+        n = len(self.witnesses)
+        return [self.witnesses[i][0] for i in range(n - 1, -1, -1) if self._agrees(i, facts)]
+
+    def _agrees(self, i: int, facts: tuple[Fact, ...]) -> bool:
+        model, agreed = self.witnesses[i]
+        k = 0
+        n = min(len(agreed), len(facts))
+        while k < n and agreed[k] == facts[k]:
+            k += 1
+        if all(truth_in(model, self.literal(f)) for f in facts[k:]):
+            if len(facts) > len(agreed):
+                self.witnesses[i] = (model, facts)
+            return True
+        return False
 
     def remember(self, model: z3.ModelRef, facts: tuple[Fact, ...]) -> None:
         """Keep ``model`` (which satisfies ``facts``) as a witness for later queries."""
@@ -443,22 +454,25 @@ class Oracle:
             result = [value] if self._comp_feasible(index, facts) else []
             self._store(key, result)
             return result
-        witness = s.witness(facts)
+        known = s.witnesses_for(facts)  # their values are feasible: no check for them
         s.sync(facts)
         t = s.term(var)
         found: list[Value] = []
         s.solver.push()
         try:
             while True:
-                if witness is not None:  # a value of a known completion: no check for it
-                    model, witness = witness, None
+                if known:
+                    model = known.pop(0)
                 elif s.check():
                     model = s.solver.model()
                     s.remember(model, facts)
                 else:
                     break
                 v = model.eval(t, model_completion=True)
-                found.append(s.decode(var, v))
+                value = s.decode(var, v)
+                if value in found:  # a known completion's value, found already
+                    continue
+                found.append(value)
                 if len(found) > limit:
                     break
                 s.solver.add(t != v)

@@ -408,6 +408,28 @@ def test_what_the_facts_determine_is_answered_without_more_checks(
     assert slow.stats.solver_checks == 3  # a model; no other value of a; none of b
 
 
+def test_every_known_completion_gives_its_value_without_a_check() -> None:
+    """The models the spec's backbone search found join its witness in the oracle: an
+    enumeration takes each known completion's value without a check, and checks only for
+    the values none of them has (plus the proof that there are no more)."""
+
+    class Split(BaseModel):
+        a: int = Field(ge=0, le=3)
+        b: int = Field(ge=0, le=3)
+
+        @relation
+        def three(self) -> bool:
+            return self.a + self.b == 3
+
+    spec = compile_spec(Split)
+    comp = spec._components[0]
+    assert comp.determined == {} and len(comp.models) >= 1  # a completion that differs
+    known = 1 + len(comp.models)
+    oracle = spec.new_oracle()
+    assert oracle.feasible_values((), "a") == [0, 1, 2, 3]
+    assert oracle.stats.solver_checks == 4 - known + 1
+
+
 def test_next_digits_wide_domain() -> None:
     """next_digits by interval search (too many values to enumerate)."""
 
