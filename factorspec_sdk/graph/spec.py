@@ -15,9 +15,7 @@ import dataclasses
 import enum
 import time
 from collections.abc import Hashable, Mapping
-from typing import cast
 
-import z3
 from pydantic import BaseModel
 
 from factorspec_sdk.errors import ContextError
@@ -25,6 +23,7 @@ from factorspec_sdk.graph.assemble import RelationFactor, assemble_spec
 from factorspec_sdk.graph.cache import SpecCache
 from factorspec_sdk.graph.compiled import CompiledSpec
 from factorspec_sdk.graph.z3context import MAIN_CONTEXT_LOCK
+from factorspec_sdk.graph.z3raw import substitute_all
 from factorspec_sdk.relations.compiler import (
     RelationCompiler,
     affix_links,
@@ -112,13 +111,10 @@ def _compile(model: type[BaseModel], context: object) -> CompiledSpec:
     decided = decided_by_codes(comp, [(f.variables, f.formula) for f in lowered])
     if decided:  # same(a, b) of a leaf that is always a named text: code equality
         swap = [(comp.vars[n].term, f) for n, f in decided.items()]
-        lowered = [
-            RelationFactor(
-                f.name,
-                f.variables - decided.keys(),  # the codes are read already (`eq_code`)
-                cast(z3.BoolRef, z3.substitute(f.formula, *swap)),
-            )
-            for f in lowered
+        swapped = substitute_all([f.formula for f in lowered], swap)
+        lowered = [  # the codes are read already (`eq_code`)
+            RelationFactor(f.name, f.variables - decided.keys(), g)
+            for f, g in zip(lowered, swapped, strict=True)
         ]
     texts = text_links(comp)  # before the records: it adds the variables of its groups
     texts += affix_links(comp)

@@ -34,6 +34,7 @@ __all__ = [
     "TermBuilder",
     "assert_all",
     "rebind",
+    "substitute_all",
     "true_under",
     "truth_in",
 ]
@@ -160,6 +161,37 @@ def assert_all(solver: z3.Solver, formulas: Sequence[z3.BoolRef]) -> None:
             _LIB.Z3_solver_assert(dst, raw_solver, node)
         finally:
             _LIB.Z3_dec_ref(dst, node)
+
+
+def substitute_all(
+    formulas: Sequence[z3.BoolRef], pairs: Sequence[tuple[z3.ExprRef, z3.ExprRef]]
+) -> list[z3.BoolRef]:
+    """Each formula with every pair's first term replaced by its second (`z3.substitute`).
+
+    One libz3 call a formula, where ``z3.substitute(f, *pairs)`` checks every pair's sorts
+    again on each call (a few hundred z3py calls a formula for a trip spec's pairs); the
+    pairs are checked once here. All terms live in one context.
+
+    Raises:
+        z3.Z3Exception: a pair's two terms differ in sort, or libz3 refused a substitution.
+    """
+    if not formulas or not pairs:
+        return list(formulas)
+    for a, b in pairs:
+        if not a.sort().eq(b.sort()):
+            raise z3.Z3Exception(f"cannot substitute {a} by {b}: their sorts differ")
+    ctx = formulas[0].ctx
+    ref = ctx.ref()
+    n = len(pairs)
+    src = (Node * n)(*(a.as_ast() for a, _ in pairs))
+    dst = (Node * n)(*(b.as_ast() for _, b in pairs))
+    out: list[z3.BoolRef] = []
+    for f in formulas:
+        node = _LIB.Z3_substitute(ref, f.as_ast(), n, src, dst)
+        if not node:
+            raise z3.Z3Exception("libz3 refused a substitution")
+        out.append(z3.BoolRef(node, ctx))
+    return out
 
 
 def true_under(

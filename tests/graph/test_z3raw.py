@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 import z3
 
-from factorspec_sdk.graph.z3raw import TermBuilder, assert_all, true_under, truth_in
+from factorspec_sdk.graph.z3raw import (
+    TermBuilder,
+    assert_all,
+    substitute_all,
+    true_under,
+    truth_in,
+)
 
 
 def test_raw_terms_equal_the_terms_z3py_makes() -> None:
@@ -120,3 +126,20 @@ def test_assert_all_asserts_the_formulas_copied_into_the_solvers_context() -> No
     by_z3py.add(*formulas)
     assert [a.sexpr() for a in same.assertions()] == [a.sexpr() for a in by_z3py.assertions()]
     assert same.check(x == 4) == z3.unsat and same.check(x == 3) == z3.sat
+
+
+def test_substitute_all_equals_z3pys_substitute() -> None:
+    ctx = z3.Context()
+    x, y = z3.Int("x", ctx), z3.Int("y", ctx)
+    p, q = z3.Bool("p", ctx), z3.Bool("q", ctx)
+    formulas = [z3.And(p, x > 1), z3.Or(q, z3.Not(p)), x + y == 3, z3.Implies(q, y < x)]
+    pairs = [(p, x == y), (q, z3.BoolVal(False, ctx))]
+    got = substitute_all(formulas, pairs)
+    want = [z3.substitute(f, *pairs) for f in formulas]
+    assert all(g.eq(w) for g, w in zip(got, want, strict=True))
+    assert all(isinstance(g, z3.BoolRef) and g.ctx is ctx for g in got)
+    del formulas, pairs, want  # the results hold their own references
+    assert str(got[0]) == "And(x == y, x > 1)"
+    assert substitute_all([x > 1], [])[0].eq(x > 1) and substitute_all([], [(p, q)]) == []
+    with pytest.raises(z3.Z3Exception, match="sorts differ"):
+        substitute_all([x > 1], [(x, p)])
