@@ -56,7 +56,7 @@ from factorspec_sdk.graph.z3raw import (
     TermBuilder,
     assert_all,
     true_under,
-    truth_in,
+    value_in,
 )
 from factorspec_sdk.relations.compiler import BOOL_KINDS, OTHER_CODE, OTHER_TEXT
 
@@ -211,11 +211,25 @@ class _Solver:
         n = min(len(agreed), len(facts))
         while k < n and agreed[k] == facts[k]:
             k += 1
-        if all(truth_in(model, self.literal(f)) for f in facts[k:]):
+        if all(self._holds_in(model, f) for f in facts[k:]):
             if len(facts) > len(agreed):
                 self.witnesses[i] = (model, facts)
             return True
         return False
+
+    def _holds_in(self, model: z3.ModelRef, fact: Fact) -> bool:
+        """Whether ``model`` satisfies ``fact`` (`fact_literal`'s literal, by its value)."""
+        var, given = fact
+        boolean = self.spec.record(var).kind in BOOL_KINDS
+        x = value_in(model, self.term(var), boolean=boolean)
+        if x is None:  # not a value: leave it to a check
+            return False
+        if isinstance(given, AtMost):
+            return x <= given.n
+        if isinstance(given, AtLeast):
+            return x >= given.n
+        value = fact_value(self.spec, fact)
+        return value is not None and x == value
 
     def remember(self, model: z3.ModelRef, facts: tuple[Fact, ...]) -> None:
         """Keep ``model`` (which satisfies ``facts``) as a witness for later queries."""

@@ -36,7 +36,7 @@ __all__ = [
     "rebind",
     "substitute_all",
     "true_under",
-    "truth_in",
+    "value_in",
 ]
 
 
@@ -117,17 +117,23 @@ def _truth(ref: Any, node: Node) -> bool | None:
     return True if value == 1 else False if value == -1 else None
 
 
-def truth_in(model: z3.ModelRef, term: z3.BoolRef) -> bool | None:
-    """The truth value of ``term`` in ``model``, completed (None: not ``true`` or ``false``).
+def value_in(model: z3.ModelRef, term: z3.ExprRef, *, boolean: bool) -> int | bool | None:
+    """The value of ``term`` in ``model``, completed: a bool for a Boolean term, else an int.
 
-    ``z3.is_true(model.eval(term, model_completion=True))`` in three libz3 calls and a
-    reference, where z3py makes about ten (it wraps the value to ask what it is).
+    None: the value is not ``true``/``false`` or an integer numeral. Three or four libz3
+    calls and a reference, where z3py makes about ten to evaluate and read a value, and
+    about ten more to build a literal (``t == v``) to evaluate instead.
     """
     ref = term.ctx_ref()
     node = _eval(ref, model.model, term.as_ast())
     _LIB.Z3_inc_ref(ref, node)
     try:
-        return _truth(ref, node)
+        if boolean:
+            return _truth(ref, node)
+        if not _LIB.Z3_is_numeral_ast(ref, node):
+            return None
+        text = _LIB.Z3_get_numeral_string(ref, node).decode()
+        return int(text) if text.lstrip("-").isdigit() else None  # not a rational's "p/q"
     finally:
         _LIB.Z3_dec_ref(ref, node)
 

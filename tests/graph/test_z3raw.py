@@ -10,7 +10,7 @@ from factorspec_sdk.graph.z3raw import (
     assert_all,
     substitute_all,
     true_under,
-    truth_in,
+    value_in,
 )
 
 
@@ -85,8 +85,14 @@ def test_values_in_a_model_equal_z3pys() -> None:
         assert tb.truth(tb.eval(model, tb.term(b))) is False
         assert tb.truth(tb.eval(model, tb.app("eq", [tx, tb.int(7)]))) is True
         assert tb.truth(tb.term(b)) is None  # not a value
-    assert truth_in(model, x == 7) is True and truth_in(model, b) is False
-    assert truth_in(model, z3.Or(b, y > 1000)) is (model.eval(y, True).as_long() > 1000)
+    assert value_in(model, x == 7, boolean=True) is True
+    assert value_in(model, b, boolean=True) is False
+    y_big = model.eval(y, model_completion=True).as_long() > 1000
+    assert value_in(model, z3.Or(b, y > 1000), boolean=True) is y_big
+    assert value_in(model, x + 1, boolean=False) == 8
+    assert value_in(model, x * 10**25 - 1, boolean=False) == 7 * 10**25 - 1  # beyond 64 bits
+    assert value_in(model, -x, boolean=False) == -7
+    assert value_in(model, z3.ToReal(x) / 2, boolean=False) is None  # 7/2: not an int
 
 
 def test_true_under_evaluates_constraints_at_given_values() -> None:
