@@ -111,42 +111,53 @@ def test_decoding_through_a_proxy_equals_decoding_on_the_engine(
     proxy.close()
 
 
-def hold_the_engine(
-    engine: GatedEngine, host: EngineHost, first: tuple[EngineProxy, int]
-) -> tuple[threading.Event, threading.Thread]:
-    """Start ``first``'s extend and wait until it holds the engine; the gate releases it."""
+Outcome = tuple[EngineProxy, int, "list[Logits] | EngineError"]
+
+
+def extends_behind_a_held_engine(
+    engine: GatedEngine, host: EngineHost, tokens: dict[str, list[int]]
+) -> dict[str, Outcome]:
+    """One caller's extend holds the engine while one extend per entry of ``tokens`` (each
+    its own caller and sequence) queues behind it; then the gate opens. Returns each
+    entry's caller, sequence and what its extend returned or raised."""
+    first = EngineProxy(host.connect())
+    callers = {name: EngineProxy(host.connect()) for name in tokens}
+    first_seq = first.new_sequence(PROMPT)
+    seqs = {name: p.new_sequence(PROMPT) for name, p in callers.items()}
     gate = engine.gate = threading.Event()
-    proxy, seq = first
-    thread = threading.Thread(target=proxy.extend, args=([(seq, [5, 6])],))
-    thread.start()
+    held = threading.Thread(target=first.extend, args=([(first_seq, [5, 6])],))
+    held.start()
     assert engine.entered.wait(10.0)
-    return gate, thread
+    results: dict[str, list[Logits] | EngineError] = {}
+
+    def call(name: str) -> None:
+        try:
+            results[name] = callers[name].extend([(seqs[name], tokens[name])])
+        except EngineError as exc:
+            results[name] = exc
+
+    threads = [threading.Thread(target=call, args=(name,)) for name in tokens]
+    for t in threads:
+        t.start()
+    wait_for(lambda: host._inbox.qsize() == len(tokens))  # they wait together
+    gate.set()
+    for t in (held, *threads):
+        t.join(10.0)
+    return {name: (callers[name], seqs[name], results[name]) for name in tokens}
 
 
 def test_extends_that_wait_together_run_as_one_forward() -> None:
     engine = GatedEngine.random(TOK, seed=3)
     host = EngineHost(engine)
     try:
-        a, b, c = (EngineProxy(host.connect()) for _ in range(3))
-        sa, sb, sc = (p.new_sequence(PROMPT) for p in (a, b, c))
-        gate, first = hold_the_engine(engine, host, (a, sa))
-        results: dict[str, list[Logits]] = {}
-
-        def call(name: str, proxy: EngineProxy, seq: int) -> None:
-            results[name] = proxy.extend([(seq, [5, 6])])
-
-        threads = [threading.Thread(target=call, args=x) for x in (("b", b, sb), ("c", c, sc))]
-        for t in threads:
-            t.start()
-        wait_for(lambda: host._inbox.qsize() == 2)  # b and c wait together
-        gate.set()
-        for t in (first, *threads):
-            t.join(10.0)
+        out = extends_behind_a_held_engine(engine, host, {"b": [5, 6], "c": [5, 6]})
         assert host.forwards == 2 and host.merged_forwards == 1
         assert engine.forward_calls == 2 and engine.batch_log[-1] == (len(PROMPT) + 2,) * 2
         direct = ScriptedEngine.random(TOK, seed=3)
         want = direct.extend([(direct.new_sequence(PROMPT), [5, 6])])[0]
-        assert np.array_equal(results["b"][0], want) and np.array_equal(results["c"][0], want)
+        for name in ("b", "c"):
+            rows = out[name][2]
+            assert isinstance(rows, list) and np.array_equal(rows[0], want)
     finally:
         host.close()
 
@@ -155,29 +166,11 @@ def test_a_failing_request_in_a_shared_forward_fails_only_its_caller() -> None:
     engine = GatedEngine.random(TOK, seed=3)
     host = EngineHost(engine)
     try:
-        a, b, c = (EngineProxy(host.connect()) for _ in range(3))
-        sa, sb, sc = (p.new_sequence(PROMPT) for p in (a, b, c))
-        gate, first = hold_the_engine(engine, host, (a, sa))
-        results: dict[str, object] = {}
-
-        def call(name: str, proxy: EngineProxy, seq: int, token: int) -> None:
-            try:
-                results[name] = proxy.extend([(seq, [token])])
-            except EngineError as exc:
-                results[name] = exc
-
         bad = TOK.vocab_size + 7  # the engine refuses it
-        threads = [
-            threading.Thread(target=call, args=x) for x in (("b", b, sb, bad), ("c", c, sc, 5))
-        ]
-        for t in threads:
-            t.start()
-        wait_for(lambda: host._inbox.qsize() == 2)
-        gate.set()
-        for t in (first, *threads):
-            t.join(10.0)
-        assert isinstance(results["b"], EngineError) and str(bad) in str(results["b"])
-        assert isinstance(results["c"], list) and results["c"][0].shape == (1, TOK.vocab_size)
+        out = extends_behind_a_held_engine(engine, host, {"b": [bad], "c": [5]})
+        (b, sb, got_b), (c, sc, got_c) = out["b"], out["c"]
+        assert isinstance(got_b, EngineError) and str(bad) in str(got_b)
+        assert isinstance(got_c, list) and got_c[0].shape == (1, TOK.vocab_size)
         assert c.length(sc) == len(PROMPT) + 1 and b.length(sb) == len(PROMPT)
     finally:
         host.close()
