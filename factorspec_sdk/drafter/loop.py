@@ -21,7 +21,13 @@ from factorspec_sdk.drafter.guess import PromptLookupGuesser
 from factorspec_sdk.drafter.overlap import Prefetch
 from factorspec_sdk.drafter.verify import SamplingParams, accept_or_replace, choose_token
 from factorspec_sdk.drafter.width import WidthPolicy
-from factorspec_sdk.engines.protocol import Engine, Logits, SequenceId, cached_prompt_tokens
+from factorspec_sdk.engines.protocol import (
+    Engine,
+    Logits,
+    SequenceId,
+    cached_prompt_tokens,
+    undo_extend,
+)
 from factorspec_sdk.errors import GenerationError, IncompleteGenerationError, TokenBudgetError
 from factorspec_sdk.tokens.plan import Cursor, Finished, Planner
 
@@ -372,8 +378,7 @@ class Decoder:
         out: list[Logits | Exception] = []
         for a, request, k, length in zip(active, requests, keep, lengths, strict=True):
             try:
-                if self.engine.length(a.seq) > length:  # undo what the failed call appended
-                    self.engine.truncate(a.seq, length)
+                undo_extend(self.engine, [(a.seq, length)])
                 out.append(self.engine.extend([request], keep=[k])[0])
             except Exception as exc:
                 out.append(exc)

@@ -36,6 +36,7 @@ __all__ = [
     "SequenceId",
     "cached_prompt_tokens",
     "extend_requests",
+    "undo_extend",
 ]
 
 Logits = npt.NDArray[np.float32]
@@ -120,6 +121,17 @@ def cached_prompt_tokens(engine: object, seq: SequenceId) -> int:
     if isinstance(engine, PrefixCaching):
         return engine.cached_tokens(seq)
     return 0
+
+
+def undo_extend(engine: Engine, lengths: Sequence[tuple[SequenceId, int]]) -> None:
+    """Cut each sequence back to its length before an ``extend`` that failed.
+
+    A batched ``extend`` that raises may have appended some requests' tokens already; a
+    caller that runs the requests again (each alone, to find the bad one) undoes that first.
+    """
+    for seq, length in lengths:
+        if engine.length(seq) > length:
+            engine.truncate(seq, length)
 
 
 def extend_requests(

@@ -45,6 +45,7 @@ from factorspec_sdk.engines.protocol import (
     Logits,
     SequenceId,
     cached_prompt_tokens,
+    undo_extend,
 )
 from factorspec_sdk.errors import EngineError
 
@@ -267,6 +268,7 @@ class EngineHost:
             live.append((peer, reqs, rows))
         if not live:
             return
+        before = [[(seq, self.engine.length(seq)) for seq, _ in reqs] for _, reqs, _ in live]
         try:
             out = self._forward(
                 [r for _, reqs, _ in live for r in reqs], [k for _, _, ks in live for k in ks]
@@ -275,8 +277,10 @@ class EngineHost:
             if len(live) == 1:
                 live[0][0].reply("error", _message(exc))
                 return
-            for peer, reqs, rows in live:  # find whose request failed: each alone
+            # find whose request failed: each alone, from where the merged call found it
+            for (peer, reqs, rows), lengths in zip(live, before, strict=True):
                 try:
+                    undo_extend(self.engine, lengths)
                     peer.reply("ok", self._forward(reqs, rows))
                 except Exception as alone:
                     peer.reply("error", _message(alone))

@@ -49,6 +49,23 @@ class GatedEngine(ScriptedEngine):
         return super().extend(requests, keep=keep)
 
 
+class AppendsThenFails(GatedEngine):
+    """An engine whose batched forward fails part-way: it appends the valid requests' tokens
+    before it raises for one with a token outside the vocabulary."""
+
+    def extend(
+        self,
+        requests: Sequence[tuple[SequenceId, Sequence[int]]],
+        *,
+        keep: Sequence[int] | None = None,
+    ) -> list[Logits]:
+        valid = [r for r in requests if all(t < self.tokenizer.vocab_size for t in r[1])]
+        if len(requests) > 1 and len(valid) < len(requests):
+            super().extend(valid)
+            raise EngineError("a token outside the vocabulary, found part-way")
+        return super().extend(requests, keep=keep)
+
+
 @pytest.fixture
 def host() -> Iterator[EngineHost]:
     h = EngineHost(ScriptedEngine.random(TOK, seed=3, temperature_scale=3.0))
@@ -162,8 +179,13 @@ def test_extends_that_wait_together_run_as_one_forward() -> None:
         host.close()
 
 
-def test_a_failing_request_in_a_shared_forward_fails_only_its_caller() -> None:
-    engine = GatedEngine.random(TOK, seed=3)
+@pytest.mark.parametrize("engine_class", [GatedEngine, AppendsThenFails])
+def test_a_failing_request_in_a_shared_forward_fails_only_its_caller(
+    engine_class: type[GatedEngine],
+) -> None:
+    """Each part runs alone from where the merged call found it (an engine that appended
+    some tokens before it failed has them cut back first)."""
+    engine = engine_class.random(TOK, seed=3)
     host = EngineHost(engine)
     try:
         bad = TOK.vocab_size + 7  # the engine refuses it
