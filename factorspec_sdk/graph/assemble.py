@@ -341,28 +341,31 @@ class _Checker:
         cands = [
             (rec.name, rec.term, None if rec.exists is True else self._exists(rec)) for rec in recs
         ]
+        ctx = cp.witness.ctx
+
+        def check() -> bool:
+            r = s.check()
+            if r == z3.unknown:
+                raise OracleError("undecided")
+            return bool(r == z3.sat)
+
         models: list[z3.ModelRef] = []
-        with TermBuilder(cp.witness.ctx) as tb:
+        with TermBuilder(ctx) as tb:
             try:
-                nodes = determined_nodes(
-                    tb,
-                    s,
-                    cp.witness,
-                    cands,
-                    lambda: self._decide(s) == z3.sat,
-                    BACKBONE_ROUNDS,
-                    models,
-                )
-            except OracleError:  # an undecided check
+                nodes = determined_nodes(tb, s, cp.witness, cands, check, BACKBONE_ROUNDS, models)
+            except OracleError:
                 return None
             finally:
                 cp.models = tuple(models)
             if nodes is None:
                 return None
-            return {
-                name: tb.value(node, boolean=self.records[name].kind in BOOL_KINDS)
-                for name, node in nodes.items()
-            }
+            out: dict[str, int | bool] = {}
+            for name, node in nodes.items():
+                if self.records[name].kind in BOOL_KINDS:
+                    out[name] = bool(tb.truth(node))
+                else:
+                    out[name] = z3.IntNumRef(node, ctx).as_long()
+            return out
 
     def _solver(self, s: z3.Solver) -> z3.Solver:
         if self.timeout_ms is not None:
