@@ -12,7 +12,8 @@ string that may not close at a named text the oracle rules out. On the solver th
 component satisfiable, warm, it also finds what the constraints alone determine
 (`Component.determined`, `factorspec_sdk.graph.backbone`), which the spec's oracles start
 from instead of each searching for it in a solver of its own.
-Every solver check is bounded by ``check_timeout_ms``; a check the solver cannot decide
+Every solver check is bounded by ``check_timeout_ms`` and restarts in a fresh solver where
+the warm one gets stuck (`factorspec_sdk.graph.z3check`); a check the solver cannot decide
 raises `OracleError`.
 """
 
@@ -28,6 +29,7 @@ import z3
 from pydantic import BaseModel
 
 from factorspec_sdk.errors import OracleError, SpecError, UnsatisfiableSpecError
+from factorspec_sdk.graph import z3check
 from factorspec_sdk.graph.backbone import BACKBONE_ROUNDS, determined_nodes
 from factorspec_sdk.graph.compiled import CompiledSpec, Component, Factor
 from factorspec_sdk.graph.z3context import MAIN_CONTEXT_LOCK
@@ -310,11 +312,12 @@ class _Checker:
         for cp in components:
             if not cp.constraints:  # a lone unbounded variable: nothing to check
                 continue
-            s = self._solver(z3.SimpleSolver(ctx=self.ctx))
+            s = z3.SimpleSolver(ctx=self.ctx)
             assert_all(s, cp.constraints)
-            if self._decide(s) == z3.unsat:
+            witness = self._decide(s)
+            if witness is None:
                 self._raise_core(cp)
-            cp.witness = s.model()
+            cp.witness = witness
             cp.determined = self._determined(s, cp)
             cp.searched = True
             fixed = cp.determined or {}
@@ -343,11 +346,11 @@ class _Checker:
         ]
         ctx = cp.witness.ctx
 
-        def check() -> bool:
-            r = s.check()
-            if r == z3.unknown:
+        def check() -> z3.ModelRef | None:
+            out = z3check.check(s, self.timeout_ms)
+            if out.result == z3.unknown:
                 raise OracleError("undecided")
-            return bool(r == z3.sat)
+            return out.model
 
         models: list[z3.ModelRef] = []
         with TermBuilder(ctx) as tb:
@@ -372,14 +375,13 @@ class _Checker:
             s.set("timeout", self.timeout_ms)
         return s
 
-    def _decide(self, s: z3.Solver) -> z3.CheckSatResult:
-        r = s.check()
-        if r == z3.unknown:
+    def _decide(self, s: z3.Solver) -> z3.ModelRef | None:
+        """A model of what ``s`` holds, or None where it is unsatisfiable."""
+        out = z3check.check(s, self.timeout_ms)
+        if out.result == z3.unknown:
             within = "" if self.timeout_ms is None else f" within {self.timeout_ms} ms"
-            raise OracleError(
-                f"the solver could not decide the spec{within} ({s.reason_unknown()})"
-            )
-        return r
+            raise OracleError(f"the solver could not decide the spec{within} ({out.reason})")
+        return out.model
 
     def _exists(self, rec: VarRecord) -> z3.BoolRef:
         ex = rec.exists
@@ -412,13 +414,12 @@ class _Checker:
                     )
                 )
             )
-            r = self._decide(s)
-            if r == z3.sat:
-                found = s.model()
+            found = self._decide(s)
+            if found is not None:
                 for rec in short:
                     best[rec.name] = max(best[rec.name], self._length_in(rec, found))
             s.pop()
-            if r == z3.unsat:
+            if found is None:
                 break
         return {rec.path: max(best[rec.name], 0) for rec in lists}
 

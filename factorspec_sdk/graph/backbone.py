@@ -34,15 +34,16 @@ def determined_nodes(
     solver: z3.Solver,
     model: z3.ModelRef,
     candidates: Sequence[Candidate],
-    check: Callable[[], bool],
+    check: Callable[[], z3.ModelRef | None],
     rounds: int | None = None,
     models: list[z3.ModelRef] | None = None,
 ) -> dict[str, Node] | None:
     """The candidates with ``model``'s value in every model of ``solver``: their value nodes.
 
     ``model`` must satisfy what ``solver`` holds; ``check`` runs one check of ``solver``
-    (True: satisfiable), raising on an undecided one. The value nodes live as long as ``tb``
-    is open. None: ``rounds`` checks did not settle it. The solver is left as it was given.
+    (a model, or None where it is unsatisfiable), raising on an undecided one. The value
+    nodes live as long as ``tb`` is open. None: ``rounds`` checks did not settle it. The
+    solver is left as it was given.
     ``models``: each model the search finds (each differs from ``model``) is appended.
     """
     values: dict[str, Node] = {}
@@ -64,9 +65,9 @@ def determined_nodes(
         solver.push()
         try:
             solver.add(tb.wrap(tb.disj([differs[v] for v in live])))
-            if not check():
+            found = check()
+            if found is None:
                 break
-            found = solver.model()
             if models is not None:
                 models.append(found)
         finally:

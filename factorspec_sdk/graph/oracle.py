@@ -27,7 +27,10 @@ its solver (each component's constraints are copied into the private context at 
 check).
 
 Every answer is exact: a value is reported feasible iff some completion of the assignment
-satisfies every relation and bound. A solver ``unknown`` raises `OracleError`.
+satisfies every relation and bound. A check the warm solver does not decide within a
+budget restarts in a fresh solver (`factorspec_sdk.graph.z3check`), and the component's
+solver is then replaced; a check undecided within the spec's ``solver_timeout_ms`` raises
+`OracleError`.
 
 A spec compiled from a Pydantic model keeps its terms in Z3's main context, which other
 threads use to compile specs; a spec from the relation IR keeps them in a private one,
@@ -47,6 +50,7 @@ from typing import TYPE_CHECKING, cast
 import z3
 
 from factorspec_sdk.errors import OracleError
+from factorspec_sdk.graph import z3check
 from factorspec_sdk.graph.assemble import bound_value
 from factorspec_sdk.graph.backbone import BACKBONE_ROUNDS, determined_nodes
 from factorspec_sdk.graph.compiled import AtLeast, AtMost, Fact, Value
@@ -80,12 +84,15 @@ class OracleStats:
         queries: public calls answered.
         solver_checks: Z3 ``check()`` calls.
         cache_hits: answers served from the cache.
+        restarts: checks answered by a fresh solver after the incremental one ran out of
+            its budget (`factorspec_sdk.graph.z3check`).
         seconds: time spent in the oracle.
     """
 
     queries: int = 0
     solver_checks: int = 0
     cache_hits: int = 0
+    restarts: int = 0
     seconds: float = 0.0
 
 
@@ -98,6 +105,8 @@ class _Solver:
         self.ctx = oracle.ctx
         self.index = index
         self._solver: z3.Solver | None = None
+        self.stale = False
+        """A check restarted away from the solver: replace it at the next `sync`."""
         with spec.context_lock:  # translate reads the spec's context
             known = [] if comp.witness is None else [comp.witness, *comp.models]
             first = [m.translate(self.ctx) for m in known]
@@ -133,8 +142,6 @@ class _Solver:
         if self._solver is None:
             spec = self.spec
             solver = z3.SimpleSolver(ctx=self.ctx)
-            if spec.solver_timeout_ms is not None:
-                solver.set("timeout", spec.solver_timeout_ms)
             with spec.context_lock:  # translate reads the spec's context
                 assert_all(solver, spec._components[self.index].constraints)
             self._solver = solver
@@ -172,6 +179,15 @@ class _Solver:
         return t
 
     def sync(self, facts: Sequence[Fact]) -> None:
+        """Make the solver's scopes hold ``facts``: pop to their common prefix, push the rest.
+
+        A solver that a check had to restart (`z3check`) is dropped first: its learned
+        state is what got it stuck, so a fresh one takes its place, its facts pushed again.
+        """
+        if self.stale:
+            self.stale = False
+            self._solver = None
+            self.pushed.clear()
         pushed = self.pushed
         k = 0
         n = min(len(pushed), len(facts))
@@ -237,14 +253,20 @@ class _Solver:
         if len(self.witnesses) > _WITNESSES:
             del self.witnesses[0]
 
-    def check(self) -> bool:
+    def check(self) -> z3.ModelRef | None:
+        """A model of what the solver holds, or None where it is unsatisfiable.
+
+        Raises:
+            OracleError: undecided within the spec's ``solver_timeout_ms``.
+        """
         self.stats.solver_checks += 1
-        r = self.solver.check()
-        if r == z3.unknown:
-            raise OracleError(
-                f"the solver could not decide a query: {self.solver.reason_unknown()}"
-            )
-        return bool(r == z3.sat)
+        out = z3check.check(self.solver, self.spec.solver_timeout_ms, warm=not self.stale)
+        if out.restarts:
+            self.stats.restarts += out.restarts
+            self.stale = True
+        if out.result == z3.unknown:
+            raise OracleError(f"the solver could not decide a query: {out.reason}")
+        return out.model
 
     def decode(self, var: str, v: z3.ExprRef) -> Value:
         if self.spec.record(var).kind in BOOL_KINDS:
@@ -346,14 +368,13 @@ def holds(spec: CompiledSpec, assignment: Assignment) -> bool:
             ctx = spec.record(facts[0][0]).term.ctx
             lits = [fact_literal(spec, spec.record(f[0]).term, f, ctx) for f in facts]
             solver = z3.SimpleSolver(ctx=ctx)
-            if spec.solver_timeout_ms is not None:
-                solver.set("timeout", spec.solver_timeout_ms)
-            solver.add(*comp.constraints)
-            r = solver.check(*lits)
-            del solver, lits
-            if r == z3.unknown:
-                raise OracleError("the solver could not decide a query")
-            if r == z3.unsat:
+            assert_all(solver, comp.constraints)
+            out = z3check.check(solver, spec.solver_timeout_ms, lits)
+            result, reason = out.result, out.reason
+            del solver, lits, out  # the model too: no Z3 object outlives the lock
+            if result == z3.unknown:
+                raise OracleError(f"the solver could not decide a query: {reason}")
+            if result == z3.unsat:
                 return False
     return True
 
@@ -415,9 +436,10 @@ class Oracle:
             ok = True
         else:
             s.sync(facts)
-            ok = s.check()
-            if ok:
-                s.remember(s.solver.model(), facts)
+            found = s.check()
+            ok = found is not None
+            if found is not None:
+                s.remember(found, facts)
         self._store(key, ok)
         return ok
 
@@ -477,8 +499,8 @@ class Oracle:
             while True:
                 if known:
                     model = known.pop(0)
-                elif s.check():
-                    model = s.solver.model()
+                elif (checked := s.check()) is not None:
+                    model = checked
                     s.remember(model, facts)
                 else:
                     break
@@ -637,9 +659,10 @@ class Oracle:
             s.solver.push()
             try:
                 s.solver.add(z3.Or(*left.values()))
-                if not s.check():
+                found_model = s.check()
+                if found_model is None:
                     break
-                v = cast(z3.IntNumRef, s.solver.model().eval(t, model_completion=True)).as_long()
+                v = cast(z3.IntNumRef, found_model.eval(t, model_completion=True)).as_long()
             finally:
                 s.solver.pop()
             c = class_of(v)
@@ -689,10 +712,10 @@ class Oracle:
         model = s.witness(facts)
         s.sync(facts)
         if model is None:
-            if not s.check():
+            model = s.check()
+            if model is None:
                 self._store(key, result)
                 return result
-            model = s.solver.model()
             s.remember(model, facts)
         with TermBuilder(s.ctx) as tb:  # one raw libz3 call per node: many variables
             nodes = determined_nodes(
