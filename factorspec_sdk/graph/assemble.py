@@ -344,31 +344,28 @@ class _Checker:
         cands = [
             (rec.name, rec.term, None if rec.exists is True else self._exists(rec)) for rec in recs
         ]
-        ctx = cp.witness.ctx
-
-        def check() -> z3.ModelRef | None:
-            out = z3check.check(s, self.timeout_ms)
-            if out.result == z3.unknown:
-                raise OracleError("undecided")
-            return out.model
-
         models: list[z3.ModelRef] = []
-        with TermBuilder(ctx) as tb:
+        with TermBuilder(cp.witness.ctx) as tb:
             try:
-                nodes = determined_nodes(tb, s, cp.witness, cands, check, BACKBONE_ROUNDS, models)
-            except OracleError:
+                nodes = determined_nodes(
+                    tb,
+                    s,
+                    cp.witness,
+                    cands,
+                    lambda: self._decide(s),
+                    BACKBONE_ROUNDS,
+                    models,
+                )
+            except OracleError:  # an undecided check
                 return None
             finally:
                 cp.models = tuple(models)
             if nodes is None:
                 return None
-            out: dict[str, int | bool] = {}
-            for name, node in nodes.items():
-                if self.records[name].kind in BOOL_KINDS:
-                    out[name] = bool(tb.truth(node))
-                else:
-                    out[name] = z3.IntNumRef(node, ctx).as_long()
-            return out
+            return {
+                name: tb.value(node, boolean=self.records[name].kind in BOOL_KINDS)
+                for name, node in nodes.items()
+            }
 
     def _solver(self, s: z3.Solver) -> z3.Solver:
         if self.timeout_ms is not None:

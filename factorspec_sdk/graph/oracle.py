@@ -282,10 +282,9 @@ class _Solver:
             return str(self.spec.strings.strings[int(x)])
         return int(x)
 
-    def decode_node(self, var: str, node: Node) -> Value:
-        """`decode` for a raw value node (`TermBuilder.eval`)."""
-        wrapper = z3.BoolRef if self.spec.record(var).kind in BOOL_KINDS else z3.IntNumRef
-        return self.decode(var, wrapper(node, self.ctx))
+    def decode_node(self, tb: TermBuilder, var: str, node: Node) -> Value:
+        """`decode` for a raw value node of ``tb`` (`TermBuilder.eval`)."""
+        return self.value(var, tb.value(node, boolean=self.spec.record(var).kind in BOOL_KINDS))
 
 
 def fact_value(spec: CompiledSpec, fact: Fact) -> int | bool | None:
@@ -724,7 +723,7 @@ class Oracle:
             if nodes is None:
                 return None
             for v, node in nodes.items():
-                result[v] = (s.decode_node(v, node), self.spec.relations_mentioning(v))
+                result[v] = (s.decode_node(tb, v, node), self.spec.relations_mentioning(v))
         self._store(key, result)
         return result
 

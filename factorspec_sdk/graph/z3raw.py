@@ -128,14 +128,19 @@ def value_in(model: z3.ModelRef, term: z3.ExprRef, *, boolean: bool) -> int | bo
     node = _eval(ref, model.model, term.as_ast())
     _LIB.Z3_inc_ref(ref, node)
     try:
-        if boolean:
-            return _truth(ref, node)
-        if not _LIB.Z3_is_numeral_ast(ref, node):
-            return None
-        text = _LIB.Z3_get_numeral_string(ref, node).decode()
-        return int(text) if text.lstrip("-").isdigit() else None  # not a rational's "p/q"
+        return _value(ref, node, boolean)
     finally:
         _LIB.Z3_dec_ref(ref, node)
+
+
+def _value(ref: Any, node: Node, boolean: bool) -> int | bool | None:
+    """A value node as a bool (``boolean``) or an int; None: not one of those values."""
+    if boolean:
+        return _truth(ref, node)
+    if not _LIB.Z3_is_numeral_ast(ref, node):
+        return None
+    text = _LIB.Z3_get_numeral_string(ref, node).decode()
+    return int(text) if text.lstrip("-").isdigit() else None  # not a rational's "p/q"
 
 
 def assert_all(solver: z3.Solver, formulas: Sequence[z3.BoolRef]) -> None:
@@ -343,6 +348,17 @@ class TermBuilder:
     def truth(self, node: Node) -> builtins.bool | None:
         """The truth value of a Boolean node (None: not ``true`` or ``false`` itself)."""
         return _truth(self._ref, node)
+
+    def value(self, node: Node, *, boolean: builtins.bool) -> builtins.int | builtins.bool:
+        """A value node (`eval`'s) as a bool (``boolean``) or an int.
+
+        Raises:
+            z3.Z3Exception: the node is not ``true``/``false`` or an integer numeral.
+        """
+        v = _value(self._ref, node, boolean)
+        if v is None:
+            raise z3.Z3Exception("the term is not a Boolean or integer value")
+        return v
 
     # ------------------------------------------------------------------ roots
 

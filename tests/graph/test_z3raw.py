@@ -85,6 +85,10 @@ def test_values_in_a_model_equal_z3pys() -> None:
         assert tb.truth(tb.eval(model, tb.term(b))) is False
         assert tb.truth(tb.eval(model, tb.app("eq", [tx, tb.int(7)]))) is True
         assert tb.truth(tb.term(b)) is None  # not a value
+        assert tb.value(tb.eval(model, tx), boolean=False) == 7
+        assert tb.value(tb.eval(model, tb.term(b)), boolean=True) is False
+        with pytest.raises(z3.Z3Exception, match="not a Boolean or integer value"):
+            tb.value(tx, boolean=False)
     assert value_in(model, x == 7, boolean=True) is True
     assert value_in(model, b, boolean=True) is False
     y_big = model.eval(y, model_completion=True).as_long() > 1000
