@@ -13,7 +13,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install run test lint typecheck docs pytest bench-oracle bench-gen bench-trip bench-tools fuzz soak load load-embedded clean
+.PHONY: install run test lint typecheck docs pytest bench-oracle bench-solver-tail bench-gen bench-trip bench-tools fuzz soak load load-embedded clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -69,6 +69,9 @@ test: lint typecheck docs pytest
 
 bench-oracle: install
 	$(PY) -m factorspec_sdk.bench.oracle_bench
+
+bench-solver-tail: install
+	$(PY) -m factorspec_sdk.bench.solver_tail --oracles 100
 
 bench-planning: install
 	$(PY) -m factorspec_sdk.bench.planning --n 24 --cities 3-5

@@ -368,9 +368,9 @@ def holds(spec: CompiledSpec, assignment: Assignment) -> bool:
             lits = [fact_literal(spec, spec.record(f[0]).term, f, ctx) for f in facts]
             solver = z3.SimpleSolver(ctx=ctx)
             assert_all(solver, comp.constraints)
-            out = z3check.check(solver, spec.solver_timeout_ms, lits)
+            out = z3check.check(solver, spec.solver_timeout_ms, lits, model=False)
             result, reason = out.result, out.reason
-            del solver, lits, out  # the model too: no Z3 object outlives the lock
+            del solver, lits, out  # no Z3 object outlives the lock
             if result == z3.unknown:
                 raise OracleError(f"the solver could not decide a query: {reason}")
             if result == z3.unsat:

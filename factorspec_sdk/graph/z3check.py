@@ -45,13 +45,23 @@ GIVE_UP_AFTER = 4
 cannot decide the assertions, not one that ran out of time) before the check gives up."""
 
 
+_MOST_MS = 2**32 - 2
+"""The largest budget Z3 takes (its ``timeout`` is an unsigned 32-bit count of ms, and the
+largest value means none)."""
+
+
+_BUDGET_ATTR = "_factorspec_budget_ms"
+"""The attribute a solver keeps the budget last set on it in (set only when it changes)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Outcome:
     """The answer of one `check`.
 
     Attributes:
         result: ``sat``, ``unsat`` or ``unknown`` (the time limit was spent).
-        model: a model of the assertions when ``result`` is ``sat``, else None.
+        model: a model of the assertions when ``result`` is ``sat`` (and one was asked for),
+            else None.
         restarts: fresh solvers the check needed (0: the incremental solver answered).
         reason: the solver's reason when ``result`` is ``unknown``, else ``""``.
     """
@@ -67,16 +77,18 @@ def check(
     timeout_ms: int | None = None,
     assumptions: Sequence[z3.BoolRef] = (),
     *,
+    model: bool = True,
     warm: bool = True,
     first_budget_ms: int = FIRST_BUDGET_MS,
 ) -> Outcome:
     """Check ``solver`` (under ``assumptions``), restarting fresh where it gets stuck.
 
     Args:
-        solver: the incremental solver; its assertions and scopes are left as they were, its
-            ``timeout`` parameter is set for this check.
+        solver: the incremental solver; its assertions and scopes are left as they were; its
+            ``timeout`` parameter is set to its budget (once: the solver remembers it).
         timeout_ms: the time limit of the whole check (None: none).
         assumptions: literals assumed for this check only.
+        model: get the model of a satisfiable check (False: the answer alone).
         warm: try ``solver`` itself first (False: a check of it got stuck already, and it
             has not been replaced since; go fresh at once, with ``first_budget_ms``).
         first_budget_ms: the incremental solver's share (tests make it small).
@@ -85,12 +97,14 @@ def check(
     budget = first_budget_ms if timeout_ms is None else min(first_budget_ms, timeout_ms)
     reason = ""
     if warm:
-        solver.set("timeout", budget)
+        if getattr(solver, _BUDGET_ATTR, None) != budget:  # a parameter set is not free
+            solver.set("timeout", budget)
+            setattr(solver, _BUDGET_ATTR, budget)
         r = solver.check(*assumptions)
         if r != z3.unknown:
-            return Outcome(r, solver.model() if r == z3.sat else None, 0)
+            return Outcome(r, solver.model() if model and r == z3.sat else None, 0)
         reason = solver.reason_unknown()
-        budget *= 2
+        budget = min(2 * budget, _MOST_MS)
     restarts = 0
     early = 0
     while early < GIVE_UP_AFTER:
@@ -107,8 +121,8 @@ def check(
         started = time.monotonic()
         r = fresh.check(*assumptions)
         if r != z3.unknown:
-            return Outcome(r, fresh.model() if r == z3.sat else None, restarts)
+            return Outcome(r, fresh.model() if model and r == z3.sat else None, restarts)
         reason = fresh.reason_unknown()
         early = early + 1 if (time.monotonic() - started) * 1000 < budget / 2 else 0
-        budget *= 2
+        budget = min(2 * budget, _MOST_MS)
     return Outcome(z3.unknown, None, restarts, reason)

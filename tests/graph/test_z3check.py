@@ -46,6 +46,7 @@ def test_the_warm_solver_answers_when_it_can() -> None:
     assert out.result == z3.sat and out.restarts == 0
     assert out.model is not None
     assert out.model.eval(x * y).as_long() == 12
+    assert z3check.check(s, model=False) == z3check.Outcome(z3.sat, None, 0)
     s.add(y < x)
     assert z3check.check(s) == z3check.Outcome(z3.unsat, None, 0)
 

@@ -14,11 +14,12 @@ from examples.invoice import Invoice
 from examples.meeting import SAMPLE_CONTEXT as MEETING_CONTEXT
 from examples.meeting import Meeting
 from factorspec_sdk import UnsatisfiableSpecError, relation
+from factorspec_sdk.bench.solver_tail import random_facts
 from factorspec_sdk.domains.trip import Itinerary, generate_problem
 from factorspec_sdk.drafter.loop import DecodeJob, Decoder
 from factorspec_sdk.drafter.verify import SamplingParams
 from factorspec_sdk.engines.scripted import ScriptedEngine
-from factorspec_sdk.graph import AtLeast, CompiledSpec, compile_spec
+from factorspec_sdk.graph import CompiledSpec, compile_spec
 from factorspec_sdk.ir import (
     IR_JSON_SCHEMA,
     IRError,
@@ -68,25 +69,6 @@ def test_schema_is_generated() -> None:
     assert "Apply" in json.dumps(IR_JSON_SCHEMA)
 
 
-def _random_facts(spec: CompiledSpec, rng: random.Random) -> list[tuple[str, object]]:
-    names = list(spec.variables)
-    facts: list[tuple[str, object]] = []
-    for name in rng.sample(names, k=rng.randint(0, min(len(names), 6))):
-        v = spec.variables[name]
-        if v.kind == "len":
-            assert v.ge is not None and v.le is not None
-            n = rng.randint(v.ge, v.le)
-            facts.append((name, AtLeast(n) if rng.random() < 0.5 else n))
-        elif v.domain is not None:
-            facts.append((name, rng.choice(v.domain)))
-        elif v.kind == "str":  # a free str: a named text or any other
-            facts.append((name, rng.choice([*spec.strings.strings[1:], "some other text"])))
-        else:
-            lo, hi = max(v.ge or 0, -50), min(v.le or 50, 50)
-            facts.append((name, rng.randint(min(lo, hi), hi)))
-    return facts
-
-
 @pytest.mark.parametrize(("model", "context"), CASES[1:5], ids=IDS[1:5])
 def test_same_feasible_sets(model: type[BaseModel], context: object) -> None:
     orig, back = roundtrip(model, context)
@@ -94,13 +76,13 @@ def test_same_feasible_sets(model: type[BaseModel], context: object) -> None:
     rng = random.Random(0)
     names = list(orig.variables)
     for _ in range(40):
-        facts = tuple(_random_facts(orig, rng))
+        facts = tuple(random_facts(orig, rng))
         assert o1.feasible(facts) == o2.feasible(facts)  # type: ignore[arg-type]
         var = rng.choice(names)
         got1 = o1.feasible_values(facts, var, limit=16)  # type: ignore[arg-type]
         got2 = o2.feasible_values(facts, var, limit=16)  # type: ignore[arg-type]
         assert got1 == got2
-    facts = tuple(_random_facts(orig, random.Random(5))[:2])
+    facts = tuple(random_facts(orig, random.Random(5))[:2])
     assert o1.determined(facts) == o2.determined(facts)  # type: ignore[arg-type]
 
 
