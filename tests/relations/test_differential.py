@@ -554,3 +554,24 @@ def test_every_dict_relation_is_exercised_both_ways() -> None:
         }
         assert_agree(Ledger, None, data, seen)
     assert all(v == {True, False} for v in seen.values()), seen
+
+
+class Whole(BaseModel):
+    """An int in a list of floats: equal where the float is a whole number, as in Python."""
+
+    n: int = Field(ge=0, le=4)
+
+    @relation
+    def in_floats(self) -> bool:
+        return self.n in [2.0, 3.5, float("inf")]
+
+    @relation
+    def not_in_floats(self) -> bool:
+        return self.n not in (1.0, 0.5)
+
+
+def test_int_in_whole_floats_agrees_with_python() -> None:
+    seen: dict[str, set[bool]] = {}
+    for n in range(5):
+        assert_agree(Whole, None, {"n": n}, seen)
+    assert all(v == {True, False} for v in seen.values()), seen

@@ -9,6 +9,9 @@ distributing over `SChoice` alternatives and stripping ``Optional`` (`SMaybe`) v
 from __future__ import annotations
 
 import ast
+import decimal
+import fractions
+import math
 import operator
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, cast
@@ -375,6 +378,17 @@ def contains(cx: RelationCompiler, container: V, x: V, node: ast.AST) -> tuple[C
     return _member_const(cx, x, list(elems), node), True
 
 
+def _whole(e: object) -> bool:
+    """Whether a constant equals an int in Python (``4 == 4.0``): an int, or a whole number."""
+    if isinstance(e, int):
+        return True
+    if isinstance(e, (float, fractions.Fraction)):
+        return math.isfinite(e) and e == int(e)
+    if isinstance(e, decimal.Decimal):
+        return e.is_finite() and e == int(e)
+    return False
+
+
 def _member_const(cx: RelationCompiler, x: V, elems: list[object], node: ast.AST) -> Cond:
     x0, okx = unwrap(x) if isinstance(x, SMaybe) else (x, True)
     if isinstance(x, SMaybe):
@@ -405,8 +419,9 @@ def _member_const(cx: RelationCompiler, x: V, elems: list[object], node: ast.AST
     if isinstance(x0, (SDate, SClock)):
         return member_dates(x0, elems)
     if isinstance(x0, z3.ArithRef) and not isinstance(x0, z3.BoolRef):
-        ints = sorted({int(e) for e in elems if isinstance(e, int)})
-        return in_codes(x0, ints)
+        ints = sorted({int(cast(int, e)) for e in elems if _whole(e)})
+        terms = [e for e in elems if isinstance(e, z3.ExprRef)]  # a bound context's ints
+        return OR(in_codes(x0, ints), *(eq(cx, x0, e, node) for e in terms))
     return OR(*(eq(cx, x0, e, node) for e in elems))
 
 
