@@ -13,7 +13,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install run test lint typecheck docs pytest bench-oracle bench-solver-tail bench-gen bench-trip bench-tools fuzz soak load load-embedded clean
+.PHONY: install run test lint typecheck docs pytest bench-oracle bench-solver-tail bench-context-shapes bench-gen bench-trip bench-tools fuzz soak load load-embedded clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -72,6 +72,9 @@ bench-oracle: install
 
 bench-solver-tail: install
 	$(PY) -m factorspec_sdk.bench.solver_tail --oracles 100
+
+bench-context-shapes: install
+	$(PY) -m factorspec_sdk.bench.context_shapes --problems 10 --variants 6
 
 bench-planning: install
 	$(PY) -m factorspec_sdk.bench.planning --n 24 --cities 3-5

@@ -8,6 +8,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from factorspec_sdk import distinct, relation
+from factorspec_sdk.graph import CompiledSpec
 from factorspec_sdk.tokens.plan import Finished, FreeCursor, Planner
 from factorspec_sdk.tokens.vocab import TokenizerInfo
 from factorspec_sdk.writer.automaton import Writer, WriterState
@@ -205,3 +206,19 @@ def next_char(writer: Writer, text: str) -> set[str]:
     choice = writer.choices(at)
     assert isinstance(choice, list)
     return {o.text[len(rest)] for o in choice if o.text.startswith(rest)}
+
+
+def sampled_record(spec: CompiledSpec, seed: int) -> str:
+    """A record of ``spec`` sampled on the scripted engine (random logits, ``seed``)."""
+    from factorspec_sdk.drafter.loop import DecodeJob, Decoder
+    from factorspec_sdk.drafter.verify import SamplingParams
+    from factorspec_sdk.engines.scripted import ScriptedEngine
+
+    tok = tiny_tokenizer()
+    engine = ScriptedEngine.random(tok, seed=seed, temperature_scale=2.0)
+    job = DecodeJob(
+        Planner(Writer(spec), tok), tok.encode("plan"), SamplingParams(temperature=1.0, seed=seed)
+    )
+    (out,) = Decoder(engine).run([job])
+    assert out.error is None, out.error
+    return out.text

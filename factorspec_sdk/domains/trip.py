@@ -57,6 +57,7 @@ __all__ = [
     "itinerary_record",
     "plan_of",
     "prompt_for",
+    "with_stays",
     "solve",
 ]
 
@@ -354,6 +355,38 @@ def generate_problems(
         num_cities = master.randint(low, high)
         problems.append(generate_problem(num_cities, master.randrange(2**31)))
     return problems
+
+
+def with_stays(problem: TripProblem, stays: Sequence[int]) -> TripProblem:
+    """The same trip with other stay lengths (``stays[i]`` for the i-th golden city).
+
+    Cities, flights and events' cities stay; the trip length follows; each event keeps its
+    offset into its city's stay and its length, cut to fit the new stay. The golden plan
+    stays valid (other orders may become valid too). Only the context's ints change, so a
+    spec compiled for ``problem`` has the same shape (`factorspec_sdk.graph.compile_spec`).
+
+    Raises:
+        ValueError: ``stays`` has not one length per city, or a length below `MIN_STAY`.
+    """
+    if len(stays) != len(problem.golden) or min(stays, default=MIN_STAY) < MIN_STAY:
+        raise ValueError(f"need {len(problem.golden)} stay lengths of at least {MIN_STAY}")
+    old = {c: (f, last) for c, f, last in _spans(problem.golden)}
+    golden = [(c, n) for (c, _), n in zip(problem.golden, stays, strict=True)]
+    new = {c: (f, last) for c, f, last in _spans(golden)}
+    events = []
+    for e in problem.events:
+        (f0, _), (f1, l1) = old[e.city], new[e.city]
+        first = f1 + min(e.first_day - f0, l1 - f1 - 1)
+        last = min(first + e.last_day - e.first_day, l1)
+        events.append(e.model_copy(update={"first_day": first, "last_day": last}))
+    return TripProblem(
+        cities=problem.cities,
+        days=dict(golden),
+        total_days=sum(stays) - (len(stays) - 1),
+        direct_flights=problem.direct_flights,
+        events=events,
+        golden=golden,
+    )
 
 
 def _spans(plan: Sequence[tuple[str, int]]) -> list[tuple[str, int, int]]:

@@ -12,20 +12,31 @@ spec lives in Z3's main context, under `MAIN_CONTEXT_LOCK`.
 from __future__ import annotations
 
 import dataclasses
-import enum
 import time
-from collections.abc import Hashable, Mapping
+import warnings
+from collections.abc import Callable, Hashable, Mapping, Sequence
 
+import z3
 from pydantic import BaseModel
 
-from factorspec_sdk.errors import ContextError
+from factorspec_sdk.errors import ContextError, SpecError
 from factorspec_sdk.graph.assemble import RelationFactor, assemble_spec
 from factorspec_sdk.graph.cache import SpecCache
 from factorspec_sdk.graph.compiled import CompiledSpec
+from factorspec_sdk.graph.params import (
+    ParameterLeak,
+    Unfreezable,
+    parameters,
+    reading_guarded,
+    split_context,
+    with_parameters,
+)
 from factorspec_sdk.graph.z3context import MAIN_CONTEXT_LOCK
 from factorspec_sdk.graph.z3raw import substitute_all
 from factorspec_sdk.relations.compiler import (
+    InternTable,
     RelationCompiler,
+    VarRecord,
     affix_links,
     date_links,
     decided_by_codes,
@@ -38,6 +49,7 @@ from factorspec_sdk.relations.layout import (
     ListLayout,
     ObjectLayout,
     Path,
+    RootLayout,
     UnionLayout,
     branch_part,
     build_layout,
@@ -45,7 +57,10 @@ from factorspec_sdk.relations.layout import (
 )
 
 __all__ = [
+    "FORM_STATS",
     "SPEC_CACHE",
+    "SPEC_FORMS",
+    "FormStats",
     "compile_spec",
 ]
 
@@ -62,8 +77,11 @@ def compile_spec(model: type[BaseModel], context: object = None) -> CompiledSpec
     """Compile ``model``'s relations for ``context`` (cached per model and context value).
 
     The context is keyed by value: pydantic models, dataclasses, mappings, sequences, sets
-    and plain objects are frozen field by field; anything else is compiled uncached. The
-    compilation holds `MAIN_CONTEXT_LOCK` (its terms live in Z3's main context).
+    and plain objects are frozen field by field; anything else is compiled uncached. A
+    context whose shape (everything but its ints, `factorspec_sdk.graph.params`) was seen
+    before with other ints binds them into that shape's lowering (`SPEC_FORMS`) and only
+    assembles and checks the spec. The compilation holds `MAIN_CONTEXT_LOCK` (its terms
+    live in Z3's main context).
 
     Raises:
         RelationDefinitionError: a relation uses a construct outside the supported subset.
@@ -72,19 +90,180 @@ def compile_spec(model: type[BaseModel], context: object = None) -> CompiledSpec
         SpecError: a list needs more items than its bound.
     """
     try:
-        key: Hashable = (model, _freeze(context, 0))
-        hash(key)
-    except (TypeError, _Unfreezable):
-        key = None
-    with MAIN_CONTEXT_LOCK:
-        if key is None:
+        shape, values = split_context(context)
+        hash(shape)
+    except (TypeError, Unfreezable):
+        with MAIN_CONTEXT_LOCK:
             return _compile(model, context)
-        return SPEC_CACHE.get_or_compile(key, lambda: _compile(model, context))
+    with MAIN_CONTEXT_LOCK:
+        return SPEC_CACHE.get_or_compile(
+            (model, shape, values), lambda: _compile_new(model, context, shape, values)
+        )
+
+
+@dataclasses.dataclass
+class FormStats:
+    """What `compile_spec`'s shape tier did since the process started (see `SPEC_FORMS`).
+
+    Attributes:
+        made: lowerings kept for a shape (its ints as parameters).
+        declined: shapes whose guarded lowering failed or read a parameter's value; they
+            are compiled as before, per context (``last_declined`` says why, the last time).
+        bound: specs made by binding a context's ints into a kept lowering.
+        recompiled: bindings whose assembly raised, compiled again from the model so that
+            the error is the one a compile would raise.
+        diverged: of those, the ones the compile from the model found satisfiable (a bug;
+            the lowering is dropped and a `RuntimeWarning` says so).
+    """
+
+    made: int = 0
+    declined: int = 0
+    bound: int = 0
+    recompiled: int = 0
+    diverged: int = 0
+    last_declined: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class _Lowered:
+    """A model's relations lowered for one context: everything `assemble_spec` takes."""
+
+    layout: RootLayout
+    relations: RelationSet
+    records: Mapping[str, VarRecord]
+    strings: InternTable
+    factors: tuple[RelationFactor, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Form:
+    """A shape's lowering with its ints as `params` (bound by substitution)."""
+
+    lowered: _Lowered
+    params: tuple[z3.ArithRef, ...]
+
+
+class _Seen:
+    """A shape compiled once: the next context of that shape makes its `_Form`."""
+
+
+class _Declined:
+    """A shape whose lowering cannot take its ints as parameters."""
+
+
+SPEC_FORMS: SpecCache[Hashable, _Form | _Seen | _Declined] = SpecCache(max_size=64)
+"""`compile_spec`'s second tier, by (model, context shape): an LRU of 64 shapes.
+
+A shape's first context compiles as a new one; its second makes the shape's lowering with
+the ints as parameters (under `reading_guarded`), and that one and every later one of the
+shape binds its ints and assembles. ``SPEC_FORMS.clear()`` forgets them; `FORM_STATS`
+counts what the tier did.
+"""
+
+FORM_STATS = FormStats()
+
+
+def _compile_new(
+    model: type[BaseModel], context: object, shape: Hashable, values: tuple[int, ...]
+) -> CompiledSpec:
+    """A context not in `SPEC_CACHE`: bind it into its shape's form, or compile it."""
+    if not values:
+        return _compile(model, context)
+    key = (model, shape)
+    form = SPEC_FORMS.get(key)
+    if form is None:
+        SPEC_FORMS.put(key, _Seen())
+        return _compile(model, context)
+    if isinstance(form, _Seen):
+        form = _make_form(model, context, len(values))
+        SPEC_FORMS.put(key, form)
+    if isinstance(form, _Declined):
+        return _compile(model, context)
+    t0 = time.perf_counter()
+    pairs = [(p, z3.IntVal(v)) for p, v in zip(form.params, values, strict=True)]
+    lowered = form.lowered
+    bound = substitute_all([f.formula for f in lowered.factors], pairs)
+    factors = [
+        RelationFactor(f.name, f.variables, g) for f, g in zip(lowered.factors, bound, strict=True)
+    ]
+    try:
+        spec = _assemble(model, context, lowered, factors, t0)
+    except SpecError:
+        FORM_STATS.recompiled += 1
+        spec = _compile(model, context)  # raises the compile's own error
+        FORM_STATS.diverged += 1
+        SPEC_FORMS.put(key, _Declined())
+        warnings.warn(
+            f"{model.__name__}: the spec bound into its context shape failed where the "
+            "compile from the model succeeds; the shape is compiled per context from now on",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+        return spec
+    FORM_STATS.bound += 1
+    return spec
+
+
+def _make_form(model: type[BaseModel], context: object, n: int) -> _Form | _Declined:
+    """Lower ``model`` against ``context`` with its ``n`` ints as parameters, guarded."""
+    params = parameters(n)
+    why: str
+    try:
+        with reading_guarded(params) as guard:
+            lowered = _lower(model, with_parameters(context, params))
+            leak = guard.leak or _leak_in(lowered, guard.mentions)
+    except ParameterLeak as exc:
+        why = str(exc)
+    except Exception as exc:  # any failure keeps the shape on plain compiles
+        why = f"{type(exc).__name__}: {exc}"
+    else:
+        if leak is None:
+            FORM_STATS.made += 1
+            return _Form(lowered, params)
+        why = f"{leak} of a context parameter"
+    FORM_STATS.declined += 1
+    FORM_STATS.last_declined = f"{model.__name__}: {why}"
+    return _Declined()
+
+
+def _leak_in(lowered: _Lowered, mentions: Callable[[z3.AstRef], bool]) -> str | None:
+    """A parameter in what is not substituted (the variables' terms), named; else None."""
+    for rec in lowered.records.values():
+        for term in (rec.term, rec.exists):
+            if isinstance(term, z3.AstRef) and mentions(term):
+                return f"the variable {rec.name}"
+    return None
 
 
 def _compile(model: type[BaseModel], context: object) -> CompiledSpec:
     """Compile uncached (the caller holds `MAIN_CONTEXT_LOCK`)."""
     t0 = time.perf_counter()
+    lowered = _lower(model, context)
+    return _assemble(model, context, lowered, lowered.factors, t0)
+
+
+def _assemble(
+    model: type[BaseModel],
+    context: object,
+    lowered: _Lowered,
+    factors: Sequence[RelationFactor],
+    started: float,
+) -> CompiledSpec:
+    return assemble_spec(
+        name=model.__name__,
+        model=model,
+        layout=lowered.layout,
+        relations=lowered.relations,
+        context=context,
+        records=lowered.records,
+        strings=lowered.strings,
+        relation_factors=factors,
+        started=started,
+    )
+
+
+def _lower(model: type[BaseModel], context: object) -> _Lowered:
+    """Lower ``model``'s relations (and the text, length and date links) for ``context``."""
     layout = build_layout(model)
     rels = relations_of(model)
     if rels.needs_context and context is None:
@@ -122,17 +301,7 @@ def _compile(model: type[BaseModel], context: object) -> CompiledSpec:
     links = texts + length_links(comp.strings, records) + date_links(records)
     for name, variables, formula in links:
         lowered.append(RelationFactor(name, variables, formula))
-    return assemble_spec(
-        name=model.__name__,
-        model=model,
-        layout=layout,
-        relations=rels,
-        context=context,
-        records=records,
-        strings=comp.strings,
-        relation_factors=lowered,
-        started=t0,
-    )
+    return _Lowered(layout, rels, records, comp.strings, tuple(lowered))
 
 
 def _nested_relations(node: object, path: Path) -> list[tuple[Path, RelationSet]]:
@@ -152,39 +321,3 @@ def _nested_relations(node: object, path: Path) -> list[tuple[Path, RelationSet]
         for b in node.branches:
             out += _nested_relations(b, (*path, branch_part(b.model)))
     return out
-
-
-class _Unfreezable(Exception):
-    pass
-
-
-def _freeze(obj: object, depth: int) -> Hashable:
-    if depth > 20:
-        raise _Unfreezable
-    if obj is None or isinstance(obj, (bool, int, float, str, bytes, enum.Enum)):
-        return (type(obj).__name__, obj)
-    if isinstance(obj, BaseModel):
-        fields = type(obj).model_fields
-        return (
-            type(obj),
-            tuple((n, _freeze(getattr(obj, n), depth + 1)) for n in fields),
-        )
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return (
-            type(obj),
-            tuple(
-                (f.name, _freeze(getattr(obj, f.name), depth + 1)) for f in dataclasses.fields(obj)
-            ),
-        )
-    if isinstance(obj, Mapping):
-        return (
-            "map",
-            tuple((_freeze(k, depth + 1), _freeze(v, depth + 1)) for k, v in obj.items()),
-        )
-    if isinstance(obj, (list, tuple)):
-        return (type(obj).__name__, tuple(_freeze(x, depth + 1) for x in obj))
-    if isinstance(obj, (set, frozenset)):
-        return ("set", frozenset(_freeze(x, depth + 1) for x in obj))
-    if hasattr(obj, "__dict__"):
-        return (type(obj), _freeze(vars(obj), depth + 1))
-    raise _Unfreezable

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import itertools
 import json
+import random
 import re
 from typing import Any
 
@@ -25,6 +26,7 @@ from factorspec_sdk.domains.trip import (
     plan_of,
     prompt_for,
     solve,
+    with_stays,
 )
 
 PROBLEMS = generate_problems(200, seed=0)
@@ -84,6 +86,24 @@ def test_all_generated_problems_are_solvable_and_golden_validates() -> None:
         result = evaluate(problem, json.dumps(record))
         assert result.valid and result.exact_match and result.parse_ok
         assert result.violations == []
+
+
+def test_with_stays_keeps_the_shape_and_a_valid_golden_plan() -> None:
+    from factorspec_sdk.graph.params import split_context
+
+    rng = random.Random(0)
+    for problem in PROBLEMS[:60]:
+        stays = [rng.randint(2, 7) for _ in problem.golden]
+        other = with_stays(problem, stays)
+        assert [n for _, n in other.golden] == stays
+        assert other.total_days == sum(stays) - (len(stays) - 1)
+        assert [e.city for e in other.events] == [e.city for e in problem.events]
+        assert split_context(other)[0] == split_context(problem)[0]
+        record = itinerary_record(other.golden)
+        Itinerary.model_validate(record, context=other)
+        assert evaluate(other, json.dumps(record)).valid
+    with pytest.raises(ValueError, match="stay lengths"):
+        with_stays(PROBLEMS[0], [1] * len(PROBLEMS[0].golden))
 
 
 def test_city_counts_cover_the_range() -> None:

@@ -16,9 +16,6 @@ from examples.meeting import Meeting
 from factorspec_sdk import UnsatisfiableSpecError, relation
 from factorspec_sdk.bench.solver_tail import random_facts
 from factorspec_sdk.domains.trip import Itinerary, generate_problem
-from factorspec_sdk.drafter.loop import DecodeJob, Decoder
-from factorspec_sdk.drafter.verify import SamplingParams
-from factorspec_sdk.engines.scripted import ScriptedEngine
 from factorspec_sdk.graph import CompiledSpec, compile_spec
 from factorspec_sdk.ir import (
     IR_JSON_SCHEMA,
@@ -31,9 +28,7 @@ from factorspec_sdk.ir import (
     spec_to_ir,
     to_ir,
 )
-from factorspec_sdk.tokens.plan import Planner
-from factorspec_sdk.writer.automaton import Writer
-from tests.helpers import TRIP_CONTEXT, Pick, Trip, tiny_tokenizer
+from tests.helpers import TRIP_CONTEXT, Pick, Trip, sampled_record
 
 CASES: list[tuple[type[BaseModel], object]] = [
     (Pick, None),
@@ -86,32 +81,21 @@ def test_same_feasible_sets(model: type[BaseModel], context: object) -> None:
     assert o1.determined(facts) == o2.determined(facts)  # type: ignore[arg-type]
 
 
-def _generate(spec: CompiledSpec, seed: int) -> str:
-    tok = tiny_tokenizer()
-    engine = ScriptedEngine.random(tok, seed=seed, temperature_scale=2.0)
-    job = DecodeJob(
-        Planner(Writer(spec), tok), tok.encode("plan"), SamplingParams(temperature=1.0, seed=seed)
-    )
-    (out,) = Decoder(engine).run([job])
-    assert out.error is None, out.error
-    return out.text
-
-
 @pytest.mark.parametrize(
     ("model", "context"), [CASES[0], CASES[1], CASES[5]], ids=[*IDS[:2], "meeting"]
 )
 def test_same_records_on_scripted_engine(model: type[BaseModel], context: object) -> None:
     orig, back = roundtrip(model, context)
     for seed in range(3):
-        text = _generate(orig, seed)
-        assert _generate(back, seed) == text
+        text = sampled_record(orig, seed)
+        assert sampled_record(back, seed) == text
         model.model_validate_json(text, context=context)
         check_record(back, text)
 
 
 def test_check_record_rejects_broken_records() -> None:
     _, back = roundtrip(Trip, TRIP_CONTEXT)
-    good = _generate(back, 1)
+    good = sampled_record(back, 1)
     check_record(back, good)
     data = json.loads(good)
     data["legs"][0]["first_day"] = 2  # breaks the chain relation
@@ -234,7 +218,7 @@ def test_json_schema_to_ir() -> None:
     spec = spec_from_ir(ir)
     assert [f.key for f in spec.layout.fields] == ["stays", "flights"]
     assert not spec.factors
-    text = _generate(spec, 0)
+    text = sampled_record(spec, 0)
     check_record(spec, text)
     number = ir_from_json_schema({"type": "object", "properties": {"x": {"type": "number"}}})
     assert number["layout"]["fields"][0]["node"] == {

@@ -12,6 +12,13 @@ from pydantic import BaseModel
 
 from factorspec_sdk import RelationDefinitionError
 from factorspec_sdk.graph import compile_spec
+from factorspec_sdk.graph.params import (
+    ParameterLeak,
+    parameters,
+    reading_guarded,
+    split_context,
+    with_parameters,
+)
 from factorspec_sdk.relations.compiler import OTHER_CODE, RelationCompiler
 from factorspec_sdk.relations.decorator import RelationInfo, relations_of
 from factorspec_sdk.relations.layout import (
@@ -76,27 +83,53 @@ def value_at(instance: Any, path: tuple[str | int, ...]) -> tuple[bool, Any]:
 
 
 def compiled_truths(
-    model: type[BaseModel], context: object, data: dict[str, Any]
+    model: type[BaseModel], context: object, data: dict[str, Any], *, bound: bool = False
 ) -> dict[str, tuple[bool, bool]]:
-    """Per relation: (python truth, compiled truth) on one record."""
+    """Per relation: (python truth, compiled truth) on one record.
+
+    ``bound``: each relation is lowered with the context's ints as parameters (guarded, as
+    `compile_spec` lowers a context shape) and the ints substituted back; a relation whose
+    lowering reads a parameter's value is left out (it would be compiled per context).
+    """
     from factorspec_sdk.relations.decorator import evaluate
 
-    key = (model, id(context))
+    key = (model, id(context), bound)
     if key not in _COMPILED:
         layout = build_layout(model)
-        comp = RelationCompiler(layout, context)
-        rels = [(info, comp.compile(info).formula) for info in relations_of(model)]
-        _COMPILED[key] = (layout, comp, rels, context)
-    layout, comp, rels, _ = _COMPILED[key]
+        if bound:
+            rels = [_bound_relation(layout, context, info) for info in relations_of(model)]
+            _COMPILED[key] = (layout, [r for r in rels if r is not None], context)
+        else:
+            comp = RelationCompiler(layout, context)
+            rels_ = [(info, comp, comp.compile(info).formula) for info in relations_of(model)]
+            _COMPILED[key] = (layout, rels_, context)
+    layout, compiled, _ = _COMPILED[key]
     instance = construct(layout, data)
     out: dict[str, tuple[bool, bool]] = {}
-    for info, formula in rels:
+    for info, comp, formula in compiled:
         py = evaluate(info, instance, context)
         out[info.name] = (py, _decide(comp, formula, instance, info))
     return out
 
 
-_COMPILED: dict[tuple[type[BaseModel], int], Any] = {}
+def _bound_relation(
+    layout: ObjectLayout, context: object, info: RelationInfo
+) -> tuple[RelationInfo, RelationCompiler, z3.BoolRef] | None:
+    _, values = split_context(context)
+    params = parameters(len(values))
+    comp = RelationCompiler(layout, with_parameters(context, params))
+    try:
+        with reading_guarded(params) as guard:
+            formula = comp.compile(info).formula
+    except (ParameterLeak, RelationDefinitionError):
+        return None
+    if guard.leak is not None:
+        return None
+    pairs = [(p, z3.IntVal(v)) for p, v in zip(params, values, strict=True)]
+    return info, comp, z3.substitute(formula, *pairs) if pairs else formula
+
+
+_COMPILED: dict[tuple[type[BaseModel], int, bool], Any] = {}
 
 
 def _decide(comp: RelationCompiler, formula: z3.BoolRef, instance: Any, info: RelationInfo) -> bool:

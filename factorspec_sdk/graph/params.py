@@ -1,0 +1,382 @@
+"""A context's int constants as parameters: its shape, its values, and guarded lowering.
+
+`compile_spec` lowers a model's relations once per context *shape* and binds each new
+context's int constants into that lowering, instead of lowering again (as PyTorch's
+automatic dynamic shapes mark a size dynamic once it is seen to change). This module holds
+the three pieces that needs; the tiering itself is `factorspec_sdk.graph.spec`'s.
+
+- `split_context`: a context's shape (every ``int`` in a model field, dataclass field,
+  dict value, list or tuple replaced by a slot; everything else, str, float, dates, enums,
+  set elements and dict keys included, kept as it is) and the ints in slot order. The
+  shape and the values together are the context's cache key (they determine its value).
+- `with_parameters`: a copy of the context with each slot's int replaced by a Z3 Int
+  constant (`parameters`), for the relation compiler to read as it reads an int field:
+  symbolically, by the same exact rules.
+- `reading_guarded`: while the compiler lowers against that copy, any Python-level use
+  of a parameter's *value* raises `ParameterLeak`. The compiler evaluates constants in
+  Python (``x in ctx.limits``, ``max(ctx.sizes)``, ``set(ctx.ids)``), and a Z3 term there
+  would answer silently and wrongly: ``bool(a == b)`` is structural equality, hashing is
+  by structure, and a ``TypeError`` is read as the relation's own exception. The guard
+  patches z3py's ``__bool__``, ``__hash__``, ``__str__``/``__repr__`` and the number
+  protocols (``int()``, ``range()``, ``round()``, ``//``, ``divmod``) for the guarding
+  thread only; `ParameterLeak` is a ``BaseException`` so the compiler's ``except
+  Exception`` (Python semantics of a constant expression that raises) cannot swallow it,
+  and a leak is remembered even if something does. A lowering that leaked is not used.
+
+Every int is a slot, even one no relation reads; a bool is not (its branches may differ).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import datetime as dt
+import decimal
+import enum
+import fractions
+import threading
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import z3
+from pydantic import BaseModel
+
+__all__ = [
+    "ParameterLeak",
+    "Unfreezable",
+    "parameters",
+    "reading_guarded",
+    "split_context",
+    "with_parameters",
+]
+
+_PREFIX = "fs!param!"
+_SLOT = ("int-slot",)
+_MAX_DEPTH = 20
+
+
+class Unfreezable(Exception):
+    """A context that has no hashable value (an object it cannot walk)."""
+
+
+class ParameterLeak(BaseException):
+    """A guarded lowering read a parameter's value in Python (see `reading_guarded`).
+
+    A ``BaseException``: the relation compiler reads an ``Exception`` raised while it
+    evaluates a constant expression as that expression raising, which must not happen here.
+    """
+
+
+# --------------------------------------------------------------------------- shapes
+
+
+def split_context(context: object) -> tuple[Hashable, tuple[int, ...]]:
+    """The context's shape and its int constants in slot order.
+
+    Raises:
+        Unfreezable: the context holds an object that is not walked (no ``__dict__``, not
+            a model, dataclass, mapping, sequence, set or scalar), or nests over 20 deep.
+    """
+    values: list[int] = []
+    shape, _ = _walk(context, 0, values, None)
+    return shape, tuple(values)
+
+
+def parameters(n: int) -> tuple[z3.ArithRef, ...]:
+    """``n`` Z3 Int constants in the main context, one per slot (the same on every call)."""
+    return tuple(z3.Int(f"{_PREFIX}{i}") for i in range(n))
+
+
+def with_parameters(context: object, params: Sequence[z3.ArithRef]) -> object:
+    """A copy of ``context`` with the int of slot ``i`` replaced by ``params[i]``.
+
+    Models are copied with ``model_copy(update=...)`` (not validated again), dataclasses
+    with `copy.copy` and their fields set; the objects without a slot are shared.
+    """
+    n = len(split_context(context)[1])
+    if n != len(params):
+        raise ValueError(f"the context has {n} int slots, {len(params)} parameters given")
+    it = iter(params)
+    _, out = _walk(context, 0, [], lambda: next(it))
+    return out
+
+
+def _walk(
+    obj: object, depth: int, ints: list[int], make: Callable[[], object] | None
+) -> tuple[Hashable, object]:
+    """(shape, the object rebuilt with ``make()`` in each slot, or itself when None)."""
+    if depth > _MAX_DEPTH:
+        raise Unfreezable
+    if type(obj) is int:
+        ints.append(obj)
+        return _SLOT, obj if make is None else make()
+    if isinstance(obj, _SCALARS):
+        return _scalar(obj), obj
+    if isinstance(obj, BaseModel):
+        shapes, changed = _fields(
+            obj, type(obj).model_fields, lambda n: getattr(obj, n), depth, ints, make
+        )
+        out = obj.model_copy(update=changed) if changed else obj
+        return (type(obj), shapes), out
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        names = [f.name for f in dataclasses.fields(obj)]
+        shapes, changed = _fields(obj, names, lambda n: getattr(obj, n), depth, ints, make)
+        if not changed:
+            return (type(obj), shapes), obj
+        new = copy.copy(obj)
+        for name, value in changed.items():
+            object.__setattr__(new, name, value)
+        return (type(obj), shapes), new
+    if type(obj) is dict:
+        keys = [_freeze(k, depth + 1) for k in obj]
+        walked = [_walk(v, depth + 1, ints, make) for v in obj.values()]
+        shape: Hashable = ("map", tuple(zip(keys, (s for s, _ in walked), strict=True)))
+        if make is None:
+            return shape, obj
+        return shape, {k: v for k, (_, v) in zip(obj, walked, strict=True)}
+    if isinstance(obj, (list, tuple)) and type(obj) in (list, tuple):
+        parts = [_walk(x, depth + 1, ints, make) for x in obj]
+        shape = (type(obj).__name__, tuple(s for s, _ in parts))
+        if make is None:
+            return shape, obj
+        rebuilt = [x for _, x in parts]
+        return shape, rebuilt if type(obj) is list else tuple(rebuilt)
+    return _freeze(obj, depth), obj
+
+
+def _fields(
+    obj: object,
+    names: Sequence[str] | Mapping[str, object],
+    get: Callable[[str], object],
+    depth: int,
+    ints: list[int],
+    make: Callable[[], object] | None,
+) -> tuple[tuple[tuple[str, Hashable], ...], dict[str, object]]:
+    shapes: list[tuple[str, Hashable]] = []
+    changed: dict[str, object] = {}
+    for n in names:
+        value = get(n)
+        shape, out = _walk(value, depth + 1, ints, make)
+        shapes.append((n, shape))
+        if out is not value:
+            changed[n] = out
+    return tuple(shapes), changed
+
+
+_SCALARS = (
+    type(None),
+    bool,
+    int,
+    float,
+    str,
+    bytes,
+    enum.Enum,
+    dt.date,
+    dt.time,
+    dt.timedelta,
+    decimal.Decimal,
+    fractions.Fraction,
+)
+_BY_REPR = (float, dt.date, dt.time, decimal.Decimal)
+
+
+def _scalar(obj: object) -> Hashable:
+    """An immutable value's key: its type and value, or its repr where equal values differ.
+
+    ``0.0 == -0.0``, ``Decimal("1.0") == Decimal("1.00")`` and an aware datetime equals
+    the same instant in another zone, but a relation may tell them apart.
+    """
+    if isinstance(obj, _BY_REPR):
+        return (type(obj).__name__, repr(obj))
+    return (type(obj).__name__, obj)
+
+
+def _freeze(obj: object, depth: int) -> Hashable:
+    """A value with no slots (set elements, dict keys, other mappings and sequences)."""
+    if depth > _MAX_DEPTH:
+        raise Unfreezable
+    if isinstance(obj, _SCALARS):
+        return _scalar(obj)
+    if isinstance(obj, BaseModel):
+        fields = type(obj).model_fields
+        return (type(obj), tuple((n, _freeze(getattr(obj, n), depth + 1)) for n in fields))
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return (
+            type(obj),
+            tuple(
+                (f.name, _freeze(getattr(obj, f.name), depth + 1)) for f in dataclasses.fields(obj)
+            ),
+        )
+    if isinstance(obj, Mapping):
+        return (
+            "map",
+            tuple((_freeze(k, depth + 1), _freeze(v, depth + 1)) for k, v in obj.items()),
+        )
+    if isinstance(obj, (list, tuple)):
+        return (type(obj).__name__, tuple(_freeze(x, depth + 1) for x in obj))
+    if isinstance(obj, (set, frozenset)):
+        return ("set", frozenset(_freeze(x, depth + 1) for x in obj))
+    if hasattr(obj, "__dict__"):
+        return (type(obj), _freeze(vars(obj), depth + 1))
+    raise Unfreezable
+
+
+# --------------------------------------------------------------------------- the guard
+
+
+class _Guard(threading.local):
+    ids: frozenset[int] = frozenset()
+    leak: str | None = None
+    seen: dict[int, tuple[z3.AstRef, bool]]
+    """Terms already walked while the guard is on, by AST id: (the term, kept alive so its
+    id is not reused; whether it has a parameter)."""
+
+    def __init__(self) -> None:
+        self.seen = {}
+
+    def mentions(self, term: z3.AstRef) -> bool:
+        """Whether ``term`` has one of the guarded parameters."""
+        return bool(self.ids) and _mentions(term, self.ids, self.seen)
+
+
+_GUARD = _Guard()
+_GUARD_LOCK = threading.Lock()
+_UNARY: tuple[str, ...] = ("__index__", "__int__", "__float__", "__complex__", "__round__")
+_UNARY += ("__trunc__", "__floor__", "__ceil__")
+_BINARY = ("__floordiv__", "__rfloordiv__", "__divmod__", "__rdivmod__")
+
+
+def _ast_id(t: z3.AstRef) -> int:
+    return int(z3.Z3_get_ast_id(t.ctx_ref(), t.as_ast()))
+
+
+def _mentions(
+    term: z3.AstRef, ids: frozenset[int], seen: dict[int, tuple[z3.AstRef, bool]]
+) -> bool:
+    """Whether ``term`` contains one of the constants whose AST ids are ``ids``.
+
+    ``seen`` remembers the answer for ``term`` and every subterm found free of them.
+    """
+    top = _ast_id(term)
+    known = seen.get(top)
+    if known is not None:
+        return known[1]
+    stack: list[z3.AstRef] = [term]
+    walked: list[z3.AstRef] = []
+    found = False
+    while stack and not found:
+        t = stack.pop()
+        i = _ast_id(t)
+        if i in ids:
+            found = True
+            break
+        hit = seen.get(i)
+        if hit is not None:
+            found = hit[1]
+            continue
+        walked.append(t)
+        if z3.is_app(t):
+            stack.extend(t.children())
+        elif z3.is_quantifier(t):
+            stack.append(t.body())
+    if found:
+        seen[top] = (term, True)
+    else:
+        for t in walked:
+            seen[_ast_id(t)] = (t, False)
+    return found
+
+
+def _leak(term: z3.AstRef, what: str) -> bool:
+    """Raise `ParameterLeak` when the guard is on in this thread and ``term`` has a parameter."""
+    ids = _GUARD.ids
+    if ids and _mentions(term, ids, _GUARD.seen):
+        _GUARD.leak = what
+        raise ParameterLeak(f"{what} of a context parameter")
+    return False
+
+
+def _patches() -> dict[tuple[type, str], Any]:
+    """The z3py methods the guard replaces, by (class, name): each the guarded version."""
+    bool_ = z3.AstRef.__bool__
+    hash_ = z3.AstRef.__hash__
+    str_ = z3.AstRef.__str__
+    repr_ = z3.AstRef.__repr__
+
+    def guarded_bool(self: z3.AstRef) -> bool:
+        if _GUARD.ids and not (z3.is_eq(self) and self.arg(0).eq(self.arg(1))):
+            _leak(self, "truth value")
+        return bool(bool_(self))
+
+    def guarded_hash(self: z3.AstRef) -> int:
+        _leak(self, "hash")
+        return int(hash_(self))
+
+    def guarded_str(self: z3.AstRef) -> str:
+        _leak(self, "str()")
+        return str(str_(self))
+
+    def guarded_repr(self: z3.AstRef) -> str:
+        _leak(self, "repr()")
+        return str(repr_(self))
+
+    out: dict[tuple[type, str], Any] = {
+        (z3.AstRef, "__bool__"): guarded_bool,
+        (z3.AstRef, "__hash__"): guarded_hash,
+        (z3.AstRef, "__str__"): guarded_str,
+        (z3.AstRef, "__repr__"): guarded_repr,
+    }
+
+    def unary(name: str) -> Callable[[z3.ArithRef], object]:
+        def method(self: z3.ArithRef) -> object:
+            _leak(self, f"{name}()")
+            raise TypeError(f"a Z3 term has no {name}")
+
+        return method
+
+    def binary(name: str) -> Callable[[z3.ArithRef, object], object]:
+        def method(self: z3.ArithRef, other: object) -> object:
+            _leak(self, name)
+            return NotImplemented
+
+        return method
+
+    for name in _UNARY:
+        if name not in vars(z3.ArithRef):
+            out[(z3.ArithRef, name)] = unary(name)
+    for name in _BINARY:
+        if name not in vars(z3.ArithRef):
+            out[(z3.ArithRef, name)] = binary(name)
+    return out
+
+
+@contextmanager
+def reading_guarded(params: Sequence[z3.ArithRef]) -> Iterator[_Guard]:
+    """Guard this thread's use of ``params``' values while the block runs (see the module).
+
+    Yields the guard: after the block, ``guard.leak`` names the first leak (None: none),
+    even one the block caught. One guarded block runs at a time; other threads see z3py
+    as it is while it runs.
+    """
+    with _GUARD_LOCK:
+        patches = _patches()
+        saved = {key: vars(key[0]).get(key[1], _ABSENT) for key in patches}
+        for (cls, name), method in patches.items():
+            setattr(cls, name, method)
+        _GUARD.ids = frozenset(_ast_id(p) for p in params)
+        _GUARD.leak = None
+        _GUARD.seen = {}
+        try:
+            yield _GUARD
+        finally:
+            _GUARD.ids = frozenset()
+            _GUARD.seen = {}
+            for (cls, name), method in saved.items():
+                if method is _ABSENT:
+                    delattr(cls, name)
+                else:
+                    setattr(cls, name, method)
+
+
+_ABSENT = object()
