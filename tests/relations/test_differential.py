@@ -575,3 +575,33 @@ def test_int_in_whole_floats_agrees_with_python() -> None:
     for n in range(5):
         assert_agree(Whole, None, {"n": n}, seen)
     assert all(v == {True, False} for v in seen.values()), seen
+
+
+class Level(enum.IntEnum):
+    LOW = 1
+    HIGH = 3
+
+
+class Levels(BaseModel):
+    """An IntEnum field against int values: equal where the values are, as in Python."""
+
+    level: Level
+    n: int = Field(ge=0, le=4)
+    xs: list[int] = Field(max_length=2)
+
+    @relation
+    def same(self) -> bool:
+        return self.level == self.n
+
+    @relation
+    def among(self) -> bool:
+        return self.level in self.xs or self.level != len(self.xs) + 1
+
+
+def test_int_enum_against_int_values_agrees_with_python() -> None:
+    seen: dict[str, set[bool]] = {}
+    for level in (1, 3):
+        for n in range(5):
+            for xs in ([], [n], [3, n], [1]):
+                assert_agree(Levels, None, {"level": level, "n": n, "xs": xs}, seen)
+    assert all(v == {True, False} for v in seen.values()), seen

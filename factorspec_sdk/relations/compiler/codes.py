@@ -259,6 +259,8 @@ def eq_code(cx: RelationCompiler, a: SCode, b: V) -> Cond:
         if not isinstance(val, str):
             return False
         return mk_eq(a.e, cx.strings.code(val))
+    if isinstance(val, z3.ArithRef) and val.is_int():  # an int value: an IntEnum equals it
+        return mk_eq(a.e, val)
     if isinstance(val, bool) or not isinstance(val, int):
         return False
     return mk_eq(a.e, val)
