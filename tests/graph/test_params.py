@@ -610,28 +610,13 @@ def test_bound_relations_agree_with_python() -> None:
 
 def test_box_relations_agree_with_python_when_bound() -> None:
     """The differential suite's `Box` relations, lowered with the context's ints bound."""
-    from tests.relations.test_differential import Box, Ctx
+    from tests.relations.test_differential import Box, Ctx, random_box
 
     rng = random.Random(1)
     for days in ({"x": 2, "y": 0, "a": 1}, {"x": -1, "y": 3, "a": 0}, {"x": 0, "y": 0, "a": 4}):
         ctx_ = Ctx(days=days, k=rng.randint(-2, 3))
         for _ in range(40):
-            data = {
-                "items": [
-                    {
-                        "a": rng.randint(-3, 3),
-                        "b": rng.randint(-3, 3),
-                        "tag": rng.choice("xyz"),
-                        "flag": rng.random() < 0.5,
-                    }
-                    for _ in range(rng.randint(0, 4))
-                ],
-                "n": rng.randint(-4, 4),
-                "m": rng.randint(-4, 4),
-                "color": rng.choice(["red", "blue", "green"]),
-                "note": rng.choice([None, rng.randint(-4, 4)]),
-                "name": rng.choice(["a", "b", "c", "x", "", "zzz"]),
-            }
+            data = random_box(rng)
             truths = compiled_truths(Box, ctx_, data, bound=True)
             assert "context_const" not in truths  # max() of constants: declined
             assert {"lookup", "lookup_get", "lazy_errors"} <= set(truths)

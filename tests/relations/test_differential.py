@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import random
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -261,30 +262,32 @@ def test_box_relations_agree_with_python(data: dict[str, Any]) -> None:
     assert_agree(Box, CTX, data)
 
 
+def random_box(rnd: random.Random) -> dict[str, Any]:
+    """A random `Box` record (plain data, relations not enforced)."""
+    return {
+        "items": [
+            {
+                "a": rnd.randint(-3, 3),
+                "b": rnd.randint(-3, 3),
+                "tag": rnd.choice("xyz"),
+                "flag": rnd.random() < 0.5,
+            }
+            for _ in range(rnd.randint(0, 4))
+        ],
+        "n": rnd.randint(-4, 4),
+        "m": rnd.randint(-4, 4),
+        "color": rnd.choice(["red", "blue", "green"]),
+        "note": rnd.choice([None, rnd.randint(-4, 4)]),
+        "name": rnd.choice(["a", "b", "c", "x", "", "zzz"]),
+    }
+
+
 def test_every_relation_is_exercised_both_ways() -> None:
     """Sanity check of the strategy: each relation is true on some and false on some records."""
-    import random
-
     rnd = random.Random(0)
     seen: dict[str, set[bool]] = {}
     for _ in range(300):
-        data = {
-            "items": [
-                {
-                    "a": rnd.randint(-3, 3),
-                    "b": rnd.randint(-3, 3),
-                    "tag": rnd.choice("xyz"),
-                    "flag": rnd.random() < 0.5,
-                }
-                for _ in range(rnd.randint(0, 4))
-            ],
-            "n": rnd.randint(-4, 4),
-            "m": rnd.randint(-4, 4),
-            "color": rnd.choice(["red", "blue", "green"]),
-            "note": rnd.choice([None, rnd.randint(-4, 4)]),
-            "name": rnd.choice(["a", "b", "c", "x", "", "zzz"]),
-        }
-        assert_agree(Box, CTX, data, seen)
+        assert_agree(Box, CTX, random_box(rnd), seen)
     assert seen["enum_vs_raw"] == {True}
     assert all(v == {True, False} for k, v in seen.items() if k not in ALWAYS_TRUE), {
         k: v for k, v in seen.items() if v != {True, False}
