@@ -67,7 +67,7 @@ def run_contexts(
     name: str, model: type[BaseModel], groups: Sequence[Sequence[object]]
 ) -> ShapeResult:
     """Time each group's contexts compiled cold and bound (see `ShapeResult`)."""
-    from factorspec_sdk.graph.spec import SPEC_CACHE, SPEC_FORMS, compile_spec
+    from factorspec_sdk.graph import clear_spec_caches, compile_spec
 
     def cpu_ms(fn: Callable[[], object]) -> float:
         t0 = time.process_time()
@@ -79,11 +79,9 @@ def run_contexts(
     first: list[float] = []
     for group in groups:
         for c in group[1:]:
-            SPEC_CACHE.clear()
-            SPEC_FORMS.clear()
+            clear_spec_caches()
             compiled.append(cpu_ms(functools.partial(compile_spec, model, c)))
-        SPEC_CACHE.clear()
-        SPEC_FORMS.clear()
+        clear_spec_caches()
         compile_spec(model, group[0])
         for i, c in enumerate(group[1:]):
             ms = cpu_ms(functools.partial(compile_spec, model, c))

@@ -12,6 +12,7 @@ from factorspec_sdk.graph.compiled import VarInfo as VarInfo
 from factorspec_sdk.graph.oracle import Oracle as Oracle
 from factorspec_sdk.graph.oracle import OracleStats as OracleStats
 from factorspec_sdk.graph.spec import SPEC_CACHE as SPEC_CACHE
+from factorspec_sdk.graph.spec import clear_spec_caches as clear_spec_caches
 from factorspec_sdk.graph.spec import compile_spec as compile_spec
 from factorspec_sdk.graph.z3context import MAIN_CONTEXT_LOCK as MAIN_CONTEXT_LOCK
 
@@ -29,5 +30,6 @@ __all__ = [
     "SpecCache",
     "Value",
     "VarInfo",
+    "clear_spec_caches",
     "compile_spec",
 ]

@@ -61,15 +61,16 @@ __all__ = [
     "SPEC_CACHE",
     "SPEC_FORMS",
     "FormStats",
+    "clear_spec_caches",
     "compile_spec",
 ]
 
 SPEC_CACHE: SpecCache[Hashable, CompiledSpec] = SpecCache(max_size=64)
 """The compiled specs of `compile_spec`, by (model, context value): an LRU of 64 specs.
 
-``SPEC_CACHE.clear()`` forgets them (a benchmark that wants each compile cold);
-``hits``/``misses`` count the lookups. A context that cannot be frozen into a hashable
-value (see `compile_spec`) is compiled every time and never cached.
+`clear_spec_caches` forgets them and the shapes (a benchmark that wants each compile
+cold); ``hits``/``misses`` count the lookups. A context that cannot be frozen into a
+hashable value (see `compile_spec`) is compiled every time and never cached.
 """
 
 
@@ -156,11 +157,18 @@ SPEC_FORMS: SpecCache[Hashable, _Form | _Seen | _Declined] = SpecCache(max_size=
 
 A shape's first context compiles as a new one; its second makes the shape's lowering with
 the ints as parameters (under `reading_guarded`), and that one and every later one of the
-shape binds its ints and assembles. ``SPEC_FORMS.clear()`` forgets them; `FORM_STATS`
-counts what the tier did.
+shape binds its ints and assembles. `clear_spec_caches` forgets them; `FORM_STATS` counts
+what the tier did.
 """
 
 FORM_STATS = FormStats()
+
+
+def clear_spec_caches() -> None:
+    """Forget every compiled spec and context shape: the next compile of each is cold."""
+    with MAIN_CONTEXT_LOCK:  # dropping specs frees main-context Z3 terms
+        SPEC_CACHE.clear()
+        SPEC_FORMS.clear()
 
 
 def _compile_new(

@@ -31,7 +31,7 @@ from factorspec_sdk import UnsatisfiableSpecError, distinct, relation
 from factorspec_sdk.bench.solver_tail import random_facts
 from factorspec_sdk.domains.trip import Itinerary, generate_problem, with_stays
 from factorspec_sdk.graph import CompiledSpec, compile_spec, params
-from factorspec_sdk.graph.spec import FORM_STATS, SPEC_CACHE, SPEC_FORMS
+from factorspec_sdk.graph.spec import FORM_STATS, clear_spec_caches
 from factorspec_sdk.relations.decorator import relations_of
 from tests.helpers import sampled_record
 from tests.relations.helpers import compiled_truths
@@ -39,11 +39,9 @@ from tests.relations.helpers import compiled_truths
 
 @pytest.fixture(autouse=True)
 def _cold_caches() -> Iterator[None]:
-    SPEC_CACHE.clear()
-    SPEC_FORMS.clear()
+    clear_spec_caches()
     yield
-    SPEC_CACHE.clear()
-    SPEC_FORMS.clear()
+    clear_spec_caches()
 
 
 # --------------------------------------------------------------------------- shapes
@@ -288,8 +286,7 @@ def bound_and_compiled(model: type[BaseModel], contexts: list[object]) -> list[t
     bound = [compile_spec(model, c) for c in contexts[1:]]
     out = []
     for c, spec in zip(contexts[1:], bound, strict=True):
-        SPEC_CACHE.clear()
-        SPEC_FORMS.clear()
+        clear_spec_caches()
         out.append((c, spec, compile_spec(model, c)))  # a new shape again: compiled
     return out
 
@@ -346,8 +343,7 @@ def test_an_unsatisfiable_binding_raises_the_compiles_error() -> None:
         compile_spec(Floor, ctx(40))
     assert FORM_STATS.recompiled == recompiled + 1
     assert _stats() == (made, declined, bound, diverged)
-    SPEC_CACHE.clear()
-    SPEC_FORMS.clear()
+    clear_spec_caches()
     with pytest.raises(UnsatisfiableSpecError) as compiled_err:
         compile_spec(Floor, ctx(40))
     assert str(bound_err.value) == str(compiled_err.value)

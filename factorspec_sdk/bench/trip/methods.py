@@ -77,10 +77,9 @@ def score(record: RecordResult, problem: TripProblem, model: type[Any]) -> None:
 
 def cold_spec_cache() -> None:
     """Forget compiled specs so each FactorSpec record pays its own compilation."""
-    from factorspec_sdk.graph import MAIN_CONTEXT_LOCK, SPEC_CACHE
+    from factorspec_sdk.graph import clear_spec_caches
 
-    with MAIN_CONTEXT_LOCK:  # dropping specs frees main-context Z3 terms
-        SPEC_CACHE.clear()
+    clear_spec_caches()
 
 
 def decode_with_client(
