@@ -3,18 +3,20 @@
 ``python -m factorspec_sdk.bench.context_shapes --problems 10 --variants 6`` (from the
 repository root) draws ``--problems`` trip problems (``--cities``, 3-5 by default) and for
 each ``--variants`` others with the same cities, flights and events but other stay lengths
-(`factorspec_sdk.domains.trip.with_stays`): contexts that differ in their ints only. For
+(`factorspec_sdk.domains.trip.with_stays`): contexts that differ in their ints only; the
+same again as dated trips, each starting on its own date. For
 every variant it times, in one run, `compile_spec` on a new shape (the caches cleared: a
 compile from the model) against `compile_spec` once the shape has been seen (its ints
 bound into the shape's lowering, `factorspec_sdk.graph.spec.SPEC_FORMS`), and prints the
-medians and their ratio, with the invoice example's tax rates and item limits beside them
-(`examples.invoice`, when run from the repository root). The CPU time is the process's
-(`time.process_time`); run it on an otherwise idle machine.
+medians and their ratio, with the invoice example's tax rates and item limits and the
+booking example's seasons beside them (`examples/`, when run from the repository root).
+The CPU time is the process's (`time.process_time`); run it on an otherwise idle machine.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import functools
 import importlib
 import random
@@ -22,10 +24,11 @@ import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 from pydantic import BaseModel
 
-__all__ = ["ShapeResult", "main", "run_contexts", "trip_contexts"]
+__all__ = ["ShapeResult", "dated_contexts", "main", "run_contexts", "trip_contexts"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +92,22 @@ def run_contexts(
     return ShapeResult(name, compiled, bound, first)
 
 
+def dated_contexts(groups: Sequence[Sequence[object]], seed: int) -> list[list[object]]:
+    """The trip groups, each context starting on its own date (2026-2028)."""
+    from factorspec_sdk.domains.trip import TripProblem
+    from factorspec_sdk.domains.trip_dates import dated_problem
+
+    rng = random.Random(seed)
+    first = dt.date(2026, 1, 1)
+    return [
+        [
+            dated_problem(cast(TripProblem, p), first + dt.timedelta(days=rng.randint(0, 1000)))
+            for p in g
+        ]
+        for g in groups
+    ]
+
+
 def _invoice_contexts(n: int, seed: int) -> tuple[type[BaseModel], list[list[object]]] | None:
     try:
         invoice = importlib.import_module("examples.invoice")
@@ -102,9 +121,29 @@ def _invoice_contexts(n: int, seed: int) -> tuple[type[BaseModel], list[list[obj
     return invoice.Invoice, [group]
 
 
+def _booking_contexts(n: int) -> tuple[type[BaseModel], list[list[object]]] | None:
+    try:
+        booking = importlib.import_module("examples.booking")
+    except ImportError:
+        return None
+    cal = booking.SAMPLE_CONTEXT
+    group: list[object] = []
+    for k in range(n):  # the same hotel k weeks later, its season k days longer
+        week = dt.timedelta(days=7 * k)
+        update = {
+            "opens": cal.opens + week,
+            "closes": cal.closes + week + dt.timedelta(days=k),
+            "blackout": [d + week for d in cal.blackout],
+            "arrival_week": cal.arrival_week + week,
+        }
+        group.append(cal.model_copy(update=update))
+    return booking.Booking, [group]
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Print the medians of the compiled and the bound CPU time, and their ratio."""
     from factorspec_sdk.domains.trip import Itinerary
+    from factorspec_sdk.domains.trip_dates import DatedItinerary
     from factorspec_sdk.graph.spec import FORM_STATS
 
     parser = argparse.ArgumentParser(description=__doc__)
@@ -115,24 +154,29 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     lo, _, hi = args.cities.partition("-")
     cities = (int(lo), int(hi or lo))
+    trips = trip_contexts(args.problems, args.variants, cities, args.seed)
     results = [
+        run_contexts(f"trip, {args.cities} cities (stay lengths)", Itinerary, trips),
         run_contexts(
-            f"trip, {args.cities} cities",
-            Itinerary,
-            trip_contexts(args.problems, args.variants, cities, args.seed),
-        )
+            f"dated trip, {args.cities} cities (start date, stay lengths)",
+            DatedItinerary,
+            dated_contexts(trips, args.seed),
+        ),
     ]
-    invoice = _invoice_contexts(args.problems * args.variants + 1, args.seed)
-    if invoice is not None:
+    n = args.problems * args.variants + 1
+    invoice = _invoice_contexts(n, args.seed)
+    booking = _booking_contexts(n)
+    if invoice is not None and booking is not None:
         results.append(run_contexts("invoice (tax rate, item limit)", *invoice))
+        results.append(run_contexts("booking (season dates)", *booking))
     print("| contexts | n | compiled ms | bound ms | ratio | first bind ms |")
     print("|---|---:|---:|---:|---:|---:|")
     for r in results:
         c, b = statistics.median(r.compiled_ms), statistics.median(r.bound_ms)
         f = statistics.median(r.first_bind_ms)
         print(f"| {r.name} | {len(r.bound_ms)} | {c:.1f} | {b:.1f} | {c / b:.2f}x | {f:.1f} |")
-    if invoice is None:
-        print("(invoice skipped: examples.invoice is importable from the repository root only)")
+    if invoice is None or booking is None:
+        print("(invoice and booking skipped: examples/ is importable from the repository root)")
     print(
         f"shape lowerings made {FORM_STATS.made}, declined {FORM_STATS.declined}, "
         f"binds {FORM_STATS.bound}, diverged {FORM_STATS.diverged}"

@@ -1,17 +1,18 @@
-"""A context's int constants as parameters: its shape, its values, and guarded lowering.
+"""A context's ints and dates as parameters: its shape, its values, and guarded lowering.
 
 `compile_spec` lowers a model's relations once per context *shape* and binds each new
-context's int constants into that lowering, instead of lowering again (as PyTorch's
+context's ints and dates into that lowering, instead of lowering again (as PyTorch's
 automatic dynamic shapes mark a size dynamic once it is seen to change). This module holds
 the three pieces that needs; the tiering itself is `factorspec_sdk.graph.spec`'s.
 
-- `split_context`: a context's shape (every ``int`` in a model field, dataclass field,
-  dict value, list or tuple replaced by a slot; everything else, str, float, dates, enums,
-  set elements and dict keys included, kept as it is) and the ints in slot order. The
-  shape and the values together are the context's cache key (they determine its value).
-- `with_parameters`: a copy of the context with each slot's int replaced by a Z3 Int
-  constant (`parameters`), for the relation compiler to read as it reads an int field:
-  symbolically, by the same exact rules.
+- `split_context`: a context's shape (every ``int`` and ``datetime.date`` in a model
+  field, dataclass field, dict value, list or tuple replaced by a slot; everything else,
+  str, float, datetimes, enums, set elements and dict keys included, kept as it is) and
+  the slots' values in order (a date as its ordinal). The shape and the values together
+  are the context's cache key (they determine its value).
+- `with_parameters`: a copy of the context with each slot's value replaced by a Z3 Int
+  constant (`parameters`; a date slot by a `ParamDate` of one), for the relation compiler
+  to read as it reads an int or date field: symbolically, by the same exact rules.
 - `reading_guarded`: while the compiler lowers against that copy, any Python-level use
   of a parameter's *value* raises `ParameterLeak`. The compiler evaluates constants in
   Python (``x in ctx.limits``, ``max(ctx.sizes)``, ``set(ctx.ids)``), and a Z3 term there
@@ -21,9 +22,11 @@ the three pieces that needs; the tiering itself is `factorspec_sdk.graph.spec`'s
   protocols (``int()``, ``range()``, ``round()``, ``//``, ``divmod``) for the guarding
   thread only; `ParameterLeak` is a ``BaseException`` so the compiler's ``except
   Exception`` (Python semantics of a constant expression that raises) cannot swallow it,
-  and a leak is remembered even if something does. A lowering that leaked is not used.
+  and a leak is remembered even if something does. A `ParamDate` raises it itself on
+  ``==``, ordering, hashing and ``str()``. A lowering that leaked is not used.
 
-Every int is a slot, even one no relation reads; a bool is not (its branches may differ).
+Every int and date is a slot, even one no relation reads; a bool is not (its branches may
+differ), nor a float (its exact rational and rounding error are the compiler's to know).
 """
 
 from __future__ import annotations
@@ -37,12 +40,15 @@ import fractions
 import threading
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, NoReturn
 
 import z3
 from pydantic import BaseModel
 
+from factorspec_sdk.relations.compiler.values import SDate
+
 __all__ = [
+    "ParamDate",
     "ParameterLeak",
     "Unfreezable",
     "parameters",
@@ -53,6 +59,7 @@ __all__ = [
 
 _PREFIX = "fs!param!"
 _SLOT = ("int-slot",)
+_DATE_SLOT = ("date-slot",)
 _MAX_DEPTH = 20
 
 
@@ -66,6 +73,48 @@ class ParameterLeak(BaseException):
     A ``BaseException``: the relation compiler reads an ``Exception`` raised while it
     evaluates a constant expression as that expression raising, which must not happen here.
     """
+
+
+class ParamDate(SDate):
+    """A context date as a parameter: an `SDate` whose ordinal is a Z3 Int parameter.
+
+    The compiler reads it as a computed date. Python's own ``==``, ordering, hashing and
+    ``str()`` of it would answer for the object, not the date, so they raise
+    `ParameterLeak`.
+    """
+
+    __slots__ = ()
+
+    def _leak(self, what: str) -> NoReturn:
+        _GUARD.leak = what
+        raise ParameterLeak(f"{what} of a context date parameter")
+
+    def __eq__(self, other: object) -> bool:
+        self._leak("==")
+
+    def __ne__(self, other: object) -> bool:
+        self._leak("!=")
+
+    def __lt__(self, other: object) -> bool:
+        self._leak("<")
+
+    def __le__(self, other: object) -> bool:
+        self._leak("<=")
+
+    def __gt__(self, other: object) -> bool:
+        self._leak(">")
+
+    def __ge__(self, other: object) -> bool:
+        self._leak(">=")
+
+    def __hash__(self) -> int:
+        self._leak("hash")
+
+    def __str__(self) -> str:
+        self._leak("str()")
+
+    def __format__(self, spec: str) -> str:
+        self._leak("format()")
 
 
 # --------------------------------------------------------------------------- shapes
@@ -89,8 +138,9 @@ def parameters(n: int) -> tuple[z3.ArithRef, ...]:
 
 
 def with_parameters(context: object, params: Sequence[z3.ArithRef]) -> object:
-    """A copy of ``context`` with the int of slot ``i`` replaced by ``params[i]``.
+    """A copy of ``context`` with slot ``i``'s value replaced by ``params[i]``.
 
+    A date's slot gets ``ParamDate(params[i])``.
     Models are copied with ``model_copy(update=...)`` (not validated again), dataclasses
     with `copy.copy` and their fields set; the objects without a slot are shared.
     """
@@ -98,19 +148,22 @@ def with_parameters(context: object, params: Sequence[z3.ArithRef]) -> object:
     if n != len(params):
         raise ValueError(f"the context has {n} int slots, {len(params)} parameters given")
     it = iter(params)
-    _, out = _walk(context, 0, [], lambda: next(it))
+    _, out = _walk(context, 0, [], lambda date: ParamDate(next(it)) if date else next(it))
     return out
 
 
 def _walk(
-    obj: object, depth: int, ints: list[int], make: Callable[[], object] | None
+    obj: object, depth: int, ints: list[int], make: Callable[[bool], object] | None
 ) -> tuple[Hashable, object]:
-    """(shape, the object rebuilt with ``make()`` in each slot, or itself when None)."""
+    """(shape, the object rebuilt with ``make(is_date)`` in each slot, or itself when None)."""
     if depth > _MAX_DEPTH:
         raise Unfreezable
     if type(obj) is int:
         ints.append(obj)
-        return _SLOT, obj if make is None else make()
+        return _SLOT, obj if make is None else make(False)
+    if type(obj) is dt.date:
+        ints.append(obj.toordinal())
+        return _DATE_SLOT, obj if make is None else make(True)
     if isinstance(obj, _SCALARS):
         return _scalar(obj), obj
     if isinstance(obj, BaseModel):
@@ -151,7 +204,7 @@ def _fields(
     get: Callable[[str], object],
     depth: int,
     ints: list[int],
-    make: Callable[[], object] | None,
+    make: Callable[[bool], object] | None,
 ) -> tuple[tuple[tuple[str, Hashable], ...], dict[str, object]]:
     shapes: list[tuple[str, Hashable]] = []
     changed: dict[str, object] = {}

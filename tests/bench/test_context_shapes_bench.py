@@ -28,5 +28,8 @@ def test_the_command_prints_both_medians(capsys: pytest.CaptureFixture[str]) -> 
     main(["--problems", "1", "--variants", "3", "--cities", "3-4"])
     out = capsys.readouterr().out
     assert "| contexts | n | compiled ms | bound ms | ratio | first bind ms |" in out
-    assert "| trip, 3-4 cities | 2 |" in out and "| invoice (tax rate, item limit) | 2 |" in out
+    assert "| trip, 3-4 cities (stay lengths) | 2 |" in out
+    assert "| dated trip, 3-4 cities (start date, stay lengths) | 2 |" in out
+    assert "| invoice (tax rate, item limit) | 2 |" in out
+    assert "| booking (season dates) | 2 |" in out
     assert "diverged 0" in out

@@ -23,13 +23,14 @@ import z3
 from pydantic import BaseModel, Field
 
 from examples.booking import SAMPLE_CONTEXT as BOOKING_CONTEXT
-from examples.booking import Booking
+from examples.booking import Booking, HotelCalendar
 from examples.invoice import Invoice, InvoiceContext
 from examples.meeting import SAMPLE_CONTEXT as MEETING_CONTEXT
 from examples.meeting import Meeting
 from factorspec_sdk import UnsatisfiableSpecError, distinct, relation
 from factorspec_sdk.bench.solver_tail import random_facts
 from factorspec_sdk.domains.trip import Itinerary, generate_problem, with_stays
+from factorspec_sdk.domains.trip_dates import DatedItinerary, dated_problem
 from factorspec_sdk.graph import CompiledSpec, compile_spec, params
 from factorspec_sdk.graph.spec import FORM_STATS, clear_spec_caches
 from factorspec_sdk.relations.decorator import relations_of
@@ -94,6 +95,14 @@ def test_shape_keeps_everything_but_the_ints() -> None:
         assert params.split_context(other)[0] != s1
     assert params.split_context(None) == (("NoneType", None), ())
     assert params.split_context(7) == (("int-slot",), (7,))
+    day = dt.date(2024, 2, 29)
+    assert params.split_context([day, 3]) == (
+        ("list", (("date-slot",), ("int-slot",))),
+        (day.toordinal(), 3),
+    )
+    moment = dt.datetime(2024, 2, 29, 12)  # a datetime is not a slot
+    assert params.split_context(moment)[1] == ()
+    assert params.split_context(moment)[0] != params.split_context(moment.replace(hour=13))[0]
 
 
 def test_unwalkable_context_is_unfreezable() -> None:
@@ -160,6 +169,28 @@ def test_guard_raises_on_every_read_of_a_value() -> None:
     with pytest.raises(TypeError):
         int(p)
     assert "__index__" not in vars(z3.ArithRef)
+
+
+def test_a_date_parameter_refuses_pythons_comparisons() -> None:
+    (p,) = params.parameters(1)
+    d = params.ParamDate(p)
+    assert d.e.eq(p) and d.path is None
+    other = dt.date(2024, 1, 1)
+    for read in (
+        lambda: d == other,
+        lambda: d != other,
+        lambda: d < other,
+        lambda: other >= d,
+        lambda: hash(d),
+        lambda: str(d),
+        lambda: f"{d}",
+        lambda: other in [d],
+        lambda: sorted([d, other]),
+    ):
+        with pytest.raises(params.ParameterLeak):
+            read()
+    c = params.with_parameters({"start": other, "n": 2}, params.parameters(2))
+    assert isinstance(c, dict) and isinstance(c["start"], params.ParamDate)
 
 
 def test_guard_is_for_its_own_thread() -> None:
@@ -353,6 +384,22 @@ def test_an_unsatisfiable_binding_raises_the_compiles_error() -> None:
 # --------------------------------------------------------------------------- the examples
 
 
+def _season(cal: HotelCalendar, k: int) -> HotelCalendar:
+    """The same hotel ``k`` weeks later, its season a day longer each week, other limits."""
+    week = dt.timedelta(days=7 * k)
+    assert cal.arrival_week is not None
+    return cal.model_copy(
+        update={
+            "opens": cal.opens + week,
+            "closes": cal.closes + week + dt.timedelta(days=k),
+            "blackout": [d + week for d in cal.blackout],
+            "arrival_week": cal.arrival_week + week,
+            "min_nights": 1 + k,
+            "nights_wanted": 3 + k,
+        }
+    )
+
+
 def _example_contexts() -> list[tuple[type[BaseModel], list[object]]]:
     trip = generate_problem(4, seed=7)
     assert len(trip.events) == 2
@@ -369,19 +416,23 @@ def _example_contexts() -> list[tuple[type[BaseModel], list[object]]]:
                 MEETING_CONTEXT.model_copy(update={"work_start": 10, "work_end": 16}),
             ],
         ),
+        (Booking, [BOOKING_CONTEXT, *(_season(BOOKING_CONTEXT, k) for k in (1, 3))]),
+        (Itinerary, [trip, with_stays(trip, [3, 5, 2, 7]), with_stays(trip, [6, 2, 4, 4])]),
         (
-            Booking,
+            DatedItinerary,
             [
-                BOOKING_CONTEXT,
-                *(BOOKING_CONTEXT.model_copy(update={"min_nights": n}) for n in (3, 4)),
+                dated_problem(trip, dt.date(2026, 5, 4)),
+                dated_problem(with_stays(trip, [3, 5, 2, 7]), dt.date(2026, 12, 30)),
+                dated_problem(with_stays(trip, [6, 2, 4, 4]), dt.date(2028, 2, 27)),
             ],
         ),
-        (Itinerary, [trip, with_stays(trip, [3, 5, 2, 7]), with_stays(trip, [6, 2, 4, 4])]),
     ]
 
 
 @pytest.mark.parametrize(
-    ("model", "contexts"), _example_contexts(), ids=["invoice", "meeting", "booking", "trip"]
+    ("model", "contexts"),
+    _example_contexts(),
+    ids=["invoice", "meeting", "booking", "trip", "dated-trip"],
 )
 def test_examples_bind_and_answer_as_compiled(
     model: type[BaseModel], contexts: list[object]
@@ -434,6 +485,9 @@ class Knobs:
     table: dict[str, int]
     pairs: list[tuple[str, int]]
     start: dt.date = dt.date(2024, 2, 1)
+    holidays: list[dt.date] = field(
+        default_factory=lambda: [dt.date(2024, 2, 3), dt.date(2024, 2, 5)]
+    )
     label: str = "a"
 
 
@@ -523,6 +577,26 @@ class Counted(BaseModel):
         return self.day <= c.start + dt.timedelta(days=c.k)
 
     @relation
+    def holiday(self, c: Knobs) -> bool:
+        return self.day not in c.holidays and (self.day - c.start).days != self.n
+
+    @relation
+    def weekdays(self, c: Knobs) -> bool:
+        return self.day.weekday() != c.start.weekday() or c.start.day == self.m + 5
+
+    @relation
+    def date_chain(self, c: Knobs) -> bool:
+        return self.day < c.start < dt.date(2024, 2, 4) or c.holidays[0] == self.day
+
+    @relation
+    def start_in_holidays(self, c: Knobs) -> bool:  # the compiler's own `in`, symbolic
+        return c.start in c.holidays or self.flag
+
+    @relation
+    def latest_holiday(self, c: Knobs) -> bool:  # max() of dates: Python compares them
+        return max(c.holidays) >= self.day
+
+    @relation
     def optional(self, c: Knobs) -> bool:
         return self.note is None or self.note < c.j
 
@@ -560,7 +634,11 @@ class Counted(BaseModel):
 
 
 DECLINED = {"maximum", "ranged", "distinct_constants", "tuple_member", "true_division"}
-DECLINED |= {"float_field", "float_arith"}  # a float against an int of unknown size: rounding
+DECLINED |= {
+    "latest_holiday",
+    "float_field",
+    "float_arith",
+}  # a float against an int of unknown size: rounding
 
 
 def _knobs(rng: random.Random) -> Knobs:
@@ -570,6 +648,8 @@ def _knobs(rng: random.Random) -> Knobs:
         ws=[rng.randint(-4, 4) for _ in range(3)],
         table={"a": rng.randint(-5, 5), "b": rng.randint(-5, 5), "c": rng.randint(-5, 5)},
         pairs=[("a", rng.randint(-2, 2)), ("c", rng.randint(-2, 2))],
+        start=dt.date(2024, 2, 1) + dt.timedelta(days=rng.randint(-3, 3)),
+        holidays=[dt.date(2024, 2, 1) + dt.timedelta(days=rng.randint(-3, 6)) for _ in "ab"],
     )
 
 
