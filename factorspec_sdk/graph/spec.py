@@ -1,7 +1,8 @@
 """The Pydantic-model front end of the spec back end: `compile_spec` and its cache.
 
 `compile_spec` walks a model into its layout, lowers its relations (and those of nested
-models, at every concrete path) for one context with
+models, at every concrete path) for one context (or, for a context shape seen before, binds
+the context's ints and dates into that shape's lowering: `SPEC_FORMS`) with
 `factorspec_sdk.relations.compiler.RelationCompiler`, and hands the variables and relation
 formulas to the one assembly (`factorspec_sdk.graph.assemble.assemble_spec`), which adds the
 schema factors, splits the graph into components and checks them. Compiled specs are kept
@@ -79,9 +80,9 @@ def compile_spec(model: type[BaseModel], context: object = None) -> CompiledSpec
 
     The context is keyed by value: pydantic models, dataclasses, mappings, sequences, sets
     and plain objects are frozen field by field; anything else is compiled uncached. A
-    context whose shape (everything but its ints, `factorspec_sdk.graph.params`) was seen
-    before with other ints binds them into that shape's lowering (`SPEC_FORMS`) and only
-    assembles and checks the spec. The compilation holds `MAIN_CONTEXT_LOCK` (its terms
+    context whose shape (everything but its ints and dates, `factorspec_sdk.graph.params`)
+    was seen before with other values binds them into that shape's lowering (`SPEC_FORMS`)
+    and only assembles and checks the spec. The compilation holds `MAIN_CONTEXT_LOCK` (its terms
     live in Z3's main context).
 
     Raises:
@@ -107,10 +108,10 @@ class FormStats:
     """What `compile_spec`'s shape tier did since the process started (see `SPEC_FORMS`).
 
     Attributes:
-        made: lowerings kept for a shape (its ints as parameters).
+        made: lowerings kept for a shape (its ints and dates as parameters).
         declined: shapes whose guarded lowering failed or read a parameter's value; they
             are compiled as before, per context (``last_declined`` says why, the last time).
-        bound: specs made by binding a context's ints into a kept lowering.
+        bound: specs made by binding a context's values into a kept lowering.
         recompiled: bindings whose assembly raised, compiled again from the model so that
             the error is the one a compile would raise.
         diverged: of those, the ones the compile from the model found satisfiable (a bug;
@@ -138,7 +139,7 @@ class _Lowered:
 
 @dataclasses.dataclass(frozen=True)
 class _Form:
-    """A shape's lowering with its ints as `params` (bound by substitution)."""
+    """A shape's lowering with its ints and dates as `params` (bound by substitution)."""
 
     lowered: _Lowered
     params: tuple[z3.ArithRef, ...]
@@ -149,16 +150,16 @@ class _Seen:
 
 
 class _Declined:
-    """A shape whose lowering cannot take its ints as parameters."""
+    """A shape whose lowering cannot take its ints and dates as parameters."""
 
 
 SPEC_FORMS: SpecCache[Hashable, _Form | _Seen | _Declined] = SpecCache(max_size=64)
 """`compile_spec`'s second tier, by (model, context shape): an LRU of 64 shapes.
 
 A shape's first context compiles as a new one; its second makes the shape's lowering with
-the ints as parameters (under `reading_guarded`), and that one and every later one of the
-shape binds its ints and assembles. `clear_spec_caches` forgets them; `FORM_STATS` counts
-what the tier did.
+the ints and dates as parameters (under `reading_guarded`), and that one and every later
+one of the shape binds its values and assembles. `clear_spec_caches` forgets them;
+`FORM_STATS` counts what the tier did.
 """
 
 FORM_STATS = FormStats()
@@ -213,7 +214,7 @@ def _compile_new(
 
 
 def _make_form(model: type[BaseModel], context: object, n: int) -> _Form | _Declined:
-    """Lower ``model`` against ``context`` with its ``n`` ints as parameters, guarded."""
+    """Lower ``model`` against ``context`` with its ``n`` slots as parameters, guarded."""
     params = parameters(n)
     why: str
     try:
