@@ -698,3 +698,55 @@ def test_box_relations_agree_with_python_when_bound() -> None:
             assert {"lookup", "lookup_get", "lazy_errors"} <= set(truths)
             for name, (py, got) in truths.items():
                 assert py == got, f"{name}: python {py}, bound {got} on {data} with {ctx_}"
+
+
+def test_date_relations_agree_with_python_when_bound() -> None:
+    """The date suite's `Stay` relations, lowered with the season's dates bound."""
+    from tests.relations.test_dates import Season, Stay
+
+    rng = random.Random(2)
+    first = dt.date(2024, 2, 1)
+    seen: dict[str, set[bool]] = {}
+    for shift in (0, 3, 29):
+        opens = first + dt.timedelta(days=shift - 10)
+        season = Season(
+            opens=opens,
+            closes=opens + dt.timedelta(days=rng.randint(20, 60)),
+            blackout=[opens + dt.timedelta(days=rng.randint(0, 30)) for _ in "ab"],
+        )
+        for _ in range(60):
+            start = first + dt.timedelta(days=rng.randint(-20, 50))
+            end = start + dt.timedelta(days=rng.randint(-3, 30))
+            data = {
+                "start": start,
+                "end": end,
+                "nights": rng.randint(-3, 40),
+                "late": rng.choice([None, end + dt.timedelta(days=rng.randint(-2, 2))]),
+            }
+            truths = compiled_truths(Stay, season, data, bound=True)
+            assert {"in_season", "not_blackout"} <= set(truths)
+            for name, (py, got) in truths.items():
+                assert py == got, f"{name}: python {py}, bound {got} on {data} with {season}"
+                seen.setdefault(name, set()).add(py)
+    assert seen["in_season"] == {True, False} and seen["not_blackout"] == {True, False}
+
+
+def test_aware_relations_agree_with_python_when_bound() -> None:
+    """`Flight` against an `Airport` whose day is a bound date (its datetimes stay constants)."""
+    from tests.relations.test_datetimes import Airport, Flight
+
+    rng = random.Random(3)
+    seen: set[bool] = set()
+    for day in (dt.date(2024, 2, 29), dt.date(2024, 3, 1), dt.date(2024, 2, 28)):
+        port = Airport(day=day)
+        for _ in range(60):
+            base = dt.datetime(2024, 2, 28, 22, 0, tzinfo=dt.UTC)
+            dep = base + dt.timedelta(minutes=5 * rng.randint(0, 600))
+            minutes = rng.randint(0, 180)
+            data = {"dep": dep, "arr": dep + dt.timedelta(minutes=minutes), "minutes": minutes}
+            truths = compiled_truths(Flight, port, data, bound=True)
+            assert "utc_wall_clock" in truths
+            for name, (py, got) in truths.items():
+                assert py == got, f"{name}: python {py}, bound {got} on {data} with {port}"
+            seen.add(truths["utc_wall_clock"][0])
+    assert seen == {True, False}
