@@ -20,9 +20,11 @@ the three pieces that needs; the tiering itself is `factorspec_sdk.graph.spec`'s
   by structure, and a ``TypeError`` is read as the relation's own exception. The guard
   patches z3py's ``__bool__``, ``__hash__``, ``__str__``/``__repr__`` and the number
   protocols (``int()``, ``range()``, ``round()``, ``//``, ``divmod``) for the guarding
-  thread only; `ParameterLeak` is a ``BaseException`` so the compiler's ``except
-  Exception`` (Python semantics of a constant expression that raises) cannot swallow it,
-  and a leak is remembered even if something does. A `ParamDate` raises it itself on
+  thread only, and its arithmetic and comparisons when code outside the relation compiler
+  applies them (a context's ``@property``: ``/`` there would be Z3's integer division).
+  `ParameterLeak` is a ``BaseException`` so the compiler's ``except Exception`` (Python
+  semantics of a constant expression that raises) cannot swallow it, and a leak is
+  remembered even if something does. A `ParamDate` raises it itself on
   ``==``, ordering, hashing and ``str()``. A lowering that leaked is not used.
 
 Every int and date is a slot, even one no relation reads; a bool is not (its branches may
@@ -37,9 +39,11 @@ import datetime as dt
 import decimal
 import enum
 import fractions
+import sys
 import threading
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from types import FrameType
 from typing import Any, NoReturn
 
 import z3
@@ -300,6 +304,42 @@ _UNARY += ("__trunc__", "__floor__", "__ceil__")
 _BINARY = ("__floordiv__", "__rfloordiv__", "__divmod__", "__rdivmod__")
 
 
+_OUTSIDE: dict[type, tuple[str, ...]] = {
+    z3.ArithRef: (
+        "__add__",
+        "__radd__",
+        "__sub__",
+        "__rsub__",
+        "__mul__",
+        "__rmul__",
+        "__truediv__",
+        "__rtruediv__",
+        "__mod__",
+        "__rmod__",
+        "__pow__",
+        "__rpow__",
+        "__neg__",
+        "__pos__",
+        "__abs__",
+        "__lt__",
+        "__le__",
+        "__gt__",
+        "__ge__",
+    ),
+    z3.ExprRef: ("__eq__", "__ne__"),
+}
+"""Operators whose Z3 meaning is not Python's on ints (``/`` is integer division, ``%`` and
+``**`` differ on negatives, a float operand makes an exact Real): the guard lets only the
+relation compiler, which knows, apply them to a parameter (not a context's property)."""
+
+_COMPILER = "factorspec_sdk.relations."
+
+
+def _from_compiler(frame: FrameType) -> bool:
+    """Whether the code applying an operator is the relation compiler's."""
+    return str(frame.f_globals.get("__name__", "")).startswith(_COMPILER)
+
+
 def _ast_id(t: z3.AstRef) -> int:
     return int(z3.Z3_get_ast_id(t.ctx_ref(), t.as_ast()))
 
@@ -395,6 +435,22 @@ def _patches() -> dict[tuple[type, str], Any]:
 
         return method
 
+    def outside(cls: type, name: str) -> Callable[..., object]:
+        orig = getattr(cls, name)
+
+        def method(self: z3.ExprRef, *args: object) -> object:
+            if _GUARD.ids and not _from_compiler(sys._getframe(1)):
+                _leak(self, name)
+                for a in args:
+                    if isinstance(a, z3.AstRef):
+                        _leak(a, name)
+            return orig(self, *args)
+
+        return method
+
+    for cls, names in _OUTSIDE.items():
+        for name in names:
+            out[(cls, name)] = outside(cls, name)
     for name in _UNARY:
         if name not in vars(z3.ArithRef):
             out[(z3.ArithRef, name)] = unary(name)

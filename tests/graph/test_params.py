@@ -135,13 +135,14 @@ def test_with_parameters_copies_and_leaves_the_context_alone() -> None:
 def test_guard_raises_on_every_read_of_a_value() -> None:
     (p, q) = params.parameters(2)
     x = z3.Int("x")
-    reads = [
+    same, four, plus = p == p, p == 4, p + 1  # made by the compiler, say: not guarded here
+    reads = [  # this module is not the compiler: its operators on parameters leak too
         lambda: bool(p == 3),
-        lambda: bool(p + 1 == q),
-        lambda: bool(p < 3),
+        lambda: bool(plus == q),
+        lambda: bool(four),
         lambda: 3 in [p, q],
         lambda: len({p, q}),
-        lambda: hash(x + p),
+        lambda: hash(plus),
         lambda: str(p),
         lambda: f"{p}",
         lambda: int(p),
@@ -150,15 +151,20 @@ def test_guard_raises_on_every_read_of_a_value() -> None:
         lambda: p // 2,
         lambda: divmod(p, 2),
         lambda: max([p, q]),
+        lambda: p / 2,  # Z3's integer division: Python's would be a float
+        lambda: -7 % p,
+        lambda: 2**p,
+        lambda: p * 0.5,
+        lambda: x + p,
     ]
     with params.reading_guarded((p, q)) as guard:
         for read in reads:
             with pytest.raises(params.ParameterLeak):
                 read()
-        assert bool(p == p)  # the same term: equal whatever its value
+        assert bool(same)  # the same term: equal whatever its value
         assert hash(x + 1) == hash(x + 1) and str(x + 1) == "x + 1"
         try:
-            bool(p == 4)
+            bool(four)
         except Exception:  # the compiler's own except clauses
             pytest.fail("a leak must not be an Exception")
         except params.ParameterLeak:
@@ -169,6 +175,7 @@ def test_guard_raises_on_every_read_of_a_value() -> None:
     with pytest.raises(TypeError):
         int(p)
     assert "__index__" not in vars(z3.ArithRef)
+    assert (p / 2).sort() == z3.IntSort()
 
 
 def test_a_date_parameter_refuses_pythons_comparisons() -> None:
@@ -345,6 +352,31 @@ def test_a_lowering_that_reads_a_value_is_declined(model: type[BaseModel]) -> No
     assert _stats() == (made, declined + 1, bound, diverged)
     assert FORM_STATS.last_declined is not None
     assert FORM_STATS.last_declined.startswith(model.__name__)
+    for i, (_, b, c) in enumerate(pairs):
+        assert_same_spec(b, c, seed=i)  # type: ignore[arg-type]
+
+
+class Rates(BaseModel):
+    num: int
+    den: int
+
+    @property
+    def ratio(self) -> float:  # Python's division: with parameters, Z3's integer division
+        return self.num / self.den
+
+
+class Priced(Rec):
+    @relation
+    def under(self, c: Rates) -> bool:
+        return self.n <= c.ratio * 2
+
+
+def test_a_context_property_that_computes_is_declined() -> None:
+    contexts: list[object] = [Rates(num=5, den=2), Rates(num=7, den=2), Rates(num=3, den=4)]
+    made, declined, bound, diverged = _stats()
+    pairs = bound_and_compiled(Priced, contexts)
+    assert _stats() == (made, declined + 1, bound, diverged)
+    assert FORM_STATS.last_declined == "Priced: __truediv__ of a context parameter"
     for i, (_, b, c) in enumerate(pairs):
         assert_same_spec(b, c, seed=i)  # type: ignore[arg-type]
 
