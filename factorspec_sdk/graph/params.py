@@ -157,15 +157,19 @@ def with_parameters(context: object, params: Sequence[z3.ArithRef]) -> object:
 
 
 def _walk(
-    obj: object, depth: int, ints: list[int], make: Callable[[bool], object] | None
+    obj: object, depth: int, ints: list[int] | None, make: Callable[[bool], object] | None
 ) -> tuple[Hashable, object]:
-    """(shape, the object rebuilt with ``make(is_date)`` in each slot, or itself when None)."""
+    """(shape, the object rebuilt with ``make(is_date)`` in each slot, or itself when None).
+
+    ``ints`` collects the slots' values; None walks a place without slots (dict keys, set
+    elements, other mappings and sequences, plain objects), whose every value is its shape.
+    """
     if depth > _MAX_DEPTH:
         raise Unfreezable
-    if type(obj) is int:
+    if ints is not None and type(obj) is int:
         ints.append(obj)
         return _SLOT, obj if make is None else make(False)
-    if type(obj) is dt.date:
+    if ints is not None and type(obj) is dt.date:
         ints.append(obj.toordinal())
         return _DATE_SLOT, obj if make is None else make(True)
     if isinstance(obj, _SCALARS):
@@ -185,21 +189,27 @@ def _walk(
         for name, value in changed.items():
             object.__setattr__(new, name, value)
         return (type(obj), shapes), new
-    if type(obj) is dict:
-        keys = [_freeze(k, depth + 1) for k in obj]
-        walked = [_walk(v, depth + 1, ints, make) for v in obj.values()]
+    if isinstance(obj, Mapping):
+        inner = ints if type(obj) is dict else None
+        keys = [_walk(k, depth + 1, None, None)[0] for k in obj]
+        walked = [_walk(v, depth + 1, inner, make) for v in obj.values()]
         shape: Hashable = ("map", tuple(zip(keys, (s for s, _ in walked), strict=True)))
-        if make is None:
+        if make is None or inner is None:
             return shape, obj
         return shape, {k: v for k, (_, v) in zip(obj, walked, strict=True)}
-    if isinstance(obj, (list, tuple)) and type(obj) in (list, tuple):
-        parts = [_walk(x, depth + 1, ints, make) for x in obj]
+    if isinstance(obj, (list, tuple)):
+        inner = ints if type(obj) in (list, tuple) else None
+        parts = [_walk(x, depth + 1, inner, make) for x in obj]
         shape = (type(obj).__name__, tuple(s for s, _ in parts))
-        if make is None:
+        if make is None or inner is None:
             return shape, obj
         rebuilt = [x for _, x in parts]
         return shape, rebuilt if type(obj) is list else tuple(rebuilt)
-    return _freeze(obj, depth), obj
+    if isinstance(obj, (set, frozenset)):
+        return ("set", frozenset(_walk(x, depth + 1, None, None)[0] for x in obj)), obj
+    if hasattr(obj, "__dict__"):
+        return (type(obj), _walk(vars(obj), depth + 1, None, None)[0]), obj
+    raise Unfreezable
 
 
 def _fields(
@@ -207,7 +217,7 @@ def _fields(
     names: Sequence[str] | Mapping[str, object],
     get: Callable[[str], object],
     depth: int,
-    ints: list[int],
+    ints: list[int] | None,
     make: Callable[[bool], object] | None,
 ) -> tuple[tuple[tuple[str, Hashable], ...], dict[str, object]]:
     shapes: list[tuple[str, Hashable]] = []
@@ -247,36 +257,6 @@ def _scalar(obj: object) -> Hashable:
     if isinstance(obj, _BY_REPR):
         return (type(obj).__name__, repr(obj))
     return (type(obj).__name__, obj)
-
-
-def _freeze(obj: object, depth: int) -> Hashable:
-    """A value with no slots (set elements, dict keys, other mappings and sequences)."""
-    if depth > _MAX_DEPTH:
-        raise Unfreezable
-    if isinstance(obj, _SCALARS):
-        return _scalar(obj)
-    if isinstance(obj, BaseModel):
-        fields = type(obj).model_fields
-        return (type(obj), tuple((n, _freeze(getattr(obj, n), depth + 1)) for n in fields))
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return (
-            type(obj),
-            tuple(
-                (f.name, _freeze(getattr(obj, f.name), depth + 1)) for f in dataclasses.fields(obj)
-            ),
-        )
-    if isinstance(obj, Mapping):
-        return (
-            "map",
-            tuple((_freeze(k, depth + 1), _freeze(v, depth + 1)) for k, v in obj.items()),
-        )
-    if isinstance(obj, (list, tuple)):
-        return (type(obj).__name__, tuple(_freeze(x, depth + 1) for x in obj))
-    if isinstance(obj, (set, frozenset)):
-        return ("set", frozenset(_freeze(x, depth + 1) for x in obj))
-    if hasattr(obj, "__dict__"):
-        return (type(obj), _freeze(vars(obj), depth + 1))
-    raise Unfreezable
 
 
 # --------------------------------------------------------------------------- the guard
