@@ -148,11 +148,17 @@ def with_parameters(context: object, params: Sequence[z3.ArithRef]) -> object:
     Models are copied with ``model_copy(update=...)`` (not validated again), dataclasses
     with `copy.copy` and their fields set; the objects without a slot are shared.
     """
-    n = len(split_context(context)[1])
-    if n != len(params):
-        raise ValueError(f"the context has {n} int slots, {len(params)} parameters given")
-    it = iter(params)
-    _, out = _walk(context, 0, [], lambda date: ParamDate(next(it)) if date else next(it))
+    values: list[int] = []
+
+    def make(date: bool) -> object:
+        if len(values) > len(params):
+            raise ValueError(f"the context has more slots than the {len(params)} parameters")
+        p = params[len(values) - 1]
+        return ParamDate(p) if date else p
+
+    _, out = _walk(context, 0, values, make)
+    if len(values) != len(params):
+        raise ValueError(f"the context has {len(values)} slots, {len(params)} parameters given")
     return out
 
 

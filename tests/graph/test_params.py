@@ -127,6 +127,8 @@ def test_with_parameters_copies_and_leaves_the_context_alone() -> None:
     assert (c.lo, c.weights["b"], c.windows[0].end) == (2, 2, 3)
     with pytest.raises(ValueError, match="slots"):
         params.with_parameters(c, ps[:3])
+    with pytest.raises(ValueError, match="slots"):
+        params.with_parameters(c, params.parameters(len(ps) + 1))
 
 
 # --------------------------------------------------------------------------- the guard
