@@ -52,7 +52,7 @@ import z3
 
 from factorspec_sdk.relations.compiler.ints import ORDER_OPS, as_int_term
 from factorspec_sdk.relations.compiler.records import VarRecord
-from factorspec_sdk.relations.compiler.terms import AND, OR, Cond, in_codes, mk_cmp, mk_eq, mk_ite
+from factorspec_sdk.relations.compiler.terms import AND, Cond, in_codes, mk_cmp, mk_eq, mk_ite
 from factorspec_sdk.relations.compiler.values import (
     UNDEF,
     R,
@@ -759,11 +759,8 @@ def member_dates(x: SDate | SClock, elems: list[object]) -> Cond:
     Values of another kind never match, nor one finer than ``x``'s unit (a datetime with
     microseconds is never a whole second).
     """
-    if isinstance(x, SDate):  # a bound context's dates are `SDate`s among the constants
-        ordinals = sorted({cast(dt.date, e).toordinal() for e in elems if _is_date(e)})
-        return OR(
-            in_codes(x.e, ordinals), *(mk_eq(x.e, e.e) for e in elems if isinstance(e, SDate))
-        )
+    if isinstance(x, SDate):
+        return in_codes(x.e, sorted({cast(dt.date, e).toordinal() for e in elems if _is_date(e)}))
     found: set[int] = set()
     for e in elems:
         c = _clock_parts(e)

@@ -390,6 +390,10 @@ def _whole(e: object) -> bool:
 
 
 def _member_const(cx: RelationCompiler, x: V, elems: list[object], node: ast.AST) -> Cond:
+    sym = [e for e in elems if is_sym(e)]
+    if sym:  # terms among the constants (a bound context's ints and dates): one by one
+        consts = [e for e in elems if not is_sym(e)]
+        return OR(_member_const(cx, x, consts, node), *(eq(cx, x, e, node) for e in sym))
     x0, okx = unwrap(x) if isinstance(x, SMaybe) else (x, True)
     if isinstance(x, SMaybe):
         none_in = any(e is None for e in elems)
@@ -420,8 +424,7 @@ def _member_const(cx: RelationCompiler, x: V, elems: list[object], node: ast.AST
         return member_dates(x0, elems)
     if isinstance(x0, z3.ArithRef) and not isinstance(x0, z3.BoolRef):
         ints = sorted({int(cast(int, e)) for e in elems if _whole(e)})
-        terms = [e for e in elems if isinstance(e, z3.ExprRef)]  # a bound context's ints
-        return OR(in_codes(x0, ints), *(eq(cx, x0, e, node) for e in terms))
+        return in_codes(x0, ints)
     return OR(*(eq(cx, x0, e, node) for e in elems))
 
 
