@@ -24,6 +24,7 @@ __all__ = [
     "SAMPLE_PROMPT",
     "Booking",
     "HotelCalendar",
+    "later_season",
     "main",
 ]
 
@@ -90,6 +91,24 @@ class Booking(BaseModel):
             return on_day
         week_end = cal.arrival_week + dt.timedelta(days=6)
         return on_day and cal.arrival_week <= self.check_in <= week_end
+
+
+def later_season(cal: HotelCalendar, weeks: int) -> HotelCalendar:
+    """The same hotel ``weeks`` weeks later, its season ``weeks`` days longer.
+
+    Its dates all move (season, blackouts, the arrival week); its ints stay. A spec compiled
+    for ``cal`` has the same context shape (`factorspec_sdk.graph.compile_spec`).
+    """
+    shift = dt.timedelta(days=7 * weeks)
+    arrival = None if cal.arrival_week is None else cal.arrival_week + shift
+    return cal.model_copy(
+        update={
+            "opens": cal.opens + shift,
+            "closes": cal.closes + shift + dt.timedelta(days=weeks),
+            "blackout": [d + shift for d in cal.blackout],
+            "arrival_week": arrival,
+        }
+    )
 
 
 SAMPLE_CONTEXT = HotelCalendar(

@@ -126,17 +126,7 @@ def _booking_contexts(n: int) -> tuple[type[BaseModel], list[list[object]]] | No
         booking = importlib.import_module("examples.booking")
     except ImportError:
         return None
-    cal = booking.SAMPLE_CONTEXT
-    group: list[object] = []
-    for k in range(n):  # the same hotel k weeks later, its season k days longer
-        week = dt.timedelta(days=7 * k)
-        update = {
-            "opens": cal.opens + week,
-            "closes": cal.closes + week + dt.timedelta(days=k),
-            "blackout": [d + week for d in cal.blackout],
-            "arrival_week": cal.arrival_week + week,
-        }
-        group.append(cal.model_copy(update=update))
+    group: list[object] = [booking.later_season(booking.SAMPLE_CONTEXT, k) for k in range(n)]
     return booking.Booking, [group]
 
 

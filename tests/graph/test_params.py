@@ -23,7 +23,7 @@ import z3
 from pydantic import BaseModel, Field
 
 from examples.booking import SAMPLE_CONTEXT as BOOKING_CONTEXT
-from examples.booking import Booking, HotelCalendar
+from examples.booking import Booking, HotelCalendar, later_season
 from examples.invoice import Invoice, InvoiceContext
 from examples.meeting import SAMPLE_CONTEXT as MEETING_CONTEXT
 from examples.meeting import Meeting
@@ -419,19 +419,8 @@ def test_an_unsatisfiable_binding_raises_the_compiles_error() -> None:
 
 
 def _season(cal: HotelCalendar, k: int) -> HotelCalendar:
-    """The same hotel ``k`` weeks later, its season a day longer each week, other limits."""
-    week = dt.timedelta(days=7 * k)
-    assert cal.arrival_week is not None
-    return cal.model_copy(
-        update={
-            "opens": cal.opens + week,
-            "closes": cal.closes + week + dt.timedelta(days=k),
-            "blackout": [d + week for d in cal.blackout],
-            "arrival_week": cal.arrival_week + week,
-            "min_nights": 1 + k,
-            "nights_wanted": 3 + k,
-        }
-    )
+    """The same hotel ``k`` weeks later (`later_season`), with other stay limits."""
+    return later_season(cal, k).model_copy(update={"min_nights": 1 + k, "nights_wanted": 3 + k})
 
 
 def _example_contexts() -> list[tuple[type[BaseModel], list[object]]]:
