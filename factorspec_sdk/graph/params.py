@@ -90,8 +90,7 @@ class ParamDate(SDate):
     __slots__ = ()
 
     def _leak(self, what: str) -> NoReturn:
-        _GUARD.leak = what
-        raise ParameterLeak(f"{what} of a context date parameter")
+        _raise_leak(what, "a context date parameter")
 
     def __eq__(self, other: object) -> bool:
         self._leak("==")
@@ -367,13 +366,16 @@ def _mentions(
     return found
 
 
-def _leak(term: z3.AstRef, what: str) -> bool:
+def _leak(term: z3.AstRef, what: str) -> None:
     """Raise `ParameterLeak` when the guard is on in this thread and ``term`` has a parameter."""
-    ids = _GUARD.ids
-    if ids and _mentions(term, ids, _GUARD.seen):
-        _GUARD.leak = what
-        raise ParameterLeak(f"{what} of a context parameter")
-    return False
+    if _GUARD.mentions(term):
+        _raise_leak(what, "a context parameter")
+
+
+def _raise_leak(what: str, of: str) -> NoReturn:
+    """Remember the leak in this thread's guard (for a caller that catches it) and raise it."""
+    _GUARD.leak = what
+    raise ParameterLeak(f"{what} of {of}")
 
 
 def _patches() -> dict[tuple[type, str], Any]:
