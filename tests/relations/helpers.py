@@ -87,9 +87,10 @@ def compiled_truths(
 ) -> dict[str, tuple[bool, bool]]:
     """Per relation: (python truth, compiled truth) on one record.
 
-    ``bound``: each relation is lowered with the context's ints as parameters (guarded, as
-    `compile_spec` lowers a context shape) and the ints substituted back; a relation whose
-    lowering reads a parameter's value is left out (it would be compiled per context).
+    ``bound``: each relation is lowered with the context's ints and dates as parameters
+    (guarded, as `compile_spec` lowers a context shape) and their values substituted back; a
+    relation whose lowering reads a parameter's value is left out (it would be compiled per
+    context).
     """
     from factorspec_sdk.relations.decorator import evaluate
 
