@@ -35,7 +35,7 @@ from factorspec_sdk.graph import CompiledSpec, compile_spec
 from factorspec_sdk.ir import ir_from_json_schema, json_schema_validator, spec_from_ir
 from factorspec_sdk.ir.standalone import STRICT_FORMATS
 from factorspec_sdk.relations.layout import RFC3339_PATTERNS
-from factorspec_sdk.tokens.plan import Planner
+from factorspec_sdk.tokens.plan import Cursor, Finished, Planner
 from factorspec_sdk.tokens.vocab import TokenizerInfo
 from factorspec_sdk.writer.automaton import Writer
 from tests.helpers import Post, tiny_tokenizer
@@ -175,6 +175,27 @@ def test_a_model_that_never_stops_finishes_within_the_budget(
     text, used = decode(p, budget, favourite)
     assert used <= budget
     MODELS[name].model_validate_json(text)
+
+
+@pytest.mark.parametrize("extra", [0, 2, 10])
+@pytest.mark.parametrize("name", list(MODELS))
+def test_random_tokens_under_a_tight_budget_finish_and_validate(name: str, extra: int) -> None:
+    """Tokens drawn uniformly among those the budget masks allow (escapes, odd characters,
+    long numbers): every prefix they make still finishes within the budget, valid."""
+    p = planner_of(name)
+    budget = p.min_tokens(p.start()) + extra
+    rng = np.random.default_rng(extra)
+    for _ in range(4):
+        cursor: Cursor = p.start()
+        ids: list[int] = []
+        while not isinstance(cursor, Finished):
+            allowed = p.allowed(cursor, budget - len(ids))
+            assert len(allowed), "the budget mask left no token"
+            token = int(rng.choice(allowed))
+            ids.append(token)
+            cursor = p.advance(cursor, token)
+        assert len(ids) <= budget
+        MODELS[name].model_validate_json(p.tok.decode(ids))
 
 
 def test_a_roomy_budget_lets_the_model_write_on() -> None:
