@@ -134,7 +134,7 @@ class CompletionBound:
         self.enforced = all(closing_bytes(v) is not None for v in values)
         self.ceiling = planner.writer.longest_bytes() + 1 if self.enforced else 0
         self._segment_room: dict[GrammarSegment, int] = {}
-        self._segment_size: dict[GrammarSegment, int] = {}
+        self._segment_size: dict[GrammarSegment, list[int]] = {}
         self._segment_exit: dict[GrammarSegment, int] = {}
         self._walks: dict[GrammarCursor, tuple[tuple[int, ...], int]] = {}
         self._token_bytes: dict[bytes, list[int]] | None = None
@@ -272,9 +272,11 @@ class CompletionBound:
     def _grammar_allowed(self, cursor: GrammarCursor, ids: TokenIds, budget: int) -> TokenIds:
         """A tight budget in a grammar segment: the tokens counted to fit, some by a rule.
 
-        A token that stays in the segment leaves at most the segment's closing bound plus
-        ``G`` after the segment (its exit is fixed), so while that fits every such token is
-        allowed without a walk; a token that leaves a complete value is counted at the exit.
+        A token that stays in the segment leaves at most the segment's closing bound from the
+        value under way (`GrammarSegment.value_index`: the values before it are complete)
+        plus ``G`` after the segment (its exit is fixed), so while that fits every such token
+        is allowed without a walk; a token that leaves a complete value is counted at the
+        exit.
 
         Nearer the end, tokens are counted one by one (``1 + G`` after each): every token when
         there are few, else the tokens along the closing walk (a prefix of its bytes: the
@@ -291,7 +293,8 @@ class CompletionBound:
         segment = cursor.segment
         step = cursor.step()
         after = planner.resolve_state(segment.exit_state, "", critical=False, owe=segment.owe)
-        if 2 + self._segment_bytes(segment) + self._exit_greedy(segment) <= budget:
+        rest = self._segment_bytes(segment, segment.value_index(cursor.tokens))
+        if 2 + rest + self._exit_greedy(segment) <= budget:
             if not step.accepting:
                 return ids
             return np.union1d(step.ids, self.allowed(after, budget)).astype(np.int64)
@@ -336,19 +339,23 @@ class CompletionBound:
             self._token_bytes = table
         return self._token_bytes
 
-    def _segment_bytes(self, segment: GrammarSegment) -> int:
-        """Most bytes the closing walk writes in ``segment``: its texts and value bounds."""
-        hit = self._segment_size.get(segment)
-        if hit is not None:
-            return hit
-        n = sum(len(t.encode("utf-8")) for t in segment.texts)
-        for v in segment.values:
-            bound = closing_bytes(v.node)
-            if bound is None:  # unreachable: not `enforced`
-                raise GenerationError(f"{segment.where}: a grammar value has no budget bound")
-            n += bound
-        self._segment_size[segment] = n
-        return n
+    def _segment_bytes(self, segment: GrammarSegment, start: int = 0) -> int:
+        """Most bytes the closing walk writes in ``segment`` from within its value ``start``.
+
+        The texts and value bounds from value ``start`` on (the text before it included):
+        the values before it are complete.
+        """
+        sizes = self._segment_size.get(segment)
+        if sizes is None:
+            sizes = [len(segment.texts[-1].encode("utf-8"))]
+            for text, v in zip(reversed(segment.texts[:-1]), reversed(segment.values), strict=True):
+                bound = closing_bytes(v.node)
+                if bound is None:  # unreachable: not `enforced`
+                    raise GenerationError(f"{segment.where}: a grammar value has no budget bound")
+                sizes.append(sizes[-1] + bound + len(text.encode("utf-8")))
+            sizes.reverse()
+            self._segment_size[segment] = sizes
+        return sizes[start]
 
     def _segment_roomy(self, cursor: GrammarCursor) -> int:
         """A bound on ``U`` after any token of ``cursor``'s segment, without a walk.

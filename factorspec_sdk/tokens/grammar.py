@@ -387,6 +387,24 @@ class GrammarSegment:
         firsts = bytes(t.encode("utf-8")[0] for t in self.texts[1:] if t)
         return [self._tables.byte_ids[b] for b in b",}]" + firsts if b in self._tables.byte_ids]
 
+    def value_index(self, tokens: tuple[int, ...]) -> int:
+        """The index of the first value ``tokens`` leave incomplete (``len(values)`` if none).
+
+        Lexed value by value, as `in_string` does: each value's end found by the JSON lexer
+        and the text after it skipped.
+        """
+        vocab = self._tables.tok.vocab
+        data = b"".join(vocab[t] for t in tokens)
+        pos = len(self.texts[0].encode("utf-8"))
+        for k, after in enumerate(self.texts[1:]):
+            if pos >= len(data):
+                return k
+            end, _ = lex_value(data, pos)
+            if end is None:
+                return k
+            pos = end + len(after.encode("utf-8"))
+        return len(self.values)
+
     def in_string(self, tokens: tuple[int, ...]) -> bool:
         """Whether ``tokens`` end inside a string of a value, ready for its next character.
 
