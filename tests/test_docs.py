@@ -42,7 +42,7 @@ NEEDS_MODEL = {
 NEEDS_SERVER = {p.relative_to(DOCS_SRC).as_posix() for p in DOCS_SRC.glob("serving/*.*")}
 NEEDS_SCRIPTED_SERVER = {
     p.relative_to(DOCS_SRC).as_posix() for p in DOCS_SRC.glob("integrations/*.py")
-}
+} | {"tools/tutorial002.py"}
 # run by tests/engines/test_vllm.py (in-process, on its module's vLLM) and
 # tests/engines/test_vllm_server.py (against its module's vllm serve): one vLLM start each
 NEEDS_VLLM = {"engines/tutorial003.py"}
@@ -90,6 +90,7 @@ EXPECT: dict[str, list[str]] = {
     "integrations/tutorial005.py": ["PartialSplit None None None", "Split ", "[90"],
     "streaming/tutorial001.py": ["stays so far: [('Stockholm', 1, 5)", "final: [('Stockholm'"],
     "tools/tutorial001.py": ["GetWeather city='Rome'"],
+    "tools/tutorial002.py": ["BookRoom True", "SchemaBookRoom True"],
     "streaming/tutorial002.py": ["relations: 22 values", "stays[2].first_day: relations"],
 }
 
