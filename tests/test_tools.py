@@ -11,8 +11,8 @@ from pydantic import BaseModel, Field
 from factorspec_sdk import AsyncClient, Client, relation
 from factorspec_sdk.engines.scripted import ScriptedEngine
 from factorspec_sdk.graph import compile_spec
-from factorspec_sdk.relations.layout import UnionLayout
 from factorspec_sdk.ir import to_ir
+from factorspec_sdk.relations.layout import UnionLayout
 from factorspec_sdk.tools import (
     FunctionArguments,
     Tool,

@@ -115,11 +115,10 @@ def tool_extension(parameters: JsonObject, where: str) -> JsonObject | None:
         ApiError: 400 for an ``x-factorspec`` that is not ``{"ir": {...}}`` (timeouts and
             the like belong to the request's ``factorspec`` field, not to one tool).
     """
-    raw = parameters.get(X_FACTORSPEC)
-    if raw is None:
+    if X_FACTORSPEC not in parameters:
         return None
     try:
-        return _ToolExtension.model_validate(raw).ir
+        return _ToolExtension.model_validate(parameters[X_FACTORSPEC]).ir
     except ValidationError as exc:
         first = exc.errors()[0]
         loc = ".".join(str(x) for x in (where, X_FACTORSPEC, *first["loc"]))

@@ -171,6 +171,7 @@ def test_malformed_tool_requests_are_4xx(url: str) -> None:
             "tools[0].function.parameters.x-factorspec.timeout_s",
         ),
         ({"tools": [with_extension(FACTORIAL, {"ir": []})]}, 400, "x-factorspec.ir"),
+        ({"tools": [with_extension(FACTORIAL, None)]}, 400, "x-factorspec"),
         (
             {"tools": [with_extension(FACTORIAL, {"ir": {"factorspec_ir": 1}})]},
             400,
