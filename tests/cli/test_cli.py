@@ -214,6 +214,43 @@ def test_check_prints_each_variable_with_the_users_type_and_bounds(tmp_path: Pat
     assert "86399" not in result.stdout and "1000000" not in result.stdout
 
 
+RAISES = """
+from decimal import Decimal
+from typing import Annotated
+
+from pydantic import BaseModel, Field
+
+from factorspec_sdk import relation
+
+
+class Rules(BaseModel):
+    rate: float
+
+
+class Invoice(BaseModel):
+    subtotal: Annotated[Decimal, Field(max_digits=6, decimal_places=2, ge=0)]
+    tax: Annotated[Decimal, Field(max_digits=6, decimal_places=2, ge=0)]
+
+    @relation
+    def taxed(self, rules: Rules) -> bool:
+        return self.tax == round(self.subtotal * rules.rate, 2)
+"""
+
+
+def test_check_says_a_relation_raises_instead_of_an_unsat_core(tmp_path: Path) -> None:
+    """Issue #39 item 5, from the command line: the exception, the line and the fix."""
+    path = write(tmp_path, "raises_spec.py", RAISES)
+    ctx = tmp_path / "rules.json"
+    ctx.write_text('{"rate": 0.2}')
+    result = runner.invoke(app, ["check", f"{path}:Invoice", "-c", str(ctx)])
+    assert result.exit_code == ExitCode.SPEC_ERROR
+    out = flat(result.output)
+    assert f"{path}:{line_of(path, 'rules.rate')}" in out
+    assert "TypeError: unsupported operand type(s) for *: 'decimal.Decimal' and 'float'" in out
+    assert "Decimal(str(rules.rate))" in out
+    assert "relation-raises" in out and "unsatisfiable-spec" not in out
+
+
 @pytest.mark.parametrize(
     "args",
     [

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import math
 from decimal import Decimal
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, Field
 
-from factorspec_sdk import RelationDefinitionError, relation
+from factorspec_sdk import RelationDefinitionError, RelationRaisesError, relation
 from factorspec_sdk.graph import compile_spec
 from factorspec_sdk.relations.layout import FLOAT_PLACES, Places, build_layout, float_of
 from tests.relations.test_differential import assert_agree
@@ -193,6 +193,7 @@ class _Pair(BaseModel):
     ("body", "construct"),
     [
         ("self.a + self.b == 0.3", "float comparison decided by rounding"),
+        ("self.a * self.b != self.a", "float comparison decided by rounding"),
         ("self.a * self.b < self.a", "float comparison decided by rounding"),
         ("self.a + self.b < 0.5", "float comparison decided by rounding"),
         ("round(self.a * self.b, 2) > 0", "round() of a float decided by rounding"),
@@ -210,17 +211,24 @@ def test_float_constructs_rounding_could_decide_are_refused(body: str, construct
     assert "M.r" in str(error)
 
 
-def _refused(base: type[BaseModel], body: str) -> RelationDefinitionError:
-    """The error of compiling ``base`` with one relation ``return body`` (from a real file)."""
+def _model(base: type[BaseModel], body: str, context: str = "") -> type[BaseModel]:
+    """``base`` with one relation ``return body`` (from a real file); ``context``: its param."""
     namespace: dict[str, Any] = {}
-    source = f"class M(_Base):\n    @relation\n    def r(self) -> bool:\n        return {body}\n"
-    path = f"/tmp/_factorspec_numbers_{abs(hash((base.__name__, body)))}.py"
+    params = f"self, {context}" if context else "self"
+    source = f"class M(_Base):\n    @relation\n    def r({params}) -> bool:\n"
+    source += f"        return {body}\n"
+    path = f"/tmp/_factorspec_numbers_{abs(hash((base.__name__, body, context)))}.py"
     with open(path, "w") as f:
         f.write(source)
     scope = {"_Base": base, "relation": relation, "Decimal": Decimal, "math": math}
     exec(compile(source, path, "exec"), scope, namespace)
+    return cast(type[BaseModel], namespace["M"])
+
+
+def _refused(base: type[BaseModel], body: str) -> RelationDefinitionError:
+    """The error of compiling ``base`` with one relation ``return body`` (from a real file)."""
     with pytest.raises(RelationDefinitionError) as err:
-        compile_spec(namespace["M"])
+        compile_spec(_model(base, body))
     return err.value
 
 
@@ -264,10 +272,6 @@ class Bill(BaseModel):
     @relation
     def summed(self) -> bool:
         return sum([self.unit, self.tax, self.qty]) > 20
-
-    @relation
-    def mixed_raises(self) -> bool:
-        return self.qty == 3 or self.rate * 1.5 > 0  # Decimal * float: TypeError
 
     @relation
     def truth(self) -> bool:
@@ -343,3 +347,80 @@ def test_decimal_constructs_that_could_round_are_refused(body: str, construct: s
 class _Mixed(BaseModel):
     d: Annotated[Decimal, Field(max_digits=12, decimal_places=6)]
     f: float = Field(ge=0, le=1)
+
+
+class _Wide(BaseModel):
+    a: float = Field(ge=0, le=10**6)
+    b: float = Field(ge=0, le=10**6)
+
+
+def test_equality_of_computed_floats_says_which_rewrite_compiles() -> None:
+    error = _refused(_Pair, "self.a + self.b == 0.3")
+    assert "0.1 + 0.2 == 0.3 is False" in str(error)
+    assert "round(self.a + self.b, 6) == 0.3" in str(error)
+    assert "abs(a - b) < 0.005" not in str(error)
+    compile_spec(_model(_Pair, "round(self.a + self.b, 6) == 0.3"))  # the advice compiles
+
+    error = _refused(_Pair, "self.a * self.b != self.a")
+    message = str(error)
+    assert "abs(self.a * self.b - self.a) < 5e-13" in message
+    assert "round(self.a * self.b, 12) == round(self.a, 12)" in message
+    compile_spec(_model(_Pair, "abs(self.a * self.b - self.a) < 5e-13"))
+    compile_spec(_model(_Pair, "round(self.a * self.b, 12) == round(self.a, 12)"))
+
+
+def test_a_comparison_rounding_decides_at_many_values_says_why() -> None:
+    message = str(_refused(_Wide, "self.a * self.b < 0.5"))
+    assert "multiples of 1e-12" in message
+    assert "possible values within that of 0.5 are decided by how the doubles round" in message
+    assert "fewer decimals" in message
+    assert "tolerance" not in message  # it is an ordering already: no tolerance advice
+
+
+def test_isclose_without_abs_tol_says_which_abs_tol_compiles() -> None:
+    message = str(_refused(_Pair, "math.isclose(self.a, self.b)"))
+    assert "multiples of 1e-6" in message and "abs_tol=5e-07" in message
+    compile_spec(_model(_Pair, "math.isclose(self.a, self.b, rel_tol=0, abs_tol=5e-07)"))
+
+
+# ------------------------------------------------------------------ Decimal with float
+
+
+class Rules(BaseModel):
+    rate: float
+
+
+class _Invoice(BaseModel):
+    subtotal: Annotated[Decimal, Field(max_digits=6, decimal_places=2, ge=0)]
+    tax: Annotated[Decimal, Field(max_digits=6, decimal_places=2, ge=0)]
+    rate: float = Field(ge=0, le=1)
+
+
+def test_decimal_times_a_context_float_raises_before_solving() -> None:
+    """Issue #39 item 5: not an unsat core, but the TypeError, its line and the fix."""
+    body = "self.tax == round(self.subtotal * rules.rate, 2)"
+    model = _model(_Invoice, body, "rules")
+    with pytest.raises(RelationRaisesError) as err:
+        compile_spec(model, Rules(rate=0.2))
+    e = err.value
+    assert e.exception == (
+        "TypeError: unsupported operand type(s) for *: 'decimal.Decimal' and 'float'"
+    )
+    assert e.construct == "Decimal * float"
+    assert (e.relation, e.lineno) == ("M.r", 4)
+    assert e.filename.startswith("/tmp/_factorspec_numbers_")
+    assert "Decimal(str(rules.rate))" in str(e)
+    assert "clashing" not in str(e)
+    fixed_body = "self.tax == round(self.subtotal * Decimal(str(rules.rate)), 2)"
+    fixed = _model(_Invoice, fixed_body, "rules")
+    compile_spec(fixed, Rules(rate=0.2))  # the advice compiles
+
+
+def test_decimal_with_a_float_field_raises_wherever_it_is_reached() -> None:
+    """Guarded or not, Decimal * float raises for every value: the fix names both fields."""
+    error = _refused(_Invoice, "self.tax == 0 or self.subtotal * self.rate > 1")
+    assert isinstance(error, RelationRaisesError)
+    assert "make self.rate a Decimal field" in str(error)
+    sum_error = _refused(_Invoice, "sum([self.subtotal, self.rate]) > 1")
+    assert isinstance(sum_error, RelationRaisesError)
+    assert sum_error.exception.startswith("TypeError: unsupported operand type(s) for +")
