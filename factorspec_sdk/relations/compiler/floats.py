@@ -40,6 +40,16 @@ approximated:
   is a multiple of 0.01); ``a + b == 0.3`` is not (``0.1 + 0.2 == 0.3`` is False in Python
   while the decimals are equal), and is refused with the rewrite that compiles
   (``round(a + b, 6) == 0.3``).
+- **One value excluded** (a documented narrowing). Where exactly one possible ``R`` (of two
+  computed sides: of their difference) lies within ``err`` of the comparison's edge, an
+  ordering (``< <= > >=``) or ``math.isclose`` is compiled exactly at every other value and
+  that one is excluded: its ``ok`` is false there, as if Python raised, so no record the
+  writer produces has it. At that value Python's answer depends on how the doubles round
+  (``abs(0.305 - 0.1 * 3) < 0.005`` is True in Python while the decimals differ by exactly
+  0.005). So ``abs(total - sum(...)) < 0.005`` over six-decimal prices compiles, and never
+  writes a total exactly half a cent off. ``==`` and ``!=`` are not narrowed (the excluded
+  value would be the equality itself); more than one such value (magnitudes near 15
+  significant digits) is refused, saying how many and why.
 - Multiplying or dividing a rounded value by a power of two (``x * 2``, ``x / 4``) is exact
   on doubles, so the result is rounded again.
 - ``round(x, n)`` of a value whose ``R`` has at most ``n`` decimals and ``err < 10**-n / 2``
@@ -377,8 +387,10 @@ def order_floats(
 ) -> tuple[Cond, Cond] | None:
     """``a op b`` (``== != < <= > >=``) when either is a float, as (result, ok); None else.
 
-    Exact where the proof settles it (``ok`` is then True); raises
-    `RelationDefinitionError`, saying why and what compiles, where rounding could decide.
+    Exact where the proof settles it. Where one grid value of the exact difference lies
+    within the rounding error of the comparison's edge, an ordering (``<``...) is compiled
+    with that value excluded (``ok`` false there: such a record is never written; see the
+    module docstring). Raises `RelationDefinitionError` where rounding could decide more.
     """
     if not (_is_float(a) or _is_float(b)):
         return None
@@ -407,16 +419,19 @@ def order_floats(
         assert q is not None
         if v.rounded:
             return _against(op, v, q, flipped), True
-        edge, den, err = q, v.den, v.err
+        edge, num, den, err = q, v.num, v.den, v.err
     elif x.rounded and y.rounded and _digits15(x) and _digits15(y):
         return _exact_cmp(op, x, y), True
     else:  # compare the exact difference with 0; each double is within its own err
         den = lcm(x.den, y.den)
         edge, err = Fraction(0), x.err + y.err
+        num = cast(z3.ArithRef, _scaled(x, den) - _scaled(y, den))
     lo = math.ceil((edge - err) * den)  # grid values num / den within err of the edge
     hi = math.floor((edge + err) * den)
     if lo > hi:  # none: the doubles are on the same side as the exact values
         return _exact_cmp(op, x, y), True
+    if lo == hi and op not in (ast.Eq, ast.NotEq):  # one: excluded (never written)
+        return _exact_cmp(op, x, y), cast(z3.BoolRef, num != lo)
     _decided_by_rounding(cx, op, node, x, y, edge, den, err, hi - lo + 1)
 
 
@@ -643,7 +658,9 @@ def isclose_floats(cx: RelationCompiler, args: list[V], kwargs: dict[str, V], no
     rel_tol * abs(a) or d <= abs_tol`` (``a == b`` makes ``d`` 0). The relative terms are
     at most ``rel_tol * max|a, b|`` (the default 1e-09 of values up to a million: 0.001). So
     when no possible exact ``|b - a|`` lies between ``abs_tol - err`` and that bound ``+
-    err``, the answer is ``|b - a| <= abs_tol`` on the exact values; else it is refused.
+    err``, the answer is ``|b - a| <= abs_tol`` on the exact values. When one does, and
+    smaller differences are surely close, that one is excluded (``ok`` false there), as for
+    an ordering (`order_floats`); else it is refused.
     """
     names = ("a", "b", "rel_tol", "abs_tol")
     given = dict(zip(names, args, strict=False)) | kwargs
@@ -665,6 +682,8 @@ def isclose_floats(cx: RelationCompiler, args: list[V], kwargs: dict[str, V], no
     close = cast(z3.BoolRef, d.num * tol_q.denominator <= tol_q.numerator * d.den)
     if hi - lo <= 1 or (d.err == 0 and relative <= tol_q):
         return R(close)
+    if hi - lo == 2 and lo >= 0:  # one difference undecided, and smaller ones are close
+        return R(close, cast(z3.BoolRef, d.num != lo + 1))
     places = _grid_places(d.den)
     step = f"1e-{places}" if places is not None else f"1/{d.den}"
     half = f"abs_tol={5 * 10.0 ** -(places + 1)!r}" if places is not None else "abs_tol"
