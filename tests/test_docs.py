@@ -57,6 +57,10 @@ EXPECT: dict[str, list[str]] = {
     "relations/tutorial004.py": ["lengths ok: True"],
     "errors/tutorial001.py": ["unsatisfiable-spec", "['a_below_b', 'b_below_a']"],
     "errors/tutorial002.py": ["aaaaaaaa\n", "token-budget 10 12"],
+    "errors/tutorial003.py": [
+        "relation-raises\nTypeError: unsupported operand type(s) for *: 'decimal.Decimal' and",
+        "Decimal(str(rules.rate))",
+    ],
     "engines/tutorial002.py": ["color='red' go=False", "forward passes for"],
     "cli/tutorial001.sh": ["variables (", "ok: the spec is satisfiable"],
     "cli/tutorial003.sh": ["exit code: 1", "exit code: 2", "--context"],
