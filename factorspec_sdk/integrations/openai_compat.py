@@ -33,8 +33,9 @@ first request). What differs:
   server bug and raises `RemoteError` at once; retries running out raise
   `RetriesExhaustedError`.
 * Server errors come back as FactorSpec errors (`remote_error`): an unsatisfiable spec as
-  `UnsatisfiableSpecError`, ...; an answer cut short (``finish_reason`` ``length``) as
-  `IncompleteGenerationError`.
+  `UnsatisfiableSpecError`, ...; a record that ran out of its token budget (a 422
+  ``max_tokens_reached``) or that the server's time limit cut short (``finish_reason``
+  ``length``) as `IncompleteGenerationError`.
 
 The re-ask loop is written once, free of I/O (`Attempts`); the sync and async clients only
 send its requests.
@@ -241,10 +242,16 @@ class Attempts(Generic[ModelT]):
         return GenerationRequest(self.model, messages, self.context, params, schema_in_prompt=False)
 
     def failed(self, exc: Exception) -> FactorSpecError:
-        """The FactorSpec error an ``openai`` exception of a request means."""
-        from openai import APIStatusError
+        """The FactorSpec error an ``openai`` exception of a request means.
 
-        if isinstance(exc, APIStatusError):
+        An answer with an error status, or an error event that ended a stream (its body is
+        the server's error), is read by `remote_error`.
+        """
+        from openai import APIError, APIStatusError
+
+        if isinstance(exc, APIStatusError) or (
+            isinstance(exc, APIError) and isinstance(exc.body, dict)
+        ):
             budget = self.kwargs.get("max_completion_tokens") or self.kwargs.get("max_tokens")
             return remote_error(
                 exc, self.model.__name__, budget if isinstance(budget, int) else None

@@ -30,9 +30,11 @@ Answers: ``choices[i].message.content`` is the canonical JSON record; ``finish_r
 ``stop`` for a complete record (always valid: it is re-checked against the schema and every
 factor before it is sent, and against a ``response_format`` JSON schema as sent, with
 `jsonschema`; a record that fails is a logged 500), or ``length`` with the partial record
-when the request timed out (``factorspec.stop_reason`` says why; ``max_tokens`` never cuts a
-record: the masks finish it within the budget, and a budget below the shortest record is a
-422 ``token_budget`` naming ``min_tokens``). ``usage`` has ``prompt_tokens`` and
+when the request timed out (``factorspec.stop_reason`` says why). ``max_tokens`` never cuts
+a record into ``content``: the masks finish it within the budget, a budget below the shortest
+record is a 422 ``token_budget`` naming ``min_tokens``, and a record of a spec the budget
+masks cannot bound that runs out of tokens is a 422 ``max_tokens_reached`` (streamed: an
+error event), never a partial record. ``usage`` has ``prompt_tokens`` and
 ``completion_tokens``; ``factorspec`` (top level and per choice) has the decoding stats:
 tokens, verify steps, tokens per step, drafted/certain tokens, guesses, forward / oracle
 time, queue time, spec build time, token ids.

@@ -6,7 +6,8 @@ Owns the asyncio side of `factorspec_sdk.server.worker.EngineWorker`: the queue 
 that went away (its jobs are cancelled, freeing their decoder slots), and turning a job's
 `Done` into its answer: the record re-checked against the spec and the JSON schema sent (the
 bare string of a vLLM ``choice``/``regex`` request, `factorspec_sdk.server.structured`), or
-the `ApiError` its failure maps to.
+the `ApiError` its failure maps to. A record that ran out of its token budget is such an
+error (422 ``max_tokens_reached``), never content: it is no record of the spec.
 """
 
 from __future__ import annotations
@@ -187,10 +188,14 @@ class Dispatcher:
     async def finish(self, done: Done, prepared: Prepared) -> Answer:
         """The answer of a job that ended (``prepared``: its request).
 
+        A record the timeout cut is answered with ``finish_reason`` ``length`` and its text so
+        far (none for tool calls); one that ran out of ``max_tokens`` is an error.
+
         Raises:
             ApiError: 500 for a record that fails the re-check (logged), 503 shutting down
                 or no upstream engine server healthy, 422 for a prompt that cannot be
-                tokenized, a token budget below the shortest record or an oracle query the
+                tokenized, a token budget below the shortest record, a record that did not
+                finish within its token budget (``max_tokens_reached``) or an oracle query the
                 solver cannot decide, 500 another failure.
         """
         spec, schema = prepared.spec, prepared.schema
@@ -212,7 +217,9 @@ class Dispatcher:
             if prepared.tools is not None:  # a message (cut at its bound: length) or calls
                 return prepared.tools.answer(text)
             return Answer(bare_text(text) if prepared.bare else text, "stop", True)
-        if done.reason in ("max_tokens", "timeout", "cancelled"):
+        if done.reason == "max_tokens":
+            raise _incomplete(done, prepared)
+        if done.reason in ("timeout", "cancelled"):
             if prepared.tools is not None:  # a record of calls cut short says nothing yet
                 return Answer("", "length", False)
             return Answer(_partial(done.text, prepared.bare), "length", False)
@@ -284,6 +291,40 @@ class Dispatcher:
         finally:
             if not task.done():
                 task.cancel()
+
+
+def _incomplete(done: Done, prepared: Prepared) -> ApiError:
+    """The answer to a record that ran out of its token budget: a 422, not its text as content.
+
+    A record cut by ``max_tokens`` is no record of the spec (it is not even JSON), so it is
+    never returned as ``content`` with ``finish_reason`` ``length``: the error names the
+    budget (the request's ``max_tokens``, or the server's default when it gave none), the
+    tokens written and how the text ends; ``error.factorspec`` holds ``max_tokens``,
+    ``tokens`` and the ``partial_text``. Only a spec whose values the token budget cannot
+    bound gets here: for the others the masks finish the record within the budget or the
+    request is refused before decoding (``token_budget``).
+    """
+    req = prepared.request
+    asked = req.max_tokens is not None or getattr(req, "max_completion_tokens", None) is not None
+    budget = prepared.max_tokens
+    within = (
+        f"max_tokens={budget}"
+        if asked
+        else f"the server's default budget of {budget} tokens (the request gave no max_tokens)"
+    )
+    tail = done.text[-60:]
+    return ApiError(
+        422,
+        f"the record did not finish within {within}: {done.tokens} tokens were written "
+        f"and it ends in {'...' if len(done.text) > len(tail) else ''}{tail!r}, so no "
+        "record is returned. Give a larger max_tokens, or bound the values that grow "
+        "(maxLength, maxItems, a pattern with bounded repetitions); a spec whose values are "
+        "all bounded is finished within max_tokens or refused before decoding "
+        "(code token_budget).",
+        code="max_tokens_reached",
+        param="max_tokens",
+        extra={"max_tokens": budget, "tokens": done.tokens, "partial_text": done.text},
+    )
 
 
 def _partial(text: str, bare: bool) -> str:

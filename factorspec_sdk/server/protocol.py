@@ -674,12 +674,13 @@ class RecordStats(BaseModel):
 
     Attributes:
         valid: the record is complete and was checked against the spec.
-        stop_reason: ``complete``, ``max_tokens``, ``timeout`` or ``cancelled``.
+        stop_reason: ``complete``, ``timeout`` or ``cancelled`` (a record that ran out of
+            ``max_tokens`` is an error answer, 422 ``max_tokens_reached``, not a choice).
         tokens: completion tokens.
     """
 
     valid: bool
-    stop_reason: Literal["complete", "max_tokens", "timeout", "cancelled"]
+    stop_reason: Literal["complete", "timeout", "cancelled"]
     queue_seconds: float
     spec_seconds: float
     tokens: int

@@ -79,6 +79,89 @@ def test_an_explicit_dtype_skips_the_measurement(
         EmbeddedEngine(tmp_path / "nothing-here")
 
 
+def _tiny_folder(path: Path) -> Path:
+    """A 1-layer random Llama and a word-level tokenizer, saved as a bf16 model folder.
+
+    bf16 on disk, as the default model's weights are (converted from its GGUF file).
+    """
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    words = ["[UNK]", "</s>", *"The quick brown fox jumps over the lazy dog.".split()]
+    raw = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="[UNK]"))
+    raw.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tok = transformers.PreTrainedTokenizerFast(
+        tokenizer_object=raw, unk_token="[UNK]", eos_token="</s>"
+    )
+    config = transformers.LlamaConfig(
+        vocab_size=16,
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        max_position_embeddings=512,  # the measured shapes run after a 200-token context
+    )
+    torch.manual_seed(0)
+    model = transformers.LlamaForCausalLM(config).to(torch.bfloat16)
+    model.save_pretrained(path)
+    tok.save_pretrained(path)
+    return path
+
+
+_TINY_PROMPT = [2, 3, 4, 5, 6, 7, 8, 9, 10] * 4  # positions far enough for rotary rounding
+
+
+def _tiny_logits(engine: EmbeddedEngine) -> np.ndarray:
+    seq = engine.new_sequence(_TINY_PROMPT)
+    try:
+        return engine.extend([(seq, [3, 4, 5])])[0]
+    finally:
+        engine.release(seq)
+
+
+def test_a_measured_dtype_computes_what_a_load_in_that_dtype_does(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The engine a fresh machine measures is the one every later load of its choice gets.
+
+    Measuring used to cast the loaded model between candidates with ``Module.to``, which
+    casts transformers' float32 rotary frequencies too: a server whose dtype was measured
+    (the first on a machine, or any on a busy one) wrote other greedy records than one that
+    read the same choice from the cache.
+    """
+    folder = _tiny_folder(tmp_path / "tiny")
+    monkeypatch.setenv("FACTORSPEC_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv(DTYPE_ENV, raising=False)
+    measured = EmbeddedEngine(folder, device="cpu", prefix_cache=0)
+    assert measured.dtype_choice.how == "measured"
+    assert set(measured.dtype_choice.costs) == {"float32", "bfloat16"}  # both were loaded
+    loaded = EmbeddedEngine(folder, device="cpu", dtype=measured.dtype, prefix_cache=0)
+    assert np.array_equal(_tiny_logits(measured), _tiny_logits(loaded))
+    # whichever dtype the timings chose: the other one too, reached from each
+    other = "float32" if measured.dtype == "bfloat16" else "bfloat16"
+    measured._set_dtype(other)
+    fresh = EmbeddedEngine(folder, device="cpu", dtype=other, prefix_cache=0)
+    assert np.array_equal(_tiny_logits(measured), _tiny_logits(fresh))
+
+
+def test_the_dtype_never_changes_under_a_live_sequence(tmp_path: Path) -> None:
+    engine = EmbeddedEngine(_tiny_folder(tmp_path / "tiny"), device="cpu", dtype="float32")
+    seq = engine.new_sequence(_TINY_PROMPT)
+    before = engine.extend([(seq, [3])])[0]
+    with pytest.raises(
+        EngineError, match=rf"float32 to bfloat16 while sequences \[{seq}\] are live"
+    ):
+        engine._set_dtype("bfloat16")
+    assert engine.dtype == "float32"
+    engine.truncate(seq, len(_TINY_PROMPT))
+    np.testing.assert_allclose(engine.extend([(seq, [3])])[0], before, atol=ATOL)  # still fp32
+    engine.release(seq)
+    engine._set_dtype("bfloat16")
+    assert engine.dtype == "bfloat16"
+
+
 # --------------------------------------------------------------------------- real model
 
 
@@ -109,6 +192,7 @@ def test_the_dtype_is_measured_once_then_read_from_the_cache(
     assert sorted(profile) == list(PROFILE_KS)
     assert profile[1] == choice.costs[choice.dtype][(CONTEXT, 1)]
     assert first.forward_calls == 0  # measuring and warming up count no forwards
+    measured = _greedy(first), _logits(first)
     del first
 
     second = EmbeddedEngine(folder, device="cpu")
@@ -117,6 +201,10 @@ def test_the_dtype_is_measured_once_then_read_from_the_cache(
     assert again.key == choice.key
     assert second.dtype == choice.dtype
     assert again.expected[again.dtype] == min(again.expected.values())
+    # the first load on a machine (measured) writes what every later one (cached) writes
+    cached = _greedy(second), _logits(second)
+    assert measured[0] == cached[0]
+    assert np.array_equal(measured[1], cached[1])
     # this machine class (AVX2, no native bf16): the measurement finds fp32 cheaper
     if torch.backends.cpu.get_cpu_capability() == "AVX2" and (
         expected["float32"] < expected["bfloat16"]
@@ -349,7 +437,17 @@ def test_batched_uniform_shapes(embedded_engine_fp32: EmbeddedEngine) -> None:
         engine.release(seq)
 
 
-def _greedy(engine: EmbeddedEngine, n: int) -> list[int]:
+def _logits(engine: EmbeddedEngine) -> np.ndarray:
+    """The logits after a chat prompt and a few more tokens, in one forward."""
+    prompt = _prompt(engine)
+    seq = engine.new_sequence(prompt[:-1])
+    try:
+        return engine.extend([(seq, [prompt[-1], *engine.tokenizer.encode('{"city": "')])])[0]
+    finally:
+        engine.release(seq)
+
+
+def _greedy(engine: EmbeddedEngine, n: int = 12) -> list[int]:
     prompt = _prompt(engine)
     seq = engine.new_sequence(prompt[:-1])
     row = engine.extend([(seq, [prompt[-1]])])[0][-1]
