@@ -185,7 +185,7 @@ def test_serving_snippets(tmp_path: Path) -> None:
     url = f"http://127.0.0.1:{port}"
     log = (tmp_path / "server.log").open("w")
     server = subprocess.Popen(
-        [sys.executable, "-m", "cli.main", "serve", "--port", str(port)],
+        [sys.executable, "-m", "factorspec_sdk.cli.main", "serve", "--port", str(port)],
         cwd=ROOT,
         stdout=log,
         stderr=subprocess.STDOUT,

@@ -122,16 +122,33 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Venv:
 
 def test_the_installed_package_is_the_wheel(venv: Venv) -> None:
     code = (
-        "import importlib.util, factorspec_sdk, cli\n"
+        "import importlib.util, factorspec_sdk, factorspec_sdk.cli\n"
         "print(factorspec_sdk.__file__)\n"
-        "print(cli.__file__)\n"
+        "print(factorspec_sdk.cli.__file__)\n"
         "print(importlib.util.find_spec('examples'))\n"
+        "print(importlib.util.find_spec('cli'))\n"
     )
-    sdk, cli, examples = _ok(venv.run("python", "-c", code)).splitlines()
+    sdk, cli, examples, top_cli = _ok(venv.run("python", "-c", code)).splitlines()
     for path in (sdk, cli):
         assert Path(path).resolve().is_relative_to(venv.root.resolve()), path
         assert not Path(path).resolve().is_relative_to(ROOT), path
     assert examples == "None"  # examples/ is not shipped, and the checkout is not on the path
+    assert top_cli == "None"  # the cli lives in the package: no top-level `cli` to collide
+
+
+def test_the_wheel_has_one_top_level_package(venv: Venv) -> None:
+    """Only ``factorspec_sdk`` is installed at the top (a top-level ``cli`` collides)."""
+    code = (
+        "from importlib.metadata import distribution\n"
+        "d = distribution('factorspec-sdk')\n"
+        "print(' '.join((d.read_text('top_level.txt') or '').split()))\n"
+        "print(sorted({f.parts[0] for f in d.files if f.suffix == '.py'}))\n"
+        "print(d.entry_points['factorspec'].value)\n"
+    )
+    top_level, py_tops, entry = _ok(venv.run("python", "-c", code)).splitlines()
+    assert top_level == "factorspec_sdk"
+    assert py_tops == "['factorspec_sdk']"
+    assert entry == "factorspec_sdk.cli.main:main"
 
 
 def test_check_and_generate(venv: Venv) -> None:

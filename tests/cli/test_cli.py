@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from cli.main import ExitCode, app
+from factorspec_sdk.cli.main import ExitCode, app
 
 ROOT = Path(__file__).resolve().parents[2]
 runner = CliRunner()
@@ -242,7 +242,7 @@ def test_help_is_fast_and_light(args: list[str]) -> None:
         f"""
         import sys
         sys.argv = ["factorspec", *{args!r}]
-        from cli.main import main
+        from factorspec_sdk.cli.main import main
         try:
             main()
         except SystemExit as exc:
@@ -275,7 +275,7 @@ def test_generate_end_to_end(tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "cli.main",
+            "factorspec_sdk.cli.main",
             "generate",
             "examples/itinerary.py:Itinerary",
             "--prompt-file",

@@ -29,14 +29,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from pydantic import BaseModel
 
-from cli.loading import (
+from factorspec_sdk import __version__
+from factorspec_sdk.cli.loading import (
     UsageProblem,
     coerce_context,
     load_context,
     load_model,
     read_prompt,
 )
-from factorspec_sdk import __version__
 from factorspec_sdk.errors import (
     ContextError,
     EngineError,
@@ -468,7 +468,7 @@ def _mount_bench() -> None:
     import importlib
 
     try:
-        bench_app = importlib.import_module("cli.bench").bench_app
+        bench_app = importlib.import_module("factorspec_sdk.cli.bench").bench_app
     except (ImportError, AttributeError) as exc:  # keep the rest of the CLI usable
         message = f"the bench commands are not available: {exc}"
 
