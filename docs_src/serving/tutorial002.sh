@@ -9,7 +9,7 @@ from factorspec_sdk.ir import to_ir
 print(json.dumps({
     "model": "SmolLM2-135M-Instruct",
     "messages": [{"role": "user", "content": SAMPLE_PROMPT}],
-    "factorspec": {"ir": to_ir(Itinerary, SAMPLE_CONTEXT), "schema_in_prompt": True},
+    "factorspec": {"ir": to_ir(Itinerary, SAMPLE_CONTEXT)},
 }))
 PY
 curl -s "$URL/v1/chat/completions" -H "Content-Type: application/json" -d @request.json

@@ -19,7 +19,8 @@ OpenAI body. The record's shape comes from either
   IR there (its values are compile-time constants), so there is no separate context field.
   When both are given the IR wins. Other extension keys: ``timeout_s`` (per-request
   timeout), ``speculative`` (False: one token per forward) and ``schema_in_prompt``
-  (append a picture of the JSON to the last user message).
+  (default True, as in ``Client.generate``: append a picture of the JSON to the last user
+  message; False sends the messages as written).
 
 Sampling: ``temperature`` (default 0: greedy), ``top_p``, ``seed`` (choice ``i`` uses
 ``seed + i``), ``n`` (up to 16), ``max_tokens``/``max_completion_tokens`` (default 2048),

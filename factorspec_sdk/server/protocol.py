@@ -241,7 +241,8 @@ class FactorSpecExtension(BaseModel):
         speculative: draft certain tokens and guesses (False: one token per forward, the
             baseline the speed-ups compare against); None: the server's setting.
         schema_in_prompt: append a compact picture of the expected JSON to the last user
-            message.
+            message of a chat request (`factorspec_sdk.prompts.hint_sentence`); on by
+            default, as in `Client.generate`, so the same messages give the same prompt.
     """
 
     model_config = _STRICT
@@ -252,7 +253,11 @@ class FactorSpecExtension(BaseModel):
     )
     timeout_s: Annotated[float, Field(gt=0, le=3600)] | None = None
     speculative: StrictBool | None = None
-    schema_in_prompt: StrictBool = False
+    schema_in_prompt: StrictBool = Field(
+        default=True,
+        description="Append 'Answer with JSON of this form: ...' to the last user message "
+        "(as Client.generate does by default); false sends the messages as written.",
+    )
 
 
 _ONE_CONSTRAINT = "structured_outputs takes exactly one of json, regex, choice"
