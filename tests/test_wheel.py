@@ -235,3 +235,29 @@ def test_serve_answers_a_request(venv: Venv) -> None:
             server.wait()
         if server.stdout:
             server.stdout.close()
+
+
+@pytest.mark.parametrize(
+    ("snippet", "expected"),
+    [
+        ("cli/tutorial001.sh", "ok: the spec is satisfiable"),
+        ("cli/tutorial003.sh", "exit code: 2"),
+        ("getting_started/tutorial002.py", "relations violated"),
+        ("relations/tutorial002.py", "components ("),
+    ],
+)
+def test_docs_snippets_run_from_the_wheel(venv: Venv, snippet: str, expected: str) -> None:
+    """A docs snippet that needs no model runs as written from a pip install (no examples/)."""
+    path = ROOT / "docs_src" / snippet
+    program = ("python", str(path)) if path.suffix == ".py" else ("bash", str(path))
+    proc = subprocess.run(
+        [shutil.which(program[0], path=venv.env["PATH"]) or program[0], program[1]],
+        cwd=venv.work,
+        env=venv.env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    output = proc.stdout + proc.stderr
+    assert path.suffix == ".sh" or proc.returncode == 0, output[-3000:]
+    assert expected in output, output[-3000:]

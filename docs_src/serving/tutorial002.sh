@@ -3,7 +3,7 @@ URL="${FACTORSPEC_URL:-http://127.0.0.1:8000}"
 python - > request.json <<'PY'
 import json
 
-from examples.itinerary import SAMPLE_CONTEXT, SAMPLE_PROMPT, Itinerary
+from factorspec_sdk.domains.trip import SAMPLE_CONTEXT, SAMPLE_PROMPT, Itinerary
 from factorspec_sdk.ir import to_ir
 
 print(json.dumps({

@@ -2,8 +2,7 @@ import os
 
 from openai import OpenAI
 
-from examples.itinerary import SAMPLE_CONTEXT, SAMPLE_PROMPT
-from factorspec_sdk.domains.trip import Itinerary
+from factorspec_sdk.domains.trip import SAMPLE_CONTEXT, SAMPLE_PROMPT, Itinerary
 from factorspec_sdk.ir import to_ir
 
 base_url = os.environ.get("FACTORSPEC_URL", "http://127.0.0.1:8000") + "/v1"

@@ -149,8 +149,8 @@ TargetArg = Annotated[
     str,
     typer.Argument(
         metavar="MODULE:MODEL",
-        help="The Pydantic model: a file path (examples/itinerary.py:Itinerary) or a dotted "
-        "module (examples.itinerary:Itinerary).",
+        help="The Pydantic model: a dotted module (factorspec_sdk.domains.trip:Itinerary) or "
+        "a file path (models.py:Invoice).",
         show_default=False,
     ),
 ]
@@ -162,7 +162,7 @@ ContextOpt = Annotated[
         metavar="FILE|MODULE:ATTR",
         help="The per-request context: a JSON file (- for stdin), validated into the type "
         "the relations annotate their context with, or a Python attribute "
-        "(examples/itinerary.py:SAMPLE_CONTEXT).",
+        "(factorspec_sdk.domains.trip:SAMPLE_CONTEXT).",
         show_default=False,
     ),
 ]
@@ -494,7 +494,7 @@ def main() -> None:
     """Entry point of the ``factorspec`` console script.
 
     Like ``python -m``, the working directory goes first on ``sys.path``, so that
-    ``MODULE:Model`` arguments (``examples.itinerary:Itinerary``) resolve from a checkout.
+    ``MODULE:Model`` arguments (``models:Invoice``) resolve from the folder you are in.
     """
     import os
     import sys

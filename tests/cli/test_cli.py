@@ -105,6 +105,12 @@ def _in_repo_root(monkeypatch: pytest.MonkeyPatch) -> None:
         ("examples.itinerary:Itinerary", "examples.itinerary:SAMPLE_CONTEXT"),
         ("examples/invoice.py:Invoice", "examples/invoice.py:SAMPLE_CONTEXT"),
         ("examples/meeting.py:Meeting", "examples/meeting.py:SAMPLE_CONTEXT"),
+        # what a pip install has: the packaged domains
+        ("factorspec_sdk.domains.trip:Itinerary", "factorspec_sdk.domains.trip:SAMPLE_CONTEXT"),
+        (
+            "factorspec_sdk.domains.meeting:Meeting",
+            "factorspec_sdk.domains.meeting:SAMPLE_CONTEXT",
+        ),
     ],
 )
 def test_check_examples(target: str, context: str) -> None:
@@ -219,6 +225,16 @@ def test_generate_with_an_unknown_engine_is_an_engine_error() -> None:
     )
     assert result.exit_code == ExitCode.ENGINE_ERROR
     assert "unknown engine 'nope'" in result.output
+
+
+@pytest.mark.parametrize("command", ["check", "generate"])
+def test_help_names_what_a_pip_install_has(command: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The help's examples resolve outside a checkout: no ``examples/`` (not in the wheel)."""
+    monkeypatch.setenv("COLUMNS", "200")  # rich wraps the help at the terminal's width
+    result = runner.invoke(app, [command, "--help"])
+    assert result.exit_code == 0, result.output
+    assert "factorspec_sdk.domains.trip:Itinerary" in result.output
+    assert "examples" not in result.output
 
 
 def test_version() -> None:
