@@ -1,7 +1,7 @@
 """The bodies `factorspec serve` accepts and answers, as Pydantic models (its OpenAPI contract).
 
 Requests: unknown OpenAI parameters are ignored (as vLLM does); the ones that would change
-the meaning of the answer and are not supported (``tools``, ``logprobs``...) are a 400. Every
+the meaning of the answer and are not supported (``logprobs``, ``echo``...) are a 400. Every
 reason for a 400 is stated by the request models' JSON schema (``/openapi.json``); a body the
 schema accepts is answered 200, or 404 (unknown model), or 422 when its *content* cannot be
 served (a relation IR or JSON schema that does not compile, an unsatisfiable spec, a prompt
@@ -364,7 +364,7 @@ class StreamOptions(BaseModel):
 def _unsupported(name: str) -> AfterValidator:
     def check(value: bool) -> bool:
         if value:
-            raise ValueError(f"{name} are not supported")
+            raise ValueError(f"{name} is not supported")
         return value
 
     return AfterValidator(check)
@@ -553,7 +553,14 @@ class CompletionRequest(_Common):
         Annotated[StrictStr, Field(min_length=1)]
         | Annotated[list[Annotated[StrictInt, Field(ge=0)]], Field(min_length=1)]
     )
-    echo: StrictBool = False
+    echo: (
+        Annotated[
+            StrictBool,
+            _unsupported("echo"),
+            WithJsonSchema({"type": "boolean", "const": False}),
+        ]
+        | None
+    ) = None
 
 
 # --------------------------------------------------------------------------- answers
