@@ -47,7 +47,7 @@ NEEDS_MODEL = {
 NEEDS_SERVER = {p.relative_to(DOCS_SRC).as_posix() for p in DOCS_SRC.glob("serving/*.*")}
 NEEDS_SCRIPTED_SERVER = {
     p.relative_to(DOCS_SRC).as_posix() for p in DOCS_SRC.glob("integrations/*.py")
-} | {"readme/tutorial002.py"}
+} | {"readme/tutorial002.py", "recipes/tutorial004.py"}
 # run by tests/engines/test_vllm.py (in-process, on its module's vLLM) and
 # tests/engines/test_vllm_server.py (against its module's vllm serve): one vLLM start each
 NEEDS_VLLM = {"engines/tutorial003.py"}
@@ -98,6 +98,19 @@ EXPECT: dict[str, list[str]] = {
     "streaming/tutorial002.py": ["relations: 22 values", "stays[2].first_day: relations"],
     "readme/tutorial001.py": ["stays=[Stay(city="],
     "readme/tutorial002.py": ["[('Copenhagen', 1, 4), ('Split', 4, 5), ('Berlin', 5, 9)]"],
+    "recipes/tutorial001.py": ["2026-12-07 12:15:00 to 2026-12-07 13:00:00"],
+    "recipes/tutorial002.py": [" VAT\ntotal: ", "checked: True"],
+    "recipes/tutorial003.py": [
+        "Tolerance at 0.25: compiles\n"
+        "Tolerance at 0.2: refused: float comparison decided by rounding\n"
+        "Equal at 0.2: refused: float comparison decided by rounding\n"
+        "Mixed at 0.2: no record satisfies ['vat_at_the_rate']\n"
+    ],
+    "recipes/tutorial004.py": [
+        "Client: 3200\nfrom_openai: 3200\ncreate: 3200\n",
+        "parse: Value error, relation 'spends_the_income' needs a context",
+    ],
+    "recipes/tutorial005.py": ["pizzas=2 drinks=1\nvalid: True\npizzas=5 drinks=0\n"],
 }
 
 
