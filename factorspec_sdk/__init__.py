@@ -38,6 +38,9 @@ from factorspec_sdk.errors import (
     RelationDefinitionError as RelationDefinitionError,
 )
 from factorspec_sdk.errors import (
+    RelationRaisesError as RelationRaisesError,
+)
+from factorspec_sdk.errors import (
     RemoteError as RemoteError,
 )
 from factorspec_sdk.errors import (
@@ -92,6 +95,7 @@ __all__ = [
     "Provenance",
     "RecordStream",
     "RelationDefinitionError",
+    "RelationRaisesError",
     "RemoteError",
     "RetriesExhaustedError",
     "SamplingParams",

@@ -6,6 +6,7 @@ Every error the SDK raises on purpose derives from `FactorSpecError` and carries
     FactorSpecError
     ├── SpecError                      the model or its relations cannot be compiled
     │   ├── RelationDefinitionError    a relation uses a construct outside the supported subset
+    │   │   └── RelationRaisesError    a relation raises in Python (a TypeError, or on every record)
     │   ├── UnsupportedFieldTypeError  a field type the layout cannot write
     │   ├── ContextError               the per-request context is missing or lacks a value
     │   └── UnsatisfiableSpecError     no record satisfies the schema and relations (unsat core)
@@ -31,6 +32,7 @@ __all__ = [
     "ModelLoadError",
     "OracleError",
     "RelationDefinitionError",
+    "RelationRaisesError",
     "RemoteError",
     "RetriesExhaustedError",
     "SpecError",
@@ -86,6 +88,38 @@ class RelationDefinitionError(SpecError):
         self.lineno = lineno
         self.construct = construct
         super().__init__(f"{filename}:{lineno}: relation {relation!r}: {construct}: {message}")
+
+
+class RelationRaisesError(RelationDefinitionError):
+    """A relation raises when Python evaluates it, so it can never hold where it is reached.
+
+    Raised before any solving, instead of blaming the relation in an unsat core: for an
+    operation Python refuses for the types of its operands whenever it is evaluated (a
+    ``Decimal`` times a ``float``, a ``time`` plus a ``timedelta``, a ``date`` ordered
+    against a ``datetime``), and for a relation that raises on every record the schema
+    allows.
+
+    Attributes:
+        exception: Python's exception, as ``"TypeError: unsupported operand ..."`` (empty
+            when the compiler proved that it raises but no sample record showed which).
+    """
+
+    code = "relation-raises"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        relation: str,
+        filename: str,
+        lineno: int,
+        construct: str,
+        exception: str,
+    ) -> None:
+        self.exception = exception
+        super().__init__(
+            message, relation=relation, filename=filename, lineno=lineno, construct=construct
+        )
 
 
 class UnsupportedFieldTypeError(SpecError):

@@ -47,7 +47,7 @@ NEEDS_MODEL = {
 NEEDS_SERVER = {p.relative_to(DOCS_SRC).as_posix() for p in DOCS_SRC.glob("serving/*.*")}
 NEEDS_SCRIPTED_SERVER = {
     p.relative_to(DOCS_SRC).as_posix() for p in DOCS_SRC.glob("integrations/*.py")
-} | {"readme/tutorial002.py", "recipes/tutorial004.py"}
+} | {"readme/tutorial002.py", "recipes/tutorial004.py", "tools/tutorial002.py"}
 # run by tests/engines/test_vllm.py (in-process, on its module's vLLM) and
 # tests/engines/test_vllm_server.py (against its module's vllm serve): one vLLM start each
 NEEDS_VLLM = {"engines/tutorial003.py"}
@@ -62,6 +62,10 @@ EXPECT: dict[str, list[str]] = {
     "relations/tutorial004.py": ["lengths ok: True"],
     "errors/tutorial001.py": ["unsatisfiable-spec", "['a_below_b', 'b_below_a']"],
     "errors/tutorial002.py": ["aaaaaaaa\n", "token-budget 10 12"],
+    "errors/tutorial003.py": [
+        "relation-raises\nTypeError: unsupported operand type(s) for *: 'decimal.Decimal' and",
+        "Decimal(str(rules.rate))",
+    ],
     "engines/tutorial002.py": ["color='red' go=False", "forward passes for"],
     "cli/tutorial001.sh": ["variables (", "ok: the spec is satisfiable"],
     "cli/tutorial003.sh": ["exit code: 1", "exit code: 2", "--context"],
@@ -95,6 +99,7 @@ EXPECT: dict[str, list[str]] = {
     "integrations/tutorial005.py": ["PartialSplit None None None", "Split ", "[90"],
     "streaming/tutorial001.py": ["stays so far: [('Stockholm', 1, 5)", "final: [('Stockholm'"],
     "tools/tutorial001.py": ["GetWeather city='Rome'"],
+    "tools/tutorial002.py": ["BookRoom True", "SchemaBookRoom True"],
     "streaming/tutorial002.py": ["relations: 22 values", "stays[2].first_day: relations"],
     "readme/tutorial001.py": ["stays=[Stay(city="],
     "readme/tutorial002.py": ["[('Copenhagen', 1, 4), ('Split', 4, 5), ('Berlin', 5, 9)]"],
@@ -102,9 +107,9 @@ EXPECT: dict[str, list[str]] = {
     "recipes/tutorial002.py": [" VAT\ntotal: ", "checked: True"],
     "recipes/tutorial003.py": [
         "Tolerance at 0.25: compiles\n"
-        "Tolerance at 0.2: refused: float comparison decided by rounding\n"
-        "Equal at 0.2: refused: float comparison decided by rounding\n"
-        "Mixed at 0.2: no record satisfies ['vat_at_the_rate']\n"
+        "Tolerance at 0.2: relation-definition: float comparison decided by rounding\n"
+        "Equal at 0.2: relation-definition: float comparison decided by rounding\n"
+        "Mixed at 0.2: relation-raises: Decimal * float\n"
     ],
     "recipes/tutorial004.py": [
         "Client: 3200\nfrom_openai: 3200\ncreate: 3200\n",

@@ -20,8 +20,8 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 import z3
 from pydantic import BaseModel
 
-from factorspec_sdk.errors import ContextError, SpecError
-from factorspec_sdk.graph.assemble import RelationFactor, assemble_spec
+from factorspec_sdk.errors import ContextError, SpecError, UnsatisfiableSpecError
+from factorspec_sdk.graph.assemble import RelationFactor, assemble_spec, bound_constraint
 from factorspec_sdk.graph.cache import SpecCache
 from factorspec_sdk.graph.compiled import CompiledSpec
 from factorspec_sdk.graph.params import (
@@ -33,8 +33,9 @@ from factorspec_sdk.graph.params import (
     with_parameters,
 )
 from factorspec_sdk.graph.z3context import MAIN_CONTEXT_LOCK
-from factorspec_sdk.graph.z3raw import substitute_all
+from factorspec_sdk.graph.z3raw import TermBuilder, substitute_all
 from factorspec_sdk.relations.compiler import (
+    CompiledRelation,
     InternTable,
     RelationCompiler,
     VarRecord,
@@ -54,8 +55,10 @@ from factorspec_sdk.relations.layout import (
     UnionLayout,
     branch_part,
     build_layout,
+    node_at,
     path_name,
 )
+from factorspec_sdk.relations.sample import raises_everywhere
 
 __all__ = [
     "FORM_STATS",
@@ -128,13 +131,22 @@ class FormStats:
 
 @dataclasses.dataclass(frozen=True)
 class _Lowered:
-    """A model's relations lowered for one context: everything `assemble_spec` takes."""
+    """A model's relations lowered for one context: everything `assemble_spec` takes.
+
+    ``compiled``: each relation factor's compiled relation and its model's path, by factor
+    name (to tell, where the spec is unsatisfiable, a relation that raises on every record).
+    """
 
     layout: RootLayout
     relations: RelationSet
     records: Mapping[str, VarRecord]
     strings: InternTable
     factors: tuple[RelationFactor, ...]
+    compiled: Mapping[str, tuple[CompiledRelation, Path]]
+
+
+_RAISES_CHECK_MS = 2000
+"""Time limit of each check of `_raising_relation` (one that runs out blames nothing)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -248,7 +260,38 @@ def _compile(model: type[BaseModel], context: object) -> CompiledSpec:
     """Compile uncached (the caller holds `MAIN_CONTEXT_LOCK`)."""
     t0 = time.perf_counter()
     lowered = _lower(model, context)
-    return _assemble(model, context, lowered, lowered.factors, t0)
+    try:
+        return _assemble(model, context, lowered, lowered.factors, t0)
+    except UnsatisfiableSpecError as err:
+        _raising_relation(lowered, context, err.core)
+        raise
+
+
+def _raising_relation(lowered: _Lowered, context: object, core: Sequence[str]) -> None:
+    """Raise `RelationRaisesError` for a relation of ``core`` that raises on every record.
+
+    Such a relation clashes with everything, and its error is the exception, not the core:
+    it applies to some record within the schema's bounds, and on none of them does its
+    evaluation finish without an exception.
+    """
+    for name in core:
+        found = lowered.compiled.get(name)
+        if found is None:
+            continue
+        relation, root = found
+        s = z3.Solver()
+        s.set("timeout", _RAISES_CHECK_MS)
+        with TermBuilder(z3.main_ctx()) as tb:
+            for v in sorted(relation.variables):
+                rec = lowered.records.get(v)
+                bounds = None if rec is None else bound_constraint(rec, lowered.strings, tb)
+                if bounds is not None:
+                    s.add(bounds)
+        s.add(relation.applies)
+        if s.check() == z3.sat and s.check(relation.defined) == z3.unsat:
+            node = node_at(lowered.layout, root)
+            assert node is not None  # the path of a relation's model
+            raise raises_everywhere(relation.info, node, context)
 
 
 def _assemble(
@@ -282,9 +325,11 @@ def _lower(model: type[BaseModel], context: object) -> _Lowered:
         )
     comp = RelationCompiler(layout, context)
     lowered: list[RelationFactor] = []
+    compiled: dict[str, tuple[CompiledRelation, Path]] = {}
     for r in rels:
         c = comp.compile(r)
         lowered.append(RelationFactor(r.name, c.variables, c.formula))
+        compiled[r.name] = (c, ())
     for path, nested in _nested_relations(layout, ()):
         if nested.needs_context and context is None:
             raise ContextError(
@@ -293,7 +338,9 @@ def _lower(model: type[BaseModel], context: object) -> _Lowered:
             )
         for r in nested:
             c = comp.compile(r, path)
-            lowered.append(RelationFactor(f"{r.name} ({path_name(path)})", c.variables, c.formula))
+            name = f"{r.name} ({path_name(path)})"
+            lowered.append(RelationFactor(name, c.variables, c.formula))
+            compiled[name] = (c, path)
     for name, variables, formula in dict_key_factors(comp):
         lowered.append(RelationFactor(name, variables, formula))
     decided = decided_by_codes(comp, [(f.variables, f.formula) for f in lowered])
@@ -310,7 +357,7 @@ def _lower(model: type[BaseModel], context: object) -> _Lowered:
     links = texts + length_links(comp.strings, records) + date_links(records)
     for name, variables, formula in links:
         lowered.append(RelationFactor(name, variables, formula))
-    return _Lowered(layout, rels, records, comp.strings, tuple(lowered))
+    return _Lowered(layout, rels, records, comp.strings, tuple(lowered), compiled)
 
 
 def _nested_relations(node: object, path: Path) -> list[tuple[Path, RelationSet]]:

@@ -692,6 +692,7 @@ class _ExprBuilder:
         self.is_bool = is_bool
         self.limits = limits
         self.defs: list[tuple[Node, bool]] = []
+        self.def_vars: list[frozenset[str]] = []
         self.nodes = 0
         self.used: set[str] = set()
 
@@ -728,6 +729,7 @@ class _ExprBuilder:
         if isinstance(e, DefRef):
             if not 0 <= e.index < len(self.defs):
                 raise IRError(f"{where}: def {e.index} is not defined before this point")
+            self.used |= self.def_vars[e.index]  # a factor reads the variables of its defs
             return self.defs[e.index]
         return self._apply(e, where, depth)
 
@@ -954,7 +956,9 @@ def _build(checked: CheckedIR, limits: IRLimits, solver_timeout_ms: int | None) 
         names: set[str] = set()
         eb = _ExprBuilder(tb, nodes, is_bool, lim)
         for i, d in enumerate(ir.defs):
+            eb.used = set()
             eb.defs.append(eb.build(d, f"defs[{i}]"))
+            eb.def_vars.append(frozenset(eb.used))
         for i, f in enumerate(ir.factors):
             if f.name in names or f.name in schema_names:
                 raise IRError(f"factor name {f.name!r} repeats")

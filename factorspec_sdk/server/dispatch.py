@@ -209,11 +209,8 @@ class Dispatcher:
                         f"internal error: the generated record failed validation ({exc})",
                         type="server_error",
                     ) from None
-            if prepared.tools is not None:
-                content, calls = prepared.tools.answer(text)
-                if calls is not None:
-                    return Answer("", "tool_calls", True, calls)
-                return Answer(content or "", "stop", True)
+            if prepared.tools is not None:  # a message (cut at its bound: length) or calls
+                return prepared.tools.answer(text)
             return Answer(bare_text(text) if prepared.bare else text, "stop", True)
         if done.reason in ("max_tokens", "timeout", "cancelled"):
             if prepared.tools is not None:  # a record of calls cut short says nothing yet

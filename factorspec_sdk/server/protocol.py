@@ -35,6 +35,8 @@ from pydantic import (
 )
 from pydantic.config import JsonDict, JsonValue
 
+from factorspec_sdk.tools import X_FACTORSPEC
+
 __all__ = [
     "ApiError",
     "AssistantMessage",
@@ -51,11 +53,13 @@ __all__ = [
     "CompletionChunk",
     "CompletionChunkChoice",
     "CompletionRequest",
+    "DEFAULT_TOOL_CALLS",
     "ErrorDetail",
     "ErrorResponse",
     "FactorSpecExtension",
     "Health",
     "JsonSchemaFormat",
+    "MAX_TOOL_CALLS",
     "ModelCard",
     "ModelList",
     "PromptTokensDetails",
@@ -70,8 +74,11 @@ __all__ = [
 ]
 
 JsonObject = dict[str, object]
-X_FACTORSPEC = "x-factorspec"
-"""The JSON Schema keyword that carries the extension field inside a ``response_format`` schema."""
+DEFAULT_TOOL_CALLS = 4
+"""The most calls in one answer with ``parallel_tool_calls`` (its default, true), unless the
+``factorspec`` field's ``max_tool_calls`` says otherwise."""
+MAX_TOOL_CALLS = 64
+"""The most ``max_tool_calls`` may allow."""
 Kind = Literal["chat", "completion"]
 """The generation endpoint a request came to: ``/v1/chat/completions`` or ``/v1/completions``."""
 
@@ -177,7 +184,19 @@ class FunctionIn(BaseModel):
     parameters: JsonObject | None = Field(
         default=None,
         description="A JSON Schema of the arguments, of the subset `factorspec serve` "
-        "compiles (a 422 otherwise); none: no arguments.",
+        "compiles (a 422 otherwise); none: no arguments. An `x-factorspec` key at its root, "
+        '`{"ir": {...}}`, carries the relation IR of the arguments, which the calls of '
+        "the function then satisfy (the IR wins over the schema).",
+        json_schema_extra={
+            "properties": {
+                X_FACTORSPEC: {
+                    "type": "object",
+                    "required": ["ir"],
+                    "properties": {"ir": {"$ref": "#/components/schemas/RelationIR"}},
+                    "additionalProperties": False,
+                }
+            }
+        },
     )
     strict: StrictBool | None = None
 
@@ -216,7 +235,20 @@ class JsonSchemaFormat(BaseModel):
         f"An `{X_FACTORSPEC}` key at its root carries the `factorspec` extension field "
         "(the relation IR, ...); the extension field itself overrides it key by key.",
         json_schema_extra={
-            "properties": {X_FACTORSPEC: {"$ref": "#/components/schemas/FactorSpecExtension"}}
+            "properties": {
+                X_FACTORSPEC: {
+                    "allOf": [
+                        {"$ref": "#/components/schemas/FactorSpecExtension"},
+                        {
+                            "description": "max_tool_calls bounds tool calls, not a record",
+                            "not": {
+                                "required": ["max_tool_calls"],
+                                "properties": {"max_tool_calls": {"type": "integer"}},
+                            },
+                        },
+                    ]
+                }
+            }
         },
     )
     description: StrictStr | None = None
@@ -243,6 +275,9 @@ class FactorSpecExtension(BaseModel):
         schema_in_prompt: append a compact picture of the expected JSON to the last user
             message of a chat request (`factorspec_sdk.prompts.hint_sentence`); on by
             default, as in `Client.generate`, so the same messages give the same prompt.
+        max_tool_calls: with ``tools`` and ``parallel_tool_calls`` not false, the most calls
+            in one answer (default `DEFAULT_TOOL_CALLS`); the model closes the list of calls
+            when it wants, this only bounds it.
     """
 
     model_config = _STRICT
@@ -258,6 +293,7 @@ class FactorSpecExtension(BaseModel):
         description="Append 'Answer with JSON of this form: ...' to the last user message "
         "(as Client.generate does by default); false sends the messages as written.",
     )
+    max_tool_calls: Annotated[StrictInt, Field(ge=1, le=MAX_TOOL_CALLS)] | None = None
 
 
 _ONE_CONSTRAINT = "structured_outputs takes exactly one of json, regex, choice"
@@ -383,6 +419,10 @@ _TWO_SPECS = (
 _TOOLS_AND_SPEC = (
     'tools (with tool_choice not "none") make the answer tool calls: pass no {} with them'
 )
+_CALLS_WITHOUT_TOOLS = 'factorspec.max_tool_calls bounds tool calls: pass it with "tools"'
+_ONE_CALL = (
+    "parallel_tool_calls false allows one call: factorspec.max_tool_calls above 1 contradicts it"
+)
 _SPEC_SOURCES: list[JsonValue] = [
     {
         "required": ["factorspec"],
@@ -420,12 +460,26 @@ _ONE_STREAM: JsonDict = {
         {"properties": {"n": {"const": 1}}},
     ],
 }
+_NO_CALLS_BOUND: JsonDict = {
+    "description": _CALLS_WITHOUT_TOOLS,
+    "not": {
+        "required": ["factorspec"],
+        "properties": {
+            "factorspec": {
+                "type": "object",
+                "required": ["max_tool_calls"],
+                "properties": {"max_tool_calls": {"type": "integer"}},
+            }
+        },
+    },
+}
 _REQUEST_RULES: JsonDict = {
     "allOf": [
         {
             "description": _NEEDS_A_SPEC,
             "anyOf": _SPEC_SOURCES,
         },
+        _NO_CALLS_BOUND,
         {
             "description": _TWO_SPECS,
             "not": {
@@ -451,9 +505,30 @@ _TOOLS_ACTIVE: JsonDict = {
         "tool_choice": {"not": {"const": "none"}},
     },
 }
+_ONE_CALL_RULE: JsonDict = {
+    "description": _ONE_CALL,
+    "not": {
+        "required": ["parallel_tool_calls", "factorspec"],
+        "properties": {
+            "parallel_tool_calls": {"const": False},
+            "factorspec": {
+                "type": "object",
+                "required": ["max_tool_calls"],
+                "properties": {"max_tool_calls": {"type": "integer", "minimum": 2}},
+            },
+        },
+    },
+}
 _CHAT_RULES: JsonDict = {
     "anyOf": [
-        {"allOf": [_TOOLS_ACTIVE, {"not": {"anyOf": _SPEC_SOURCES}}, _ONE_STREAM]},
+        {
+            "allOf": [
+                _TOOLS_ACTIVE,
+                {"not": {"anyOf": _SPEC_SOURCES}},
+                _ONE_STREAM,
+                _ONE_CALL_RULE,
+            ]
+        },
         {"allOf": [{"not": _TOOLS_ACTIVE}, _REQUEST_RULES]},
     ]
 }
@@ -502,6 +577,8 @@ class _Common(BaseModel):
             if self.stream and self.n > 1:
                 raise ValueError("streaming supports n=1 only")
             return self
+        if self.factorspec is not None and self.factorspec.max_tool_calls is not None:
+            raise ValueError(_CALLS_WITHOUT_TOOLS)
         rf = self.response_format
         if self.structured_outputs is not None and rf is not None and rf.type == "json_schema":
             raise ValueError(_TWO_SPECS)
@@ -544,6 +621,20 @@ class ChatRequest(_Common):
     def uses_tools(self) -> bool:
         """Whether the answer is tool calls (``tools`` given, ``tool_choice`` not none)."""
         return bool(self.tools) and self.tool_choice != "none"
+
+    def max_tool_calls(self) -> int:
+        """The most calls in one answer: 1 without parallel calls, else the bound asked for."""
+        if self.parallel_tool_calls is False:
+            return 1
+        asked = None if self.factorspec is None else self.factorspec.max_tool_calls
+        return asked or DEFAULT_TOOL_CALLS
+
+    @model_validator(mode="after")
+    def _one_call(self) -> ChatRequest:
+        asked = None if self.factorspec is None else self.factorspec.max_tool_calls
+        if self.parallel_tool_calls is False and asked is not None and asked > 1:
+            raise ValueError(_ONE_CALL)
+        return self
 
 
 class CompletionRequest(_Common):

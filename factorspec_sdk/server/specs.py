@@ -4,7 +4,9 @@ Owns the request side of a generation: the model check and request-model validat
 404 / 400), the record's spec (a relation IR from the ``factorspec`` extension or the
 ``x-factorspec`` key of the schema sent, else the ``response_format`` or vLLM
 ``structured_outputs`` schema converted to one (`factorspec_sdk.server.structured`),
-compiled to a `CompiledSpec`; a spec that does not compile or is unsatisfiable is a 422),
+compiled to a `CompiledSpec`; a spec that does not compile or is unsatisfiable is a 422, and
+so is a schema with an ``x-factorspec`` below its root and no IR, whose relations nobody
+would read),
 the `jsonschema` validator of a schema the client sent, the prompt (chat messages through
 the engine's chat template, with the schema hint when asked; a raw text or token-id
 prompt), and the token budget, timeout and sampling parameters of each choice. Every
@@ -32,6 +34,7 @@ from factorspec_sdk.ir import (
 )
 from factorspec_sdk.prompts import with_schema_hint
 from factorspec_sdk.server.protocol import (
+    X_FACTORSPEC,
     ApiError,
     ChatRequest,
     CompletionRequest,
@@ -39,7 +42,7 @@ from factorspec_sdk.server.protocol import (
     JsonObject,
     Kind,
 )
-from factorspec_sdk.server.structured import extension, structured
+from factorspec_sdk.server.structured import extension, misplaced_extension, structured
 from factorspec_sdk.server.tool_calls import ToolPlan, plan_tools
 
 if TYPE_CHECKING:
@@ -166,6 +169,23 @@ async def prepare(
     else:
         sent, name, param = None, "Record", "response_format"
     ext = extension(req.factorspec, None if target is not None and target.bare else sent)
+    if ext.max_tool_calls is not None:  # only from an x-factorspec: the field is checked
+        raise ApiError(
+            400, "x-factorspec.max_tool_calls bounds tool calls, not a record", param=param
+        )
+    if ext.ir is None and sent is not None:
+        nested = misplaced_extension(sent)
+        if nested is not None:
+            raise ApiError(
+                422,
+                f"{X_FACTORSPEC} at {nested} of the schema is not read (only at its root), "
+                "and its relations would be dropped; send the relation IR of the whole "
+                'record (factorspec_sdk.ir.to_ir of the root model) in "factorspec" or at '
+                "the schema's root, as factorspec_sdk.from_openai does (create_iterable "
+                "included)",
+                code="spec_error",
+                param=param,
+            )
     t_spec = time.perf_counter()
     # the meta-schema check can take 1 s
     ir = await asyncio.to_thread(_ir, ext, sent, name, param, limits)
