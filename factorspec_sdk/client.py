@@ -113,8 +113,9 @@ class GenerateOptions(TypedDict, total=False):
             within it; a budget below the shortest record is a `TokenBudgetError`.
         params: the four above as one `SamplingParams` (instead of them).
         speculative: override the client's drafting setting for this call.
-        schema_in_prompt: append a compact JSON picture of the model to the prompt
-            (`factorspec_sdk.prompts.hint_sentence`; default True).
+        schema_in_prompt: append a compact JSON picture of the model to the last user
+            message, of a plain prompt or a message list
+            (`factorspec_sdk.prompts.hint_sentence`; default True, as on the server).
     """
 
     system: str | None

@@ -33,7 +33,8 @@ class GenerationRequest:
         context: the per-request context the relations read.
         params: how tokens are chosen and the record's token budget.
         system: an optional system prompt (with a plain-text prompt).
-        schema_in_prompt: append `factorspec_sdk.prompts.hint_sentence` to the prompt.
+        schema_in_prompt: append `factorspec_sdk.prompts.hint_sentence` to the last user
+            message.
         speculative: override the backend's drafting setting (None: keep it).
         on_partial: where to send the record's partial views as it is decoded
             (`factorspec_sdk.partials`), on the backend's thread; an exception it raises

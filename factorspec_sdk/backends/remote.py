@@ -91,12 +91,16 @@ class WireSpec:
         }
 
     def extra_body(self, extra: Mapping[str, object] | None = None) -> dict[str, object]:
-        """``extra``, with the IR added to its ``factorspec`` extension field."""
+        """``extra``, with the IR added to its ``factorspec`` extension field.
+
+        The messages go as the client built them (with its schema hint, or as written):
+        ``schema_in_prompt`` is false unless ``extra`` sets it.
+        """
         body = dict(extra or {})
         ext = body.get("factorspec")
         if ext is not None and not isinstance(ext, Mapping):
             raise TypeError(f"extra_body['factorspec'] must be a mapping, not {type(ext)}")
-        body["factorspec"] = {**(ext or {}), "ir": self.ir}
+        body["factorspec"] = {"schema_in_prompt": False, **(ext or {}), "ir": self.ir}
         return body
 
 

@@ -98,13 +98,14 @@ ModelT = TypeVar("ModelT", bound=BaseModel)
 REASK_PROMPT = "Correct your JSON ONLY RESPONSE, based on the following errors:\n"
 """The first line of a re-ask: Instructor's, for its JSON modes (``reask_md_json``)."""
 
+_TOOLS = "response_model is the answer; for tool calls, send tools= with the openai client"
 _REFUSED = {
     "response_format": "the response format is response_model's JSON schema",
     "stream": "create_partial and create_iterable stream; create answers whole",
     "n": "one record per call",
-    "tools": "factorspec serve writes records, not tool calls",
-    "tool_choice": "factorspec serve writes records, not tool calls",
-    "functions": "factorspec serve writes records, not tool calls",
+    "tools": _TOOLS,
+    "tool_choice": _TOOLS,
+    "functions": _TOOLS,
 }
 _VALIDATOR_ERRORS = {"value_error", "assertion_error"}
 

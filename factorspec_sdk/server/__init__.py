@@ -19,7 +19,8 @@ OpenAI body. The record's shape comes from either
   IR there (its values are compile-time constants), so there is no separate context field.
   When both are given the IR wins. Other extension keys: ``timeout_s`` (per-request
   timeout), ``speculative`` (False: one token per forward) and ``schema_in_prompt``
-  (append a picture of the JSON to the last user message).
+  (default True, as in ``Client.generate``: append a picture of the JSON to the last user
+  message; False sends the messages as written).
 
 Sampling: ``temperature`` (default 0: greedy), ``top_p``, ``seed`` (choice ``i`` uses
 ``seed + i``), ``n`` (up to 16), ``max_tokens``/``max_completion_tokens`` (default 2048),
@@ -125,11 +126,14 @@ def serve(
         ValueError: a negative number of planning workers.
         UpstreamsUnavailableError: no upstream answers at start.
     """
+    import sys
+
     import uvicorn
 
     from factorspec_sdk.graph.z3_gil import keep_gil_in_short_calls
-    from factorspec_sdk.server.app import ServerOptions, create_app
+    from factorspec_sdk.server.app import ServerOptions, create_app, served_model_name
     from factorspec_sdk.server.gc_policy import tune_gc
+    from factorspec_sdk.server.serving_log import ReadyServer, log, log_config, serving_line
 
     served: Engine | UpstreamPool
     pool: UpstreamPool | None = None
@@ -183,10 +187,21 @@ def serve(
         )
         return
     app = create_app(served, model_name=model_name, options=options)
+    line = serving_line(served_model_name(served, model_name), host, port)
+    config = uvicorn.Config(
+        app, host=host, port=port, log_level=log_level, log_config=log_config(log_level)
+    )
+    server = ReadyServer(config, on_ready=lambda: log.info(line))
     tune_gc()  # this process is the server's: start-up's objects need no more collections
     keep_gil_in_short_calls()  # its planning threads would trade the GIL at every Z3 call
     try:
-        uvicorn.run(app, host=host, port=port, log_level=log_level)
+        server.run()
+    except KeyboardInterrupt:
+        pass
     finally:
         if pool is not None:
             pool.close()
+    if not server.started:  # as uvicorn.run: a server that never listened exits with 3
+        from uvicorn.config import STARTUP_FAILURE
+
+        sys.exit(STARTUP_FAILURE)

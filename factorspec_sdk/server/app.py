@@ -55,7 +55,7 @@ from factorspec_sdk.server.specs import prepare
 if TYPE_CHECKING:
     from factorspec_sdk.engines.protocol import Engine
 
-__all__ = ["ServerOptions", "create_app"]
+__all__ = ["ServerOptions", "create_app", "served_model_name"]
 
 log = logging.getLogger("factorspec.server")
 
@@ -109,7 +109,7 @@ def create_app(
         limits: limits on relation IRs and JSON schemas.
         options: timeouts, batch and queue sizes, body size, API key.
     """
-    name = model_name or _default_model_name(engine)
+    name = served_model_name(engine, model_name)
     ir_limits = limits or IRLimits()
     opts = options or ServerOptions()
     counters = Metrics()
@@ -269,7 +269,10 @@ def create_app(
     return app
 
 
-def _default_model_name(engine: Engine | UpstreamPool) -> str:
+def served_model_name(engine: Engine | UpstreamPool, model_name: str | None = None) -> str:
+    """The model id clients pass: ``model_name``, else the engine's model folder, else its name."""
+    if model_name:
+        return model_name
     path = getattr(engine, "model_path", None)
     if isinstance(path, (str, Path)) and str(path):
         return Path(path).name

@@ -1,7 +1,7 @@
 """The bodies `factorspec serve` accepts and answers, as Pydantic models (its OpenAPI contract).
 
 Requests: unknown OpenAI parameters are ignored (as vLLM does); the ones that would change
-the meaning of the answer and are not supported (``tools``, ``logprobs``...) are a 400. Every
+the meaning of the answer and are not supported (``logprobs``, ``echo``...) are a 400. Every
 reason for a 400 is stated by the request models' JSON schema (``/openapi.json``); a body the
 schema accepts is answered 200, or 404 (unknown model), or 422 when its *content* cannot be
 served (a relation IR or JSON schema that does not compile, an unsatisfiable spec, a prompt
@@ -273,7 +273,8 @@ class FactorSpecExtension(BaseModel):
         speculative: draft certain tokens and guesses (False: one token per forward, the
             baseline the speed-ups compare against); None: the server's setting.
         schema_in_prompt: append a compact picture of the expected JSON to the last user
-            message.
+            message of a chat request (`factorspec_sdk.prompts.hint_sentence`); on by
+            default, as in `Client.generate`, so the same messages give the same prompt.
         max_tool_calls: with ``tools`` and ``parallel_tool_calls`` not false, the most calls
             in one answer (default `DEFAULT_TOOL_CALLS`); the model closes the list of calls
             when it wants, this only bounds it.
@@ -287,7 +288,11 @@ class FactorSpecExtension(BaseModel):
     )
     timeout_s: Annotated[float, Field(gt=0, le=3600)] | None = None
     speculative: StrictBool | None = None
-    schema_in_prompt: StrictBool = False
+    schema_in_prompt: StrictBool = Field(
+        default=True,
+        description="Append 'Answer with JSON of this form: ...' to the last user message "
+        "(as Client.generate does by default); false sends the messages as written.",
+    )
     max_tool_calls: Annotated[StrictInt, Field(ge=1, le=MAX_TOOL_CALLS)] | None = None
 
 
@@ -395,7 +400,7 @@ class StreamOptions(BaseModel):
 def _unsupported(name: str) -> AfterValidator:
     def check(value: bool) -> bool:
         if value:
-            raise ValueError(f"{name} are not supported")
+            raise ValueError(f"{name} is not supported")
         return value
 
     return AfterValidator(check)
@@ -639,7 +644,14 @@ class CompletionRequest(_Common):
         Annotated[StrictStr, Field(min_length=1)]
         | Annotated[list[Annotated[StrictInt, Field(ge=0)]], Field(min_length=1)]
     )
-    echo: StrictBool = False
+    echo: (
+        Annotated[
+            StrictBool,
+            _unsupported("echo"),
+            WithJsonSchema({"type": "boolean", "const": False}),
+        ]
+        | None
+    ) = None
 
 
 # --------------------------------------------------------------------------- answers

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from cli.main import ExitCode, app
+from factorspec_sdk.cli.main import ExitCode, app
 
 ROOT = Path(__file__).resolve().parents[2]
 runner = CliRunner()
@@ -105,6 +105,12 @@ def _in_repo_root(monkeypatch: pytest.MonkeyPatch) -> None:
         ("examples.itinerary:Itinerary", "examples.itinerary:SAMPLE_CONTEXT"),
         ("examples/invoice.py:Invoice", "examples/invoice.py:SAMPLE_CONTEXT"),
         ("examples/meeting.py:Meeting", "examples/meeting.py:SAMPLE_CONTEXT"),
+        # what a pip install has: the packaged domains
+        ("factorspec_sdk.domains.trip:Itinerary", "factorspec_sdk.domains.trip:SAMPLE_CONTEXT"),
+        (
+            "factorspec_sdk.domains.meeting:Meeting",
+            "factorspec_sdk.domains.meeting:SAMPLE_CONTEXT",
+        ),
     ],
 )
 def test_check_examples(target: str, context: str) -> None:
@@ -305,6 +311,16 @@ def test_generate_with_an_unknown_engine_is_an_engine_error() -> None:
     assert "unknown engine 'nope'" in result.output
 
 
+@pytest.mark.parametrize("command", ["check", "generate"])
+def test_help_names_what_a_pip_install_has(command: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The help's examples resolve outside a checkout: no ``examples/`` (not in the wheel)."""
+    monkeypatch.setenv("COLUMNS", "200")  # rich wraps the help at the terminal's width
+    result = runner.invoke(app, [command, "--help"])
+    assert result.exit_code == 0, result.output
+    assert "factorspec_sdk.domains.trip:Itinerary" in result.output
+    assert "examples" not in result.output
+
+
 def test_version() -> None:
     from factorspec_sdk import __version__
 
@@ -326,7 +342,7 @@ def test_help_is_fast_and_light(args: list[str]) -> None:
         f"""
         import sys
         sys.argv = ["factorspec", *{args!r}]
-        from cli.main import main
+        from factorspec_sdk.cli.main import main
         try:
             main()
         except SystemExit as exc:
@@ -359,7 +375,7 @@ def test_generate_end_to_end(tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "cli.main",
+            "factorspec_sdk.cli.main",
             "generate",
             "examples/itinerary.py:Itinerary",
             "--prompt-file",

@@ -241,7 +241,7 @@ def test_pool_errors_are_clear() -> None:
 
 def test_the_serve_command_takes_upstreams(monkeypatch: pytest.MonkeyPatch) -> None:
     import factorspec_sdk.server as server
-    from cli.main import app
+    from factorspec_sdk.cli.main import app
 
     seen: dict[str, object] = {}
     monkeypatch.setattr(server, "serve", lambda **kwargs: seen.update(kwargs))

@@ -29,14 +29,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from pydantic import BaseModel
 
-from cli.loading import (
+from factorspec_sdk import __version__
+from factorspec_sdk.cli.loading import (
     UsageProblem,
     coerce_context,
     load_context,
     load_model,
     read_prompt,
 )
-from factorspec_sdk import __version__
 from factorspec_sdk.errors import (
     ContextError,
     EngineError,
@@ -149,8 +149,8 @@ TargetArg = Annotated[
     str,
     typer.Argument(
         metavar="MODULE:MODEL",
-        help="The Pydantic model: a file path (examples/itinerary.py:Itinerary) or a dotted "
-        "module (examples.itinerary:Itinerary).",
+        help="The Pydantic model: a dotted module (factorspec_sdk.domains.trip:Itinerary) or "
+        "a file path (models.py:Invoice).",
         show_default=False,
     ),
 ]
@@ -162,7 +162,7 @@ ContextOpt = Annotated[
         metavar="FILE|MODULE:ATTR",
         help="The per-request context: a JSON file (- for stdin), validated into the type "
         "the relations annotate their context with, or a Python attribute "
-        "(examples/itinerary.py:SAMPLE_CONTEXT).",
+        "(factorspec_sdk.domains.trip:SAMPLE_CONTEXT).",
         show_default=False,
     ),
 ]
@@ -468,7 +468,7 @@ def _mount_bench() -> None:
     import importlib
 
     try:
-        bench_app = importlib.import_module("cli.bench").bench_app
+        bench_app = importlib.import_module("factorspec_sdk.cli.bench").bench_app
     except (ImportError, AttributeError) as exc:  # keep the rest of the CLI usable
         message = f"the bench commands are not available: {exc}"
 
@@ -494,7 +494,7 @@ def main() -> None:
     """Entry point of the ``factorspec`` console script.
 
     Like ``python -m``, the working directory goes first on ``sys.path``, so that
-    ``MODULE:Model`` arguments (``examples.itinerary:Itinerary``) resolve from a checkout.
+    ``MODULE:Model`` arguments (``models:Invoice``) resolve from the folder you are in.
     """
     import os
     import sys
