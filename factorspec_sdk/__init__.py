@@ -26,6 +26,9 @@ from factorspec_sdk.errors import (
     GenerationError as GenerationError,
 )
 from factorspec_sdk.errors import (
+    GenerationTimeoutError as GenerationTimeoutError,
+)
+from factorspec_sdk.errors import (
     IncompleteGenerationError as IncompleteGenerationError,
 )
 from factorspec_sdk.errors import (
@@ -88,6 +91,7 @@ __all__ = [
     "GenerationError",
     "GenerationResult",
     "GenerationStats",
+    "GenerationTimeoutError",
     "IncompleteGenerationError",
     "ModelLoadError",
     "OracleError",

@@ -16,6 +16,7 @@ Every error the SDK raises on purpose derives from `FactorSpecError` and carries
     │   └── UpstreamsUnavailableError  no engine server of a pool is healthy (names each one)
     └── GenerationError                decoding could not finish
         ├── IncompleteGenerationError  the token budget ran out; carries the partial text
+        │   └── GenerationTimeoutError the server's time limit ran out first
         ├── TokenBudgetError           max_tokens is below the shortest record (before any token)
         ├── RemoteError                a FactorSpec server refused or failed a request
         └── RetriesExhaustedError      an ordinary validator still fails after every re-ask
@@ -28,6 +29,7 @@ __all__ = [
     "EngineError",
     "FactorSpecError",
     "GenerationError",
+    "GenerationTimeoutError",
     "IncompleteGenerationError",
     "ModelLoadError",
     "OracleError",
@@ -208,6 +210,27 @@ class IncompleteGenerationError(GenerationError):
         self.partial_text = partial_text
         self.tokens = tokens
         super().__init__(f"{message} after {tokens} tokens; partial text: {partial_text[-200:]!r}")
+
+
+class GenerationTimeoutError(IncompleteGenerationError):
+    """A server's time limit ran out before the record was complete.
+
+    ``factorspec serve`` answers such a record with a 422 ``timeout_reached``, never with the
+    cut text as content. An `IncompleteGenerationError` whose fix is more time, not more
+    tokens.
+
+    Attributes:
+        timeout_s: the limit, in seconds (the request's ``factorspec.timeout_s``, else the
+            server's ``--request-timeout``); None when the server did not say.
+    """
+
+    code = "generation-timeout"
+
+    def __init__(
+        self, message: str, *, partial_text: str, tokens: int, timeout_s: float | None
+    ) -> None:
+        self.timeout_s = timeout_s
+        super().__init__(message, partial_text=partial_text, tokens=tokens)
 
 
 class TokenBudgetError(GenerationError):

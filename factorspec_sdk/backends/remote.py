@@ -31,6 +31,7 @@ from factorspec_sdk.drafter.loop import DecodeOutcome, GenerationStats
 from factorspec_sdk.engines.upstreams import v1_root
 from factorspec_sdk.errors import (
     FactorSpecError,
+    GenerationTimeoutError,
     IncompleteGenerationError,
     RemoteError,
     SpecError,
@@ -107,8 +108,11 @@ class WireSpec:
 def check_finished(finish_reason: str | None, text: str, tokens: int) -> None:
     """Raise when the server's answer ended before the record was complete.
 
+    ``factorspec serve`` answers a record cut short with an error (`remote_error`), never
+    ``length``; a server that still sends its cut text as content is caught here.
+
     Raises:
-        IncompleteGenerationError: ``finish_reason`` is ``length`` (the server's timeout).
+        IncompleteGenerationError: ``finish_reason`` is ``length``.
     """
     if finish_reason == "length":
         raise IncompleteGenerationError(
@@ -190,8 +194,9 @@ class RemoteBackend:
         no request is sent for it). A request's ``speculative`` (else the backend's) is sent
         in the extension field; with neither, the server's setting applies. Errors the
         server names come back as their class
-        (`UnsatisfiableSpecError`, `TokenBudgetError`, `SpecError`); a record the server's
-        timeout ended is an `IncompleteGenerationError`; anything else a `RemoteError`.
+        (`UnsatisfiableSpecError`, `TokenBudgetError`, `SpecError`); a record that ran out
+        of tokens is an `IncompleteGenerationError`, of the server's time limit a
+        `GenerationTimeoutError`; anything else a `RemoteError`.
         """
         outcomes: dict[int, DecodeOutcome] = {}
         bodies: list[tuple[int, list[ChatMessage], WireSpec]] = []
@@ -332,7 +337,8 @@ def remote_error(exc: object, model: str, max_tokens: int | None) -> FactorSpecE
     An unsatisfiable spec (with its unsat core), a token budget below the shortest record
     (a `TokenBudgetError` when the request gave ``max_tokens``, else a `RemoteError` naming
     the server's default), a record that ran out of its budget (``max_tokens_reached``: an
-    `IncompleteGenerationError` with its partial text), another 422 a `SpecError`, anything
+    `IncompleteGenerationError` with its partial text) or of its time limit
+    (``timeout_reached``: a `GenerationTimeoutError`), another 422 a `SpecError`, anything
     else a `RemoteError` with the server's status and message.
     """
     status = getattr(exc, "status_code", None)
@@ -344,14 +350,26 @@ def remote_error(exc: object, model: str, max_tokens: int | None) -> FactorSpecE
         core = fs.get("unsat_core") if isinstance(fs, dict) else None
         if isinstance(core, list):
             return UnsatisfiableSpecError([str(c) for c in core], model)
-    if isinstance(err, dict) and err.get("code") == "max_tokens_reached":
+    if isinstance(err, dict) and err.get("code") in ("max_tokens_reached", "timeout_reached"):
         fs = err.get("factorspec")
         fs = fs if isinstance(fs, dict) else {}
-        partial, tokens = fs.get("partial_text"), fs.get("tokens")
-        return IncompleteGenerationError(
-            "the server's token budget ran out before the record was complete",
-            partial_text=partial if isinstance(partial, str) else "",
-            tokens=tokens if isinstance(tokens, int) else 0,
+        partial, tokens, limit = fs.get("partial_text"), fs.get("tokens"), fs.get("timeout_s")
+        text = partial if isinstance(partial, str) else ""
+        count = tokens if isinstance(tokens, int) else 0
+        if err.get("code") == "max_tokens_reached":
+            return IncompleteGenerationError(
+                "the server's token budget ran out before the record was complete",
+                partial_text=text,
+                tokens=count,
+            )
+        seconds = float(limit) if isinstance(limit, (int, float)) else None
+        return GenerationTimeoutError(
+            f"the server's time limit{'' if seconds is None else f' of {seconds:g} s'} ran "
+            "out before the record was complete (start the server with a larger "
+            '--request-timeout, or send extra_body={"factorspec": {"timeout_s": SECONDS}})',
+            partial_text=text,
+            tokens=count,
+            timeout_s=seconds,
         )
     if isinstance(err, dict) and err.get("code") == "token_budget":
         fs = err.get("factorspec")

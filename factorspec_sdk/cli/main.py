@@ -398,7 +398,7 @@ def serve(
         typer.Option(
             min=0.1,
             metavar="SECONDS",
-            help="Longest time one generation may take, then finish_reason length "
+            help="Longest time one record may take, then a 422 timeout_reached "
             "(default 300; a request's factorspec.timeout_s overrides it).",
             show_default=False,
         ),

@@ -34,8 +34,10 @@ first request). What differs:
   `RetriesExhaustedError`.
 * Server errors come back as FactorSpec errors (`remote_error`): an unsatisfiable spec as
   `UnsatisfiableSpecError`, ...; a record that ran out of its token budget (a 422
-  ``max_tokens_reached``) or that the server's time limit cut short (``finish_reason``
-  ``length``) as `IncompleteGenerationError`.
+  ``max_tokens_reached``) as `IncompleteGenerationError`, one that the server's time limit
+  cut short (a 422 ``timeout_reached``) as `GenerationTimeoutError` (an
+  `IncompleteGenerationError` too), and a ``finish_reason`` ``length`` (a server that
+  still returns its cut text) as `IncompleteGenerationError`.
 
 The re-ask loop is written once, free of I/O (`Attempts`); the sync and async clients only
 send its requests.
@@ -390,7 +392,8 @@ class StructuredCompletions:
         Raises:
             SpecError: the model or its relations cannot be compiled for ``context``.
             RetriesExhaustedError: an ordinary validator still fails after the re-asks.
-            IncompleteGenerationError: the server's time limit ended the record.
+            IncompleteGenerationError: the record ran out of tokens (a
+                `GenerationTimeoutError`: of the server's time limit).
             RemoteError: the server refused or failed the request.
         """
         return self.create_with_completion(

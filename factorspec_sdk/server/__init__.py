@@ -17,10 +17,10 @@ OpenAI body. The record's shape comes from either
   official client): the schema *and* the relations, built on the client by
   ``factorspec_sdk.ir.to_ir(Model, context)``. The per-request context is folded into the
   IR there (its values are compile-time constants), so there is no separate context field.
-  When both are given the IR wins. Other extension keys: ``timeout_s`` (per-request
-  timeout), ``speculative`` (False: one token per forward) and ``schema_in_prompt``
-  (default True, as in ``Client.generate``: append a picture of the JSON to the last user
-  message; False sends the messages as written).
+  When both are given the IR wins. Other extension keys: ``timeout_s`` (the request's
+  time limit, else the server's), ``speculative`` (False: one token per forward) and
+  ``schema_in_prompt`` (default True, as in ``Client.generate``: append a picture of the
+  JSON to the last user message; False sends the messages as written).
 
 Sampling: ``temperature`` (default 0: greedy), ``top_p``, ``seed`` (choice ``i`` uses
 ``seed + i``), ``n`` (up to 16), ``max_tokens``/``max_completion_tokens`` (default 2048),
@@ -30,12 +30,12 @@ stats; ``stream_options.include_usage`` adds a usage chunk).
 Answers: ``choices[i].message.content`` is the canonical JSON record; ``finish_reason`` is
 ``stop`` for a complete record (always valid: it is re-checked against the schema and every
 factor before it is sent, and against a ``response_format`` JSON schema as sent, with
-`jsonschema`; a record that fails is a logged 500), or ``length`` with the partial record
-when the request timed out (``factorspec.stop_reason`` says why). ``max_tokens`` never cuts
-a record into ``content``: the masks finish it within the budget, a budget below the shortest
-record is a 422 ``token_budget`` naming ``min_tokens``, and a record of a spec the budget
-masks cannot bound that runs out of tokens is a 422 ``max_tokens_reached`` (streamed: an
-error event), never a partial record. ``usage`` has ``prompt_tokens`` and
+`jsonschema`; a record that fails is a logged 500). No record cut short is ever
+``content``: ``max_tokens`` never cuts one (the masks finish it within the budget, a budget
+below the shortest record is a 422 ``token_budget`` naming ``min_tokens``, and a record of a
+spec the budget masks cannot bound that runs out of tokens is a 422 ``max_tokens_reached``),
+and a record its time limit cuts is a 422 ``timeout_reached`` naming the limit; streamed,
+either is an error event before ``[DONE]``. ``usage`` has ``prompt_tokens`` and
 ``completion_tokens``; ``factorspec`` (top level and per choice) has the decoding stats:
 tokens, verify steps, tokens per step, drafted/certain tokens, guesses, forward / oracle
 time, queue time, spec build time, token ids.
@@ -107,7 +107,7 @@ def serve(
         model_name: the model id clients pass (default: the model folder's name).
         api_key: require ``Authorization: Bearer <api_key>``.
         max_batch: most generations decoded together.
-        request_timeout_s: longest generation time before finish_reason ``length``.
+        request_timeout_s: longest time a record may take (then a 422 ``timeout_reached``).
         log_level: uvicorn's log level.
         upstream: vLLM / SGLang OpenAI servers to run the forwards (a list, or URLs
             separated by commas): this server becomes their relation-aware front

@@ -65,7 +65,9 @@ class ServerOptions:
     """Server settings.
 
     Attributes:
-        request_timeout_s: longest time a generation may take (then finish_reason ``length``).
+        request_timeout_s: longest time a record may take from when its request is queued,
+            unless the request sets ``factorspec.timeout_s``; a record not finished by then
+            is a 422 ``timeout_reached``.
         max_batch: most generations decoded together; the others wait in a queue.
         max_queue: most generations waiting; beyond that requests get a 429.
         max_body_bytes: largest request body (413 beyond).

@@ -269,7 +269,9 @@ class FactorSpecExtension(BaseModel):
     Attributes:
         ir: the relation IR (``factorspec_sdk.ir.to_ir(Model, context)``); the context of the
             relations is already folded into it.
-        timeout_s: give up after this many seconds (finish_reason ``length``).
+        timeout_s: the time limit of the request's records, from when it is queued (else the
+            server's, ``--request-timeout``); a record not finished by then is a 422
+            ``timeout_reached``, never a partial record.
         speculative: draft certain tokens and guesses (False: one token per forward, the
             baseline the speed-ups compare against); None: the server's setting.
         schema_in_prompt: append a compact picture of the expected JSON to the last user
@@ -286,7 +288,12 @@ class FactorSpecExtension(BaseModel):
         description="A relation IR (the FactorSpecRelationIR schema); one that does not "
         "compile is a 422.",
     )
-    timeout_s: Annotated[float, Field(gt=0, le=3600)] | None = None
+    timeout_s: Annotated[float, Field(gt=0, le=3600)] | None = Field(
+        default=None,
+        description="Seconds a record may take from when the request is queued (default: "
+        "the server's --request-timeout); a record not finished by then is a 422 "
+        "timeout_reached, never a partial record.",
+    )
     speculative: StrictBool | None = None
     schema_in_prompt: StrictBool = Field(
         default=True,
@@ -686,13 +693,14 @@ class RecordStats(BaseModel):
 
     Attributes:
         valid: the record is complete and was checked against the spec.
-        stop_reason: ``complete``, ``timeout`` or ``cancelled`` (a record that ran out of
-            ``max_tokens`` is an error answer, 422 ``max_tokens_reached``, not a choice).
+        stop_reason: ``complete`` (a record cut short, by ``max_tokens`` or by the time
+            limit, is an error answer, a 422 ``max_tokens_reached`` or ``timeout_reached``,
+            never a choice).
         tokens: completion tokens.
     """
 
     valid: bool
-    stop_reason: Literal["complete", "timeout", "cancelled"]
+    stop_reason: Literal["complete"]
     queue_seconds: float
     spec_seconds: float
     tokens: int

@@ -92,6 +92,7 @@ class Prepared:
         prompt: the prompt, as the engine thread turns it into token ids.
         max_tokens: the token budget of each choice.
         timeout_s: the request's time limit.
+        timeout_asked: the limit is the request's ``timeout_s`` (else the server's).
         speculative: the request's ``factorspec.speculative`` (None: the server's setting).
         bare: the answer is the record's one string (vLLM ``choice``/``regex``), not its JSON.
         tools: for a request with tools, how its record becomes ``content`` or
@@ -105,6 +106,7 @@ class Prepared:
     prompt: Prompt
     max_tokens: int
     timeout_s: float
+    timeout_asked: bool = False
     speculative: bool | None = None
     bare: bool = False
     tools: ToolPlan | None = None
@@ -215,6 +217,7 @@ async def prepare(
         prompt=prompt,
         max_tokens=max_tokens,
         timeout_s=min(ext.timeout_s or request_timeout_s, 3600.0),
+        timeout_asked=ext.timeout_s is not None,
         speculative=ext.speculative,
         bare=target is not None and target.bare and ext.ir is None,
     )
@@ -250,6 +253,7 @@ async def _prepare_tools(
         prompt=lambda engine: engine.apply_chat_template(messages),
         max_tokens=req.max_completion_tokens or req.max_tokens or default_max_tokens,
         timeout_s=min(ext.timeout_s or request_timeout_s, 3600.0),
+        timeout_asked=ext.timeout_s is not None,
         speculative=ext.speculative,
         tools=plan,
     )

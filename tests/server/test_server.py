@@ -187,7 +187,7 @@ def test_32_concurrent_requests_none_lost_none_mixed(url: str) -> None:
     assert elapsed < 60
 
 
-def test_disconnect_frees_slot_and_timeout_is_length() -> None:
+def test_disconnect_frees_slot_and_timeout_is_an_error() -> None:
     app = create_app(slow_engine(), model_name=MODEL, options=ServerOptions(max_batch=4))
     with running(app) as base:
         client = openai.OpenAI(base_url=base + "/v1", api_key="x", max_retries=0)
@@ -209,14 +209,15 @@ def test_disconnect_frees_slot_and_timeout_is_length() -> None:
                 break
             assert time.monotonic() < deadline, metrics
             time.sleep(0.1)
-        r = client.chat.completions.create(
-            model=MODEL,
-            messages=[{"role": "user", "content": "notes"}],
-            extra_body={"factorspec": {"ir": to_ir(Slow), "timeout_s": 0.3}},
-        )
-        assert r.choices[0].finish_reason == "length"
-        assert r.model_extra["factorspec"]["stop_reason"] == "timeout"  # type: ignore[index]
-        assert r.choices[0].message.content.startswith('{"notes": [')  # type: ignore[union-attr]
+        with pytest.raises(openai.UnprocessableEntityError) as cut:  # never a partial record
+            client.chat.completions.create(
+                model=MODEL,
+                messages=[{"role": "user", "content": "notes"}],
+                extra_body={"factorspec": {"ir": to_ir(Slow), "timeout_s": 0.3}},
+            )
+        error: Any = cut.value.body
+        assert error["code"] == "timeout_reached"
+        assert error["factorspec"]["partial_text"].startswith('{"notes": [')
         # a concurrent quick request is not blocked by the slow ones
         rf = {
             "type": "json_schema",
