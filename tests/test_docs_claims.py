@@ -21,6 +21,12 @@ import pytest
 from pydantic import BaseModel, Field
 
 from factorspec_sdk.server import create_app
+from factorspec_sdk.server.protocol import (
+    UNSUPPORTED_PARAMETER,
+    ChatRequest,
+    CompletionRequest,
+    Unhonoured,
+)
 from tests.server.helpers import MODEL, running, scripted_engine
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
@@ -110,6 +116,8 @@ def check(
     assert answer.status_code == int(status[1]), answer.text
     if status[2]:
         assert answer.json()["error"]["code"] == status[2], answer.text
+    if status[2] == UNSUPPORTED_PARAMETER:  # the error names the parameter
+        assert answer.json()["error"]["param"] in fields, answer.text
     if answer.status_code != 200:
         return
     if fields.get("stream"):
@@ -156,6 +164,31 @@ def test_completion_parameters(http: httpx.Client, cell: str, claim: str) -> Non
     fields = sent(cell)
     answer = http.post("/v1/completions", json={**COMPLETION, **fields})
     check(answer, fields, claim, None, "text")
+
+
+def named(table: str) -> set[str]:
+    """The parameter names in backticks in a claims table's cells."""
+    return {n for row in claims("serving.md", table) for n in re.findall(r"`\"?(\w+)", str(row))}
+
+
+@pytest.mark.parametrize(
+    ("model", "tables"),
+    [(ChatRequest, ["chat"]), (CompletionRequest, ["completions", "chat"])],
+)
+def test_every_unhonoured_parameter_is_in_a_table(
+    model: type[BaseModel], tables: list[str]
+) -> None:
+    """A parameter the server refuses (beyond its neutral values) is named in the docs.
+
+    The completions table names the completion-only ones; the chat table the rest.
+    """
+    refused = {
+        name
+        for name, field in model.model_fields.items()
+        if any(isinstance(m, Unhonoured) for m in field.metadata)
+    }
+    shown = set().union(*(named(t) for t in tables))
+    assert refused <= shown, f"not in the {tables[0]} table: {sorted(refused - shown)}"
 
 
 @pytest.mark.parametrize(("cell", "claim"), rows("serving.md", "routes"))

@@ -25,7 +25,11 @@ OpenAI body. The record's shape comes from either
 Sampling: ``temperature`` (default 0: greedy), ``top_p``, ``seed`` (choice ``i`` uses
 ``seed + i``), ``n`` (up to 16), ``max_tokens``/``max_completion_tokens`` (default 2048),
 ``stream`` (SSE; the record text as it grows, then a chunk with ``finish_reason`` and the
-stats; ``stream_options.include_usage`` adds a usage chunk).
+stats; ``stream_options.include_usage`` adds a usage chunk). A parameter the server does
+not honour (``stop``, ``logit_bias``, the penalties, ``logprobs``, vLLM's ``top_k``...)
+takes only its neutral values (``null``, ``0``, ``[]``, ``{}``: what clients send by
+default); another value is a 400 ``unsupported_parameter`` naming it, never dropped.
+Metadata (``user``, ``metadata``, ``store``, ``service_tier``...) is ignored.
 
 Answers: ``choices[i].message.content`` is the canonical JSON record; ``finish_reason`` is
 ``stop`` for a complete record (always valid: it is re-checked against the schema and every
@@ -42,13 +46,14 @@ time, queue time, spec build time, token ids.
 
 Errors are OpenAI-style ``{"error": {"message", "type", "param", "code"}}``: 400 for a body
 that is not JSON or does not match the request schema of ``/openapi.json`` (which states
-every reason for a 400), 401 bad API key, 404 unknown model or route (405 other methods),
-413 body too large, 422 for a body the schema accepts whose content cannot be served (a JSON
-schema or IR that does not compile or exceeds the limits, an unsatisfiable spec --
-``error.factorspec.unsat_core`` names the clashing factors -- a spec or an oracle query
-the solver cannot decide in time, a prompt the engine cannot tokenize), 429 queue full,
-500 an internal error (e.g. the engine failed on this request's forward; the other
-requests go on), 503 shutting down. A client that disconnects frees its decoder slot.
+every reason for a 400, ``unsupported_parameter`` among them), 401 bad API key, 404
+unknown model or route (405 other methods), 413 body too large, 422 for a body the schema
+accepts whose content cannot be served (a JSON schema or IR that does not compile or
+exceeds the limits, an unsatisfiable spec -- ``error.factorspec.unsat_core`` names the
+clashing factors -- a spec or an oracle query the solver cannot decide in time, a prompt
+the engine cannot tokenize, a record cut short), 429 queue full, 500 an internal error
+(e.g. the engine failed on this request's forward; the other requests go on), 503
+shutting down. A client that disconnects frees its decoder slot.
 The OpenAPI document is built in `factorspec_sdk.server.contract` from the models of
 `factorspec_sdk.server.protocol`.
 """

@@ -1,11 +1,17 @@
 """The bodies `factorspec serve` accepts and answers, as Pydantic models (its OpenAPI contract).
 
-Requests: unknown OpenAI parameters are ignored (as vLLM does); the ones that would change
-the meaning of the answer and are not supported (``logprobs``, ``echo``...) are a 400. Every
-reason for a 400 is stated by the request models' JSON schema (``/openapi.json``); a body the
-schema accepts is answered 200, or 404 (unknown model), or 422 when its *content* cannot be
-served (a relation IR or JSON schema that does not compile, an unsatisfiable spec, a prompt
-the engine cannot tokenize), or 429/503 (busy, shutting down).
+Requests: every OpenAI parameter (and vLLM's sampling extras) is declared. Those the server
+honours change the answer (``temperature``, ``top_p``, ``seed``, ``n``, ``max_tokens``,
+``tools``...); those it does not (``stop``, ``logit_bias``, the penalties, ``logprobs``,
+``top_k``...) are `Unhonoured`: their neutral values (``null``, ``0``, ``[]``, ``{}``, the
+defaults clients send) pass, any other is a 400 ``unsupported_parameter`` naming the
+parameter and what to do instead, never silently dropped; pure metadata (``user``,
+``metadata``, ``store``, ``service_tier``...) is accepted and ignored. Parameters nobody
+declared are ignored, as vLLM does, and named in the server's log. Every reason for a 400
+is stated by the request models' JSON schema (``/openapi.json``); a body the schema accepts
+is answered 200, or 404 (unknown model), or 422 when its *content* cannot be served (a
+relation IR or JSON schema that does not compile, an unsatisfiable spec, a prompt the engine
+cannot tokenize, a record cut short), or 429/503 (busy, shutting down).
 
 Two dialects of other servers are read too: an ``x-factorspec`` key at the root of a
 ``response_format`` JSON schema (the extension field's content, as llguidance reads
@@ -19,13 +25,16 @@ Answers: `ChatCompletion`, `Completion`, `ModelList`, `ModelCard`, `Health`, and
 from __future__ import annotations
 
 import json
-from typing import Annotated, Literal
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
+    GetCoreSchemaHandler,
+    GetJsonSchemaHandler,
     StrictBool,
     StrictInt,
     StrictStr,
@@ -34,6 +43,8 @@ from pydantic import (
     model_validator,
 )
 from pydantic.config import JsonDict, JsonValue
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema, PydanticCustomError, core_schema
 
 from factorspec_sdk.tools import X_FACTORSPEC
 
@@ -68,6 +79,8 @@ __all__ = [
     "StreamOptions",
     "StructuredOutputs",
     "TextPart",
+    "UNSUPPORTED_PARAMETER",
+    "Unhonoured",
     "UpstreamStatus",
     "Usage",
     "X_FACTORSPEC",
@@ -404,13 +417,90 @@ class StreamOptions(BaseModel):
     include_usage: StrictBool = False
 
 
-def _unsupported(name: str) -> AfterValidator:
-    def check(value: bool) -> bool:
-        if value:
-            raise ValueError(f"{name} is not supported")
-        return value
+UNSUPPORTED_PARAMETER = "unsupported_parameter"
+"""The error type (and the 400's ``code``) of a value an `Unhonoured` parameter refuses."""
 
-    return AfterValidator(check)
+
+def _same(value: object, neutral: JsonValue) -> bool:
+    """Whether ``value`` is the JSON value ``neutral`` (``0`` and ``0.0`` are; ``false`` is not)."""
+    if isinstance(neutral, bool) or isinstance(value, bool):
+        return value is neutral
+    if isinstance(neutral, (int, float)):
+        return isinstance(value, (int, float)) and value == neutral
+    return type(value) is type(neutral) and value == neutral
+
+
+@dataclass(frozen=True, slots=True, eq=False)  # by identity: typing caches Annotated[...]
+class Unhonoured:
+    """The metadata of a request parameter the server does not honour.
+
+    Its ``neutral`` values, which change nothing (``null``, and the defaults clients send:
+    ``0``, ``[]``, ``{}``...), are accepted; any other value would change the answer, so it
+    is a 400 (`UNSUPPORTED_PARAMETER`) saying what to do ``instead``, never silently
+    dropped. The field's JSON schema is the enum of the neutral values, so the OpenAPI
+    contract states the refusal.
+
+    Attributes:
+        neutral: the accepted values.
+        instead: what to do instead, as the error says it.
+    """
+
+    neutral: tuple[JsonValue, ...]
+    instead: str
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> CoreSchema:
+        """Any JSON value, then `check`."""
+        return core_schema.no_info_after_validator_function(self.check, handler(source))
+
+    def __get_pydantic_json_schema__(
+        self, schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        """The enum of the neutral values, with the refusal as the description."""
+        return {"enum": list(self.neutral), "description": f"Not supported: {self.instead}."}
+
+    def check(self, value: object) -> object:
+        """``value`` when it is neutral.
+
+        Raises:
+            PydanticCustomError: `UNSUPPORTED_PARAMETER`, for any other value.
+        """
+        if any(_same(value, n) for n in self.neutral):
+            return value
+        accepted = " or ".join(json.dumps(n) for n in self.neutral)
+        shown = json.dumps(value)
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
+        raise PydanticCustomError(
+            UNSUPPORTED_PARAMETER,
+            "{value} is not supported ({accepted} is accepted): {instead}",
+            {"value": shown, "instead": self.instead, "accepted": accepted},
+        )
+
+
+_PENALTY = (
+    "factorspec serve applies no repetition penalty; leave it out (a relation such as "
+    "distinct() keeps values from repeating)"
+)
+_BIAS = (
+    "token biases are not applied; say which values are allowed in the schema (enum, "
+    "pattern, bounds) or in a relation"
+)
+_STOP = (
+    "a record ends when it is complete, never at a stop string (a cut record is not valid); "
+    "keep a text out of a value with the schema (pattern, enum, maxLength)"
+)
+_LOGPROBS = (
+    "logprobs are not returned (the record's token ids are in the answer's factorspec.token_ids)"
+)
+_TOP_P = "use top_p (nucleus sampling) and temperature"
+_LENGTH = "a record's length is its schema's: bound it with maxLength, maxItems or max_tokens"
+_ONE_SAMPLE = "each choice is one sample; ask for several with n"
+_GUIDED = (
+    'vLLM\'s older guided_* fields are not read: pass "structured_outputs": {"json" | "regex" '
+    '| "choice": ...} (vLLM 0.10+) or a json_schema response_format'
+)
+_TEXT = "the answer is text (a record or tool calls)"
 
 
 _NEEDS_A_SPEC = (
@@ -429,6 +519,10 @@ _TOOLS_AND_SPEC = (
 _CALLS_WITHOUT_TOOLS = 'factorspec.max_tool_calls bounds tool calls: pass it with "tools"'
 _ONE_CALL = (
     "parallel_tool_calls false allows one call: factorspec.max_tool_calls above 1 contradicts it"
+)
+_CHOICE_WITHOUT_TOOLS = (
+    'tool_choice "required" or a named function asks for tool calls: pass the functions in '
+    '"tools" (for a record, leave tool_choice out)'
 )
 _SPEC_SOURCES: list[JsonValue] = [
     {
@@ -536,10 +630,25 @@ _CHAT_RULES: JsonDict = {
                 _ONE_CALL_RULE,
             ]
         },
-        {"allOf": [{"not": _TOOLS_ACTIVE}, _REQUEST_RULES]},
+        {
+            "allOf": [
+                {"not": _TOOLS_ACTIVE},
+                _REQUEST_RULES,
+                {
+                    "description": _CHOICE_WITHOUT_TOOLS,
+                    "not": {
+                        "required": ["tool_choice"],
+                        "properties": {
+                            "tool_choice": {"anyOf": [{"const": "required"}, {"type": "object"}]}
+                        },
+                    },
+                },
+            ]
+        },
     ]
 }
-"""Chat requests: tool calls (tools, and no other spec), or a record as `_REQUEST_RULES` say."""
+"""Chat requests: tool calls (tools, and no other spec), or a record as `_REQUEST_RULES` say
+(and no ``tool_choice`` that asks for calls)."""
 
 
 class _Common(BaseModel):
@@ -555,14 +664,49 @@ class _Common(BaseModel):
     response_format: ResponseFormat | None = None
     factorspec: FactorSpecExtension | None = None
     structured_outputs: StructuredOutputs | None = None
-    logprobs: (
-        Annotated[
-            StrictBool,
-            _unsupported("logprobs"),
-            WithJsonSchema({"type": "boolean", "const": False}),
-        ]
-        | None
-    ) = None
+    logprobs: Annotated[object, Unhonoured((None, False), _LOGPROBS)] = None
+    echo: Annotated[
+        object, Unhonoured((None, False), "the answer is the record alone; leave echo out")
+    ] = None
+    stop: Annotated[object, Unhonoured((None, []), _STOP)] = None
+    logit_bias: Annotated[object, Unhonoured((None, {}), _BIAS)] = None
+    frequency_penalty: Annotated[object, Unhonoured((None, 0), _PENALTY)] = None
+    presence_penalty: Annotated[object, Unhonoured((None, 0), _PENALTY)] = None
+    best_of: Annotated[object, Unhonoured((None, 1), _ONE_SAMPLE)] = None
+    # vLLM's sampling extras (extra_body), which code written for vLLM sends
+    top_k: Annotated[object, Unhonoured((None, -1, 0), _TOP_P)] = None
+    min_p: Annotated[object, Unhonoured((None, 0), _TOP_P)] = None
+    repetition_penalty: Annotated[object, Unhonoured((None, 1), _PENALTY)] = None
+    length_penalty: Annotated[object, Unhonoured((None, 1), _ONE_SAMPLE)] = None
+    use_beam_search: Annotated[object, Unhonoured((None, False), _ONE_SAMPLE)] = None
+    min_tokens: Annotated[object, Unhonoured((None, 0), _LENGTH)] = None
+    ignore_eos: Annotated[object, Unhonoured((None, False), _STOP)] = None
+    stop_token_ids: Annotated[object, Unhonoured((None, []), _STOP)] = None
+    bad_words: Annotated[object, Unhonoured((None, []), _BIAS)] = None
+    allowed_token_ids: Annotated[object, Unhonoured((None,), _BIAS)] = None
+    prompt_logprobs: Annotated[object, Unhonoured((None, 0), _LOGPROBS)] = None
+    guided_json: Annotated[object, Unhonoured((None,), _GUIDED)] = None
+    guided_regex: Annotated[object, Unhonoured((None,), _GUIDED)] = None
+    guided_choice: Annotated[object, Unhonoured((None,), _GUIDED)] = None
+    guided_grammar: Annotated[object, Unhonoured((None,), _GUIDED)] = None
+    # metadata: accepted and ignored (they do not change the answer)
+    user: object = Field(default=None, description="Metadata; accepted and ignored.")
+    metadata: object = Field(default=None, description="Metadata; accepted and ignored.")
+    store: object = Field(
+        default=None, description="Accepted and ignored: this server stores no answer."
+    )
+    service_tier: object = Field(
+        default=None, description="Accepted and ignored: this server has one tier."
+    )
+    safety_identifier: object = Field(default=None, description="Metadata; accepted and ignored.")
+    prompt_cache_key: object = Field(
+        default=None,
+        description="Accepted and ignored: the engine's prefix cache needs no key.",
+    )
+    prompt_cache_retention: object = Field(
+        default=None,
+        description="Accepted and ignored: the engine's prefix cache needs no key.",
+    )
 
     def uses_tools(self) -> bool:
         """Whether the answer is tool calls (``tools`` given, ``tool_choice`` not none)."""
@@ -624,6 +768,35 @@ class ChatRequest(_Common):
     parallel_tool_calls: StrictBool | None = Field(
         default=None, description="Allow several calls in one answer (default true)."
     )
+    top_logprobs: Annotated[object, Unhonoured((None, 0), _LOGPROBS)] = None
+    functions: Annotated[
+        object, Unhonoured((None, []), "the deprecated functions are not read: pass tools")
+    ] = None
+    function_call: Annotated[
+        object,
+        Unhonoured(
+            (None, "none", "auto"),
+            "the deprecated function_call is not read: pass tools and tool_choice",
+        ),
+    ] = None
+    modalities: Annotated[object, Unhonoured((None, ["text"]), _TEXT)] = None
+    audio: Annotated[object, Unhonoured((None,), _TEXT)] = None
+    reasoning_effort: Annotated[
+        object,
+        Unhonoured(
+            (None, "none"),
+            "the served model writes the record with no reasoning step; leave reasoning_effort out",
+        ),
+    ] = None
+    verbosity: Annotated[object, Unhonoured((None,), _LENGTH)] = None
+    web_search_options: Annotated[
+        object, Unhonoured((None,), "this server does not search the web")
+    ] = None
+    prediction: object = Field(
+        default=None,
+        description="Accepted and ignored: a latency hint that does not change the answer "
+        "(FactorSpec drafts the tokens the schema and the relations determine).",
+    )
 
     def uses_tools(self) -> bool:
         """Whether the answer is tool calls (``tools`` given, ``tool_choice`` not none)."""
@@ -641,6 +814,9 @@ class ChatRequest(_Common):
         asked = None if self.factorspec is None else self.factorspec.max_tool_calls
         if self.parallel_tool_calls is False and asked is not None and asked > 1:
             raise ValueError(_ONE_CALL)
+        calls = self.tool_choice == "required" or isinstance(self.tool_choice, NamedToolChoice)
+        if calls and not self.tools:
+            raise ValueError(_CHOICE_WITHOUT_TOOLS)
         return self
 
 
@@ -651,14 +827,9 @@ class CompletionRequest(_Common):
         Annotated[StrictStr, Field(min_length=1)]
         | Annotated[list[Annotated[StrictInt, Field(ge=0)]], Field(min_length=1)]
     )
-    echo: (
-        Annotated[
-            StrictBool,
-            _unsupported("echo"),
-            WithJsonSchema({"type": "boolean", "const": False}),
-        ]
-        | None
-    ) = None
+    suffix: Annotated[
+        object, Unhonoured((None,), "a record has no suffix; put the text in the prompt")
+    ] = None
 
 
 # --------------------------------------------------------------------------- answers

@@ -16,6 +16,7 @@ failure is an `ApiError`.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -34,6 +35,7 @@ from factorspec_sdk.ir import (
 )
 from factorspec_sdk.prompts import with_schema_hint
 from factorspec_sdk.server.protocol import (
+    UNSUPPORTED_PARAMETER,
     X_FACTORSPEC,
     ApiError,
     ChatRequest,
@@ -60,6 +62,8 @@ __all__ = [
     "prepare",
     "spec_error",
 ]
+
+log = logging.getLogger("factorspec.server")
 
 
 class PromptEngine(Protocol):
@@ -272,9 +276,13 @@ def parse_request(
 ) -> ChatRequest | CompletionRequest:
     """The request model of ``payload``, after checking it asks for the served model.
 
+    Fields no request model declares are ignored, as vLLM does, and named in the log.
+
     Raises:
         ApiError: 404 ``model_not_found`` (checked before the rest of the body), 400 for a
-            body the request model rejects (its first five errors).
+            body the request model rejects (its first five errors; ``code``
+            ``unsupported_parameter`` and ``param`` naming it when a parameter the server
+            does not honour has a value that would change the answer).
     """
     model = payload.get("model")
     if isinstance(model, str) and model != model_name:  # before the rest of the body
@@ -284,12 +292,21 @@ def parse_request(
             code="model_not_found",
             param="model",
         )
+    cls = ChatRequest if kind == "chat" else CompletionRequest
     try:
-        if kind == "chat":
-            return ChatRequest.model_validate(payload)
-        return CompletionRequest.model_validate(payload)
+        req = cls.model_validate(payload)
     except ValidationError as exc:
+        refused = [e for e in exc.errors() if e["type"] == UNSUPPORTED_PARAMETER]
+        if refused:
+            where = ".".join(str(x) for x in refused[0]["loc"])
+            raise ApiError(
+                400, _validation_message(exc), code=UNSUPPORTED_PARAMETER, param=where
+            ) from None
         raise ApiError(400, _validation_message(exc)) from None
+    unknown = sorted(set(payload) - set(cls.model_fields))
+    if unknown:
+        log.warning("request fields this server does not read, ignored: %s", ", ".join(unknown))
+    return req
 
 
 def spec_error(exc: Exception) -> ApiError:
