@@ -138,8 +138,11 @@ def check(
             assert body["usage"]["completion_tokens"] <= fields[budget]
     if "tools" in fields:
         assert choices[0]["finish_reason"] == "tool_calls"
-        for call in choices[0]["message"]["tool_calls"]:
+        calls = choices[0]["message"]["tool_calls"]
+        for call in calls:
             Pick.model_validate_json(call["function"]["arguments"])
+        if isinstance(fields.get("tool_choice"), dict) and "parallel_tool_calls" not in fields:
+            assert len(calls) == 1  # a named function: one call
     elif "choice" in fields.get("structured_outputs", {}):
         assert choices[0]["message"]["content"] in fields["structured_outputs"]["choice"]
     else:

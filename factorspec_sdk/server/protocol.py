@@ -88,8 +88,9 @@ __all__ = [
 
 JsonObject = dict[str, object]
 DEFAULT_TOOL_CALLS = 4
-"""The most calls in one answer with ``parallel_tool_calls`` (its default, true), unless the
-``factorspec`` field's ``max_tool_calls`` says otherwise."""
+"""The most calls in one answer with parallel calls (``parallel_tool_calls`` true, its
+default unless ``tool_choice`` names a function), unless the ``factorspec`` field's
+``max_tool_calls`` says otherwise."""
 MAX_TOOL_CALLS = 64
 """The most ``max_tool_calls`` may allow."""
 Kind = Literal["chat", "completion"]
@@ -291,8 +292,9 @@ class FactorSpecExtension(BaseModel):
             message of a chat request (`factorspec_sdk.prompts.hint_sentence`); on by
             default, as in `Client.generate`, so the same messages give the same prompt.
         max_tool_calls: with ``tools`` and ``parallel_tool_calls`` not false, the most calls
-            in one answer (default `DEFAULT_TOOL_CALLS`); the model closes the list of calls
-            when it wants, this only bounds it.
+            in one answer (default `DEFAULT_TOOL_CALLS`; with a named ``tool_choice``, one
+            unless this or ``parallel_tool_calls`` true asks for more); the model closes the
+            list of calls when it wants, this only bounds it.
     """
 
     model_config = _STRICT
@@ -763,10 +765,13 @@ class ChatRequest(_Common):
     tool_choice: Literal["none", "auto", "required"] | NamedToolChoice | None = Field(
         default=None,
         description='"auto" (the default with tools): a message or calls; "required": '
-        'calls; a named function: calls to it; "none": no calls.',
+        "calls; a named function: one call to it (several with parallel_tool_calls true); "
+        '"none": no calls.',
     )
     parallel_tool_calls: StrictBool | None = Field(
-        default=None, description="Allow several calls in one answer (default true)."
+        default=None,
+        description="Allow several calls in one answer (default true, but false with a "
+        "named tool_choice, which OpenAI answers with one call).",
     )
     top_logprobs: Annotated[object, Unhonoured((None, 0), _LOGPROBS)] = None
     functions: Annotated[
@@ -803,10 +808,18 @@ class ChatRequest(_Common):
         return bool(self.tools) and self.tool_choice != "none"
 
     def max_tool_calls(self) -> int:
-        """The most calls in one answer: 1 without parallel calls, else the bound asked for."""
+        """The most calls in one answer: 1 without parallel calls, else the bound asked for.
+
+        A named ``tool_choice`` means one call of that function, as OpenAI and vLLM answer
+        it (Instructor's TOOLS mode sends one and reads the first call), unless the request
+        asks for several: ``parallel_tool_calls`` true, or ``factorspec.max_tool_calls``.
+        """
+        asked = None if self.factorspec is None else self.factorspec.max_tool_calls
         if self.parallel_tool_calls is False:
             return 1
-        asked = None if self.factorspec is None else self.factorspec.max_tool_calls
+        named = isinstance(self.tool_choice, NamedToolChoice)
+        if named and self.parallel_tool_calls is None and asked is None:
+            return 1
         return asked or DEFAULT_TOOL_CALLS
 
     @model_validator(mode="after")

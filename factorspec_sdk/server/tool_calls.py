@@ -5,10 +5,11 @@ shape `factorspec_sdk.tools` gives a Python client's calls:
 
 - ``"required"``, or a named function: ``{"calls": [{"name": ..., "arguments": {...}}]}``,
   a list of a union whose tag is the function's name (a named ``tool_choice`` leaves one
-  branch); one call with ``parallel_tool_calls`` false, else up to
-  `ChatRequest.max_tool_calls` (`DEFAULT_TOOL_CALLS` unless the ``factorspec`` field's
-  ``max_tool_calls`` says otherwise): closing the list is the model's choice, never forced
-  before the bound;
+  branch); one call with ``parallel_tool_calls`` false, and with a named function unless
+  the request asks for several (``parallel_tool_calls`` true or ``max_tool_calls``), else
+  up to `ChatRequest.max_tool_calls` (`DEFAULT_TOOL_CALLS` unless the ``factorspec``
+  field's ``max_tool_calls`` says otherwise): closing the list is the model's choice, never
+  forced before the bound;
 - ``"auto"`` (the default): ``{"reply": {"type": "message", "content": "..."}}`` or
   ``{"reply": {"type": "calls", "calls": [...]}}``, a union of a message and the calls. The
   message is bounded: at most `MESSAGE_MAX_CHARS` characters unless the request sets

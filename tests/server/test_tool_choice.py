@@ -13,10 +13,12 @@ import json
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+import instructor
 import numpy as np
 import numpy.typing as npt
 import openai  # noqa: TID253
 import pytest
+from pydantic import BaseModel, Field
 
 from factorspec_sdk.engines.scripted import ScriptedEngine
 from factorspec_sdk.ir import IRLimits
@@ -83,6 +85,36 @@ def test_calls_stop_at_a_small_default_bound(oai: openai.OpenAI) -> None:
     assert len(r.choices[0].message.tool_calls or []) == 1
     r = ask(oai, "again", tool_choice="required", extra_body={"factorspec": {"max_tool_calls": 6}})
     assert len(r.choices[0].message.tool_calls or []) == 6
+
+
+NAMED: Any = {"type": "function", "function": {"name": "weather"}}
+
+
+def test_a_named_tool_choice_is_one_call_unless_several_are_asked(oai: openai.OpenAI) -> None:
+    """OpenAI and vLLM answer a named function with one call; this server answered 4 (8 before).
+
+    Instructor's TOOLS mode sends a named ``tool_choice`` and no ``parallel_tool_calls``,
+    and reads the first call: the others were tokens for nothing.
+    """
+    r = ask(oai, "again", tool_choice=NAMED)
+    assert r.choices[0].finish_reason == "tool_calls"
+    assert len(r.choices[0].message.tool_calls or []) == 1
+    r = ask(oai, "again", tool_choice=NAMED, parallel_tool_calls=True)  # said: several
+    assert len(r.choices[0].message.tool_calls or []) == DEFAULT_TOOL_CALLS
+    r = ask(oai, "again", tool_choice=NAMED, extra_body={"factorspec": {"max_tool_calls": 3}})
+    assert len(r.choices[0].message.tool_calls or []) == 3
+
+
+def test_instructors_tools_mode_gets_one_call(oai: openai.OpenAI) -> None:
+    class Weather(BaseModel):
+        city: str = Field(max_length=8)
+
+    client = instructor.from_openai(oai, mode=instructor.Mode.TOOLS)
+    weather, completion = client.chat.completions.create_with_completion(
+        model=MODEL, messages=[{"role": "user", "content": "again"}], response_model=Weather
+    )
+    assert isinstance(weather, Weather)
+    assert len(completion.choices[0].message.tool_calls or []) == 1
 
 
 def test_the_model_closes_the_list_of_calls_when_it_wants(oai: openai.OpenAI) -> None:
@@ -152,3 +184,29 @@ def test_smollm2_answers_a_message_in_its_own_words(embedded_engine: EmbeddedEng
     else:
         content = message.content or ""
         assert content and not any(s in content for s in ours), content
+
+
+@pytest.mark.model
+def test_smollm2_under_instructors_tools_mode_calls_once(
+    embedded_engine: EmbeddedEngine,
+) -> None:
+    """SmolLM2 used to write four calls (Paris, then London, New York and Berlin, made up)."""
+
+    class Weather(BaseModel):
+        """The weather in a city."""
+
+        city: str = Field(max_length=12)
+        celsius: int = Field(ge=-40, le=50)
+
+    with running(create_app(embedded_engine, model_name=MODEL)) as base:
+        raw = openai.OpenAI(base_url=base + "/v1", api_key="none", max_retries=0)
+        client = instructor.from_openai(raw, mode=instructor.Mode.TOOLS)
+        weather, completion = client.chat.completions.create_with_completion(
+            model=MODEL,
+            messages=[{"role": "user", "content": "What is the weather in Paris?"}],
+            response_model=Weather,
+            max_retries=0,
+        )
+    (call,) = completion.choices[0].message.tool_calls or []
+    arguments = Weather.model_validate_json(call.function.arguments)
+    assert arguments.model_dump() == weather.model_dump()
