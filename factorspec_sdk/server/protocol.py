@@ -35,6 +35,8 @@ from pydantic import (
 )
 from pydantic.config import JsonDict, JsonValue
 
+from factorspec_sdk.provenance import Provenance
+
 __all__ = [
     "ApiError",
     "AssistantMessage",
@@ -242,6 +244,10 @@ class FactorSpecExtension(BaseModel):
             baseline the speed-ups compare against); None: the server's setting.
         schema_in_prompt: append a compact picture of the expected JSON to the last user
             message.
+        provenance: send each complete record's provenance in its ``factorspec`` stats
+            (``factorspec_sdk.provenance``: which values the model chose, which the
+            relations determined); off by default (a few milliseconds of the oracle and a
+            few kB per record).
     """
 
     model_config = _STRICT
@@ -253,6 +259,7 @@ class FactorSpecExtension(BaseModel):
     timeout_s: Annotated[float, Field(gt=0, le=3600)] | None = None
     speculative: StrictBool | None = None
     schema_in_prompt: StrictBool = False
+    provenance: StrictBool = False
 
 
 _ONE_CONSTRAINT = "structured_outputs takes exactly one of json, regex, choice"
@@ -581,10 +588,19 @@ class ErrorResponse(BaseModel):
 class RecordStats(BaseModel):
     """The ``factorspec`` stats of one choice.
 
+    A record that was decoded (complete, or cut by ``max_tokens``) has its decoding counts
+    and where the server's time went: the ``*_seconds`` parts of
+    ``factorspec_sdk.drafter.stats.GenerationStats`` (``PARTS``), which add up to
+    ``wall_seconds``, the server's time from the request's arrival to this answer.
+
     Attributes:
         valid: the record is complete and was checked against the spec.
         stop_reason: ``complete``, ``max_tokens``, ``timeout`` or ``cancelled``.
         tokens: completion tokens.
+        oracle_seconds: ``plan_seconds`` under its older name.
+        critical_oracle_seconds: ``critical_plan_seconds`` under its older name.
+        provenance: the record's provenance, when the request asked for it
+            (``factorspec.provenance``) and the record is complete.
     """
 
     valid: bool
@@ -598,11 +614,28 @@ class RecordStats(BaseModel):
     certain_drafted: int | None = None
     guesses_proposed: int | None = None
     guesses_accepted: int | None = None
+    load_seconds: float | None = None
+    prompt_seconds: float | None = None
+    network_seconds: float | None = None
+    start_seconds: float | None = None
     forward_seconds: float | None = None
+    cost_curve_seconds: float | None = None
+    critical_plan_seconds: float | None = None
+    grammar_seconds: float | None = None
+    draft_seconds: float | None = None
+    verify_seconds: float | None = None
+    stream_seconds: float | None = None
+    batch_seconds: float | None = None
+    validate_seconds: float | None = None
+    explain_seconds: float | None = None
+    other_seconds: float | None = None
+    wall_seconds: float | None = None
+    plan_seconds: float | None = None
+    background_plan_seconds: float | None = None
     oracle_seconds: float | None = None
     critical_oracle_seconds: float | None = None
-    wall_seconds: float | None = None
     token_ids: list[int] | None = None
+    provenance: Provenance | None = None
 
 
 class ChoiceStats(BaseModel):
