@@ -35,6 +35,7 @@ from pydantic import (
 )
 from pydantic.config import JsonDict, JsonValue
 
+from factorspec_sdk.provenance import Provenance
 from factorspec_sdk.tools import X_FACTORSPEC
 
 __all__ = [
@@ -278,6 +279,10 @@ class FactorSpecExtension(BaseModel):
         max_tool_calls: with ``tools`` and ``parallel_tool_calls`` not false, the most calls
             in one answer (default `DEFAULT_TOOL_CALLS`); the model closes the list of calls
             when it wants, this only bounds it.
+        provenance: send each complete record's provenance in its ``factorspec`` stats
+            (``factorspec_sdk.provenance``: which values the model chose, which the
+            relations determined); off by default (a few milliseconds of the oracle and a
+            few kB per record).
     """
 
     model_config = _STRICT
@@ -294,6 +299,7 @@ class FactorSpecExtension(BaseModel):
         "(as Client.generate does by default); false sends the messages as written.",
     )
     max_tool_calls: Annotated[StrictInt, Field(ge=1, le=MAX_TOOL_CALLS)] | None = None
+    provenance: StrictBool = False
 
 
 _ONE_CONSTRAINT = "structured_outputs takes exactly one of json, regex, choice"
@@ -684,11 +690,20 @@ class ErrorResponse(BaseModel):
 class RecordStats(BaseModel):
     """The ``factorspec`` stats of one choice.
 
+    A record that was decoded (complete, or cut by ``max_tokens``) has its decoding counts
+    and where the server's time went: the ``*_seconds`` parts of
+    ``factorspec_sdk.drafter.stats.GenerationStats`` (``PARTS``), which add up to
+    ``wall_seconds``, the server's time from the request's arrival to this answer.
+
     Attributes:
         valid: the record is complete and was checked against the spec.
         stop_reason: ``complete``, ``timeout`` or ``cancelled`` (a record that ran out of
             ``max_tokens`` is an error answer, 422 ``max_tokens_reached``, not a choice).
         tokens: completion tokens.
+        oracle_seconds: ``plan_seconds`` under its older name.
+        critical_oracle_seconds: ``critical_plan_seconds`` under its older name.
+        provenance: the record's provenance, when the request asked for it
+            (``factorspec.provenance``) and the record is complete.
     """
 
     valid: bool
@@ -702,11 +717,28 @@ class RecordStats(BaseModel):
     certain_drafted: int | None = None
     guesses_proposed: int | None = None
     guesses_accepted: int | None = None
+    load_seconds: float | None = None
+    prompt_seconds: float | None = None
+    network_seconds: float | None = None
+    start_seconds: float | None = None
     forward_seconds: float | None = None
+    cost_curve_seconds: float | None = None
+    critical_plan_seconds: float | None = None
+    grammar_seconds: float | None = None
+    draft_seconds: float | None = None
+    verify_seconds: float | None = None
+    stream_seconds: float | None = None
+    batch_seconds: float | None = None
+    validate_seconds: float | None = None
+    explain_seconds: float | None = None
+    other_seconds: float | None = None
+    wall_seconds: float | None = None
+    plan_seconds: float | None = None
+    background_plan_seconds: float | None = None
     oracle_seconds: float | None = None
     critical_oracle_seconds: float | None = None
-    wall_seconds: float | None = None
     token_ids: list[int] | None = None
+    provenance: Provenance | None = None
 
 
 class ChoiceStats(BaseModel):

@@ -93,6 +93,8 @@ class Prepared:
         max_tokens: the token budget of each choice.
         timeout_s: the request's time limit.
         speculative: the request's ``factorspec.speculative`` (None: the server's setting).
+        provenance: the request's ``factorspec.provenance``: answer each complete record's
+            provenance.
         bare: the answer is the record's one string (vLLM ``choice``/``regex``), not its JSON.
         tools: for a request with tools, how its record becomes ``content`` or
             ``tool_calls``; else None.
@@ -106,6 +108,7 @@ class Prepared:
     max_tokens: int
     timeout_s: float
     speculative: bool | None = None
+    provenance: bool = False
     bare: bool = False
     tools: ToolPlan | None = None
 
@@ -216,6 +219,7 @@ async def prepare(
         max_tokens=max_tokens,
         timeout_s=min(ext.timeout_s or request_timeout_s, 3600.0),
         speculative=ext.speculative,
+        provenance=ext.provenance,
         bare=target is not None and target.bare and ext.ir is None,
     )
 
@@ -251,6 +255,7 @@ async def _prepare_tools(
         max_tokens=req.max_completion_tokens or req.max_tokens or default_max_tokens,
         timeout_s=min(ext.timeout_s or request_timeout_s, 3600.0),
         speculative=ext.speculative,
+        provenance=ext.provenance,
         tools=plan,
     )
 
