@@ -13,15 +13,22 @@ their transports), which owns everything but the waiting: the constructor argume
 `GenerationRequest` objects once (`GenerateOptions`, with one `SamplingParams` each), and the
 results: every outcome validated against its model and context into a `GenerationResult`,
 or mapped to a `FactorSpecError`, raised or returned per record (``return_exceptions``).
+Every call compiles its records' specs before it asks for the backend, so a spec error
+(an unsupported construct, an unsatisfiable spec) is raised without loading a model.
 `Client` runs a batch on the backend in the calling thread. `AsyncClient` queues requests;
 one background task per event loop drains whatever is waiting into one backend run (in a
 worker thread), so concurrent callers are decoded together in one batch.
+
+Each result's stats name where the call's time went (`factorspec_sdk.drafter.stats`): the
+client adds the spec compile, the engine's load, the queue of `AsyncClient` and the
+Pydantic validation to what the backend measured, and settles the call's wall.
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
@@ -35,12 +42,13 @@ from factorspec_sdk.backends.base import Backend, GenerationRequest
 from factorspec_sdk.backends.connect import ServerKind, connect
 from factorspec_sdk.backends.local import EngineBackend, engine_backend
 from factorspec_sdk.drafter.loop import DecodeOutcome, DecoderConfig, GenerationStats
+from factorspec_sdk.drafter.stats import others
 from factorspec_sdk.drafter.verify import SamplingParams
 from factorspec_sdk.engines.completion import CompletionEngine
 from factorspec_sdk.engines.protocol import Engine
 from factorspec_sdk.errors import EngineError, FactorSpecError, GenerationError
 from factorspec_sdk.prompts import Prompt, check_prompt
-from factorspec_sdk.provenance import Provenance, provenance_of
+from factorspec_sdk.provenance import Provenance, explain
 from factorspec_sdk.relations.layout import RootLayout
 from factorspec_sdk.streams import AsyncRecordStream, RecordStream
 from factorspec_sdk.tools import (
@@ -73,8 +81,8 @@ class GenerationResult(Generic[T]):
         value: the typed record; it passes ``Model.model_validate(..., context=...)``.
         text: its canonical JSON text.
         tokens: the record's token ids.
-        stats: tokens, verify steps, guesses, time in forward / oracle / masks, wall time.
-        explain: computes `provenance` (None where the record has no local planner).
+        stats: tokens, verify steps, guesses, and where the call's wall time went.
+        explain: computes `provenance` (None where nothing can tell it).
     """
 
     value: T
@@ -87,16 +95,20 @@ class GenerationResult(Generic[T]):
     def provenance(self) -> Provenance:
         """Where each leaf and token came from: the model, the relations or the schema.
 
-        Computed on first access from the planner the record was decoded with (see
-        `factorspec_sdk.provenance`).
+        Computed on first access from the planner the record was decoded with, or read from
+        the answer of the ``factorspec serve`` that decoded it (see
+        `factorspec_sdk.provenance`): the same object either way.
 
         Raises:
-            GenerationError: the record was decoded on a server (no local planner).
+            GenerationError: the record came from a server that sent no provenance (a
+                ``RemoteBackend(provenance=False)``, or an older server), or the server's
+                provenance is malformed.
         """
         if self.explain is None:
             raise GenerationError(
-                "provenance needs the planner the record was decoded with; a record from a "
-                "factorspec server has none here"
+                "this record has no provenance: the server that decoded it sent none "
+                "(RemoteBackend(provenance=False), or a factorspec serve older than this "
+                "client); ask for it with RemoteBackend(url, provenance=True)"
             )
         return self.explain()
 
@@ -164,16 +176,53 @@ def sampling_params(options: GenerateOptions) -> SamplingParams:
 
 def _explainer(out: DecodeOutcome) -> Callable[[], Provenance] | None:
     """The provenance of a decoded record, computed once, on first use."""
-    job = out.job
-    if job is None:
+    if out.job is None and out.provenance is None:
         return None
-    planner, tokens, budget = job.planner, out.tokens, job.params.max_tokens
 
     @cache
-    def explain() -> Provenance:
-        return provenance_of(planner, tokens, budget)
+    def explained() -> Provenance:
+        try:
+            provenance = explain(out)
+        except ValueError as exc:
+            raise GenerationError(f"the record's provenance cannot be read: {exc}") from exc
+        assert provenance is not None  # the outcome has a job or a provenance
+        return provenance
 
-    return explain
+    return explained
+
+
+def _checked(
+    model: type[BaseModel], request: GenerationRequest, out: DecodeOutcome
+) -> BaseModel | FactorSpecError:
+    """The outcome's record, validated against its model and context; or its error."""
+    if out.error is not None:
+        return _as_error(out.error)
+    try:
+        return model.model_validate_json(out.text, context=request.context)
+    except ValidationError as exc:  # the writer guarantees validity: this is a bug
+        err = GenerationError(
+            f"internal error: the generated record does not validate ({exc}); "
+            f"text: {out.text!r}. Please report this."
+        )
+        err.__cause__ = exc
+        return err
+
+
+@dataclass(frozen=True, slots=True)
+class _ClientRuns:
+    """A client's `BaseClient._run` as the `Backend` a stream runs its record on."""
+
+    client: BaseClient
+
+    @property
+    def name(self) -> str:
+        return "client"  # naming the backend would create it
+
+    def run(self, requests: Sequence[GenerationRequest]) -> list[DecodeOutcome]:
+        return self.client._run(requests)
+
+    def close(self) -> None:
+        """Nothing: the client owns its backend."""
 
 
 def _as_error(exc: Exception) -> FactorSpecError:
@@ -306,6 +355,55 @@ class BaseClient:
             raise EngineError(f"the {backend.name} backend has no local engine")
         return cast("EngineBackend[AnyEngine]", backend)
 
+    def _run(self, requests: Sequence[GenerationRequest]) -> list[DecodeOutcome]:
+        """Compile each request's spec, then run those that compiled on the backend.
+
+        The specs come first: a spec error is its record's outcome before the backend is
+        asked for, so a call whose records all fail to compile never loads the engine. The
+        stats add the spec compile and the engine's load (when this call waited for it);
+        the other records' compiles, and the backend's run for a record that never reached
+        it, are ``batch_seconds``; the wall is this run's.
+        """
+        started = time.perf_counter()
+        from factorspec_sdk.graph import compile_spec  # Z3 and the compiler, on first use
+
+        imported = time.perf_counter() - started  # every record waited for it: its own part
+        outcomes: dict[int, DecodeOutcome] = {}
+        compiled: list[tuple[int, GenerationRequest]] = []
+        spec_seconds: list[float] = []
+        for i, request in enumerate(requests):
+            t0 = time.perf_counter()
+            try:
+                spec = request.spec
+                if spec is None:
+                    spec = compile_spec(request.model, request.context)
+            except Exception as exc:
+                outcomes[i] = DecodeOutcome("", [], GenerationStats(), exc)
+            else:
+                compiled.append((i, replace(request, spec=spec)))
+            spec_seconds.append(time.perf_counter() - t0)
+        load = backend_seconds = 0.0
+        if compiled:
+            t0 = time.perf_counter()
+            backend = self.backend  # created (the engine loaded) on first use
+            t1 = time.perf_counter()
+            done = backend.run([request for _, request in compiled])
+            load, backend_seconds = t1 - t0, time.perf_counter() - t1
+            for (i, _), out in zip(compiled, done, strict=True):
+                outcomes[i] = out
+        reached = {i for i, _ in compiled}
+        wall = time.perf_counter() - started
+        for i, seconds in enumerate(spec_seconds):
+            stats = outcomes[i].stats
+            apart = others(sum(spec_seconds), seconds)
+            stats.add({"spec_seconds": imported + seconds, "batch_seconds": apart})
+            if i in reached:
+                stats.add({"load_seconds": load})
+            else:  # its error waited for the others' run
+                stats.add({"batch_seconds": load + backend_seconds})
+            stats.settle(wall)
+        return [outcomes[i] for i in range(len(requests))]
+
     def prompt_ids(
         self,
         prompt: Prompt,
@@ -395,7 +493,7 @@ class BaseClient:
         request = self._requests(model, [prompt], [context], options)[0]
 
         def deliver(outcome: DecodeOutcome) -> GenerationResult[T]:
-            done = self._deliver(model, [request], [outcome], True, False)
+            done = self._deliver(model, [request], [outcome], True, False, None)
             return cast("list[GenerationResult[T]]", done)[0]
 
         return request, deliver
@@ -407,28 +505,32 @@ class BaseClient:
         outcomes: Sequence[DecodeOutcome],
         return_result: bool,
         return_exceptions: bool,
+        started: float | None,
     ) -> Results[T]:
         """Each outcome validated into a result, or its error.
 
-        The first error is raised unless ``return_exceptions``.
+        The first error is raised unless ``return_exceptions``. Each result's stats (a
+        copy: the outcome's are left as they are) add its validation, the others'
+        validations as batch time, and end the call's wall now: it began at ``started``
+        (None: where the outcome's wall began).
         """
-        results: list[GenerationResult[T] | FactorSpecError] = []
+        t0 = time.perf_counter()
+        checked: list[tuple[BaseModel | FactorSpecError, float]] = []
         for request, out in zip(requests, outcomes, strict=True):
-            if out.error is not None:
-                results.append(_as_error(out.error))
+            t1 = time.perf_counter()
+            checked.append((_checked(model, request, out), time.perf_counter() - t1))
+        t2 = time.perf_counter()
+        spent = sum(seconds for _, seconds in checked)
+        results: list[GenerationResult[T] | FactorSpecError] = []
+        for out, (value, seconds) in zip(outcomes, checked, strict=True):
+            if isinstance(value, FactorSpecError):
+                results.append(value)
                 continue
-            try:
-                value = model.model_validate_json(out.text, context=request.context)
-            except ValidationError as exc:  # the writer guarantees validity: this is a bug
-                err = GenerationError(
-                    f"internal error: the generated record does not validate ({exc}); "
-                    f"text: {out.text!r}. Please report this."
-                )
-                err.__cause__ = exc
-                results.append(err)
-                continue
+            stats = replace(out.stats)
+            stats.add({"validate_seconds": seconds, "batch_seconds": others(spent, seconds)})
+            stats.settle(t2 - started if started is not None else stats.wall_seconds + t2 - t0)
             results.append(
-                GenerationResult(value, out.text, out.tokens, out.stats, _explainer(out))
+                GenerationResult(cast(T, value), out.text, out.tokens, stats, _explainer(out))
             )
         if return_exceptions:
             if return_result:
@@ -601,7 +703,7 @@ class Client(BaseClient):
         error at the end of the iteration (and from ``result``).
         """
         request, deliver = self._streamed(model, prompt, context, options)
-        return RecordStream(self.backend, request, deliver)
+        return RecordStream(_ClientRuns(self), request, deliver)
 
     @overload
     def generate_batch(
@@ -679,22 +781,24 @@ class Client(BaseClient):
             TypeError, ValueError: bad arguments (before any work, whatever
                 ``return_exceptions``).
         """
+        started = time.perf_counter()
         requests = self._requests(model, prompts, contexts, options)
-        outcomes = self.backend.run(requests)
-        return self._deliver(model, requests, outcomes, return_result, return_exceptions)
+        outcomes = self._run(requests)
+        return self._deliver(model, requests, outcomes, return_result, return_exceptions, started)
 
 
 @dataclass(slots=True)
 class _Waiting:
     requests: list[GenerationRequest]
     future: asyncio.Future[list[DecodeOutcome]]
+    queued: float = field(default_factory=time.perf_counter)
 
 
 @dataclass(slots=True)
 class _Batcher:
     """One queue and one draining task per event loop: what waits together runs together."""
 
-    backend: Callable[[], Backend]
+    run_batch: Callable[[Sequence[GenerationRequest]], list[DecodeOutcome]]
     loop: asyncio.AbstractEventLoop | None = None
     queue: asyncio.Queue[_Waiting] | None = None
     task: asyncio.Task[None] | None = None
@@ -721,8 +825,9 @@ class _Batcher:
                 continue
             requests = [r for w in batch for r in w.requests]
             self.batch_sizes.append(len(requests))
+            began = time.perf_counter()
             try:
-                outcomes = await asyncio.to_thread(self._run, requests)
+                outcomes = await asyncio.to_thread(self.run_batch, requests)
             except Exception as exc:
                 for w in batch:
                     if not w.future.done():
@@ -731,12 +836,11 @@ class _Batcher:
             start = 0
             for w in batch:
                 end = start + len(w.requests)
+                for out in outcomes[start:end]:  # the wait for this batch's turn
+                    out.stats.add({"queue_seconds": began - w.queued})
                 if not w.future.done():
                     w.future.set_result(outcomes[start:end])
                 start = end
-
-    def _run(self, requests: list[GenerationRequest]) -> list[DecodeOutcome]:
-        return self.backend().run(requests)
 
     async def aclose(self) -> None:
         """Stop the draining task."""
@@ -771,7 +875,7 @@ class AsyncClient(BaseClient):
             self._share(client)
         else:
             super().__init__(engine, **options)  # type: ignore[arg-type]
-        self._batcher = _Batcher(lambda: self.backend)
+        self._batcher = _Batcher(self._run)
 
     @property
     def batch_sizes(self) -> list[int]:
@@ -860,7 +964,7 @@ class AsyncClient(BaseClient):
         Call it from a running event loop.
         """
         request, deliver = self._streamed(model, prompt, context, options)
-        return AsyncRecordStream(self.backend, request, deliver)
+        return AsyncRecordStream(_ClientRuns(self), request, deliver)
 
     @overload
     async def generate_batch(
@@ -921,6 +1025,7 @@ class AsyncClient(BaseClient):
         **options: Unpack[GenerateOptions],
     ) -> Results[T]:
         """One record per prompt (see `Client.generate_batch`), batched with concurrent callers."""
+        started = time.perf_counter()
         requests = self._requests(model, prompts, contexts, options)
         outcomes = await self._batcher.run(requests)
-        return self._deliver(model, requests, outcomes, return_result, return_exceptions)
+        return self._deliver(model, requests, outcomes, return_result, return_exceptions, started)

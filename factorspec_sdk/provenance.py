@@ -17,7 +17,9 @@ model's first token of it made it certain).
 It is computed from the record's tokens after the fact, by replaying the planner the record
 was decoded with (its caches make that cheap) and asking the oracle, for each fact in the
 order the writer wrote them, whether the facts before it left more than one value. So it is
-the same with and without speculation, and for every engine with a local planner.
+the same with and without speculation, and for every engine with a local planner. A
+``factorspec serve`` computes it the same way when a request asks for it, and sends it as
+JSON data (`Provenance.to_json`), which `explain` reads back into the same object.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Generator, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from functools import cache
+from typing import TYPE_CHECKING, Any, Literal
 
 from factorspec_sdk.relations.layout import (
     LayoutNode,
@@ -39,9 +42,12 @@ from factorspec_sdk.relations.layout import (
 )
 
 if TYPE_CHECKING:
+    from pydantic import TypeAdapter
+
+    from factorspec_sdk.drafter.loop import DecodeOutcome
     from factorspec_sdk.tokens.plan import Planner
 
-__all__ = ["ORIGINS", "Origin", "Provenance", "Source", "provenance_of"]
+__all__ = ["ORIGINS", "Origin", "Provenance", "Source", "explain", "provenance_of"]
 
 Origin = Literal["model", "relations", "schema"]
 ORIGINS: tuple[Origin, ...] = ("model", "relations", "schema")
@@ -113,6 +119,47 @@ class Provenance:
         """One line: leaves and token shares per origin."""
         parts = [f"{o}: {len(self.of(o))} values, {self.share(o):.0%} of tokens" for o in ORIGINS]
         return "; ".join(parts)
+
+    def to_json(self) -> dict[str, object]:
+        """The provenance as JSON data (a server's answer carries it; `from_json` reads it)."""
+        data: dict[str, object] = _adapter().dump_python(self, mode="json")
+        return data
+
+    @classmethod
+    def from_json(cls, data: object) -> Provenance:
+        """The provenance of `to_json`'s data.
+
+        Raises:
+            ValueError: ``data`` is not a provenance (a pydantic ``ValidationError``).
+        """
+        provenance: Provenance = _adapter().validate_python(data)
+        return provenance
+
+
+@cache
+def _adapter() -> TypeAdapter[Any]:
+    """Pydantic's reader and writer of `Provenance` (built on first use)."""
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(Provenance)
+
+
+def explain(outcome: DecodeOutcome) -> Provenance | None:
+    """The provenance of a decoded record; None when nothing can tell it.
+
+    Read from the JSON a server sent with the record (``outcome.provenance``), else
+    replayed from the planner the record was decoded with (``outcome.job``).
+
+    Raises:
+        ValueError: the server's provenance is malformed, or the tokens are not a complete
+            record of the planner's spec.
+    """
+    if outcome.provenance is not None:
+        return Provenance.from_json(outcome.provenance)
+    job = outcome.job
+    if job is None:
+        return None
+    return provenance_of(job.planner, outcome.tokens, job.params.max_tokens)
 
 
 def provenance_of(planner: Planner, tokens: list[int], max_tokens: int) -> Provenance:

@@ -71,6 +71,7 @@ EXPECT: dict[str, list[str]] = {
     "cli/tutorial003.sh": ["exit code: 1", "exit code: 2", "--context"],
     "getting_started/tutorial001.py": ["tokens/step"],
     "how_it_works/tutorial001.py": ["tokens certain", "[["],
+    "how_it_works/tutorial002.py": ["forward_seconds", "parts add up to the wall: True"],
     "engines/tutorial001.py": ["default model:", "day='Tuesday' start_hour=12 end_hour=14"],
     "engines/tutorial003.py": ["city=", "verify steps"],
     "engines/tutorial004.py": ["vllm-server tokens", "day='Tuesday' start_hour=12 end_hour=14"],

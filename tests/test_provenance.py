@@ -94,3 +94,16 @@ def test_provenance_is_the_same_with_and_without_speculation() -> None:
     assert on.tokens == off.tokens
     assert on.provenance == off.provenance
     assert on.provenance is on.provenance  # computed once
+
+
+def test_provenance_travels_as_json() -> None:
+    """A server sends it as JSON data; read back, it is the same object."""
+    import json
+
+    result = Client(engine()).generate(Trip, "go", context=TRIP_CONTEXT, return_result=True)
+    prov = result.provenance
+    data = json.loads(json.dumps(prov.to_json()))
+    assert Provenance.from_json(data) == prov
+    assert data["sources"]["len(legs)"]["span"] is None
+    with pytest.raises(ValueError):
+        Provenance.from_json({"sources": {}, "tokens": {"nobody": 1}})

@@ -1,7 +1,9 @@
 """The `Backend` protocol and the `GenerationRequest` that travels through it.
 
 A backend turns a batch of requests into one outcome per request, in order: the record's
-canonical JSON text, its tokens and stats, or the error that ended it. It never raises for
+canonical JSON text, its tokens and stats, or the error that ended it. The stats add the
+parts of the wall the backend measured (`factorspec_sdk.drafter.stats`) and are settled on
+the backend's run: each record's ``wall_seconds`` is the whole `Backend.run`. It never raises for
 one record's failure (a spec that does not compile, a refused request): that record's
 outcome carries the error, and the others finish. The client validates every text against
 its model and context, builds the `GenerationResult` and decides whether to raise.
@@ -11,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
@@ -19,6 +21,9 @@ from factorspec_sdk.drafter.loop import DecodeOutcome
 from factorspec_sdk.drafter.verify import SamplingParams
 from factorspec_sdk.partials import PartialSink
 from factorspec_sdk.prompts import Prompt
+
+if TYPE_CHECKING:
+    from factorspec_sdk.graph import CompiledSpec
 
 __all__ = ["Backend", "GenerationRequest"]
 
@@ -39,6 +44,9 @@ class GenerationRequest:
         on_partial: where to send the record's partial views as it is decoded
             (`factorspec_sdk.partials`), on the backend's thread; an exception it raises
             ends the record with it. None: no views are made.
+        spec: ``model``'s spec compiled for ``context``, when the caller compiled it
+            already (the client does, before its engine loads); None: the backend
+            compiles it.
     """
 
     model: type[BaseModel]
@@ -49,6 +57,7 @@ class GenerationRequest:
     schema_in_prompt: bool = True
     speculative: bool | None = None
     on_partial: PartialSink | None = None
+    spec: CompiledSpec | None = None
 
 
 @runtime_checkable

@@ -7,6 +7,12 @@ package, with the chat messages a local engine would see (`factorspec_sdk.prompt
 client validates the answer with ``Model.model_validate_json(text, context=...)``, the same
 relations run in Python.
 
+The extension field also asks the server for the record's provenance (``"provenance":
+true``; `factorspec_sdk.provenance`), which the answer's ``factorspec`` stats carry back, so
+``result.provenance`` is what a local engine gives. The stats are the server's, with the
+client's parts added: the spec's export, the chat messages, the wait for a connection, and
+the network (each round trip less the server's wall time).
+
 ```python
 client = Client(backend=RemoteBackend("http://127.0.0.1:8000"))
 plan = client.generate(Itinerary, prompt, context=trip)
@@ -19,6 +25,7 @@ FactorSpec server reuse (`factorspec_sdk.integrations.openai_compat`).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -28,6 +35,7 @@ from pydantic import BaseModel
 
 from factorspec_sdk.backends.base import GenerationRequest
 from factorspec_sdk.drafter.loop import DecodeOutcome, GenerationStats
+from factorspec_sdk.drafter.stats import others
 from factorspec_sdk.engines.upstreams import v1_root
 from factorspec_sdk.errors import (
     FactorSpecError,
@@ -72,8 +80,10 @@ class WireSpec:
     ir: dict[str, object]
 
     @classmethod
-    def build(cls, model: type[BaseModel], context: object = None) -> WireSpec:
-        """Compile ``model`` for ``context`` (cached) and export its relation IR.
+    def build(
+        cls, model: type[BaseModel], context: object = None, spec: CompiledSpec | None = None
+    ) -> WireSpec:
+        """Compile ``model`` for ``context`` (cached; or take ``spec``) and export its IR.
 
         Raises:
             SpecError: the model, its relations or the context cannot be compiled.
@@ -81,7 +91,8 @@ class WireSpec:
         from factorspec_sdk.graph import compile_spec
         from factorspec_sdk.ir import spec_to_ir
 
-        spec = compile_spec(model, context)
+        if spec is None:
+            spec = compile_spec(model, context)
         return cls(model, spec, spec_to_ir(spec))
 
     def response_format(self) -> ResponseFormatJSONSchema:
@@ -133,6 +144,8 @@ class RemoteBackend:
             on its engine).
         speculative: the drafting asked of the server for requests that set none (the
             extension field's ``speculative``); None: the server's setting.
+        provenance: ask the server for each record's provenance (``result.provenance``;
+            a few milliseconds of the server's oracle and a few kB per answer).
     """
 
     def __init__(
@@ -145,6 +158,7 @@ class RemoteBackend:
         max_retries: int = 2,
         max_concurrency: int = 32,
         speculative: bool | None = None,
+        provenance: bool = True,
     ) -> None:
         from openai import OpenAI
 
@@ -158,6 +172,7 @@ class RemoteBackend:
         self._model = model
         self.max_concurrency = max_concurrency
         self.speculative = speculative
+        self.provenance = provenance
 
     @property
     def name(self) -> str:
@@ -197,12 +212,22 @@ class RemoteBackend:
         (`UnsatisfiableSpecError`, `TokenBudgetError`, `SpecError`); a record that ran out
         of tokens is an `IncompleteGenerationError`, of the server's time limit a
         `GenerationTimeoutError`; anything else a `RemoteError`.
+
+        Each record's stats are the server's, with this backend's parts added: the spec's
+        export and the chat messages, the wait for a free connection (``queue_seconds``),
+        the round trip less the server's wall (``network_seconds``; listing the server's
+        models too); the other records' preparation, and their requests after this one's
+        answer, are its ``batch_seconds``.
         """
+        started = time.perf_counter()
         outcomes: dict[int, DecodeOutcome] = {}
+        spent: list[dict[str, float]] = [{} for _ in requests]
         bodies: list[tuple[int, list[ChatMessage], WireSpec]] = []
         for i, request in enumerate(requests):
+            t0 = time.perf_counter()
             try:
-                wire = WireSpec.build(request.model, request.context)
+                wire = WireSpec.build(request.model, request.context, request.spec)
+                t1 = time.perf_counter()
                 messages = chat_messages(
                     request.prompt,
                     system=request.system,
@@ -211,23 +236,33 @@ class RemoteBackend:
                 )
             except Exception as exc:
                 outcomes[i] = _failed(exc)
+                spent[i]["spec_seconds"] = time.perf_counter() - t0
                 continue
+            spent[i] = {"spec_seconds": t1 - t0, "prompt_seconds": time.perf_counter() - t1}
             bodies.append((i, messages, wire))
         model_id = ""
+        listing = 0.0
         if bodies:
+            t0 = time.perf_counter()
             try:
                 model_id = self.model
             except RemoteError as exc:
                 for i, _, _ in bodies:
                     outcomes[i] = _failed(exc)
                 bodies = []
+            listing = time.perf_counter() - t0
+        sent = time.perf_counter()
+        spans: dict[int, tuple[float, float]] = {}
 
         def one(body: tuple[int, list[ChatMessage], WireSpec]) -> DecodeOutcome:
             i, messages, wire = body
+            t0 = time.perf_counter()
             try:
                 return self._request(requests[i], model_id, messages, wire)
             except Exception as exc:
                 return _failed(exc)
+            finally:
+                spans[i] = (t0, time.perf_counter())
 
         if len(bodies) == 1:
             outcomes[bodies[0][0]] = one(bodies[0])
@@ -235,6 +270,26 @@ class RemoteBackend:
             with ThreadPoolExecutor(max_workers=min(self.max_concurrency, len(bodies))) as pool:
                 for (i, _, _), out in zip(bodies, pool.map(one, bodies), strict=True):
                     outcomes[i] = out
+        answered = time.perf_counter()
+        prepared = sum(sum(p.values()) for p in spent)
+        for i in range(len(requests)):
+            stats = outcomes[i].stats
+            own = spent[i]
+            stats.add(own)
+            apart = others(prepared, sum(own.values()))
+            if i in spans:
+                t0, t1 = spans[i]
+                server = stats.wall_seconds  # the server's wall (0 without an answer)
+                stats.add(
+                    {
+                        "network_seconds": (t1 - t0 - server) + listing,
+                        "queue_seconds": t0 - sent,
+                        "batch_seconds": apart + (answered - t1),
+                    }
+                )
+            else:  # never sent: it waited for the others' requests
+                stats.add({"batch_seconds": apart + listing + (answered - sent)})
+            stats.settle(time.perf_counter() - started)
         return [outcomes[i] for i in range(len(requests))]
 
     def _request(
@@ -249,7 +304,10 @@ class RemoteBackend:
         model_cls = request.model
         params = request.params
         speculative = self.speculative if request.speculative is None else request.speculative
-        ext = {} if speculative is None else {"factorspec": {"speculative": speculative}}
+        asked: dict[str, object] = {"provenance": True} if self.provenance else {}
+        if speculative is not None:
+            asked["speculative"] = speculative
+        ext = {"factorspec": asked} if asked else {}
         body = {
             "model": model_id,
             "messages": cast("list[ChatCompletionMessageParam]", messages),
@@ -276,10 +334,12 @@ class RemoteBackend:
         text = choice.message.content or ""
         extra = completion.model_extra or {}
         stats_raw = extra.get("factorspec")
-        stats = _stats(stats_raw if isinstance(stats_raw, dict) else {}, completion.usage)
-        token_ids = stats_raw.get("token_ids", []) if isinstance(stats_raw, dict) else []
+        raw = stats_raw if isinstance(stats_raw, dict) else {}
+        stats = _stats(raw, completion.usage)
+        token_ids = raw.get("token_ids", [])
         check_finished(choice.finish_reason, text, stats.tokens)
-        return DecodeOutcome(text, [int(t) for t in token_ids], stats)
+        ids = [int(t) for t in token_ids] if isinstance(token_ids, list) else []
+        return DecodeOutcome(text, ids, stats, provenance=_provenance(raw))
 
     def _stream(
         self, request: GenerationRequest, body: dict[str, Any], sink: PartialSink
@@ -324,7 +384,7 @@ class RemoteBackend:
         token_ids = stats_raw.get("token_ids", [])
         check_finished(finish, views.text, stats.tokens)
         ids = [int(t) for t in token_ids] if isinstance(token_ids, list) else []
-        return DecodeOutcome(views.text, ids, stats)
+        return DecodeOutcome(views.text, ids, stats, provenance=_provenance(stats_raw))
 
 
 def _failed(exc: Exception) -> DecodeOutcome:
@@ -387,24 +447,17 @@ def remote_error(exc: object, model: str, max_tokens: int | None) -> FactorSpecE
 
 
 def _stats(raw: dict[str, object], usage: object) -> GenerationStats:
-    def num(key: str) -> float:
-        v = raw.get(key, 0)
-        return float(v) if isinstance(v, (int, float)) else 0.0
-
+    """The server's stats (its ``factorspec`` field) and the prompt's tokens (``usage``)."""
+    stats = GenerationStats.from_json(raw)
     prompt_tokens = getattr(usage, "prompt_tokens", 0) or 0
     details = getattr(usage, "prompt_tokens_details", None)
     cached = getattr(details, "cached_tokens", 0) or 0
-    return GenerationStats(
-        prompt_tokens=int(prompt_tokens),
-        cached_prompt_tokens=int(cached),
-        tokens=int(num("tokens")),
-        verify_steps=int(num("verify_steps")),
-        drafted=int(num("drafted")),
-        certain_drafted=int(num("certain_drafted")),
-        guesses_proposed=int(num("guesses_proposed")),
-        guesses_accepted=int(num("guesses_accepted")),
-        forward_seconds=num("forward_seconds"),
-        plan_seconds=num("oracle_seconds"),
-        critical_plan_seconds=num("critical_oracle_seconds"),
-        wall_seconds=num("wall_seconds"),
-    )
+    stats.prompt_tokens = int(prompt_tokens)
+    stats.cached_prompt_tokens = int(cached)
+    return stats
+
+
+def _provenance(raw: dict[str, object]) -> dict[str, object] | None:
+    """The provenance the server sent with the record (JSON data), if any."""
+    data = raw.get("provenance")
+    return data if isinstance(data, dict) else None

@@ -182,8 +182,9 @@ class RecordCheck:
         outcome: ``valid``, ``invalid``, ``max_tokens`` or ``error`` (the decoder failed).
         tokens: the record's token ids.
         plan_seconds: the decoder's planning time for the record (`GenerationStats`).
-        decoder_seconds: the decoder's time outside the engine's forwards (wall minus
-            forward): planning, the masks of free leaves computed while verifying, sampling.
+        decoder_seconds: the decoder's time for the record outside the engine's forwards
+            (wall less forwards and the other records' work): planning, the masks of free
+            leaves computed while verifying, sampling.
         detail: why it is invalid, or the decoder's error.
     """
 
@@ -283,7 +284,8 @@ def decode_records(
     engine = ScriptedEngine(tok, ClosingModel(tok, seed=model_seed))
     checks: list[RecordCheck] = []
     for out in Decoder(engine, DECODER_CONFIG).run(jobs):
-        times = (out.stats.plan_seconds, out.stats.wall_seconds - out.stats.forward_seconds)
+        s = out.stats
+        times = (s.plan_seconds, s.wall_seconds - s.forward_seconds - s.batch_seconds)
         if isinstance(out.error, IncompleteGenerationError):
             checks.append(RecordCheck("max_tokens", out.tokens, *times))
         elif out.error is not None:

@@ -253,7 +253,8 @@ def generate(
         typer.Option(
             "--explain",
             help="After the record, print on stderr where each part came from: the model, "
-            "the relations or the schema (coloured), and a table of its values.",
+            "the relations or the schema (coloured), a table of its values, and where the "
+            "call's time went.",
         ),
     ] = False,
 ) -> None:
@@ -352,6 +353,14 @@ def _explain(console: Console, result: GenerationResult[BaseModel]) -> None:
         )
     console.print(table)
     console.print(f"provenance: {prov.summary()}")
+    stats = result.stats
+    times = Table("part of the wall", "seconds", "share")
+    for name, seconds in stats.parts().items():
+        if seconds or name == "other_seconds":
+            share = seconds / stats.wall_seconds if stats.wall_seconds else 0.0
+            times.add_row(name, f"{seconds:.3f}", f"{share:.0%}")
+    times.add_row("wall_seconds", f"{stats.wall_seconds:.3f}", "100%", style="bold")
+    console.print(times)
 
 
 @app.command()

@@ -126,6 +126,7 @@ def create_app(
     card = render.model_card(name, int(time.time()))
 
     async def generate(request: Request, kind: Kind) -> Response:
+        received = time.perf_counter()
         check_api_key(request, opts.api_key)
         payload = await read_body(
             request, max_bytes=opts.max_body_bytes, max_depth=ir_limits.max_json_depth
@@ -141,7 +142,7 @@ def create_app(
             request_timeout_s=opts.request_timeout_s,
         )
         batch = await dispatcher.submit(prepared)
-        meta = render.Meta.new(kind, name, prepared.spec_seconds)
+        meta = render.Meta.new(kind, name, prepared.spec_seconds, received)
         req = prepared.request
         if req.stream:
             include_usage = bool(req.stream_options and req.stream_options.include_usage)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING
 from factorspec_sdk.engines.upstreams import UpstreamPool
 from factorspec_sdk.errors import OracleError, TokenBudgetError, UpstreamsUnavailableError
 from factorspec_sdk.ir import RecordInvalidError, check_json_schema_record, check_record
+from factorspec_sdk.provenance import explain
 from factorspec_sdk.server import render
 from factorspec_sdk.server.protocol import ApiError
 from factorspec_sdk.server.records import RecordWorker
@@ -190,7 +192,9 @@ class Dispatcher:
         """The answer of a job that ended (``prepared``: its request).
 
         A record cut short is an error, never content: one that ran out of ``max_tokens``
-        (`_incomplete`) or of its time limit (`_timed_out`).
+        (`_incomplete`) or of its time limit (`_timed_out`). A complete record's stats add
+        the re-check (``validate_seconds``) and, when the request asked for it, the
+        provenance it carries (``explain_seconds``).
 
         Raises:
             ApiError: 500 for a record that fails the re-check (logged), 503 shutting down
@@ -204,6 +208,7 @@ class Dispatcher:
         if done.reason == "complete":
             assert done.outcome is not None
             text = done.outcome.text
+            t0 = time.perf_counter()
             if self.validate_records:
                 try:
                     await asyncio.to_thread(check_record, spec, text)
@@ -216,6 +221,11 @@ class Dispatcher:
                         f"internal error: the generated record failed validation ({exc})",
                         type="server_error",
                     ) from None
+            t1 = time.perf_counter()
+            if prepared.provenance:
+                await asyncio.to_thread(_explained, done)
+            parts = {"validate_seconds": t1 - t0, "explain_seconds": time.perf_counter() - t1}
+            done.outcome.stats.add(parts)
             if prepared.tools is not None:  # a message (cut at its bound: length) or calls
                 return prepared.tools.answer(text)
             return Answer(bare_text(text) if prepared.bare else text, "stop", True)
@@ -327,6 +337,15 @@ def _incomplete(done: Done, prepared: Prepared) -> ApiError:
         param="max_tokens",
         extra={"max_tokens": budget, "tokens": done.tokens, "partial_text": done.text},
     )
+
+
+def _explained(done: Done) -> None:
+    """Put the provenance of ``done``'s record on its outcome (as JSON data)."""
+    outcome = done.outcome
+    assert outcome is not None
+    provenance = explain(outcome)
+    if provenance is not None:
+        outcome.provenance = provenance.to_json()
 
 
 def _timed_out(done: Done, prepared: Prepared) -> ApiError:

@@ -46,6 +46,7 @@ from pydantic.config import JsonDict, JsonValue
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, PydanticCustomError, core_schema
 
+from factorspec_sdk.provenance import Provenance
 from factorspec_sdk.tools import X_FACTORSPEC
 
 __all__ = [
@@ -295,6 +296,10 @@ class FactorSpecExtension(BaseModel):
             in one answer (default `DEFAULT_TOOL_CALLS`; with a named ``tool_choice``, one
             unless this or ``parallel_tool_calls`` true asks for more); the model closes the
             list of calls when it wants, this only bounds it.
+        provenance: send each complete record's provenance in its ``factorspec`` stats
+            (``factorspec_sdk.provenance``: which values the model chose, which the
+            relations determined); off by default (a few milliseconds of the oracle and a
+            few kB per record).
     """
 
     model_config = _STRICT
@@ -316,6 +321,7 @@ class FactorSpecExtension(BaseModel):
         "(as Client.generate does by default); false sends the messages as written.",
     )
     max_tool_calls: Annotated[StrictInt, Field(ge=1, le=MAX_TOOL_CALLS)] | None = None
+    provenance: StrictBool = False
 
 
 _ONE_CONSTRAINT = "structured_outputs takes exactly one of json, regex, choice"
@@ -875,12 +881,20 @@ class ErrorResponse(BaseModel):
 class RecordStats(BaseModel):
     """The ``factorspec`` stats of one choice.
 
+    A record has its decoding counts and where the server's time went: the ``*_seconds``
+    parts of ``factorspec_sdk.drafter.stats.GenerationStats`` (``PARTS``), which add up to
+    ``wall_seconds``, the server's time from the request's arrival to this answer.
+
     Attributes:
         valid: the record is complete and was checked against the spec.
         stop_reason: ``complete`` (a record cut short, by ``max_tokens`` or by the time
             limit, is an error answer, a 422 ``max_tokens_reached`` or ``timeout_reached``,
             never a choice).
         tokens: completion tokens.
+        oracle_seconds: ``plan_seconds`` under its older name.
+        critical_oracle_seconds: ``critical_plan_seconds`` under its older name.
+        provenance: the record's provenance, when the request asked for it
+            (``factorspec.provenance``) and the record is complete.
     """
 
     valid: bool
@@ -894,11 +908,28 @@ class RecordStats(BaseModel):
     certain_drafted: int | None = None
     guesses_proposed: int | None = None
     guesses_accepted: int | None = None
+    load_seconds: float | None = None
+    prompt_seconds: float | None = None
+    network_seconds: float | None = None
+    start_seconds: float | None = None
     forward_seconds: float | None = None
+    cost_curve_seconds: float | None = None
+    critical_plan_seconds: float | None = None
+    grammar_seconds: float | None = None
+    draft_seconds: float | None = None
+    verify_seconds: float | None = None
+    stream_seconds: float | None = None
+    batch_seconds: float | None = None
+    validate_seconds: float | None = None
+    explain_seconds: float | None = None
+    other_seconds: float | None = None
+    wall_seconds: float | None = None
+    plan_seconds: float | None = None
+    background_plan_seconds: float | None = None
     oracle_seconds: float | None = None
     critical_oracle_seconds: float | None = None
-    wall_seconds: float | None = None
     token_ids: list[int] | None = None
+    provenance: Provenance | None = None
 
 
 class ChoiceStats(BaseModel):

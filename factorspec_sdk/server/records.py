@@ -145,6 +145,7 @@ class RecordWorker:
                 ids = job.prompt(pool)
             except Exception as exc:
                 raise PromptError(str(exc)) from exc
+            job.prompt_seconds = time.perf_counter() - job.admitted
             if not ids:
                 raise PromptError("the prompt has no tokens")
 
@@ -202,6 +203,7 @@ class RecordWorker:
 
     def _done(self, state: _State, run: RecordRun, queued: float) -> Done:
         out = run.outcome
+        out.stats.add({"queue_seconds": queued, "prompt_seconds": state.job.prompt_seconds})
         if run.restarts:
             self.metrics.add("upstream_restarts", run.restarts)
         if isinstance(out.error, _Stopped) and state.stop is not None:  # cancelled mid-record

@@ -2,8 +2,10 @@
 
 Owns the shapes of `factorspec_sdk.server.protocol`'s answers: the model card, chat
 completion and text completion bodies, their stream chunks, ``usage``, the ``factorspec``
-stats extension (top level and per choice), and the SSE framing (``data: ...`` events and
-the closing ``data: [DONE]``). Pure functions: no I/O, no waiting.
+stats extension (top level and per choice: the record's stats, settled on the server's
+wall from the request's arrival, and its provenance when asked), and the SSE framing
+(``data: ...`` events and the closing ``data: [DONE]``). Pure functions: no I/O, no
+waiting (the stats read the clock).
 """
 
 from __future__ import annotations
@@ -11,9 +13,10 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, NamedTuple
 
+from factorspec_sdk.drafter.stats import PARTS
 from factorspec_sdk.server.protocol import JsonObject, Kind
 
 if TYPE_CHECKING:
@@ -61,6 +64,8 @@ class Meta:
         kind: the endpoint answered.
         model: the served model id.
         spec_seconds: how long building the request's spec took.
+        received: when the request arrived (``time.perf_counter()``): a record's
+            ``wall_seconds`` counts from it.
     """
 
     id: str
@@ -68,16 +73,20 @@ class Meta:
     kind: Kind
     model: str
     spec_seconds: float
+    received: float = field(default_factory=time.perf_counter)
 
     @classmethod
-    def new(cls, kind: Kind, model: str, spec_seconds: float) -> Meta:
-        """A fresh id, created now."""
+    def new(
+        cls, kind: Kind, model: str, spec_seconds: float, received: float | None = None
+    ) -> Meta:
+        """A fresh id, created now (``received``: when the request arrived; default now)."""
         return cls(
             id=("chatcmpl-" if kind == "chat" else "cmpl-") + uuid.uuid4().hex,
             created=int(time.time()),
             kind=kind,
             model=model,
             spec_seconds=spec_seconds,
+            received=time.perf_counter() if received is None else received,
         )
 
 
@@ -87,7 +96,13 @@ def model_card(model: str, created: int) -> JsonObject:
 
 
 def stats(done: Done, meta: Meta, valid: bool) -> JsonObject:
-    """The ``factorspec`` stats of one choice: validity, stop reason, times, decoding counts."""
+    """The ``factorspec`` stats of one choice: validity, stop reason, times, decoding counts.
+
+    A decoded record's stats (a copy) add the spec's build and end the wall now, counted
+    from the request's arrival (``meta.received``); ``other_seconds`` is what no part
+    names. Its provenance comes along when the request asked for it (`Dispatcher.finish`
+    made it).
+    """
     out: JsonObject = {
         "valid": valid,
         "stop_reason": done.reason,
@@ -95,7 +110,9 @@ def stats(done: Done, meta: Meta, valid: bool) -> JsonObject:
         "spec_seconds": round(meta.spec_seconds, 6),
     }
     if done.outcome is not None:
-        s = done.outcome.stats
+        s = replace(done.outcome.stats)
+        s.add({"spec_seconds": meta.spec_seconds})
+        s.settle(time.perf_counter() - meta.received)
         out.update(
             tokens=s.tokens,
             verify_steps=s.verify_steps,
@@ -104,12 +121,16 @@ def stats(done: Done, meta: Meta, valid: bool) -> JsonObject:
             certain_drafted=s.certain_drafted,
             guesses_proposed=s.guesses_proposed,
             guesses_accepted=s.guesses_accepted,
-            forward_seconds=round(s.forward_seconds, 6),
-            oracle_seconds=round(s.plan_seconds, 6),
-            critical_oracle_seconds=round(s.critical_plan_seconds, 6),
-            wall_seconds=round(s.wall_seconds, 6),
+        )
+        for name in (*PARTS, "wall_seconds", "plan_seconds", "background_plan_seconds"):
+            out[name] = round(getattr(s, name), 6)
+        out.update(
+            oracle_seconds=out["plan_seconds"],
+            critical_oracle_seconds=out["critical_plan_seconds"],
             token_ids=list(done.outcome.tokens),
         )
+        if done.outcome.provenance is not None:
+            out["provenance"] = done.outcome.provenance
     else:
         out["tokens"] = done.tokens
     return out

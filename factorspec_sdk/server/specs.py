@@ -98,6 +98,8 @@ class Prepared:
         timeout_s: the request's time limit.
         timeout_asked: the limit is the request's ``timeout_s`` (else the server's).
         speculative: the request's ``factorspec.speculative`` (None: the server's setting).
+        provenance: the request's ``factorspec.provenance``: answer each complete record's
+            provenance.
         bare: the answer is the record's one string (vLLM ``choice``/``regex``), not its JSON.
         tools: for a request with tools, how its record becomes ``content`` or
             ``tool_calls``; else None.
@@ -112,6 +114,7 @@ class Prepared:
     timeout_s: float
     timeout_asked: bool = False
     speculative: bool | None = None
+    provenance: bool = False
     bare: bool = False
     tools: ToolPlan | None = None
 
@@ -223,6 +226,7 @@ async def prepare(
         timeout_s=min(ext.timeout_s or request_timeout_s, 3600.0),
         timeout_asked=ext.timeout_s is not None,
         speculative=ext.speculative,
+        provenance=ext.provenance,
         bare=target is not None and target.bare and ext.ir is None,
     )
 
@@ -259,6 +263,7 @@ async def _prepare_tools(
         timeout_s=min(ext.timeout_s or request_timeout_s, 3600.0),
         timeout_asked=ext.timeout_s is not None,
         speculative=ext.speculative,
+        provenance=ext.provenance,
         tools=plan,
     )
 

@@ -77,7 +77,10 @@ class Job:
     None: the engine thread makes and starts one when it admits the job."""
     id: int = field(default_factory=itertools.count().__next__)
     enqueued: float = field(default_factory=time.perf_counter)
+    """When the job was queued (`EngineWorker.submit`): its queue time counts from it."""
     admitted: float = 0.0
+    prompt_seconds: float = 0.0
+    """How long the prompt's token ids took (chat template, tokenization) at admission."""
     ticket: int | None = None
     sent_bytes: int = 0
     decoder_utf8: codecs.IncrementalDecoder = field(
@@ -157,6 +160,7 @@ class EngineWorker:
 
     def submit(self, job: Job) -> None:
         """Queue a job (thread-safe)."""
+        job.enqueued = time.perf_counter()
         self._inbox.put(_Submit(job))
 
     def cancel(self, job: Job, reason: StopReason = "cancelled") -> None:
@@ -249,6 +253,7 @@ class EngineWorker:
                     ids = job.prompt(self.engine)
                 except Exception as exc:
                     raise PromptError(str(exc)) from exc
+                job.prompt_seconds = time.perf_counter() - job.admitted
                 if not ids:
                     raise PromptError("the prompt has no tokens")
                 planner = job.planner or Planner(Writer(job.spec), self.engine.tokenizer)
@@ -283,6 +288,9 @@ class EngineWorker:
                 if done_job is None:
                     continue
                 job = done_job
+                outcome.stats.add(
+                    {"queue_seconds": self._queued(job), "prompt_seconds": job.prompt_seconds}
+                )
                 self.metrics.generation(outcome.stats)
                 if outcome.error is None:
                     job.post(Done("complete", outcome, queue_seconds=self._queued(job)))

@@ -187,12 +187,17 @@ class PlannerStats:
             (because no worker had planned them ahead during a forward).
         plan_seconds: total time spent planning, on any thread.
         critical_seconds: planning time the decoding thread waited for.
+        grammar_seconds: of ``plan_seconds``, compiling llguidance grammars (segments of
+            grammar values; the first of a tokenizer builds its token tables).
+        critical_grammar_seconds: of ``critical_seconds``, compiling grammars.
     """
 
     segments: int = 0
     critical_segments: int = 0
     plan_seconds: float = 0.0
     critical_seconds: float = 0.0
+    grammar_seconds: float = 0.0
+    critical_grammar_seconds: float = 0.0
 
 
 class Planner:
@@ -342,11 +347,13 @@ class Planner:
             hit = self._plans.get(key)
             if hit is None:
                 t1 = time.perf_counter()
+                grammar = self.stats.grammar_seconds
                 hit = self._plan(state, skip, owe)
                 self._plans[key] = hit
                 self.stats.segments += 1
                 if critical:
                     self.stats.critical_segments += 1
+                    self.stats.critical_grammar_seconds += self.stats.grammar_seconds - grammar
                 self.stats.plan_seconds += time.perf_counter() - t1
         if critical:
             self.stats.critical_seconds += time.perf_counter() - t0
@@ -429,7 +436,9 @@ class Planner:
         if isinstance(nxt, list) and texts[-1].endswith(" "):
             # the space before the options goes to their trie: `` true`` is one token
             texts[-1], owe = texts[-1][:-1], " "
+        t0 = time.perf_counter()
         segment = GrammarSegment(grammar_tables(self.tok), values, texts, at, owe)
+        self.stats.grammar_seconds += time.perf_counter() - t0
         return GrammarCursor(segment)
 
     def _exit(self, cursor: GrammarCursor, *, critical: bool) -> Cursor:

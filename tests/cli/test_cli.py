@@ -418,6 +418,9 @@ def test_generate_explain_and_live_show_where_values_came_from() -> None:
     assert "colours: model  relations  schema" in shown.stderr
     assert "start_hour" in shown.stderr and "relations" in shown.stderr
     assert "provenance: model: 0 values" in shown.stderr
+    # where the call's time went: the parts of its wall, and the wall
+    for part in ("forward_seconds", "validate_seconds", "other_seconds", "wall_seconds"):
+        assert part in shown.stderr
 
 
 def test_dict_context_is_passed_as_is(tmp_path: Path) -> None:
