@@ -28,6 +28,7 @@ from factorspec_sdk.engines.protocol import (
     Engine,
     Logits,
     SequenceId,
+    SettledCostCurve,
     cached_prompt_tokens,
     undo_extend,
 )
@@ -173,6 +174,11 @@ class Decoder:
         self._pool: ThreadPoolExecutor | None = None
         self._clock = DecoderClock()
         self._ended: dict[int, RecordClock] | None = None  # during `run`: the ended records
+        # choosing a width reads the engine's cost curve: drafting, on an engine that settled
+        # the curve at load; another may measure it on first use, so the width is its part
+        self._width_part = (
+            "draft_seconds" if isinstance(engine, SettledCostCurve) else "cost_curve_seconds"
+        )
 
     # ------------------------------------------------------------------ continuous batching
 
@@ -313,7 +319,7 @@ class Decoder:
             try:
                 with clock.part(a.clock, "draft_seconds"):
                     draft = self._draft(a)
-                with clock.part(a.clock, "cost_curve_seconds"):  # the width: may measure it
+                with clock.part(a.clock, self._width_part):
                     drafts.append(self._width(a, draft))
                 still.append(a)
             except Exception as exc:

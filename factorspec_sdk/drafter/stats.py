@@ -82,14 +82,16 @@ class GenerationStats:
         start_seconds: setting the record up: its writer and oracle, the token budget
             check, the engine's sequence.
         forward_seconds: the engine's forward passes (the prompt's prefill included).
-        cost_curve_seconds: choosing draft widths from the engine's cost curve; an engine
-            whose dtype was given measures the curve in its first call (about 2 s of
-            forwards on an idle CPU, many more on a busy one).
+        cost_curve_seconds: choosing draft widths on an engine that may measure its cost
+            curve on first use (one of your own, a scripted engine's curve function, a
+            shared engine's host asked for each width once); 0 on the embedded engine,
+            which settles its curve at load (in ``load_seconds``, once per machine).
         critical_plan_seconds: planning the decoding thread waited for: oracle queries,
             tokenization of forced text, mask tries (grammar compiles excluded).
         grammar_seconds: compiling llguidance grammars for grammar values, on the critical
             path (the first one of a tokenizer builds its token tables too).
-        draft_seconds: building drafts: certain tokens, masks under the budget, guesses.
+        draft_seconds: building drafts: certain tokens, masks under the budget, guesses,
+            and their widths on an engine whose cost curve was settled at load.
         verify_seconds: verifying drafts under the masks and choosing the model's tokens.
         stream_seconds: making partial views of the record for a stream.
         batch_seconds: the thread's work for the other records of the batch while this one

@@ -20,9 +20,15 @@ verify cost curve. Each candidate's weights are loaded from the folder in that d
 cast from another: ``Module.to(dtype)`` also casts the float32 buffers transformers keeps
 (the rotary frequencies), and an engine whose dtype was measured would then compute other
 logits, and write other greedy records, than one that read the same choice from the cache.
-The dtype is settled before the engine's first sequence and never changes under one. A short
-warm-up at load (either way) runs each shape the decoder needs first, so the first request
-is not the slow one.
+The dtype is settled before the engine's first sequence and never changes under one.
+
+The verify cost curve is settled at load too (`EmbeddedEngine.cost_curve`), never inside a
+request: a measured or cached dtype choice holds it; an engine whose dtype was given (or a
+model passed to `from_transformers`) reads it from the same per-machine cache (a cached
+choice's timings of that dtype, or a curve stored before) or times it now and caches it
+under the machine, model and dtype. A short warm-up at load runs each shape the decoder
+needs first, unless the load's timings just ran them, so the first request is not the slow
+one.
 
 Prefix cache: sequences whose prompts share a prefix (a system prompt, a schema hint, the same
 problem asked twice) reuse its KV states. When a sequence's prompt has run (its first
@@ -42,7 +48,7 @@ import contextlib
 import inspect
 import os
 import time
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -50,7 +56,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from factorspec_sdk.engines.dtype_choice import (
-    CONTEXT,
+    CURVE_SHAPES,
+    CURVE_WIDTHS,
+    CostCurve,
+    CurveHow,
     DtypeChoice,
     Measure,
     Shape,
@@ -60,10 +69,13 @@ from factorspec_sdk.engines.dtype_choice import (
     dtype_from_env,
     engine_threads,
     load_choice,
+    load_curve,
     machine_key,
     measure_choice,
     repeats,
     store_choice,
+    store_curve,
+    timed,
 )
 from factorspec_sdk.engines.prefix_cache import PrefixCache
 from factorspec_sdk.engines.protocol import ChatMessage, Logits, SequenceId, extend_requests
@@ -76,8 +88,8 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_PREFIX_CACHE_BYTES", "PROFILE_KS", "EmbeddedEngine", "from_transformers"]
 
-PROFILE_KS: tuple[int, ...] = (1, 4, 8, 16, 32, 64)
-"""Verify widths `EmbeddedEngine.cost_profile` times."""
+PROFILE_KS: tuple[int, ...] = CURVE_WIDTHS
+"""Verify widths of `EmbeddedEngine.cost_profile` (`dtype_choice.CURVE_WIDTHS`)."""
 
 DEFAULT_PREFIX_CACHE_BYTES = 256 * 2**20
 """The prefix cache's default memory bound: 256 MiB of KV states, on any device.
@@ -121,7 +133,9 @@ class EmbeddedEngine:
             CPU; each candidate is loaded from the folder in its dtype, so the engine is
             the one a later load of the cached choice gets; not cached when the machine is
             busy, see `factorspec_sdk.engines.dtype_choice.busy_reason`). `dtype_choice`
-            says which and why.
+            says which and why. Either way the verify cost curve is settled at load
+            (`cost_curve`): a given dtype's is read from the same cache or timed once per
+            machine, model and dtype (about 2 s on a 2-core CPU; not cached when busy).
         prefix_cache: the prefix cache's memory bound in bytes (keys and values of the
             stored prompt prefixes); ``None`` is `DEFAULT_PREFIX_CACHE_BYTES` (256 MiB), ``0``
             turns the cache off. A new sequence starts from the longest stored prefix of its
@@ -263,28 +277,24 @@ class EmbeddedEngine:
         self._seqs: dict[SequenceId, _Sequence] = {}
         self._next_id: SequenceId = 0
         self._tokenizer_info: TokenizerInfo | None = None
-        self._profile: dict[int, float] | None = None
         self.prefix_cache: PrefixCache[torch.Tensor] | None = self._make_prefix_cache(prefix_cache)
         """The prefix cache (its `PrefixCache.stats`, `PrefixCache.clear`); ``None`` when off."""
         self.forward_calls = 0
         """Number of forward passes run so far."""
-        warm = False
+        warm = False  # whether this load's timings ran the first shapes in the chosen dtype
         if choice is None:
             with self._timer() as measure:
-                choice = measure_choice(candidates, measure, key)
-            warm = self.dtype == choice.dtype  # the last dtype measured: its shapes ran
-            self._set_dtype(choice.dtype)
-            busy = busy_reason()
-            if busy:
-                choice = replace(choice, note=f"not cached: {busy}")
-            else:
-                store_choice(choice)
+                measured = measure_choice(candidates, measure, key)
+            warm = self.dtype == measured.dtype  # the last dtype measured: its shapes ran
+            self._set_dtype(measured.dtype)
+            choice = replace(measured, note=_cache_note(lambda: store_choice(measured)))
         self.dtype_choice: DtypeChoice = choice
         """The dtype, how it was chosen and the timings it was chosen by."""
-        if choice.costs:
-            curve = choice.costs[choice.dtype]
-            self._profile = _monotone({k: curve[(CONTEXT, k)] for k in PROFILE_KS})
-        if choice.how != "measured" or not warm:
+        curve, timed_now = self._settle_cost_curve(choice)
+        self.cost_curve: CostCurve = curve
+        """The verify cost curve the drafter sizes drafts by, and how the engine got it."""
+        self._profile = _monotone(dict(curve.seconds))
+        if not (warm or timed_now):
             self._warm_up()
         self.load_seconds = time.perf_counter() - started
         """Wall time the tokenizer and weights took to load, with the dtype choice and warm-up."""
@@ -388,6 +398,33 @@ class EmbeddedEngine:
                 ]
                 state.cache = DynamicCache(data, config=self._config)
 
+    def _settle_cost_curve(self, choice: DtypeChoice) -> tuple[CostCurve, bool]:
+        """The engine's verify cost curve, and whether it was timed now (its shapes ran).
+
+        A measured or cached dtype choice holds it (its timings of the chosen dtype). Else
+        (a given dtype, a caller's model) the cache holds it (`load_curve`: a curve stored
+        before, or a cached choice's timings of this dtype) under this machine and model;
+        else it is timed now and cached, unless the machine is busy, as a choice is. A
+        model with neither a folder nor a name (built in memory) has no key: timed, not
+        cached.
+        """
+        how: CurveHow = "cached" if choice.how == "cached" else "measured"
+        curve = CostCurve.of(choice.costs.get(choice.dtype, {}), how, choice.key, choice.note)
+        if curve is not None:
+            return curve, False
+        key = machine_key(self._model_path, self.device) if self._model_path else ""
+        curve = load_curve(key, self.dtype)
+        if curve is not None:
+            return curve, False
+        with self._timer() as measure:
+            seconds = dict(zip(CURVE_WIDTHS, measure(self.dtype, CURVE_SHAPES), strict=True))
+        measured = CostCurve(seconds, "measured", key)
+        if key:
+            note = _cache_note(lambda: store_curve(measured, self.dtype))
+        else:
+            note = "not cached: the model has neither a folder nor a name"
+        return replace(measured, note=note), True
+
     def _filler(self, n: int) -> list[int]:
         """``n`` token ids of plain English text, for timing and warm-up."""
         text = "The quick brown fox jumps over the lazy dog. "
@@ -427,7 +464,7 @@ class EmbeddedEngine:
                     self.extend([(seq, ids[past : past + new])])
                     best = min(best, time.perf_counter() - started)
                     self.truncate(seq, past)
-                yield best
+                yield timed(best)  # as the cache keeps it: the same widths either way
 
         try:
             yield measure
@@ -800,14 +837,9 @@ class EmbeddedEngine:
     def cost_profile(self) -> dict[int, float]:
         """Seconds of one forward over ``k`` new tokens after a 200-token context.
 
-        The best of three runs for ``k`` in `PROFILE_KS`, made non-decreasing in ``k``: the
-        timings the dtype was chosen by (measured at load or cached), or, for an explicit
-        dtype, measured once on first use (about 2 s on CPU).
+        `cost_curve`'s seconds for each ``k`` in `PROFILE_KS` (the best of three runs,
+        settled at load: measured or read from the cache), made non-decreasing in ``k``.
         """
-        if self._profile is None:
-            with self._timer() as measure:
-                shapes = [(CONTEXT, k) for k in PROFILE_KS]
-                self._profile = _monotone(dict(zip(PROFILE_KS, measure(self.dtype, shapes))))
         return dict(self._profile)
 
     def verify_cost(self, k: int) -> float:
@@ -850,13 +882,14 @@ def from_transformers(
     Outlines-style local use: load any transformers causal LM yourself, then
     ``Client(from_transformers(model, tokenizer))``. The engine runs the model where it is
     and as it is: inputs go to ``model.device`` and the weights keep ``model.dtype``.
-    Nothing is reloaded, measured or cast, and the weights stay yours (the engine holds a
-    reference, not a copy); `EmbeddedEngine.dtype_choice` reports that dtype as
-    ``"explicit"`` (you chose it when loading). Then it warms up as a folder-loaded engine
-    does (a prefill, a one-token step, a 16-token draft) and decodes the same way, with a KV
-    cache per sequence and batched forwards: on the same weights, dtype and device its
-    tokens are those of ``EmbeddedEngine(folder, dtype=...)``. Its verify cost curve is
-    measured on first use (about 2 s on CPU), as for an explicit ``dtype``. On CPU, torch's
+    Nothing is reloaded or cast, and the weights stay yours (the engine holds a reference,
+    not a copy); `EmbeddedEngine.dtype_choice` reports that dtype as ``"explicit"`` (you
+    chose it when loading). Its verify cost curve is settled here, as for an explicit
+    ``dtype``: read from the per-machine cache under the model's ``name_or_path`` (a folder
+    counts by its files) and dtype, else timed now (about 2 s on CPU) and cached (not for a
+    model built in memory, which has no name). Then it decodes as a folder-loaded engine
+    does, with a KV cache per sequence and batched forwards: on the same weights, dtype and
+    device its tokens are those of ``EmbeddedEngine(folder, dtype=...)``. On CPU, torch's
     intra-op threads are set to every core, as `EmbeddedEngine` does.
 
     ``engine.name`` is ``"embedded"``; ``engine.model_path`` is the model's
@@ -983,6 +1016,20 @@ def _weights_dtype(model: PreTrainedModel) -> torch.dtype:
     for parameter in torch.nn.Module.parameters(model):
         return parameter.dtype
     raise ModelLoadError(f"{type(model).__name__} has no parameters")
+
+
+def _cache_note(store: Callable[[], None]) -> str:
+    """Cache timings taken now with ``store``, unless the machine is busy.
+
+    Returns ``""``, or why they were not cached: timings taken while other work holds the
+    CPU mislead (`busy_reason`), so they are used, not cached, and the next load measures
+    again. A dtype choice and a cost curve are cached alike.
+    """
+    busy = busy_reason()
+    if busy:
+        return f"not cached: {busy}"
+    store()
+    return ""
 
 
 def _monotone(profile: dict[int, float]) -> dict[int, float]:
