@@ -181,7 +181,7 @@ def check_spec_determined(spec: CompiledSpec, sols: Sequence[dict[str, Any]], id
     are skipped: their oracles look for themselves).
     """
     count = 0
-    for comp in spec._components:
+    for comp in map(spec.component, range(len(spec.components))):
         if comp.determined is None:
             continue
         for var in sorted(comp.variables & spec.variables.keys()):
@@ -353,7 +353,7 @@ def test_what_the_facts_determine_is_answered_without_more_checks(
 
     spec = compile_spec(Fixed)
     # the spec's own check found a model and what it determines, on its own solver
-    assert spec._components[0].determined == {"a": 20, "b": 20, "c": 20}
+    assert spec.component(0).determined == {"a": 20, "b": 20, "c": 20}
     oracle = spec.new_oracle()
     assert oracle.feasible_values((), "a") == [20]
     assert oracle.feasible_values((("a", 20),), "b") == [20]
@@ -378,8 +378,8 @@ def test_what_the_facts_determine_is_answered_without_more_checks(
 
     # without it, the oracle finds its own (a model; no other value, no other completion)
     bare = spec_from_ir(to_ir(Fixed))
-    bare._components[0].determined = None
-    bare._components[0].searched = False
+    bare.component(0).determined = None
+    bare.component(0).searched = False
     o = bare.new_oracle()
     assert o.feasible_values((), "a") == [20]
     assert o.feasible_values((("a", 20),), "b") == [20]
@@ -389,7 +389,7 @@ def test_what_the_facts_determine_is_answered_without_more_checks(
     monkeypatch.setattr("factorspec_sdk.graph.assemble.BACKBONE_ROUNDS", 0)
     IR_CACHE.clear()
     unsettled = spec_from_ir(to_ir(Fixed))
-    assert unsettled.determined == [None] and unsettled._components[0].searched
+    assert unsettled.determined == [None] and unsettled.component(0).searched
     o = unsettled.new_oracle()
     assert o.feasible_values((), "a") == [20]
     assert o.stats.solver_checks == 1  # no other value; the model is the spec's
@@ -422,7 +422,7 @@ def test_every_known_completion_gives_its_value_without_a_check() -> None:
             return self.a + self.b == 3
 
     spec = compile_spec(Split)
-    comp = spec._components[0]
+    comp = spec.component(0)
     assert comp.determined == {} and len(comp.models) >= 1  # a completion that differs
     known = 1 + len(comp.models)
     oracle = spec.new_oracle()
