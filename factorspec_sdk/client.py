@@ -13,8 +13,9 @@ their transports), which owns everything but the waiting: the constructor argume
 `GenerationRequest` objects once (`GenerateOptions`, with one `SamplingParams` each), and the
 results: every outcome validated against its model and context into a `GenerationResult`,
 or mapped to a `FactorSpecError`, raised or returned per record (``return_exceptions``).
-Every call compiles its records' specs before it asks for the backend, so a spec error
-(an unsupported construct, an unsatisfiable spec) is raised without loading a model.
+Every call compiles its records' specs (with the client's `SpecCompiler`, which keeps them)
+before it asks for the backend, so a spec error (an unsupported construct, an unsatisfiable
+spec) is raised without loading a model.
 `Client` runs a batch on the backend in the calling thread. `AsyncClient` queues requests;
 one background task per event loop drains whatever is waiting into one backend run (in a
 worker thread), so concurrent callers are decoded together in one batch.
@@ -34,7 +35,17 @@ from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 from types import TracebackType
-from typing import Generic, Literal, Self, TypedDict, TypeVar, Unpack, cast, overload
+from typing import (
+    TYPE_CHECKING,
+    Generic,
+    Literal,
+    Self,
+    TypedDict,
+    TypeVar,
+    Unpack,
+    cast,
+    overload,
+)
 
 from pydantic import BaseModel, ValidationError
 
@@ -59,6 +70,9 @@ from factorspec_sdk.tools import (
     tools_of,
     tools_prompt,
 )
+
+if TYPE_CHECKING:
+    from factorspec_sdk.graph import SpecCompiler
 
 __all__ = [
     "AsyncClient",
@@ -260,6 +274,10 @@ class BaseClient:
         max_width: most draft tokens from the first guess on in one forward; every certain
             token before it is drafted whatever its count (certain tokens need no logits).
         overlap: plan the next segments in a worker thread during each forward.
+        compiler: the `factorspec_sdk.graph.SpecCompiler` that compiles the records' specs
+            and keeps them (None: `factorspec_sdk.graph.DEFAULT_SPEC_COMPILER`, shared with
+            `factorspec_sdk.graph.compile_spec` and every client given none). A client with
+            its own compiler shares no spec with the others, and dropping it frees them.
         engine_options: passed to the named engine's constructor.
     """
 
@@ -277,8 +295,10 @@ class BaseClient:
         max_guesses: int = 2,
         max_width: int = 64,
         overlap: bool = True,
+        compiler: SpecCompiler | None = None,
         **engine_options: object,
     ) -> None:
+        self._compiler = compiler
         config = DecoderConfig(
             speculative=speculative, max_width=max_width, max_guesses=max_guesses, overlap=overlap
         )
@@ -324,11 +344,21 @@ class BaseClient:
         """The drafting options of a local engine's decoder."""
 
     def _share(self, other: BaseClient) -> None:
-        """Use ``other``'s backend (created when either first needs it) and options."""
+        """Use ``other``'s backend (created when either first needs it), compiler and options."""
+        self._compiler = other._compiler
         self._backend = None
         self._make = lambda: other.backend
         self._create_lock = threading.Lock()
         self.config = other.config
+
+    @property
+    def compiler(self) -> SpecCompiler:
+        """The compiler of this client's specs (the shared default when it was given none)."""
+        if self._compiler is not None:
+            return self._compiler
+        from factorspec_sdk.graph import DEFAULT_SPEC_COMPILER  # Z3 and the compiler
+
+        return DEFAULT_SPEC_COMPILER
 
     @property
     def backend(self) -> Backend:
@@ -365,8 +395,7 @@ class BaseClient:
         it, are ``batch_seconds``; the wall is this run's.
         """
         started = time.perf_counter()
-        from factorspec_sdk.graph import compile_spec  # Z3 and the compiler, on first use
-
+        compiler = self.compiler  # Z3 and the compiler, imported on first use
         imported = time.perf_counter() - started  # every record waited for it: its own part
         outcomes: dict[int, DecodeOutcome] = {}
         compiled: list[tuple[int, GenerationRequest]] = []
@@ -376,7 +405,7 @@ class BaseClient:
             try:
                 spec = request.spec
                 if spec is None:
-                    spec = compile_spec(request.model, request.context)
+                    spec = compiler.compile_spec(request.model, request.context)
             except Exception as exc:
                 outcomes[i] = DecodeOutcome("", [], GenerationStats(), exc)
             else:

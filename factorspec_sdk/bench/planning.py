@@ -69,23 +69,23 @@ def run(n: int, cities: tuple[int, int], seed: int = 0, *, unique: bool = True) 
     from factorspec_sdk.domains.trip import Itinerary, generate_problem, prompt_for
     from factorspec_sdk.drafter.loop import DecodeJob, Decoder, DecoderConfig
     from factorspec_sdk.drafter.verify import SamplingParams
-    from factorspec_sdk.ir import IR_CACHE, check_record, spec_from_ir, to_ir
+    from factorspec_sdk.ir import IRCompiler, check_record, to_ir
     from factorspec_sdk.tokens.plan import Planner
     from factorspec_sdk.writer.automaton import Writer
 
-    IR_CACHE.clear()  # every document cold, in each of several runs in one process
+    compiler = IRCompiler()  # every document cold, in each of several runs in one process
     engine = scripted_engine()
     tok = engine.tokenizer
     sizes = list(range(cities[0], cities[1] + 1))
     warm = generate_problem(sizes[0], seed + 10_000, unique=unique)  # imports, first tables
-    spec_from_ir(to_ir(Itinerary, warm))
+    compiler.spec_from_ir(to_ir(Itinerary, warm))
     out: list[RecordCost] = []
     for i in range(n):
         problem = generate_problem(sizes[i % len(sizes)], seed + i, unique=unique)
         ir = to_ir(Itinerary, problem)
         prompt = tok.encode(prompt_for(problem))
         w0, c0 = time.perf_counter(), time.process_time()
-        spec = spec_from_ir(ir)
+        spec = compiler.spec_from_ir(ir)
         c1 = time.process_time()
         writer = Writer(spec)
         job = DecodeJob(

@@ -18,7 +18,7 @@ from factorspec_sdk.errors import OracleError, UnsatisfiableSpecError
 from factorspec_sdk.graph import AtLeast, compile_spec
 from factorspec_sdk.graph.compiled import CompiledSpec, Fact, Value
 from factorspec_sdk.graph.oracle import holds
-from factorspec_sdk.ir import IR_CACHE, spec_from_ir, to_ir
+from factorspec_sdk.ir import DEFAULT_IR_COMPILER, spec_from_ir, to_ir
 from factorspec_sdk.relations.decorator import evaluate, relations_of
 
 
@@ -364,9 +364,9 @@ def test_what_the_facts_determine_is_answered_without_more_checks(
     assert oracle.stats.solver_checks == 1
     assert {k: v[0] for k, v in oracle.determined(()).items()} == {"a": 20, "b": 20, "c": 20}
 
-    # a spec whose checks came from IR_CACHE keeps what they found determined, but not
+    # a spec whose checks came from the IR cache keeps what they found determined, but not
     # their model (one check finds one)
-    IR_CACHE.clear()
+    DEFAULT_IR_COMPILER.documents.clear()
     first = spec_from_ir(to_ir(Fixed))
     again = spec_from_ir(to_ir(Fixed))
     assert again.determined == first.determined == [{"a": 20, "b": 20, "c": 20}]
@@ -387,7 +387,7 @@ def test_what_the_facts_determine_is_answered_without_more_checks(
 
     # where the spec's search did not settle it, the oracle does not search again
     monkeypatch.setattr("factorspec_sdk.graph.assemble.BACKBONE_ROUNDS", 0)
-    IR_CACHE.clear()
+    DEFAULT_IR_COMPILER.documents.clear()
     unsettled = spec_from_ir(to_ir(Fixed))
     assert unsettled.determined == [None] and unsettled.component(0).searched
     o = unsettled.new_oracle()
