@@ -1,10 +1,11 @@
 """Backends over a local engine object: `LogitsBackend` and `CompletionBackend`.
 
-Both build one `DecodeJob` per request the same way (compile the spec for the request's
-context, a writer and a token planner over the engine's tokenizer, the prompt through the
-engine's chat template) and run every job of a batch in one decoder run; they differ in the
-decoder: `factorspec_sdk.drafter.loop.Decoder` needs logits, a completion engine (vLLM,
-SGLang, an OpenAI server) gets `factorspec_sdk.drafter.segments.SegmentDecoder`.
+Both build one `DecodeJob` per request the same way (the spec compiled for the request's
+context, its planner over the engine's tokenizer from `factorspec_sdk.tokens.plan.planner_for`,
+the prompt through the engine's chat template) and run every job of a batch in one decoder
+run; they differ in the decoder: `factorspec_sdk.drafter.loop.Decoder` needs logits, a
+completion engine (vLLM, SGLang, an OpenAI server) gets
+`factorspec_sdk.drafter.segments.SegmentDecoder`.
 `engine_backend` picks the one for an engine.
 """
 
@@ -32,8 +33,7 @@ from factorspec_sdk.engines.protocol import Engine
 from factorspec_sdk.partials import PartialStream
 from factorspec_sdk.prompts import Prompt, chat_messages
 from factorspec_sdk.relations.layout import RootLayout
-from factorspec_sdk.tokens.plan import Planner
-from factorspec_sdk.writer.automaton import Writer
+from factorspec_sdk.tokens.plan import planner_for
 
 __all__ = ["CompletionBackend", "EngineBackend", "LogitsBackend", "engine_backend"]
 
@@ -87,7 +87,7 @@ class EngineBackend(ABC, Generic[E]):
             spec = compile_spec(request.model, request.context)
         t1 = time.perf_counter()
         spent["spec_seconds"] = spent.get("spec_seconds", 0.0) + t1 - t0
-        planner = Planner(Writer(spec), self.engine.tokenizer)
+        planner = planner_for(spec, self.engine.tokenizer)
         t2 = time.perf_counter()
         ids = self.prompt_ids(
             request.prompt,
