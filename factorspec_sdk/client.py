@@ -15,7 +15,8 @@ results: every outcome validated against its model and context into a `Generatio
 or mapped to a `FactorSpecError`, raised or returned per record (``return_exceptions``).
 Every call compiles its records' specs (with the client's `SpecCompiler`, which keeps them)
 before it asks for the backend, so a spec error (an unsupported construct, an unsatisfiable
-spec) is raised without loading a model.
+spec) is raised without loading a model; the backend gets each request's spec with it, and
+answers a `RecordOutcome` per request.
 `Client` runs a batch on the backend in the calling thread. `AsyncClient` queues requests;
 one background task per event loop drains whatever is waiting into one backend run (in a
 worker thread), so concurrent callers are decoded together in one batch.
@@ -32,7 +33,6 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from functools import cache
 from pathlib import Path
 from types import TracebackType
 from typing import (
@@ -49,17 +49,17 @@ from typing import (
 
 from pydantic import BaseModel, ValidationError
 
-from factorspec_sdk.backends.base import Backend, GenerationRequest
+from factorspec_sdk.backends.base import Backend, GenerationRequest, RecordOutcome
 from factorspec_sdk.backends.connect import ServerKind, connect
 from factorspec_sdk.backends.local import EngineBackend, engine_backend
-from factorspec_sdk.drafter.loop import DecodeOutcome, DecoderConfig, GenerationStats
+from factorspec_sdk.drafter.loop import DecoderConfig, GenerationStats
 from factorspec_sdk.drafter.stats import others
 from factorspec_sdk.drafter.verify import SamplingParams
 from factorspec_sdk.engines.completion import CompletionEngine
 from factorspec_sdk.engines.protocol import Engine
 from factorspec_sdk.errors import EngineError, FactorSpecError, GenerationError
 from factorspec_sdk.prompts import Prompt, check_prompt
-from factorspec_sdk.provenance import Provenance, explain
+from factorspec_sdk.provenance import Explain, Provenance
 from factorspec_sdk.relations.layout import RootLayout
 from factorspec_sdk.streams import AsyncRecordStream, RecordStream
 from factorspec_sdk.tools import (
@@ -103,7 +103,7 @@ class GenerationResult(Generic[T]):
     text: str
     tokens: list[int]
     stats: GenerationStats
-    explain: Callable[[], Provenance] | None = field(default=None, repr=False, compare=False)
+    explain: Explain | None = field(default=None, repr=False, compare=False)
 
     @property
     def provenance(self) -> Provenance:
@@ -188,25 +188,8 @@ def sampling_params(options: GenerateOptions) -> SamplingParams:
     )
 
 
-def _explainer(out: DecodeOutcome) -> Callable[[], Provenance] | None:
-    """The provenance of a decoded record, computed once, on first use."""
-    if out.job is None and out.provenance is None:
-        return None
-
-    @cache
-    def explained() -> Provenance:
-        try:
-            provenance = explain(out)
-        except ValueError as exc:
-            raise GenerationError(f"the record's provenance cannot be read: {exc}") from exc
-        assert provenance is not None  # the outcome has a job or a provenance
-        return provenance
-
-    return explained
-
-
 def _checked(
-    model: type[BaseModel], request: GenerationRequest, out: DecodeOutcome
+    model: type[BaseModel], request: GenerationRequest, out: RecordOutcome
 ) -> BaseModel | FactorSpecError:
     """The outcome's record, validated against its model and context; or its error."""
     if out.error is not None:
@@ -232,7 +215,7 @@ class _ClientRuns:
     def name(self) -> str:
         return "client"  # naming the backend would create it
 
-    def run(self, requests: Sequence[GenerationRequest]) -> list[DecodeOutcome]:
+    def run(self, requests: Sequence[GenerationRequest]) -> list[RecordOutcome]:
         return self.client._run(requests)
 
     def close(self) -> None:
@@ -385,7 +368,7 @@ class BaseClient:
             raise EngineError(f"the {backend.name} backend has no local engine")
         return cast("EngineBackend[AnyEngine]", backend)
 
-    def _run(self, requests: Sequence[GenerationRequest]) -> list[DecodeOutcome]:
+    def _run(self, requests: Sequence[GenerationRequest]) -> list[RecordOutcome]:
         """Compile each request's spec, then run those that compiled on the backend.
 
         The specs come first: a spec error is its record's outcome before the backend is
@@ -397,7 +380,7 @@ class BaseClient:
         started = time.perf_counter()
         compiler = self.compiler  # Z3 and the compiler, imported on first use
         imported = time.perf_counter() - started  # every record waited for it: its own part
-        outcomes: dict[int, DecodeOutcome] = {}
+        outcomes: dict[int, RecordOutcome] = {}
         compiled: list[tuple[int, GenerationRequest]] = []
         spec_seconds: list[float] = []
         for i, request in enumerate(requests):
@@ -407,7 +390,7 @@ class BaseClient:
                 if spec is None:
                     spec = compiler.compile_spec(request.model, request.context)
             except Exception as exc:
-                outcomes[i] = DecodeOutcome("", [], GenerationStats(), exc)
+                outcomes[i] = RecordOutcome.failed(exc)
             else:
                 compiled.append((i, replace(request, spec=spec)))
             spec_seconds.append(time.perf_counter() - t0)
@@ -517,11 +500,11 @@ class BaseClient:
 
     def _streamed(
         self, model: type[T], prompt: Prompt, context: object, options: GenerateOptions
-    ) -> tuple[GenerationRequest, Callable[[DecodeOutcome], GenerationResult[T]]]:
+    ) -> tuple[GenerationRequest, Callable[[RecordOutcome], GenerationResult[T]]]:
         """The request of a stream and how its outcome becomes its result."""
         request = self._requests(model, [prompt], [context], options)[0]
 
-        def deliver(outcome: DecodeOutcome) -> GenerationResult[T]:
+        def deliver(outcome: RecordOutcome) -> GenerationResult[T]:
             done = self._deliver(model, [request], [outcome], True, False, None)
             return cast("list[GenerationResult[T]]", done)[0]
 
@@ -531,7 +514,7 @@ class BaseClient:
     def _deliver(
         model: type[T],
         requests: Sequence[GenerationRequest],
-        outcomes: Sequence[DecodeOutcome],
+        outcomes: Sequence[RecordOutcome],
         return_result: bool,
         return_exceptions: bool,
         started: float | None,
@@ -559,7 +542,7 @@ class BaseClient:
             stats.add({"validate_seconds": seconds, "batch_seconds": others(spent, seconds)})
             stats.settle(t2 - started if started is not None else stats.wall_seconds + t2 - t0)
             results.append(
-                GenerationResult(cast(T, value), out.text, out.tokens, stats, _explainer(out))
+                GenerationResult(cast(T, value), out.text, out.tokens, stats, out.explain)
             )
         if return_exceptions:
             if return_result:
@@ -819,7 +802,7 @@ class Client(BaseClient):
 @dataclass(slots=True)
 class _Waiting:
     requests: list[GenerationRequest]
-    future: asyncio.Future[list[DecodeOutcome]]
+    future: asyncio.Future[list[RecordOutcome]]
     queued: float = field(default_factory=time.perf_counter)
 
 
@@ -827,19 +810,19 @@ class _Waiting:
 class _Batcher:
     """One queue and one draining task per event loop: what waits together runs together."""
 
-    run_batch: Callable[[Sequence[GenerationRequest]], list[DecodeOutcome]]
+    run_batch: Callable[[Sequence[GenerationRequest]], list[RecordOutcome]]
     loop: asyncio.AbstractEventLoop | None = None
     queue: asyncio.Queue[_Waiting] | None = None
     task: asyncio.Task[None] | None = None
     batch_sizes: list[int] = field(default_factory=list)
 
-    async def run(self, requests: list[GenerationRequest]) -> list[DecodeOutcome]:
+    async def run(self, requests: list[GenerationRequest]) -> list[RecordOutcome]:
         """Queue ``requests``; their outcomes once the batch they joined has run."""
         loop = asyncio.get_running_loop()
         if self.loop is not loop or self.queue is None or self.task is None or self.task.done():
             self.loop, self.queue = loop, asyncio.Queue()
             self.task = loop.create_task(self._drain(self.queue))
-        future: asyncio.Future[list[DecodeOutcome]] = loop.create_future()
+        future: asyncio.Future[list[RecordOutcome]] = loop.create_future()
         self.queue.put_nowait(_Waiting(requests, future))
         return await future
 
