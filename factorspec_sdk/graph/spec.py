@@ -131,7 +131,7 @@ class _Declined:
     """A shape whose lowering cannot take its ints and dates as parameters."""
 
 
-Form = _Form | _Seen | _Declined
+_Shape = _Form | _Seen | _Declined
 """What a compiler keeps for a context shape (`SpecCompiler.forms`)."""
 
 
@@ -160,7 +160,7 @@ class SpecCompiler:
 
     def __init__(self, *, max_specs: int = 64, max_shapes: int = 64) -> None:
         self.specs: SpecCache[Hashable, CompiledSpec] = SpecCache(max_size=max_specs)
-        self.forms: SpecCache[Hashable, Form] = SpecCache(max_size=max_shapes)
+        self.forms: SpecCache[Hashable, _Shape] = SpecCache(max_size=max_shapes)
         self.form_stats = FormStats()
 
     def compile_spec(self, model: type[BaseModel], context: object = None) -> CompiledSpec:
