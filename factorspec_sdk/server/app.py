@@ -33,7 +33,7 @@ from factorspec_sdk.drafter.loop import DecoderConfig
 from factorspec_sdk.engines.shared import EngineProxy
 from factorspec_sdk.engines.upstreams import UpstreamPool
 from factorspec_sdk.errors import EngineError
-from factorspec_sdk.ir import IRLimits
+from factorspec_sdk.ir import DEFAULT_IR_COMPILER, IRCompiler, IRLimits
 from factorspec_sdk.server import render
 from factorspec_sdk.server.auth import check_api_key, read_body
 from factorspec_sdk.server.contract import (
@@ -98,6 +98,7 @@ def create_app(
     config: DecoderConfig | None = None,
     limits: IRLimits | None = None,
     options: ServerOptions | None = None,
+    compiler: IRCompiler | None = None,
 ) -> FastAPI:
     """The FastAPI app serving ``engine`` under the OpenAI API.
 
@@ -110,10 +111,15 @@ def create_app(
         config: decoder options (width, guesses, overlap).
         limits: limits on relation IRs and JSON schemas.
         options: timeouts, batch and queue sizes, body size, API key.
+        compiler: builds each request's spec from its relation IR and keeps what the checks
+            of each document found (None: `factorspec_sdk.ir.DEFAULT_IR_COMPILER`, shared
+            with `factorspec_sdk.ir.spec_from_ir` in this process; a planning worker is a
+            process of its own, with its own).
     """
     name = served_model_name(engine, model_name)
     ir_limits = limits or IRLimits()
     opts = options or ServerOptions()
+    ir_compiler = compiler if compiler is not None else DEFAULT_IR_COMPILER
     counters = Metrics()
     dispatcher = Dispatcher(
         engine,
@@ -140,6 +146,7 @@ def create_app(
             solver_timeout_ms=opts.solver_timeout_ms,
             default_max_tokens=opts.default_max_tokens,
             request_timeout_s=opts.request_timeout_s,
+            compiler=ir_compiler,
         )
         batch = await dispatcher.submit(prepared)
         meta = render.Meta.new(kind, name, prepared.spec_seconds, received)

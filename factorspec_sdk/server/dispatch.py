@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING
 from factorspec_sdk.engines.upstreams import UpstreamPool
 from factorspec_sdk.errors import OracleError, TokenBudgetError, UpstreamsUnavailableError
 from factorspec_sdk.ir import RecordInvalidError, check_json_schema_record, check_record
-from factorspec_sdk.provenance import explain
+from factorspec_sdk.provenance import provenance_of
 from factorspec_sdk.server import render
-from factorspec_sdk.server.protocol import ApiError
+from factorspec_sdk.server.protocol import ApiError, JsonObject
 from factorspec_sdk.server.records import RecordWorker
 from factorspec_sdk.server.render import Answer, Meta
 from factorspec_sdk.server.structured import bare_text
@@ -222,13 +222,16 @@ class Dispatcher:
                         type="server_error",
                     ) from None
             t1 = time.perf_counter()
+            provenance, explaining = None, 0.0  # not asked: no time, exactly
             if prepared.provenance:
-                await asyncio.to_thread(_explained, done)
-            parts = {"validate_seconds": t1 - t0, "explain_seconds": time.perf_counter() - t1}
-            done.outcome.stats.add(parts)
+                provenance = await asyncio.to_thread(_explained, done)
+                explaining = time.perf_counter() - t1
+            done.outcome.stats.add({"validate_seconds": t1 - t0, "explain_seconds": explaining})
             if prepared.tools is not None:  # a message (cut at its bound: length) or calls
-                return prepared.tools.answer(text)
-            return Answer(bare_text(text) if prepared.bare else text, "stop", True)
+                answer = prepared.tools.answer(text)
+            else:
+                answer = Answer(bare_text(text) if prepared.bare else text, "stop", True)
+            return answer._replace(provenance=provenance)
         if done.reason == "max_tokens":
             raise _incomplete(done, prepared)
         if done.reason == "timeout":
@@ -339,13 +342,14 @@ def _incomplete(done: Done, prepared: Prepared) -> ApiError:
     )
 
 
-def _explained(done: Done) -> None:
-    """Put the provenance of ``done``'s record on its outcome (as JSON data)."""
+def _explained(done: Done) -> JsonObject | None:
+    """The provenance of ``done``'s complete record as JSON data, replayed from its planner."""
     outcome = done.outcome
     assert outcome is not None
-    provenance = explain(outcome)
-    if provenance is not None:
-        outcome.provenance = provenance.to_json()
+    job = outcome.job
+    if job is None:
+        return None
+    return provenance_of(job.planner, outcome.tokens, job.params.max_tokens).to_json()
 
 
 def _timed_out(done: Done, prepared: Prepared) -> ApiError:

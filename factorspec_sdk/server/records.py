@@ -26,8 +26,7 @@ from factorspec_sdk.engines.upstreams import UpstreamPool
 from factorspec_sdk.errors import EngineError, IncompleteGenerationError
 from factorspec_sdk.server.metrics import Metrics
 from factorspec_sdk.server.worker import Delta, Done, Job, PromptError, StopReason
-from factorspec_sdk.tokens.plan import Planner
-from factorspec_sdk.writer.automaton import Writer
+from factorspec_sdk.tokens.plan import planner_for
 
 __all__ = ["RecordWorker", "upstream_metrics"]
 
@@ -150,7 +149,7 @@ class RecordWorker:
                 raise PromptError("the prompt has no tokens")
 
             def fresh() -> DecodeJob:
-                return DecodeJob(Planner(Writer(job.spec), pool.tokenizer), ids, job.params)
+                return DecodeJob(planner_for(job.spec, pool.tokenizer), ids, job.params)
 
             config = self.config
             if config.speculative != job.speculative:
