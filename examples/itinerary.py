@@ -1,23 +1,17 @@
 """Trip itineraries (NATURAL PLAN-style): the relations make every plan a valid trip.
 
-The model, `Itinerary`, and its per-request context, `TripProblem` (the cities, each city's
-stay length, the trip length, the direct flights and the event windows), live in the packaged
-domain `factorspec_sdk.domains.trip`; this example adds a bundled sample problem.
+The model, `Itinerary`, its per-request context, `TripProblem` (the cities, each city's stay
+length, the trip length, the direct flights and the event windows), and a sample problem live
+in the packaged domain `factorspec_sdk.domains.trip`.
 ``python -m examples.itinerary`` (``make run``) generates a guaranteed-valid plan for it with
 the embedded engine.
 """
 
 from __future__ import annotations
 
-from factorspec_sdk.domains.trip import Itinerary, TripProblem, generate_problem, prompt_for
+from factorspec_sdk.domains.trip import SAMPLE_CONTEXT, SAMPLE_PROMPT, Itinerary
 
 __all__ = ["SAMPLE_CONTEXT", "SAMPLE_PROMPT", "main"]
-
-SAMPLE_CONTEXT: TripProblem = generate_problem(5, seed=1)
-"""A bundled 5-city problem with two events (golden: Copenhagen, Split, Berlin, Helsinki,
-Budapest)."""
-
-SAMPLE_PROMPT: str = prompt_for(SAMPLE_CONTEXT)
 
 
 def main() -> None:

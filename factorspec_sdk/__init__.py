@@ -26,6 +26,9 @@ from factorspec_sdk.errors import (
     GenerationError as GenerationError,
 )
 from factorspec_sdk.errors import (
+    GenerationTimeoutError as GenerationTimeoutError,
+)
+from factorspec_sdk.errors import (
     IncompleteGenerationError as IncompleteGenerationError,
 )
 from factorspec_sdk.errors import (
@@ -36,6 +39,9 @@ from factorspec_sdk.errors import (
 )
 from factorspec_sdk.errors import (
     RelationDefinitionError as RelationDefinitionError,
+)
+from factorspec_sdk.errors import (
+    RelationRaisesError as RelationRaisesError,
 )
 from factorspec_sdk.errors import (
     RemoteError as RemoteError,
@@ -85,6 +91,7 @@ __all__ = [
     "GenerationError",
     "GenerationResult",
     "GenerationStats",
+    "GenerationTimeoutError",
     "IncompleteGenerationError",
     "ModelLoadError",
     "OracleError",
@@ -92,6 +99,7 @@ __all__ = [
     "Provenance",
     "RecordStream",
     "RelationDefinitionError",
+    "RelationRaisesError",
     "RemoteError",
     "RetriesExhaustedError",
     "SamplingParams",

@@ -13,34 +13,53 @@ their transports), which owns everything but the waiting: the constructor argume
 `GenerationRequest` objects once (`GenerateOptions`, with one `SamplingParams` each), and the
 results: every outcome validated against its model and context into a `GenerationResult`,
 or mapped to a `FactorSpecError`, raised or returned per record (``return_exceptions``).
+Every call compiles its records' specs (with the client's `SpecCompiler`, which keeps them)
+before it asks for the backend, so a spec error (an unsupported construct, an unsatisfiable
+spec) is raised without loading a model; the backend gets each request's spec with it, and
+answers a `RecordOutcome` per request.
 `Client` runs a batch on the backend in the calling thread. `AsyncClient` queues requests;
 one background task per event loop drains whatever is waiting into one backend run (in a
 worker thread), so concurrent callers are decoded together in one batch.
+
+Each result's stats name where the call's time went (`factorspec_sdk.drafter.stats`): the
+client adds the spec compile, the engine's load, the queue of `AsyncClient` and the
+Pydantic validation to what the backend measured, and settles the call's wall.
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from functools import cache
 from pathlib import Path
 from types import TracebackType
-from typing import Generic, Literal, Self, TypedDict, TypeVar, Unpack, cast, overload
+from typing import (
+    TYPE_CHECKING,
+    Generic,
+    Literal,
+    Self,
+    TypedDict,
+    TypeVar,
+    Unpack,
+    cast,
+    overload,
+)
 
 from pydantic import BaseModel, ValidationError
 
-from factorspec_sdk.backends.base import Backend, GenerationRequest
+from factorspec_sdk.backends.base import Backend, GenerationRequest, RecordOutcome
 from factorspec_sdk.backends.connect import ServerKind, connect
 from factorspec_sdk.backends.local import EngineBackend, engine_backend
-from factorspec_sdk.drafter.loop import DecodeOutcome, DecoderConfig, GenerationStats
+from factorspec_sdk.drafter.loop import DecoderConfig, GenerationStats
+from factorspec_sdk.drafter.stats import others
 from factorspec_sdk.drafter.verify import SamplingParams
 from factorspec_sdk.engines.completion import CompletionEngine
 from factorspec_sdk.engines.protocol import Engine
 from factorspec_sdk.errors import EngineError, FactorSpecError, GenerationError
 from factorspec_sdk.prompts import Prompt, check_prompt
-from factorspec_sdk.provenance import Provenance, provenance_of
+from factorspec_sdk.provenance import Explain, Provenance
 from factorspec_sdk.relations.layout import RootLayout
 from factorspec_sdk.streams import AsyncRecordStream, RecordStream
 from factorspec_sdk.tools import (
@@ -51,6 +70,9 @@ from factorspec_sdk.tools import (
     tools_of,
     tools_prompt,
 )
+
+if TYPE_CHECKING:
+    from factorspec_sdk.graph import SpecCompiler
 
 __all__ = [
     "AsyncClient",
@@ -73,30 +95,34 @@ class GenerationResult(Generic[T]):
         value: the typed record; it passes ``Model.model_validate(..., context=...)``.
         text: its canonical JSON text.
         tokens: the record's token ids.
-        stats: tokens, verify steps, guesses, time in forward / oracle / masks, wall time.
-        explain: computes `provenance` (None where the record has no local planner).
+        stats: tokens, verify steps, guesses, and where the call's wall time went.
+        explain: computes `provenance` (None where nothing can tell it).
     """
 
     value: T
     text: str
     tokens: list[int]
     stats: GenerationStats
-    explain: Callable[[], Provenance] | None = field(default=None, repr=False, compare=False)
+    explain: Explain | None = field(default=None, repr=False, compare=False)
 
     @property
     def provenance(self) -> Provenance:
         """Where each leaf and token came from: the model, the relations or the schema.
 
-        Computed on first access from the planner the record was decoded with (see
-        `factorspec_sdk.provenance`).
+        Computed on first access from the planner the record was decoded with, or read from
+        the answer of the ``factorspec serve`` that decoded it (see
+        `factorspec_sdk.provenance`): the same object either way.
 
         Raises:
-            GenerationError: the record was decoded on a server (no local planner).
+            GenerationError: the record came from a server that sent no provenance (a
+                ``RemoteBackend(provenance=False)``, or an older server), or the server's
+                provenance is malformed.
         """
         if self.explain is None:
             raise GenerationError(
-                "provenance needs the planner the record was decoded with; a record from a "
-                "factorspec server has none here"
+                "this record has no provenance: the server that decoded it sent none "
+                "(RemoteBackend(provenance=False), or a factorspec serve older than this "
+                "client); ask for it with RemoteBackend(url, provenance=True)"
             )
         return self.explain()
 
@@ -113,8 +139,9 @@ class GenerateOptions(TypedDict, total=False):
             within it; a budget below the shortest record is a `TokenBudgetError`.
         params: the four above as one `SamplingParams` (instead of them).
         speculative: override the client's drafting setting for this call.
-        schema_in_prompt: append a compact JSON picture of the model to the prompt
-            (`factorspec_sdk.prompts.hint_sentence`; default True).
+        schema_in_prompt: append a compact JSON picture of the model to the last user
+            message, of a plain prompt or a message list
+            (`factorspec_sdk.prompts.hint_sentence`; default True, as on the server).
     """
 
     system: str | None
@@ -161,18 +188,38 @@ def sampling_params(options: GenerateOptions) -> SamplingParams:
     )
 
 
-def _explainer(out: DecodeOutcome) -> Callable[[], Provenance] | None:
-    """The provenance of a decoded record, computed once, on first use."""
-    job = out.job
-    if job is None:
-        return None
-    planner, tokens, budget = job.planner, out.tokens, job.params.max_tokens
+def _checked(
+    model: type[BaseModel], request: GenerationRequest, out: RecordOutcome
+) -> BaseModel | FactorSpecError:
+    """The outcome's record, validated against its model and context; or its error."""
+    if out.error is not None:
+        return _as_error(out.error)
+    try:
+        return model.model_validate_json(out.text, context=request.context)
+    except ValidationError as exc:  # the writer guarantees validity: this is a bug
+        err = GenerationError(
+            f"internal error: the generated record does not validate ({exc}); "
+            f"text: {out.text!r}. Please report this."
+        )
+        err.__cause__ = exc
+        return err
 
-    @cache
-    def explain() -> Provenance:
-        return provenance_of(planner, tokens, budget)
 
-    return explain
+@dataclass(frozen=True, slots=True)
+class _ClientRuns:
+    """A client's `BaseClient._run` as the `Backend` a stream runs its record on."""
+
+    client: BaseClient
+
+    @property
+    def name(self) -> str:
+        return "client"  # naming the backend would create it
+
+    def run(self, requests: Sequence[GenerationRequest]) -> list[RecordOutcome]:
+        return self.client._run(requests)
+
+    def close(self) -> None:
+        """Nothing: the client owns its backend."""
 
 
 def _as_error(exc: Exception) -> FactorSpecError:
@@ -210,6 +257,10 @@ class BaseClient:
         max_width: most draft tokens from the first guess on in one forward; every certain
             token before it is drafted whatever its count (certain tokens need no logits).
         overlap: plan the next segments in a worker thread during each forward.
+        compiler: the `factorspec_sdk.graph.SpecCompiler` that compiles the records' specs
+            and keeps them (None: `factorspec_sdk.graph.DEFAULT_SPEC_COMPILER`, shared with
+            `factorspec_sdk.graph.compile_spec` and every client given none). A client with
+            its own compiler shares no spec with the others, and dropping it frees them.
         engine_options: passed to the named engine's constructor.
     """
 
@@ -227,8 +278,10 @@ class BaseClient:
         max_guesses: int = 2,
         max_width: int = 64,
         overlap: bool = True,
+        compiler: SpecCompiler | None = None,
         **engine_options: object,
     ) -> None:
+        self._compiler = compiler
         config = DecoderConfig(
             speculative=speculative, max_width=max_width, max_guesses=max_guesses, overlap=overlap
         )
@@ -274,11 +327,21 @@ class BaseClient:
         """The drafting options of a local engine's decoder."""
 
     def _share(self, other: BaseClient) -> None:
-        """Use ``other``'s backend (created when either first needs it) and options."""
+        """Use ``other``'s backend (created when either first needs it), compiler and options."""
+        self._compiler = other._compiler
         self._backend = None
         self._make = lambda: other.backend
         self._create_lock = threading.Lock()
         self.config = other.config
+
+    @property
+    def compiler(self) -> SpecCompiler:
+        """The compiler of this client's specs (the shared default when it was given none)."""
+        if self._compiler is not None:
+            return self._compiler
+        from factorspec_sdk.graph import DEFAULT_SPEC_COMPILER  # Z3 and the compiler
+
+        return DEFAULT_SPEC_COMPILER
 
     @property
     def backend(self) -> Backend:
@@ -304,6 +367,54 @@ class BaseClient:
         if not isinstance(backend, EngineBackend):
             raise EngineError(f"the {backend.name} backend has no local engine")
         return cast("EngineBackend[AnyEngine]", backend)
+
+    def _run(self, requests: Sequence[GenerationRequest]) -> list[RecordOutcome]:
+        """Compile each request's spec, then run those that compiled on the backend.
+
+        The specs come first: a spec error is its record's outcome before the backend is
+        asked for, so a call whose records all fail to compile never loads the engine. The
+        stats add the spec compile and the engine's load (when this call waited for it);
+        the other records' compiles, and the backend's run for a record that never reached
+        it, are ``batch_seconds``; the wall is this run's.
+        """
+        started = time.perf_counter()
+        compiler = self.compiler  # Z3 and the compiler, imported on first use
+        imported = time.perf_counter() - started  # every record waited for it: its own part
+        outcomes: dict[int, RecordOutcome] = {}
+        compiled: list[tuple[int, GenerationRequest]] = []
+        spec_seconds: list[float] = []
+        for i, request in enumerate(requests):
+            t0 = time.perf_counter()
+            try:
+                spec = request.spec
+                if spec is None:
+                    spec = compiler.compile_spec(request.model, request.context)
+            except Exception as exc:
+                outcomes[i] = RecordOutcome.failed(exc)
+            else:
+                compiled.append((i, replace(request, spec=spec)))
+            spec_seconds.append(time.perf_counter() - t0)
+        load = backend_seconds = 0.0
+        if compiled:
+            t0 = time.perf_counter()
+            backend = self.backend  # created (the engine loaded) on first use
+            t1 = time.perf_counter()
+            done = backend.run([request for _, request in compiled])
+            load, backend_seconds = t1 - t0, time.perf_counter() - t1
+            for (i, _), out in zip(compiled, done, strict=True):
+                outcomes[i] = out
+        reached = {i for i, _ in compiled}
+        wall = time.perf_counter() - started
+        for i, seconds in enumerate(spec_seconds):
+            stats = outcomes[i].stats
+            apart = others(sum(spec_seconds), seconds)
+            stats.add({"spec_seconds": imported + seconds, "batch_seconds": apart})
+            if i in reached:
+                stats.add({"load_seconds": load})
+            else:  # its error waited for the others' run
+                stats.add({"batch_seconds": load + backend_seconds})
+            stats.settle(wall)
+        return [outcomes[i] for i in range(len(requests))]
 
     def prompt_ids(
         self,
@@ -389,12 +500,12 @@ class BaseClient:
 
     def _streamed(
         self, model: type[T], prompt: Prompt, context: object, options: GenerateOptions
-    ) -> tuple[GenerationRequest, Callable[[DecodeOutcome], GenerationResult[T]]]:
+    ) -> tuple[GenerationRequest, Callable[[RecordOutcome], GenerationResult[T]]]:
         """The request of a stream and how its outcome becomes its result."""
         request = self._requests(model, [prompt], [context], options)[0]
 
-        def deliver(outcome: DecodeOutcome) -> GenerationResult[T]:
-            done = self._deliver(model, [request], [outcome], True, False)
+        def deliver(outcome: RecordOutcome) -> GenerationResult[T]:
+            done = self._deliver(model, [request], [outcome], True, False, None)
             return cast("list[GenerationResult[T]]", done)[0]
 
         return request, deliver
@@ -403,31 +514,35 @@ class BaseClient:
     def _deliver(
         model: type[T],
         requests: Sequence[GenerationRequest],
-        outcomes: Sequence[DecodeOutcome],
+        outcomes: Sequence[RecordOutcome],
         return_result: bool,
         return_exceptions: bool,
+        started: float | None,
     ) -> Results[T]:
         """Each outcome validated into a result, or its error.
 
-        The first error is raised unless ``return_exceptions``.
+        The first error is raised unless ``return_exceptions``. Each result's stats (a
+        copy: the outcome's are left as they are) add its validation, the others'
+        validations as batch time, and end the call's wall now: it began at ``started``
+        (None: where the outcome's wall began).
         """
-        results: list[GenerationResult[T] | FactorSpecError] = []
+        t0 = time.perf_counter()
+        checked: list[tuple[BaseModel | FactorSpecError, float]] = []
         for request, out in zip(requests, outcomes, strict=True):
-            if out.error is not None:
-                results.append(_as_error(out.error))
+            t1 = time.perf_counter()
+            checked.append((_checked(model, request, out), time.perf_counter() - t1))
+        t2 = time.perf_counter()
+        spent = sum(seconds for _, seconds in checked)
+        results: list[GenerationResult[T] | FactorSpecError] = []
+        for out, (value, seconds) in zip(outcomes, checked, strict=True):
+            if isinstance(value, FactorSpecError):
+                results.append(value)
                 continue
-            try:
-                value = model.model_validate_json(out.text, context=request.context)
-            except ValidationError as exc:  # the writer guarantees validity: this is a bug
-                err = GenerationError(
-                    f"internal error: the generated record does not validate ({exc}); "
-                    f"text: {out.text!r}. Please report this."
-                )
-                err.__cause__ = exc
-                results.append(err)
-                continue
+            stats = replace(out.stats)
+            stats.add({"validate_seconds": seconds, "batch_seconds": others(spent, seconds)})
+            stats.settle(t2 - started if started is not None else stats.wall_seconds + t2 - t0)
             results.append(
-                GenerationResult(value, out.text, out.tokens, out.stats, _explainer(out))
+                GenerationResult(cast(T, value), out.text, out.tokens, stats, out.explain)
             )
         if return_exceptions:
             if return_result:
@@ -600,7 +715,7 @@ class Client(BaseClient):
         error at the end of the iteration (and from ``result``).
         """
         request, deliver = self._streamed(model, prompt, context, options)
-        return RecordStream(self.backend, request, deliver)
+        return RecordStream(_ClientRuns(self), request, deliver)
 
     @overload
     def generate_batch(
@@ -678,34 +793,36 @@ class Client(BaseClient):
             TypeError, ValueError: bad arguments (before any work, whatever
                 ``return_exceptions``).
         """
+        started = time.perf_counter()
         requests = self._requests(model, prompts, contexts, options)
-        outcomes = self.backend.run(requests)
-        return self._deliver(model, requests, outcomes, return_result, return_exceptions)
+        outcomes = self._run(requests)
+        return self._deliver(model, requests, outcomes, return_result, return_exceptions, started)
 
 
 @dataclass(slots=True)
 class _Waiting:
     requests: list[GenerationRequest]
-    future: asyncio.Future[list[DecodeOutcome]]
+    future: asyncio.Future[list[RecordOutcome]]
+    queued: float = field(default_factory=time.perf_counter)
 
 
 @dataclass(slots=True)
 class _Batcher:
     """One queue and one draining task per event loop: what waits together runs together."""
 
-    backend: Callable[[], Backend]
+    run_batch: Callable[[Sequence[GenerationRequest]], list[RecordOutcome]]
     loop: asyncio.AbstractEventLoop | None = None
     queue: asyncio.Queue[_Waiting] | None = None
     task: asyncio.Task[None] | None = None
     batch_sizes: list[int] = field(default_factory=list)
 
-    async def run(self, requests: list[GenerationRequest]) -> list[DecodeOutcome]:
+    async def run(self, requests: list[GenerationRequest]) -> list[RecordOutcome]:
         """Queue ``requests``; their outcomes once the batch they joined has run."""
         loop = asyncio.get_running_loop()
         if self.loop is not loop or self.queue is None or self.task is None or self.task.done():
             self.loop, self.queue = loop, asyncio.Queue()
             self.task = loop.create_task(self._drain(self.queue))
-        future: asyncio.Future[list[DecodeOutcome]] = loop.create_future()
+        future: asyncio.Future[list[RecordOutcome]] = loop.create_future()
         self.queue.put_nowait(_Waiting(requests, future))
         return await future
 
@@ -720,8 +837,9 @@ class _Batcher:
                 continue
             requests = [r for w in batch for r in w.requests]
             self.batch_sizes.append(len(requests))
+            began = time.perf_counter()
             try:
-                outcomes = await asyncio.to_thread(self._run, requests)
+                outcomes = await asyncio.to_thread(self.run_batch, requests)
             except Exception as exc:
                 for w in batch:
                     if not w.future.done():
@@ -730,12 +848,11 @@ class _Batcher:
             start = 0
             for w in batch:
                 end = start + len(w.requests)
+                for out in outcomes[start:end]:  # the wait for this batch's turn
+                    out.stats.add({"queue_seconds": began - w.queued})
                 if not w.future.done():
                     w.future.set_result(outcomes[start:end])
                 start = end
-
-    def _run(self, requests: list[GenerationRequest]) -> list[DecodeOutcome]:
-        return self.backend().run(requests)
 
     async def aclose(self) -> None:
         """Stop the draining task."""
@@ -770,7 +887,7 @@ class AsyncClient(BaseClient):
             self._share(client)
         else:
             super().__init__(engine, **options)  # type: ignore[arg-type]
-        self._batcher = _Batcher(lambda: self.backend)
+        self._batcher = _Batcher(self._run)
 
     @property
     def batch_sizes(self) -> list[int]:
@@ -859,7 +976,7 @@ class AsyncClient(BaseClient):
         Call it from a running event loop.
         """
         request, deliver = self._streamed(model, prompt, context, options)
-        return AsyncRecordStream(self.backend, request, deliver)
+        return AsyncRecordStream(_ClientRuns(self), request, deliver)
 
     @overload
     async def generate_batch(
@@ -920,6 +1037,7 @@ class AsyncClient(BaseClient):
         **options: Unpack[GenerateOptions],
     ) -> Results[T]:
         """One record per prompt (see `Client.generate_batch`), batched with concurrent callers."""
+        started = time.perf_counter()
         requests = self._requests(model, prompts, contexts, options)
         outcomes = await self._batcher.run(requests)
-        return self._deliver(model, requests, outcomes, return_result, return_exceptions)
+        return self._deliver(model, requests, outcomes, return_result, return_exceptions, started)

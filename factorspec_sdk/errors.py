@@ -6,6 +6,7 @@ Every error the SDK raises on purpose derives from `FactorSpecError` and carries
     FactorSpecError
     ├── SpecError                      the model or its relations cannot be compiled
     │   ├── RelationDefinitionError    a relation uses a construct outside the supported subset
+    │   │   └── RelationRaisesError    a relation raises in Python (a TypeError, or on every record)
     │   ├── UnsupportedFieldTypeError  a field type the layout cannot write
     │   ├── ContextError               the per-request context is missing or lacks a value
     │   └── UnsatisfiableSpecError     no record satisfies the schema and relations (unsat core)
@@ -15,6 +16,7 @@ Every error the SDK raises on purpose derives from `FactorSpecError` and carries
     │   └── UpstreamsUnavailableError  no engine server of a pool is healthy (names each one)
     └── GenerationError                decoding could not finish
         ├── IncompleteGenerationError  the token budget ran out; carries the partial text
+        │   └── GenerationTimeoutError the server's time limit ran out first
         ├── TokenBudgetError           max_tokens is below the shortest record (before any token)
         ├── RemoteError                a FactorSpec server refused or failed a request
         └── RetriesExhaustedError      an ordinary validator still fails after every re-ask
@@ -27,10 +29,12 @@ __all__ = [
     "EngineError",
     "FactorSpecError",
     "GenerationError",
+    "GenerationTimeoutError",
     "IncompleteGenerationError",
     "ModelLoadError",
     "OracleError",
     "RelationDefinitionError",
+    "RelationRaisesError",
     "RemoteError",
     "RetriesExhaustedError",
     "SpecError",
@@ -86,6 +90,38 @@ class RelationDefinitionError(SpecError):
         self.lineno = lineno
         self.construct = construct
         super().__init__(f"{filename}:{lineno}: relation {relation!r}: {construct}: {message}")
+
+
+class RelationRaisesError(RelationDefinitionError):
+    """A relation raises when Python evaluates it, so it can never hold where it is reached.
+
+    Raised before any solving, instead of blaming the relation in an unsat core: for an
+    operation Python refuses for the types of its operands whenever it is evaluated (a
+    ``Decimal`` times a ``float``, a ``time`` plus a ``timedelta``, a ``date`` ordered
+    against a ``datetime``), and for a relation that raises on every record the schema
+    allows.
+
+    Attributes:
+        exception: Python's exception, as ``"TypeError: unsupported operand ..."`` (empty
+            when the compiler proved that it raises but no sample record showed which).
+    """
+
+    code = "relation-raises"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        relation: str,
+        filename: str,
+        lineno: int,
+        construct: str,
+        exception: str,
+    ) -> None:
+        self.exception = exception
+        super().__init__(
+            message, relation=relation, filename=filename, lineno=lineno, construct=construct
+        )
 
 
 class UnsupportedFieldTypeError(SpecError):
@@ -174,6 +210,27 @@ class IncompleteGenerationError(GenerationError):
         self.partial_text = partial_text
         self.tokens = tokens
         super().__init__(f"{message} after {tokens} tokens; partial text: {partial_text[-200:]!r}")
+
+
+class GenerationTimeoutError(IncompleteGenerationError):
+    """A server's time limit ran out before the record was complete.
+
+    ``factorspec serve`` answers such a record with a 422 ``timeout_reached``, never with the
+    cut text as content. An `IncompleteGenerationError` whose fix is more time, not more
+    tokens.
+
+    Attributes:
+        timeout_s: the limit, in seconds (the request's ``factorspec.timeout_s``, else the
+            server's ``--request-timeout``); None when the server did not say.
+    """
+
+    code = "generation-timeout"
+
+    def __init__(
+        self, message: str, *, partial_text: str, tokens: int, timeout_s: float | None
+    ) -> None:
+        self.timeout_s = timeout_s
+        super().__init__(message, partial_text=partial_text, tokens=tokens)
 
 
 class TokenBudgetError(GenerationError):

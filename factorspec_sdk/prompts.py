@@ -9,6 +9,10 @@ server sees the prompt a local engine would:
 - `with_schema_hint`: messages with that sentence appended to the last user message;
 - `chat_messages`: a plain prompt (plus an optional system prompt) or a message list, as
   chat messages, with the hint; `check_prompt` refuses a malformed prompt up front.
+
+The hint is on by default everywhere (`Client`'s ``schema_in_prompt``, the server's
+``factorspec.schema_in_prompt``), for a plain prompt and a message list alike, so the same
+messages give the same prompt, and the same records, locally and through ``factorspec serve``.
 """
 
 from __future__ import annotations
@@ -160,17 +164,17 @@ def chat_messages(
     """The chat messages for ``prompt``.
 
     A plain prompt becomes one user message (after an optional system message); a message
-    list is checked and copied. With ``hint`` and a ``layout``, a plain prompt gets
-    `hint_sentence` appended (a message list is sent as written).
+    list is checked and copied. With ``hint`` and a ``layout``, `hint_sentence` is appended
+    to the last user message (`with_schema_hint`), as the server does for its chat requests.
 
     Raises:
         TypeError: as `check_prompt`.
     """
     check_prompt(prompt, system)
+    messages: list[ChatMessage]
     if isinstance(prompt, str):
-        messages: list[ChatMessage] = []
-        if system is not None:
-            messages.append({"role": "system", "content": system})
+        messages = [] if system is None else [{"role": "system", "content": system}]
         messages.append({"role": "user", "content": prompt})
-        return with_schema_hint(messages, layout) if hint and layout is not None else messages
-    return [dict(m) for m in prompt]
+    else:
+        messages = [dict(m) for m in prompt]
+    return with_schema_hint(messages, layout) if hint and layout is not None else messages

@@ -17,7 +17,11 @@ model's first token of it made it certain).
 It is computed from the record's tokens after the fact, by replaying the planner the record
 was decoded with (its caches make that cheap) and asking the oracle, for each fact in the
 order the writer wrote them, whether the facts before it left more than one value. So it is
-the same with and without speculation, and for every engine with a local planner.
+the same with and without speculation, and for every engine with a local planner. A
+``factorspec serve`` computes it the same way when a request asks for it, and sends it as
+JSON data (`Provenance.to_json`), which `Provenance.from_json` reads back into the same
+object. A backend hands the client an `Explain` for each record (`replayed` from its planner,
+or `received` from a server's JSON): the provenance is computed once, when first asked for.
 """
 
 from __future__ import annotations
@@ -25,8 +29,10 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Generator, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from functools import cache
+from typing import TYPE_CHECKING, Any, Literal
 
+from factorspec_sdk.errors import GenerationError
 from factorspec_sdk.relations.layout import (
     LayoutNode,
     LeafLayout,
@@ -39,9 +45,20 @@ from factorspec_sdk.relations.layout import (
 )
 
 if TYPE_CHECKING:
+    from pydantic import TypeAdapter
+
     from factorspec_sdk.tokens.plan import Planner
 
-__all__ = ["ORIGINS", "Origin", "Provenance", "Source", "provenance_of"]
+__all__ = [
+    "ORIGINS",
+    "Explain",
+    "Origin",
+    "Provenance",
+    "Source",
+    "provenance_of",
+    "received",
+    "replayed",
+]
 
 Origin = Literal["model", "relations", "schema"]
 ORIGINS: tuple[Origin, ...] = ("model", "relations", "schema")
@@ -113,6 +130,58 @@ class Provenance:
         """One line: leaves and token shares per origin."""
         parts = [f"{o}: {len(self.of(o))} values, {self.share(o):.0%} of tokens" for o in ORIGINS]
         return "; ".join(parts)
+
+    def to_json(self) -> dict[str, object]:
+        """The provenance as JSON data (a server's answer carries it; `from_json` reads it)."""
+        data: dict[str, object] = _adapter().dump_python(self, mode="json")
+        return data
+
+    @classmethod
+    def from_json(cls, data: object) -> Provenance:
+        """The provenance of `to_json`'s data.
+
+        Raises:
+            ValueError: ``data`` is not a provenance (a pydantic ``ValidationError``).
+        """
+        provenance: Provenance = _adapter().validate_python(data)
+        return provenance
+
+
+@cache
+def _adapter() -> TypeAdapter[Any]:
+    """Pydantic's reader and writer of `Provenance` (built on first use)."""
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(Provenance)
+
+
+Explain = Callable[[], Provenance]
+"""Computes a record's provenance on first call and returns the same object after.
+
+Raises `GenerationError` where the provenance cannot be told (a server's malformed
+JSON, tokens that are no complete record of the planner's spec).
+"""
+
+
+def replayed(planner: Planner, tokens: list[int], max_tokens: int) -> Explain:
+    """The provenance of a record decoded here: `provenance_of` the planner, once, on demand."""
+    return _once(lambda: provenance_of(planner, tokens, max_tokens))
+
+
+def received(data: Mapping[str, object]) -> Explain:
+    """The provenance a server sent with a record (`Provenance.to_json`'s data), read on demand."""
+    return _once(lambda: Provenance.from_json(data))
+
+
+def _once(make: Callable[[], Provenance]) -> Explain:
+    @cache
+    def explained() -> Provenance:
+        try:
+            return make()
+        except ValueError as exc:
+            raise GenerationError(f"the record's provenance cannot be read: {exc}") from exc
+
+    return explained
 
 
 def provenance_of(planner: Planner, tokens: list[int], max_tokens: int) -> Provenance:

@@ -13,8 +13,10 @@ the function's name, so the choice of function is a choice point of the writer (
 branches come from the spec) and each call's arguments are laid out, relations included, by
 the same writer as any record. One call unless ``parallel``.
 
-This module owns the tool descriptions (`Tool`), the record of calls, and the system text
-that lists the tools to the model (`tools_prompt`); the client sends them.
+This module owns the tool descriptions (`Tool`), the record of calls, the system text
+that lists the tools to the model (`tools_prompt`), and a tool as the OpenAI API's ``tools``
+describe it, its relations included (`function_tool`, for a ``factorspec serve`` called
+with the plain ``openai`` client); the client sends them.
 """
 
 from __future__ import annotations
@@ -33,16 +35,21 @@ from pydantic import BaseModel, Field, create_model
 
 __all__ = [
     "MAX_PARALLEL_CALLS",
+    "X_FACTORSPEC",
     "FunctionArguments",
     "Tool",
     "ToolSpec",
     "calls_model",
+    "function_tool",
     "tools_of",
     "tools_prompt",
 ]
 
 MAX_PARALLEL_CALLS = 8
 """Most calls in one answer with ``parallel=True`` (unless the caller asks for another bound)."""
+
+X_FACTORSPEC = "x-factorspec"
+"""The JSON Schema key that carries a relation IR inside a schema (``{"ir": {...}}``)."""
 
 ToolSpec = type[BaseModel] | Callable[..., Any]
 """What a tool is given as: a Pydantic model of its arguments, or a typed function."""
@@ -92,7 +99,11 @@ class Tool:
         raise TypeError(f"a tool is a pydantic model class or a typed function, not {spec!r}")
 
     def schema(self) -> dict[str, Any]:
-        """The tool as the OpenAI API describes it (``{"type": "function", ...}``)."""
+        """The tool as the OpenAI API describes it (``{"type": "function", ...}``).
+
+        The parameters are the arguments model's JSON schema, as the model sees them: it
+        carries no relation (see `function_tool` for the tool a server should get).
+        """
         return {
             "type": "function",
             "function": {
@@ -101,6 +112,36 @@ class Tool:
                 "parameters": self.arguments.model_json_schema(),
             },
         }
+
+
+def function_tool(spec: ToolSpec | Tool, context: object = None) -> dict[str, Any]:
+    """The OpenAI ``tools`` entry of a tool, with its relations: ``pydantic_function_tool``'s.
+
+    ``openai.pydantic_function_tool(Model)`` sends the model's JSON schema, which says
+    nothing of its ``@relation`` s; this sends the same function with the relation IR of
+    its arguments for ``context`` (`factorspec_sdk.ir.to_ir`) under ``x-factorspec`` at the
+    root of ``parameters``, where ``factorspec serve`` reads it and enforces the relations
+    in every call of the function::
+
+        client.chat.completions.create(model=..., messages=...,
+                                       tools=[function_tool(BookRoom)])
+
+    A tool without relations gets its plain JSON schema.
+
+    Raises:
+        TypeError: ``spec`` is not a tool (`Tool.of`).
+        SpecError: as `factorspec_sdk.ir.to_ir`, before anything is sent.
+    """
+    from factorspec_sdk.ir import to_ir
+
+    tool = Tool.of(spec)
+    described = tool.schema()
+    ir = to_ir(tool.arguments, context)
+    if ir.get("factors"):
+        parameters = dict(described["function"]["parameters"])
+        parameters[X_FACTORSPEC] = {"ir": ir}
+        described["function"]["parameters"] = parameters
+    return described
 
 
 def _arguments_of(fn: Callable[..., Any]) -> type[FunctionArguments]:
@@ -190,17 +231,38 @@ def _calls_model(tools: tuple[Tool, ...], max_calls: int) -> type[BaseModel]:
     return cast("type[BaseModel]", model)
 
 
-def tools_prompt(tools: Sequence[Tool | Mapping[str, Any]], max_calls: int = 1) -> str:
+def tools_prompt(
+    tools: Sequence[Tool | Mapping[str, Any]], max_calls: int = 1, *, message: bool = False
+) -> str:
     """The system text that lists ``tools`` to the model and asks for its call(s).
 
     A tool is a `Tool` or an OpenAI function description (``name``, ``description``,
-    ``parameters``), as a server receives it.
+    ``parameters``), as a server receives it. ``x-factorspec`` keys (relation IRs) are left
+    out of the parameters listed: they are for the server, not the model.
+
+    With ``message`` (the answer is a message or calls, OpenAI's ``tool_choice`` ``"auto"``)
+    the text is the functions alone under a heading: the model writes the message's free text
+    in the same turn, and copies sentences of its system text into it (SmolLM2 answered
+    ``"You can call these functions: "``), so the text has no sentence to copy.
     """
-    functions = [t.schema()["function"] if isinstance(t, Tool) else dict(t) for t in tools]
+    functions = [
+        _without_ir(t.schema()["function"] if isinstance(t, Tool) else dict(t)) for t in tools
+    ]
     listed = json.dumps(functions, ensure_ascii=False)
+    if message:
+        return f"Functions:\n{listed}"
     how = (
         "Call one of them"
         if max_calls == 1
         else f"Call one or more of them (at most {max_calls} calls)"
     )
     return f"You can call these functions:\n{listed}\n{how} to answer the user."
+
+
+def _without_ir(value: Any) -> Any:
+    """``value`` (JSON) without its ``x-factorspec`` keys, at any depth."""
+    if isinstance(value, dict):
+        return {k: _without_ir(v) for k, v in value.items() if k != X_FACTORSPEC}
+    if isinstance(value, list):
+        return [_without_ir(v) for v in value]
+    return value

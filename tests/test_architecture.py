@@ -32,12 +32,15 @@ LAYERS: list[tuple[str, ...]] = [
     ("server",),
     ("domains",),
     ("bench",),
+    ("cli",),
 ]
 """Lowest first. ``engines`` sits below ``drafter``: the drafter drives an engine through the
 engine protocol, an engine never calls back into the drafter. ``partials`` and ``provenance``
 read a record's planner after (or while) the drafter decodes it. ``integrations`` (other
-libraries' call shapes) builds on ``backends`` and knows nothing of ``server``. The package root
-(``factorspec_sdk/__init__.py``) re-exports the public API and may import any layer."""
+libraries' call shapes) builds on ``backends`` and knows nothing of ``server``. ``cli`` (the
+``factorspec`` command) is the top: it may import every layer and no layer imports it. The package
+root (``factorspec_sdk/__init__.py``) re-exports the public API and may import any layer but the
+cli (``import factorspec_sdk`` must not build the Typer app)."""
 
 TORCH_LAYERS = {"engines", "tokens"}
 Z3_LAYERS = {"relations", "graph", "ir"}
@@ -138,11 +141,57 @@ def _module_name(path: Path) -> str:
     return ".".join(("factorspec_sdk", *path.relative_to(PACKAGE).with_suffix("").parts))
 
 
-def test_cli_imports_no_torch_or_z3() -> None:
-    """The CLI reaches torch and Z3 only through the package."""
-    wrong = []
-    for path in sorted((ROOT / "cli").rglob("*.py")):
-        for line, module, _ in _imports(path):
-            if module.split(".")[0] in {"torch", "z3"}:
-                wrong.append(f"{path.relative_to(ROOT)}:{line}: imports {module}")
+def test_the_package_root_does_not_import_the_cli() -> None:
+    """``import factorspec_sdk`` stays free of the Typer app (the cli imports the package)."""
+    wrong = [
+        f"line {line}: imports {module}"
+        for line, module, names in _imports(PACKAGE / "__init__.py")
+        if module.split(".")[:2] == ["factorspec_sdk", "cli"]
+        or (module == "factorspec_sdk" and "cli" in names)
+    ]
+    assert not wrong, "factorspec_sdk/__init__.py:\n" + "\n".join(wrong)
+
+
+def _private_state(path: Path, cls: str) -> set[str]:
+    """The private attributes (``self._x = ...``) that the methods of ``cls`` in ``path`` set."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    (node,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls]
+    return {
+        t.attr
+        for sub in ast.walk(node)
+        for t in (
+            sub.targets
+            if isinstance(sub, ast.Assign)
+            else [sub.target]
+            if isinstance(sub, ast.AnnAssign)
+            else []
+        )
+        if isinstance(t, ast.Attribute)
+        and isinstance(t.value, ast.Name)
+        and t.value.id == "self"
+        and t.attr.startswith("_")
+        and not t.attr.startswith("__")
+    }
+
+
+def test_only_the_compiled_spec_reads_its_private_state() -> None:
+    """The oracle (and every other module) reads a `CompiledSpec` through its methods.
+
+    ``component(i)``, ``component_of(var)``, ``len(spec.components)``: never its
+    ``_components`` or ``_comp_of``, on whatever object they are reached through.
+    """
+    owner = PACKAGE / "graph" / "compiled.py"
+    private = _private_state(owner, "CompiledSpec")
+    assert {"_components", "_comp_of"} <= private  # what the check is about
+    wrong: list[str] = []
+    for path in _modules():
+        if path == owner:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr in private
+                and not (isinstance(node.value, ast.Name) and node.value.id == "self")
+            ):
+                wrong.append(f"{path.relative_to(ROOT)}:{node.lineno}: .{node.attr}")
     assert not wrong, "\n".join(wrong)

@@ -1,7 +1,9 @@
 """Client behaviour on the scripted engine (fast, no model)."""
 
 import asyncio
+import time
 from collections.abc import Sequence
+from typing import ClassVar
 
 import pytest
 from pydantic import BaseModel, Field
@@ -15,8 +17,12 @@ from factorspec_sdk import (
     UnsatisfiableSpecError,
     relation,
 )
+from factorspec_sdk.drafter.stats import GenerationStats
+from factorspec_sdk.engines import ENGINES
 from factorspec_sdk.engines.protocol import Logits, SequenceId
 from factorspec_sdk.engines.scripted import ScriptedEngine
+from factorspec_sdk.graph import DEFAULT_SPEC_COMPILER, SpecCompiler
+from tests.drafter.test_stats import check_parts
 from tests.helpers import TRIP_CONTEXT, Pick, Trip, tiny_tokenizer
 
 TOK = tiny_tokenizer()
@@ -87,6 +93,24 @@ def test_async_client_uses_the_same_loop() -> None:
     sync = client.generate(Pick, "pick")
     got = asyncio.run(AsyncClient(client=client).generate(Pick, "pick"))
     assert got == sync
+
+
+def test_a_client_given_its_own_compiler_fills_that_one() -> None:
+    compiler = SpecCompiler()
+    client = Client(engine(), compiler=compiler)
+    assert client.compiler is compiler
+    assert Client(engine()).compiler is DEFAULT_SPEC_COMPILER
+    default = (DEFAULT_SPEC_COMPILER.specs.hits, DEFAULT_SPEC_COMPILER.specs.misses)
+    first = client.generate(Trip, "trip", context=TRIP_CONTEXT)
+    assert (len(compiler.specs), compiler.specs.hits, compiler.specs.misses) == (1, 0, 1)
+    with client.stream(Trip, "trip", context=TRIP_CONTEXT) as stream:
+        list(stream)
+    assert stream.result.value == first
+    shared = AsyncClient(client=client)  # shares the client's backend and compiler
+    assert shared.compiler is compiler
+    assert asyncio.run(shared.generate(Trip, "trip", context=TRIP_CONTEXT)) == first
+    assert (len(compiler.specs), compiler.specs.hits) == (1, 2)
+    assert (DEFAULT_SPEC_COMPILER.specs.hits, DEFAULT_SPEC_COMPILER.specs.misses) == default
 
 
 class Clash(BaseModel):
@@ -236,3 +260,146 @@ def test_async_batch_errors_stay_with_their_caller() -> None:
     )  # a new event loop gets a new background task
     assert isinstance(again[0], UnsatisfiableSpecError)
     assert client.batch_sizes == [2, 1]
+
+
+# ------------------------------------------------------------------ the spec before the engine
+
+
+class BuiltEngine(ScriptedEngine):
+    """A named engine (registered as ``"built"``) that records each time it is built."""
+
+    built: ClassVar[list[float]] = []
+    """How long each build took."""
+
+    def __init__(self) -> None:
+        t0 = time.perf_counter()
+        super().__init__(TOK, engine()._logits_fn)
+        BuiltEngine.built.append(time.perf_counter() - t0)
+
+
+@pytest.fixture
+def built(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """``Client("built")`` builds a `BuiltEngine` on first use; the list of its builds."""
+    monkeypatch.setitem(ENGINES, "built", ("tests.test_client", "BuiltEngine"))
+    BuiltEngine.built.clear()
+    return BuiltEngine.built
+
+
+def clash_stream(client: Client) -> None:
+    with client.stream(Clash, "x") as stream:
+        list(stream)
+
+
+async def clash_async_stream(client: AsyncClient) -> None:
+    async with client.stream(Clash, "x") as stream:
+        async for _ in stream:
+            pass
+
+
+SYNC_FORMS = {
+    "generate": lambda c: c.generate(Clash, "x"),
+    "generate_batch": lambda c: c.generate_batch(Clash, ["x", "y"]),
+    "stream": clash_stream,
+    "call": lambda c: c.call([Clash], "x"),
+}
+ASYNC_FORMS = {
+    "async generate": lambda c: c.generate(Clash, "x"),
+    "async generate_batch": lambda c: c.generate_batch(Clash, ["x", "y"]),
+    "async stream": clash_async_stream,
+    "async call": lambda c: c.call([Clash], "x"),
+}
+
+
+@pytest.mark.parametrize("form", sorted(SYNC_FORMS))
+def test_a_spec_error_is_raised_before_the_engine_loads(built: list[float], form: str) -> None:
+    client = Client("built")
+    with pytest.raises(UnsatisfiableSpecError):
+        SYNC_FORMS[form](client)
+    assert built == []  # the engine was never built
+    assert isinstance(client.generate(Pick, "x"), Pick)  # a good spec builds it, once
+    client.generate(Pick, "y")
+    assert len(built) == 1
+
+
+@pytest.mark.parametrize("form", sorted(ASYNC_FORMS))
+def test_an_async_spec_error_is_raised_before_the_engine_loads(
+    built: list[float], form: str
+) -> None:
+    async def run() -> None:
+        async with AsyncClient("built") as client:
+            with pytest.raises(UnsatisfiableSpecError):
+                await ASYNC_FORMS[form](client)
+            assert built == []
+            assert isinstance(await client.generate(Pick, "x"), Pick)
+        assert len(built) == 1
+
+    asyncio.run(run())
+
+
+# ------------------------------------------------------------------ where the time goes
+
+
+def test_the_parts_add_up_to_the_wall_of_every_form_of_call() -> None:
+    client = Client(engine())
+    results = [
+        client.generate(Trip, "a", context=TRIP_CONTEXT, return_result=True),
+        client.generate(Trip, "a", context=TRIP_CONTEXT, return_result=True, speculative=False),
+        *client.generate_batch(
+            Trip, ["a", "b", "c"], contexts=[TRIP_CONTEXT] * 3, return_result=True
+        ),
+    ]
+    with client.stream(Trip, "a", context=TRIP_CONTEXT) as stream:
+        list(stream)
+    results.append(stream.result)
+    results.append(asyncio.run(AsyncClient(client=client).generate(Pick, "p", return_result=True)))
+    for result in results:
+        check_parts(result.stats)
+        assert result.stats.forward_seconds > 0 and result.stats.validate_seconds > 0
+        assert result.stats.spec_seconds > 0 and result.stats.prompt_seconds > 0
+    assert results[0].stats.batch_seconds == 0.0  # alone: no other record to wait for
+    assert all(r.stats.batch_seconds > 0 for r in results[2:5])  # three records together
+    assert results[5].stats.stream_seconds > 0  # the stream's partial views
+
+
+def test_the_first_call_of_a_named_engine_counts_its_load(built: list[float]) -> None:
+    client = Client("built")
+    first = client.generate(Pick, "x", return_result=True)
+    assert first.stats.load_seconds >= built[0]  # the build, inside the call's load part
+    check_parts(first.stats)
+    again = client.generate(Pick, "x", return_result=True)  # the engine is there
+    assert len(built) == 1
+    check_parts(again.stats)
+
+
+def test_measuring_the_cost_curve_is_its_own_part() -> None:
+    """The ticket's 7.8 s: an engine measuring its cost curve in the first call's drafts."""
+    measured: list[float] = []
+
+    def cost_curve(k: int) -> float:
+        if not measured:  # the first width asked for measures the curve (forwards, on a
+            t0 = time.perf_counter()  # real engine; here some arithmetic)
+            sum(i * i for i in range(200_000))
+            measured.append(time.perf_counter() - t0)
+        return 1.0 + 0.03 * (k - 1)
+
+    eng = ScriptedEngine.random(TOK, seed=2, temperature_scale=2.0, cost_curve=cost_curve)
+    result = Client(eng).generate(Trip, "a trip to Paris", context=TRIP_CONTEXT, return_result=True)
+    assert result.stats.guesses_proposed  # a guess: its draft's width was weighed
+    assert result.stats.cost_curve_seconds >= measured[0]  # named, not in other_seconds
+    check_parts(result.stats)
+
+
+def test_stats_of_records_that_failed_are_not_results_but_errors_keep_their_place() -> None:
+    client = Client(engine())
+    got = client.generate_batch(
+        Trip,
+        ["a", "b"],
+        contexts=[TRIP_CONTEXT, TOO_MANY],
+        return_exceptions=True,
+        return_result=True,
+    )
+    assert isinstance(got[1], UnsatisfiableSpecError)
+    assert isinstance(got[0], GenerationResult)
+    check_parts(got[0].stats)
+    assert got[0].stats.batch_seconds > 0  # the other record's spec compile
+    assert isinstance(got[0].stats, GenerationStats)

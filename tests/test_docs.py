@@ -1,10 +1,14 @@
-"""Every snippet in the docs is a file under docs_src/ that runs; the docs cover every error code.
+"""Every snippet in the docs and the README is a file under docs_src/ that runs; the docs cover
+every error code.
 
 Snippets run in a fresh interpreter (or bash, for ``.sh`` files) in a temporary folder, with
-the repository on ``PYTHONPATH`` and ``examples/`` linked in. Snippets that load the real model
-carry the ``model`` marker; the serving snippets run in ``test_serving_snippets`` against a
-live ``factorspec serve``, the integration snippets in ``test_integration_snippets`` against a
-scripted-engine server on loopback.
+the repository on ``PYTHONPATH``. They import only the package (``factorspec_sdk.domains`` has
+the trip and meeting domains), never ``examples/``, which a wheel does not ship. Snippets that
+load the real model carry the ``model`` marker; the serving snippets run in
+``test_serving_snippets`` against a live ``factorspec serve``, the integration snippets (and
+the README's ``from_openai``) in ``test_integration_snippets`` against a scripted-engine server
+on loopback. The README shows each snippet's file under a ``<!-- docs_src/... -->`` marker,
+and its code blocks must equal those files.
 """
 
 from __future__ import annotations
@@ -38,11 +42,12 @@ NEEDS_MODEL = {
     "streaming/tutorial001.py",
     "streaming/tutorial002.py",
     "tools/tutorial001.py",
+    "readme/tutorial001.py",
 }
 NEEDS_SERVER = {p.relative_to(DOCS_SRC).as_posix() for p in DOCS_SRC.glob("serving/*.*")}
 NEEDS_SCRIPTED_SERVER = {
     p.relative_to(DOCS_SRC).as_posix() for p in DOCS_SRC.glob("integrations/*.py")
-}
+} | {"readme/tutorial002.py", "recipes/tutorial004.py", "tools/tutorial002.py"}
 # run by tests/engines/test_vllm.py (in-process, on its module's vLLM) and
 # tests/engines/test_vllm_server.py (against its module's vllm serve): one vLLM start each
 NEEDS_VLLM = {"engines/tutorial003.py"}
@@ -53,15 +58,24 @@ EXPECT: dict[str, list[str]] = {
     "getting_started/tutorial002.py": ["relations violated", "visits_every_city_once"],
     "relations/tutorial001.py": ["Stay(city='Paris', first_day=1, last_day=3)"],
     "relations/tutorial002.py": ["variables (", "components (", "['Copenhagen']"],
+    "relations/tutorial010.py": [
+        "True SpecCache(1/16 entries, 1 hits, 1 misses)",
+        "the shared default's: False\nTrue",
+    ],
     "relations/tutorial003.py": ["for loop", "Basket.all_positive True", "tutorial003.py:"],
     "relations/tutorial004.py": ["lengths ok: True"],
     "errors/tutorial001.py": ["unsatisfiable-spec", "['a_below_b', 'b_below_a']"],
     "errors/tutorial002.py": ["aaaaaaaa\n", "token-budget 10 12"],
+    "errors/tutorial003.py": [
+        "relation-raises\nTypeError: unsupported operand type(s) for *: 'decimal.Decimal' and",
+        "Decimal(str(rules.rate))",
+    ],
     "engines/tutorial002.py": ["color='red' go=False", "forward passes for"],
     "cli/tutorial001.sh": ["variables (", "ok: the spec is satisfiable"],
     "cli/tutorial003.sh": ["exit code: 1", "exit code: 2", "--context"],
     "getting_started/tutorial001.py": ["tokens/step"],
     "how_it_works/tutorial001.py": ["tokens certain", "[["],
+    "how_it_works/tutorial002.py": ["forward_seconds", "parts add up to the wall: True"],
     "engines/tutorial001.py": ["default model:", "day='Tuesday' start_hour=12 end_hour=14"],
     "engines/tutorial003.py": ["city=", "verify steps"],
     "engines/tutorial004.py": ["vllm-server tokens", "day='Tuesday' start_hour=12 end_hour=14"],
@@ -90,7 +104,23 @@ EXPECT: dict[str, list[str]] = {
     "integrations/tutorial005.py": ["PartialSplit None None None", "Split ", "[90"],
     "streaming/tutorial001.py": ["stays so far: [('Stockholm', 1, 5)", "final: [('Stockholm'"],
     "tools/tutorial001.py": ["GetWeather city='Rome'"],
+    "tools/tutorial002.py": ["BookRoom True", "SchemaBookRoom True"],
     "streaming/tutorial002.py": ["relations: 22 values", "stays[2].first_day: relations"],
+    "readme/tutorial001.py": ["stays=[Stay(city="],
+    "readme/tutorial002.py": ["[('Copenhagen', 1, 4), ('Split', 4, 5), ('Berlin', 5, 9)]"],
+    "recipes/tutorial001.py": ["2026-12-07 12:15:00 to 2026-12-07 13:00:00"],
+    "recipes/tutorial002.py": [" VAT\ntotal: ", "checked: True"],
+    "recipes/tutorial003.py": [
+        "Tolerance at 0.25: compiles\n"
+        "Tolerance at 0.2: relation-definition: float comparison decided by rounding\n"
+        "Equal at 0.2: relation-definition: float comparison decided by rounding\n"
+        "Mixed at 0.2: relation-raises: Decimal * float\n"
+    ],
+    "recipes/tutorial004.py": [
+        "Client: 3200\nfrom_openai: 3200\ncreate: 3200\n",
+        "parse: Value error, relation 'spends_the_income' needs a context",
+    ],
+    "recipes/tutorial005.py": ["pizzas=2 drinks=1\nvalid: True\npizzas=5 drinks=0\n"],
 }
 
 
@@ -115,9 +145,6 @@ def params() -> list[object]:
 
 def run_snippet(rel: str, cwd: Path, timeout: float = 900) -> subprocess.CompletedProcess[str]:
     path = DOCS_SRC / rel
-    link = cwd / "examples"
-    if not link.exists():
-        link.symlink_to(ROOT / "examples", target_is_directory=True)
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
@@ -139,13 +166,79 @@ def test_snippet_runs(rel: str, tmp_path: Path) -> None:
 
 
 def test_every_snippet_is_included_and_every_include_exists() -> None:
-    included: set[str] = set()
+    included: set[str] = {ref for ref, _, _ in readme_blocks() if ref}
     for page in DOCS.rglob("*.md"):
         for ref in re.findall(r'--8<-- "([^"]+)"', page.read_text()):
             assert (ROOT / ref).is_file(), f"{page.name} includes missing {ref}"
             included.add(ref)
     for rel in snippet_files() + sorted(RUN_ELSEWHERE):
         assert f"docs_src/{rel}" in included, f"docs_src/{rel} is not included in any page"
+
+
+README = ROOT / "README.md"
+_FENCE = re.compile(r"^(?:<!-- (docs_src/\S+) -->\n)?```(\w*)\n(.*?)^```$", re.M | re.S)
+_RUN = {"python", "bash", "sh"}
+"""Fenced languages that are code to run; ``console`` blocks are shell sessions (installing,
+``make``, a server that runs until stopped) whose ``factorspec`` commands must parse."""
+
+
+def readme_blocks() -> list[tuple[str | None, str, str]]:
+    """(marker file or None, language, body) of every fenced block of the README."""
+    return [(m[1], m[2], m[3]) for m in _FENCE.finditer(README.read_text())]
+
+
+def test_readme_code_blocks_are_the_snippet_files() -> None:
+    blocks = readme_blocks()
+    assert [lang for _, lang, _ in blocks if lang in _RUN], "no code block found in README.md"
+    for ref, lang, body in blocks:
+        if lang not in _RUN:
+            continue
+        assert ref is not None, (
+            f"a ```{lang} block of README.md has no <!-- docs_src/... -->:\n{body}"
+        )
+        assert (ROOT / ref).is_file(), f"README.md shows {ref}, which does not exist"
+        assert body == (ROOT / ref).read_text(), f"README.md's copy of {ref} differs from the file"
+
+
+def test_no_snippet_imports_examples() -> None:
+    """``examples/`` is not in the wheel: a snippet that needs it fails for a pip user."""
+    texts = {str(p.relative_to(ROOT)): p.read_text() for p in DOCS_SRC.rglob("*.*")}
+    texts |= {f"README.md ({lang})": body for _, lang, body in readme_blocks()}
+    for page in DOCS.rglob("*.md"):  # the console blocks of the pages
+        for _, lang, body in _FENCE.findall(page.read_text()):
+            texts[f"{page.relative_to(ROOT)} ({lang})"] = body
+    wrong = [where for where, text in texts.items() if re.search(r"\bexamples[./:]\w", text)]
+    assert not wrong, f"these snippets use examples/ (use factorspec_sdk.domains): {wrong}"
+
+
+def console_commands() -> list[tuple[str, list[str]]]:
+    """(where, argv) of every ``$ factorspec ...`` line in a console block of the docs."""
+    import shlex
+
+    pages = [README, *sorted(DOCS.rglob("*.md"))]
+    found = []
+    for page in pages:
+        for _, lang, body in _FENCE.findall(page.read_text()):
+            if lang != "console":
+                continue
+            for line in body.replace("\\\n", " ").splitlines():
+                if line.startswith("$ factorspec "):
+                    found.append((page.name, shlex.split(line[2:], comments=True)[1:]))
+    return found
+
+
+@pytest.mark.parametrize(
+    ("where", "argv"),
+    [pytest.param(w, argv, id=f"{w}: {' '.join(argv)}") for w, argv in console_commands()],
+)
+def test_console_commands_parse(where: str, argv: list[str]) -> None:
+    """Every option a shown ``factorspec`` command uses exists (``--help`` after them)."""
+    from typer.testing import CliRunner
+
+    from factorspec_sdk.cli.main import app
+
+    result = CliRunner().invoke(app, [*argv, "--help"])
+    assert result.exit_code == 0, f"{where}: factorspec {' '.join(argv)}\n{result.output}"
 
 
 def test_expectations_name_real_snippets() -> None:
@@ -185,7 +278,7 @@ def test_serving_snippets(tmp_path: Path) -> None:
     url = f"http://127.0.0.1:{port}"
     log = (tmp_path / "server.log").open("w")
     server = subprocess.Popen(
-        [sys.executable, "-m", "cli.main", "serve", "--port", str(port)],
+        [sys.executable, "-m", "factorspec_sdk.cli.main", "serve", "--port", str(port)],
         cwd=ROOT,
         stdout=log,
         stderr=subprocess.STDOUT,

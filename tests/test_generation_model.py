@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import TYPE_CHECKING, Literal
+import enum
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import pytest
 from pydantic import BaseModel, Field
@@ -20,6 +21,7 @@ from factorspec_sdk.domains.trip_dates import (
 from factorspec_sdk.graph import compile_spec
 from factorspec_sdk.tokens.plan import Planner
 from factorspec_sdk.writer.automaton import Writer
+from tests.drafter.test_stats import check_parts
 from tests.greedy import CHUNKING_TOLERANCE, assert_same_greedy
 from tests.helpers import Post
 
@@ -420,3 +422,34 @@ def test_datetimes_and_unions_on_the_real_model(
         embedded_engine_fp32, model, prompt, context, plain.tokens, fast.tokens, CHUNKING_TOLERANCE
     )
     assert fast.stats.verify_steps < plain.stats.verify_steps
+
+
+class Priority(enum.StrEnum):
+    LOW = "low"
+    MEDIUM = "medium"
+    HIGH = "high"
+
+
+class Ticket(BaseModel):
+    """The record of issue #39's timing ticket: every kind of leaf a support ticket has."""
+
+    title: str = Field(max_length=60)
+    priority: Priority
+    category: Literal["bug", "feature", "question"]
+    assignee: str | None = Field(default=None, max_length=20)
+    tags: list[Annotated[str, Field(pattern=r"^[a-z][a-z-]{1,15}$")]] = Field(
+        min_length=1, max_length=3
+    )
+    confidence: float = Field(ge=0, le=1)
+
+
+def test_a_ticket_names_where_its_time_went_on_the_real_model(
+    embedded_engine: EmbeddedEngine,
+) -> None:
+    """Every part of the call's wall is named, and the parts add up to it."""
+    prompt = "The login page crashes with a 500 error when the password has a plus sign."
+    result = Client(embedded_engine).generate(Ticket, prompt, return_result=True)
+    check_parts(result.stats)
+    stats = result.stats
+    assert stats.forward_seconds > 0 and stats.spec_seconds > 0 and stats.prompt_seconds > 0
+    assert stats.validate_seconds > 0 and stats.batch_seconds == 0.0

@@ -1,9 +1,20 @@
-"""`import factorspec_sdk` must stay light: no torch, transformers, vLLM, z3 or server."""
+"""`import factorspec_sdk` must stay light: no torch, transformers, vLLM, z3, server or cli."""
 
 import subprocess
 import sys
 
-HEAVY = ["torch", "transformers", "vllm", "sglang", "z3", "fastapi", "uvicorn", "openai"]
+HEAVY = [
+    "torch",
+    "transformers",
+    "vllm",
+    "sglang",
+    "z3",
+    "fastapi",
+    "uvicorn",
+    "openai",
+    "typer",
+    "factorspec_sdk.cli",
+]
 
 
 def test_import_is_light() -> None:

@@ -15,7 +15,7 @@ def test_schema_hint_pictures_the_record() -> None:
     assert hint_sentence(layout) == "Answer with JSON of this form: " + schema_hint(layout)
 
 
-def test_chat_messages_append_the_hint_to_a_plain_prompt() -> None:
+def test_chat_messages_append_the_hint_to_the_last_user_message() -> None:
     layout = build_layout(Pick)
     got = chat_messages("pick", system="be brief", layout=layout)
     assert got == [
@@ -24,7 +24,10 @@ def test_chat_messages_append_the_hint_to_a_plain_prompt() -> None:
     ]
     assert chat_messages("pick", layout=layout, hint=False) == [{"role": "user", "content": "pick"}]
     listed = [{"role": "user", "content": "pick"}]
-    assert chat_messages(listed, layout=layout) == listed  # a message list is sent as written
+    assert chat_messages(listed, layout=layout) == [  # a message list gets it too
+        {"role": "user", "content": "pick\n\n" + hint_sentence(layout)}
+    ]
+    assert chat_messages(listed, layout=layout, hint=False) == listed  # as written
     with pytest.raises(TypeError):
         chat_messages(listed, system="no")
     with pytest.raises(TypeError):

@@ -11,8 +11,16 @@ from pydantic import BaseModel, Field
 from factorspec_sdk import AsyncClient, Client, relation
 from factorspec_sdk.engines.scripted import ScriptedEngine
 from factorspec_sdk.graph import compile_spec
+from factorspec_sdk.ir import to_ir
 from factorspec_sdk.relations.layout import UnionLayout
-from factorspec_sdk.tools import FunctionArguments, Tool, calls_model, tools_of, tools_prompt
+from factorspec_sdk.tools import (
+    FunctionArguments,
+    Tool,
+    calls_model,
+    function_tool,
+    tools_of,
+    tools_prompt,
+)
 from tests.helpers import tiny_tokenizer
 
 TOK = tiny_tokenizer()
@@ -133,3 +141,23 @@ def test_async_call() -> None:
 
     call = asyncio.run(main())
     assert isinstance(call, BookRoom) and call.first < call.last
+
+
+def test_function_tool_carries_the_relations_as_openai_sends_a_tool() -> None:
+    plain = function_tool(GetWeather)
+    assert plain == Tool.of(GetWeather).schema()  # no relation: the plain schema
+    booking = function_tool(BookRoom)["function"]
+    assert booking["name"] == "BookRoom" and booking["description"].startswith("Book a hotel")
+    carried = booking["parameters"].pop("x-factorspec")
+    assert carried == {"ir": to_ir(BookRoom)}
+    assert booking["parameters"] == BookRoom.model_json_schema()
+    # a relation that reads a context: its IR for that context
+    stay = function_tool(Stay, Budget(nights=2))["function"]["parameters"]["x-factorspec"]
+    assert stay == {"ir": to_ir(Stay, Budget(nights=2))}
+
+
+def test_the_prompt_lists_no_relation_ir() -> None:
+    described = function_tool(BookRoom)["function"]
+    text = tools_prompt([described])
+    assert "x-factorspec" not in text and '"first"' in text
+    assert tools_prompt([described]) == tools_prompt([Tool.of(BookRoom)])

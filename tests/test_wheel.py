@@ -122,16 +122,33 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Venv:
 
 def test_the_installed_package_is_the_wheel(venv: Venv) -> None:
     code = (
-        "import importlib.util, factorspec_sdk, cli\n"
+        "import importlib.util, factorspec_sdk, factorspec_sdk.cli\n"
         "print(factorspec_sdk.__file__)\n"
-        "print(cli.__file__)\n"
+        "print(factorspec_sdk.cli.__file__)\n"
         "print(importlib.util.find_spec('examples'))\n"
+        "print(importlib.util.find_spec('cli'))\n"
     )
-    sdk, cli, examples = _ok(venv.run("python", "-c", code)).splitlines()
+    sdk, cli, examples, top_cli = _ok(venv.run("python", "-c", code)).splitlines()
     for path in (sdk, cli):
         assert Path(path).resolve().is_relative_to(venv.root.resolve()), path
         assert not Path(path).resolve().is_relative_to(ROOT), path
     assert examples == "None"  # examples/ is not shipped, and the checkout is not on the path
+    assert top_cli == "None"  # the cli lives in the package: no top-level `cli` to collide
+
+
+def test_the_wheel_has_one_top_level_package(venv: Venv) -> None:
+    """Only ``factorspec_sdk`` is installed at the top (a top-level ``cli`` collides)."""
+    code = (
+        "from importlib.metadata import distribution\n"
+        "d = distribution('factorspec-sdk')\n"
+        "print(' '.join((d.read_text('top_level.txt') or '').split()))\n"
+        "print(sorted({f.parts[0] for f in d.files if f.suffix == '.py'}))\n"
+        "print(d.entry_points['factorspec'].value)\n"
+    )
+    top_level, py_tops, entry = _ok(venv.run("python", "-c", code)).splitlines()
+    assert top_level == "factorspec_sdk"
+    assert py_tops == "['factorspec_sdk']"
+    assert entry == "factorspec_sdk.cli.main:main"
 
 
 def test_check_and_generate(venv: Venv) -> None:
@@ -218,3 +235,29 @@ def test_serve_answers_a_request(venv: Venv) -> None:
             server.wait()
         if server.stdout:
             server.stdout.close()
+
+
+@pytest.mark.parametrize(
+    ("snippet", "expected"),
+    [
+        ("cli/tutorial001.sh", "ok: the spec is satisfiable"),
+        ("cli/tutorial003.sh", "exit code: 2"),
+        ("getting_started/tutorial002.py", "relations violated"),
+        ("relations/tutorial002.py", "components ("),
+    ],
+)
+def test_docs_snippets_run_from_the_wheel(venv: Venv, snippet: str, expected: str) -> None:
+    """A docs snippet that needs no model runs as written from a pip install (no examples/)."""
+    path = ROOT / "docs_src" / snippet
+    program = ("python", str(path)) if path.suffix == ".py" else ("bash", str(path))
+    proc = subprocess.run(
+        [shutil.which(program[0], path=venv.env["PATH"]) or program[0], program[1]],
+        cwd=venv.work,
+        env=venv.env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    output = proc.stdout + proc.stderr
+    assert path.suffix == ".sh" or proc.returncode == 0, output[-3000:]
+    assert expected in output, output[-3000:]

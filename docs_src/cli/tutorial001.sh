@@ -1,2 +1,2 @@
-# The factor graph of the example itinerary for its bundled 5-city trip
-factorspec check examples/itinerary.py:Itinerary --context examples/itinerary.py:SAMPLE_CONTEXT
+# The factor graph of the packaged trip model for its sample 5-city trip
+factorspec check factorspec_sdk.domains.trip:Itinerary --context factorspec_sdk.domains.trip:SAMPLE_CONTEXT

@@ -1,5 +1,5 @@
-from examples.meeting import SAMPLE_CONTEXT, SAMPLE_PROMPT, Meeting
 from factorspec_sdk import Client
+from factorspec_sdk.domains.meeting import SAMPLE_CONTEXT, SAMPLE_PROMPT, Meeting
 from factorspec_sdk.engines.model_store import cache_root, default_model_path
 
 print("cache:", cache_root())  # $FACTORSPEC_CACHE_DIR, else the platform cache dir

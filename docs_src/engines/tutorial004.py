@@ -1,7 +1,7 @@
 import os
 
-from examples.meeting import SAMPLE_CONTEXT, SAMPLE_PROMPT, Meeting
 from factorspec_sdk import Client
+from factorspec_sdk.domains.meeting import SAMPLE_CONTEXT, SAMPLE_PROMPT, Meeting
 
 # A plain `vllm serve /path/to/model` (or an SGLang server): no FactorSpec plug-in needed.
 base_url = os.environ.get("VLLM_URL", "http://127.0.0.1:8000/v1")

@@ -1,8 +1,8 @@
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from examples.meeting import SAMPLE_CONTEXT, SAMPLE_PROMPT, Meeting
 from factorspec_sdk import Client, from_transformers
+from factorspec_sdk.domains.meeting import SAMPLE_CONTEXT, SAMPLE_PROMPT, Meeting
 from factorspec_sdk.engines.model_store import default_model_path
 
 folder = default_model_path()  # here the default SmolLM2; any causal LM you have loaded

@@ -1,7 +1,6 @@
 from pydantic import ValidationError
 
-from examples.itinerary import SAMPLE_CONTEXT
-from factorspec_sdk.domains.trip import Itinerary
+from factorspec_sdk.domains.trip import SAMPLE_CONTEXT, Itinerary
 
 plan = {
     "stays": [{"city": "Copenhagen", "first_day": 1, "last_day": 5}],

@@ -1,5 +1,4 @@
-from examples.itinerary import SAMPLE_CONTEXT
-from factorspec_sdk.domains.trip import Itinerary
+from factorspec_sdk.domains.trip import SAMPLE_CONTEXT, Itinerary
 from factorspec_sdk.graph import AtLeast, compile_spec
 
 spec = compile_spec(Itinerary, SAMPLE_CONTEXT)

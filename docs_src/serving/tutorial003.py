@@ -2,8 +2,7 @@ import os
 
 from openai import OpenAI
 
-from examples.itinerary import SAMPLE_CONTEXT, SAMPLE_PROMPT
-from factorspec_sdk.domains.trip import Itinerary
+from factorspec_sdk.domains.trip import SAMPLE_CONTEXT, SAMPLE_PROMPT, Itinerary
 from factorspec_sdk.ir import to_ir
 
 base_url = os.environ.get("FACTORSPEC_URL", "http://127.0.0.1:8000") + "/v1"
@@ -13,8 +12,9 @@ model = client.models.list().data[0].id  # the served model: SmolLM2-135M-Instru
 completion = client.chat.completions.create(
     model=model,
     messages=[{"role": "user", "content": SAMPLE_PROMPT}],
-    # The extension field: the relation IR, with the context folded in as constants.
-    extra_body={"factorspec": {"ir": to_ir(Itinerary, SAMPLE_CONTEXT), "schema_in_prompt": True}},
+    # The extension field: the relation IR, with the context folded in as constants. The
+    # server appends the schema hint to the last user message, as Client.generate does.
+    extra_body={"factorspec": {"ir": to_ir(Itinerary, SAMPLE_CONTEXT)}},
 )
 choice = completion.choices[0]
 print(choice.finish_reason)  # stop: a complete record, re-checked by the server

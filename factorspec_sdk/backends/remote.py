@@ -7,6 +7,12 @@ package, with the chat messages a local engine would see (`factorspec_sdk.prompt
 client validates the answer with ``Model.model_validate_json(text, context=...)``, the same
 relations run in Python.
 
+The extension field also asks the server for the record's provenance (``"provenance":
+true``; `factorspec_sdk.provenance`), which the answer's ``factorspec`` stats carry back, so
+``result.provenance`` is what a local engine gives. The stats are the server's, with the
+client's parts added: the spec's export, the chat messages, the wait for a connection, and
+the network (each round trip less the server's wall time).
+
 ```python
 client = Client(backend=RemoteBackend("http://127.0.0.1:8000"))
 plan = client.generate(Itinerary, prompt, context=trip)
@@ -19,6 +25,7 @@ FactorSpec server reuse (`factorspec_sdk.integrations.openai_compat`).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -26,11 +33,12 @@ from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import BaseModel
 
-from factorspec_sdk.backends.base import GenerationRequest
-from factorspec_sdk.drafter.loop import DecodeOutcome, GenerationStats
+from factorspec_sdk.backends.base import GenerationRequest, RecordOutcome
+from factorspec_sdk.drafter.stats import GenerationStats, others
 from factorspec_sdk.engines.upstreams import v1_root
 from factorspec_sdk.errors import (
     FactorSpecError,
+    GenerationTimeoutError,
     IncompleteGenerationError,
     RemoteError,
     SpecError,
@@ -39,6 +47,7 @@ from factorspec_sdk.errors import (
 )
 from factorspec_sdk.partials import PartialSink, PartialText
 from factorspec_sdk.prompts import chat_messages
+from factorspec_sdk.provenance import Explain, received
 
 if TYPE_CHECKING:
     from openai import OpenAI
@@ -71,8 +80,10 @@ class WireSpec:
     ir: dict[str, object]
 
     @classmethod
-    def build(cls, model: type[BaseModel], context: object = None) -> WireSpec:
-        """Compile ``model`` for ``context`` (cached) and export its relation IR.
+    def build(
+        cls, model: type[BaseModel], context: object = None, spec: CompiledSpec | None = None
+    ) -> WireSpec:
+        """Compile ``model`` for ``context`` (cached; or take ``spec``) and export its IR.
 
         Raises:
             SpecError: the model, its relations or the context cannot be compiled.
@@ -80,7 +91,8 @@ class WireSpec:
         from factorspec_sdk.graph import compile_spec
         from factorspec_sdk.ir import spec_to_ir
 
-        spec = compile_spec(model, context)
+        if spec is None:
+            spec = compile_spec(model, context)
         return cls(model, spec, spec_to_ir(spec))
 
     def response_format(self) -> ResponseFormatJSONSchema:
@@ -91,20 +103,27 @@ class WireSpec:
         }
 
     def extra_body(self, extra: Mapping[str, object] | None = None) -> dict[str, object]:
-        """``extra``, with the IR added to its ``factorspec`` extension field."""
+        """``extra``, with the IR added to its ``factorspec`` extension field.
+
+        The messages go as the client built them (with its schema hint, or as written):
+        ``schema_in_prompt`` is false unless ``extra`` sets it.
+        """
         body = dict(extra or {})
         ext = body.get("factorspec")
         if ext is not None and not isinstance(ext, Mapping):
             raise TypeError(f"extra_body['factorspec'] must be a mapping, not {type(ext)}")
-        body["factorspec"] = {**(ext or {}), "ir": self.ir}
+        body["factorspec"] = {"schema_in_prompt": False, **(ext or {}), "ir": self.ir}
         return body
 
 
 def check_finished(finish_reason: str | None, text: str, tokens: int) -> None:
     """Raise when the server's answer ended before the record was complete.
 
+    ``factorspec serve`` answers a record cut short with an error (`remote_error`), never
+    ``length``; a server that still sends its cut text as content is caught here.
+
     Raises:
-        IncompleteGenerationError: ``finish_reason`` is ``length`` (the server's timeout).
+        IncompleteGenerationError: ``finish_reason`` is ``length``.
     """
     if finish_reason == "length":
         raise IncompleteGenerationError(
@@ -125,6 +144,8 @@ class RemoteBackend:
             on its engine).
         speculative: the drafting asked of the server for requests that set none (the
             extension field's ``speculative``); None: the server's setting.
+        provenance: ask the server for each record's provenance (``result.provenance``;
+            a few milliseconds of the server's oracle and a few kB per answer).
     """
 
     def __init__(
@@ -137,6 +158,7 @@ class RemoteBackend:
         max_retries: int = 2,
         max_concurrency: int = 32,
         speculative: bool | None = None,
+        provenance: bool = True,
     ) -> None:
         from openai import OpenAI
 
@@ -150,6 +172,7 @@ class RemoteBackend:
         self._model = model
         self.max_concurrency = max_concurrency
         self.speculative = speculative
+        self.provenance = provenance
 
     @property
     def name(self) -> str:
@@ -179,21 +202,32 @@ class RemoteBackend:
         """Close the HTTP connections."""
         self.openai.close()
 
-    def run(self, requests: Sequence[GenerationRequest]) -> list[DecodeOutcome]:
+    def run(self, requests: Sequence[GenerationRequest]) -> list[RecordOutcome]:
         """Send every request, up to ``max_concurrency`` in flight; one outcome each.
 
         A request's spec is compiled locally first (a spec error is that request's outcome,
         no request is sent for it). A request's ``speculative`` (else the backend's) is sent
         in the extension field; with neither, the server's setting applies. Errors the
         server names come back as their class
-        (`UnsatisfiableSpecError`, `TokenBudgetError`, `SpecError`); a record the server's
-        timeout ended is an `IncompleteGenerationError`; anything else a `RemoteError`.
+        (`UnsatisfiableSpecError`, `TokenBudgetError`, `SpecError`); a record that ran out
+        of tokens is an `IncompleteGenerationError`, of the server's time limit a
+        `GenerationTimeoutError`; anything else a `RemoteError`.
+
+        Each record's stats are the server's, with this backend's parts added: the spec's
+        export and the chat messages, the wait for a free connection (``queue_seconds``),
+        the round trip less the server's wall (``network_seconds``; listing the server's
+        models too); the other records' preparation, and their requests after this one's
+        answer, are its ``batch_seconds``.
         """
-        outcomes: dict[int, DecodeOutcome] = {}
+        started = time.perf_counter()
+        outcomes: dict[int, RecordOutcome] = {}
+        spent: list[dict[str, float]] = [{} for _ in requests]
         bodies: list[tuple[int, list[ChatMessage], WireSpec]] = []
         for i, request in enumerate(requests):
+            t0 = time.perf_counter()
             try:
-                wire = WireSpec.build(request.model, request.context)
+                wire = WireSpec.build(request.model, request.context, request.spec)
+                t1 = time.perf_counter()
                 messages = chat_messages(
                     request.prompt,
                     system=request.system,
@@ -201,24 +235,34 @@ class RemoteBackend:
                     hint=request.schema_in_prompt,
                 )
             except Exception as exc:
-                outcomes[i] = _failed(exc)
+                outcomes[i] = RecordOutcome.failed(exc)
+                spent[i]["spec_seconds"] = time.perf_counter() - t0
                 continue
+            spent[i] = {"spec_seconds": t1 - t0, "prompt_seconds": time.perf_counter() - t1}
             bodies.append((i, messages, wire))
         model_id = ""
+        listing = 0.0
         if bodies:
+            t0 = time.perf_counter()
             try:
                 model_id = self.model
             except RemoteError as exc:
                 for i, _, _ in bodies:
-                    outcomes[i] = _failed(exc)
+                    outcomes[i] = RecordOutcome.failed(exc)
                 bodies = []
+            listing = time.perf_counter() - t0
+        sent = time.perf_counter()
+        spans: dict[int, tuple[float, float]] = {}
 
-        def one(body: tuple[int, list[ChatMessage], WireSpec]) -> DecodeOutcome:
+        def one(body: tuple[int, list[ChatMessage], WireSpec]) -> RecordOutcome:
             i, messages, wire = body
+            t0 = time.perf_counter()
             try:
                 return self._request(requests[i], model_id, messages, wire)
             except Exception as exc:
-                return _failed(exc)
+                return RecordOutcome.failed(exc)
+            finally:
+                spans[i] = (t0, time.perf_counter())
 
         if len(bodies) == 1:
             outcomes[bodies[0][0]] = one(bodies[0])
@@ -226,6 +270,26 @@ class RemoteBackend:
             with ThreadPoolExecutor(max_workers=min(self.max_concurrency, len(bodies))) as pool:
                 for (i, _, _), out in zip(bodies, pool.map(one, bodies), strict=True):
                     outcomes[i] = out
+        answered = time.perf_counter()
+        prepared = sum(sum(p.values()) for p in spent)
+        for i in range(len(requests)):
+            stats = outcomes[i].stats
+            own = spent[i]
+            stats.add(own)
+            apart = others(prepared, sum(own.values()))
+            if i in spans:
+                t0, t1 = spans[i]
+                server = stats.wall_seconds  # the server's wall (0 without an answer)
+                stats.add(
+                    {
+                        "network_seconds": (t1 - t0 - server) + listing,
+                        "queue_seconds": t0 - sent,
+                        "batch_seconds": apart + (answered - t1),
+                    }
+                )
+            else:  # never sent: it waited for the others' requests
+                stats.add({"batch_seconds": apart + listing + (answered - sent)})
+            stats.settle(time.perf_counter() - started)
         return [outcomes[i] for i in range(len(requests))]
 
     def _request(
@@ -234,13 +298,16 @@ class RemoteBackend:
         model_id: str,
         messages: list[ChatMessage],
         wire: WireSpec,
-    ) -> DecodeOutcome:
-        from openai import APIStatusError, OpenAIError
+    ) -> RecordOutcome:
+        from openai import APIError, APIStatusError, OpenAIError
 
         model_cls = request.model
         params = request.params
         speculative = self.speculative if request.speculative is None else request.speculative
-        ext = {} if speculative is None else {"factorspec": {"speculative": speculative}}
+        asked: dict[str, object] = {"provenance": True} if self.provenance else {}
+        if speculative is not None:
+            asked["speculative"] = speculative
+        ext = {"factorspec": asked} if asked else {}
         body = {
             "model": model_id,
             "messages": cast("list[ChatCompletionMessageParam]", messages),
@@ -257,20 +324,26 @@ class RemoteBackend:
             completion = self.openai.chat.completions.create(**body)  # type: ignore[call-overload]
         except APIStatusError as exc:
             raise remote_error(exc, model_cls.__name__, params.max_tokens) from exc
+        except APIError as exc:
+            if isinstance(exc.body, dict):  # the server's error event that ended a stream
+                raise remote_error(exc, model_cls.__name__, params.max_tokens) from exc
+            raise RemoteError(f"request failed: {exc}") from exc
         except OpenAIError as exc:
             raise RemoteError(f"request failed: {exc}") from exc
         choice = completion.choices[0]
         text = choice.message.content or ""
         extra = completion.model_extra or {}
         stats_raw = extra.get("factorspec")
-        stats = _stats(stats_raw if isinstance(stats_raw, dict) else {}, completion.usage)
-        token_ids = stats_raw.get("token_ids", []) if isinstance(stats_raw, dict) else []
+        raw = stats_raw if isinstance(stats_raw, dict) else {}
+        stats = _stats(raw, completion.usage)
+        token_ids = raw.get("token_ids", [])
         check_finished(choice.finish_reason, text, stats.tokens)
-        return DecodeOutcome(text, [int(t) for t in token_ids], stats)
+        ids = [int(t) for t in token_ids] if isinstance(token_ids, list) else []
+        return RecordOutcome(text, ids, stats, explain=_provenance(raw))
 
     def _stream(
         self, request: GenerationRequest, body: dict[str, Any], sink: PartialSink
-    ) -> DecodeOutcome:
+    ) -> RecordOutcome:
         """``body`` sent with ``stream=True``: each delta's new view to ``sink``.
 
         The server streams the record's text ahead of its forwards by the certain tokens it
@@ -311,11 +384,7 @@ class RemoteBackend:
         token_ids = stats_raw.get("token_ids", [])
         check_finished(finish, views.text, stats.tokens)
         ids = [int(t) for t in token_ids] if isinstance(token_ids, list) else []
-        return DecodeOutcome(views.text, ids, stats)
-
-
-def _failed(exc: Exception) -> DecodeOutcome:
-    return DecodeOutcome("", [], GenerationStats(), exc)
+        return RecordOutcome(views.text, ids, stats, explain=_provenance(stats_raw))
 
 
 def remote_error(exc: object, model: str, max_tokens: int | None) -> FactorSpecError:
@@ -323,8 +392,10 @@ def remote_error(exc: object, model: str, max_tokens: int | None) -> FactorSpecE
 
     An unsatisfiable spec (with its unsat core), a token budget below the shortest record
     (a `TokenBudgetError` when the request gave ``max_tokens``, else a `RemoteError` naming
-    the server's default), another 422 a `SpecError`, anything else a `RemoteError` with the
-    server's status and message.
+    the server's default), a record that ran out of its budget (``max_tokens_reached``: an
+    `IncompleteGenerationError` with its partial text) or of its time limit
+    (``timeout_reached``: a `GenerationTimeoutError`), another 422 a `SpecError`, anything
+    else a `RemoteError` with the server's status and message.
     """
     status = getattr(exc, "status_code", None)
     body = getattr(exc, "body", None)
@@ -335,6 +406,27 @@ def remote_error(exc: object, model: str, max_tokens: int | None) -> FactorSpecE
         core = fs.get("unsat_core") if isinstance(fs, dict) else None
         if isinstance(core, list):
             return UnsatisfiableSpecError([str(c) for c in core], model)
+    if isinstance(err, dict) and err.get("code") in ("max_tokens_reached", "timeout_reached"):
+        fs = err.get("factorspec")
+        fs = fs if isinstance(fs, dict) else {}
+        partial, tokens, limit = fs.get("partial_text"), fs.get("tokens"), fs.get("timeout_s")
+        text = partial if isinstance(partial, str) else ""
+        count = tokens if isinstance(tokens, int) else 0
+        if err.get("code") == "max_tokens_reached":
+            return IncompleteGenerationError(
+                "the server's token budget ran out before the record was complete",
+                partial_text=text,
+                tokens=count,
+            )
+        seconds = float(limit) if isinstance(limit, (int, float)) else None
+        return GenerationTimeoutError(
+            f"the server's time limit{'' if seconds is None else f' of {seconds:g} s'} ran "
+            "out before the record was complete (start the server with a larger "
+            '--request-timeout, or send extra_body={"factorspec": {"timeout_s": SECONDS}})',
+            partial_text=text,
+            tokens=count,
+            timeout_s=seconds,
+        )
     if isinstance(err, dict) and err.get("code") == "token_budget":
         fs = err.get("factorspec")
         need = fs.get("min_tokens") if isinstance(fs, dict) else None
@@ -345,28 +437,23 @@ def remote_error(exc: object, model: str, max_tokens: int | None) -> FactorSpecE
         isinstance(err, dict) and err.get("code") == "prompt_not_tokenizable"
     ):
         return SpecError(message)
+    if status is None:  # no status: an error event ended a stream
+        return RemoteError(f"the server ended the stream with an error: {message}")
     return RemoteError(f"the server answered {status}: {message}", status)
 
 
 def _stats(raw: dict[str, object], usage: object) -> GenerationStats:
-    def num(key: str) -> float:
-        v = raw.get(key, 0)
-        return float(v) if isinstance(v, (int, float)) else 0.0
-
+    """The server's stats (its ``factorspec`` field) and the prompt's tokens (``usage``)."""
+    stats = GenerationStats.from_json(raw)
     prompt_tokens = getattr(usage, "prompt_tokens", 0) or 0
     details = getattr(usage, "prompt_tokens_details", None)
     cached = getattr(details, "cached_tokens", 0) or 0
-    return GenerationStats(
-        prompt_tokens=int(prompt_tokens),
-        cached_prompt_tokens=int(cached),
-        tokens=int(num("tokens")),
-        verify_steps=int(num("verify_steps")),
-        drafted=int(num("drafted")),
-        certain_drafted=int(num("certain_drafted")),
-        guesses_proposed=int(num("guesses_proposed")),
-        guesses_accepted=int(num("guesses_accepted")),
-        forward_seconds=num("forward_seconds"),
-        plan_seconds=num("oracle_seconds"),
-        critical_plan_seconds=num("critical_oracle_seconds"),
-        wall_seconds=num("wall_seconds"),
-    )
+    stats.prompt_tokens = int(prompt_tokens)
+    stats.cached_prompt_tokens = int(cached)
+    return stats
+
+
+def _provenance(raw: dict[str, object]) -> Explain | None:
+    """The provenance the server sent with the record (read on demand), if any."""
+    data = raw.get("provenance")
+    return received(data) if isinstance(data, dict) else None

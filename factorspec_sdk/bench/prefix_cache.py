@@ -139,6 +139,7 @@ def run(
                         messages,
                         context=problem,
                         max_tokens=max_tokens,
+                        schema_in_prompt=False,  # the hint is in the shared system message
                         return_result=True,
                     )
                 except FactorSpecError as exc:

@@ -72,9 +72,8 @@ from factorspec_sdk.engines.scripted import ScriptedEngine
 from factorspec_sdk.errors import FactorSpecError, IncompleteGenerationError
 from factorspec_sdk.ir import ir_from_json_schema, spec_from_ir
 from factorspec_sdk.ir.schema_check import check_json_schema_record, json_schema_validator
-from factorspec_sdk.tokens.plan import Planner
+from factorspec_sdk.tokens.plan import planner_for
 from factorspec_sdk.tokens.vocab import TokenizerInfo
-from factorspec_sdk.writer.automaton import Writer
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
@@ -182,8 +181,9 @@ class RecordCheck:
         outcome: ``valid``, ``invalid``, ``max_tokens`` or ``error`` (the decoder failed).
         tokens: the record's token ids.
         plan_seconds: the decoder's planning time for the record (`GenerationStats`).
-        decoder_seconds: the decoder's time outside the engine's forwards (wall minus
-            forward): planning, the masks of free leaves computed while verifying, sampling.
+        decoder_seconds: the decoder's time for the record outside the engine's forwards
+            (wall less forwards and the other records' work): planning, the masks of free
+            leaves computed while verifying, sampling.
         detail: why it is invalid, or the decoder's error.
     """
 
@@ -274,7 +274,7 @@ def decode_records(
     prompt = tok.encode(PROMPT)
     jobs = [
         DecodeJob(
-            Planner(Writer(spec), tok),
+            planner_for(spec, tok),
             prompt,
             SamplingParams(temperature=1.0, seed=seed, max_tokens=MAX_TOKENS),
         )
@@ -283,7 +283,8 @@ def decode_records(
     engine = ScriptedEngine(tok, ClosingModel(tok, seed=model_seed))
     checks: list[RecordCheck] = []
     for out in Decoder(engine, DECODER_CONFIG).run(jobs):
-        times = (out.stats.plan_seconds, out.stats.wall_seconds - out.stats.forward_seconds)
+        s = out.stats
+        times = (s.plan_seconds, s.wall_seconds - s.forward_seconds - s.batch_seconds)
         if isinstance(out.error, IncompleteGenerationError):
             checks.append(RecordCheck("max_tokens", out.tokens, *times))
         elif out.error is not None:

@@ -44,6 +44,8 @@ __all__ = [
     "MAX_TRIP_DAYS",
     "MIN_CITIES",
     "MIN_STAY",
+    "SAMPLE_CONTEXT",
+    "SAMPLE_PROMPT",
     "Evaluation",
     "Event",
     "Flight",
@@ -707,3 +709,13 @@ def _violations(model: type[BaseModel], data: Any, problem: TripProblem) -> list
     except ValidationError as exc:
         return [f"schema: {err['msg']}" for err in exc.errors()]
     return []  # pragma: no cover
+
+
+# --------------------------------------------------------------------------- sample
+
+SAMPLE_CONTEXT: TripProblem = generate_problem(5, seed=1)
+"""A sample 5-city problem with two events, for the docs and ``factorspec check``'s examples
+(golden: Copenhagen, Split, Berlin, Helsinki, Budapest)."""
+
+SAMPLE_PROMPT: str = prompt_for(SAMPLE_CONTEXT)
+"""`SAMPLE_CONTEXT` in the paper's wording."""

@@ -5,7 +5,9 @@ width the request's policy picks), run ONE batched forward over ``[pending, *dra
 requests, then verify each draft under its masks, keep the accepted prefix, roll the KV cache
 back past the first rejection and take the model's (masked) token there. While the forward
 runs, a worker thread plans the writer segments the next step may need (oracle queries and
-tokenization), so little of that work stays on the critical path; the stats say how much did.
+tokenization), so little of that work stays on the critical path. A `DecoderClock` times
+every piece of the thread's work, so each record's stats say where its time went
+(`factorspec_sdk.drafter.stats`).
 """
 
 from __future__ import annotations
@@ -19,12 +21,14 @@ import numpy as np
 
 from factorspec_sdk.drafter.guess import PromptLookupGuesser
 from factorspec_sdk.drafter.overlap import Prefetch
+from factorspec_sdk.drafter.stats import DecoderClock, GenerationStats, RecordClock
 from factorspec_sdk.drafter.verify import SamplingParams, accept_or_replace, choose_token
 from factorspec_sdk.drafter.width import WidthPolicy
 from factorspec_sdk.engines.protocol import (
     Engine,
     Logits,
     SequenceId,
+    SettledCostCurve,
     cached_prompt_tokens,
     undo_extend,
 )
@@ -39,60 +43,8 @@ __all__ = [
     "GenerationStats",
     "check_budget",
 ]
-
-
-@dataclass(slots=True)
-class GenerationStats:
-    """What one generation cost.
-
-    Attributes:
-        prompt_tokens: tokens of the prompt (chat template included).
-        cached_prompt_tokens: of those, tokens whose KV states the engine took from its
-            prefix cache instead of running them (0 on an engine without one).
-        tokens: tokens of the record.
-        verify_steps: forward passes that verified drafts (one per step, batched or not).
-        drafted: draft tokens sent for verification.
-        certain_drafted: of those, certain tokens (accepted by construction).
-        guesses_proposed: guessed tokens sent for verification.
-        guesses_accepted: guessed tokens the model accepted.
-        forward_seconds: time in the engine's forward passes.
-        plan_seconds: oracle + mask + tokenization time, on any thread.
-        critical_plan_seconds: the part of ``plan_seconds`` the decoding thread waited for.
-        wall_seconds: total time of the request.
-    """
-
-    prompt_tokens: int = 0
-    cached_prompt_tokens: int = 0
-    tokens: int = 0
-    verify_steps: int = 0
-    drafted: int = 0
-    certain_drafted: int = 0
-    guesses_proposed: int = 0
-    guesses_accepted: int = 0
-    forward_seconds: float = 0.0
-    plan_seconds: float = 0.0
-    critical_plan_seconds: float = 0.0
-    wall_seconds: float = 0.0
-
-    @property
-    def tokens_per_step(self) -> float:
-        """Record tokens per verify step (forward)."""
-        return self.tokens / self.verify_steps if self.verify_steps else 0.0
-
-    @property
-    def critical_share(self) -> float:
-        """Share of wall time spent waiting for oracle/mask work."""
-        return self.critical_plan_seconds / self.wall_seconds if self.wall_seconds else 0.0
-
-    def summary(self) -> str:
-        """One line for logs and the CLI."""
-        return (
-            f"{self.tokens} tokens in {self.verify_steps} verify steps "
-            f"({self.tokens_per_step:.1f} tokens/step), guesses {self.guesses_accepted}/"
-            f"{self.guesses_proposed} accepted, forward {self.forward_seconds:.2f}s, "
-            f"oracle+masks {self.plan_seconds:.2f}s ({self.critical_plan_seconds:.2f}s on the "
-            f"critical path), wall {self.wall_seconds:.2f}s"
-        )
+# GenerationStats lives in `factorspec_sdk.drafter.stats`; it is re-exported here, where the
+# outcomes that carry it are.
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,9 +90,12 @@ class DecodeJob:
 class DecodeOutcome:
     """The result of one job: the record text and tokens, its stats, or the error.
 
+    The decoder's own result, for whoever drives a decoder (a backend, the server's engine
+    thread); a backend hands its caller a `factorspec_sdk.backends.base.RecordOutcome`.
+
     Attributes:
-        job: the job of a record decoded here (its planner explains the record, see
-            `factorspec_sdk.provenance`); None for one decoded elsewhere (a server).
+        job: the job of a complete record (its planner explains the record, see
+            `factorspec_sdk.provenance.replayed`); None for a record that failed.
     """
 
     text: str
@@ -160,9 +115,12 @@ class _Active:
     guesser: PromptLookupGuesser
     policy: WidthPolicy
     rng: np.random.Generator
-    started: float
+    clock: RecordClock
     record: list[int] = field(default_factory=list)
-    stats: GenerationStats = field(default_factory=GenerationStats)
+
+    @property
+    def stats(self) -> GenerationStats:
+        return self.clock.stats
 
 
 @dataclass(slots=True)
@@ -213,6 +171,13 @@ class Decoder:
         self._finished: list[tuple[int, DecodeOutcome]] = []
         self._next_ticket = 0
         self._pool: ThreadPoolExecutor | None = None
+        self._clock = DecoderClock()
+        self._ended: dict[int, RecordClock] | None = None  # during `run`: the ended records
+        # choosing a width reads the engine's cost curve: drafting, on an engine that settled
+        # the curve at load; another may measure it on first use, so the width is its part
+        self._width_part = (
+            "draft_seconds" if isinstance(engine, SettledCostCurve) else "cost_curve_seconds"
+        )
 
     # ------------------------------------------------------------------ continuous batching
 
@@ -220,15 +185,30 @@ class Decoder:
         """Add a job; it joins the next `step`. Returns its ticket."""
         ticket = self._next_ticket
         self._next_ticket += 1
-        started = time.perf_counter()
-        try:
-            if not job.prompt_ids:
-                raise GenerationError("the prompt has no tokens")
-            cursor = job.planner.start()
-            check_budget(job, cursor)
-        except Exception as exc:
-            self._finished.append((ticket, DecodeOutcome("", [], GenerationStats(), exc)))
+        clock = self._clock.record(GenerationStats(), job.planner.stats)
+        with self._clock.part(clock, "start_seconds"):
+            try:
+                if not job.prompt_ids:
+                    raise GenerationError("the prompt has no tokens")
+                cursor = job.planner.start()
+                check_budget(job, cursor)
+            except Exception as exc:
+                failed: Exception | None = exc
+            else:
+                failed = None
+                a = self._start(ticket, job, cursor, clock)
+        if failed is not None:
+            self._finished.append((ticket, DecodeOutcome("", [], clock.stats, failed)))
+            self._end(ticket, clock)
             return ticket
+        if isinstance(cursor, Finished):
+            self._finished.append((ticket, self._finish(a)))
+        else:
+            self._active.append(a)
+        return ticket
+
+    def _start(self, ticket: int, job: DecodeJob, cursor: Cursor, clock: RecordClock) -> _Active:
+        """A submitted job's engine sequence and drafting state."""
         seq = self.engine.new_sequence(job.prompt_ids[:-1])
         policy = WidthPolicy(
             max_width=self.config.max_width,
@@ -243,15 +223,17 @@ class Decoder:
             guesser=PromptLookupGuesser(job.prompt_ids),
             policy=policy,
             rng=np.random.default_rng(job.params.seed),
-            started=started,
+            clock=clock,
         )
         a.stats.prompt_tokens = len(job.prompt_ids)
         a.stats.cached_prompt_tokens = cached_prompt_tokens(self.engine, seq)
-        if isinstance(cursor, Finished):
-            self._finished.append((ticket, self._finish(a)))
-        else:
-            self._active.append(a)
-        return ticket
+        return a
+
+    def _end(self, ticket: int, clock: RecordClock) -> None:
+        """Close a record's clock (its wall ends now); `run` re-settles it at the run's end."""
+        self._clock.close(clock)
+        if self._ended is not None:
+            self._ended[ticket] = clock
 
     @property
     def busy(self) -> bool:
@@ -301,14 +283,24 @@ class Decoder:
             self._pool = None
 
     def run(self, jobs: Sequence[DecodeJob]) -> list[DecodeOutcome]:
-        """Decode all jobs together; every outcome is returned, errors included."""
-        tickets = [self.submit(job) for job in jobs]
+        """Decode all jobs together; every outcome is returned, errors included.
+
+        The outcomes come back together: each record's wall is the run's, and the run's
+        work for the other records (before this one started, after it ended) is its
+        ``batch_seconds``.
+        """
+        started, busy0 = time.perf_counter(), self._clock.busy
+        self._ended = {}
         results: dict[int, DecodeOutcome] = {}
         try:
+            tickets = [self.submit(job) for job in jobs]
             while self.busy:
                 results.update(self.step())
         finally:
             self.close()
+            ended, self._ended = self._ended, None
+        for clock in ended.values():
+            self._clock.rebase(clock, started, busy0)
         return [results[t] for t in tickets]
 
     # ------------------------------------------------------------------ one step
@@ -319,11 +311,15 @@ class Decoder:
         finished: list[tuple[int, DecodeOutcome]],
         pool: ThreadPoolExecutor | None,
     ) -> list[_Active]:
+        clock = self._clock  # the decoder's; each record's is `a.clock`
         drafts: list[_Draft] = []
         still: list[_Active] = []
         for a in active:
             try:
-                drafts.append(self._draft(a))
+                with clock.part(a.clock, "draft_seconds"):
+                    draft = self._draft(a)
+                with clock.part(a.clock, self._width_part):
+                    drafts.append(self._width(a, draft))
                 still.append(a)
             except Exception as exc:
                 finished.append((a.index, self._fail(a, exc)))
@@ -346,18 +342,24 @@ class Decoder:
                 logits = self._isolate(active, requests, keep, lengths)
             dt = time.perf_counter() - t0
         finally:
-            prefetch.finish()
+            waited = prefetch.finish()
+        clocks = [a.clock for a in active]
+        clock.shared(dt, clocks, "forward_seconds")
+        clock.shared(waited, clocks, None)  # the planners count it as critical planning
+        for a, background in zip(active, prefetch.background, strict=True):
+            a.stats.background_plan_seconds += background
         survivors: list[_Active] = []
         for a, d, rows in zip(active, drafts, logits, strict=True):
-            a.stats.forward_seconds += dt
             if isinstance(rows, Exception):
                 finished.append((a.index, self._fail(a, rows)))
                 continue
             a.stats.verify_steps += 1
             try:
-                done = self._verify(a, d, rows)
+                with clock.part(a.clock, "verify_seconds"):
+                    done = self._verify(a, d, rows)
                 if a.job.watch is not None:
-                    a.job.watch(self._decided(a, done))
+                    with clock.part(a.clock, "stream_seconds"):
+                        a.job.watch(self._decided(a, done))
             except Exception as exc:
                 finished.append((a.index, self._fail(a, exc)))
                 continue
@@ -422,8 +424,14 @@ class Decoder:
             tokens.append(t)
             cur = planner.advance(cur, t)
             cursors.append(cur)
-        k = a.policy.choose(certain, self.engine.verify_cost) if tokens else 0
-        return _Draft(tokens[:k], cursors[: k + 1], certain[:k])
+        return _Draft(tokens, cursors, certain)
+
+    def _width(self, a: _Active, d: _Draft) -> _Draft:
+        """The draft cut to the width the request's policy picks by the engine's cost curve."""
+        if not d.tokens:
+            return d
+        k = a.policy.choose(d.certain, self.engine.verify_cost)
+        return _Draft(d.tokens[:k], d.cursors[: k + 1], d.certain[:k])
 
     def _verify(self, a: _Active, d: _Draft, rows: Logits) -> bool:
         """Accept the draft's tokens up to the first rejection.
@@ -500,14 +508,12 @@ class Decoder:
         self.engine.release(a.seq)
         tokens = self._record_tokens(a)
         a.stats.tokens = len(tokens)
-        a.stats.plan_seconds = a.job.planner.stats.plan_seconds
-        a.stats.critical_plan_seconds = a.job.planner.stats.critical_seconds
-        a.stats.wall_seconds = time.perf_counter() - a.started
+        self._end(a.index, a.clock)
         return DecodeOutcome(self._text(tokens), tokens, a.stats, job=a.job)
 
     def _fail(self, a: _Active, exc: Exception) -> DecodeOutcome:
         self.engine.release(a.seq)
         tokens = self._record_tokens(a)
         a.stats.tokens = len(tokens)
-        a.stats.wall_seconds = time.perf_counter() - a.started
+        self._end(a.index, a.clock)
         return DecodeOutcome(self._text(tokens), tokens, a.stats, exc)

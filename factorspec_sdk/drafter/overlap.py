@@ -35,6 +35,8 @@ class Prefetch:
     Attributes:
         pool_gone: the pool refused work (it was shut down); the caller drops it and plans
             on its own thread from now on.
+        background: seconds the worker spent planning for each record of ``work`` (off
+            the critical path); final once `finish` has returned.
     """
 
     def __init__(
@@ -43,14 +45,22 @@ class Prefetch:
         self.stop = threading.Event()
         self.futures: list[Future[None]] = []
         self.planners = [planner for planner, _ in work]
+        self.background = [0.0] * len(work)
         self.pool_gone = False
         if pool is None:
             return
         try:
-            for planner, cursor in work:
-                self.futures.append(pool.submit(planner.prefetch, cursor, 1, self.stop))
+            for i, (planner, cursor) in enumerate(work):
+                self.futures.append(pool.submit(self._prefetch, i, planner, cursor))
         except RuntimeError:  # the pool was shut down
             self.pool_gone = True
+
+    def _prefetch(self, i: int, planner: Planner, cursor: Cursor) -> None:
+        t0 = time.perf_counter()
+        try:
+            planner.prefetch(cursor, 1, self.stop)
+        finally:
+            self.background[i] += time.perf_counter() - t0
 
     def finish(self) -> float:
         """Stop the prefetches and wait for the segment in progress; returns the wait.

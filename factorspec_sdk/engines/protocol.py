@@ -13,6 +13,10 @@ An engine may also reuse the KV states of prompt prefixes it has run before (a p
 `PrefixCaching` is the optional method that says how many prompt tokens a sequence got that
 way, and `cached_prompt_tokens` asks any engine (0 from one without).
 
+``verify_cost`` reads the engine's cost curve, which an engine may measure on first use;
+`SettledCostCurve` marks an engine that settles it at load (the embedded engine), so the
+decoder knows that choosing a draft width there measures nothing.
+
 Logits cross the interface as ``numpy`` float32 arrays so that the decoding loop, the masks
 and the verification math stay free of torch.
 """
@@ -20,7 +24,7 @@ and the verification math stay free of torch.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -28,12 +32,16 @@ import numpy.typing as npt
 from factorspec_sdk.errors import EngineError
 from factorspec_sdk.tokens.vocab import TokenizerInfo
 
+if TYPE_CHECKING:
+    from factorspec_sdk.engines.dtype_choice import CostCurve
+
 __all__ = [
     "ChatMessage",
     "Engine",
     "Logits",
     "PrefixCaching",
     "SequenceId",
+    "SettledCostCurve",
     "cached_prompt_tokens",
     "extend_requests",
     "undo_extend",
@@ -113,6 +121,20 @@ class PrefixCaching(Protocol):
 
         Known from ``new_sequence`` on (the lookup happens there).
         """
+        ...
+
+
+@runtime_checkable
+class SettledCostCurve(Protocol):
+    """An engine whose cost curve is settled at load: the optional attribute beside `Engine`'s.
+
+    Its ``verify_cost`` reads `cost_curve`, measured or read from a cache before the
+    engine's first request, and never measures.
+    """
+
+    @property
+    def cost_curve(self) -> CostCurve:
+        """The curve ``verify_cost`` reads, and how the engine got it."""
         ...
 
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from factorspec_sdk.engines.dtype_choice import CURVE_WIDTHS
 from factorspec_sdk.engines.protocol import ChatMessage, Logits, SequenceId, extend_requests
 from factorspec_sdk.errors import EngineError
 from factorspec_sdk.tokens.vocab import TokenizerInfo
@@ -33,7 +34,6 @@ __all__ = ["LogitsFn", "ScriptedEngine", "default_cost_curve"]
 LogitsFn = Callable[[Sequence[int]], npt.NDArray[np.floating]]
 """Maps a whole token prefix to the ``[vocab_size]`` logits of the next token."""
 
-_PROFILE_KS = (1, 4, 8, 16, 32, 64)
 _LOGITS_CACHE_SIZE = 8192  # rows of the random model kept (a row is vocab_size floats)
 _JSON_PIECES = ('{"', '": ', ', "', '"}', "true", "false", "null")
 
@@ -230,7 +230,7 @@ class ScriptedEngine:
 
     def cost_profile(self) -> dict[int, float]:
         """``verify_cost`` at a few widths (the same keys `EmbeddedEngine` measures)."""
-        return {k: self.verify_cost(k) for k in _PROFILE_KS}
+        return {k: self.verify_cost(k) for k in CURVE_WIDTHS}
 
     # -------------------------------------------------------------- sequences
 

@@ -20,6 +20,7 @@ from pydantic import BaseModel
 from factorspec_sdk.graph.z3context import MAIN_CONTEXT_LOCK
 from factorspec_sdk.relations.compiler import BOOL_KINDS, InternTable, VarKind, VarRecord
 from factorspec_sdk.relations.decorator import RelationSet
+from factorspec_sdk.relations.display import variable_text
 from factorspec_sdk.relations.layout import (
     ListLayout,
     ObjectLayout,
@@ -290,11 +291,23 @@ class CompiledSpec:
         return [None if c.determined is None else dict(c.determined) for c in self._components]
 
     def component_of(self, var: str) -> int:
-        """Index of the component holding ``var``."""
+        """Index of the component holding ``var``.
+
+        Raises:
+            KeyError: ``var`` is no variable of the spec.
+        """
         try:
             return self._comp_of[var]
         except KeyError:
             raise KeyError(f"unknown variable {var!r}") from None
+
+    def component(self, index: int) -> Component:
+        """The component at ``index`` (0 to ``len(components) - 1``; `component_of` a variable's).
+
+        Its constraints (in the spec's Z3 context: read them under ``context_lock``) and what
+        the spec's check found (witness, models, determined values), for the oracle.
+        """
+        return self._components[index]
 
     def record(self, var: str) -> VarRecord:
         """The Z3-level record of a variable."""
@@ -329,13 +342,11 @@ class CompiledSpec:
         lines = [f"spec of {self.model.__name__}: compiled in {self.compile_seconds * 1000:.1f} ms"]
         lines.append(f"variables ({len(self.variables)}):")
         for v in self.variables.values():
-            extra = ""
-            if v.kind in ("int", "len", "strlen", "date", "datepart", "float"):
-                extra = f" in [{v.ge}, {v.le}]"
+            text = variable_text(self.layout, v.name, v.path, v.kind, v.ge, v.le)
             if v.domain is not None and v.kind not in BOOL_KINDS:
                 shown = ", ".join(map(repr, v.domain[:8])) + (", ..." if len(v.domain) > 8 else "")
-                extra += f" in {{{shown}}}"
-            lines.append(f"  {v.name}: {v.kind}{extra}")
+                text += f" in {{{shown}}}"
+            lines.append(f"  {v.name}: {text}")
         rel = [f for f in self.factors if f.kind == "relation"]
         lines.append(f"factors: {len(rel)} relations, {len(self.factors) - len(rel)} bounds")
         for f in rel:

@@ -33,8 +33,11 @@ first request). What differs:
   server bug and raises `RemoteError` at once; retries running out raise
   `RetriesExhaustedError`.
 * Server errors come back as FactorSpec errors (`remote_error`): an unsatisfiable spec as
-  `UnsatisfiableSpecError`, ...; an answer cut short (``finish_reason`` ``length``) as
-  `IncompleteGenerationError`.
+  `UnsatisfiableSpecError`, ...; a record that ran out of its token budget (a 422
+  ``max_tokens_reached``) as `IncompleteGenerationError`, one that the server's time limit
+  cut short (a 422 ``timeout_reached``) as `GenerationTimeoutError` (an
+  `IncompleteGenerationError` too), and a ``finish_reason`` ``length`` (a server that
+  still returns its cut text) as `IncompleteGenerationError`.
 
 The re-ask loop is written once, free of I/O (`Attempts`); the sync and async clients only
 send its requests.
@@ -56,10 +59,9 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, get_args, overloa
 
 from pydantic import BaseModel, ValidationError, create_model
 
-from factorspec_sdk.backends.base import Backend, GenerationRequest
+from factorspec_sdk.backends.base import Backend, GenerationRequest, RecordOutcome
 from factorspec_sdk.backends.connect import ServerKind, connect, probe_server
 from factorspec_sdk.backends.remote import WireSpec, check_finished, remote_error
-from factorspec_sdk.drafter.loop import DecodeOutcome
 from factorspec_sdk.drafter.verify import SamplingParams
 from factorspec_sdk.errors import FactorSpecError, RemoteError, RetriesExhaustedError
 from factorspec_sdk.partials import PartialText
@@ -97,13 +99,14 @@ ModelT = TypeVar("ModelT", bound=BaseModel)
 REASK_PROMPT = "Correct your JSON ONLY RESPONSE, based on the following errors:\n"
 """The first line of a re-ask: Instructor's, for its JSON modes (``reask_md_json``)."""
 
+_TOOLS = "response_model is the answer; for tool calls, send tools= with the openai client"
 _REFUSED = {
     "response_format": "the response format is response_model's JSON schema",
     "stream": "create_partial and create_iterable stream; create answers whole",
     "n": "one record per call",
-    "tools": "factorspec serve writes records, not tool calls",
-    "tool_choice": "factorspec serve writes records, not tool calls",
-    "functions": "factorspec serve writes records, not tool calls",
+    "tools": _TOOLS,
+    "tool_choice": _TOOLS,
+    "functions": _TOOLS,
 }
 _VALIDATOR_ERRORS = {"value_error", "assertion_error"}
 
@@ -241,10 +244,16 @@ class Attempts(Generic[ModelT]):
         return GenerationRequest(self.model, messages, self.context, params, schema_in_prompt=False)
 
     def failed(self, exc: Exception) -> FactorSpecError:
-        """The FactorSpec error an ``openai`` exception of a request means."""
-        from openai import APIStatusError
+        """The FactorSpec error an ``openai`` exception of a request means.
 
-        if isinstance(exc, APIStatusError):
+        An answer with an error status, or an error event that ended a stream (its body is
+        the server's error), is read by `remote_error`.
+        """
+        from openai import APIError, APIStatusError
+
+        if isinstance(exc, APIStatusError) or (
+            isinstance(exc, APIError) and isinstance(exc.body, dict)
+        ):
             budget = self.kwargs.get("max_completion_tokens") or self.kwargs.get("max_tokens")
             return remote_error(
                 exc, self.model.__name__, budget if isinstance(budget, int) else None
@@ -382,7 +391,8 @@ class StructuredCompletions:
         Raises:
             SpecError: the model or its relations cannot be compiled for ``context``.
             RetriesExhaustedError: an ordinary validator still fails after the re-asks.
-            IncompleteGenerationError: the server's time limit ended the record.
+            IncompleteGenerationError: the record ran out of tokens (a
+                `GenerationTimeoutError`: of the server's time limit).
             RemoteError: the server refused or failed the request.
         """
         return self.create_with_completion(
@@ -448,10 +458,10 @@ class StructuredCompletions:
         backend = self._route.backend(model)
         while True:
             if backend is not None:  # decoded here, the views from the decoder
-                views: queue.SimpleQueue[BaseModel | DecodeOutcome] = queue.SimpleQueue()
+                views: queue.SimpleQueue[BaseModel | RecordOutcome] = queue.SimpleQueue()
                 run = RecordThread(backend, attempts.generation_request(), views.put)
                 try:
-                    while not isinstance(item := views.get(), DecodeOutcome):
+                    while not isinstance(item := views.get(), RecordOutcome):
                         yield cast("ModelT", item)
                 finally:
                     run.close()
@@ -580,10 +590,10 @@ class AsyncStructuredCompletions:
         backend = await asyncio.to_thread(self._route.backend, model)
         while True:
             if backend is not None:  # decoded here, the views from the decoder
-                views: asyncio.Queue[BaseModel | DecodeOutcome] = asyncio.Queue()
+                views: asyncio.Queue[BaseModel | RecordOutcome] = asyncio.Queue()
                 run = RecordThread(backend, attempts.generation_request(), _poster(views))
                 try:
-                    while not isinstance(item := await views.get(), DecodeOutcome):
+                    while not isinstance(item := await views.get(), RecordOutcome):
                         yield cast("ModelT", item)
                 finally:
                     await asyncio.to_thread(run.close)
@@ -740,7 +750,7 @@ def iterable_model(model: type[BaseModel]) -> type[BaseModel]:
 _SAMPLING_KWARGS = {"temperature", "top_p", "seed", "max_tokens", "max_completion_tokens"}
 
 
-def _decoded(outcome: DecodeOutcome, model: str) -> ChatCompletion:
+def _decoded(outcome: RecordOutcome, model: str) -> ChatCompletion:
     """A record decoded here, as the ``ChatCompletion`` a server would have answered.
 
     Raises:
@@ -777,12 +787,12 @@ def _decoded(outcome: DecodeOutcome, model: str) -> ChatCompletion:
 
 
 def _poster(
-    views: asyncio.Queue[BaseModel | DecodeOutcome],
-) -> Callable[[BaseModel | DecodeOutcome], None]:
+    views: asyncio.Queue[BaseModel | RecordOutcome],
+) -> Callable[[BaseModel | RecordOutcome], None]:
     """Puts what a worker thread posts on ``views``, in the running event loop."""
     loop = asyncio.get_running_loop()
 
-    def post(item: BaseModel | DecodeOutcome) -> None:
+    def post(item: BaseModel | RecordOutcome) -> None:
         loop.call_soon_threadsafe(views.put_nowait, item)
 
     return post

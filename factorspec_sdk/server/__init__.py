@@ -17,35 +17,43 @@ OpenAI body. The record's shape comes from either
   official client): the schema *and* the relations, built on the client by
   ``factorspec_sdk.ir.to_ir(Model, context)``. The per-request context is folded into the
   IR there (its values are compile-time constants), so there is no separate context field.
-  When both are given the IR wins. Other extension keys: ``timeout_s`` (per-request
-  timeout), ``speculative`` (False: one token per forward) and ``schema_in_prompt``
-  (append a picture of the JSON to the last user message).
+  When both are given the IR wins. Other extension keys: ``timeout_s`` (the request's
+  time limit, else the server's), ``speculative`` (False: one token per forward) and
+  ``schema_in_prompt`` (default True, as in ``Client.generate``: append a picture of the
+  JSON to the last user message; False sends the messages as written).
 
 Sampling: ``temperature`` (default 0: greedy), ``top_p``, ``seed`` (choice ``i`` uses
 ``seed + i``), ``n`` (up to 16), ``max_tokens``/``max_completion_tokens`` (default 2048),
 ``stream`` (SSE; the record text as it grows, then a chunk with ``finish_reason`` and the
-stats; ``stream_options.include_usage`` adds a usage chunk).
+stats; ``stream_options.include_usage`` adds a usage chunk). A parameter the server does
+not honour (``stop``, ``logit_bias``, the penalties, ``logprobs``, vLLM's ``top_k``...)
+takes only its neutral values (``null``, ``0``, ``[]``, ``{}``: what clients send by
+default); another value is a 400 ``unsupported_parameter`` naming it, never dropped.
+Metadata (``user``, ``metadata``, ``store``, ``service_tier``...) is ignored.
 
 Answers: ``choices[i].message.content`` is the canonical JSON record; ``finish_reason`` is
 ``stop`` for a complete record (always valid: it is re-checked against the schema and every
 factor before it is sent, and against a ``response_format`` JSON schema as sent, with
-`jsonschema`; a record that fails is a logged 500), or ``length`` with the partial record
-when the request timed out (``factorspec.stop_reason`` says why; ``max_tokens`` never cuts a
-record: the masks finish it within the budget, and a budget below the shortest record is a
-422 ``token_budget`` naming ``min_tokens``). ``usage`` has ``prompt_tokens`` and
+`jsonschema`; a record that fails is a logged 500). No record cut short is ever
+``content``: ``max_tokens`` never cuts one (the masks finish it within the budget, a budget
+below the shortest record is a 422 ``token_budget`` naming ``min_tokens``, and a record of a
+spec the budget masks cannot bound that runs out of tokens is a 422 ``max_tokens_reached``),
+and a record its time limit cuts is a 422 ``timeout_reached`` naming the limit; streamed,
+either is an error event before ``[DONE]``. ``usage`` has ``prompt_tokens`` and
 ``completion_tokens``; ``factorspec`` (top level and per choice) has the decoding stats:
 tokens, verify steps, tokens per step, drafted/certain tokens, guesses, forward / oracle
 time, queue time, spec build time, token ids.
 
 Errors are OpenAI-style ``{"error": {"message", "type", "param", "code"}}``: 400 for a body
 that is not JSON or does not match the request schema of ``/openapi.json`` (which states
-every reason for a 400), 401 bad API key, 404 unknown model or route (405 other methods),
-413 body too large, 422 for a body the schema accepts whose content cannot be served (a JSON
-schema or IR that does not compile or exceeds the limits, an unsatisfiable spec --
-``error.factorspec.unsat_core`` names the clashing factors -- a spec or an oracle query
-the solver cannot decide in time, a prompt the engine cannot tokenize), 429 queue full,
-500 an internal error (e.g. the engine failed on this request's forward; the other
-requests go on), 503 shutting down. A client that disconnects frees its decoder slot.
+every reason for a 400, ``unsupported_parameter`` among them), 401 bad API key, 404
+unknown model or route (405 other methods), 413 body too large, 422 for a body the schema
+accepts whose content cannot be served (a JSON schema or IR that does not compile or
+exceeds the limits, an unsatisfiable spec -- ``error.factorspec.unsat_core`` names the
+clashing factors -- a spec or an oracle query the solver cannot decide in time, a prompt
+the engine cannot tokenize, a record cut short), 429 queue full, 500 an internal error
+(e.g. the engine failed on this request's forward; the other requests go on), 503
+shutting down. A client that disconnects frees its decoder slot.
 The OpenAPI document is built in `factorspec_sdk.server.contract` from the models of
 `factorspec_sdk.server.protocol`.
 """
@@ -104,7 +112,7 @@ def serve(
         model_name: the model id clients pass (default: the model folder's name).
         api_key: require ``Authorization: Bearer <api_key>``.
         max_batch: most generations decoded together.
-        request_timeout_s: longest generation time before finish_reason ``length``.
+        request_timeout_s: longest time a record may take (then a 422 ``timeout_reached``).
         log_level: uvicorn's log level.
         upstream: vLLM / SGLang OpenAI servers to run the forwards (a list, or URLs
             separated by commas): this server becomes their relation-aware front
@@ -123,11 +131,14 @@ def serve(
         ValueError: a negative number of planning workers.
         UpstreamsUnavailableError: no upstream answers at start.
     """
+    import sys
+
     import uvicorn
 
     from factorspec_sdk.graph.z3_gil import keep_gil_in_short_calls
-    from factorspec_sdk.server.app import ServerOptions, create_app
+    from factorspec_sdk.server.app import ServerOptions, create_app, served_model_name
     from factorspec_sdk.server.gc_policy import tune_gc
+    from factorspec_sdk.server.serving_log import ReadyServer, log, log_config, serving_line
 
     served: Engine | UpstreamPool
     pool: UpstreamPool | None = None
@@ -181,10 +192,21 @@ def serve(
         )
         return
     app = create_app(served, model_name=model_name, options=options)
+    line = serving_line(served_model_name(served, model_name), host, port)
+    config = uvicorn.Config(
+        app, host=host, port=port, log_level=log_level, log_config=log_config(log_level)
+    )
+    server = ReadyServer(config, on_ready=lambda: log.info(line))
     tune_gc()  # this process is the server's: start-up's objects need no more collections
     keep_gil_in_short_calls()  # its planning threads would trade the GIL at every Z3 call
     try:
-        uvicorn.run(app, host=host, port=port, log_level=log_level)
+        server.run()
+    except KeyboardInterrupt:
+        pass
     finally:
         if pool is not None:
             pool.close()
+    if not server.started:  # as uvicorn.run: a server that never listened exits with 3
+        from uvicorn.config import STARTUP_FAILURE
+
+        sys.exit(STARTUP_FAILURE)

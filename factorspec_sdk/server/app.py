@@ -33,7 +33,7 @@ from factorspec_sdk.drafter.loop import DecoderConfig
 from factorspec_sdk.engines.shared import EngineProxy
 from factorspec_sdk.engines.upstreams import UpstreamPool
 from factorspec_sdk.errors import EngineError
-from factorspec_sdk.ir import IRLimits
+from factorspec_sdk.ir import DEFAULT_IR_COMPILER, IRCompiler, IRLimits
 from factorspec_sdk.server import render
 from factorspec_sdk.server.auth import check_api_key, read_body
 from factorspec_sdk.server.contract import (
@@ -55,7 +55,7 @@ from factorspec_sdk.server.specs import prepare
 if TYPE_CHECKING:
     from factorspec_sdk.engines.protocol import Engine
 
-__all__ = ["ServerOptions", "create_app"]
+__all__ = ["ServerOptions", "create_app", "served_model_name"]
 
 log = logging.getLogger("factorspec.server")
 
@@ -65,7 +65,9 @@ class ServerOptions:
     """Server settings.
 
     Attributes:
-        request_timeout_s: longest time a generation may take (then finish_reason ``length``).
+        request_timeout_s: longest time a record may take from when its request is queued,
+            unless the request sets ``factorspec.timeout_s``; a record not finished by then
+            is a 422 ``timeout_reached``.
         max_batch: most generations decoded together; the others wait in a queue.
         max_queue: most generations waiting; beyond that requests get a 429.
         max_body_bytes: largest request body (413 beyond).
@@ -96,6 +98,7 @@ def create_app(
     config: DecoderConfig | None = None,
     limits: IRLimits | None = None,
     options: ServerOptions | None = None,
+    compiler: IRCompiler | None = None,
 ) -> FastAPI:
     """The FastAPI app serving ``engine`` under the OpenAI API.
 
@@ -108,10 +111,15 @@ def create_app(
         config: decoder options (width, guesses, overlap).
         limits: limits on relation IRs and JSON schemas.
         options: timeouts, batch and queue sizes, body size, API key.
+        compiler: builds each request's spec from its relation IR and keeps what the checks
+            of each document found (None: `factorspec_sdk.ir.DEFAULT_IR_COMPILER`, shared
+            with `factorspec_sdk.ir.spec_from_ir` in this process; a planning worker is a
+            process of its own, with its own).
     """
-    name = model_name or _default_model_name(engine)
+    name = served_model_name(engine, model_name)
     ir_limits = limits or IRLimits()
     opts = options or ServerOptions()
+    ir_compiler = compiler if compiler is not None else DEFAULT_IR_COMPILER
     counters = Metrics()
     dispatcher = Dispatcher(
         engine,
@@ -124,6 +132,7 @@ def create_app(
     card = render.model_card(name, int(time.time()))
 
     async def generate(request: Request, kind: Kind) -> Response:
+        received = time.perf_counter()
         check_api_key(request, opts.api_key)
         payload = await read_body(
             request, max_bytes=opts.max_body_bytes, max_depth=ir_limits.max_json_depth
@@ -137,9 +146,10 @@ def create_app(
             solver_timeout_ms=opts.solver_timeout_ms,
             default_max_tokens=opts.default_max_tokens,
             request_timeout_s=opts.request_timeout_s,
+            compiler=ir_compiler,
         )
         batch = await dispatcher.submit(prepared)
-        meta = render.Meta.new(kind, name, prepared.spec_seconds)
+        meta = render.Meta.new(kind, name, prepared.spec_seconds, received)
         req = prepared.request
         if req.stream:
             include_usage = bool(req.stream_options and req.stream_options.include_usage)
@@ -269,7 +279,10 @@ def create_app(
     return app
 
 
-def _default_model_name(engine: Engine | UpstreamPool) -> str:
+def served_model_name(engine: Engine | UpstreamPool, model_name: str | None = None) -> str:
+    """The model id clients pass: ``model_name``, else the engine's model folder, else its name."""
+    if model_name:
+        return model_name
     path = getattr(engine, "model_path", None)
     if isinstance(path, (str, Path)) and str(path):
         return Path(path).name

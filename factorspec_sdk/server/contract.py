@@ -68,7 +68,10 @@ _ERRORS: dict[int, str] = {
     422: "The body matches the schema but its content cannot be served: the relation IR or "
     "JSON schema does not compile (or exceeds the server's limits), the spec is "
     "unsatisfiable (`error.factorspec.unsat_core`), the solver cannot decide it in time, "
-    "or the engine cannot tokenize the prompt.",
+    "the engine cannot tokenize the prompt, `max_tokens` is below the shortest record "
+    "(`token_budget`), or the record did not finish within `max_tokens` "
+    "(`max_tokens_reached`) or within its time limit (`factorspec.timeout_s`, else the "
+    "server's: `timeout_reached`); no partial record is returned as content.",
     429: "The queue is full; retry later.",
     500: "An internal error (a bug); the other requests are not affected.",
     503: "The server is shutting down, or its engine stopped.",
@@ -135,9 +138,11 @@ def _generation_route(
 ) -> RouteDoc:
     ok: dict[str, Any] = {
         "model": model,
-        "description": "The record (`finish_reason` `stop`: complete and valid; `length`: "
-        "cut by `max_tokens` or the timeout). With `stream`, server-sent events: chunks "
-        f"(`{chunk.__name__}`), then `data: [DONE]`.",
+        "description": "The record (`finish_reason` `stop`: complete and valid; with "
+        "`tools`, `tool_calls`, or `length` for a message cut at its bound). With "
+        f"`stream`, server-sent events: chunks (`{chunk.__name__}`), then `data: [DONE]` "
+        "(after an error event when the record fails, e.g. `max_tokens_reached` or "
+        "`timeout_reached`).",
         "content": {"text/event-stream": {"schema": _event_schema(chunk.__name__)}},
     }
     return {"responses": {200: ok, **_errors(*_GENERATION_ERRORS)}, "openapi_extra": body}

@@ -6,13 +6,16 @@ Owns the asyncio side of `factorspec_sdk.server.worker.EngineWorker`: the queue 
 that went away (its jobs are cancelled, freeing their decoder slots), and turning a job's
 `Done` into its answer: the record re-checked against the spec and the JSON schema sent (the
 bare string of a vLLM ``choice``/``regex`` request, `factorspec_sdk.server.structured`), or
-the `ApiError` its failure maps to.
+the `ApiError` its failure maps to. A record cut short, by its token budget or by its time
+limit, is such an error (422 ``max_tokens_reached`` or ``timeout_reached``), never content:
+it is no record of the spec.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -20,11 +23,12 @@ from typing import TYPE_CHECKING
 from factorspec_sdk.engines.upstreams import UpstreamPool
 from factorspec_sdk.errors import OracleError, TokenBudgetError, UpstreamsUnavailableError
 from factorspec_sdk.ir import RecordInvalidError, check_json_schema_record, check_record
+from factorspec_sdk.provenance import provenance_of
 from factorspec_sdk.server import render
-from factorspec_sdk.server.protocol import ApiError
+from factorspec_sdk.server.protocol import ApiError, JsonObject
 from factorspec_sdk.server.records import RecordWorker
 from factorspec_sdk.server.render import Answer, Meta
-from factorspec_sdk.server.structured import VALUE_KEY, bare_text
+from factorspec_sdk.server.structured import bare_text
 from factorspec_sdk.server.worker import Delta, Done, EngineWorker, Job, PromptError
 
 if TYPE_CHECKING:
@@ -187,16 +191,24 @@ class Dispatcher:
     async def finish(self, done: Done, prepared: Prepared) -> Answer:
         """The answer of a job that ended (``prepared``: its request).
 
+        A record cut short is an error, never content: one that ran out of ``max_tokens``
+        (`_incomplete`) or of its time limit (`_timed_out`). A complete record's stats add
+        the re-check (``validate_seconds``) and, when the request asked for it, the
+        provenance it carries (``explain_seconds``).
+
         Raises:
             ApiError: 500 for a record that fails the re-check (logged), 503 shutting down
                 or no upstream engine server healthy, 422 for a prompt that cannot be
-                tokenized, a token budget below the shortest record or an oracle query the
-                solver cannot decide, 500 another failure.
+                tokenized, a token budget below the shortest record, a record that did not
+                finish within its token budget (``max_tokens_reached``) or its time limit
+                (``timeout_reached``), or an oracle query the solver cannot decide, 499 a
+                request whose client went away, 500 another failure.
         """
         spec, schema = prepared.spec, prepared.schema
         if done.reason == "complete":
             assert done.outcome is not None
             text = done.outcome.text
+            t0 = time.perf_counter()
             if self.validate_records:
                 try:
                     await asyncio.to_thread(check_record, spec, text)
@@ -209,16 +221,23 @@ class Dispatcher:
                         f"internal error: the generated record failed validation ({exc})",
                         type="server_error",
                     ) from None
-            if prepared.tools is not None:
-                content, calls = prepared.tools.answer(text)
-                if calls is not None:
-                    return Answer("", "tool_calls", True, calls)
-                return Answer(content or "", "stop", True)
-            return Answer(bare_text(text) if prepared.bare else text, "stop", True)
-        if done.reason in ("max_tokens", "timeout", "cancelled"):
-            if prepared.tools is not None:  # a record of calls cut short says nothing yet
-                return Answer("", "length", False)
-            return Answer(_partial(done.text, prepared.bare), "length", False)
+            t1 = time.perf_counter()
+            provenance, explaining = None, 0.0  # not asked: no time, exactly
+            if prepared.provenance:
+                provenance = await asyncio.to_thread(_explained, done)
+                explaining = time.perf_counter() - t1
+            done.outcome.stats.add({"validate_seconds": t1 - t0, "explain_seconds": explaining})
+            if prepared.tools is not None:  # a message (cut at its bound: length) or calls
+                answer = prepared.tools.answer(text)
+            else:
+                answer = Answer(bare_text(text) if prepared.bare else text, "stop", True)
+            return answer._replace(provenance=provenance)
+        if done.reason == "max_tokens":
+            raise _incomplete(done, prepared)
+        if done.reason == "timeout":
+            raise _timed_out(done, prepared)
+        if done.reason == "cancelled":  # no one reads it: the client went away
+            raise ApiError(499, "the request was cancelled: its client went away")
         if done.reason == "shutdown":
             raise ApiError(503, "the server is shutting down", type="server_error")
         err = done.error
@@ -289,9 +308,92 @@ class Dispatcher:
                 task.cancel()
 
 
-def _partial(text: str, bare: bool) -> str:
-    """The text of a record cut short; of a bare answer, the part of its string written."""
-    if not bare:
-        return text
-    head = '{"' + VALUE_KEY + '": "'
-    return text[len(head) :] if text.startswith(head) else ""
+def _incomplete(done: Done, prepared: Prepared) -> ApiError:
+    """The answer to a record that ran out of its token budget: a 422, not its text as content.
+
+    A record cut by ``max_tokens`` is no record of the spec (it is not even JSON), so it is
+    never returned as ``content`` with ``finish_reason`` ``length``: the error names the
+    budget (the request's ``max_tokens``, or the server's default when it gave none), the
+    tokens written and how the text ends; ``error.factorspec`` holds ``max_tokens``,
+    ``tokens`` and the ``partial_text``. Only a spec whose values the token budget cannot
+    bound gets here: for the others the masks finish the record within the budget or the
+    request is refused before decoding (``token_budget``).
+    """
+    req = prepared.request
+    asked = req.max_tokens is not None or getattr(req, "max_completion_tokens", None) is not None
+    budget = prepared.max_tokens
+    within = (
+        f"max_tokens={budget}"
+        if asked
+        else f"the server's default budget of {budget} tokens (the request gave no max_tokens)"
+    )
+    tail = done.text[-60:]
+    return ApiError(
+        422,
+        f"the record did not finish within {within}: {done.tokens} tokens were written "
+        f"and it ends in {'...' if len(done.text) > len(tail) else ''}{tail!r}, so no "
+        "record is returned. Give a larger max_tokens, or bound the values that grow "
+        "(maxLength, maxItems, a pattern with bounded repetitions); a spec whose values are "
+        "all bounded is finished within max_tokens or refused before decoding "
+        "(code token_budget).",
+        code="max_tokens_reached",
+        param="max_tokens",
+        extra={"max_tokens": budget, "tokens": done.tokens, "partial_text": done.text},
+    )
+
+
+def _explained(done: Done) -> JsonObject | None:
+    """The provenance of ``done``'s complete record as JSON data, replayed from its planner."""
+    outcome = done.outcome
+    assert outcome is not None
+    job = outcome.job
+    if job is None:
+        return None
+    return provenance_of(job.planner, outcome.tokens, job.params.max_tokens).to_json()
+
+
+def _timed_out(done: Done, prepared: Prepared) -> ApiError:
+    """The answer to a record its time limit cut: a 422, not its text as content.
+
+    As a record cut by ``max_tokens`` (`_incomplete`), a record cut by the time limit is no
+    record of the spec, so it is never returned as ``content`` with ``finish_reason``
+    ``length``. The limit is the request's (``factorspec.timeout_s``), else the server's
+    (``--request-timeout``, 300 s by default); it runs from the moment the request is
+    queued. The error names the limit, how to raise it and the tokens written;
+    ``error.factorspec`` holds ``timeout_s``, ``tokens``, ``queue_seconds`` (how much of
+    the limit the request waited for a decoding slot) and the ``partial_text``.
+
+    A 422 rather than a 408 or a 504: the limit is the request's, as ``max_tokens`` is, and
+    the server did not fail; the ``openai`` client retries a 408 or a 5xx twice by default,
+    which would only repeat the wait for the same cut.
+    """
+    limit = prepared.timeout_s
+    within = (
+        f"factorspec.timeout_s={limit:g} s"
+        if prepared.timeout_asked
+        else f"the server's time limit of {limit:g} s (the request gave no factorspec.timeout_s)"
+    )
+    queued = (
+        f"; it waited {done.queue_seconds:.1f} s of it for a decoding slot"
+        if done.queue_seconds >= 0.05
+        else ""
+    )
+    tail = done.text[-60:]
+    ends = f"{'...' if len(done.text) > len(tail) else ''}{tail!r}"
+    return ApiError(
+        422,
+        f"the record did not finish within {within}: {done.tokens} tokens were written"
+        f"{queued}, and it ends in {ends}, so no record is returned. Raise the limit with "
+        '"factorspec": {"timeout_s": SECONDS} in the request (at most 3600; '
+        'extra_body={"factorspec": {"timeout_s": ...}} with the openai client) or start '
+        "the server with a larger --request-timeout; or ask for a shorter record (a "
+        "smaller max_tokens, maxLength, maxItems).",
+        code="timeout_reached",
+        param="factorspec.timeout_s",
+        extra={
+            "timeout_s": limit,
+            "tokens": done.tokens,
+            "queue_seconds": round(done.queue_seconds, 6),
+            "partial_text": done.text,
+        },
+    )

@@ -37,6 +37,7 @@ from factorspec_sdk.errors import EngineError
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
     from multiprocessing.process import BaseProcess
+    from multiprocessing.synchronize import Event
 
     import uvicorn
 
@@ -85,18 +86,32 @@ def serve_workers(
         ValueError: ``workers`` below 1.
         EngineError: the workers keep exiting at start, or the engine host stopped.
     """
+    import logging.config
+
+    from factorspec_sdk.server.app import served_model_name
+    from factorspec_sdk.server.serving_log import log_config, serving_line
+
     if workers < 1:
         raise ValueError(f"planning workers must be >= 1, got {workers}")
+    logging.config.dictConfig(log_config(log_level))  # as uvicorn does in each worker
     engine_host = EngineHost(engine)
     listener = _listen(host, port)
     ctx = multiprocessing.get_context("spawn")
     stop = threading.Event()
+    ready = ctx.Event()  # set by the first worker that accepts connections
+    line = serving_line(served_model_name(engine, model_name), host, port)
+    threading.Thread(
+        target=_announce,
+        args=(ready, stop, f"{line} ({workers} planning workers)"),
+        name="factorspec-announce",
+        daemon=True,
+    ).start()
 
     def start(i: int) -> tuple[BaseProcess, float]:
         conn = engine_host.connect()
         proc = ctx.Process(
             target=run_worker,
-            args=(listener, conn, model_name, options, config, log_level),
+            args=(listener, conn, model_name, options, config, log_level, ready),
             name=f"factorspec-planning-{i}",
         )
         proc.start()
@@ -108,7 +123,6 @@ def serve_workers(
     fast_exits = 0
     try:
         procs = [start(i) for i in range(workers)]
-        log.info("serving on %s:%s from %d planning workers", host, port, workers)
         while not stop.wait(0.5):
             if not engine_host.alive:
                 raise EngineError("the engine host thread stopped")
@@ -145,18 +159,26 @@ def run_worker(
     options: ServerOptions,
     config: DecoderConfig | None,
     log_level: str,
+    ready: Event,
 ) -> None:
-    """One planning worker (the target of its process): the app over the shared engine."""
+    """One planning worker (the target of its process): the app over the shared engine.
+
+    Its uvicorn logs warnings, errors and requests; it sets ``ready`` once it accepts
+    connections, and the server's process logs where it listens.
+    """
     import uvicorn
 
     from factorspec_sdk.engines.shared import EngineProxy
     from factorspec_sdk.graph.z3_gil import keep_gil_in_short_calls
     from factorspec_sdk.server.app import create_app
     from factorspec_sdk.server.gc_policy import tune_gc
+    from factorspec_sdk.server.serving_log import ReadyServer, log_config, quiet_worker
 
     engine = EngineProxy(conn)
     app = create_app(engine, model_name=model_name, config=config, options=options)
-    server = uvicorn.Server(uvicorn.Config(app, log_level=log_level))
+    uvicorn_config = uvicorn.Config(app, log_level=log_level, log_config=log_config(log_level))
+    quiet_worker()
+    server = ReadyServer(uvicorn_config, on_ready=ready.set)
     threading.Thread(target=_stop_with_parent, args=(server,), daemon=True).start()
     tune_gc()  # as `serve` does in a single process
     keep_gil_in_short_calls()
@@ -164,6 +186,14 @@ def run_worker(
         server.run(sockets=[listener])
     finally:
         engine.close()
+
+
+def _announce(ready: Event, stop: threading.Event, line: str) -> None:
+    """Log ``line`` once the first worker is ready (not at all if the server stops first)."""
+    while not stop.is_set():
+        if ready.wait(0.5):
+            log.info(line)
+            return
 
 
 def _stop_with_parent(server: uvicorn.Server) -> None:

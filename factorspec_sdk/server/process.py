@@ -1,9 +1,9 @@
 """`factorspec serve` in a child process on a loopback port (for the contract run and the soak).
 
-``with ServerProcess("scripted") as server: ...`` starts ``python -m cli.main serve --engine
-scripted`` on a free port of 127.0.0.1, waits until ``/health`` answers 200, and stops the
-process (SIGTERM, then SIGKILL) when the block ends. `rss_bytes` reads the child's resident
-set size from ``/proc`` (Linux).
+``with ServerProcess("scripted") as server: ...`` starts ``python -m factorspec_sdk.cli.main
+serve --engine scripted`` on a free port of 127.0.0.1, waits until ``/health`` answers 200, and
+stops the process (SIGTERM, then SIGKILL) when the block ends. `rss_bytes` reads the child's
+resident set size from ``/proc`` (Linux).
 """
 
 from __future__ import annotations
@@ -99,7 +99,7 @@ class ServerProcess:
         cmd = [
             sys.executable,
             "-m",
-            "cli.main",
+            "factorspec_sdk.cli.main",
             "serve",
             "--engine",
             self.engine,

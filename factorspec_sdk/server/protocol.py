@@ -1,11 +1,17 @@
 """The bodies `factorspec serve` accepts and answers, as Pydantic models (its OpenAPI contract).
 
-Requests: unknown OpenAI parameters are ignored (as vLLM does); the ones that would change
-the meaning of the answer and are not supported (``tools``, ``logprobs``...) are a 400. Every
-reason for a 400 is stated by the request models' JSON schema (``/openapi.json``); a body the
-schema accepts is answered 200, or 404 (unknown model), or 422 when its *content* cannot be
-served (a relation IR or JSON schema that does not compile, an unsatisfiable spec, a prompt
-the engine cannot tokenize), or 429/503 (busy, shutting down).
+Requests: every OpenAI parameter (and vLLM's sampling extras) is declared. Those the server
+honours change the answer (``temperature``, ``top_p``, ``seed``, ``n``, ``max_tokens``,
+``tools``...); those it does not (``stop``, ``logit_bias``, the penalties, ``logprobs``,
+``top_k``...) are `Unhonoured`: their neutral values (``null``, ``0``, ``[]``, ``{}``, the
+defaults clients send) pass, any other is a 400 ``unsupported_parameter`` naming the
+parameter and what to do instead, never silently dropped; pure metadata (``user``,
+``metadata``, ``store``, ``service_tier``...) is accepted and ignored. Parameters nobody
+declared are ignored, as vLLM does, and named in the server's log. Every reason for a 400
+is stated by the request models' JSON schema (``/openapi.json``); a body the schema accepts
+is answered 200, or 404 (unknown model), or 422 when its *content* cannot be served (a
+relation IR or JSON schema that does not compile, an unsatisfiable spec, a prompt the engine
+cannot tokenize, a record cut short), or 429/503 (busy, shutting down).
 
 Two dialects of other servers are read too: an ``x-factorspec`` key at the root of a
 ``response_format`` JSON schema (the extension field's content, as llguidance reads
@@ -19,13 +25,16 @@ Answers: `ChatCompletion`, `Completion`, `ModelList`, `ModelCard`, `Health`, and
 from __future__ import annotations
 
 import json
-from typing import Annotated, Literal
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
+    GetCoreSchemaHandler,
+    GetJsonSchemaHandler,
     StrictBool,
     StrictInt,
     StrictStr,
@@ -34,6 +43,11 @@ from pydantic import (
     model_validator,
 )
 from pydantic.config import JsonDict, JsonValue
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema, PydanticCustomError, core_schema
+
+from factorspec_sdk.provenance import Provenance
+from factorspec_sdk.tools import X_FACTORSPEC
 
 __all__ = [
     "ApiError",
@@ -51,11 +65,13 @@ __all__ = [
     "CompletionChunk",
     "CompletionChunkChoice",
     "CompletionRequest",
+    "DEFAULT_TOOL_CALLS",
     "ErrorDetail",
     "ErrorResponse",
     "FactorSpecExtension",
     "Health",
     "JsonSchemaFormat",
+    "MAX_TOOL_CALLS",
     "ModelCard",
     "ModelList",
     "PromptTokensDetails",
@@ -64,14 +80,20 @@ __all__ = [
     "StreamOptions",
     "StructuredOutputs",
     "TextPart",
+    "UNSUPPORTED_PARAMETER",
+    "Unhonoured",
     "UpstreamStatus",
     "Usage",
     "X_FACTORSPEC",
 ]
 
 JsonObject = dict[str, object]
-X_FACTORSPEC = "x-factorspec"
-"""The JSON Schema keyword that carries the extension field inside a ``response_format`` schema."""
+DEFAULT_TOOL_CALLS = 4
+"""The most calls in one answer with parallel calls (``parallel_tool_calls`` true, its
+default unless ``tool_choice`` names a function), unless the ``factorspec`` field's
+``max_tool_calls`` says otherwise."""
+MAX_TOOL_CALLS = 64
+"""The most ``max_tool_calls`` may allow."""
 Kind = Literal["chat", "completion"]
 """The generation endpoint a request came to: ``/v1/chat/completions`` or ``/v1/completions``."""
 
@@ -177,7 +199,19 @@ class FunctionIn(BaseModel):
     parameters: JsonObject | None = Field(
         default=None,
         description="A JSON Schema of the arguments, of the subset `factorspec serve` "
-        "compiles (a 422 otherwise); none: no arguments.",
+        "compiles (a 422 otherwise); none: no arguments. An `x-factorspec` key at its root, "
+        '`{"ir": {...}}`, carries the relation IR of the arguments, which the calls of '
+        "the function then satisfy (the IR wins over the schema).",
+        json_schema_extra={
+            "properties": {
+                X_FACTORSPEC: {
+                    "type": "object",
+                    "required": ["ir"],
+                    "properties": {"ir": {"$ref": "#/components/schemas/RelationIR"}},
+                    "additionalProperties": False,
+                }
+            }
+        },
     )
     strict: StrictBool | None = None
 
@@ -216,7 +250,20 @@ class JsonSchemaFormat(BaseModel):
         f"An `{X_FACTORSPEC}` key at its root carries the `factorspec` extension field "
         "(the relation IR, ...); the extension field itself overrides it key by key.",
         json_schema_extra={
-            "properties": {X_FACTORSPEC: {"$ref": "#/components/schemas/FactorSpecExtension"}}
+            "properties": {
+                X_FACTORSPEC: {
+                    "allOf": [
+                        {"$ref": "#/components/schemas/FactorSpecExtension"},
+                        {
+                            "description": "max_tool_calls bounds tool calls, not a record",
+                            "not": {
+                                "required": ["max_tool_calls"],
+                                "properties": {"max_tool_calls": {"type": "integer"}},
+                            },
+                        },
+                    ]
+                }
+            }
         },
     )
     description: StrictStr | None = None
@@ -237,11 +284,22 @@ class FactorSpecExtension(BaseModel):
     Attributes:
         ir: the relation IR (``factorspec_sdk.ir.to_ir(Model, context)``); the context of the
             relations is already folded into it.
-        timeout_s: give up after this many seconds (finish_reason ``length``).
+        timeout_s: the time limit of the request's records, from when it is queued (else the
+            server's, ``--request-timeout``); a record not finished by then is a 422
+            ``timeout_reached``, never a partial record.
         speculative: draft certain tokens and guesses (False: one token per forward, the
             baseline the speed-ups compare against); None: the server's setting.
         schema_in_prompt: append a compact picture of the expected JSON to the last user
-            message.
+            message of a chat request (`factorspec_sdk.prompts.hint_sentence`); on by
+            default, as in `Client.generate`, so the same messages give the same prompt.
+        max_tool_calls: with ``tools`` and ``parallel_tool_calls`` not false, the most calls
+            in one answer (default `DEFAULT_TOOL_CALLS`; with a named ``tool_choice``, one
+            unless this or ``parallel_tool_calls`` true asks for more); the model closes the
+            list of calls when it wants, this only bounds it.
+        provenance: send each complete record's provenance in its ``factorspec`` stats
+            (``factorspec_sdk.provenance``: which values the model chose, which the
+            relations determined); off by default (a few milliseconds of the oracle and a
+            few kB per record).
     """
 
     model_config = _STRICT
@@ -250,9 +308,20 @@ class FactorSpecExtension(BaseModel):
         description="A relation IR (the FactorSpecRelationIR schema); one that does not "
         "compile is a 422.",
     )
-    timeout_s: Annotated[float, Field(gt=0, le=3600)] | None = None
+    timeout_s: Annotated[float, Field(gt=0, le=3600)] | None = Field(
+        default=None,
+        description="Seconds a record may take from when the request is queued (default: "
+        "the server's --request-timeout); a record not finished by then is a 422 "
+        "timeout_reached, never a partial record.",
+    )
     speculative: StrictBool | None = None
-    schema_in_prompt: StrictBool = False
+    schema_in_prompt: StrictBool = Field(
+        default=True,
+        description="Append 'Answer with JSON of this form: ...' to the last user message "
+        "(as Client.generate does by default); false sends the messages as written.",
+    )
+    max_tool_calls: Annotated[StrictInt, Field(ge=1, le=MAX_TOOL_CALLS)] | None = None
+    provenance: StrictBool = False
 
 
 _ONE_CONSTRAINT = "structured_outputs takes exactly one of json, regex, choice"
@@ -356,13 +425,90 @@ class StreamOptions(BaseModel):
     include_usage: StrictBool = False
 
 
-def _unsupported(name: str) -> AfterValidator:
-    def check(value: bool) -> bool:
-        if value:
-            raise ValueError(f"{name} are not supported")
-        return value
+UNSUPPORTED_PARAMETER = "unsupported_parameter"
+"""The error type (and the 400's ``code``) of a value an `Unhonoured` parameter refuses."""
 
-    return AfterValidator(check)
+
+def _same(value: object, neutral: JsonValue) -> bool:
+    """Whether ``value`` is the JSON value ``neutral`` (``0`` and ``0.0`` are; ``false`` is not)."""
+    if isinstance(neutral, bool) or isinstance(value, bool):
+        return value is neutral
+    if isinstance(neutral, (int, float)):
+        return isinstance(value, (int, float)) and value == neutral
+    return type(value) is type(neutral) and value == neutral
+
+
+@dataclass(frozen=True, slots=True, eq=False)  # by identity: typing caches Annotated[...]
+class Unhonoured:
+    """The metadata of a request parameter the server does not honour.
+
+    Its ``neutral`` values, which change nothing (``null``, and the defaults clients send:
+    ``0``, ``[]``, ``{}``...), are accepted; any other value would change the answer, so it
+    is a 400 (`UNSUPPORTED_PARAMETER`) saying what to do ``instead``, never silently
+    dropped. The field's JSON schema is the enum of the neutral values, so the OpenAPI
+    contract states the refusal.
+
+    Attributes:
+        neutral: the accepted values.
+        instead: what to do instead, as the error says it.
+    """
+
+    neutral: tuple[JsonValue, ...]
+    instead: str
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> CoreSchema:
+        """Any JSON value, then `check`."""
+        return core_schema.no_info_after_validator_function(self.check, handler(source))
+
+    def __get_pydantic_json_schema__(
+        self, schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        """The enum of the neutral values, with the refusal as the description."""
+        return {"enum": list(self.neutral), "description": f"Not supported: {self.instead}."}
+
+    def check(self, value: object) -> object:
+        """``value`` when it is neutral.
+
+        Raises:
+            PydanticCustomError: `UNSUPPORTED_PARAMETER`, for any other value.
+        """
+        if any(_same(value, n) for n in self.neutral):
+            return value
+        accepted = " or ".join(json.dumps(n) for n in self.neutral)
+        shown = json.dumps(value)
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
+        raise PydanticCustomError(
+            UNSUPPORTED_PARAMETER,
+            "{value} is not supported ({accepted} is accepted): {instead}",
+            {"value": shown, "instead": self.instead, "accepted": accepted},
+        )
+
+
+_PENALTY = (
+    "factorspec serve applies no repetition penalty; leave it out (a relation such as "
+    "distinct() keeps values from repeating)"
+)
+_BIAS = (
+    "token biases are not applied; say which values are allowed in the schema (enum, "
+    "pattern, bounds) or in a relation"
+)
+_STOP = (
+    "a record ends when it is complete, never at a stop string (a cut record is not valid); "
+    "keep a text out of a value with the schema (pattern, enum, maxLength)"
+)
+_LOGPROBS = (
+    "logprobs are not returned (the record's token ids are in the answer's factorspec.token_ids)"
+)
+_TOP_P = "use top_p (nucleus sampling) and temperature"
+_LENGTH = "a record's length is its schema's: bound it with maxLength, maxItems or max_tokens"
+_ONE_SAMPLE = "each choice is one sample; ask for several with n"
+_GUIDED = (
+    'vLLM\'s older guided_* fields are not read: pass "structured_outputs": {"json" | "regex" '
+    '| "choice": ...} (vLLM 0.10+) or a json_schema response_format'
+)
+_TEXT = "the answer is text (a record or tool calls)"
 
 
 _NEEDS_A_SPEC = (
@@ -377,6 +523,14 @@ _TWO_SPECS = (
 
 _TOOLS_AND_SPEC = (
     'tools (with tool_choice not "none") make the answer tool calls: pass no {} with them'
+)
+_CALLS_WITHOUT_TOOLS = 'factorspec.max_tool_calls bounds tool calls: pass it with "tools"'
+_ONE_CALL = (
+    "parallel_tool_calls false allows one call: factorspec.max_tool_calls above 1 contradicts it"
+)
+_CHOICE_WITHOUT_TOOLS = (
+    'tool_choice "required" or a named function asks for tool calls: pass the functions in '
+    '"tools" (for a record, leave tool_choice out)'
 )
 _SPEC_SOURCES: list[JsonValue] = [
     {
@@ -415,12 +569,26 @@ _ONE_STREAM: JsonDict = {
         {"properties": {"n": {"const": 1}}},
     ],
 }
+_NO_CALLS_BOUND: JsonDict = {
+    "description": _CALLS_WITHOUT_TOOLS,
+    "not": {
+        "required": ["factorspec"],
+        "properties": {
+            "factorspec": {
+                "type": "object",
+                "required": ["max_tool_calls"],
+                "properties": {"max_tool_calls": {"type": "integer"}},
+            }
+        },
+    },
+}
 _REQUEST_RULES: JsonDict = {
     "allOf": [
         {
             "description": _NEEDS_A_SPEC,
             "anyOf": _SPEC_SOURCES,
         },
+        _NO_CALLS_BOUND,
         {
             "description": _TWO_SPECS,
             "not": {
@@ -446,13 +614,49 @@ _TOOLS_ACTIVE: JsonDict = {
         "tool_choice": {"not": {"const": "none"}},
     },
 }
+_ONE_CALL_RULE: JsonDict = {
+    "description": _ONE_CALL,
+    "not": {
+        "required": ["parallel_tool_calls", "factorspec"],
+        "properties": {
+            "parallel_tool_calls": {"const": False},
+            "factorspec": {
+                "type": "object",
+                "required": ["max_tool_calls"],
+                "properties": {"max_tool_calls": {"type": "integer", "minimum": 2}},
+            },
+        },
+    },
+}
 _CHAT_RULES: JsonDict = {
     "anyOf": [
-        {"allOf": [_TOOLS_ACTIVE, {"not": {"anyOf": _SPEC_SOURCES}}, _ONE_STREAM]},
-        {"allOf": [{"not": _TOOLS_ACTIVE}, _REQUEST_RULES]},
+        {
+            "allOf": [
+                _TOOLS_ACTIVE,
+                {"not": {"anyOf": _SPEC_SOURCES}},
+                _ONE_STREAM,
+                _ONE_CALL_RULE,
+            ]
+        },
+        {
+            "allOf": [
+                {"not": _TOOLS_ACTIVE},
+                _REQUEST_RULES,
+                {
+                    "description": _CHOICE_WITHOUT_TOOLS,
+                    "not": {
+                        "required": ["tool_choice"],
+                        "properties": {
+                            "tool_choice": {"anyOf": [{"const": "required"}, {"type": "object"}]}
+                        },
+                    },
+                },
+            ]
+        },
     ]
 }
-"""Chat requests: tool calls (tools, and no other spec), or a record as `_REQUEST_RULES` say."""
+"""Chat requests: tool calls (tools, and no other spec), or a record as `_REQUEST_RULES` say
+(and no ``tool_choice`` that asks for calls)."""
 
 
 class _Common(BaseModel):
@@ -468,14 +672,49 @@ class _Common(BaseModel):
     response_format: ResponseFormat | None = None
     factorspec: FactorSpecExtension | None = None
     structured_outputs: StructuredOutputs | None = None
-    logprobs: (
-        Annotated[
-            StrictBool,
-            _unsupported("logprobs"),
-            WithJsonSchema({"type": "boolean", "const": False}),
-        ]
-        | None
-    ) = None
+    logprobs: Annotated[object, Unhonoured((None, False), _LOGPROBS)] = None
+    echo: Annotated[
+        object, Unhonoured((None, False), "the answer is the record alone; leave echo out")
+    ] = None
+    stop: Annotated[object, Unhonoured((None, []), _STOP)] = None
+    logit_bias: Annotated[object, Unhonoured((None, {}), _BIAS)] = None
+    frequency_penalty: Annotated[object, Unhonoured((None, 0), _PENALTY)] = None
+    presence_penalty: Annotated[object, Unhonoured((None, 0), _PENALTY)] = None
+    best_of: Annotated[object, Unhonoured((None, 1), _ONE_SAMPLE)] = None
+    # vLLM's sampling extras (extra_body), which code written for vLLM sends
+    top_k: Annotated[object, Unhonoured((None, -1, 0), _TOP_P)] = None
+    min_p: Annotated[object, Unhonoured((None, 0), _TOP_P)] = None
+    repetition_penalty: Annotated[object, Unhonoured((None, 1), _PENALTY)] = None
+    length_penalty: Annotated[object, Unhonoured((None, 1), _ONE_SAMPLE)] = None
+    use_beam_search: Annotated[object, Unhonoured((None, False), _ONE_SAMPLE)] = None
+    min_tokens: Annotated[object, Unhonoured((None, 0), _LENGTH)] = None
+    ignore_eos: Annotated[object, Unhonoured((None, False), _STOP)] = None
+    stop_token_ids: Annotated[object, Unhonoured((None, []), _STOP)] = None
+    bad_words: Annotated[object, Unhonoured((None, []), _BIAS)] = None
+    allowed_token_ids: Annotated[object, Unhonoured((None,), _BIAS)] = None
+    prompt_logprobs: Annotated[object, Unhonoured((None, 0), _LOGPROBS)] = None
+    guided_json: Annotated[object, Unhonoured((None,), _GUIDED)] = None
+    guided_regex: Annotated[object, Unhonoured((None,), _GUIDED)] = None
+    guided_choice: Annotated[object, Unhonoured((None,), _GUIDED)] = None
+    guided_grammar: Annotated[object, Unhonoured((None,), _GUIDED)] = None
+    # metadata: accepted and ignored (they do not change the answer)
+    user: object = Field(default=None, description="Metadata; accepted and ignored.")
+    metadata: object = Field(default=None, description="Metadata; accepted and ignored.")
+    store: object = Field(
+        default=None, description="Accepted and ignored: this server stores no answer."
+    )
+    service_tier: object = Field(
+        default=None, description="Accepted and ignored: this server has one tier."
+    )
+    safety_identifier: object = Field(default=None, description="Metadata; accepted and ignored.")
+    prompt_cache_key: object = Field(
+        default=None,
+        description="Accepted and ignored: the engine's prefix cache needs no key.",
+    )
+    prompt_cache_retention: object = Field(
+        default=None,
+        description="Accepted and ignored: the engine's prefix cache needs no key.",
+    )
 
     def uses_tools(self) -> bool:
         """Whether the answer is tool calls (``tools`` given, ``tool_choice`` not none)."""
@@ -497,6 +736,8 @@ class _Common(BaseModel):
             if self.stream and self.n > 1:
                 raise ValueError("streaming supports n=1 only")
             return self
+        if self.factorspec is not None and self.factorspec.max_tool_calls is not None:
+            raise ValueError(_CALLS_WITHOUT_TOOLS)
         rf = self.response_format
         if self.structured_outputs is not None and rf is not None and rf.type == "json_schema":
             raise ValueError(_TWO_SPECS)
@@ -530,15 +771,72 @@ class ChatRequest(_Common):
     tool_choice: Literal["none", "auto", "required"] | NamedToolChoice | None = Field(
         default=None,
         description='"auto" (the default with tools): a message or calls; "required": '
-        'calls; a named function: calls to it; "none": no calls.',
+        "calls; a named function: one call to it (several with parallel_tool_calls true); "
+        '"none": no calls.',
     )
     parallel_tool_calls: StrictBool | None = Field(
-        default=None, description="Allow several calls in one answer (default true)."
+        default=None,
+        description="Allow several calls in one answer (default true, but false with a "
+        "named tool_choice, which OpenAI answers with one call).",
+    )
+    top_logprobs: Annotated[object, Unhonoured((None, 0), _LOGPROBS)] = None
+    functions: Annotated[
+        object, Unhonoured((None, []), "the deprecated functions are not read: pass tools")
+    ] = None
+    function_call: Annotated[
+        object,
+        Unhonoured(
+            (None, "none", "auto"),
+            "the deprecated function_call is not read: pass tools and tool_choice",
+        ),
+    ] = None
+    modalities: Annotated[object, Unhonoured((None, ["text"]), _TEXT)] = None
+    audio: Annotated[object, Unhonoured((None,), _TEXT)] = None
+    reasoning_effort: Annotated[
+        object,
+        Unhonoured(
+            (None, "none"),
+            "the served model writes the record with no reasoning step; leave reasoning_effort out",
+        ),
+    ] = None
+    verbosity: Annotated[object, Unhonoured((None,), _LENGTH)] = None
+    web_search_options: Annotated[
+        object, Unhonoured((None,), "this server does not search the web")
+    ] = None
+    prediction: object = Field(
+        default=None,
+        description="Accepted and ignored: a latency hint that does not change the answer "
+        "(FactorSpec drafts the tokens the schema and the relations determine).",
     )
 
     def uses_tools(self) -> bool:
         """Whether the answer is tool calls (``tools`` given, ``tool_choice`` not none)."""
         return bool(self.tools) and self.tool_choice != "none"
+
+    def max_tool_calls(self) -> int:
+        """The most calls in one answer: 1 without parallel calls, else the bound asked for.
+
+        A named ``tool_choice`` means one call of that function, as OpenAI and vLLM answer
+        it (Instructor's TOOLS mode sends one and reads the first call), unless the request
+        asks for several: ``parallel_tool_calls`` true, or ``factorspec.max_tool_calls``.
+        """
+        asked = None if self.factorspec is None else self.factorspec.max_tool_calls
+        if self.parallel_tool_calls is False:
+            return 1
+        named = isinstance(self.tool_choice, NamedToolChoice)
+        if named and self.parallel_tool_calls is None and asked is None:
+            return 1
+        return asked or DEFAULT_TOOL_CALLS
+
+    @model_validator(mode="after")
+    def _one_call(self) -> ChatRequest:
+        asked = None if self.factorspec is None else self.factorspec.max_tool_calls
+        if self.parallel_tool_calls is False and asked is not None and asked > 1:
+            raise ValueError(_ONE_CALL)
+        calls = self.tool_choice == "required" or isinstance(self.tool_choice, NamedToolChoice)
+        if calls and not self.tools:
+            raise ValueError(_CHOICE_WITHOUT_TOOLS)
+        return self
 
 
 class CompletionRequest(_Common):
@@ -548,7 +846,9 @@ class CompletionRequest(_Common):
         Annotated[StrictStr, Field(min_length=1)]
         | Annotated[list[Annotated[StrictInt, Field(ge=0)]], Field(min_length=1)]
     )
-    echo: StrictBool = False
+    suffix: Annotated[
+        object, Unhonoured((None,), "a record has no suffix; put the text in the prompt")
+    ] = None
 
 
 # --------------------------------------------------------------------------- answers
@@ -581,14 +881,24 @@ class ErrorResponse(BaseModel):
 class RecordStats(BaseModel):
     """The ``factorspec`` stats of one choice.
 
+    A record has its decoding counts and where the server's time went: the ``*_seconds``
+    parts of ``factorspec_sdk.drafter.stats.GenerationStats`` (``PARTS``), which add up to
+    ``wall_seconds``, the server's time from the request's arrival to this answer.
+
     Attributes:
         valid: the record is complete and was checked against the spec.
-        stop_reason: ``complete``, ``max_tokens``, ``timeout`` or ``cancelled``.
+        stop_reason: ``complete`` (a record cut short, by ``max_tokens`` or by the time
+            limit, is an error answer, a 422 ``max_tokens_reached`` or ``timeout_reached``,
+            never a choice).
         tokens: completion tokens.
+        oracle_seconds: ``plan_seconds`` under its older name.
+        critical_oracle_seconds: ``critical_plan_seconds`` under its older name.
+        provenance: the record's provenance, when the request asked for it
+            (``factorspec.provenance``) and the record is complete.
     """
 
     valid: bool
-    stop_reason: Literal["complete", "max_tokens", "timeout", "cancelled"]
+    stop_reason: Literal["complete"]
     queue_seconds: float
     spec_seconds: float
     tokens: int
@@ -598,11 +908,28 @@ class RecordStats(BaseModel):
     certain_drafted: int | None = None
     guesses_proposed: int | None = None
     guesses_accepted: int | None = None
+    load_seconds: float | None = None
+    prompt_seconds: float | None = None
+    network_seconds: float | None = None
+    start_seconds: float | None = None
     forward_seconds: float | None = None
+    cost_curve_seconds: float | None = None
+    critical_plan_seconds: float | None = None
+    grammar_seconds: float | None = None
+    draft_seconds: float | None = None
+    verify_seconds: float | None = None
+    stream_seconds: float | None = None
+    batch_seconds: float | None = None
+    validate_seconds: float | None = None
+    explain_seconds: float | None = None
+    other_seconds: float | None = None
+    wall_seconds: float | None = None
+    plan_seconds: float | None = None
+    background_plan_seconds: float | None = None
     oracle_seconds: float | None = None
     critical_oracle_seconds: float | None = None
-    wall_seconds: float | None = None
     token_ids: list[int] | None = None
+    provenance: Provenance | None = None
 
 
 class ChoiceStats(BaseModel):

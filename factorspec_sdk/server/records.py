@@ -26,8 +26,7 @@ from factorspec_sdk.engines.upstreams import UpstreamPool
 from factorspec_sdk.errors import EngineError, IncompleteGenerationError
 from factorspec_sdk.server.metrics import Metrics
 from factorspec_sdk.server.worker import Delta, Done, Job, PromptError, StopReason
-from factorspec_sdk.tokens.plan import Planner
-from factorspec_sdk.writer.automaton import Writer
+from factorspec_sdk.tokens.plan import planner_for
 
 __all__ = ["RecordWorker", "upstream_metrics"]
 
@@ -145,11 +144,12 @@ class RecordWorker:
                 ids = job.prompt(pool)
             except Exception as exc:
                 raise PromptError(str(exc)) from exc
+            job.prompt_seconds = time.perf_counter() - job.admitted
             if not ids:
                 raise PromptError("the prompt has no tokens")
 
             def fresh() -> DecodeJob:
-                return DecodeJob(Planner(Writer(job.spec), pool.tokenizer), ids, job.params)
+                return DecodeJob(planner_for(job.spec, pool.tokenizer), ids, job.params)
 
             config = self.config
             if config.speculative != job.speculative:
@@ -202,6 +202,7 @@ class RecordWorker:
 
     def _done(self, state: _State, run: RecordRun, queued: float) -> Done:
         out = run.outcome
+        out.stats.add({"queue_seconds": queued, "prompt_seconds": state.job.prompt_seconds})
         if run.restarts:
             self.metrics.add("upstream_restarts", run.restarts)
         if isinstance(out.error, _Stopped) and state.stop is not None:  # cancelled mid-record

@@ -2,8 +2,10 @@
 
 Owns the shapes of `factorspec_sdk.server.protocol`'s answers: the model card, chat
 completion and text completion bodies, their stream chunks, ``usage``, the ``factorspec``
-stats extension (top level and per choice), and the SSE framing (``data: ...`` events and
-the closing ``data: [DONE]``). Pure functions: no I/O, no waiting.
+stats extension (top level and per choice: the record's stats, settled on the server's
+wall from the request's arrival, and its provenance when asked), and the SSE framing
+(``data: ...`` events and the closing ``data: [DONE]``). Pure functions: no I/O, no
+waiting (the stats read the clock).
 """
 
 from __future__ import annotations
@@ -11,9 +13,10 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, NamedTuple
 
+from factorspec_sdk.drafter.stats import PARTS
 from factorspec_sdk.server.protocol import JsonObject, Kind
 
 if TYPE_CHECKING:
@@ -42,13 +45,16 @@ class Answer(NamedTuple):
     """What a finished job answers: the record text, the finish reason, whether it is valid.
 
     ``tool_calls``: the OpenAI ``tool_calls`` of an answer that calls tools (its ``text`` is
-    then empty and its message's ``content`` null).
+    then empty and its message's ``content`` null). ``provenance``: the record's provenance
+    as JSON data (`factorspec_sdk.provenance.Provenance.to_json`), when the request asked
+    for it (`factorspec_sdk.server.dispatch.Dispatcher.finish` made it).
     """
 
     text: str
     finish_reason: str
     valid: bool
     tool_calls: list[JsonObject] | None = None
+    provenance: JsonObject | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +67,8 @@ class Meta:
         kind: the endpoint answered.
         model: the served model id.
         spec_seconds: how long building the request's spec took.
+        received: when the request arrived (``time.perf_counter()``): a record's
+            ``wall_seconds`` counts from it.
     """
 
     id: str
@@ -68,16 +76,20 @@ class Meta:
     kind: Kind
     model: str
     spec_seconds: float
+    received: float = field(default_factory=time.perf_counter)
 
     @classmethod
-    def new(cls, kind: Kind, model: str, spec_seconds: float) -> Meta:
-        """A fresh id, created now."""
+    def new(
+        cls, kind: Kind, model: str, spec_seconds: float, received: float | None = None
+    ) -> Meta:
+        """A fresh id, created now (``received``: when the request arrived; default now)."""
         return cls(
             id=("chatcmpl-" if kind == "chat" else "cmpl-") + uuid.uuid4().hex,
             created=int(time.time()),
             kind=kind,
             model=model,
             spec_seconds=spec_seconds,
+            received=time.perf_counter() if received is None else received,
         )
 
 
@@ -86,16 +98,24 @@ def model_card(model: str, created: int) -> JsonObject:
     return {"id": model, "object": "model", "created": created, "owned_by": "factorspec"}
 
 
-def stats(done: Done, meta: Meta, valid: bool) -> JsonObject:
-    """The ``factorspec`` stats of one choice: validity, stop reason, times, decoding counts."""
+def stats(done: Done, meta: Meta, answer: Answer) -> JsonObject:
+    """The ``factorspec`` stats of one choice: validity, stop reason, times, decoding counts.
+
+    A decoded record's stats (a copy) add the spec's build and end the wall now, counted
+    from the request's arrival (``meta.received``); ``other_seconds`` is what no part
+    names. Its provenance comes along when the request asked for it (the answer's, which
+    `Dispatcher.finish` made).
+    """
     out: JsonObject = {
-        "valid": valid,
+        "valid": answer.valid,
         "stop_reason": done.reason,
         "queue_seconds": round(done.queue_seconds, 6),
         "spec_seconds": round(meta.spec_seconds, 6),
     }
     if done.outcome is not None:
-        s = done.outcome.stats
+        s = replace(done.outcome.stats)
+        s.add({"spec_seconds": meta.spec_seconds})
+        s.settle(time.perf_counter() - meta.received)
         out.update(
             tokens=s.tokens,
             verify_steps=s.verify_steps,
@@ -104,12 +124,16 @@ def stats(done: Done, meta: Meta, valid: bool) -> JsonObject:
             certain_drafted=s.certain_drafted,
             guesses_proposed=s.guesses_proposed,
             guesses_accepted=s.guesses_accepted,
-            forward_seconds=round(s.forward_seconds, 6),
-            oracle_seconds=round(s.plan_seconds, 6),
-            critical_oracle_seconds=round(s.critical_plan_seconds, 6),
-            wall_seconds=round(s.wall_seconds, 6),
+        )
+        for name in (*PARTS, "wall_seconds", "plan_seconds", "background_plan_seconds"):
+            out[name] = round(getattr(s, name), 6)
+        out.update(
+            oracle_seconds=out["plan_seconds"],
+            critical_oracle_seconds=out["critical_plan_seconds"],
             token_ids=list(done.outcome.tokens),
         )
+        if answer.provenance is not None:
+            out["provenance"] = answer.provenance
     else:
         out["tokens"] = done.tokens
     return out
@@ -124,7 +148,7 @@ def choice(i: int, done: Done, answer: Answer, meta: Meta) -> JsonObject:
         out["message"] = {"role": "assistant", "content": answer.text}
     else:
         out["text"] = answer.text
-    out["factorspec"] = stats(done, meta, answer.valid)
+    out["factorspec"] = stats(done, meta, answer)
     return out
 
 
@@ -190,7 +214,7 @@ def last_chunk(meta: Meta, done: Done, answer: Answer, sent: str) -> JsonObject:
         delta = out["choices"][0]["delta"]  # type: ignore[index]
         delta.pop("content", None)
         delta["tool_calls"] = [{"index": i, **c} for i, c in enumerate(answer.tool_calls)]
-    out["factorspec"] = stats(done, meta, answer.valid)
+    out["factorspec"] = stats(done, meta, answer)
     return out
 
 

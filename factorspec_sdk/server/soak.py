@@ -34,6 +34,8 @@ from factorspec_sdk.server.process import ServerProcess
 __all__ = ["SoakReport", "SoakTrip", "main", "run_soak", "soak_request"]
 
 MODEL = "soak-scripted"
+CUT_CODES = frozenset({"max_tokens_reached", "timeout_reached"})
+"""The error codes of a record cut short (`factorspec_sdk.server.dispatch`)."""
 
 
 class SoakLeg(BaseModel):
@@ -112,7 +114,8 @@ class SoakReport:
         statuses: answers by HTTP status.
         valid: complete records that validate.
         invalid: complete records that do not (must be 0).
-        cut: answers with ``finish_reason`` ``length``.
+        cut: records cut short: a 422 ``max_tokens_reached`` or ``timeout_reached`` (or a
+            ``finish_reason`` other than ``stop``).
         lost: requests with no answer (connection error, timeout).
         server_errors: 5xx answers.
         wall_seconds: time from the first request to the last answer.
@@ -249,6 +252,8 @@ def _judge(
     import httpx
 
     assert isinstance(r, httpx.Response)
+    if r.status_code == 422 and r.json()["error"]["code"] in CUT_CODES:
+        return "cut"
     if r.status_code != 200:
         return "error"
     choice = r.json()["choices"][0]

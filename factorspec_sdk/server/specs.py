@@ -4,7 +4,9 @@ Owns the request side of a generation: the model check and request-model validat
 404 / 400), the record's spec (a relation IR from the ``factorspec`` extension or the
 ``x-factorspec`` key of the schema sent, else the ``response_format`` or vLLM
 ``structured_outputs`` schema converted to one (`factorspec_sdk.server.structured`),
-compiled to a `CompiledSpec`; a spec that does not compile or is unsatisfiable is a 422),
+compiled to a `CompiledSpec`; a spec that does not compile or is unsatisfiable is a 422, and
+so is a schema with an ``x-factorspec`` below its root and no IR, whose relations nobody
+would read),
 the `jsonschema` validator of a schema the client sent, the prompt (chat messages through
 the engine's chat template, with the schema hint when asked; a raw text or token-id
 prompt), and the token budget, timeout and sampling parameters of each choice. Every
@@ -14,6 +16,7 @@ failure is an `ApiError`.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -24,14 +27,16 @@ from pydantic import ValidationError
 from factorspec_sdk.drafter.verify import SamplingParams
 from factorspec_sdk.errors import SpecError, UnsatisfiableSpecError
 from factorspec_sdk.ir import (
+    IRCompiler,
     IRError,
     IRLimits,
     ir_from_json_schema,
     json_schema_validator,
-    spec_from_ir,
 )
 from factorspec_sdk.prompts import with_schema_hint
 from factorspec_sdk.server.protocol import (
+    UNSUPPORTED_PARAMETER,
+    X_FACTORSPEC,
     ApiError,
     ChatRequest,
     CompletionRequest,
@@ -39,7 +44,7 @@ from factorspec_sdk.server.protocol import (
     JsonObject,
     Kind,
 )
-from factorspec_sdk.server.structured import extension, structured
+from factorspec_sdk.server.structured import extension, misplaced_extension, structured
 from factorspec_sdk.server.tool_calls import ToolPlan, plan_tools
 
 if TYPE_CHECKING:
@@ -57,6 +62,8 @@ __all__ = [
     "prepare",
     "spec_error",
 ]
+
+log = logging.getLogger("factorspec.server")
 
 
 class PromptEngine(Protocol):
@@ -89,7 +96,10 @@ class Prepared:
         prompt: the prompt, as the engine thread turns it into token ids.
         max_tokens: the token budget of each choice.
         timeout_s: the request's time limit.
+        timeout_asked: the limit is the request's ``timeout_s`` (else the server's).
         speculative: the request's ``factorspec.speculative`` (None: the server's setting).
+        provenance: the request's ``factorspec.provenance``: answer each complete record's
+            provenance.
         bare: the answer is the record's one string (vLLM ``choice``/``regex``), not its JSON.
         tools: for a request with tools, how its record becomes ``content`` or
             ``tool_calls``; else None.
@@ -102,7 +112,9 @@ class Prepared:
     prompt: Prompt
     max_tokens: int
     timeout_s: float
+    timeout_asked: bool = False
     speculative: bool | None = None
+    provenance: bool = False
     bare: bool = False
     tools: ToolPlan | None = None
 
@@ -134,6 +146,7 @@ async def prepare(
     solver_timeout_ms: int | None,
     default_max_tokens: int,
     request_timeout_s: float,
+    compiler: IRCompiler,
 ) -> Prepared:
     """Validate a generation request and build its spec and prompt.
 
@@ -144,6 +157,8 @@ async def prepare(
         vocab_size: the engine's vocabulary size (token-id prompts must lie below it).
         limits: limits on relation IRs and JSON schemas.
         solver_timeout_ms: the time limit of each oracle solver query of the spec.
+        compiler: builds the spec from its IR and keeps what the checks of each document
+            found (the server's).
         default_max_tokens: the token budget when the request gives none.
         request_timeout_s: the time limit when the request gives none.
 
@@ -154,7 +169,7 @@ async def prepare(
     req = parse_request(payload, kind, model_name)
     if isinstance(req, ChatRequest) and req.uses_tools():
         return await _prepare_tools(
-            req, limits, solver_timeout_ms, default_max_tokens, request_timeout_s
+            req, limits, solver_timeout_ms, default_max_tokens, request_timeout_s, compiler
         )
     so = req.structured_outputs
     target = None if so is None else structured(so, limits.max_choices)
@@ -166,12 +181,29 @@ async def prepare(
     else:
         sent, name, param = None, "Record", "response_format"
     ext = extension(req.factorspec, None if target is not None and target.bare else sent)
+    if ext.max_tool_calls is not None:  # only from an x-factorspec: the field is checked
+        raise ApiError(
+            400, "x-factorspec.max_tool_calls bounds tool calls, not a record", param=param
+        )
+    if ext.ir is None and sent is not None:
+        nested = misplaced_extension(sent)
+        if nested is not None:
+            raise ApiError(
+                422,
+                f"{X_FACTORSPEC} at {nested} of the schema is not read (only at its root), "
+                "and its relations would be dropped; send the relation IR of the whole "
+                'record (factorspec_sdk.ir.to_ir of the root model) in "factorspec" or at '
+                "the schema's root, as factorspec_sdk.from_openai does (create_iterable "
+                "included)",
+                code="spec_error",
+                param=param,
+            )
     t_spec = time.perf_counter()
     # the meta-schema check can take 1 s
     ir = await asyncio.to_thread(_ir, ext, sent, name, param, limits)
     try:
         spec = await asyncio.to_thread(
-            spec_from_ir, ir, limits, solver_timeout_ms=solver_timeout_ms
+            compiler.spec_from_ir, ir, limits, solver_timeout_ms=solver_timeout_ms
         )
     except (IRError, SpecError, RecursionError) as exc:
         raise spec_error(exc) from None
@@ -195,7 +227,9 @@ async def prepare(
         prompt=prompt,
         max_tokens=max_tokens,
         timeout_s=min(ext.timeout_s or request_timeout_s, 3600.0),
+        timeout_asked=ext.timeout_s is not None,
         speculative=ext.speculative,
+        provenance=ext.provenance,
         bare=target is not None and target.bare and ext.ir is None,
     )
 
@@ -206,13 +240,14 @@ async def _prepare_tools(
     solver_timeout_ms: int | None,
     default_max_tokens: int,
     request_timeout_s: float,
+    compiler: IRCompiler,
 ) -> Prepared:
     """`prepare` for a request whose answer is tool calls (`factorspec_sdk.server.tool_calls`)."""
     t_spec = time.perf_counter()
     plan = await asyncio.to_thread(plan_tools, req, limits)
     try:
         spec = await asyncio.to_thread(
-            spec_from_ir, plan.ir, limits, solver_timeout_ms=solver_timeout_ms
+            compiler.spec_from_ir, plan.ir, limits, solver_timeout_ms=solver_timeout_ms
         )
     except (IRError, SpecError, RecursionError) as exc:
         raise spec_error(exc) from None
@@ -230,7 +265,9 @@ async def _prepare_tools(
         prompt=lambda engine: engine.apply_chat_template(messages),
         max_tokens=req.max_completion_tokens or req.max_tokens or default_max_tokens,
         timeout_s=min(ext.timeout_s or request_timeout_s, 3600.0),
+        timeout_asked=ext.timeout_s is not None,
         speculative=ext.speculative,
+        provenance=ext.provenance,
         tools=plan,
     )
 
@@ -248,9 +285,13 @@ def parse_request(
 ) -> ChatRequest | CompletionRequest:
     """The request model of ``payload``, after checking it asks for the served model.
 
+    Fields no request model declares are ignored, as vLLM does, and named in the log.
+
     Raises:
         ApiError: 404 ``model_not_found`` (checked before the rest of the body), 400 for a
-            body the request model rejects (its first five errors).
+            body the request model rejects (its first five errors; ``code``
+            ``unsupported_parameter`` and ``param`` naming it when a parameter the server
+            does not honour has a value that would change the answer).
     """
     model = payload.get("model")
     if isinstance(model, str) and model != model_name:  # before the rest of the body
@@ -260,12 +301,21 @@ def parse_request(
             code="model_not_found",
             param="model",
         )
+    cls = ChatRequest if kind == "chat" else CompletionRequest
     try:
-        if kind == "chat":
-            return ChatRequest.model_validate(payload)
-        return CompletionRequest.model_validate(payload)
+        req = cls.model_validate(payload)
     except ValidationError as exc:
+        refused = [e for e in exc.errors() if e["type"] == UNSUPPORTED_PARAMETER]
+        if refused:
+            where = ".".join(str(x) for x in refused[0]["loc"])
+            raise ApiError(
+                400, _validation_message(exc), code=UNSUPPORTED_PARAMETER, param=where
+            ) from None
         raise ApiError(400, _validation_message(exc)) from None
+    unknown = sorted(set(payload) - set(cls.model_fields))
+    if unknown:
+        log.warning("request fields this server does not read, ignored: %s", ", ".join(unknown))
+    return req
 
 
 def spec_error(exc: Exception) -> ApiError:

@@ -5,7 +5,11 @@ Two dialects, so that code written for another server runs unchanged:
 * ``x-factorspec``: a key at the root of a ``response_format`` (or vLLM ``json``) JSON
   schema that carries the ``factorspec`` extension field's content (a relation IR, a
   timeout...), as llguidance reads ``x-guidance``; `extension` merges it with the field,
-  the field winning key by key.
+  the field winning key by key. At the root of a tool's ``parameters`` it carries the
+  relation IR of the function's arguments (`tool_extension`: ``{"ir": {...}}``, nothing
+  else). Anywhere below a root (a nested model's schema under ``$defs``) it is read by no
+  one, so a request with one there and no IR is refused (`misplaced_extension`), never
+  decoded without its relations.
 * vLLM's ``structured_outputs``: ``json`` is the JSON schema path; ``choice`` and ``regex``
   answer bare text, not a JSON record. The engine thread only writes records, so both are
   decoded as the record ``{"value": <one of the strings>}`` (`VALUE_KEY`, a string enum) and
@@ -24,7 +28,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol, cast
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from factorspec_sdk.server.protocol import (
     X_FACTORSPEC,
@@ -34,7 +38,16 @@ from factorspec_sdk.server.protocol import (
     StructuredOutputs,
 )
 
-__all__ = ["VALUE_KEY", "Structured", "bare_text", "extension", "regex_language", "structured"]
+__all__ = [
+    "VALUE_KEY",
+    "Structured",
+    "bare_text",
+    "extension",
+    "misplaced_extension",
+    "regex_language",
+    "structured",
+    "tool_extension",
+]
 
 VALUE_KEY = "value"
 """The key of the one-field record a ``choice`` or ``regex`` answer is decoded as."""
@@ -82,6 +95,80 @@ def extension(own: FactorSpecExtension | None, schema: JsonObject | None) -> Fac
         return embedded
     merged = embedded.model_dump(exclude_unset=True) | own.model_dump(exclude_unset=True)
     return FactorSpecExtension.model_validate(merged)
+
+
+class _ToolExtension(BaseModel):
+    """``x-factorspec`` at the root of a tool's ``parameters``: its arguments' relation IR."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    ir: JsonObject
+
+
+def tool_extension(parameters: JsonObject, where: str) -> JsonObject | None:
+    """The relation IR at the root of a function's ``parameters`` (``x-factorspec.ir``).
+
+    Args:
+        parameters: the function's parameters schema.
+        where: its place in the request (``tools[0].function.parameters``), for errors.
+
+    Raises:
+        ApiError: 400 for an ``x-factorspec`` that is not ``{"ir": {...}}`` (timeouts and
+            the like belong to the request's ``factorspec`` field, not to one tool).
+    """
+    if X_FACTORSPEC not in parameters:
+        return None
+    try:
+        return _ToolExtension.model_validate(parameters[X_FACTORSPEC]).ir
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(x) for x in (where, X_FACTORSPEC, *first["loc"]))
+        raise ApiError(
+            400,
+            f"invalid request: {loc}: {first['msg']}; a tool's {X_FACTORSPEC} carries only "
+            'the relation IR of its arguments ({"ir": {...}}); request options go in the '
+            '"factorspec" field',
+            param=f"{where}.{X_FACTORSPEC}",
+        ) from None
+
+
+_NAME_MAPS = frozenset(
+    {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"}
+)
+"""Keywords whose value maps names (not keywords) to sub-schemas."""
+_DATA = frozenset({"enum", "const", "default", "examples", X_FACTORSPEC})
+"""Keywords whose value is data, not schemas."""
+
+
+def misplaced_extension(schema: object) -> str | None:
+    """The JSON pointer of an ``x-factorspec`` key below the root of ``schema``, if any.
+
+    A server reads ``x-factorspec`` at a schema's root only; one under ``$defs`` (a nested
+    model's relations, as Instructor's iterable wrapper or a model inside a model sends
+    them) would be dropped.
+    """
+    stack: list[tuple[object, str]] = [(schema, "")]
+    while stack:
+        node, at = stack.pop()
+        if isinstance(node, list):
+            stack += [(item, f"{at}/{i}") for i, item in enumerate(node)]
+            continue
+        if not isinstance(node, dict):
+            continue
+        if at and X_FACTORSPEC in node:
+            return "#" + at
+        for key, value in node.items():
+            if not isinstance(key, str) or key in _DATA:
+                continue
+            here = f"{at}/{_pointer_part(key)}"
+            if key in _NAME_MAPS and isinstance(value, dict):
+                stack += [(v, f"{here}/{_pointer_part(str(k))}") for k, v in value.items()]
+            else:
+                stack.append((value, here))
+    return None
+
+
+def _pointer_part(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")
 
 
 def structured(so: StructuredOutputs, max_choices: int) -> Structured:

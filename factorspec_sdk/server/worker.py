@@ -21,8 +21,7 @@ from typing import TYPE_CHECKING, Literal
 
 from factorspec_sdk.drafter.loop import DecodeJob, DecodeOutcome, Decoder, DecoderConfig
 from factorspec_sdk.drafter.verify import SamplingParams
-from factorspec_sdk.tokens.plan import Planner
-from factorspec_sdk.writer.automaton import Writer
+from factorspec_sdk.tokens.plan import Planner, planner_for
 
 if TYPE_CHECKING:
     from factorspec_sdk.engines.protocol import Engine
@@ -77,7 +76,10 @@ class Job:
     None: the engine thread makes and starts one when it admits the job."""
     id: int = field(default_factory=itertools.count().__next__)
     enqueued: float = field(default_factory=time.perf_counter)
+    """When the job was queued (`EngineWorker.submit`): its queue time counts from it."""
     admitted: float = 0.0
+    prompt_seconds: float = 0.0
+    """How long the prompt's token ids took (chat template, tokenization) at admission."""
     ticket: int | None = None
     sent_bytes: int = 0
     decoder_utf8: codecs.IncrementalDecoder = field(
@@ -149,7 +151,7 @@ class EngineWorker:
         the error as the job's.
         """
         try:
-            planner = Planner(Writer(spec), self.engine.tokenizer)
+            planner = planner_for(spec, self.engine.tokenizer)
             planner.start()
         except Exception:
             return None
@@ -157,6 +159,7 @@ class EngineWorker:
 
     def submit(self, job: Job) -> None:
         """Queue a job (thread-safe)."""
+        job.enqueued = time.perf_counter()
         self._inbox.put(_Submit(job))
 
     def cancel(self, job: Job, reason: StopReason = "cancelled") -> None:
@@ -249,9 +252,10 @@ class EngineWorker:
                     ids = job.prompt(self.engine)
                 except Exception as exc:
                     raise PromptError(str(exc)) from exc
+                job.prompt_seconds = time.perf_counter() - job.admitted
                 if not ids:
                     raise PromptError("the prompt has no tokens")
-                planner = job.planner or Planner(Writer(job.spec), self.engine.tokenizer)
+                planner = job.planner or planner_for(job.spec, self.engine.tokenizer)
                 ticket = self._decoder(job.speculative).submit(DecodeJob(planner, ids, job.params))
             except Exception as exc:
                 job.post(Done("error", error=exc, queue_seconds=self._queued(job)))
@@ -283,6 +287,9 @@ class EngineWorker:
                 if done_job is None:
                     continue
                 job = done_job
+                outcome.stats.add(
+                    {"queue_seconds": self._queued(job), "prompt_seconds": job.prompt_seconds}
+                )
                 self.metrics.generation(outcome.stats)
                 if outcome.error is None:
                     job.post(Done("complete", outcome, queue_seconds=self._queued(job)))

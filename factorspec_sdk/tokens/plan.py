@@ -35,6 +35,7 @@ from factorspec_sdk.writer.automaton import FreeString, GrammarValue, Option, Wr
 from factorspec_sdk.writer.texts import writable
 
 if TYPE_CHECKING:
+    from factorspec_sdk.graph.compiled import CompiledSpec
     from factorspec_sdk.tokens.budget import CompletionBound
 
 __all__ = [
@@ -46,6 +47,7 @@ __all__ = [
     "Planner",
     "TokenIds",
     "TrieNode",
+    "planner_for",
 ]
 
 TokenIds = npt.NDArray[np.int64]
@@ -187,12 +189,17 @@ class PlannerStats:
             (because no worker had planned them ahead during a forward).
         plan_seconds: total time spent planning, on any thread.
         critical_seconds: planning time the decoding thread waited for.
+        grammar_seconds: of ``plan_seconds``, compiling llguidance grammars (segments of
+            grammar values; the first of a tokenizer builds its token tables).
+        critical_grammar_seconds: of ``critical_seconds``, compiling grammars.
     """
 
     segments: int = 0
     critical_segments: int = 0
     plan_seconds: float = 0.0
     critical_seconds: float = 0.0
+    grammar_seconds: float = 0.0
+    critical_grammar_seconds: float = 0.0
 
 
 class Planner:
@@ -342,11 +349,13 @@ class Planner:
             hit = self._plans.get(key)
             if hit is None:
                 t1 = time.perf_counter()
+                grammar = self.stats.grammar_seconds
                 hit = self._plan(state, skip, owe)
                 self._plans[key] = hit
                 self.stats.segments += 1
                 if critical:
                     self.stats.critical_segments += 1
+                    self.stats.critical_grammar_seconds += self.stats.grammar_seconds - grammar
                 self.stats.plan_seconds += time.perf_counter() - t1
         if critical:
             self.stats.critical_seconds += time.perf_counter() - t0
@@ -429,7 +438,9 @@ class Planner:
         if isinstance(nxt, list) and texts[-1].endswith(" "):
             # the space before the options goes to their trie: `` true`` is one token
             texts[-1], owe = texts[-1][:-1], " "
+        t0 = time.perf_counter()
         segment = GrammarSegment(grammar_tables(self.tok), values, texts, at, owe)
+        self.stats.grammar_seconds += time.perf_counter() - t0
         return GrammarCursor(segment)
 
     def _exit(self, cursor: GrammarCursor, *, critical: bool) -> Cursor:
@@ -582,3 +593,16 @@ class Planner:
         closed = self.writer.extend_free(free, text[:q])
         after = self.writer.close_free(closed)
         return self.resolve_state(after, text[q + 1 :], critical=critical)
+
+
+def planner_for(spec: CompiledSpec, tokenizer: TokenizerInfo) -> Planner:
+    """The planning objects of one request of ``spec`` on ``tokenizer``, built in one place.
+
+    A `Planner` over a `Writer` over a fresh oracle of the spec (`CompiledSpec.new_oracle`,
+    one per request: an oracle is not thread-safe); the planner builds what else it needs
+    (the vocabulary tables of free strings, grammar values' tables, the token budget's
+    bound) on first use. Every caller that decodes a record starts here, as XGrammar's
+    ``GrammarMatcher`` is made from its ``CompiledGrammar``: the backends, the server's
+    engine thread and record threads, the benchmarks.
+    """
+    return Planner(Writer(spec), tokenizer)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from cli.main import app
 from factorspec_sdk.bench.gen_bench import MODES, run
+from factorspec_sdk.cli.main import app
 from factorspec_sdk.engines.scripted import ScriptedEngine
 from tests.helpers import tiny_tokenizer
 

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from cli.main import app
 from factorspec_sdk.bench.schemas import LIBRARIES
 from factorspec_sdk.bench.schemas_report import FS_DECODER, OUTCOMES
+from factorspec_sdk.cli.main import app
 from factorspec_sdk.errors import FactorSpecError
 
 CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "schemas" / "jsonschemabench-dev"

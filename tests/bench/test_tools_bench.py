@@ -15,7 +15,6 @@ import pytest
 from pydantic import ValidationError
 from typer.testing import CliRunner
 
-from cli.bench import bench_app
 from factorspec_sdk.bench.tools import (
     CATEGORIES,
     METHODS,
@@ -30,6 +29,7 @@ from factorspec_sdk.bench.tools import (
     tool_of,
 )
 from factorspec_sdk.bench.tools.methods import closed_schema, first_json_object, make_task
+from factorspec_sdk.cli.bench import bench_app
 from factorspec_sdk.engines.scripted import ScriptedEngine
 from factorspec_sdk.tokens.vocab import TokenizerInfo
 

@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from cli.bench import bench_app
 from factorspec_sdk.bench import baselines
 from factorspec_sdk.bench.baselines import (
     DecodeRun,
@@ -25,6 +24,7 @@ from factorspec_sdk.bench.trip.options import METHODS, expand_methods, parse_cit
 from factorspec_sdk.bench.trip.results import BenchReport, RecordResult, ratios, summarize
 from factorspec_sdk.bench.trip.runner import generate_bench_problems, run_trip_bench
 from factorspec_sdk.bench.trip.tasks import itinerary_schema, violation_sentences
+from factorspec_sdk.cli.bench import bench_app
 from factorspec_sdk.domains.trip import generate_problem, itinerary_record, prompt_for
 from factorspec_sdk.engines.scripted import ScriptedEngine
 from tests.helpers import tiny_tokenizer

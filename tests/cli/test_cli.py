@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from cli.main import ExitCode, app
+from factorspec_sdk.cli.main import ExitCode, app
 
 ROOT = Path(__file__).resolve().parents[2]
 runner = CliRunner()
@@ -105,6 +105,12 @@ def _in_repo_root(monkeypatch: pytest.MonkeyPatch) -> None:
         ("examples.itinerary:Itinerary", "examples.itinerary:SAMPLE_CONTEXT"),
         ("examples/invoice.py:Invoice", "examples/invoice.py:SAMPLE_CONTEXT"),
         ("examples/meeting.py:Meeting", "examples/meeting.py:SAMPLE_CONTEXT"),
+        # what a pip install has: the packaged domains
+        ("factorspec_sdk.domains.trip:Itinerary", "factorspec_sdk.domains.trip:SAMPLE_CONTEXT"),
+        (
+            "factorspec_sdk.domains.meeting:Meeting",
+            "factorspec_sdk.domains.meeting:SAMPLE_CONTEXT",
+        ),
     ],
 )
 def test_check_examples(target: str, context: str) -> None:
@@ -167,6 +173,90 @@ def test_check_unsat_names_both_relations(tmp_path: Path) -> None:
     assert "unsatisfiable-spec" in result.output
 
 
+KINDS = """
+import datetime as dt
+from decimal import Decimal
+from typing import Annotated
+
+from pydantic import BaseModel, Field
+
+from factorspec_sdk import relation
+
+
+class Alarm(BaseModel):
+    at: dt.time
+    gain: float = Field(ge=-1.0, le=1.0)
+    day: dt.date = Field(ge=dt.date(2026, 1, 1), le=dt.date(2026, 12, 31))
+    price: Annotated[Decimal, Field(max_digits=5, decimal_places=2, ge=0)]
+    pause: dt.timedelta = Field(ge=dt.timedelta(0), le=dt.timedelta(hours=1))
+    when: dt.datetime
+
+    @relation
+    def morning(self) -> bool:
+        return (
+            self.at < dt.time(12) and self.gain > 0 and self.day.month == 3
+            and self.price > 1 and self.pause > dt.timedelta(0) and self.when.hour == 9
+        )
+"""
+
+
+def test_check_prints_each_variable_with_the_users_type_and_bounds(tmp_path: Path) -> None:
+    """Issue #39 item 7: a time, a float, a date... as the user wrote them, not as encoded."""
+    path = write(tmp_path, "kinds_spec.py", KINDS)
+    result = runner.invoke(app, ["check", f"{path}:Alarm"])
+    assert result.exit_code == 0, result.output
+    lines = {line.strip() for line in result.stdout.splitlines()}
+    assert {
+        "at: time in [00:00:00, 23:59:59]",
+        "gain: float in [-1.0, 1.0] (6 decimals)",
+        "day: date in [2026-01-01, 2026-12-31]",
+        "month(day): int in [1, 12]",
+        "price: Decimal in [0.00, 999.99]",
+        "pause: timedelta in [0 s, 3600 s]",
+        "when: datetime in [0001-01-01T00:00:00, 9999-12-31T23:59:59]",
+        "clock(when): time in [00:00:00, 23:59:59]",
+        "date(when): date in [0001-01-01, 9999-12-31]",
+    } <= lines, result.stdout
+    assert "86399" not in result.stdout and "1000000" not in result.stdout
+
+
+RAISES = """
+from decimal import Decimal
+from typing import Annotated
+
+from pydantic import BaseModel, Field
+
+from factorspec_sdk import relation
+
+
+class Rules(BaseModel):
+    rate: float
+
+
+class Invoice(BaseModel):
+    subtotal: Annotated[Decimal, Field(max_digits=6, decimal_places=2, ge=0)]
+    tax: Annotated[Decimal, Field(max_digits=6, decimal_places=2, ge=0)]
+
+    @relation
+    def taxed(self, rules: Rules) -> bool:
+        return self.tax == round(self.subtotal * rules.rate, 2)
+"""
+
+
+def test_check_says_a_relation_raises_instead_of_an_unsat_core(tmp_path: Path) -> None:
+    """Issue #39 item 5, from the command line: the exception, the line and the fix."""
+    path = write(tmp_path, "raises_spec.py", RAISES)
+    ctx = tmp_path / "rules.json"
+    ctx.write_text('{"rate": 0.2}')
+    result = runner.invoke(app, ["check", f"{path}:Invoice", "-c", str(ctx)])
+    assert result.exit_code == ExitCode.SPEC_ERROR
+    out = flat(result.output)
+    assert f"{path}:{line_of(path, 'rules.rate')}" in out
+    assert "TypeError: unsupported operand type(s) for *: 'decimal.Decimal' and 'float'" in out
+    assert "Decimal(str(rules.rate))" in out
+    assert "relation-raises" in out and "unsatisfiable-spec" not in out
+
+
 @pytest.mark.parametrize(
     "args",
     [
@@ -221,6 +311,16 @@ def test_generate_with_an_unknown_engine_is_an_engine_error() -> None:
     assert "unknown engine 'nope'" in result.output
 
 
+@pytest.mark.parametrize("command", ["check", "generate"])
+def test_help_names_what_a_pip_install_has(command: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The help's examples resolve outside a checkout: no ``examples/`` (not in the wheel)."""
+    monkeypatch.setenv("COLUMNS", "200")  # rich wraps the help at the terminal's width
+    result = runner.invoke(app, [command, "--help"])
+    assert result.exit_code == 0, result.output
+    assert "factorspec_sdk.domains.trip:Itinerary" in result.output
+    assert "examples" not in result.output
+
+
 def test_version() -> None:
     from factorspec_sdk import __version__
 
@@ -242,7 +342,7 @@ def test_help_is_fast_and_light(args: list[str]) -> None:
         f"""
         import sys
         sys.argv = ["factorspec", *{args!r}]
-        from cli.main import main
+        from factorspec_sdk.cli.main import main
         try:
             main()
         except SystemExit as exc:
@@ -275,7 +375,7 @@ def test_generate_end_to_end(tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "cli.main",
+            "factorspec_sdk.cli.main",
             "generate",
             "examples/itinerary.py:Itinerary",
             "--prompt-file",
@@ -318,6 +418,9 @@ def test_generate_explain_and_live_show_where_values_came_from() -> None:
     assert "colours: model  relations  schema" in shown.stderr
     assert "start_hour" in shown.stderr and "relations" in shown.stderr
     assert "provenance: model: 0 values" in shown.stderr
+    # where the call's time went: the parts of its wall, and the wall
+    for part in ("forward_seconds", "validate_seconds", "other_seconds", "wall_seconds"):
+        assert part in shown.stderr
 
 
 def test_dict_context_is_passed_as_is(tmp_path: Path) -> None:

@@ -12,15 +12,21 @@ from factorspec_sdk.engines import dtype_choice as dc
 from factorspec_sdk.engines.dtype_choice import (
     CACHE_FILE,
     CONTEXT,
+    CURVE_SHAPES,
+    CURVE_WIDTHS,
     SHAPES,
     WORKLOAD,
+    CostCurve,
     DtypeChoice,
     Shape,
     choice_key,
     expected_cost,
     load_choice,
+    load_curve,
     measure_choice,
     store_choice,
+    store_curve,
+    timed,
     vllm_dtype,
 )
 from factorspec_sdk.errors import EngineError
@@ -66,7 +72,7 @@ def key(**changes: object) -> str:
 def test_the_widths_of_the_profile_and_the_workload_are_measured() -> None:
     from factorspec_sdk.engines.embedded import PROFILE_KS
 
-    assert {(CONTEXT, k) for k in PROFILE_KS} <= set(SHAPES)
+    assert {(CONTEXT, k) for k in PROFILE_KS} == set(CURVE_SHAPES) <= set(SHAPES)
     assert set(WORKLOAD) <= set(SHAPES)
     news = [new for _, new in SHAPES]
     assert news == sorted(news)  # the pruning bound relies on it
@@ -151,6 +157,67 @@ def test_cache_round_trip(tmp_path: Path) -> None:
     partial = {"bfloat16": measured.costs["bfloat16"]}
     store_choice(DtypeChoice("bfloat16", "measured", partial, "k3"), tmp_path)
     assert load_choice("k3", ["float32", "bfloat16"], tmp_path) is None
+
+
+def test_a_cost_curve_round_trips_exactly_beside_the_choices(tmp_path: Path) -> None:
+    """What the width policy reads is the same, measured now or read back."""
+    seconds = {k: timed(0.037 + 0.00089 * k + 1e-9 * k * k) for k in CURVE_WIDTHS}
+    curve = CostCurve(seconds, "measured", "k1")
+    store_curve(curve, "bfloat16", tmp_path)
+    cached = load_curve("k1", "bfloat16", tmp_path)
+    assert cached == CostCurve(seconds, "cached", "k1")  # equal floats, not approximately
+    assert load_curve("k1", "float32", tmp_path) is None  # another dtype: none
+    assert load_curve("k2", "bfloat16", tmp_path) is None  # another machine or model
+    assert load_curve("", "bfloat16", tmp_path) is None  # no key: nothing cached
+    store_curve(CostCurve(seconds, "measured"), "bfloat16", tmp_path / "none")
+    assert not (tmp_path / "none").exists()
+    # a choice stored under the same key leaves the curve; a curve is no choice
+    assert load_choice("k1", ["float32", "bfloat16"], tmp_path) is None
+    store_choice(measure_choice(["float32"], FakeMeasure(AVX2), key="k1"), tmp_path)
+    assert load_curve("k1", "bfloat16", tmp_path) == cached
+    assert load_choice("k1", ["float32", "bfloat16"], tmp_path) is not None
+
+
+def test_a_cached_choice_holds_the_curve_of_each_dtype_it_timed_fully(tmp_path: Path) -> None:
+    measured = measure_choice(["float32", "bfloat16"], FakeMeasure(AMX), key="k1")
+    store_choice(measured, tmp_path)
+    for dtype in ("float32", "bfloat16"):  # AMX: both timed fully
+        curve = load_curve("k1", dtype, tmp_path)
+        assert curve is not None
+        assert curve.how == "cached"
+        assert curve.seconds == {
+            k: pytest.approx(measured.costs[dtype][shape])
+            for k, shape in zip(CURVE_WIDTHS, CURVE_SHAPES, strict=True)
+        }
+    assert load_curve("k1", "float16", tmp_path) is None  # never timed
+    # a candidate dropped before its widest curve shape holds no curve
+    dropped = {shape: 0.1 for shape in CURVE_SHAPES[:-1]}
+    store_choice(DtypeChoice("float32", "measured", {"bfloat16": dropped}, "k2"), tmp_path)
+    assert load_curve("k2", "bfloat16", tmp_path) is None
+    assert CostCurve.of(dropped, "measured") is None
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        {"curve": {"200+1": "fast"}},
+        {"curve": {"x": 1.0}},
+        {"curve": {"200+1": 0.1}},  # lacks widths
+        {"curve": [0.1, 0.2]},
+        "not an entry",
+    ],
+)
+def test_a_malformed_curve_is_none(tmp_path: Path, entry: object) -> None:
+    data = {"version": 1, "entries": {"k1/float32": entry}}
+    (tmp_path / CACHE_FILE).write_text(json.dumps(data))
+    assert load_curve("k1", "float32", tmp_path) is None
+
+
+def test_a_curve_summary_names_each_width_and_how() -> None:
+    curve = CostCurve({1: 0.037, 64: 0.095}, "measured", note="not cached: load average 9")
+    assert (
+        curve.summary() == "1 token 37 ms, 64 tokens 95 ms (measured, not cached: load average 9)"
+    )
 
 
 @pytest.mark.parametrize(

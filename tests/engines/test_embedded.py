@@ -1,13 +1,17 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 from pathlib import Path
+from typing import Any, Literal
 
 import numpy as np
 import pytest
+from pydantic import BaseModel, Field
 
+from factorspec_sdk import Client
 from factorspec_sdk.engines import Engine, embedded, model_store
-from factorspec_sdk.engines.dtype_choice import CACHE_FILE, CONTEXT, DTYPE_ENV
+from factorspec_sdk.engines.dtype_choice import CACHE_FILE, CONTEXT, CURVE_SHAPES, DTYPE_ENV
 from factorspec_sdk.engines.embedded import PROFILE_KS, EmbeddedEngine
 from factorspec_sdk.errors import EngineError, ModelLoadError
 
@@ -79,6 +83,211 @@ def test_an_explicit_dtype_skips_the_measurement(
         EmbeddedEngine(tmp_path / "nothing-here")
 
 
+def _word_tokenizer() -> Any:
+    """A word-level fast tokenizer of the fox sentence (no chat template)."""
+    transformers = pytest.importorskip("transformers")
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    words = ["[UNK]", "</s>", *"The quick brown fox jumps over the lazy dog.".split()]
+    raw = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="[UNK]"))
+    raw.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    return transformers.PreTrainedTokenizerFast(
+        tokenizer_object=raw, unk_token="[UNK]", eos_token="</s>"
+    )
+
+
+def _byte_tokenizer() -> Any:
+    """A byte-level BPE tokenizer without merges (every text encodes) and a chat template.
+
+    Enough for `Client.generate`: the writer's JSON is made of single bytes.
+    """
+    transformers = pytest.importorskip("transformers")
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+
+    vocab = {c: i for i, c in enumerate(sorted(pre_tokenizers.ByteLevel.alphabet()))}
+    vocab["</s>"] = len(vocab)
+    raw = Tokenizer(models.BPE(vocab=vocab, merges=[]))
+    raw.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    raw.decoder = decoders.ByteLevel()
+    tok = transformers.PreTrainedTokenizerFast(tokenizer_object=raw, eos_token="</s>")
+    tok.chat_template = "{% for m in messages %}{{ m['content'] }}\n{% endfor %}"
+    return tok
+
+
+def _tiny_folder(path: Path, tokenizer: Any = None) -> Path:
+    """A 1-layer random Llama and a tokenizer (`_word_tokenizer`), saved as a bf16 model folder.
+
+    bf16 on disk, as the default model's weights are (converted from its GGUF file).
+    """
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+
+    tok = _word_tokenizer() if tokenizer is None else tokenizer
+    config = transformers.LlamaConfig(
+        vocab_size=max(16, len(tok)),
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        max_position_embeddings=512,  # the measured shapes run after a 200-token context
+    )
+    torch.manual_seed(0)
+    model = transformers.LlamaForCausalLM(config).to(torch.bfloat16)
+    model.save_pretrained(path)
+    tok.save_pretrained(path)
+    return path
+
+
+_TINY_PROMPT = [2, 3, 4, 5, 6, 7, 8, 9, 10] * 4  # positions far enough for rotary rounding
+
+
+def _tiny_logits(engine: EmbeddedEngine) -> np.ndarray:
+    seq = engine.new_sequence(_TINY_PROMPT)
+    try:
+        return engine.extend([(seq, [3, 4, 5])])[0]
+    finally:
+        engine.release(seq)
+
+
+def test_a_measured_dtype_computes_what_a_load_in_that_dtype_does(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The engine a fresh machine measures is the one every later load of its choice gets.
+
+    Measuring used to cast the loaded model between candidates with ``Module.to``, which
+    casts transformers' float32 rotary frequencies too: a server whose dtype was measured
+    (the first on a machine, or any on a busy one) wrote other greedy records than one that
+    read the same choice from the cache.
+    """
+    folder = _tiny_folder(tmp_path / "tiny")
+    monkeypatch.setenv("FACTORSPEC_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv(DTYPE_ENV, raising=False)
+    measured = EmbeddedEngine(folder, device="cpu", prefix_cache=0)
+    assert measured.dtype_choice.how == "measured"
+    assert set(measured.dtype_choice.costs) == {"float32", "bfloat16"}  # both were loaded
+    loaded = EmbeddedEngine(folder, device="cpu", dtype=measured.dtype, prefix_cache=0)
+    assert np.array_equal(_tiny_logits(measured), _tiny_logits(loaded))
+    # whichever dtype the timings chose: the other one too, reached from each
+    other = "float32" if measured.dtype == "bfloat16" else "bfloat16"
+    measured._set_dtype(other)
+    fresh = EmbeddedEngine(folder, device="cpu", dtype=other, prefix_cache=0)
+    assert np.array_equal(_tiny_logits(measured), _tiny_logits(fresh))
+
+
+def test_the_dtype_never_changes_under_a_live_sequence(tmp_path: Path) -> None:
+    engine = EmbeddedEngine(_tiny_folder(tmp_path / "tiny"), device="cpu", dtype="float32")
+    seq = engine.new_sequence(_TINY_PROMPT)
+    before = engine.extend([(seq, [3])])[0]
+    with pytest.raises(
+        EngineError, match=rf"float32 to bfloat16 while sequences \[{seq}\] are live"
+    ):
+        engine._set_dtype("bfloat16")
+    assert engine.dtype == "float32"
+    engine.truncate(seq, len(_TINY_PROMPT))
+    np.testing.assert_allclose(engine.extend([(seq, [3])])[0], before, atol=ATOL)  # still fp32
+    engine.release(seq)
+    engine._set_dtype("bfloat16")
+    assert engine.dtype == "bfloat16"
+
+
+class Pick(BaseModel):
+    """A record a random model finishes: every value from a short, finite set."""
+
+    ok: bool
+    n: int = Field(ge=0, le=9)
+    color: Literal["red", "green", "blue"]
+
+
+@pytest.fixture
+def tiny_chat(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """`_tiny_folder` with `_byte_tokenizer`, and a fresh cache folder on an idle machine."""
+    folder = _tiny_folder(tmp_path / "tiny", _byte_tokenizer())
+    monkeypatch.setenv("FACTORSPEC_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv(DTYPE_ENV, raising=False)
+    monkeypatch.setattr(embedded, "busy_reason", lambda: "")  # cache even on a busy machine
+    return folder
+
+
+def _cache_entries(tiny_chat: Path) -> dict[str, Any]:
+    entries: dict[str, Any] = json.loads((tiny_chat.parent / "cache" / CACHE_FILE).read_text())[
+        "entries"
+    ]
+    return entries
+
+
+def test_a_given_dtype_settles_its_cost_curve_at_load_once_per_machine(tiny_chat: Path) -> None:
+    """Issue #43: an engine with a given dtype timed its cost curve in its first request.
+
+    Now the first load on a machine times it and caches it, every later load reads it, and
+    no request measures anything: its ``cost_curve_seconds`` is 0.
+    """
+    first = EmbeddedEngine(tiny_chat, device="cpu", dtype="bf16", prefix_cache=0)
+    curve = first.cost_curve
+    assert (curve.how, curve.note) == ("measured", "")
+    assert sorted(curve.seconds) == list(PROFILE_KS)
+    assert first.forward_calls == 0  # the timing forwards count none
+    (entry,) = _cache_entries(tiny_chat)
+    assert entry == f"{curve.key}/bfloat16"  # under this machine, model and dtype
+
+    second = EmbeddedEngine(tiny_chat, device="cpu", dtype="bfloat16", prefix_cache=0)
+    again = second.cost_curve
+    assert (again.how, again.key) == ("cached", curve.key)
+    # what the width policy gets is the same, measured or cached
+    assert again.seconds == curve.seconds
+    assert second.cost_profile() == first.cost_profile()
+    assert [second.verify_cost(k) for k in range(1, 100)] == [
+        first.verify_cost(k) for k in range(1, 100)
+    ]
+
+    measured, cached = (
+        Client(engine).generate(Pick, "Pick one.", return_result=True) for engine in (first, second)
+    )
+    for result in (measured, cached):
+        assert result.stats.cost_curve_seconds == 0  # the first request after load
+    assert first.cost_curve is curve and second.cost_curve is again  # nothing re-measured
+    # one curve, one set of widths, the same forwards: the same greedy record
+    assert cached.tokens == measured.tokens
+    assert cached.stats.verify_steps == measured.stats.verify_steps
+
+
+def test_a_curve_timed_on_a_busy_machine_is_used_not_cached(
+    tiny_chat: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As a dtype choice: timings taken while other work holds the CPU mislead."""
+    monkeypatch.setattr(embedded, "busy_reason", lambda: "load average 9.0 on 2 cores")
+    busy = EmbeddedEngine(tiny_chat, device="cpu", dtype="float32", prefix_cache=0)
+    assert busy.cost_curve.how == "measured"
+    assert busy.cost_curve.note == "not cached: load average 9.0 on 2 cores"
+    assert "not cached" in busy.cost_curve.summary()
+    assert not (tiny_chat.parent / "cache" / CACHE_FILE).exists()
+    monkeypatch.setattr(embedded, "busy_reason", lambda: "")
+    idle = EmbeddedEngine(tiny_chat, device="cpu", dtype="float32", prefix_cache=0)
+    assert (idle.cost_curve.how, idle.cost_curve.note) == ("measured", "")  # measured again
+
+
+def test_a_measured_dtype_choice_holds_the_curve_of_each_dtype_it_timed(tiny_chat: Path) -> None:
+    """One measurement, not two: the dtype choice's timings are the curve, cached or not."""
+    measured = EmbeddedEngine(tiny_chat, device="cpu", prefix_cache=0)
+    choice = measured.dtype_choice
+    assert choice.how == "measured"
+    assert measured.cost_curve.how == "measured"
+    assert measured.cost_curve.seconds == {
+        k: choice.costs[choice.dtype][shape]
+        for k, shape in zip(PROFILE_KS, CURVE_SHAPES, strict=True)
+    }
+    cached = EmbeddedEngine(tiny_chat, device="cpu", prefix_cache=0)
+    assert (cached.dtype_choice.how, cached.cost_curve.how) == ("cached", "cached")
+    assert cached.cost_profile() == measured.cost_profile()  # kept as measured, to the µs
+    # float32 is timed first, so always fully: a load given float32 reads its curve there
+    given = EmbeddedEngine(tiny_chat, device="cpu", dtype="float32", prefix_cache=0)
+    assert given.cost_curve.how == "cached"
+    assert given.cost_curve.seconds == {
+        k: choice.costs["float32"][shape] for k, shape in zip(PROFILE_KS, CURVE_SHAPES, strict=True)
+    }
+    assert list(_cache_entries(tiny_chat)) == [choice.key]  # no curve of its own
+
+
 # --------------------------------------------------------------------------- real model
 
 
@@ -109,6 +318,7 @@ def test_the_dtype_is_measured_once_then_read_from_the_cache(
     assert sorted(profile) == list(PROFILE_KS)
     assert profile[1] == choice.costs[choice.dtype][(CONTEXT, 1)]
     assert first.forward_calls == 0  # measuring and warming up count no forwards
+    measured = _greedy(first), _logits(first)
     del first
 
     second = EmbeddedEngine(folder, device="cpu")
@@ -117,6 +327,10 @@ def test_the_dtype_is_measured_once_then_read_from_the_cache(
     assert again.key == choice.key
     assert second.dtype == choice.dtype
     assert again.expected[again.dtype] == min(again.expected.values())
+    # the first load on a machine (measured) writes what every later one (cached) writes
+    cached = _greedy(second), _logits(second)
+    assert measured[0] == cached[0]
+    assert np.array_equal(measured[1], cached[1])
     # this machine class (AVX2, no native bf16): the measurement finds fp32 cheaper
     if torch.backends.cpu.get_cpu_capability() == "AVX2" and (
         expected["float32"] < expected["bfloat16"]
@@ -349,7 +563,17 @@ def test_batched_uniform_shapes(embedded_engine_fp32: EmbeddedEngine) -> None:
         engine.release(seq)
 
 
-def _greedy(engine: EmbeddedEngine, n: int) -> list[int]:
+def _logits(engine: EmbeddedEngine) -> np.ndarray:
+    """The logits after a chat prompt and a few more tokens, in one forward."""
+    prompt = _prompt(engine)
+    seq = engine.new_sequence(prompt[:-1])
+    try:
+        return engine.extend([(seq, [prompt[-1], *engine.tokenizer.encode('{"city": "')])])[0]
+    finally:
+        engine.release(seq)
+
+
+def _greedy(engine: EmbeddedEngine, n: int = 12) -> list[int]:
     prompt = _prompt(engine)
     seq = engine.new_sequence(prompt[:-1])
     row = engine.extend([(seq, [prompt[-1]])])[0][-1]

@@ -177,7 +177,8 @@ def hf_engine(embedded_engine_fp32: EmbeddedEngine) -> Iterator[EmbeddedEngine]:
 
     It borrows the folder engine's cost curve: the drafter sizes its drafts by the curve, and
     forwards over other widths may round differently, so one curve makes both engines run
-    the same forwards (and saves a measurement; the tiny-model test times a curve).
+    the same forwards (both read one cached curve, but on a busy machine, where curves are
+    not cached, each would time its own at load).
     """
     from factorspec_sdk.engines.model_store import default_model_path
 

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 import factorspec_sdk
 from factorspec_sdk import (
     ContextError,
+    GenerationTimeoutError,
     IncompleteGenerationError,
     RemoteError,
     RetriesExhaustedError,
@@ -165,21 +166,19 @@ def test_parse_without_relations_fails_them(oai: openai.OpenAI) -> None:
     assert failures == 4
 
 
-def test_parse_raises_length_when_the_time_budget_ends_first() -> None:
+def test_parse_raises_the_422_when_the_time_limit_ends_first() -> None:
     with running(create_app(slow_engine(), model_name=MODEL)) as base:
         client = openai.OpenAI(base_url=base + "/v1", api_key="none", max_retries=0)
-        with pytest.raises(openai.LengthFinishReasonError) as info:
+        with pytest.raises(openai.UnprocessableEntityError) as info:  # no partial record
             client.chat.completions.parse(
                 model=MODEL,
                 messages=[{"role": "user", "content": "notes"}],
                 response_format=Slow,
                 extra_body={"factorspec": {"ir": to_ir(Slow), "timeout_s": 0.3}},
             )
-        completion = info.value.completion
-        assert completion.choices[0].finish_reason == "length"
-        assert (completion.choices[0].message.content or "").startswith('{"notes": [')
-        # the same answer through from_openai is an IncompleteGenerationError
-        with pytest.raises(IncompleteGenerationError) as incomplete:
+        assert info.value.body["code"] == "timeout_reached"  # type: ignore[index]
+        # the same answer through from_openai is a GenerationTimeoutError
+        with pytest.raises(GenerationTimeoutError) as incomplete:
             factorspec_sdk.from_openai(client).chat.completions.create(
                 model=MODEL,
                 messages=[{"role": "user", "content": "notes"}],

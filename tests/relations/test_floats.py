@@ -10,16 +10,18 @@ from __future__ import annotations
 
 import math
 from decimal import Decimal
-from typing import Annotated, Any
+from fractions import Fraction
+from typing import Annotated, Any, cast
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, Field
 
-from factorspec_sdk import RelationDefinitionError, relation
+from factorspec_sdk import RelationDefinitionError, RelationRaisesError, relation
 from factorspec_sdk.graph import compile_spec
 from factorspec_sdk.relations.layout import FLOAT_PLACES, Places, build_layout, float_of
+from tests.relations.helpers import compiled_truths
 from tests.relations.test_differential import assert_agree
 
 
@@ -193,15 +195,13 @@ class _Pair(BaseModel):
     ("body", "construct"),
     [
         ("self.a + self.b == 0.3", "float comparison decided by rounding"),
-        ("self.a * self.b < self.a", "float comparison decided by rounding"),
-        ("self.a + self.b < 0.5", "float comparison decided by rounding"),
+        ("self.a * self.b != self.a", "float comparison decided by rounding"),
         ("round(self.a * self.b, 2) > 0", "round() of a float decided by rounding"),
         ("self.a // 2 > 0", "float arithmetic"),
         ("self.a / self.b > 0", "true division (/)"),
         ("bool(self.a - self.b)", "truth of a computed float"),
         ("math.isclose(self.a, self.b)", "math.isclose() decided by rounding"),
         ("int(self.a + self.b) == 1", "int() of a computed float"),
-        ("math.isclose(self.a, self.b, abs_tol=0.01)", "math.isclose() decided by rounding"),
     ],
 )
 def test_float_constructs_rounding_could_decide_are_refused(body: str, construct: str) -> None:
@@ -210,17 +210,24 @@ def test_float_constructs_rounding_could_decide_are_refused(body: str, construct
     assert "M.r" in str(error)
 
 
-def _refused(base: type[BaseModel], body: str) -> RelationDefinitionError:
-    """The error of compiling ``base`` with one relation ``return body`` (from a real file)."""
+def _model(base: type[BaseModel], body: str, context: str = "") -> type[BaseModel]:
+    """``base`` with one relation ``return body`` (from a real file); ``context``: its param."""
     namespace: dict[str, Any] = {}
-    source = f"class M(_Base):\n    @relation\n    def r(self) -> bool:\n        return {body}\n"
-    path = f"/tmp/_factorspec_numbers_{abs(hash((base.__name__, body)))}.py"
+    params = f"self, {context}" if context else "self"
+    source = f"class M(_Base):\n    @relation\n    def r({params}) -> bool:\n"
+    source += f"        return {body}\n"
+    path = f"/tmp/_factorspec_numbers_{abs(hash((base.__name__, body, context)))}.py"
     with open(path, "w") as f:
         f.write(source)
     scope = {"_Base": base, "relation": relation, "Decimal": Decimal, "math": math}
     exec(compile(source, path, "exec"), scope, namespace)
+    return cast(type[BaseModel], namespace["M"])
+
+
+def _refused(base: type[BaseModel], body: str) -> RelationDefinitionError:
+    """The error of compiling ``base`` with one relation ``return body`` (from a real file)."""
     with pytest.raises(RelationDefinitionError) as err:
-        compile_spec(namespace["M"])
+        compile_spec(_model(base, body))
     return err.value
 
 
@@ -264,10 +271,6 @@ class Bill(BaseModel):
     @relation
     def summed(self) -> bool:
         return sum([self.unit, self.tax, self.qty]) > 20
-
-    @relation
-    def mixed_raises(self) -> bool:
-        return self.qty == 3 or self.rate * 1.5 > 0  # Decimal * float: TypeError
 
     @relation
     def truth(self) -> bool:
@@ -343,3 +346,209 @@ def test_decimal_constructs_that_could_round_are_refused(body: str, construct: s
 class _Mixed(BaseModel):
     d: Annotated[Decimal, Field(max_digits=12, decimal_places=6)]
     f: float = Field(ge=0, le=1)
+
+
+# ------------------------------------------------------------------ one value excluded
+
+
+class Priced(BaseModel):
+    price: float = Field(ge=0, le=1000)  # the default six decimals
+    quantity: int = Field(ge=1, le=10)
+
+
+class Till(BaseModel):
+    """Issue #39's receipt: float prices with six decimals, and a half-cent tolerance."""
+
+    items: list[Priced] = Field(max_length=3)
+    total: float = Field(ge=0, le=10**4)
+    a: float = Field(ge=0, le=1)
+    b: float = Field(ge=0, le=1)
+
+    @relation
+    def adds_up(self) -> bool:
+        return abs(self.total - sum(i.price * i.quantity for i in self.items)) < 0.005
+
+    @relation
+    def close(self) -> bool:
+        return math.isclose(
+            self.total, sum(i.price * i.quantity for i in self.items), abs_tol=0.005
+        )
+
+    @relation
+    def at_most(self) -> bool:
+        return sum(i.price * i.quantity for i in self.items) <= 250
+
+    @relation
+    def above(self) -> bool:
+        return self.total * 2 > sum(i.price * i.quantity for i in self.items)
+
+    @relation
+    def shrinks(self) -> bool:
+        return self.a * self.b < self.a * 0.5
+
+    @relation
+    def half(self) -> bool:
+        return self.a + self.b >= 0.5
+
+
+_MICRO = 10**6
+
+
+def _edges(data: dict[str, Any]) -> dict[str, bool]:
+    """Per relation: whether the record's exact decimals sit on the edge rounding decides."""
+    exact = sum(Fraction(repr(i["price"])) * i["quantity"] for i in data["items"])
+    total, a, b = (Fraction(repr(data[k])) for k in ("total", "a", "b"))  # the decimals
+    edge = Fraction(5, 1000)
+    return {
+        "adds_up": abs(total - exact) == edge,
+        "close": abs(total - exact) == edge,
+        "at_most": exact == 250,
+        "above": total * 2 == exact,
+        "shrinks": a * b == a / 2,
+        "half": a + b == Fraction(1, 2),
+    }
+
+
+def _till(items: list[tuple[int, int]], total: int, a: int, b: int) -> dict[str, Any]:
+    """A record from scaled values (millionths), read as the writer writes them."""
+    return {
+        "items": [{"price": float_of(p, 6), "quantity": q} for p, q in items],
+        "total": float_of(total, 6),
+        "a": float_of(a, 6),
+        "b": float_of(b, 6),
+    }
+
+
+def _assert_excluded_only_on_edges(data: dict[str, Any], seen: dict[str, set[bool]]) -> None:
+    edges = _edges(data)
+    for name, (py, compiled) in compiled_truths(Till, None, data).items():
+        if edges[name]:  # excluded: the compiled relation never holds there
+            assert compiled is False, f"{name}: written on the edge: {data}"
+            seen.setdefault(name + " edge", set()).add(py)
+        else:
+            assert py == compiled, f"{name}: python {py}, compiled {compiled} on {data}"
+            seen.setdefault(name, set()).add(py)
+
+
+@st.composite
+def _tills(draw: st.DrawFn) -> dict[str, Any]:
+    items = draw(st.lists(st.tuples(st.integers(0, 1000 * _MICRO), st.integers(1, 10)), max_size=3))
+    exact = sum(p * q for p, q in items)
+    near = [exact + d for d in (0, 5000, -5000, 4999, 5001, -4999, -5001, 1, -1)]
+    total = draw(st.one_of(st.sampled_from(near), st.integers(0, 10**4 * _MICRO)))
+    total = min(max(total, 0), 10**4 * _MICRO)
+    a = draw(st.one_of(st.integers(0, _MICRO), st.sampled_from([0, 100000, 500000, _MICRO])))
+    b = draw(st.one_of(st.integers(0, _MICRO), st.sampled_from([0, _MICRO, 500000 - a])))
+    return _till(items, total, a, min(max(b, 0), _MICRO))
+
+
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(data=_tills())
+def test_a_tolerance_over_six_decimals_agrees_with_python_off_its_edge(
+    data: dict[str, Any],
+) -> None:
+    """Issue #39 item 6: compiled, and equal to Python except on the edge (excluded)."""
+    _assert_excluded_only_on_edges(data, {})
+
+
+def test_the_excluded_edge_is_where_python_is_decided_by_rounding() -> None:
+    """Each relation is seen true and false off its edge, and on its edge Python says both."""
+    seen: dict[str, set[bool]] = {}
+    records = [
+        ([(100000, 3)], 305000, 100000, 500000),  # 0.305 - 0.1 * 3: < 0.005 in Python
+        ([], 5000, 0, 500000),  # 0.005 - 0: not < 0.005 in Python
+        ([(250 * _MICRO, 1)], 250 * _MICRO + 5000, 500000, 0),
+        ([(250 * _MICRO, 1)], 125 * _MICRO, _MICRO, _MICRO),
+        ([(300 * _MICRO, 1), (1, 2)], 3, 200000, 100000),
+        ([(100000, 1), (200000, 1)], 150000, 300000, 200000),
+        ([(100000, 1), (200000, 1)], 300000, 100000, _MICRO),
+        ([(1, 10)], 11, 0, 0),
+    ]
+    for items, total, a, b in records:
+        _assert_excluded_only_on_edges(_till(items, total, a, b), seen)
+    assert seen["adds_up edge"] == {True, False}  # Python's answer there is the rounding's
+    off_edge = {n: t for n, t in seen.items() if not n.endswith(" edge")}
+    assert all(t == {True, False} for t in off_edge.values()), off_edge
+
+
+def test_the_issue_receipt_compiles() -> None:
+    """The relation item 6 quotes, on six-decimal float prices, is no longer refused."""
+    spec = compile_spec(Till)
+    assert "adds_up" in [r.name for r in spec.relations]
+
+
+class _Wide(BaseModel):
+    a: float = Field(ge=0, le=10**6)
+    b: float = Field(ge=0, le=10**6)
+
+
+def test_equality_of_computed_floats_says_which_rewrite_compiles() -> None:
+    error = _refused(_Pair, "self.a + self.b == 0.3")
+    assert "0.1 + 0.2 == 0.3 is False" in str(error)
+    assert "round(self.a + self.b, 6) == 0.3" in str(error)
+    assert "abs(a - b) < 0.005" not in str(error)
+    compile_spec(_model(_Pair, "round(self.a + self.b, 6) == 0.3"))  # the advice compiles
+
+    error = _refused(_Pair, "self.a * self.b != self.a")
+    message = str(error)
+    assert "abs(self.a * self.b - self.a) < 5e-13" in message
+    assert "round(self.a * self.b, 12) == round(self.a, 12)" in message
+    compile_spec(_model(_Pair, "abs(self.a * self.b - self.a) < 5e-13"))
+    compile_spec(_model(_Pair, "round(self.a * self.b, 12) == round(self.a, 12)"))
+
+
+def test_a_comparison_rounding_decides_at_many_values_says_why() -> None:
+    message = str(_refused(_Wide, "self.a * self.b < 0.5"))
+    assert "multiples of 1e-12" in message
+    assert "possible values within that of 0.5 are decided by how the doubles round" in message
+    assert "fewer decimals" in message
+    assert "tolerance" not in message  # it is an ordering already: no tolerance advice
+
+
+def test_isclose_without_abs_tol_says_which_abs_tol_compiles() -> None:
+    message = str(_refused(_Pair, "math.isclose(self.a, self.b)"))
+    assert "multiples of 1e-6" in message and "abs_tol=5e-07" in message
+    compile_spec(_model(_Pair, "math.isclose(self.a, self.b, rel_tol=0, abs_tol=5e-07)"))
+
+
+# ------------------------------------------------------------------ Decimal with float
+
+
+class Rules(BaseModel):
+    rate: float
+
+
+class _Invoice(BaseModel):
+    subtotal: Annotated[Decimal, Field(max_digits=6, decimal_places=2, ge=0)]
+    tax: Annotated[Decimal, Field(max_digits=6, decimal_places=2, ge=0)]
+    rate: float = Field(ge=0, le=1)
+
+
+def test_decimal_times_a_context_float_raises_before_solving() -> None:
+    """Issue #39 item 5: not an unsat core, but the TypeError, its line and the fix."""
+    body = "self.tax == round(self.subtotal * rules.rate, 2)"
+    model = _model(_Invoice, body, "rules")
+    with pytest.raises(RelationRaisesError) as err:
+        compile_spec(model, Rules(rate=0.2))
+    e = err.value
+    assert e.exception == (
+        "TypeError: unsupported operand type(s) for *: 'decimal.Decimal' and 'float'"
+    )
+    assert e.construct == "Decimal * float"
+    assert (e.relation, e.lineno) == ("M.r", 4)
+    assert e.filename.startswith("/tmp/_factorspec_numbers_")
+    assert "Decimal(str(rules.rate))" in str(e)
+    assert "clashing" not in str(e)
+    fixed_body = "self.tax == round(self.subtotal * Decimal(str(rules.rate)), 2)"
+    fixed = _model(_Invoice, fixed_body, "rules")
+    compile_spec(fixed, Rules(rate=0.2))  # the advice compiles
+
+
+def test_decimal_with_a_float_field_raises_wherever_it_is_reached() -> None:
+    """Guarded or not, Decimal * float raises for every value: the fix names both fields."""
+    error = _refused(_Invoice, "self.tax == 0 or self.subtotal * self.rate > 1")
+    assert isinstance(error, RelationRaisesError)
+    assert "make self.rate a Decimal field" in str(error)
+    sum_error = _refused(_Invoice, "sum([self.subtotal, self.rate]) > 1")
+    assert isinstance(sum_error, RelationRaisesError)
+    assert sum_error.exception.startswith("TypeError: unsupported operand type(s) for +")

@@ -23,6 +23,7 @@ from factorspec_sdk.server import create_app
 from factorspec_sdk.server.app import ServerOptions
 from factorspec_sdk.server.process import ServerProcess
 from tests.server.helpers import MODEL, scripted_engine
+from tests.server.schemathesis_hooks import LIMIT_S
 
 ROOT = Path(__file__).resolve().parents[2]
 _N = os.environ.get("FACTORSPEC_CONTRACT_EXAMPLES")
@@ -41,8 +42,9 @@ def schemathesis() -> str:
 @pytest.mark.parametrize("api_key", [None, "k-contract"])
 def test_schemathesis_finds_no_failure(tmp_path: Path, api_key: str | None) -> None:
     log = tmp_path / "server.log"
-    # generations end (finish_reason length) within schemathesis's 10 s response limit
-    args: tuple[str, ...] = ("--request-timeout", "6")
+    # generations end (a 422 timeout_reached at worst) within schemathesis's 30 s response
+    # limit; the hooks cap the limits the generated requests give themselves at the same 6 s
+    args: tuple[str, ...] = ("--request-timeout", str(LIMIT_S))
     if api_key:
         args += ("--api-key", api_key)
     examples = EXAMPLES if api_key is None else max(EXAMPLES // 4, 5)
@@ -71,7 +73,14 @@ def test_schemathesis_finds_no_failure(tmp_path: Path, api_key: str | None) -> N
             cmd += ["--seed", str(SEED)]
         if api_key:
             cmd += ["--header", f"Authorization: Bearer {api_key}"]
-        run = subprocess.run(cmd, capture_output=True, text=True, timeout=3600, cwd=tmp_path)
+        env = {
+            **os.environ,
+            "SCHEMATHESIS_HOOKS": "tests.server.schemathesis_hooks",
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+        }
+        run = subprocess.run(
+            cmd, capture_output=True, text=True, timeout=3600, cwd=tmp_path, env=env
+        )
         assert httpx.get(server.url + "/health").json()["status"] == "ok"
     out = run.stdout + run.stderr
     assert run.returncode == 0, out[-8000:]

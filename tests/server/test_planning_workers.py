@@ -7,6 +7,7 @@ workers, hit over HTTP by concurrent clients.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import time
 from pathlib import Path
@@ -103,3 +104,21 @@ def _zombie(pid: int) -> bool:
 def test_a_negative_number_of_workers_is_refused(workers: str) -> None:
     with pytest.raises(RuntimeError, match="exit"):
         ServerProcess("scripted", args=("--planning-workers", workers), start_timeout=30).start()
+
+
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_the_log_says_once_where_the_server_listens(workers: str, tmp_path: Path) -> None:
+    """One ``FactorSpec serving <model> on <url>`` line; uvicorn's start names no worker's PID."""
+    log = tmp_path / "server.log"
+    args = ("--planning-workers", workers)
+    with ServerProcess("scripted", model_name=MODEL, args=args, log=log) as server:
+        line = f"FactorSpec serving {MODEL} on {server.url}"
+        deadline = time.monotonic() + 30
+        while line not in log.read_text():  # logged once the first worker accepts connections
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.1)
+        pid = server.pid
+    text = log.read_text()
+    assert text.count("FactorSpec serving") == 1, text
+    started = re.findall(r"Started server process \[(\d+)\]", text)
+    assert set(started) <= {str(pid)}, text  # with workers, uvicorn's PIDs are theirs

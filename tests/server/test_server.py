@@ -13,7 +13,7 @@ import pytest
 
 from factorspec_sdk import Client, TokenBudgetError, UnsatisfiableSpecError
 from factorspec_sdk.backends.remote import RemoteBackend
-from factorspec_sdk.ir import to_ir
+from factorspec_sdk.ir import DEFAULT_IR_COMPILER, IRCompiler, to_ir
 from factorspec_sdk.server import create_app
 from factorspec_sdk.server.app import ServerOptions
 from tests.helpers import TRIP_CONTEXT, Pick, Trip, tiny_tokenizer
@@ -187,7 +187,7 @@ def test_32_concurrent_requests_none_lost_none_mixed(url: str) -> None:
     assert elapsed < 60
 
 
-def test_disconnect_frees_slot_and_timeout_is_length() -> None:
+def test_disconnect_frees_slot_and_timeout_is_an_error() -> None:
     app = create_app(slow_engine(), model_name=MODEL, options=ServerOptions(max_batch=4))
     with running(app) as base:
         client = openai.OpenAI(base_url=base + "/v1", api_key="x", max_retries=0)
@@ -209,14 +209,15 @@ def test_disconnect_frees_slot_and_timeout_is_length() -> None:
                 break
             assert time.monotonic() < deadline, metrics
             time.sleep(0.1)
-        r = client.chat.completions.create(
-            model=MODEL,
-            messages=[{"role": "user", "content": "notes"}],
-            extra_body={"factorspec": {"ir": to_ir(Slow), "timeout_s": 0.3}},
-        )
-        assert r.choices[0].finish_reason == "length"
-        assert r.model_extra["factorspec"]["stop_reason"] == "timeout"  # type: ignore[index]
-        assert r.choices[0].message.content.startswith('{"notes": [')  # type: ignore[union-attr]
+        with pytest.raises(openai.UnprocessableEntityError) as cut:  # never a partial record
+            client.chat.completions.create(
+                model=MODEL,
+                messages=[{"role": "user", "content": "notes"}],
+                extra_body={"factorspec": {"ir": to_ir(Slow), "timeout_s": 0.3}},
+            )
+        error: Any = cut.value.body
+        assert error["code"] == "timeout_reached"
+        assert error["factorspec"]["partial_text"].startswith('{"notes": [')
         # a concurrent quick request is not blocked by the slow ones
         rf = {
             "type": "json_schema",
@@ -257,6 +258,19 @@ def test_api_key() -> None:
             chat(openai.OpenAI(base_url=base + "/v1", api_key="bad", max_retries=0))
         ok = chat(openai.OpenAI(base_url=base + "/v1", api_key="k1", max_retries=0))
         assert ok.choices[0].finish_reason == "stop"  # type: ignore[attr-defined]
+
+
+def test_a_server_given_its_own_compiler_fills_that_one() -> None:
+    compiler = IRCompiler()
+    shared = DEFAULT_IR_COMPILER.documents
+    default = (shared.hits, shared.misses)
+    with running(create_app(scripted_engine(), model_name=MODEL, compiler=compiler)) as base:
+        client = openai.OpenAI(base_url=base + "/v1", api_key="none", max_retries=0)
+        texts = {chat(client).choices[0].message.content for _ in range(2)}  # type: ignore[attr-defined]
+    assert len(texts) == 1
+    docs = compiler.documents
+    assert (len(docs), docs.hits, docs.misses, len(compiler.layouts)) == (1, 1, 1, 1)
+    assert (shared.hits, shared.misses) == default
 
 
 def test_client_with_base_url_talks_to_the_server(url: str) -> None:
@@ -443,9 +457,12 @@ def test_remote_stream_gives_views_that_end_with_the_record(url: str) -> None:
         for got, final in zip(view["legs"] or [], result.value.legs, strict=False):
             assert final.city.startswith(got["city"] or "")
             assert got["first_day"] in (None, final.first_day)
-    assert local.result.provenance.tokens  # a local record explains itself ...
-    with pytest.raises(GenerationError, match="planner"):
-        _ = result.provenance  # ... a remote one has no planner here
+    assert result.provenance == local.result.provenance  # the server sent it
+    with Client(backend=RemoteBackend(url, provenance=False)) as remote:
+        with remote.stream(Trip, "a trip", context=TRIP_CONTEXT) as stream:
+            list(stream)
+        with pytest.raises(GenerationError, match="no provenance"):
+            _ = stream.result.provenance  # not asked for
     bad = {"Paris": 3, "Rome": 2, "Parma": 4, "Oslo": 1, "Nice": 2}
     with Client(backend=RemoteBackend(url)) as remote, pytest.raises(UnsatisfiableSpecError):
         list(remote.stream(Trip, "x", context=bad))
@@ -463,3 +480,57 @@ def test_tool_calls_travel_to_the_server_as_ir(url: str) -> None:
     assert got == local
     for call in got:
         assert not isinstance(call, BookRoom) or call.first < call.last
+
+
+# ------------------------------------------------------------------ provenance and stats
+
+
+def test_a_remote_record_has_the_provenance_a_local_engine_gives(url: str) -> None:
+    """``Client(base_url=...)`` asks the server for it: the same object as a local record's."""
+    from examples import meeting
+
+    remote, local = Client(base_url=url + "/v1"), Client(scripted_engine())
+    for model, ctx in ((Trip, TRIP_CONTEXT), (meeting.Meeting, meeting.SAMPLE_CONTEXT)):
+        got = remote.generate(model, "x", context=ctx, return_result=True)
+        want = local.generate(model, "x", context=ctx, return_result=True)
+        assert got.text == want.text
+        assert got.provenance == want.provenance
+    batch = remote.generate_batch(Trip, ["a", "b"], contexts=[TRIP_CONTEXT] * 2, return_result=True)
+    alone = local.generate_batch(Trip, ["a", "b"], contexts=[TRIP_CONTEXT] * 2, return_result=True)
+    assert [r.provenance for r in batch] == [r.provenance for r in alone]
+    assert batch[0].provenance.sources["legs[0].first_day"].origin == "relations"
+
+
+def test_the_server_sends_provenance_when_asked(client: openai.OpenAI) -> None:
+    from factorspec_sdk.provenance import Provenance
+
+    plain: Any = chat(client)
+    asked: Any = chat(client, extra_body={"factorspec": {"ir": trip_ir(), "provenance": True}})
+    assert "provenance" not in plain.model_extra["factorspec"]
+    assert plain.model_extra["factorspec"]["explain_seconds"] == 0
+    stats = asked.model_extra["factorspec"]
+    prov = Provenance.from_json(stats["provenance"])
+    assert sum(prov.tokens.values()) == len(stats["token_ids"]) == stats["tokens"]
+    assert asked.choices[0].message.content == plain.choices[0].message.content
+    assert stats["explain_seconds"] > 0
+
+
+def test_the_stats_name_where_the_server_and_the_client_spent_their_time(
+    url: str, client: openai.OpenAI
+) -> None:
+    from factorspec_sdk.drafter.stats import PARTS
+    from tests.drafter.test_stats import check_parts
+
+    stats = chat(client).model_extra["factorspec"]  # type: ignore[attr-defined]
+    parts = {name: stats[name] for name in PARTS}
+    assert all(seconds >= 0 for seconds in parts.values()), parts
+    # each part is rounded to the microsecond
+    assert sum(parts.values()) == pytest.approx(stats["wall_seconds"], abs=1e-6 * len(PARTS))
+    assert stats["spec_seconds"] > 0 and stats["forward_seconds"] > 0
+    assert stats["validate_seconds"] > 0 and stats["prompt_seconds"] > 0
+    result = Client(base_url=url + "/v1").generate(
+        Trip, "a trip", context=TRIP_CONTEXT, return_result=True
+    )
+    check_parts(result.stats)  # the server's parts, the client's, and the network between
+    assert result.stats.network_seconds > 0 and result.stats.forward_seconds > 0
+    assert result.stats.validate_seconds > 0  # the server's re-check and the client's

@@ -16,7 +16,7 @@ import pytest
 
 from factorspec_sdk.ir import to_ir
 from factorspec_sdk.server.protocol import ApiError
-from factorspec_sdk.server.structured import regex_language
+from factorspec_sdk.server.structured import misplaced_extension, regex_language
 from tests.helpers import TRIP_CONTEXT, Pick, Trip
 from tests.server.helpers import MODEL
 
@@ -239,3 +239,15 @@ def test_regex_language_refuses_what_it_cannot_list() -> None:
     with pytest.raises(ApiError) as info:
         regex_language("(", 10)
     assert info.value.status == 422
+
+
+def test_an_x_factorspec_below_the_root_is_found_and_a_field_of_that_name_is_not() -> None:
+    ir = {"x-factorspec": {"ir": {}}}
+    assert misplaced_extension(ir) is None  # the root's is read
+    field = {"type": "object", "properties": {"x-factorspec": {"type": "integer"}}}
+    assert misplaced_extension(field) is None  # a property of that name is a field
+    assert misplaced_extension({"enum": [ir], "default": ir}) is None  # data, not schemas
+    nested = {"properties": {"a": {"$ref": "#/$defs/A~B"}}, "$defs": {"A~B": ir}}
+    assert misplaced_extension(nested) == "#/$defs/A~0B"
+    assert misplaced_extension({"anyOf": [{"type": "null"}, ir]}) == "#/anyOf/1"
+    assert misplaced_extension({"items": {"properties": {"p": ir}}}) == "#/items/properties/p"

@@ -39,6 +39,25 @@ BAD_REF = {"$ref": "#/nowhere"}
 MESSAGES: list[Any] = [{"role": "user", "content": "What is 5 factorial?"}]
 
 
+IR: dict[str, Any] = {
+    "factorspec_ir": 1,
+    "name": "F",
+    "layout": {
+        "type": "object",
+        "name": "F",
+        "fields": [{"name": "number", "key": "number", "node": {"type": "leaf", "kind": "int"}}],
+    },
+}
+
+
+def tool(name: str, parameters: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "function", "function": {"name": name, "parameters": parameters}}
+
+
+def with_extension(parameters: dict[str, Any], extension: object) -> dict[str, Any]:
+    return tool("f", {**parameters, "x-factorspec": extension})
+
+
 def check_calls(message: Any) -> list[tuple[str, dict[str, Any]]]:
     """Every call names a tool and its arguments are valid for the tool's parameters."""
     out = []
@@ -146,30 +165,28 @@ def test_malformed_tool_requests_are_4xx(url: str) -> None:
             422,
             "f:",
         ),
+        (  # a tool's x-factorspec carries its IR, nothing else
+            {"tools": [with_extension(FACTORIAL, {"ir": IR, "timeout_s": 1})]},
+            400,
+            "tools[0].function.parameters.x-factorspec.timeout_s",
+        ),
+        ({"tools": [with_extension(FACTORIAL, {"ir": []})]}, 400, "x-factorspec.ir"),
+        ({"tools": [with_extension(FACTORIAL, None)]}, 400, "x-factorspec"),
         (
-            {
-                "tools": [
-                    {
-                        "type": "function",
-                        "function": {
-                            "name": "tags",
-                            "parameters": {
-                                "type": "object",
-                                "properties": {
-                                    "t": {
-                                        "type": "array",
-                                        "items": {"type": "integer", "minimum": 0, "maximum": 9},
-                                        "uniqueItems": True,
-                                    }
-                                },
-                                "required": ["t"],
-                            },
-                        },
-                    }
-                ]
-            },
+            {"tools": [with_extension(FACTORIAL, {"ir": {"factorspec_ir": 1}})]},
+            400,
+            "f: invalid relation IR",
+        ),
+        (  # an x-factorspec no one reads: refused, never dropped
+            {"tools": [tool("f", {**FACTORIAL, "$defs": {"Inner": {"x-factorspec": {"ir": IR}}}})]},
             422,
-            "uniqueItems",
+            "x-factorspec at #/$defs/Inner",
+        ),
+        ({"factorspec": {"max_tool_calls": 2}, "response_format": schema}, 400, 'with "tools"'),
+        (
+            {"tools": TOOLS, "parallel_tool_calls": False, "factorspec": {"max_tool_calls": 3}},
+            400,
+            "contradicts",
         ),
     ]
     for body, status, words in cases:
@@ -181,3 +198,31 @@ def test_malformed_tool_requests_are_4xx(url: str) -> None:
     assert r.status_code == 200 and "number" in json.loads(
         r.json()["choices"][0]["message"]["content"]
     )
+
+
+def test_unique_items_in_parameters_hold_in_every_call(client: openai.OpenAI) -> None:
+    tags = {
+        "type": "object",
+        "properties": {
+            "t": {
+                "type": "array",
+                "items": {"type": "integer", "minimum": 0, "maximum": 3},
+                "minItems": 2,
+                "maxItems": 3,
+                "uniqueItems": True,
+            }
+        },
+        "required": ["t"],
+    }
+    for seed in range(4):
+        r = client.chat.completions.create(
+            model=MODEL,
+            messages=MESSAGES,
+            tools=[tool("tags", tags)],
+            tool_choice="required",
+            temperature=1.0,
+            seed=seed,
+        )
+        for call in r.choices[0].message.tool_calls or []:
+            t = json.loads(call.function.arguments)["t"]
+            assert 2 <= len(t) <= 3 and len(set(t)) == len(t), t

@@ -211,13 +211,13 @@ def test_choices_and_timeouts_keep_the_server_contract() -> None:
         for c in r.choices:
             Trip.model_validate_json(c.message.content or "", context=TRIP_CONTEXT)
     with front(None, delay_s=0.5) as f:  # every request takes 0.5 s; a record needs >= 2
-        r = f.client.chat.completions.create(
-            model=MODEL,
-            messages=[{"role": "user", "content": "a slow trip"}],
-            extra_body={"factorspec": {"ir": to_ir(Trip, TRIP_CONTEXT), "timeout_s": 0.3}},
-        )
-        assert r.choices[0].finish_reason == "length"
-        assert r.model_extra["factorspec"]["stop_reason"] == "timeout"  # type: ignore[index]
+        with pytest.raises(openai.UnprocessableEntityError) as cut:  # never a partial record
+            f.client.chat.completions.create(
+                model=MODEL,
+                messages=[{"role": "user", "content": "a slow trip"}],
+                extra_body={"factorspec": {"ir": to_ir(Trip, TRIP_CONTEXT), "timeout_s": 0.3}},
+            )
+        assert cut.value.body["code"] == "timeout_reached"  # type: ignore[index]
         assert f.pool.health()[0].up  # a timeout is no upstream failure
 
 
@@ -241,7 +241,7 @@ def test_pool_errors_are_clear() -> None:
 
 def test_the_serve_command_takes_upstreams(monkeypatch: pytest.MonkeyPatch) -> None:
     import factorspec_sdk.server as server
-    from cli.main import app
+    from factorspec_sdk.cli.main import app
 
     seen: dict[str, object] = {}
     monkeypatch.setattr(server, "serve", lambda **kwargs: seen.update(kwargs))

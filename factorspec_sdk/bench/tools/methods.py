@@ -191,8 +191,12 @@ def _factorspec(record: ToolRecord, task: ToolTask, setup: Setup) -> None:
         from factorspec_sdk.client import Client
 
         setup.client = Client(setup.engine)
-    result = setup.client.generate(
-        task.model, task.messages, max_tokens=setup.max_tokens, return_result=True
+    result = setup.client.generate(  # task.messages carry the hint already
+        task.model,
+        task.messages,
+        max_tokens=setup.max_tokens,
+        schema_in_prompt=False,
+        return_result=True,
     )
     stats = result.stats
     record.text = result.text

@@ -40,7 +40,11 @@ rules of all of them):
 - `operators`: boolean, arithmetic, comparison, membership and conditional operators.
 - `sequences`: subscripts, slices, comprehensions, iteration.
 - `builtin_calls`: ``len``/``sum``/``min``/``max``/``all``/``any``/``zip``/``enumerate``/
-  ``range``/``abs``/``bool``/``list``/``tuple``/``distinct`` and methods of constants.
+  ``range``/``abs``/``bool``/``list``/``tuple``/``str`` (of constants)/``distinct`` and
+  methods of constants.
+- `raises`: operations Python refuses for their operands' types whatever the values
+  (``Decimal * float``, ``time + timedelta``), reported as `RelationRaisesError` with the
+  fix instead of compiled as "violated".
 - `core`: `RelationCompiler`, the state (layout, context, variables, intern table) and the
   dispatch of each AST node type to its rule.
 

@@ -1,9 +1,9 @@
 """Calls: the supported builtins and the methods of constants (``get``, ``count``...).
 
 The builtins are ``all``, ``any``, ``sum``, ``len``, ``min``, ``max``, ``zip``, ``enumerate``,
-``range``, ``abs``, ``bool``, ``list``, ``tuple``, ``round``, ``int``, ``float`` and
-``distinct`` (`SUPPORTED_CALLS`), plus ``math.isclose`` and ``Decimal(...)`` of constants
-(their float and Decimal rules are in `floats`).
+``range``, ``abs``, ``bool``, ``list``, ``tuple``, ``round``, ``int``, ``float``, ``str`` (of
+constants) and ``distinct`` (`SUPPORTED_CALLS`), plus ``math.isclose`` and ``Decimal(...)``
+of constants (their float and Decimal rules are in `floats`).
 
 On constant arguments a call runs the Python function itself; on record values each builtin
 has a rule here (`CALLS`), over the items of `iterate`'s view of its argument.
@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, cast
 
 import z3
 
+from factorspec_sdk.relations.checks import call_refusal
 from factorspec_sdk.relations.compiler.choices import (
     choice,
     choice_cond,
@@ -116,7 +117,7 @@ def _e_call(cx: RelationCompiler, node: ast.Call, scope: Scope) -> R:
     f = fn.value
     if not isinstance(f, SFunc) and f not in _CONSTRUCTORS:
         name = ast.unparse(node.func)
-        cx.fail(f"call to {name}()", "this function cannot be compiled", node)
+        cx.fail(f"call to {name}()", call_refusal(name, f), node)
     args, arg_oks = eval_each(cx, node.args, scope)
     oks: list[Cond] = [fn.ok, *arg_oks]
     kwargs: dict[str, V] = {}
@@ -134,10 +135,10 @@ def _e_call(cx: RelationCompiler, node: ast.Call, scope: Scope) -> R:
             except Exception:
                 out = R(UNDEF, False)
         else:
-            out = R(isclose_floats(cx, args, kwargs, node))
+            out = isclose_floats(cx, args, kwargs, node)
     elif f is decimal.Decimal:
         if any(is_sym(a) for a in [*args, *kwargs.values()]):
-            cx.fail("Decimal() of record values", "Decimal() takes constants only", node)
+            cx.fail("Decimal() of record values", f"{ast.unparse(node)}: of a record value", node)
         try:
             out = R(decimal.Decimal(*args, **kwargs))  # type: ignore[arg-type]
         except Exception:
@@ -199,7 +200,13 @@ def _method(
     if f.name == "count" and isinstance(obj, (list, tuple)) and len(args) == 1:
         terms = [eq(cx, args[0], e, node) for e in obj]
         return _sum(cx, [[t for t in terms]], {}, node)
-    cx.fail(f"call to {f.name}()", f"{f.name}() with a value read from the record", node)
+    cx.fail(
+        f"call to {f.name}()",
+        f"{f.name}() of a constant with a value read from the record: such methods take "
+        "constants, except .get(key, default) of a dict and .count(x) of a list; look values "
+        "up instead (ctx.d[self.k], self.x in ctx.items, ctx.items[self.i])",
+        node,
+    )
 
 
 def _dict_method(
@@ -470,6 +477,17 @@ def _bool(cx: RelationCompiler, args: list[V], kwargs: dict[str, V], node: ast.A
     return R(truthy(cx, args[0]) if args else False)
 
 
+def _str(cx: RelationCompiler, args: list[V], kwargs: dict[str, V], node: ast.AST) -> R:
+    """``str()`` takes constants only (``Decimal(str(ctx.rate))``): its rule refuses the rest."""
+    cx.fail(
+        "str() of record values",
+        f"{ast.unparse(node)}: relations compare strings but do not build them from record "
+        'values; compare the value itself (self.n == 3, not str(self.n) == "3"), or its '
+        "text with a Literal field",
+        node,
+    )
+
+
 def _minmax(
     cx: RelationCompiler, args: list[V], kwargs: dict[str, V], node: ast.AST, is_min: bool
 ) -> R:
@@ -727,6 +745,7 @@ CALLS: dict[str, CallRule] = {
     "int": _int_call,
     "float": _float_call,
     "bool": _bool,
+    "str": _str,
     "list": _list,
     "tuple": _list,
     "distinct": _distinct,

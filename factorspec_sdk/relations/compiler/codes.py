@@ -226,15 +226,18 @@ def _length_of(v: V) -> Callable[[], z3.ArithRef | int] | None:
     return None
 
 
-def eq_code(cx: RelationCompiler, a: SCode, b: V) -> Cond:
-    """``a == b`` for a code ``a`` (Enum types must match unless they are value-like)."""
+def eq_code(cx: RelationCompiler, a: SCode, b: V, node: ast.AST | None = None) -> Cond:
+    """``a == b`` for a code ``a`` (Enum types must match unless they are value-like).
+
+    ``node``: the comparison (or ``distinct()`` call) it comes from, for errors.
+    """
     _read(cx, a)
     _read(cx, b)
     if isinstance(b, SCode):
         if a.strs != b.strs:
             return False
         if a.strs and a.unread and b.unread:  # both may be texts no relation names
-            return same_text(cx, a, b)
+            return same_text(cx, a, b, node)
         ta, tb = a.enum_type, b.enum_type
         if ta is not None and tb is not None and ta is not tb and not value_like(ta):
             return False
@@ -280,7 +283,7 @@ def member_codes(cx: RelationCompiler, x: SCode, elems: list[object]) -> Cond:
     return in_codes(x.e, sorted(set(codes)))
 
 
-def same_text(cx: RelationCompiler, a: SCode, b: SCode) -> Cond:
+def same_text(cx: RelationCompiler, a: SCode, b: SCode, node: ast.AST | None = None) -> Cond:
     """``a == b`` for two free str leaves: the Bool ``same(a, b)``.
 
     Two texts no relation names share the code `OTHER_CODE` whether they are equal or not,
@@ -296,10 +299,10 @@ def same_text(cx: RelationCompiler, a: SCode, b: SCode) -> Cond:
             "== and != compare a free str field with another str field or a constant, not "
             "a value chosen among free str fields (compare each field)",
         )
-    for leaf in leaves:
-        assert leaf is not None
+    for leaf, other in ((leaves[0], leaves[1]), (leaves[1], leaves[0])):
+        assert leaf is not None and other is not None
         if _affixes_of(cx, leaf.path):
-            _affix_and_same(cx)
+            _affix_and_same(cx, leaf.path, other.path, _equality(node), node)
     ra, rb = sorted((leaves[0], leaves[1]), key=lambda r: _order_key(r.path))
     if ra.name == rb.name:
         return True
@@ -461,8 +464,9 @@ def affix(cx: RelationCompiler, v: SCode, method: str, args: list[V], node: ast.
             f"{method}() of a value chosen among free str fields (call it on each field)",
             node,
         )
-    if _has_same(cx, leaf.path):
-        _affix_and_same(cx, node)
+    compared = _compared_with(cx, leaf.path)
+    if compared is not None:
+        _affix_and_same(cx, leaf.path, compared, None, node)
     out: list[Cond] = []
     for c in texts:
         name = affix_name(method, leaf.path, c)
@@ -471,17 +475,59 @@ def affix(cx: RelationCompiler, v: SCode, method: str, args: list[V], node: ast.
     return OR(*out)
 
 
-def _affix_and_same(cx: RelationCompiler, node: ast.AST | None = None) -> NoReturn:
+def _affix_and_same(
+    cx: RelationCompiler, path: Path, other: Path, equal: bool | None, node: ast.AST | None
+) -> NoReturn:
+    """Refuse a free str read both by an affix and by comparison with another free str.
+
+    ``equal``: the comparison says the texts are equal (``==``, ``in``), differ (``!=``,
+    ``distinct``), or None (not known here); the advice on which to drop follows it.
+    """
+    a, b = path_name(path), path_name(other)
+    drop_comparison = (
+        f"drop the comparison and keep the startswith()/endswith() of {a}: a text the "
+        f"model writes freely rarely equals another, and an ordinary Pydantic "
+        f"@model_validator can check {a} != {b} on the finished record"
+    )
+    drop_affix = (
+        f"drop the startswith()/endswith() and keep {a} == {b}: {a} is then a copy of {b}, "
+        "written as certain text, and an ordinary Pydantic @model_validator can check the "
+        "affix on the finished record"
+    )
+    if equal is None:
+        advice = f"Where they must differ (!=), {drop_comparison}; where equal (==), {drop_affix}"
+    else:
+        chosen = drop_affix if equal else drop_comparison
+        advice = chosen[0].upper() + chosen[1:]
     cx.fail(
         "startswith/endswith of a string compared with another",
-        "a free str field read with startswith()/endswith() cannot also be compared with "
-        "another free str field",
+        f"{a} is read with startswith()/endswith() and compared with {b}; FactorSpec decides "
+        "an affix of a free string while the model writes it and whether two free strings "
+        "are equal once both are written, and cannot yet tie the two on one string (an "
+        f"equal text must carry the same affix). {advice}",
         node,
     )
 
 
-def _has_same(cx: RelationCompiler, path: Path) -> bool:
-    return any(r.kind == "same" and path in (r.path, r.other) for r in cx.vars.values())
+def _equality(node: ast.AST | None) -> bool | None:
+    """Whether ``node`` says two texts are equal (True), differ (False), or None (unknown)."""
+    if isinstance(node, ast.Compare) and len(node.ops) == 1:
+        op = node.ops[0]
+        if isinstance(op, (ast.Eq, ast.In)):
+            return True
+        if isinstance(op, (ast.NotEq, ast.NotIn)):
+            return False
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        return False if node.func.id == "distinct" else None
+    return None
+
+
+def _compared_with(cx: RelationCompiler, path: Path) -> Path | None:
+    """The free str leaf that the one at ``path`` is compared with (a ``same`` variable)."""
+    for r in cx.vars.values():
+        if r.kind == "same" and path in (r.path, r.other):
+            return r.other if r.path == path else r.path
+    return None
 
 
 def _affixes_of(cx: RelationCompiler, path: Path) -> list[VarRecord]:

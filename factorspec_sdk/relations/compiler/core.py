@@ -16,8 +16,8 @@ from typing import Any, NoReturn, cast
 
 import z3
 
-from factorspec_sdk.errors import ContextError, RelationDefinitionError
-from factorspec_sdk.relations.checks import relation_body
+from factorspec_sdk.errors import ContextError, RelationDefinitionError, RelationRaisesError
+from factorspec_sdk.relations.checks import HINTS, relation_body
 from factorspec_sdk.relations.compiler import builtin_calls, fields, names, operators, sequences
 from factorspec_sdk.relations.compiler.choices import truthy
 from factorspec_sdk.relations.compiler.records import (
@@ -42,6 +42,7 @@ from factorspec_sdk.relations.layout import (
     length_name,
     path_name,
 )
+from factorspec_sdk.relations.sample import raises_everywhere
 
 __all__ = ["RelationCompiler"]
 
@@ -120,7 +121,10 @@ class RelationCompiler:
         if info.takes_context and len(params) > 1:
             bound[params[1]] = self.context
         res = block(self, relation_body(info.tree), Scope(bound))
+        if res.ok is False:  # raises on every record: said now, not as an unsat core later
+            raise raises_everywhere(info, node, self.context)
         formula = AND(res.ok, truthy(self, res.value))
+        applies: Cond = True
         if root:
             guards: list[Cond] = [self.exists(root)]
             for k in range(1, len(root) + 1):
@@ -128,9 +132,12 @@ class RelationCompiler:
                 if not isinstance(sub[-1], int) and self.node_at(sub).nullable:
                     null = self.var(sub, "bool", name=f"null({path_name(sub)})")
                     guards.append(NOT(cast(z3.BoolRef, null.term)))
-            formula = IMPLIES(AND(*guards), formula)
+            applies = AND(*guards)
+            formula = IMPLIES(applies, formula)
         self._read |= self._used
-        return CompiledRelation(info, to_bool(formula), frozenset(self._used))
+        return CompiledRelation(
+            info, to_bool(formula), frozenset(self._used), to_bool(applies), to_bool(res.ok)
+        )
 
     def records(self) -> dict[str, VarRecord]:
         """The spec's variables: those the compiled relations read, in creation order.
@@ -160,17 +167,37 @@ class RelationCompiler:
         return self._info
 
     def fail(self, construct: str, message: str, node: ast.AST | None = None) -> NoReturn:
-        """Raise `RelationDefinitionError` for ``construct`` at ``node`` (or the current one)."""
+        """Raise `RelationDefinitionError` for ``construct`` at ``node`` (or the current one).
+
+        The message gets the construct's advice from `checks.HINTS`, if it has one.
+        """
         info = self._info
-        where = node or self.node
-        lineno = getattr(where, "lineno", info.lineno if info else 0)
+        hint = HINTS.get(construct)
         raise RelationDefinitionError(
+            f"{message} ({hint})" if hint else message,
+            relation=info.qualname if info else "?",
+            filename=info.filename if info else "?",
+            lineno=self._line(node),
+            construct=construct,
+        )
+
+    def raises(
+        self, construct: str, exception: str, message: str, node: ast.AST | None = None
+    ) -> NoReturn:
+        """Raise `RelationRaisesError`: Python raises ``exception`` at ``node``."""
+        info = self._info
+        raise RelationRaisesError(
             message,
             relation=info.qualname if info else "?",
             filename=info.filename if info else "?",
-            lineno=lineno,
+            lineno=self._line(node),
             construct=construct,
+            exception=exception,
         )
+
+    def _line(self, node: ast.AST | None) -> int:
+        info = self._info
+        return int(getattr(node or self.node, "lineno", info.lineno if info else 0))
 
     def where(self, node: ast.AST) -> str:
         """``file:line: relation 'Model.name'`` for a `ContextError` message."""

@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING, Literal, NoReturn, TypeAlias, cast
 import z3
 
 from factorspec_sdk.relations.compiler.ints import ORDER_OPS, as_int_term
+from factorspec_sdk.relations.compiler.raises import BINARY, sample, type_name
 from factorspec_sdk.relations.compiler.records import VarRecord
 from factorspec_sdk.relations.compiler.terms import AND, Cond, in_codes, mk_cmp, mk_eq, mk_ite
 from factorspec_sdk.relations.compiler.values import (
@@ -387,14 +388,26 @@ def _clock(n: Term, unit: int, temporal: Clock, zoned: bool = False) -> R:
     return R(SClock(n, unit, temporal, zoned=zoned), ok)
 
 
-def _date_fail(cx: RelationCompiler, op: type[ast.operator], node: ast.AST) -> R:
-    sym = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*"}.get(op, "this operator")
+def _date_fail(cx: RelationCompiler, op: type[ast.operator], a: V, b: V, node: ast.AST) -> R:
+    """Refuse date arithmetic the rules here do not compute, saying what they do."""
+    symbol = BINARY[op][0] if op in BINARY else "this operator"
+    kinds = f"{type_name(sample(a))} {symbol} {type_name(sample(b))}"
+    deltas = [isinstance(sample(v), dt.timedelta) for v in (a, b)]
+    if deltas[0] and op in (ast.Div, ast.FloorDiv, ast.Mod):
+        instead = (
+            "; rather than dividing a timedelta, multiply the other side "
+            "(d >= n * timedelta(hours=1)) or read d.days, d.seconds or d.total_seconds()"
+        )
+    elif any(deltas) and op is ast.Mult:
+        instead = "; multiply a timedelta by an int (timedelta(minutes=90), not 1.5 * an hour)"
+    else:
+        instead = ""
     cx.fail(
         "date arithmetic",
-        f"{sym} on dates/datetimes/times/timedeltas: a date or naive datetime takes + and - "
-        "of a timedelta, a date minus a date (a datetime minus a datetime) is a timedelta, "
-        "timedeltas add, subtract and multiply by ints; times take no arithmetic "
-        "(write timedelta(days=n) to add n days)",
+        f"{ast.unparse(node)}: {kinds} is not compiled; relations compute date ± "
+        "timedelta (its days), datetime ± timedelta, date - date and datetime - datetime "
+        "(a timedelta), timedelta ± timedelta and timedelta * int, and no arithmetic on "
+        f"times (Python has none){instead}",
         node,
     )
 
@@ -430,7 +443,7 @@ def _arith(cx: RelationCompiler, op: type[ast.operator], a: V, b: V, node: ast.A
             n = None if is_date_like(k) or isinstance(k, dt.timedelta) else as_int_term(k)
             if d is not None and n is not None:
                 return _delta(d[0] * n, d[1])
-    return _date_fail(cx, op, node)
+    return _date_fail(cx, op, a, b, node)
 
 
 def _arith_clocks(
@@ -454,7 +467,7 @@ def _arith_clocks(
     elif op is ast.Add and cb is not None and ta is not None and cb[2] in _DATETIMES:
         (x, y), u = _common(ta, cb[:2])
         return _clock(x + y, u, cb[2], _zoned(b))
-    return _date_fail(cx, op, node)
+    return _date_fail(cx, op, a, b, node)
 
 
 def neg_delta(v: V) -> R | None:

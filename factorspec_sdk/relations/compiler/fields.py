@@ -17,7 +17,12 @@ from typing import TYPE_CHECKING, cast
 import z3
 
 from factorspec_sdk.errors import ContextError
-from factorspec_sdk.relations.checks import DATE_METHODS, STR_METHODS, SUPPORTED_METHODS
+from factorspec_sdk.relations.checks import (
+    DATE_METHODS,
+    STR_METHODS,
+    SUPPORTED_METHODS,
+    method_refusal,
+)
 from factorspec_sdk.relations.compiler import codes, dates, floats, ints
 from factorspec_sdk.relations.compiler.choices import map_choice
 from factorspec_sdk.relations.compiler.terms import AND, NOT, Cond
@@ -155,10 +160,12 @@ def attr(cx: RelationCompiler, v: V, name: str, node: ast.AST) -> R:
         except KeyError:
             if v.path and is_branch_part(v.path[-1]) and name in cx.union_fields(v.path[:-1]):
                 return R(UNDEF, False)  # another branch's field: AttributeError, violated
+            fields = ", ".join(f.name for f in v.layout.fields)
             cx.fail(
                 "attribute that is not a field",
-                f"{v.layout.model.__name__}.{name} is not a field (methods and "
-                "properties of the model cannot be compiled)",
+                f"{v.layout.model.__name__}.{name} is not a field (its fields: {fields}); "
+                "a property or method of the model is not compiled: write its expression "
+                "in the relation in place of it",
                 node,
             )
         return R(node_value(cx, (*v.path, name), f.node))
@@ -172,18 +179,39 @@ def attr(cx: RelationCompiler, v: V, name: str, node: ast.AST) -> R:
             return R(SCode(v.e, None, v.strs))
         if name in STR_METHODS:
             return R(SFunc(name, v))
-        cx.fail("attribute of a value", f"attribute .{name} of a field value", node)
+        cx.fail(
+            "attribute of a value",
+            f"attribute .{name} of a str/Literal/Enum field value: relations read .value "
+            "of an Enum member and call .startswith()/.endswith() of a str; compare the "
+            "value itself otherwise",
+            node,
+        )
     if isinstance(v, SFunc):
-        cx.fail("attribute access on a function", f"{v.name}.{name}", node)
+        cx.fail(
+            "attribute access on a function",
+            f"{v.name}.{name}",
+            node,
+        )
     if isinstance(v, SDict):
         if name in ("keys", "values", "items", "get"):
             return R(SFunc(name, v))
-        cx.fail(f"call to {name}()", "dict fields support keys(), values(), items(), get()", node)
+        cx.fail(
+            f"call to {name}()",
+            "dict fields take .keys(), .values(), .items() and .get(key, default), "
+            "d[key], `key in d` and len(d)",
+            node,
+        )
     of_date = dates.date_attr(cx, v, name, node)
     if of_date is not None:
         return of_date
     if is_sym(v):
-        cx.fail("attribute of a value", f"attribute .{name} of a field value", node)
+        cx.fail(
+            "attribute of a value",
+            f"attribute .{name} of a field value: relations read the fields of models, "
+            ".value of an Enum member and the parts of dates, times and timedeltas "
+            "(.year, .hour, .days...); compare the value itself otherwise",
+            node,
+        )
     if v is UNDEF:
         return R(UNDEF, False)
     try:
@@ -197,12 +225,7 @@ def attr(cx: RelationCompiler, v: V, name: str, node: ast.AST) -> R:
         return R(out)
     if callable(out) and not isinstance(out, type) and not isinstance(v, type):
         if name not in SUPPORTED_METHODS | DATE_METHODS | STR_METHODS:
-            cx.fail(
-                f"call to {name}()",
-                "method calls other than get/keys/values/items/count/index and the date "
-                "methods weekday/isoweekday/toordinal/total_seconds",
-                node,
-            )
+            cx.fail(f"call to {name}()", method_refusal(name), node)
         return R(SFunc(name, v))
     return R(out)
 

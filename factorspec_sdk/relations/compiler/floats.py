@@ -38,8 +38,18 @@ approximated:
   (a multiple of ``1 / den``) lies within ``err`` of ``c``: then the double is on the same
   side of ``c`` as ``R``. ``abs(total - sum(...)) < 0.005`` over cents is such a case (``R``
   is a multiple of 0.01); ``a + b == 0.3`` is not (``0.1 + 0.2 == 0.3`` is False in Python
-  while the decimals are equal), and is refused with advice: compare with a tolerance, or
-  ``round(..., n)`` both sides.
+  while the decimals are equal), and is refused with the rewrite that compiles
+  (``round(a + b, 6) == 0.3``).
+- **One value excluded** (a documented narrowing). Where exactly one possible ``R`` (of two
+  computed sides: of their difference) lies within ``err`` of the comparison's edge, an
+  ordering (``< <= > >=``) or ``math.isclose`` is compiled exactly at every other value and
+  that one is excluded: its ``ok`` is false there, as if Python raised, so no record the
+  writer produces has it. At that value Python's answer depends on how the doubles round
+  (``abs(0.305 - 0.1 * 3) < 0.005`` is True in Python while the decimals differ by exactly
+  0.005). So ``abs(total - sum(...)) < 0.005`` over six-decimal prices compiles, and never
+  writes a total exactly half a cent off. ``==`` and ``!=`` are not narrowed (the excluded
+  value would be the equality itself); more than one such value (magnitudes near 15
+  significant digits) is refused, saying how many and why.
 - Multiplying or dividing a rounded value by a power of two (``x * 2``, ``x / 4``) is exact
   on doubles, so the result is rounded again.
 - ``round(x, n)`` of a value whose ``R`` has at most ``n`` decimals and ``err < 10**-n / 2``
@@ -64,11 +74,17 @@ import math
 import struct
 from fractions import Fraction
 from math import lcm
-from typing import TYPE_CHECKING, Literal, cast
+from typing import TYPE_CHECKING, Literal, NoReturn, cast
 
 import z3
 
 from factorspec_sdk.relations.compiler.ints import ORDER_OPS, as_int_term
+from factorspec_sdk.relations.compiler.raises import (
+    operand_texts,
+    refuse_type_error,
+    sample,
+    type_name,
+)
 from factorspec_sdk.relations.compiler.terms import AND, NOT, OR, Cond, mk_ite
 from factorspec_sdk.relations.compiler.values import UNDEF, R, SFloat, V
 from factorspec_sdk.relations.layout import FLOAT_LIMIT, LeafLayout, Path, float_range
@@ -243,7 +259,12 @@ def arith_floats(
         return None
     x, y = as_float(cx, a), as_float(cx, b)
     if x is None or y is None:
-        cx.fail("float arithmetic", f"{ast.unparse(node)}: a float with a non-number", node)
+        cx.fail(
+            "float arithmetic",
+            f"{ast.unparse(node)}: a float with a non-number; convert an int with float(n) "
+            "(strings and dates do not mix with numbers)",
+            node,
+        )
     kind = _kind(x, y)
     if kind is None:
         return R(UNDEF, False)  # TypeError: a Decimal and a float do not mix
@@ -263,10 +284,20 @@ def arith_floats(
 def divide_float(cx: RelationCompiler, a: V, b: V, ok: Cond, node: ast.AST) -> R:
     """``a / b`` (true division: a float, or a Decimal) for a non-zero constant ``b``."""
     x = as_float(cx, a)
-    if isinstance(b, bool) or not isinstance(b, (int, float, decimal.Decimal)) or x is None:
+    if x is None:
         cx.fail(
             "true division (/)",
-            f"{ast.unparse(node)}: / is supported by a constant number only",
+            f"{ast.unparse(node)}: / of a {type_name(sample(a))} is not compiled; divide "
+            "numbers (int, float, Decimal), or multiply the other side instead "
+            "(d >= n * timedelta(hours=1) for a timedelta d)",
+            node,
+        )
+    if isinstance(b, bool) or not isinstance(b, (int, float, decimal.Decimal)):
+        cx.fail(
+            "true division (/)",
+            f"{ast.unparse(node)}: / by a value read from the record is not compiled (it "
+            "is not linear); multiply out instead: a / b > c as a > c * b where b > 0, or "
+            "divide by a constant",
             node,
         )
     y = _const(b)
@@ -353,20 +384,28 @@ def _exact_cmp(op: type[ast.cmpop], x: SFloat, y: SFloat) -> Cond:
 
 def order_floats(
     cx: RelationCompiler, op: type[ast.cmpop], a: V, b: V, node: ast.AST
-) -> Cond | None:
-    """``a op b`` (``== != < <= > >=``) when either is a float; None when neither is.
+) -> tuple[Cond, Cond] | None:
+    """``a op b`` (``== != < <= > >=``) when either is a float, as (result, ok); None else.
 
-    Raises `RelationDefinitionError` where rounding could decide the outcome.
+    Exact where the proof settles it. Where one grid value of the exact difference lies
+    within the rounding error of the comparison's edge, an ordering (``<``...) is compiled
+    with that value excluded (``ok`` false there: such a record is never written; see the
+    module docstring). Raises `RelationDefinitionError` where rounding could decide more.
     """
     if not (_is_float(a) or _is_float(b)):
         return None
     x, y = as_float(cx, a), as_float(cx, b)
     if x is None or y is None:
         if op in (ast.Eq, ast.NotEq):
-            return op is ast.NotEq  # a float never equals a str, a date, None...
-        cx.fail("float comparison", f"{ast.unparse(node)}: a float with a non-number", node)
+            return op is ast.NotEq, True  # a float never equals a str, a date, None...
+        cx.fail(
+            "float comparison",
+            f"{ast.unparse(node)}: a float ordered against a non-number (Python raises "
+            "TypeError); compare floats with numbers",
+            node,
+        )
     if x.err == 0 and y.err == 0:  # both are their R exactly (Python compares exactly)
-        return _exact_cmp(op, x, y)
+        return _exact_cmp(op, x, y), True
     if {x.kind, y.kind} == {"float", "decimal"}:  # Decimal('0.1') != 0.1 in Python
         cx.fail(
             "comparison of a Decimal with a float",
@@ -379,21 +418,86 @@ def order_floats(
         v, q, flipped = (y, const[0], True) if const[0] is not None else (x, const[1], False)
         assert q is not None
         if v.rounded:
-            return _against(op, v, q, flipped)
-        lo = math.ceil((q - v.err) * v.den)
-        hi = math.floor((q + v.err) * v.den)
-        if lo > hi:  # no possible R within err of q: the double is on R's side of q
-            return _exact_cmp(op, x, y)
+            return _against(op, v, q, flipped), True
+        edge, num, den, err = q, v.num, v.den, v.err
     elif x.rounded and y.rounded and _digits15(x) and _digits15(y):
-        return _exact_cmp(op, x, y)
+        return _exact_cmp(op, x, y), True
+    else:  # compare the exact difference with 0; each double is within its own err
+        den = lcm(x.den, y.den)
+        edge, err = Fraction(0), x.err + y.err
+        num = cast(z3.ArithRef, _scaled(x, den) - _scaled(y, den))
+    lo = math.ceil((edge - err) * den)  # grid values num / den within err of the edge
+    hi = math.floor((edge + err) * den)
+    if lo > hi:  # none: the doubles are on the same side as the exact values
+        return _exact_cmp(op, x, y), True
+    if lo == hi and op not in (ast.Eq, ast.NotEq):  # one: excluded (never written)
+        return _exact_cmp(op, x, y), cast(z3.BoolRef, num != lo)
+    _decided_by_rounding(cx, op, node, x, y, edge, den, err, hi - lo + 1)
+
+
+def _decided_by_rounding(
+    cx: RelationCompiler,
+    op: type[ast.cmpop],
+    node: ast.AST,
+    x: SFloat,
+    y: SFloat,
+    edge: Fraction,
+    den: int,
+    err: Fraction,
+    count: int,
+) -> NoReturn:
+    """Refuse a comparison that rounding decides, saying why and what compiles instead."""
+    places = _grid_places(den)
+    step = f"1e-{places}" if places is not None else f"1/{den}"
+    lhs, rhs = operand_texts(node) or ("a", "b")
+    if op in (ast.Eq, ast.NotEq) and count == 1:
+        if places is None:
+            instead = "use Decimal fields (exact arithmetic)"
+        elif x.err == 0 or y.err == 0:  # a constant or an exact value on one side
+            computed, other = (rhs, lhs) if x.err == 0 else (lhs, rhs)
+            instead = f"write round({computed}, {places}) == {other} (exact)"
+        else:
+            instead = (
+                f"write abs({lhs} - {rhs}) < {5 * 10.0 ** -(places + 1)!r} (equal to within "
+                f"half a step) or round({lhs}, {places}) == round({rhs}, {places}) (both "
+                "exact)"
+            )
+        why = (
+            f"its sides are multiples of {step}, and where their exact values are equal "
+            "Python's doubles can still differ in the last bit (0.1 + 0.2 == 0.3 is False "
+            "in Python), so == and != of computed floats are decided by rounding"
+        )
+    else:
+        instead = (
+            "give the fields fewer decimals (Annotated[float, Places(n)]) or smaller bounds, "
+            "so that the rounding error stays below half a step, or use Decimal fields "
+            "(exact arithmetic)"
+        )
+        why = (
+            f"its exact values are multiples of {step} and Python's doubles can be up to "
+            f"{float(err):.2g} from them, so {count} possible values within that of "
+            f"{_shown(edge)} are decided by how the doubles round"
+        )
     cx.fail(
         "float comparison decided by rounding",
-        f"{ast.unparse(node)}: Python's answer can depend on how the doubles round (in "
-        "Python 0.1 + 0.2 == 0.3 is False), so it cannot be compiled exactly; compare with "
-        "a tolerance (abs(a - b) < 0.005), round both sides (round(x, 2)), or give the "
-        "fields fewer decimals (Annotated[float, Places(2)])",
+        f"{ast.unparse(node)}: {why}; {instead}",
         node,
     )
+
+
+def _grid_places(den: int) -> int | None:
+    """The decimals ``k`` of a grid of step ``1 / den`` (``den`` divides ``10**k``), or None."""
+    k = 0
+    while 10**k % den:
+        if k > 30:
+            return None
+        k += 1
+    return k
+
+
+def _shown(q: Fraction) -> str:
+    """A rational as the user wrote it (a float constant's repr, an int)."""
+    return str(q.numerator) if q.denominator == 1 else repr(float(q))
 
 
 def _constant(v: V) -> Fraction | None:
@@ -408,8 +512,7 @@ def truthy_float(cx: RelationCompiler, v: SFloat) -> Cond:
     if not v.rounded:
         cx.fail(
             "truth of a computed float",
-            "a computed float can be a tiny non-zero rounding error where its decimals are "
-            "0; compare it with a tolerance instead",
+            "a computed float can be a tiny non-zero rounding error where its decimals are 0",
         )
     return cast(z3.BoolRef, v.num != 0)
 
@@ -470,7 +573,11 @@ def minmax_floats(
     for present, v in values:
         x = as_float(cx, v)
         if x is None:
-            cx.fail("min/max of floats", f"{ast.unparse(node)}: a float with a non-number", node)
+            cx.fail(
+                "min/max of floats",
+                f"{ast.unparse(node)}: a float with a non-number; give min()/max() numbers",
+                node,
+            )
         if best is None:
             best, seen = x, present
             continue
@@ -508,17 +615,26 @@ def sum_floats(
         return None
     total = as_float(cx, start)
     if total is None:
-        cx.fail("sum of floats", f"{ast.unparse(node)}: a start that is not a number", node)
+        cx.fail(
+            "sum of floats",
+            f"{ast.unparse(node)}: a start that is not a number; start with 0 or 0.0",
+            node,
+        )
     n = 0
     for present, v in items:
         x = as_float(cx, v)
         if x is None:
-            cx.fail("sum of floats", f"{ast.unparse(node)}: a float with a non-number", node)
+            cx.fail(
+                "sum of floats",
+                f"{ast.unparse(node)}: a float with a non-number; sum numbers only",
+                node,
+            )
         if present is not True:
             num = cast(z3.ArithRef, mk_ite(present, x.num, 0))
             x = SFloat(num, x.den, x.mag, x.err, x.rounded, x.kind)
         kind = _kind(total, x)
-        if kind is None:
+        if kind is None:  # Python's + raises TypeError: reported with the fix
+            refuse_type_error(cx, ast.Add, total, x, node)
             cx.fail("sum of Decimals and floats", f"{ast.unparse(node)}: give them one type", node)
         if n == 0 and _zero(total):  # Python's sum starts at int 0: 0 + x is x exactly
             total = SFloat(x.num, x.den, x.mag, x.err, x.rounded, kind)
@@ -535,16 +651,16 @@ def _zero(x: SFloat) -> bool:
     return bool(z3.is_int_value(x.num)) and int(cast(z3.IntNumRef, x.num).as_long()) == 0
 
 
-def isclose_floats(
-    cx: RelationCompiler, args: list[V], kwargs: dict[str, V], node: ast.AST
-) -> Cond:
+def isclose_floats(cx: RelationCompiler, args: list[V], kwargs: dict[str, V], node: ast.AST) -> R:
     """``math.isclose(a, b, rel_tol=..., abs_tol=...)`` of floats, exactly (or refused).
 
     Python computes ``d = abs(b - a)`` and answers ``d <= rel_tol * abs(b) or d <=
     rel_tol * abs(a) or d <= abs_tol`` (``a == b`` makes ``d`` 0). The relative terms are
     at most ``rel_tol * max|a, b|`` (the default 1e-09 of values up to a million: 0.001). So
     when no possible exact ``|b - a|`` lies between ``abs_tol - err`` and that bound ``+
-    err``, the answer is ``|b - a| <= abs_tol`` on the exact values; else it is refused.
+    err``, the answer is ``|b - a| <= abs_tol`` on the exact values. When one does, and
+    smaller differences are surely close, that one is excluded (``ok`` false there), as for
+    an ordering (`order_floats`); else it is refused.
     """
     names = ("a", "b", "rel_tol", "abs_tol")
     given = dict(zip(names, args, strict=False)) | kwargs
@@ -555,7 +671,7 @@ def isclose_floats(
         cx.fail("call to math.isclose()", "rel_tol and abs_tol must be constants", node)
     rel_q, tol_q = Fraction(cast(float, rel)), Fraction(cast(float, tol))
     if rel_q < 0 or tol_q < 0:
-        return False  # ValueError: tolerances must be non-negative
+        return R(UNDEF, False)  # ValueError: tolerances must be non-negative
     x, y = as_float(cx, given["a"]), as_float(cx, given["b"])
     if x is None or y is None or _kind(x, y) != "float":
         cx.fail("call to math.isclose()", "math.isclose() of floats (not Decimals)", node)
@@ -563,15 +679,24 @@ def isclose_floats(
     relative = rel_q * max(x.mag + x.err, y.mag + y.err) * (1 + 4 * _U) + _ETA
     lo = math.floor((tol_q - d.err) * d.den)  # grid points n / den with n <= lo: surely close
     hi = math.floor((max(tol_q, relative) + d.err) * d.den) + 1  # n >= hi: surely not
-    if hi - lo > 1 and not (d.err == 0 and relative <= tol_q):
-        cx.fail(
-            "math.isclose() decided by rounding",
-            f"{ast.unparse(node)}: values can differ by about the tolerance, where rounding "
-            "decides Python's answer; give an abs_tol between two possible differences "
-            "(half a cent for cents) and rel_tol=0, or fewer decimals",
-            node,
-        )
-    return cast(z3.BoolRef, d.num * tol_q.denominator <= tol_q.numerator * d.den)
+    close = cast(z3.BoolRef, d.num * tol_q.denominator <= tol_q.numerator * d.den)
+    if hi - lo <= 1 or (d.err == 0 and relative <= tol_q):
+        return R(close)
+    if hi - lo == 2 and lo >= 0:  # one difference undecided, and smaller ones are close
+        return R(close, cast(z3.BoolRef, d.num != lo + 1))
+    places = _grid_places(d.den)
+    step = f"1e-{places}" if places is not None else f"1/{d.den}"
+    half = f"abs_tol={5 * 10.0 ** -(places + 1)!r}" if places is not None else "abs_tol"
+    cx.fail(
+        "math.isclose() decided by rounding",
+        f"{ast.unparse(node)}: the exact differences are multiples of {step}, and "
+        f"{hi - lo - 1} of them lie within the rounding error of the tolerance (up to "
+        f"{float(max(tol_q, relative)):.2g}: abs_tol, or rel_tol times the values), "
+        "where how the doubles round decides Python's answer; give rel_tol=0 and "
+        f"{half} (equal to within half a step), or an abs_tol of at least one step, or "
+        "the fields fewer decimals",
+        node,
+    )
 
 
 def truncate_float(cx: RelationCompiler, v: V, node: ast.AST) -> V | None:

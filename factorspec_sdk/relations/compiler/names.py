@@ -12,7 +12,7 @@ import ast
 import builtins
 from typing import TYPE_CHECKING, cast
 
-from factorspec_sdk.relations.checks import SUPPORTED_CALLS
+from factorspec_sdk.relations.checks import SUPPORTED_CALLS, call_refusal
 from factorspec_sdk.relations.compiler.terms import AND, Cond
 from factorspec_sdk.relations.compiler.values import UNDEF, Item, R, Scope, SFunc, SSeq, V, is_sym
 from factorspec_sdk.relations.decorator import distinct
@@ -55,7 +55,12 @@ def _e_name(cx: RelationCompiler, node: ast.Name, scope: Scope) -> R:
         return R(_wrap_const(cx, globs[node.id]))
     if hasattr(builtins, node.id):
         return R(_wrap_const(cx, getattr(builtins, node.id)))
-    cx.fail("unknown name", f"name {node.id!r} is not defined", node)
+    cx.fail(
+        "unknown name",
+        f"name {node.id!r} is not defined: a relation reads self, its context parameter, "
+        "its own local names and the module's names (constants, imports)",
+        node,
+    )
 
 
 def _wrap_const(cx: RelationCompiler, value: object) -> V:
@@ -63,10 +68,8 @@ def _wrap_const(cx: RelationCompiler, value: object) -> V:
     if name is not None:
         return SFunc(name)
     if callable(value) and not isinstance(value, type):
-        cx.fail(
-            f"call to {getattr(value, '__name__', '?')}()",
-            "relations may call only the supported builtins and distinct()",
-        )
+        name = getattr(value, "__name__", "?")
+        cx.fail(f"call to {name}()", call_refusal(name, value))
     return value
 
 

@@ -47,6 +47,7 @@ from factorspec_sdk.relations.compiler.ints import (
     eq_terms,
     order_terms,
 )
+from factorspec_sdk.relations.compiler.raises import refuse_type_error
 from factorspec_sdk.relations.compiler.terms import (
     AND,
     IMPLIES,
@@ -152,6 +153,7 @@ def _e_bin_op(cx: RelationCompiler, node: ast.BinOp, scope: Scope) -> R:
         av, oka = unwrap(a.value)
         bv, okb = unwrap(b.value)
         ok = AND(a.ok, b.ok, oka, okb)
+        refuse_type_error(cx, op, av, bv, node)
         if not is_sym(av) and not is_sym(bv):
             try:
                 return R(cast(float, av) / cast(float, bv), ok)
@@ -170,14 +172,23 @@ def _e_bin_op(cx: RelationCompiler, node: ast.BinOp, scope: Scope) -> R:
     return R(r.value, AND(a.ok, b.ok, r.ok))
 
 
-def arith(cx: RelationCompiler, op: type[ast.operator], a: V, b: V, node: ast.AST) -> R:
-    """An arithmetic operation with Python semantics."""
+def arith(
+    cx: RelationCompiler, op: type[ast.operator], a: V, b: V, node: ast.AST, *, typed: bool = True
+) -> R:
+    """An arithmetic operation with Python semantics.
+
+    ``typed``: the operands' types are known (not alternatives of a choice), so a
+    ``TypeError`` Python raises for them whatever their values is reported
+    (`raises.refuse_type_error`) instead of compiled as "violated".
+    """
     if isinstance(a, SChoice):
-        return map_choice(cx, a, lambda x: arith(cx, op, x, b, node))
+        return map_choice(cx, a, lambda x: arith(cx, op, x, b, node, typed=False))
     if isinstance(b, SChoice):
-        return map_choice(cx, b, lambda y: arith(cx, op, a, y, node))
+        return map_choice(cx, b, lambda y: arith(cx, op, a, y, node, typed=False))
     a, oka = unwrap(a)
     b, okb = unwrap(b)
+    if typed:
+        refuse_type_error(cx, op, a, b, node)
     if not is_sym(a) and not is_sym(b):
         try:
             return R(_ARITH[op](a, b), AND(oka, okb))
@@ -280,29 +291,33 @@ def eq(cx: RelationCompiler, a: V, b: V, node: ast.AST) -> Cond:
         )
     of_floats = order_floats(cx, ast.Eq, a, b, node)
     if of_floats is not None:
-        return of_floats
+        return of_floats[0]  # never narrowed: == and != are exact or refused
     of_dates = eq_dates(a, b)
     if of_dates is not None:
         return of_dates
     if isinstance(b, SCode) and not isinstance(a, SCode):
         a, b = b, a
     if isinstance(a, SCode):
-        return eq_code(cx, a, b)
+        return eq_code(cx, a, b, node)
     if a is None or b is None or a is UNDEF or b is UNDEF:
         return False
     return eq_terms(a, b)
 
 
-def order(cx: RelationCompiler, op: ast.cmpop, a: V, b: V, node: ast.AST) -> tuple[Cond, Cond]:
-    """``<``, ``<=``, ``>``, ``>=``: (result, ok)."""
+def order(
+    cx: RelationCompiler, op: ast.cmpop, a: V, b: V, node: ast.AST, *, typed: bool = True
+) -> tuple[Cond, Cond]:
+    """``<``, ``<=``, ``>``, ``>=``: (result, ok); ``typed`` as for `arith`."""
     if isinstance(a, SChoice) or isinstance(b, SChoice):
         if isinstance(a, SChoice):
-            pairs = [(c, order(cx, op, x, b, node)) for c, x in a.alts]
+            pairs = [(c, order(cx, op, x, b, node, typed=False)) for c, x in a.alts]
         else:
-            pairs = [(c, order(cx, op, a, y, node)) for c, y in cast(SChoice, b).alts]
+            pairs = [(c, order(cx, op, a, y, node, typed=False)) for c, y in cast(SChoice, b).alts]
         return _choice_pair(pairs)
     a, oka = unwrap(a)
     b, okb = unwrap(b)
+    if typed:
+        refuse_type_error(cx, type(op), a, b, node)
     if not is_sym(a) and not is_sym(b):
         try:
             return bool(ORDER_OPS[type(op)](a, b)), AND(oka, okb)
@@ -310,7 +325,7 @@ def order(cx: RelationCompiler, op: ast.cmpop, a: V, b: V, node: ast.AST) -> tup
             return False, False
     of_floats = order_floats(cx, type(op), a, b, node)
     if of_floats is not None:
-        return of_floats, AND(oka, okb)
+        return of_floats[0], AND(oka, okb, of_floats[1])
     of_dates = order_dates(op, a, b)
     if of_dates is not None:
         return of_dates[0], AND(oka, okb, of_dates[1])
@@ -358,6 +373,8 @@ def contains(cx: RelationCompiler, container: V, x: V, node: ast.AST) -> tuple[C
                 found = OR(found, AND(it.present, eq(cx, it.value, x, node)))
             return found, ok
         return OR(*(AND(it.present, eq(cx, it.value, x, node)) for it in container.items)), True
+    if isinstance(container, SCode) and container.strs and container.enum_type is None:
+        cx.fail("substring test on a field", "`text in field` tests a substring", node)
     if isinstance(container, (SCode, z3.ExprRef, SObj)):
         cx.fail("membership in a field value", "`in` needs a collection", node)
     if isinstance(container, tuple) and is_sym(container):

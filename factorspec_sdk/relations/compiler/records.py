@@ -103,8 +103,17 @@ class VarRecord:
 
 @dataclass(frozen=True, slots=True)
 class CompiledRelation:
-    """A relation lowered to Z3: ``formula`` holds iff the relation holds."""
+    """A relation lowered to Z3: ``formula`` holds iff the relation holds.
+
+    ``applies``: the relation is evaluated (a nested model's object exists); ``defined``:
+    evaluating it raises no exception. Where the spec is unsatisfiable, a relation with
+    ``applies and defined`` unsatisfiable within the schema's bounds raises on every record
+    (`factorspec_sdk.relations.sample.raises_everywhere`), which is said instead of an unsat
+    core.
+    """
 
     info: RelationInfo
     formula: z3.BoolRef
     variables: frozenset[str]
+    applies: z3.BoolRef
+    defined: z3.BoolRef

@@ -205,7 +205,7 @@ def slice_of(cx: RelationCompiler, seq: V, lo: V, hi: V, step: V, node: ast.AST)
     if seq.lazy:
         cx.fail("slicing a generator", "generators cannot be sliced", node)
     if not seq.contiguous:
-        cx.fail("slicing a filtered list", "slice the list before filtering it", node)
+        cx.fail("slicing a filtered list", "a filtered list cannot be sliced", node)
     for b in (lo, hi):
         if b is not None and (isinstance(b, bool) or not isinstance(b, int)):
             return R(UNDEF, False)

@@ -29,14 +29,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from pydantic import BaseModel
 
-from cli.loading import (
+from factorspec_sdk import __version__
+from factorspec_sdk.cli.loading import (
     UsageProblem,
     coerce_context,
     load_context,
     load_model,
     read_prompt,
 )
-from factorspec_sdk import __version__
 from factorspec_sdk.errors import (
     ContextError,
     EngineError,
@@ -149,8 +149,8 @@ TargetArg = Annotated[
     str,
     typer.Argument(
         metavar="MODULE:MODEL",
-        help="The Pydantic model: a file path (examples/itinerary.py:Itinerary) or a dotted "
-        "module (examples.itinerary:Itinerary).",
+        help="The Pydantic model: a dotted module (factorspec_sdk.domains.trip:Itinerary) or "
+        "a file path (models.py:Invoice).",
         show_default=False,
     ),
 ]
@@ -162,7 +162,7 @@ ContextOpt = Annotated[
         metavar="FILE|MODULE:ATTR",
         help="The per-request context: a JSON file (- for stdin), validated into the type "
         "the relations annotate their context with, or a Python attribute "
-        "(examples/itinerary.py:SAMPLE_CONTEXT).",
+        "(factorspec_sdk.domains.trip:SAMPLE_CONTEXT).",
         show_default=False,
     ),
 ]
@@ -253,7 +253,8 @@ def generate(
         typer.Option(
             "--explain",
             help="After the record, print on stderr where each part came from: the model, "
-            "the relations or the schema (coloured), and a table of its values.",
+            "the relations or the schema (coloured), a table of its values, and where the "
+            "call's time went.",
         ),
     ] = False,
 ) -> None:
@@ -352,6 +353,14 @@ def _explain(console: Console, result: GenerationResult[BaseModel]) -> None:
         )
     console.print(table)
     console.print(f"provenance: {prov.summary()}")
+    stats = result.stats
+    times = Table("part of the wall", "seconds", "share")
+    for name, seconds in stats.parts().items():
+        if seconds or name == "other_seconds":
+            share = seconds / stats.wall_seconds if stats.wall_seconds else 0.0
+            times.add_row(name, f"{seconds:.3f}", f"{share:.0%}")
+    times.add_row("wall_seconds", f"{stats.wall_seconds:.3f}", "100%", style="bold")
+    console.print(times)
 
 
 @app.command()
@@ -398,7 +407,7 @@ def serve(
         typer.Option(
             min=0.1,
             metavar="SECONDS",
-            help="Longest time one generation may take, then finish_reason length "
+            help="Longest time one record may take, then a 422 timeout_reached "
             "(default 300; a request's factorspec.timeout_s overrides it).",
             show_default=False,
         ),
@@ -468,7 +477,7 @@ def _mount_bench() -> None:
     import importlib
 
     try:
-        bench_app = importlib.import_module("cli.bench").bench_app
+        bench_app = importlib.import_module("factorspec_sdk.cli.bench").bench_app
     except (ImportError, AttributeError) as exc:  # keep the rest of the CLI usable
         message = f"the bench commands are not available: {exc}"
 
@@ -494,7 +503,7 @@ def main() -> None:
     """Entry point of the ``factorspec`` console script.
 
     Like ``python -m``, the working directory goes first on ``sys.path``, so that
-    ``MODULE:Model`` arguments (``examples.itinerary:Itinerary``) resolve from a checkout.
+    ``MODULE:Model`` arguments (``models:Invoice``) resolve from the folder you are in.
     """
     import os
     import sys

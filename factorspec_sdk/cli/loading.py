@@ -88,8 +88,8 @@ def _import_file(ref: str, param: str) -> types.ModuleType:
     resolved = path.resolve()
     dotted = _dotted_name_under_cwd(resolved)
     if dotted is not None:
-        # Import as a package module so that `examples/itinerary.py` and
-        # `examples.itinerary` are one module (same classes, same sample context).
+        # Import as a package module so that `pkg/models.py` and `pkg.models` are one
+        # module (same classes, same sample context).
         module = _import_dotted(dotted, param)
         file = getattr(module, "__file__", None)
         if file is not None and Path(file).resolve() == resolved:
@@ -120,8 +120,8 @@ def _import_file(ref: str, param: str) -> types.ModuleType:
 def load_attribute(target: str, param: str) -> object:
     """The object named by ``MODULE:ATTR``.
 
-    ``MODULE`` is a file path (``examples/itinerary.py``) or a dotted module name
-    (``examples.itinerary``, found from the working directory as with ``python -m``).
+    ``MODULE`` is a file path (``models.py``) or a dotted module name
+    (``factorspec_sdk.domains.trip``, found from the working directory as with ``python -m``).
 
     Raises:
         UsageProblem: the reference is malformed or does not resolve.
@@ -131,7 +131,8 @@ def load_attribute(target: str, param: str) -> object:
     module_ref, sep, attr = target.rpartition(":")
     if not sep or not module_ref or not attr:
         raise UsageProblem(
-            f"expected MODULE:ATTR (e.g. examples/itinerary.py:Itinerary), got {target!r}", param
+            f"expected MODULE:ATTR (e.g. factorspec_sdk.domains.trip:Itinerary), got {target!r}",
+            param,
         )
     if _looks_like_path(module_ref):
         module = _import_file(module_ref, param)
