@@ -177,7 +177,7 @@ def plan_tools(req: ChatRequest, limits: IRLimits) -> ToolPlan:
         fn = tool.function
         params = fn.parameters if fn.parameters is not None else _NO_ARGUMENTS
         where = f"tools[{j}].function.parameters"
-        carried = tool_extension(params, where)
+        carried = tool_extension(params, fn.name, where)
         if carried is None:
             validators[fn.name] = json_schema_validator(params, check_schema=False)
         functions.append(_function(fn.name, params, carried, where, limits))

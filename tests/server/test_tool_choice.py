@@ -20,10 +20,12 @@ import openai  # noqa: TID253
 import pytest
 from pydantic import BaseModel, Field
 
+from factorspec_sdk import plain_json_schema
 from factorspec_sdk.engines.scripted import ScriptedEngine
-from factorspec_sdk.ir import IRLimits
+from factorspec_sdk.ir import IRCompiler, IRLimits
 from factorspec_sdk.server import create_app
 from factorspec_sdk.server.protocol import DEFAULT_TOOL_CALLS, ChatRequest
+from factorspec_sdk.server.specs import prepare
 from factorspec_sdk.server.tool_calls import MESSAGE_MAX_CHARS, plan_tools
 from factorspec_sdk.tools import function_tool
 from tests.helpers import tiny_tokenizer
@@ -157,7 +159,7 @@ def test_a_message_answer_is_prompted_with_no_sentence_to_repeat() -> None:
         {
             "name": "Hours",
             "description": Hours.__doc__,
-            "parameters": Hours.model_json_schema(),  # the IR is for the server, not the model
+            "parameters": plain_json_schema(Hours),  # the IR is for the server, not the model
         },
     ]
     assert plan("auto", tools).system == "Functions:\n" + json.dumps(listed)
