@@ -275,7 +275,10 @@ async def _prepare_tools(
     ext = extension(req.factorspec, None)
     messages: list[ChatMessage] = [{"role": "system", "content": plan.system}]
     messages += _messages(req)
-    if ext.schema_in_prompt:
+    # the functions in the system text describe the answer; the record hint ("Answer with
+    # JSON of this form: ...", on by default for a record) would describe the calls record's
+    # wrapper, and a model under "auto" copied it into its message: only when asked for
+    if ext.schema_in_prompt and "schema_in_prompt" in ext.model_fields_set:
         messages = with_schema_hint(messages, spec.layout)
     return Prepared(
         request=req,

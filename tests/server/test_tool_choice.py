@@ -9,8 +9,10 @@ tokens, eight calls of which seven were junk).
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Iterator, Sequence
+import re
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import instructor
@@ -167,10 +169,49 @@ def test_a_message_answer_is_prompted_with_no_sentence_to_repeat() -> None:
     assert "x-factorspec" not in required and json.dumps(listed) in required
 
 
+def prompt_of(body: dict[str, Any]) -> str:
+    """The prompt text the server gives the engine for a chat request."""
+    engine = acting_engine()
+    prepared = asyncio.run(
+        prepare(
+            {"model": MODEL, "messages": [{"role": "user", "content": "hi"}], **body},
+            "chat",
+            model_name=MODEL,
+            vocab_size=engine.tokenizer.vocab_size,
+            limits=IRLimits(),
+            solver_timeout_ms=None,
+            default_max_tokens=100,
+            request_timeout_s=30.0,
+            compiler=IRCompiler(),
+        )
+    )
+    return engine.tokenizer.decode(prepared.prompt(engine)).decode()
+
+
+def test_a_tools_request_gets_no_record_hint_unless_it_asks() -> None:
+    """SmolLM2 answered "This is a JSON of this form. ..." to the hint of the calls record."""
+    for choice in ("required", "auto", NAMED):
+        prompt = prompt_of({"tools": TOOLS, "tool_choice": choice})
+        assert "clock" in prompt and "Answer with JSON" not in prompt, prompt
+    asked = {"tools": TOOLS, "factorspec": {"schema_in_prompt": True}}
+    assert "Answer with JSON" in prompt_of(asked)
+    # a record still gets it by default, as Client.generate does
+    schema = {"type": "json_schema", "json_schema": {"name": "Clock", "schema": CLOCK}}
+    assert "Answer with JSON" in prompt_of({"response_format": schema})
+
+
 @pytest.mark.model
 def test_smollm2_answers_a_message_in_its_own_words(embedded_engine: EmbeddedEngine) -> None:
-    """Under the old system text SmolLM2 answered this with ``"You can call these functions: "``."""
-    ours = ("You can call these functions", "Call one", "answer with a message", "Functions:")
+    """SmolLM2 answered this with ``"You can call these functions: "`` (the old system text),
+    then with ``"The response is a JSON object that contains ..."`` (the record hint, "Answer
+    with JSON of this form", appended to a tools request)."""
+    ours = (
+        "You can call these functions",
+        "Call one",
+        "answer with a message",
+        "Functions:",
+        "JSON",
+    )
     tools: Any = [function_tool(Hours)]
     with running(create_app(embedded_engine, model_name=MODEL)) as base:
         client = openai.OpenAI(base_url=base + "/v1", api_key="none", max_retries=0)
