@@ -53,6 +53,7 @@ def _export(model: type[BaseModel]) -> dict[str, Any]:
         reading = [r.qualname for r in relations_of(model) if r.takes_context]
         if not reading:  # a nested model's relations read it (the error says which)
             return unexported(model, str(exc))
-        return unexported(model, f"{', '.join(reading)} read a per-request context")
+        verb = "reads" if len(reading) == 1 else "read"
+        return unexported(model, f"{', '.join(reading)} {verb} a per-request context")
     except Exception as exc:  # never raise from model_json_schema: the marker says why
         return unexported(model, f"they do not compile: {type(exc).__name__}: {exc}")
