@@ -5,15 +5,21 @@ The token budget (`factorspec_sdk.tokens.budget`) finishes a grammar value by a 
 masks allow, token by token. This module holds what the walk and the budget need to know of a
 value's JSON Schema, without llguidance:
 
-- `closing_bytes`: the most bytes the walk writes to finish a value of a schema from *any*
-  prefix of it. The budget adds it to the longest rest of the record (`ceiling`, the roomy
-  checks), so it must hold for every prefix llguidance allows. It is derived from the
-  schema's structure: an object closes its open value and writes at most each of its
-  remaining properties once, an array its missing items, a string the shortest completion
-  of its pattern (`pattern_bound`), a number the digits its range needs (`_number_bound`).
-  A value of unbounded nesting (``{}``, an untyped array or object, a recursive ``$ref``),
-  ``not``, an ``allOf`` that does not merge, or a pattern Python cannot read has no bound:
-  ``None``.
+- `closing_bound`: how many bytes the walk writes to finish a value of a schema from *any*
+  prefix of it, and from its start (`ClosingBound`). The budget adds it to the longest rest of
+  the record (`ceiling`, the roomy checks), so it must hold for every prefix llguidance
+  allows. It is derived from the schema's structure: an object closes its open value and
+  writes at most each of its remaining properties once, an array its missing items, a string
+  the shortest completion of its pattern (`pattern_bound`), a number the digits its range
+  needs (`_number_bound`). For a value of bounded nesting it is one number (`closing_bytes`).
+  A value of unbounded nesting (``{}``, an untyped array or object, a recursive ``$ref``)
+  has no such number, since a prefix may open any number of arrays and objects; but from a
+  prefix with ``d`` of them open the walk closes each with at most one container's rest
+  (``per_level``) after finishing what is under way (``base``), so its bound is
+  ``base + per_level * d`` (`ClosingBound.at`). ``not``, ``if``, an ``allOf`` that does not
+  merge, a string with two regexes (a pattern and a format) or a pattern Python's ``re``
+  cannot read, and a recursion with no short way out (every branch of it must nest again)
+  have no bound: ``None``.
 - `closing_guides`: for the walk, the completions of the strings and numbers the schemas
   hold. Inside a string the walk asks every string guide (a pattern, a format, a length, a
   property name, an enumerated string) for the shortest completion of what is written, and
@@ -46,13 +52,17 @@ from factorspec_sdk.relations.layout import GRAMMAR_OPTIONS, GrammarLayout
 
 __all__ = [
     "COMPLETION_CHARS",
+    "LITERALS",
     "LLGUIDANCE_FORMATS",
+    "ClosingBound",
     "ClosingGuides",
     "NumberGuide",
     "StringGuide",
+    "closing_bound",
     "closing_bytes",
     "closing_guides",
     "number_completion",
+    "opening_bytes",
     "pattern_bound",
 ]
 
@@ -145,17 +155,15 @@ _KEY = len(GRAMMAR_OPTIONS["key_separator"])
 _ITEM = len(GRAMMAR_OPTIONS["item_separator"])
 _ANNOTATIONS = frozenset(
     {"title", "description", "default", "examples", "$comment", "deprecated", "readOnly",
-     "writeOnly", "$schema", "$id", "x-guidance"}
+     "writeOnly", "$schema", "$id", "$anchor", "$defs", "definitions", "x-guidance"}
 )  # fmt: skip
 _STRING_KEYS = frozenset({"pattern", "format", "minLength", "maxLength"})
 _NUMBER_KEYS = frozenset(
     {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"}
 )
-_OBJECT_KEYS = frozenset(
-    {"properties", "required", "additionalProperties", "patternProperties", "minProperties",
-     "maxProperties"}
-)  # fmt: skip
-_ARRAY_KEYS = frozenset({"items", "prefixItems", "minItems", "maxItems"})
+_TYPES = ("null", "boolean", "number", "string", "array", "object")
+"""The types a schema without ``type`` allows (llguidance's ``TYPES``; ``number`` holds the
+integers)."""
 
 
 # ---------------------------------------------------------------------- the bound
@@ -248,8 +256,11 @@ class _Bound:
             if not kind:
                 raise _Unbounded
             return max(self.of({**s, "type": k}, refs) for k in kind)
-        if kind is None:
-            kind = _implied_type(s)
+        if kind is None:  # every type, each with the keywords that apply to it (llguidance's
+            # reading): the array and object of them nest without end unless constrained
+            if not s:
+                raise _Unbounded
+            return max(self.of({**s, "type": k}, refs) for k in _TYPES)
         if kind in ("number", "integer"):
             return _number_bound(s)
         if kind == "boolean":
@@ -306,18 +317,305 @@ class _Bound:
         return total
 
 
-def _implied_type(s: Mapping[str, object]) -> str | None:
-    """The type a schema without ``type`` constrains by its keywords alone (None: any)."""
-    keys = set(s)
-    for kind, names in (
-        ("string", _STRING_KEYS),
-        ("number", _NUMBER_KEYS),
-        ("object", _OBJECT_KEYS),
-        ("array", _ARRAY_KEYS),
-    ):
-        if keys and keys <= names:
-            return kind
-    return None
+# ---------------------------------------------------------------------- unbounded nesting
+
+
+LITERALS: tuple[str, ...] = ("0", '""', "[]", "{}", "null", "true", "false")
+"""The whole values the closing walk tries, in this order, where a value starts and nothing is
+forced (`factorspec_sdk.tokens.grammar.GrammarSegment.closing`): the shortest value of each
+JSON type. It writes the first llguidance takes as a complete value, so a value that may be
+``null``, ``[]`` or ``{}`` never nests further."""
+
+_LITERAL_MOST = max(len(t) for t in LITERALS)
+
+
+@dataclass(frozen=True, slots=True)
+class ClosingBound:
+    """How many bytes the closing walk writes to finish a value of one schema.
+
+    From a prefix of the value with ``depth`` arrays and objects open (outside strings), the
+    walk writes at most ``at(depth)`` bytes; from the value's start (nothing written) at most
+    ``start``.
+
+    Attributes:
+        start: most bytes from the value's start.
+        base: most bytes to finish what is under way in the innermost open container (a
+            string, a number, a key and its value, the next item) or a value of no container.
+        per_level: most bytes the walk writes in one open container once its open value is
+            finished (its missing properties or items, its closing bracket); 0 for a value of
+            bounded nesting, whose ``base`` holds from every prefix.
+    """
+
+    start: int
+    base: int
+    per_level: int = 0
+
+    def at(self, depth: int) -> int:
+        """Most bytes the walk writes from a prefix with ``depth`` containers open."""
+        return self.base + self.per_level * depth
+
+
+def closing_bound(node: GrammarLayout) -> ClosingBound | None:
+    """The closing walk's bound for a value of ``node`` (see the module), or None.
+
+    A value of bounded nesting: `closing_bytes` from every prefix. Otherwise (``{}``, an
+    untyped array or object, a recursive ``$ref``) one bound per schema node the value's
+    text can reach, the largest of each kind taken:
+
+    - ``start``: from a value's start, the walk writes one of `LITERALS` where the schema
+      takes one (at most 5 bytes), else the value's shortest shape: an object's braces and
+      each of its properties once (key, separators, the property's ``start``), the entries
+      ``minProperties`` asks for; an array's ``minItems`` items; a string's or number's
+      bound as in `closing_bytes`. A shape that needs itself (a recursion with no literal
+      way out) has none.
+    - ``per_level``: an object's or array's ``start`` (what it may still write after its
+      open value: the properties or items it lacks, its closing bracket);
+    - ``base``: what the innermost open container's pending entry may take (the rest of a
+      key, the separator and a value's ``start``; or the separator and an item's ``start``),
+      a string's, number's, enum's or literal's bound, and the value's own ``start``.
+
+    From a prefix with ``d`` containers open the walk finishes what is under way in the
+    innermost one (``base``), then each container's rest (``per_level`` each): each step
+    of it is llguidance's forced text, a guide's completion or a literal, as in the walk.
+    """
+    return _closing_bound(node.schema)
+
+
+def opening_bytes(node: GrammarLayout) -> int | None:
+    """Most bytes the closing walk writes for a value of ``node`` from its start, or None.
+
+    What the writer counts for a grammar value not yet begun (`Writer.longest_rest_bytes`):
+    finite for a value of unbounded nesting too.
+    """
+    bound = closing_bound(node)
+    return None if bound is None else bound.start
+
+
+@lru_cache(maxsize=1024)
+def _closing_bound(schema: str) -> ClosingBound | None:
+    bounded = _closing_bytes(schema)
+    if bounded is not None:
+        return ClosingBound(bounded, bounded)
+    root = json.loads(schema)
+    try:
+        return _Nested(root).bound()
+    except (_Unbounded, RecursionError):
+        return None
+
+
+class _Nested:
+    """The `ClosingBound` of a schema of unbounded nesting (see `closing_bound`)."""
+
+    def __init__(self, root: object) -> None:
+        self.root = root
+        self._starts: dict[str, int] = {}
+        self._busy: set[str] = set()
+
+    def bound(self) -> ClosingBound:
+        start = self.start(self.root)
+        base, per_level = start, 0
+        seen: set[str] = set()
+        todo: list[object] = [self.root]
+        while todo:
+            for node in self.branches(todo.pop()):
+                key = _canon(node)
+                if key in seen:
+                    continue
+                seen.add(key)
+                kind = node.get("type")
+                if "enum" in node or "const" in node or kind not in ("object", "array"):
+                    base = max(base, self.shape(node))
+                    continue
+                children = _children(node)
+                todo.extend(children)
+                per_level = max(per_level, self.shape(node))
+                value = max((self.start(c) for c in children), default=0)
+                if kind == "array":
+                    base = max(base, _ITEM + value)
+                else:
+                    base = max(base, _key_bound(node) + STRING_SLACK + _KEY + value)
+        return ClosingBound(start, base, per_level)
+
+    def start(self, s: object) -> int:
+        """Most bytes the walk writes for a value of ``s`` from its start."""
+        key = _canon(s)
+        hit = self._starts.get(key)
+        if hit is not None:
+            return hit
+        if key in self._busy:
+            raise _Unbounded  # its shortest shape holds itself: no way out
+        self._busy.add(key)
+        try:
+            nodes = self.branches(s)
+            if not nodes:
+                raise _Unbounded  # nothing satisfies it
+            if any(_takes_literal(n) for n in nodes):
+                most = _LITERAL_MOST  # the walk writes a literal: some branch takes one
+            else:
+                most = max(_LITERAL_MOST, *(self.shape(n) for n in nodes))
+        finally:
+            self._busy.discard(key)
+        self._starts[key] = most
+        return most
+
+    def shape(self, node: dict[str, Any]) -> int:
+        """Most bytes of a concrete node's shortest shape (no literal: see `closing_bound`)."""
+        if "enum" in node or "const" in node:
+            values = node["enum"] if "enum" in node else [node["const"]]
+            if not isinstance(values, list) or not values:
+                raise _Unbounded
+            return max(len(_json_text(v).encode("utf-8")) for v in values)
+        kind = node.get("type")
+        if kind == "object":
+            total = 2
+            for key, sub in _properties(node).items():
+                total += len(_json_text(key).encode("utf-8")) + _KEY + _ITEM + self.start(sub)
+            extra = _extras(node)
+            if extra:
+                value = max(self.start(sub) for _, sub in extra)
+                most = max(k for k, _ in extra)
+                total += int(node.get("minProperties", 0)) * (
+                    most + STRING_SLACK + _KEY + _ITEM + value
+                )
+            return total
+        if kind == "array":
+            prefix = node.get("prefixItems", [])
+            items = node.get("items", True)
+            total = 2
+            for k in range(int(node.get("minItems", 0))):
+                item = prefix[k] if k < len(prefix) else items
+                if item is False:
+                    raise _Unbounded
+                total += self.start(item) + _ITEM
+            return total
+        if kind in ("number", "integer"):
+            return _number_bound(node)
+        if kind == "string":
+            return _string_bound(node)
+        if kind == "boolean":
+            return 5
+        if kind == "null":
+            return 4
+        raise _Unbounded
+
+    def branches(self, s: object, refs: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+        """The concrete schemas a value of ``s`` may follow (llguidance's reading).
+
+        ``$ref`` and ``allOf`` merged in, ``anyOf`` / ``oneOf`` and lists of types split, a
+        schema without ``type`` split into every type; each has one ``type``, or ``enum`` /
+        ``const``.
+        """
+        if s is True:
+            s = {}
+        if s is False:
+            return []
+        if not isinstance(s, dict):
+            raise _Unbounded
+        s = {k: v for k, v in s.items() if k not in _ANNOTATIONS}
+        if "$ref" in s:
+            ref = s.pop("$ref")
+            if not isinstance(ref, str) or ref in refs:
+                raise _Unbounded  # a reference to itself with nothing in between
+            target = _resolve(self.root, ref)
+            return self.branches(_merge(s, target) if s else target, (*refs, ref))
+        if "allOf" in s:
+            parts = s.pop("allOf")
+            for p in parts if isinstance(parts, list) else []:
+                s = _merge(s, p)
+            return self.branches(s, refs)
+        for union in ("anyOf", "oneOf"):
+            if union in s:
+                parts = s.pop(union)
+                if not isinstance(parts, list) or not parts:
+                    raise _Unbounded
+                return [b for p in parts for b in self.branches(_merge(s, p) if s else p, refs)]
+        if "not" in s or "if" in s:
+            raise _Unbounded
+        if "enum" in s or "const" in s:
+            return [s]
+        kind = s.get("type")
+        if kind is None or isinstance(kind, list):
+            kinds = _TYPES if kind is None else kind
+            if not kinds:
+                raise _Unbounded
+            return [b for k in kinds for b in self.branches({**s, "type": k}, refs)]
+        return [s]
+
+
+def _canon(s: object) -> str:
+    return json.dumps(s, sort_keys=True)
+
+
+def _properties(node: Mapping[str, Any]) -> dict[str, Any]:
+    props = node.get("properties", {})
+    if not isinstance(props, dict):
+        raise _Unbounded
+    return props
+
+
+def _extras(node: Mapping[str, Any]) -> list[tuple[int, object]]:
+    """An object's entries beyond its properties: (most bytes of the key's rest, schema)."""
+    out: list[tuple[int, object]] = []
+    additional = node.get("additionalProperties", True)
+    if additional is not False:
+        out.append((0, additional))
+    for pattern, sub in (node.get("patternProperties") or {}).items():
+        key = pattern_bound(pattern, 0, None)
+        if key is None:
+            raise _Unbounded
+        out.append((key, sub))
+    return out
+
+
+def _key_bound(node: Mapping[str, Any]) -> int:
+    """Most bytes of a key of an object node, its quotes left to `STRING_SLACK`."""
+    names = [len(_json_text(k).encode("utf-8")) for k in _properties(node)]
+    return max([*names, *(k for k, _ in _extras(node))], default=0)
+
+
+def _children(node: Mapping[str, Any]) -> list[object]:
+    """The schemas of an object's or array's entries."""
+    if node.get("type") == "object":
+        return [*_properties(node).values(), *(sub for _, sub in _extras(node))]
+    prefix = node.get("prefixItems", [])
+    if not isinstance(prefix, list):
+        raise _Unbounded
+    items = node.get("items", True)
+    return [*prefix, *([] if items is False else [items])]
+
+
+_JSON_TYPES: dict[type, tuple[str, ...]] = {
+    type(None): ("null",),
+    bool: ("boolean",),
+    int: ("integer", "number"),
+    float: ("number",),
+    str: ("string",),
+    list: ("array",),
+    dict: ("object",),
+}
+
+
+def _takes_literal(node: Mapping[str, Any]) -> bool:
+    """Whether llguidance surely takes one of `LITERALS` as a whole value of ``node``."""
+    if "enum" in node or "const" in node:
+        values = node["enum"] if "enum" in node else [node["const"]]
+        kind = node.get("type")
+        return isinstance(values, list) and any(
+            _json_text(v) in LITERALS and (kind is None or kind in _JSON_TYPES[type(v)])
+            for v in values
+        )
+    kind = node.get("type")
+    if kind in ("null", "boolean"):
+        return True
+    if kind in ("number", "integer"):
+        return _in_range(Fraction(0), _number_guide(node, integer=kind == "integer"))
+    if kind == "string":
+        return not {"pattern", "format"} & set(node) and int(node.get("minLength", 0)) <= 0
+    if kind == "array":
+        return int(node.get("minItems", 0)) <= 0
+    if kind == "object":
+        return not node.get("required") and int(node.get("minProperties", 0)) <= 0
+    return False
 
 
 def _resolve(root: object, ref: str) -> dict[str, Any]:
