@@ -425,3 +425,27 @@ def test_a_deep_response_format_record_ends_at_a_fixed_budget(favourite: str) ->
     text, used = decode(nested_ir_planner(), 80, favourite)
     assert used <= 80
     json_schema_validator(NESTED_SCHEMA).validate(json.loads(text))
+
+
+TYPELESS_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "x": {"anyOf": [{"minLength": 3}, {"type": "integer"}]},
+        "n": {"type": "integer", "minimum": 0, "maximum": 9},
+    },
+    "required": ["x", "n"],
+    "additionalProperties": False,
+}
+"""A sub-schema without ``type``: ``minLength`` binds strings only, so it takes any value."""
+
+
+@pytest.mark.parametrize("budget", [40, 60, 100])
+def test_a_schema_without_type_is_every_type(budget: int) -> None:
+    """llguidance reads ``{"minLength": 3}`` as every type (arrays of anything too); a bound
+    that took it for a string let a model nest while the budget looked roomy, and the record
+    was stranded ("no token is allowed at this position")."""
+    p = Planner(Writer(spec_from_ir(ir_from_json_schema(TYPELESS_SCHEMA))), tiny_tokenizer())
+    assert p.bound.nested
+    text, used = decode(p, budget, "[")
+    assert used <= budget
+    json_schema_validator(TYPELESS_SCHEMA).validate(json.loads(text))
