@@ -41,12 +41,12 @@ import json
 import math
 import re
 from collections import deque
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypeVar
 
 from factorspec_sdk.relations.layout import GRAMMAR_OPTIONS, GrammarLayout
 
@@ -208,6 +208,10 @@ class _Unbounded(Exception):
     pass
 
 
+class _Unsatisfiable(_Unbounded):
+    """No value satisfies the schema: a branch of a union that llguidance drops."""
+
+
 class _Bound:
     def __init__(self, root: object) -> None:
         self.root = root
@@ -215,6 +219,8 @@ class _Bound:
     def of(self, s: object, refs: tuple[str, ...]) -> int:
         if s is True:
             raise _Unbounded
+        if s is False:
+            raise _Unsatisfiable
         if not isinstance(s, dict):
             raise _Unbounded
         s = {k: v for k, v in s.items() if k not in _ANNOTATIONS}
@@ -243,7 +249,7 @@ class _Bound:
                 parts = s.pop(union)
                 if not isinstance(parts, list) or not parts:
                     raise _Unbounded
-                return max(self.of(_merge(s, p) if s else p, refs) for p in parts)
+                return max(_satisfiable(lambda p: self.of(_merge(s, p) if s else p, refs), parts))
         if "not" in s or "if" in s:
             raise _Unbounded
         if "enum" in s or "const" in s:
@@ -254,7 +260,7 @@ class _Bound:
         kind = s.get("type")
         if isinstance(kind, list):
             if not kind:
-                raise _Unbounded
+                raise _Unsatisfiable
             return max(self.of({**s, "type": k}, refs) for k in kind)
         if kind is None:  # every type, each with the keywords that apply to it (llguidance's
             # reading): the array and object of them nest without end unless constrained
@@ -528,7 +534,8 @@ class _Nested:
                 parts = s.pop(union)
                 if not isinstance(parts, list) or not parts:
                     raise _Unbounded
-                return [b for p in parts for b in self.branches(_merge(s, p) if s else p, refs)]
+                found = _satisfiable(lambda p: self.branches(_merge(s, p) if s else p, refs), parts)
+                return [b for branch in found for b in branch]
         if "not" in s or "if" in s:
             raise _Unbounded
         if "enum" in s or "const" in s:
@@ -536,8 +543,6 @@ class _Nested:
         kind = s.get("type")
         if kind is None or isinstance(kind, list):
             kinds = _TYPES if kind is None else kind
-            if not kinds:
-                raise _Unbounded
             return [b for k in kinds for b in self.branches({**s, "type": k}, refs)]
         return [s]
 
@@ -638,7 +643,16 @@ def _resolve(root: object, ref: str) -> dict[str, Any]:
 
 
 def _merge(a: dict[str, Any], b: object) -> dict[str, Any]:
-    """Two schemas' keywords as one (``allOf``, ``anyOf`` siblings); `_Unbounded` on a clash."""
+    """Two schemas' keywords as one (``allOf``, ``anyOf`` siblings), as llguidance intersects.
+
+    Bounds and ``required`` combine; sub-schemas that differ (``items``, a property's,
+    ``additionalProperties``) become an ``allOf`` of both, merged where they are read; two
+    ``anyOf`` become one of every pair; patterns and formats add up (a string matches them
+    all: `_string_regexes`); enumerations keep their common values; ``multipleOf`` takes the
+    least common multiple. A property one side names and the other does not is also the
+    other side's extra property (its ``patternProperties`` or ``additionalProperties``).
+    `_Unbounded` on what does not combine (two ``const``, ``not``).
+    """
     if b is True:
         return dict(a)
     if not isinstance(b, dict):
@@ -655,16 +669,118 @@ def _merge(a: dict[str, Any], b: object) -> dict[str, Any]:
             out[k] = min(w, v)
         elif k == "required":
             out[k] = list(dict.fromkeys([*w, *v]))
-        elif k == "properties" and isinstance(w, dict) and isinstance(v, dict):
-            out[k] = {**w, **{n: _merge(w[n], x) if n in w else x for n, x in v.items()}}
+        elif k in ("properties", "patternProperties") and isinstance(w, dict):
+            if not isinstance(v, dict):
+                raise _Unbounded
+            out[k] = {**w, **{n: _both(w[n], x) if n in w else x for n, x in v.items()}}
+        elif k in ("items", "additionalProperties"):
+            out[k] = _both(w, v)
+        elif k == "prefixItems" and isinstance(w, list) and isinstance(v, list):
+            mine, theirs = a.get("items", True), b.get("items", True)
+            out[k] = [
+                _both(w[i] if i < len(w) else mine, v[i] if i < len(v) else theirs)
+                for i in range(max(len(w), len(v)))
+            ]
         elif k == "type":
             mine = set(w if isinstance(w, list) else [w])
             theirs = set(v if isinstance(v, list) else [v])
-            both = sorted(mine & theirs | ({"integer"} if "integer" in mine | theirs else set()))
-            out[k] = both if len(both) != 1 else both[0]
+            both = mine & theirs
+            if {"integer", "number"} <= mine | theirs and "integer" in mine ^ theirs:
+                both.add("integer")  # an integer is a number
+            if not both:
+                raise _Unsatisfiable
+            out[k] = sorted(both) if len(both) != 1 else both.pop()
+        elif k in ("pattern", "format"):
+            out[k] = list(dict.fromkeys([*_listed(w), *_listed(v)]))
+        elif k in ("anyOf", "oneOf") and isinstance(w, list) and isinstance(v, list):
+            out[k] = [{"allOf": [x, y]} for x in w for y in v]
+        elif k == "allOf" and isinstance(w, list) and isinstance(v, list):
+            out[k] = [*w, *v]
+        elif k == "$ref":
+            out["allOf"] = [*out.get("allOf", []), {"$ref": v}]
+        elif k == "enum" and isinstance(w, list) and isinstance(v, list):
+            theirs_texts = {_json_text(y) for y in v}
+            out[k] = [x for x in w if _json_text(x) in theirs_texts]
+            if not out[k]:
+                raise _Unsatisfiable
+        elif k == "multipleOf":
+            out[k] = _lcm(w, v)
+        elif k == "const":
+            raise _Unsatisfiable  # two values
         else:
             raise _Unbounded
+    props = out.get("properties")
+    if isinstance(props, dict):  # a property one side names is the other side's extra one
+        mine, theirs = _names(a), _names(b)
+        for n in props:
+            if (n in mine) != (n in theirs):
+                props[n] = _both(props[n], _extra_schema(b if n in mine else a, n))
     return out
+
+
+def _names(s: Mapping[str, Any]) -> dict[str, Any]:
+    props = s.get("properties")
+    return props if isinstance(props, dict) else {}
+
+
+_T = TypeVar("_T")
+
+
+def _satisfiable(of: Callable[[object], _T], parts: list[object]) -> list[_T]:
+    """``of`` each part of a union that some value satisfies (llguidance drops the others)."""
+    found: list[_T] = []
+    for p in parts:
+        try:
+            found.append(of(p))
+        except _Unsatisfiable:
+            continue
+    if not found:
+        raise _Unsatisfiable
+    return found
+
+
+def _both(a: object, b: object) -> object:
+    """The intersection of two sub-schemas, merged where it is read."""
+    if a is True or a == b:
+        return b
+    if b is True:
+        return a
+    if a is False or b is False:
+        return False
+    return {"allOf": [a, b]}
+
+
+def _listed(x: object) -> list[object]:
+    return x if isinstance(x, list) else [x]
+
+
+def _extra_schema(s: Mapping[str, Any], name: str) -> object:
+    """The schema ``s`` gives a property it does not name (True: any)."""
+    for pattern, sub in (s.get("patternProperties") or {}).items():
+        try:
+            if re.search(pattern, name):
+                return sub
+        except re.error:
+            raise _Unbounded from None  # llguidance reads it; Python cannot say which keys match
+    return s.get("additionalProperties", True)
+
+
+def _lcm(a: object, b: object) -> int | float:
+    """The least common multiple of two ``multipleOf`` values, as llguidance takes it."""
+    if isinstance(a, bool) or isinstance(b, bool) or not isinstance(a, int | float):
+        raise _Unbounded
+    if not isinstance(b, int | float):
+        raise _Unbounded
+    x, y = Fraction(repr(a)), Fraction(repr(b))
+    if x <= 0 or y <= 0:
+        raise _Unbounded
+    num = math.lcm(x.numerator * y.denominator, y.numerator * x.denominator)
+    value = Fraction(num, x.denominator * y.denominator)
+    if value.denominator == 1:
+        return int(value)
+    if Fraction(repr(float(value))) == value:
+        return float(value)
+    raise _Unbounded  # not a decimal a schema could hold
 
 
 def _json_text(value: object) -> str:
@@ -680,27 +796,29 @@ def _string_bound(s: Mapping[str, Any]) -> int:
     lo = int(s.get("minLength", 0))
     hi = s.get("maxLength")
     regexes = _string_regexes(s)
-    if len(regexes) > 1:
-        raise _Unbounded  # an intersection: no bound from each part alone
     if not regexes:
         return lo + STRING_SLACK if hi is None else min(lo, int(hi)) + STRING_SLACK
-    bound = pattern_bound(regexes[0], lo, None if hi is None else int(hi))
+    if len(regexes) == 1:
+        bound = pattern_bound(regexes[0], lo, None if hi is None else int(hi))
+    else:  # a string matching all of them (llguidance's And): their automata's product
+        fsm = _fsm(tuple(regexes))
+        bound = None if fsm is None else fsm.most_completion(lo, None if hi is None else int(hi))
     if bound is None:
         raise _Unbounded
     return bound + STRING_SLACK
 
 
 def _string_regexes(s: Mapping[str, Any]) -> list[str]:
-    """The regexes a string schema's value must match: its pattern, its format's."""
+    """The regexes a string schema's value must match: its patterns, its formats'."""
     out: list[str] = []
-    pattern = s.get("pattern")
-    if isinstance(pattern, str):
+    for pattern in _listed(s.get("pattern", [])):
+        if not isinstance(pattern, str):
+            raise _Unbounded
         out.append(pattern)
-    fmt = s.get("format")
-    if isinstance(fmt, str) and fmt in LLGUIDANCE_FORMATS:
+    for fmt in _listed(s.get("format", [])):
+        if not isinstance(fmt, str) or fmt not in LLGUIDANCE_FORMATS:
+            raise _Unbounded  # a format llguidance does not know (it refuses the schema)
         out.append("^(?:" + LLGUIDANCE_FORMATS[fmt] + ")$")
-    elif fmt is not None:
-        raise _Unbounded  # a format llguidance does not know (it refuses the schema)
     return out
 
 
@@ -801,18 +919,24 @@ _SEARCH_LIMIT = 20_000
 
 
 class _Fsm:
-    """A pattern's automaton (``interegular``) with memoized shortest completions."""
+    """The automaton (``interegular``) of the strings that match each of some patterns.
 
-    def __init__(self, pattern: str) -> None:
+    With memoized shortest completions.
+    """
+
+    def __init__(self, patterns: tuple[str, ...]) -> None:
         import interegular
 
-        body = pattern
-        body = body[1:] if body.startswith("^") else "(?s:.)*" + body
-        if body.endswith("$") and not body.endswith("\\$"):
-            body = body[:-1]
-        else:
-            body += "(?s:.)*"
-        fsm: Any = interegular.parse_pattern(body).to_fsm()
+        fsm: Any = None
+        for pattern in patterns:
+            body = pattern
+            body = body[1:] if body.startswith("^") else "(?s:.)*" + body
+            if body.endswith("$") and not body.endswith("\\$"):
+                body = body[:-1]
+            else:
+                body += "(?s:.)*"
+            one = interegular.parse_pattern(body).to_fsm()
+            fsm = one if fsm is None else fsm & one
         self.initial: int = fsm.initial
         self.finals: frozenset[int] = frozenset(fsm.finals)
         self.map: dict[int, dict[int, int]] = fsm.map
@@ -832,6 +956,65 @@ class _Fsm:
                 return None
             q = nxt
         return q
+
+    def most_completion(self, lo: int, hi: int | None) -> int | None:
+        """Most characters of the shortest completion (`shortest`) from any prefix of a match.
+
+        Exact on the automaton: over every state a prefix reaches (any characters, a count
+        of them up to ``lo``) from which a match of at least ``lo`` characters is still
+        reachable, the length of the shortest completion by the characters the guide writes
+        with. None where some such state has no completion by those characters, or the
+        product of states and counts is too large to search.
+        """
+        succ = {q: set(row.values()) for q, row in self.map.items()}
+        start = (self.initial, 0)
+        seen = {start}
+        todo = [start]
+        while todo:
+            q, c = todo.pop()
+            for t in succ.get(q, ()):
+                nxt = (t, min(c + 1, lo))
+                if nxt not in seen:
+                    seen.add(nxt)
+                    todo.append(nxt)
+            if len(seen) > _SEARCH_LIMIT:
+                return None
+        pred: dict[tuple[int, int], list[tuple[int, int]]] = {}
+        usable = {sym for sym, _ in self.steps}
+        for q, c in seen:
+            for sym, t in self.map.get(q, {}).items():
+                if sym in usable:
+                    pred.setdefault((t, min(c + 1, lo)), []).append((q, c))
+        dist = {node: 0 for node in seen if node[0] in self.finals and node[1] == lo}
+        frontier = deque(dist)
+        while frontier:
+            node = frontier.popleft()
+            for p in pred.get(node, ()):
+                if p not in dist:
+                    dist[p] = dist[node] + 1
+                    frontier.append(p)
+        live = self._live(succ, lo, seen)
+        if any(node not in dist for node in live):
+            return None
+        most = max((dist[node] for node in live), default=0)
+        return most if hi is None else min(most, hi)
+
+    def _live(
+        self, succ: dict[int, set[int]], lo: int, seen: set[tuple[int, int]]
+    ) -> set[tuple[int, int]]:
+        """The states of ``seen`` from which a match (by any characters) is reachable."""
+        back: dict[tuple[int, int], list[tuple[int, int]]] = {}
+        for q, c in seen:
+            for t in succ.get(q, ()):
+                back.setdefault((t, min(c + 1, lo)), []).append((q, c))
+        live = {node for node in seen if node[0] in self.finals and node[1] == lo}
+        todo = list(live)
+        while todo:
+            for p in back.get(todo.pop(), ()):
+                if p not in live:
+                    live.add(p)
+                    todo.append(p)
+        return live
 
     def shortest(self, q: int, n: int, lo: int, hi: int | None) -> str | None:
         """The least completion from state ``q`` after ``n`` characters, to ``lo..hi`` in all.
@@ -875,9 +1058,9 @@ class _Fsm:
 
 
 @lru_cache(maxsize=256)
-def _fsm(pattern: str) -> _Fsm | None:
+def _fsm(patterns: tuple[str, ...]) -> _Fsm | None:
     try:
-        return _Fsm(pattern)
+        return _Fsm(patterns)
     except Exception:  # interegular's syntax errors share no base class
         return None
 
@@ -907,7 +1090,7 @@ class StringGuide:
             return None
         if not self.patterns:
             return _PAD * max(0, self.min_length - n)
-        fsm = _fsm(self.patterns[0]) if len(self.patterns) == 1 else None
+        fsm = _fsm(self.patterns)
         if fsm is None:
             return None
         q = fsm.run(content)
@@ -978,8 +1161,12 @@ def closing_guides(schemas: tuple[str, ...]) -> ClosingGuides:
     numbers: dict[NumberGuide, None] = {}
     plain = True
     for text in schemas:
-        for node in _nodes(json.loads(text)):
+        root = json.loads(text)
+        for node in _nodes(root):
             plain &= _collect(node, strings, numbers)
+            merged = _merged(root, node)
+            if merged is not None:  # an allOf's parts as one (two patterns: one guide)
+                plain &= _collect(merged, strings, numbers)
     strings[StringGuide()] = None
     numbers[NumberGuide()] = None
     return ClosingGuides(tuple(strings), tuple(numbers), plain)
@@ -997,6 +1184,23 @@ def _nodes(s: object) -> Iterator[dict[str, Any]]:
             for k, v in x.items():
                 if k not in ("enum", "const", "default", "examples"):
                     stack.append(v)
+
+
+def _merged(root: object, node: dict[str, Any]) -> dict[str, Any] | None:
+    """An ``allOf`` node's parts merged into it (`_merge`), or None (none, or no merge)."""
+    parts = node.get("allOf")
+    if not isinstance(parts, list):
+        return None
+    out = {k: v for k, v in node.items() if k != "allOf"}
+    try:
+        for part in parts:
+            if isinstance(part, dict) and isinstance(part.get("$ref"), str):
+                rest = {k: v for k, v in part.items() if k != "$ref"}
+                part = _merge(rest, _resolve(root, part["$ref"]))
+            out = _merge(out, part)
+    except _Unbounded:
+        return None
+    return out
 
 
 def _collect(

@@ -449,3 +449,85 @@ def test_a_schema_without_type_is_every_type(budget: int) -> None:
     text, used = decode(p, budget, "[")
     assert used <= budget
     json_schema_validator(TYPELESS_SCHEMA).validate(json.loads(text))
+
+
+INTERSECTIONS_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "mail": {"type": "string", "format": "email", "pattern": ".*@example\\.org"},
+        "both": {
+            "allOf": [{"type": "string", "pattern": "a.*"}, {"type": "string", "pattern": ".*z"}]
+        },
+        "list": {
+            "allOf": [
+                {"type": "array", "items": {"type": "integer", "minimum": 0}},
+                {"type": "array", "items": {"type": "integer", "maximum": 99}, "minItems": 2},
+            ]
+        },
+        "pick": {"allOf": [{"enum": ["x", "yy", "zzz"]}, {"enum": ["yy", "zzz", "w"]}]},
+        "step": {
+            "allOf": [
+                {"type": "integer", "multipleOf": 4},
+                {"type": "integer", "multipleOf": 6, "minimum": 1},
+            ]
+        },
+        "either": {
+            "allOf": [
+                {"anyOf": [{"type": "string", "maxLength": 3}, {"type": "integer"}]},
+                {"anyOf": [{"type": "string", "minLength": 2}, {"type": "null"}]},
+            ]
+        },
+        "obj": {
+            "allOf": [
+                {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]},
+                {"type": "object", "additionalProperties": {"type": "integer", "minimum": 10}},
+            ]
+        },
+    },
+    "required": ["mail", "both", "list", "pick", "step", "either", "obj"],
+    "additionalProperties": False,
+}
+"""A pattern and a format on one string, and ``allOf`` parts that llguidance intersects: two
+patterns, two item schemas, two enums, two ``multipleOf``, two ``anyOf``, a property one part
+names and the other's extra properties bind."""
+
+
+@cache
+def intersections_planner() -> Planner:
+    spec = spec_from_ir(ir_from_json_schema(INTERSECTIONS_SCHEMA))
+    return Planner(Writer(spec), tiny_tokenizer())
+
+
+@pytest.mark.parametrize("favourite", ["a", "7", "["])
+@pytest.mark.parametrize("extra", [0, 3, 30])
+def test_patterns_with_formats_and_allof_end_within_the_budget(extra: int, favourite: str) -> None:
+    p = intersections_planner()
+    budget = p.min_tokens(p.start()) + extra
+    text, used = decode(p, budget, favourite)
+    assert used <= budget
+    json_schema_validator(INTERSECTIONS_SCHEMA).validate(json.loads(text))
+
+
+@pytest.mark.parametrize("extra", [0, 10])
+def test_random_tokens_in_intersections_finish_and_validate(extra: int) -> None:
+    p = intersections_planner()
+    budget = p.min_tokens(p.start()) + extra
+    rng = np.random.default_rng(extra)
+    for _ in range(3):
+        cursor: Cursor = p.start()
+        ids: list[int] = []
+        while not isinstance(cursor, Finished):
+            allowed = p.allowed(cursor, budget - len(ids))
+            assert len(allowed), "the budget mask left no token"
+            ids.append(int(rng.choice(allowed)))
+            cursor = p.advance(cursor, ids[-1])
+        assert len(ids) <= budget
+        json_schema_validator(INTERSECTIONS_SCHEMA).validate(json.loads(p.tok.decode(ids)))
+
+
+def test_a_pattern_with_a_format_ends_at_a_fixed_budget() -> None:
+    """Without a bound for such a string (as before), a model that writes letters for ever
+    never closes the e-mail, and ``max_tokens=120`` ends in `IncompleteGenerationError`."""
+    text, used = decode(intersections_planner(), 120, "a")
+    assert used <= 120
+    json_schema_validator(INTERSECTIONS_SCHEMA).validate(json.loads(text))

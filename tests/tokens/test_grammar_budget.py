@@ -117,6 +117,22 @@ def schema(text: str) -> GrammarLayout:
             '"additionalProperties":false}',
             2 + 3 + 2 + 2 + 4,
         ),
+        ('{"type":"string","format":"date","pattern":"^2024-"}', 10 + 8),  # both: 2024-01-01
+        ('{"allOf":[{"type":"string","pattern":"^a"},{"type":"string","pattern":"z$"}]}', 2 + 8),
+        ('{"anyOf":[{"allOf":[{"type":"string"},{"type":"null"}]},{"type":"null"}]}', 4),
+        (  # the items of both: integers of 100 to 999
+            '{"allOf":[{"type":"array","items":{"type":"integer","minimum":100}},'
+            '{"type":"array","items":{"maximum":999},"minItems":1}]}',
+            2 + 2 * (2 * 3 + 6 + 2),
+        ),
+        ('{"allOf":[{"enum":["a","bbb"]},{"enum":["bbb","cc"]}]}', 5),
+        (  # "a" names a property on one side, the other's extra properties are booleans
+            '{"allOf":[{"type":"object","properties":{"a":{}},"required":["a"],'
+            '"additionalProperties":false},{"type":"object","additionalProperties":'
+            '{"type":"boolean"}}]}',
+            2 + 3 + 2 + 2 + 5,
+        ),
+        ('{"allOf":[{"type":"string"},{"not":{"const":""}}]}', None),
         ('{"type":"object","properties":{}}', None),  # extra properties of any depth
         ('{"type":"array"}', None),
         ('{"$ref":"#/$defs/X"}', None),
