@@ -98,12 +98,14 @@ rest fits is allowed every token without a count (a token of it only shortens th
 What has no bound at all gets no budget masks (``ceiling`` 0, so every budget "constrains
 nothing"): its records are decoded as without a budget, and a record that runs out of
 ``max_tokens`` ends in `IncompleteGenerationError` (a 422 ``max_tokens_reached`` on the
-server), as with llguidance or XGrammar alone. That is a spec with ``not`` or ``if``, an
-``allOf`` whose parts do not merge, a string with a pattern and a format, a pattern Python's
-``re`` cannot read (``\p{L}``: the walk has no automaton to complete such a string by, and
-no bound holds without one), or a recursion with no short way out (a value whose every
-branch nests again, such as an array of at least one of itself or an object: the walk, which
-prefers ``[`` to ``{``, could nest for ever).
+server), as with llguidance or XGrammar alone. That is a string whose pattern Python's ``re``
+cannot read (``\p{L}``, which llguidance takes: the walk has no automaton to complete such
+a string by, so it may not finish, and no bound holds without one), a recursion with no
+short way out (every branch of the value nests again, such as an array of at least one of
+itself or an object: the walk, which prefers ``[`` to ``{``, could nest for ever), or a
+pattern and format whose automata's product is too large to search. A pattern and a format
+on one string, and ``allOf`` parts, are bounded as llguidance intersects them
+(`factorspec_sdk.writer.closing`).
 """
 
 from __future__ import annotations

@@ -16,10 +16,14 @@ value's JSON Schema, without llguidance:
   has no such number, since a prefix may open any number of arrays and objects; but from a
   prefix with ``d`` of them open the walk closes each with at most one container's rest
   (``per_level``) after finishing what is under way (``base``), so its bound is
-  ``base + per_level * d`` (`ClosingBound.at`). ``not``, ``if``, an ``allOf`` that does not
-  merge, a string with two regexes (a pattern and a format) or a pattern Python's ``re``
-  cannot read, and a recursion with no short way out (every branch of it must nest again)
-  have no bound: ``None``.
+  ``base + per_level * d`` (`ClosingBound.at`). ``allOf`` parts merge as llguidance
+  intersects them (`_merge`), and a string with several regexes (a pattern and a format, two
+  patterns) is read as the product of their automata. No bound (``None``): a pattern
+  Python's ``re`` cannot read (``\p{L}``, which llguidance takes: no automaton to complete
+  it by), a recursion with no short way out (every branch of it nests again, as an array of
+  at least one of itself or an object: the walk prefers ``[`` and could nest for ever), a
+  product of automata too large to search, and what llguidance refuses anyway (``not``,
+  ``if``, an unknown format).
 - `closing_guides`: for the walk, the completions of the strings and numbers the schemas
   hold. Inside a string the walk asks every string guide (a pattern, a format, a length, a
   property name, an enumerated string) for the shortest completion of what is written, and
@@ -189,8 +193,8 @@ def closing_bytes(node: GrammarLayout) -> int | None:
       ``minProperties``.
 
     None for a value of unbounded nesting (``{}``, an array without ``items``, an object
-    whose extra properties are any values, a recursive ``$ref``), ``not``, an ``allOf``
-    that does not merge, or a pattern Python's ``re`` cannot read.
+    whose extra properties are any values, a recursive ``$ref``: `closing_bound` bounds
+    those per prefix), and where `closing_bound` has none.
     """
     return _closing_bytes(node.schema)
 
