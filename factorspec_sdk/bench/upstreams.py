@@ -165,7 +165,8 @@ class RouterRun:
         records_per_s: records / seconds.
         cache_hit_rate: prefix cache hits / queries over the timed records, every server
             summed (a killed server's counters are gone: the row's rate is the survivors').
-        queries: prompt tokens each server looked up in its cache (its share of the work).
+        queries: prompt tokens each server looked up in its cache (its share of the work;
+            None for a server killed during the row).
         restarts: records the front restarted after a server failed under them.
         errors: a few failures, for the log.
     """
@@ -180,7 +181,7 @@ class RouterRun:
     seconds: float
     records_per_s: float
     cache_hit_rate: float
-    queries: list[float]
+    queries: list[float | None]
     restarts: int
     errors: list[str]
 
@@ -295,7 +296,7 @@ def measure(
         records_per_s=len(done) / seconds if seconds else 0.0,
         cache_hit_rate=total.hit_rate,
         queries=[
-            (a - b).queries if a is not None and b is not None else float("nan")
+            (a - b).queries if a is not None and b is not None else None
             for a, b in zip(after, before, strict=True)
         ],
         restarts=restarts,
@@ -382,7 +383,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             f"{name}: {run.records} records ({run.valid} valid, {run.invalid} invalid, "
             f"{run.lost} lost) in {run.seconds:.1f} s = {run.records_per_s:.3f} records/s; "
             f"prefix cache hit rate {run.cache_hit_rate:.1%}, queries per server "
-            f"{[round(q) for q in run.queries]}, restarts {run.restarts}"
+            f"{[None if q is None else round(q) for q in run.queries]}, restarts {run.restarts}"
         )
         for error in run.errors:
             print(f"  error: {error}")

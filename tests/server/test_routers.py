@@ -169,6 +169,17 @@ def test_vllm_router_keeps_each_record_on_one_server() -> None:
             assert None not in s.sessions
         keys = [set(s.sessions) for s in tier.servers]
         assert not keys[0] & keys[1]
+        # Client(base_url=ROUTER): the router answers /v1/models as its servers do (vllm)
+        tok = ScriptedTokenizer(ScriptedEngine(tier.servers[0].engine.tokenizer))
+        direct = Client(base_url=tier.router.url, tokenizer=tok)
+        try:
+            assert isinstance(direct.engine, OpenAIServerEngine)
+            prompts = [f"direct #{i};" for i in range(4)]
+            direct.generate_batch(Trip, prompts, contexts=[TRIP_CONTEXT] * 4)
+        finally:
+            direct.close()
+        for i in range(4):
+            assert len(servers_of(tier, f"direct #{i};")) == 1, i
 
 
 def test_affinity_raises_the_prefix_cache_hit_rate() -> None:
