@@ -61,6 +61,8 @@ from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode, JsonSchemaV
 from pydantic_core import CoreSchema
 
 __all__ = [
+    "DATA_KEYWORDS",
+    "NAME_MAPS",
     "UNEXPORTED",
     "X_FACTORSPEC",
     "PlainJsonSchema",
@@ -83,11 +85,11 @@ SchemaExtension = Callable[[type[BaseModel]], dict[str, Any]]
 
 _HOOK = "__get_pydantic_json_schema__"
 _MARK = "__factorspec_relations_hook__"
-_NAME_MAPS = frozenset(
+NAME_MAPS = frozenset(
     {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"}
 )
 """Keywords whose value maps names (not keywords) to sub-schemas."""
-_DATA = frozenset({"enum", "const", "default", "examples"})
+DATA_KEYWORDS = frozenset({"enum", "const", "default", "examples"})
 """Keywords whose value is data, not schemas."""
 
 _extension: list[SchemaExtension] = []
@@ -183,9 +185,9 @@ def without_extension(value: Any) -> Any:
     for key, v in value.items():
         if key == X_FACTORSPEC:
             continue
-        if key in _DATA:
+        if key in DATA_KEYWORDS:
             out[key] = v
-        elif key in _NAME_MAPS and isinstance(v, dict):
+        elif key in NAME_MAPS and isinstance(v, dict):
             out[key] = {name: without_extension(s) for name, s in v.items()}
         else:
             out[key] = without_extension(v)

@@ -35,7 +35,7 @@ from typing import Protocol, cast
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from factorspec_sdk.relations.schema import UNEXPORTED
+from factorspec_sdk.relations.schema import DATA_KEYWORDS, NAME_MAPS, UNEXPORTED
 from factorspec_sdk.server.protocol import (
     X_FACTORSPEC,
     ApiError,
@@ -220,12 +220,9 @@ def relations_not_sent(subject: str, marker: Unexported, param: str, instead: st
     )
 
 
-_NAME_MAPS = frozenset(
-    {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"}
-)
-"""Keywords whose value maps names (not keywords) to sub-schemas."""
-_DATA = frozenset({"enum", "const", "default", "examples", X_FACTORSPEC})
-"""Keywords whose value is data, not schemas."""
+_DATA = DATA_KEYWORDS | {X_FACTORSPEC}
+"""Keywords whose value is data, not schemas (an ``x-factorspec`` below the root is found,
+not searched)."""
 
 
 def misplaced_extension(schema: object) -> str | None:
@@ -249,7 +246,7 @@ def misplaced_extension(schema: object) -> str | None:
             if not isinstance(key, str) or key in _DATA:
                 continue
             here = f"{at}/{_pointer_part(key)}"
-            if key in _NAME_MAPS and isinstance(value, dict):
+            if key in NAME_MAPS and isinstance(value, dict):
                 stack += [(v, f"{here}/{_pointer_part(str(k))}") for k, v in value.items()]
             else:
                 stack.append((value, here))
