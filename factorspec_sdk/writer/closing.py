@@ -1176,8 +1176,20 @@ def closing_guides(schemas: tuple[str, ...]) -> ClosingGuides:
     return ClosingGuides(tuple(strings), tuple(numbers), plain)
 
 
+_DATA_KEYS = frozenset({"enum", "const", "default", "examples"})
+"""Keywords whose values are JSON data, not schemas."""
+_SCHEMA_MAPS = frozenset(
+    {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"}
+)
+"""Keywords whose values map names to schemas (the map itself is not a schema)."""
+
+
 def _nodes(s: object) -> Iterator[dict[str, Any]]:
-    """Every schema object in a schema document (``$defs`` and sub-schemas alike)."""
+    """Every schema object in a schema document (``$defs`` and sub-schemas alike).
+
+    A map of names to schemas (``properties``, ``$defs``, ...) is walked through, never
+    taken for a schema: a property named ``type`` or ``pattern`` is not a keyword.
+    """
     stack = [s]
     while stack:
         x = stack.pop()
@@ -1186,7 +1198,11 @@ def _nodes(s: object) -> Iterator[dict[str, Any]]:
         elif isinstance(x, dict):
             yield x
             for k, v in x.items():
-                if k not in ("enum", "const", "default", "examples"):
+                if k in _DATA_KEYS:
+                    continue
+                if k in _SCHEMA_MAPS and isinstance(v, dict):
+                    stack.extend(reversed(v.values()))
+                else:
                     stack.append(v)
 
 
@@ -1212,8 +1228,10 @@ def _collect(
 ) -> bool:
     """Add the guides of one schema object; whether it keeps the segment's strings plain."""
     plain = True
-    kinds = s.get("type")
-    kinds = set(kinds) if isinstance(kinds, list) else {kinds}
+    named = s.get("type")
+    kinds = {named} if isinstance(named, str) else set()
+    if isinstance(named, list):
+        kinds = {k for k in named if isinstance(k, str)}
     for key in (s.get("properties") or {}) if isinstance(s.get("properties"), dict) else {}:
         strings[StringGuide(literal=key)] = None
         plain = False
