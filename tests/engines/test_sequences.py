@@ -159,7 +159,7 @@ def test_the_scripted_engine_keeps_its_sequences_in_the_table() -> None:
 
 def test_the_table_imports_no_torch() -> None:
     code = (
-        "import sys, factorspec_sdk.engines.sequences; "
+        "import sys, factorspec_sdk.engines.sequences, factorspec_sdk.engines.embedded.batching; "
         "assert 'torch' not in sys.modules and 'transformers' not in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
