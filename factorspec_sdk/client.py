@@ -13,8 +13,10 @@ their transports), which owns everything but the waiting: the constructor argume
 `GenerationRequest` objects once (`GenerateOptions`, with one `SamplingParams` each), and the
 results: every outcome validated against its model and context into a `GenerationResult`,
 or mapped to a `FactorSpecError`, raised or returned per record (``return_exceptions``).
-Every call compiles its records' specs before it asks for the backend, so a spec error
-(an unsupported construct, an unsatisfiable spec) is raised without loading a model.
+Every call compiles its records' specs (with the client's `SpecCompiler`, which keeps them)
+before it asks for the backend, so a spec error (an unsupported construct, an unsatisfiable
+spec) is raised without loading a model; the backend gets each request's spec with it, and
+answers a `RecordOutcome` per request.
 `Client` runs a batch on the backend in the calling thread. `AsyncClient` queues requests;
 one background task per event loop drains whatever is waiting into one backend run (in a
 worker thread), so concurrent callers are decoded together in one batch.
@@ -31,24 +33,33 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from functools import cache
 from pathlib import Path
 from types import TracebackType
-from typing import Generic, Literal, Self, TypedDict, TypeVar, Unpack, cast, overload
+from typing import (
+    TYPE_CHECKING,
+    Generic,
+    Literal,
+    Self,
+    TypedDict,
+    TypeVar,
+    Unpack,
+    cast,
+    overload,
+)
 
 from pydantic import BaseModel, ValidationError
 
-from factorspec_sdk.backends.base import Backend, GenerationRequest
+from factorspec_sdk.backends.base import Backend, GenerationRequest, RecordOutcome
 from factorspec_sdk.backends.connect import ServerKind, connect
 from factorspec_sdk.backends.local import EngineBackend, engine_backend
-from factorspec_sdk.drafter.loop import DecodeOutcome, DecoderConfig, GenerationStats
+from factorspec_sdk.drafter.loop import DecoderConfig, GenerationStats
 from factorspec_sdk.drafter.stats import others
 from factorspec_sdk.drafter.verify import SamplingParams
 from factorspec_sdk.engines.completion import CompletionEngine
 from factorspec_sdk.engines.protocol import Engine
 from factorspec_sdk.errors import EngineError, FactorSpecError, GenerationError
 from factorspec_sdk.prompts import Prompt, check_prompt
-from factorspec_sdk.provenance import Provenance, explain
+from factorspec_sdk.provenance import Explain, Provenance
 from factorspec_sdk.relations.layout import RootLayout
 from factorspec_sdk.streams import AsyncRecordStream, RecordStream
 from factorspec_sdk.tools import (
@@ -59,6 +70,9 @@ from factorspec_sdk.tools import (
     tools_of,
     tools_prompt,
 )
+
+if TYPE_CHECKING:
+    from factorspec_sdk.graph import SpecCompiler
 
 __all__ = [
     "AsyncClient",
@@ -89,7 +103,7 @@ class GenerationResult(Generic[T]):
     text: str
     tokens: list[int]
     stats: GenerationStats
-    explain: Callable[[], Provenance] | None = field(default=None, repr=False, compare=False)
+    explain: Explain | None = field(default=None, repr=False, compare=False)
 
     @property
     def provenance(self) -> Provenance:
@@ -174,25 +188,8 @@ def sampling_params(options: GenerateOptions) -> SamplingParams:
     )
 
 
-def _explainer(out: DecodeOutcome) -> Callable[[], Provenance] | None:
-    """The provenance of a decoded record, computed once, on first use."""
-    if out.job is None and out.provenance is None:
-        return None
-
-    @cache
-    def explained() -> Provenance:
-        try:
-            provenance = explain(out)
-        except ValueError as exc:
-            raise GenerationError(f"the record's provenance cannot be read: {exc}") from exc
-        assert provenance is not None  # the outcome has a job or a provenance
-        return provenance
-
-    return explained
-
-
 def _checked(
-    model: type[BaseModel], request: GenerationRequest, out: DecodeOutcome
+    model: type[BaseModel], request: GenerationRequest, out: RecordOutcome
 ) -> BaseModel | FactorSpecError:
     """The outcome's record, validated against its model and context; or its error."""
     if out.error is not None:
@@ -218,7 +215,7 @@ class _ClientRuns:
     def name(self) -> str:
         return "client"  # naming the backend would create it
 
-    def run(self, requests: Sequence[GenerationRequest]) -> list[DecodeOutcome]:
+    def run(self, requests: Sequence[GenerationRequest]) -> list[RecordOutcome]:
         return self.client._run(requests)
 
     def close(self) -> None:
@@ -260,6 +257,10 @@ class BaseClient:
         max_width: most draft tokens from the first guess on in one forward; every certain
             token before it is drafted whatever its count (certain tokens need no logits).
         overlap: plan the next segments in a worker thread during each forward.
+        compiler: the `factorspec_sdk.graph.SpecCompiler` that compiles the records' specs
+            and keeps them (None: `factorspec_sdk.graph.DEFAULT_SPEC_COMPILER`, shared with
+            `factorspec_sdk.graph.compile_spec` and every client given none). A client with
+            its own compiler shares no spec with the others, and dropping it frees them.
         engine_options: passed to the named engine's constructor.
     """
 
@@ -277,8 +278,10 @@ class BaseClient:
         max_guesses: int = 2,
         max_width: int = 64,
         overlap: bool = True,
+        compiler: SpecCompiler | None = None,
         **engine_options: object,
     ) -> None:
+        self._compiler = compiler
         config = DecoderConfig(
             speculative=speculative, max_width=max_width, max_guesses=max_guesses, overlap=overlap
         )
@@ -324,11 +327,21 @@ class BaseClient:
         """The drafting options of a local engine's decoder."""
 
     def _share(self, other: BaseClient) -> None:
-        """Use ``other``'s backend (created when either first needs it) and options."""
+        """Use ``other``'s backend (created when either first needs it), compiler and options."""
+        self._compiler = other._compiler
         self._backend = None
         self._make = lambda: other.backend
         self._create_lock = threading.Lock()
         self.config = other.config
+
+    @property
+    def compiler(self) -> SpecCompiler:
+        """The compiler of this client's specs (the shared default when it was given none)."""
+        if self._compiler is not None:
+            return self._compiler
+        from factorspec_sdk.graph import DEFAULT_SPEC_COMPILER  # Z3 and the compiler
+
+        return DEFAULT_SPEC_COMPILER
 
     @property
     def backend(self) -> Backend:
@@ -355,7 +368,7 @@ class BaseClient:
             raise EngineError(f"the {backend.name} backend has no local engine")
         return cast("EngineBackend[AnyEngine]", backend)
 
-    def _run(self, requests: Sequence[GenerationRequest]) -> list[DecodeOutcome]:
+    def _run(self, requests: Sequence[GenerationRequest]) -> list[RecordOutcome]:
         """Compile each request's spec, then run those that compiled on the backend.
 
         The specs come first: a spec error is its record's outcome before the backend is
@@ -365,10 +378,9 @@ class BaseClient:
         it, are ``batch_seconds``; the wall is this run's.
         """
         started = time.perf_counter()
-        from factorspec_sdk.graph import compile_spec  # Z3 and the compiler, on first use
-
+        compiler = self.compiler  # Z3 and the compiler, imported on first use
         imported = time.perf_counter() - started  # every record waited for it: its own part
-        outcomes: dict[int, DecodeOutcome] = {}
+        outcomes: dict[int, RecordOutcome] = {}
         compiled: list[tuple[int, GenerationRequest]] = []
         spec_seconds: list[float] = []
         for i, request in enumerate(requests):
@@ -376,9 +388,9 @@ class BaseClient:
             try:
                 spec = request.spec
                 if spec is None:
-                    spec = compile_spec(request.model, request.context)
+                    spec = compiler.compile_spec(request.model, request.context)
             except Exception as exc:
-                outcomes[i] = DecodeOutcome("", [], GenerationStats(), exc)
+                outcomes[i] = RecordOutcome.failed(exc)
             else:
                 compiled.append((i, replace(request, spec=spec)))
             spec_seconds.append(time.perf_counter() - t0)
@@ -488,11 +500,11 @@ class BaseClient:
 
     def _streamed(
         self, model: type[T], prompt: Prompt, context: object, options: GenerateOptions
-    ) -> tuple[GenerationRequest, Callable[[DecodeOutcome], GenerationResult[T]]]:
+    ) -> tuple[GenerationRequest, Callable[[RecordOutcome], GenerationResult[T]]]:
         """The request of a stream and how its outcome becomes its result."""
         request = self._requests(model, [prompt], [context], options)[0]
 
-        def deliver(outcome: DecodeOutcome) -> GenerationResult[T]:
+        def deliver(outcome: RecordOutcome) -> GenerationResult[T]:
             done = self._deliver(model, [request], [outcome], True, False, None)
             return cast("list[GenerationResult[T]]", done)[0]
 
@@ -502,7 +514,7 @@ class BaseClient:
     def _deliver(
         model: type[T],
         requests: Sequence[GenerationRequest],
-        outcomes: Sequence[DecodeOutcome],
+        outcomes: Sequence[RecordOutcome],
         return_result: bool,
         return_exceptions: bool,
         started: float | None,
@@ -530,7 +542,7 @@ class BaseClient:
             stats.add({"validate_seconds": seconds, "batch_seconds": others(spent, seconds)})
             stats.settle(t2 - started if started is not None else stats.wall_seconds + t2 - t0)
             results.append(
-                GenerationResult(cast(T, value), out.text, out.tokens, stats, _explainer(out))
+                GenerationResult(cast(T, value), out.text, out.tokens, stats, out.explain)
             )
         if return_exceptions:
             if return_result:
@@ -790,7 +802,7 @@ class Client(BaseClient):
 @dataclass(slots=True)
 class _Waiting:
     requests: list[GenerationRequest]
-    future: asyncio.Future[list[DecodeOutcome]]
+    future: asyncio.Future[list[RecordOutcome]]
     queued: float = field(default_factory=time.perf_counter)
 
 
@@ -798,19 +810,19 @@ class _Waiting:
 class _Batcher:
     """One queue and one draining task per event loop: what waits together runs together."""
 
-    run_batch: Callable[[Sequence[GenerationRequest]], list[DecodeOutcome]]
+    run_batch: Callable[[Sequence[GenerationRequest]], list[RecordOutcome]]
     loop: asyncio.AbstractEventLoop | None = None
     queue: asyncio.Queue[_Waiting] | None = None
     task: asyncio.Task[None] | None = None
     batch_sizes: list[int] = field(default_factory=list)
 
-    async def run(self, requests: list[GenerationRequest]) -> list[DecodeOutcome]:
+    async def run(self, requests: list[GenerationRequest]) -> list[RecordOutcome]:
         """Queue ``requests``; their outcomes once the batch they joined has run."""
         loop = asyncio.get_running_loop()
         if self.loop is not loop or self.queue is None or self.task is None or self.task.done():
             self.loop, self.queue = loop, asyncio.Queue()
             self.task = loop.create_task(self._drain(self.queue))
-        future: asyncio.Future[list[DecodeOutcome]] = loop.create_future()
+        future: asyncio.Future[list[RecordOutcome]] = loop.create_future()
         self.queue.put_nowait(_Waiting(requests, future))
         return await future
 

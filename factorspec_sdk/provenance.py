@@ -19,7 +19,9 @@ was decoded with (its caches make that cheap) and asking the oracle, for each fa
 order the writer wrote them, whether the facts before it left more than one value. So it is
 the same with and without speculation, and for every engine with a local planner. A
 ``factorspec serve`` computes it the same way when a request asks for it, and sends it as
-JSON data (`Provenance.to_json`), which `explain` reads back into the same object.
+JSON data (`Provenance.to_json`), which `Provenance.from_json` reads back into the same
+object. A backend hands the client an `Explain` for each record (`replayed` from its planner,
+or `received` from a server's JSON): the provenance is computed once, when first asked for.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import TYPE_CHECKING, Any, Literal
 
+from factorspec_sdk.errors import GenerationError
 from factorspec_sdk.relations.layout import (
     LayoutNode,
     LeafLayout,
@@ -44,10 +47,18 @@ from factorspec_sdk.relations.layout import (
 if TYPE_CHECKING:
     from pydantic import TypeAdapter
 
-    from factorspec_sdk.drafter.loop import DecodeOutcome
     from factorspec_sdk.tokens.plan import Planner
 
-__all__ = ["ORIGINS", "Origin", "Provenance", "Source", "explain", "provenance_of"]
+__all__ = [
+    "ORIGINS",
+    "Explain",
+    "Origin",
+    "Provenance",
+    "Source",
+    "provenance_of",
+    "received",
+    "replayed",
+]
 
 Origin = Literal["model", "relations", "schema"]
 ORIGINS: tuple[Origin, ...] = ("model", "relations", "schema")
@@ -144,22 +155,33 @@ def _adapter() -> TypeAdapter[Any]:
     return TypeAdapter(Provenance)
 
 
-def explain(outcome: DecodeOutcome) -> Provenance | None:
-    """The provenance of a decoded record; None when nothing can tell it.
+Explain = Callable[[], Provenance]
+"""Computes a record's provenance on first call and returns the same object after.
 
-    Read from the JSON a server sent with the record (``outcome.provenance``), else
-    replayed from the planner the record was decoded with (``outcome.job``).
+Raises `GenerationError` where the provenance cannot be told (a server's malformed
+JSON, tokens that are no complete record of the planner's spec).
+"""
 
-    Raises:
-        ValueError: the server's provenance is malformed, or the tokens are not a complete
-            record of the planner's spec.
-    """
-    if outcome.provenance is not None:
-        return Provenance.from_json(outcome.provenance)
-    job = outcome.job
-    if job is None:
-        return None
-    return provenance_of(job.planner, outcome.tokens, job.params.max_tokens)
+
+def replayed(planner: Planner, tokens: list[int], max_tokens: int) -> Explain:
+    """The provenance of a record decoded here: `provenance_of` the planner, once, on demand."""
+    return _once(lambda: provenance_of(planner, tokens, max_tokens))
+
+
+def received(data: Mapping[str, object]) -> Explain:
+    """The provenance a server sent with a record (`Provenance.to_json`'s data), read on demand."""
+    return _once(lambda: Provenance.from_json(data))
+
+
+def _once(make: Callable[[], Provenance]) -> Explain:
+    @cache
+    def explained() -> Provenance:
+        try:
+            return make()
+        except ValueError as exc:
+            raise GenerationError(f"the record's provenance cannot be read: {exc}") from exc
+
+    return explained
 
 
 def provenance_of(planner: Planner, tokens: list[int], max_tokens: int) -> Provenance:

@@ -30,18 +30,17 @@ from typing import TYPE_CHECKING, Generic, Self, TypeVar, cast
 
 from pydantic import BaseModel
 
+from factorspec_sdk.backends.base import Backend, GenerationRequest, RecordOutcome
 from factorspec_sdk.errors import GenerationError
 
 if TYPE_CHECKING:
-    from factorspec_sdk.backends.base import Backend, GenerationRequest
     from factorspec_sdk.client import GenerationResult
-    from factorspec_sdk.drafter.loop import DecodeOutcome
 
 __all__ = ["AsyncRecordStream", "RecordStream", "RecordThread", "StreamClosed"]
 
 T = TypeVar("T", bound=BaseModel)
 
-Deliver = Callable[["DecodeOutcome"], "GenerationResult[T]"]
+Deliver = Callable[[RecordOutcome], "GenerationResult[T]"]
 """Turns the record's outcome into its result, or raises its error (the client's rule)."""
 
 
@@ -52,7 +51,7 @@ class StreamClosed(GenerationError):
 class RecordThread:
     """One request decoded in a worker thread, its views and then its outcome sent to ``post``.
 
-    ``post`` gets every view (a `BaseModel`), then the `DecodeOutcome` once, from the worker
+    ``post`` gets every view (a `BaseModel`), then the `RecordOutcome` once, from the worker
     thread. `cancel` makes the record's sink raise `StreamClosed` at its next view (the
     backend then ends the record); `close` cancels and waits for the thread.
     """
@@ -61,11 +60,11 @@ class RecordThread:
         self,
         backend: Backend,
         request: GenerationRequest,
-        post: Callable[[BaseModel | DecodeOutcome], object],
+        post: Callable[[BaseModel | RecordOutcome], object],
     ) -> None:
         self._closed = threading.Event()
         self._post = post
-        self.outcome: DecodeOutcome | None = None
+        self.outcome: RecordOutcome | None = None
         """The record's outcome, once it ended."""
         self._request = replace(request, on_partial=self._sink)
         self._backend = backend
@@ -78,12 +77,10 @@ class RecordThread:
         self._post(view)
 
     def _work(self) -> None:
-        from factorspec_sdk.drafter.loop import DecodeOutcome, GenerationStats
-
         try:
             outcome = self._backend.run([self._request])[0]
         except Exception as exc:  # a backend breaking its contract: the record's error
-            outcome = DecodeOutcome("", [], GenerationStats(), exc)
+            outcome = RecordOutcome.failed(exc)
         self.outcome = outcome
         self._post(outcome)
 
@@ -106,17 +103,15 @@ class RecordStream(Generic[T]):
     """
 
     def __init__(self, backend: Backend, request: GenerationRequest, deliver: Deliver[T]) -> None:
-        self._queue: queue.SimpleQueue[BaseModel | DecodeOutcome] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[BaseModel | RecordOutcome] = queue.SimpleQueue()
         self._deliver = deliver
         self._run = RecordThread(backend, request, self._queue.put)
         self._done = False
 
     def __iter__(self) -> Iterator[T]:
-        from factorspec_sdk.drafter.loop import DecodeOutcome
-
         while not self._done:
             item = self._queue.get()
-            if isinstance(item, DecodeOutcome):
+            if isinstance(item, RecordOutcome):
                 self._done = True
                 self._deliver(item)  # the record's error, raised at the end of the views
                 return
@@ -160,9 +155,9 @@ class AsyncRecordStream(Generic[T]):
 
     def __init__(self, backend: Backend, request: GenerationRequest, deliver: Deliver[T]) -> None:
         loop = asyncio.get_running_loop()
-        self._queue: asyncio.Queue[BaseModel | DecodeOutcome] = asyncio.Queue()
+        self._queue: asyncio.Queue[BaseModel | RecordOutcome] = asyncio.Queue()
 
-        def post(item: BaseModel | DecodeOutcome) -> None:
+        def post(item: BaseModel | RecordOutcome) -> None:
             loop.call_soon_threadsafe(self._queue.put_nowait, item)
 
         self._deliver = deliver
@@ -170,11 +165,9 @@ class AsyncRecordStream(Generic[T]):
         self._done = False
 
     async def __aiter__(self) -> AsyncIterator[T]:
-        from factorspec_sdk.drafter.loop import DecodeOutcome
-
         while not self._done:
             item = await self._queue.get()
-            if isinstance(item, DecodeOutcome):
+            if isinstance(item, RecordOutcome):
                 self._done = True
                 self._deliver(item)
                 return

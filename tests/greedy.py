@@ -22,8 +22,7 @@ from pydantic import BaseModel
 from factorspec_sdk import Client
 from factorspec_sdk.engines.protocol import Engine
 from factorspec_sdk.graph import compile_spec
-from factorspec_sdk.tokens.plan import Planner
-from factorspec_sdk.writer import Writer
+from factorspec_sdk.tokens.plan import planner_for
 
 BF16_TOLERANCE = 1.0
 """Logit margin within which two bf16 kernels may disagree (SmolLM2 logits are ~10-30 in
@@ -63,7 +62,7 @@ def choice_margins(
 ) -> list[float | None]:
     """Per record token: the masked top-two logit margin on ``engine``, None where certain."""
     spec = compile_spec(model, context)
-    planner = Planner(Writer(spec), engine.tokenizer)
+    planner = planner_for(spec, engine.tokenizer)
     prompt_ids = Client(engine).prompt_ids(prompt, layout=spec.layout)
     seq = engine.new_sequence(prompt_ids[:-1])
     try:

@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field
 
 from factorspec_sdk import distinct, relation
 from factorspec_sdk.graph import CompiledSpec
-from factorspec_sdk.tokens.plan import Finished, FreeCursor, Planner
+from factorspec_sdk.tokens.plan import Finished, FreeCursor, Planner, planner_for
 from factorspec_sdk.tokens.vocab import TokenizerInfo
 from factorspec_sdk.writer.automaton import Writer, WriterState
 
@@ -217,7 +217,7 @@ def sampled_record(spec: CompiledSpec, seed: int) -> str:
     tok = tiny_tokenizer()
     engine = ScriptedEngine.random(tok, seed=seed, temperature_scale=2.0)
     job = DecodeJob(
-        Planner(Writer(spec), tok), tok.encode("plan"), SamplingParams(temperature=1.0, seed=seed)
+        planner_for(spec, tok), tok.encode("plan"), SamplingParams(temperature=1.0, seed=seed)
     )
     (out,) = Decoder(engine).run([job])
     assert out.error is None, out.error

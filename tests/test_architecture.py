@@ -150,3 +150,48 @@ def test_the_package_root_does_not_import_the_cli() -> None:
         or (module == "factorspec_sdk" and "cli" in names)
     ]
     assert not wrong, "factorspec_sdk/__init__.py:\n" + "\n".join(wrong)
+
+
+def _private_state(path: Path, cls: str) -> set[str]:
+    """The private attributes (``self._x = ...``) that the methods of ``cls`` in ``path`` set."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    (node,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls]
+    return {
+        t.attr
+        for sub in ast.walk(node)
+        for t in (
+            sub.targets
+            if isinstance(sub, ast.Assign)
+            else [sub.target]
+            if isinstance(sub, ast.AnnAssign)
+            else []
+        )
+        if isinstance(t, ast.Attribute)
+        and isinstance(t.value, ast.Name)
+        and t.value.id == "self"
+        and t.attr.startswith("_")
+        and not t.attr.startswith("__")
+    }
+
+
+def test_only_the_compiled_spec_reads_its_private_state() -> None:
+    """The oracle (and every other module) reads a `CompiledSpec` through its methods.
+
+    ``component(i)``, ``component_of(var)``, ``len(spec.components)``: never its
+    ``_components`` or ``_comp_of``, on whatever object they are reached through.
+    """
+    owner = PACKAGE / "graph" / "compiled.py"
+    private = _private_state(owner, "CompiledSpec")
+    assert {"_components", "_comp_of"} <= private  # what the check is about
+    wrong: list[str] = []
+    for path in _modules():
+        if path == owner:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr in private
+                and not (isinstance(node.value, ast.Name) and node.value.id == "self")
+            ):
+                wrong.append(f"{path.relative_to(ROOT)}:{node.lineno}: .{node.attr}")
+    assert not wrong, "\n".join(wrong)

@@ -21,6 +21,7 @@ from factorspec_sdk.drafter.stats import GenerationStats
 from factorspec_sdk.engines import ENGINES
 from factorspec_sdk.engines.protocol import Logits, SequenceId
 from factorspec_sdk.engines.scripted import ScriptedEngine
+from factorspec_sdk.graph import DEFAULT_SPEC_COMPILER, SpecCompiler
 from tests.drafter.test_stats import check_parts
 from tests.helpers import TRIP_CONTEXT, Pick, Trip, tiny_tokenizer
 
@@ -92,6 +93,24 @@ def test_async_client_uses_the_same_loop() -> None:
     sync = client.generate(Pick, "pick")
     got = asyncio.run(AsyncClient(client=client).generate(Pick, "pick"))
     assert got == sync
+
+
+def test_a_client_given_its_own_compiler_fills_that_one() -> None:
+    compiler = SpecCompiler()
+    client = Client(engine(), compiler=compiler)
+    assert client.compiler is compiler
+    assert Client(engine()).compiler is DEFAULT_SPEC_COMPILER
+    default = (DEFAULT_SPEC_COMPILER.specs.hits, DEFAULT_SPEC_COMPILER.specs.misses)
+    first = client.generate(Trip, "trip", context=TRIP_CONTEXT)
+    assert (len(compiler.specs), compiler.specs.hits, compiler.specs.misses) == (1, 0, 1)
+    with client.stream(Trip, "trip", context=TRIP_CONTEXT) as stream:
+        list(stream)
+    assert stream.result.value == first
+    shared = AsyncClient(client=client)  # shares the client's backend and compiler
+    assert shared.compiler is compiler
+    assert asyncio.run(shared.generate(Trip, "trip", context=TRIP_CONTEXT)) == first
+    assert (len(compiler.specs), compiler.specs.hits) == (1, 2)
+    assert (DEFAULT_SPEC_COMPILER.specs.hits, DEFAULT_SPEC_COMPILER.specs.misses) == default
 
 
 class Clash(BaseModel):

@@ -58,6 +58,10 @@ EXPECT: dict[str, list[str]] = {
     "getting_started/tutorial002.py": ["relations violated", "visits_every_city_once"],
     "relations/tutorial001.py": ["Stay(city='Paris', first_day=1, last_day=3)"],
     "relations/tutorial002.py": ["variables (", "components (", "['Copenhagen']"],
+    "relations/tutorial010.py": [
+        "True SpecCache(1/16 entries, 1 hits, 1 misses)",
+        "the shared default's: False\nTrue",
+    ],
     "relations/tutorial003.py": ["for loop", "Basket.all_positive True", "tutorial003.py:"],
     "relations/tutorial004.py": ["lengths ok: True"],
     "errors/tutorial001.py": ["unsatisfiable-spec", "['a_below_b', 'b_below_a']"],

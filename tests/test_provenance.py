@@ -8,9 +8,11 @@ import pytest
 from pydantic import BaseModel, Field
 
 from examples import meeting
-from factorspec_sdk import Client, relation
+from factorspec_sdk import Client, GenerationError, SamplingParams, TokenBudgetError, relation
+from factorspec_sdk.backends.base import GenerationRequest, RecordOutcome
+from factorspec_sdk.backends.local import engine_backend
 from factorspec_sdk.engines.scripted import ScriptedEngine
-from factorspec_sdk.provenance import ORIGINS, Provenance
+from factorspec_sdk.provenance import ORIGINS, Provenance, received
 from tests.helpers import TRIP_CONTEXT, Trip, tiny_tokenizer
 
 TOK = tiny_tokenizer()
@@ -107,3 +109,29 @@ def test_provenance_travels_as_json() -> None:
     assert data["sources"]["len(legs)"]["span"] is None
     with pytest.raises(ValueError):
         Provenance.from_json({"sources": {}, "tokens": {"nobody": 1}})
+
+
+def test_a_backend_answers_a_plain_outcome_that_explains_itself() -> None:
+    """`Backend.run` answers `RecordOutcome` objects: text, tokens, stats and `explain`.
+
+    Nothing of the decoder (its job, its planner) reaches the client; the outcome's
+    `explain` replays the planner once, and a server's JSON is read back the same way.
+    """
+    backend = engine_backend(engine())
+    (out,) = backend.run([GenerationRequest(Trip, "go", TRIP_CONTEXT)])
+    assert type(out) is RecordOutcome and out.error is None
+    assert not hasattr(out, "job")
+    assert out.explain is not None
+    prov = out.explain()
+    assert out.explain() is prov  # computed once
+    check_whole(prov, out.text, out.tokens)
+    result = Client(backend=backend).generate(Trip, "go", context=TRIP_CONTEXT, return_result=True)
+    assert result.provenance == prov
+    assert received(prov.to_json())() == prov
+    bad = received({"sources": {}, "tokens": {"nobody": 1}})
+    with pytest.raises(GenerationError, match="provenance cannot be read"):
+        bad()
+    (failed,) = backend.run(
+        [GenerationRequest(Trip, "go", TRIP_CONTEXT, SamplingParams(max_tokens=3))]
+    )
+    assert isinstance(failed.error, TokenBudgetError) and failed.explain is None

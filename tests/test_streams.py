@@ -14,8 +14,8 @@ import pytest
 from pydantic import BaseModel, Field
 
 from factorspec_sdk import AsyncClient, Client, TokenBudgetError
-from factorspec_sdk.backends.base import GenerationRequest
-from factorspec_sdk.drafter.loop import DecodeOutcome, GenerationStats
+from factorspec_sdk.backends.base import GenerationRequest, RecordOutcome
+from factorspec_sdk.drafter.loop import GenerationStats
 from factorspec_sdk.engines.scripted import ScriptedEngine
 from factorspec_sdk.partials import partial_model, partial_value, settled
 from factorspec_sdk.streams import StreamClosed
@@ -182,7 +182,7 @@ class _GatedBackend:
         self.go_on = threading.Event()
         self.error: Exception | None = None
 
-    def run(self, requests: Sequence[GenerationRequest]) -> list[DecodeOutcome]:
+    def run(self, requests: Sequence[GenerationRequest]) -> list[RecordOutcome]:
         sink = requests[0].on_partial
         assert sink is not None
         partial = partial_model(requests[0].model)
@@ -193,8 +193,8 @@ class _GatedBackend:
             sink(partial_value(partial, '{"letter": "x", "n": 1,'))
         except Exception as exc:
             self.error = exc
-            return [DecodeOutcome("", [], GenerationStats(), exc)]
-        return [DecodeOutcome('{"letter": "x", "n": 1, "big": false}', [], GenerationStats())]
+            return [RecordOutcome("", [], GenerationStats(), exc)]
+        return [RecordOutcome('{"letter": "x", "n": 1, "big": false}', [], GenerationStats())]
 
     def close(self) -> None:
         pass

@@ -8,15 +8,14 @@ point (it is drafted without asking the model), *chosen* otherwise.
 from factorspec_sdk import Client
 from factorspec_sdk.domains.trip import Itinerary, generate_problem, prompt_for
 from factorspec_sdk.graph import compile_spec
-from factorspec_sdk.tokens.plan import Planner
-from factorspec_sdk.writer.automaton import Writer
+from factorspec_sdk.tokens.plan import planner_for
 
 trip = generate_problem(4, seed=6, unique=False)  # 10 valid plans: real choices
 client = Client()
 result = client.generate(Itinerary, prompt_for(trip), context=trip, return_result=True)
 
 tokenizer = client.engine.tokenizer
-planner = Planner(Writer(compile_spec(Itinerary, trip)), tokenizer)
+planner = planner_for(compile_spec(Itinerary, trip), tokenizer)  # a writer, its oracle
 cursor = planner.start()
 spans: list[tuple[bool, str]] = []  # (certain, text); consecutive tokens of a kind merged
 n_certain = 0

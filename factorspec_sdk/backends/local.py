@@ -1,10 +1,12 @@
 """Backends over a local engine object: `LogitsBackend` and `CompletionBackend`.
 
-Both build one `DecodeJob` per request the same way (compile the spec for the request's
-context, a writer and a token planner over the engine's tokenizer, the prompt through the
-engine's chat template) and run every job of a batch in one decoder run; they differ in the
-decoder: `factorspec_sdk.drafter.loop.Decoder` needs logits, a completion engine (vLLM,
-SGLang, an OpenAI server) gets `factorspec_sdk.drafter.segments.SegmentDecoder`.
+Both build one `DecodeJob` per request the same way (the spec compiled for the request's
+context, its planner over the engine's tokenizer from `factorspec_sdk.tokens.plan.planner_for`,
+the prompt through the engine's chat template) and run every job of a batch in one decoder
+run, each decoder outcome turned into the backend's `RecordOutcome` (its provenance replayed
+from the job's planner on demand); they differ in the decoder:
+`factorspec_sdk.drafter.loop.Decoder` needs logits, a completion engine (vLLM, SGLang, an
+OpenAI server) gets `factorspec_sdk.drafter.segments.SegmentDecoder`.
 `engine_backend` picks the one for an engine.
 """
 
@@ -17,23 +19,17 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Generic, TypeVar
 
-from factorspec_sdk.backends.base import GenerationRequest
-from factorspec_sdk.drafter.loop import (
-    DecodeJob,
-    DecodeOutcome,
-    Decoder,
-    DecoderConfig,
-    GenerationStats,
-)
+from factorspec_sdk.backends.base import GenerationRequest, RecordOutcome
+from factorspec_sdk.drafter.loop import DecodeJob, DecodeOutcome, Decoder, DecoderConfig
 from factorspec_sdk.drafter.segments import SegmentDecoder
 from factorspec_sdk.drafter.stats import others
 from factorspec_sdk.engines.completion import CompletionEngine
 from factorspec_sdk.engines.protocol import Engine
 from factorspec_sdk.partials import PartialStream
 from factorspec_sdk.prompts import Prompt, chat_messages
+from factorspec_sdk.provenance import replayed
 from factorspec_sdk.relations.layout import RootLayout
-from factorspec_sdk.tokens.plan import Planner
-from factorspec_sdk.writer.automaton import Writer
+from factorspec_sdk.tokens.plan import planner_for
 
 __all__ = ["CompletionBackend", "EngineBackend", "LogitsBackend", "engine_backend"]
 
@@ -87,7 +83,7 @@ class EngineBackend(ABC, Generic[E]):
             spec = compile_spec(request.model, request.context)
         t1 = time.perf_counter()
         spent["spec_seconds"] = spent.get("spec_seconds", 0.0) + t1 - t0
-        planner = Planner(Writer(spec), self.engine.tokenizer)
+        planner = planner_for(spec, self.engine.tokenizer)
         t2 = time.perf_counter()
         ids = self.prompt_ids(
             request.prompt,
@@ -114,7 +110,7 @@ class EngineBackend(ABC, Generic[E]):
         spent["start_seconds"] = spent.get("start_seconds", 0.0) + start
         return job
 
-    def run(self, requests: Sequence[GenerationRequest]) -> list[DecodeOutcome]:
+    def run(self, requests: Sequence[GenerationRequest]) -> list[RecordOutcome]:
         """Decode ``requests`` in one decoder run (one per ``speculative`` setting asked).
 
         Each record's stats add the time of its job (spec, prompt, start) and the wait for
@@ -122,7 +118,7 @@ class EngineBackend(ABC, Generic[E]):
         another ``speculative`` setting, are its ``batch_seconds``.
         """
         started = time.perf_counter()
-        outcomes: dict[int, DecodeOutcome] = {}
+        outcomes: dict[int, RecordOutcome] = {}
         spent: list[dict[str, float]] = [{} for _ in requests]
         planned = [0.0] * len(requests)  # planning in a job (a stream's first view)
         groups: dict[bool, list[tuple[int, DecodeJob]]] = {}
@@ -130,7 +126,7 @@ class EngineBackend(ABC, Generic[E]):
             try:
                 job = self.job(request, spent[i])
             except Exception as exc:
-                outcomes[i] = DecodeOutcome("", [], GenerationStats(), exc)
+                outcomes[i] = RecordOutcome.failed(exc)
                 continue
             planned[i] = job.planner.stats.critical_seconds  # the decoder counts it
             speculative = request.speculative
@@ -146,9 +142,9 @@ class EngineBackend(ABC, Generic[E]):
                 jobs = [job for _, job in items]
                 t0 = time.perf_counter()
                 try:
-                    done = self.decoder(config).run(jobs)
+                    done = [_outcome(out) for out in self.decoder(config).run(jobs)]
                 except Exception as exc:  # the decoder refused the whole run
-                    done = [DecodeOutcome("", [], GenerationStats(), exc) for _ in jobs]
+                    done = [RecordOutcome.failed(exc) for _ in jobs]
                 runs[speculative] = time.perf_counter() - t0
                 for (i, _), out in zip(items, done, strict=True):
                     outcomes[i] = out
@@ -173,6 +169,13 @@ class EngineBackend(ABC, Generic[E]):
         closer = getattr(self.engine, "close", None)
         if callable(closer):
             closer()
+
+
+def _outcome(out: DecodeOutcome) -> RecordOutcome:
+    """The decoder's outcome as the backend's: the record, its provenance from its planner."""
+    job = out.job
+    explain = None if job is None else replayed(job.planner, out.tokens, job.params.max_tokens)
+    return RecordOutcome(out.text, out.tokens, out.stats, out.error, explain)
 
 
 class LogitsBackend(EngineBackend[Engine]):

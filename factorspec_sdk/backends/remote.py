@@ -33,10 +33,9 @@ from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import BaseModel
 
-from factorspec_sdk.backends.base import GenerationRequest
-from factorspec_sdk.drafter.loop import DecodeOutcome, GenerationStats
-from factorspec_sdk.drafter.stats import others
-from factorspec_sdk.engines.upstreams import v1_root
+from factorspec_sdk.backends.base import GenerationRequest, RecordOutcome
+from factorspec_sdk.drafter.stats import GenerationStats, others
+from factorspec_sdk.engines.openai_server import v1_root
 from factorspec_sdk.errors import (
     FactorSpecError,
     GenerationTimeoutError,
@@ -48,6 +47,7 @@ from factorspec_sdk.errors import (
 )
 from factorspec_sdk.partials import PartialSink, PartialText
 from factorspec_sdk.prompts import chat_messages
+from factorspec_sdk.provenance import Explain, received
 
 if TYPE_CHECKING:
     from openai import OpenAI
@@ -202,7 +202,7 @@ class RemoteBackend:
         """Close the HTTP connections."""
         self.openai.close()
 
-    def run(self, requests: Sequence[GenerationRequest]) -> list[DecodeOutcome]:
+    def run(self, requests: Sequence[GenerationRequest]) -> list[RecordOutcome]:
         """Send every request, up to ``max_concurrency`` in flight; one outcome each.
 
         A request's spec is compiled locally first (a spec error is that request's outcome,
@@ -220,7 +220,7 @@ class RemoteBackend:
         answer, are its ``batch_seconds``.
         """
         started = time.perf_counter()
-        outcomes: dict[int, DecodeOutcome] = {}
+        outcomes: dict[int, RecordOutcome] = {}
         spent: list[dict[str, float]] = [{} for _ in requests]
         bodies: list[tuple[int, list[ChatMessage], WireSpec]] = []
         for i, request in enumerate(requests):
@@ -235,7 +235,7 @@ class RemoteBackend:
                     hint=request.schema_in_prompt,
                 )
             except Exception as exc:
-                outcomes[i] = _failed(exc)
+                outcomes[i] = RecordOutcome.failed(exc)
                 spent[i]["spec_seconds"] = time.perf_counter() - t0
                 continue
             spent[i] = {"spec_seconds": t1 - t0, "prompt_seconds": time.perf_counter() - t1}
@@ -248,19 +248,19 @@ class RemoteBackend:
                 model_id = self.model
             except RemoteError as exc:
                 for i, _, _ in bodies:
-                    outcomes[i] = _failed(exc)
+                    outcomes[i] = RecordOutcome.failed(exc)
                 bodies = []
             listing = time.perf_counter() - t0
         sent = time.perf_counter()
         spans: dict[int, tuple[float, float]] = {}
 
-        def one(body: tuple[int, list[ChatMessage], WireSpec]) -> DecodeOutcome:
+        def one(body: tuple[int, list[ChatMessage], WireSpec]) -> RecordOutcome:
             i, messages, wire = body
             t0 = time.perf_counter()
             try:
                 return self._request(requests[i], model_id, messages, wire)
             except Exception as exc:
-                return _failed(exc)
+                return RecordOutcome.failed(exc)
             finally:
                 spans[i] = (t0, time.perf_counter())
 
@@ -298,7 +298,7 @@ class RemoteBackend:
         model_id: str,
         messages: list[ChatMessage],
         wire: WireSpec,
-    ) -> DecodeOutcome:
+    ) -> RecordOutcome:
         from openai import APIError, APIStatusError, OpenAIError
 
         model_cls = request.model
@@ -339,11 +339,11 @@ class RemoteBackend:
         token_ids = raw.get("token_ids", [])
         check_finished(choice.finish_reason, text, stats.tokens)
         ids = [int(t) for t in token_ids] if isinstance(token_ids, list) else []
-        return DecodeOutcome(text, ids, stats, provenance=_provenance(raw))
+        return RecordOutcome(text, ids, stats, explain=_provenance(raw))
 
     def _stream(
         self, request: GenerationRequest, body: dict[str, Any], sink: PartialSink
-    ) -> DecodeOutcome:
+    ) -> RecordOutcome:
         """``body`` sent with ``stream=True``: each delta's new view to ``sink``.
 
         The server streams the record's text ahead of its forwards by the certain tokens it
@@ -384,11 +384,7 @@ class RemoteBackend:
         token_ids = stats_raw.get("token_ids", [])
         check_finished(finish, views.text, stats.tokens)
         ids = [int(t) for t in token_ids] if isinstance(token_ids, list) else []
-        return DecodeOutcome(views.text, ids, stats, provenance=_provenance(stats_raw))
-
-
-def _failed(exc: Exception) -> DecodeOutcome:
-    return DecodeOutcome("", [], GenerationStats(), exc)
+        return RecordOutcome(views.text, ids, stats, explain=_provenance(stats_raw))
 
 
 def remote_error(exc: object, model: str, max_tokens: int | None) -> FactorSpecError:
@@ -457,7 +453,7 @@ def _stats(raw: dict[str, object], usage: object) -> GenerationStats:
     return stats
 
 
-def _provenance(raw: dict[str, object]) -> dict[str, object] | None:
-    """The provenance the server sent with the record (JSON data), if any."""
+def _provenance(raw: dict[str, object]) -> Explain | None:
+    """The provenance the server sent with the record (read on demand), if any."""
     data = raw.get("provenance")
-    return data if isinstance(data, dict) else None
+    return received(data) if isinstance(data, dict) else None

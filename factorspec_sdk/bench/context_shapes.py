@@ -5,9 +5,9 @@ repository root) draws ``--problems`` trip problems (``--cities``, 3-5 by defaul
 each ``--variants`` others with the same cities, flights and events but other stay lengths
 (`factorspec_sdk.domains.trip.with_stays`): contexts that differ in their ints only; the
 same again as dated trips, each starting on its own date. For
-every variant it times, in one run, `compile_spec` on a new shape (the caches cleared: a
-compile from the model) against `compile_spec` once the shape has been seen (its ints
-bound into the shape's lowering, `factorspec_sdk.graph.spec.SPEC_FORMS`), and prints the
+every variant it times, in one run, `SpecCompiler.compile_spec` on a new shape (the
+compiler's caches cleared: a compile from the model) against the same once the shape has
+been seen (its ints bound into the shape's lowering, the compiler's ``forms``), and prints the
 medians and their ratio, with the invoice example's tax rates and item limits and the
 booking example's seasons beside them (`examples/`, when run from the repository root).
 The CPU time is the process's (`time.process_time`); run it on an otherwise idle machine.
@@ -24,9 +24,12 @@ import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from pydantic import BaseModel
+
+if TYPE_CHECKING:
+    from factorspec_sdk.graph import SpecCompiler
 
 __all__ = ["ShapeResult", "dated_contexts", "main", "run_contexts", "trip_contexts"]
 
@@ -67,10 +70,19 @@ def trip_contexts(
 
 
 def run_contexts(
-    name: str, model: type[BaseModel], groups: Sequence[Sequence[object]]
+    name: str,
+    model: type[BaseModel],
+    groups: Sequence[Sequence[object]],
+    compiler: SpecCompiler | None = None,
 ) -> ShapeResult:
-    """Time each group's contexts compiled cold and bound (see `ShapeResult`)."""
-    from factorspec_sdk.graph import clear_spec_caches, compile_spec
+    """Time each group's contexts compiled cold and bound (see `ShapeResult`).
+
+    ``compiler``: the compiler to time (its caches are cleared on the way; None: a new one).
+    """
+    from factorspec_sdk.graph import SpecCompiler
+
+    compiler = compiler if compiler is not None else SpecCompiler()
+    compile_spec = compiler.compile_spec
 
     def cpu_ms(fn: Callable[[], object]) -> float:
         t0 = time.process_time()
@@ -82,9 +94,9 @@ def run_contexts(
     first: list[float] = []
     for group in groups:
         for c in group[1:]:
-            clear_spec_caches()
+            compiler.clear()
             compiled.append(cpu_ms(functools.partial(compile_spec, model, c)))
-        clear_spec_caches()
+        compiler.clear()
         compile_spec(model, group[0])
         for i, c in enumerate(group[1:]):
             ms = cpu_ms(functools.partial(compile_spec, model, c))
@@ -134,7 +146,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     """Print the medians of the compiled and the bound CPU time, and their ratio."""
     from factorspec_sdk.domains.trip import Itinerary
     from factorspec_sdk.domains.trip_dates import DatedItinerary
-    from factorspec_sdk.graph.spec import FORM_STATS
+    from factorspec_sdk.graph import SpecCompiler
 
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--problems", type=int, default=10, help="trip problems (shapes)")
@@ -145,20 +157,22 @@ def main(argv: Sequence[str] | None = None) -> None:
     lo, _, hi = args.cities.partition("-")
     cities = (int(lo), int(hi or lo))
     trips = trip_contexts(args.problems, args.variants, cities, args.seed)
+    compiler = SpecCompiler()
     results = [
-        run_contexts(f"trip, {args.cities} cities (stay lengths)", Itinerary, trips),
+        run_contexts(f"trip, {args.cities} cities (stay lengths)", Itinerary, trips, compiler),
         run_contexts(
             f"dated trip, {args.cities} cities (start date, stay lengths)",
             DatedItinerary,
             dated_contexts(trips, args.seed),
+            compiler,
         ),
     ]
     n = args.problems * args.variants + 1
     invoice = _invoice_contexts(n, args.seed)
     booking = _booking_contexts(n)
     if invoice is not None and booking is not None:
-        results.append(run_contexts("invoice (tax rate, item limit)", *invoice))
-        results.append(run_contexts("booking (season dates)", *booking))
+        results.append(run_contexts("invoice (tax rate, item limit)", *invoice, compiler))
+        results.append(run_contexts("booking (season dates)", *booking, compiler))
     print("| contexts | n | compiled ms | bound ms | ratio | first bind ms |")
     print("|---|---:|---:|---:|---:|---:|")
     for r in results:
@@ -167,9 +181,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(f"| {r.name} | {len(r.bound_ms)} | {c:.1f} | {b:.1f} | {c / b:.2f}x | {f:.1f} |")
     if invoice is None or booking is None:
         print("(invoice and booking skipped: examples/ is importable from the repository root)")
+    stats = compiler.form_stats
     print(
-        f"shape lowerings made {FORM_STATS.made}, declined {FORM_STATS.declined}, "
-        f"binds {FORM_STATS.bound}, diverged {FORM_STATS.diverged}"
+        f"shape lowerings made {stats.made}, declined {stats.declined}, "
+        f"binds {stats.bound}, diverged {stats.diverged}"
     )
 
 

@@ -23,7 +23,7 @@ def _pct(values: list[float], q: float) -> float:
 def run(sizes: tuple[int, ...] = (3, 5, 7, 10), seeds: int = 5) -> list[dict[str, float]]:
     """Measure; one row per trip size (milliseconds)."""
     from factorspec_sdk.domains.trip import Itinerary, generate_problem, itinerary_record
-    from factorspec_sdk.graph import AtLeast, clear_spec_caches, compile_spec
+    from factorspec_sdk.graph import AtLeast, SpecCompiler
 
     rows = []
     for n in sizes:
@@ -31,9 +31,9 @@ def run(sizes: tuple[int, ...] = (3, 5, 7, 10), seeds: int = 5) -> list[dict[str
         query_ms: list[float] = []
         for seed in range(seeds):
             problem = generate_problem(n, seed, unique=False)
-            clear_spec_caches()  # the compile below is a cold one
+            compiler = SpecCompiler()  # the compile below is a cold one
             t0 = time.perf_counter()
-            spec = compile_spec(Itinerary, problem)
+            spec = compiler.compile_spec(Itinerary, problem)
             compile_ms.append((time.perf_counter() - t0) * 1000)
             oracle = spec.new_oracle()
             record = itinerary_record(problem.golden)

@@ -69,34 +69,31 @@ def run(n: int, cities: tuple[int, int], seed: int = 0, *, unique: bool = True) 
     from factorspec_sdk.domains.trip import Itinerary, generate_problem, prompt_for
     from factorspec_sdk.drafter.loop import DecodeJob, Decoder, DecoderConfig
     from factorspec_sdk.drafter.verify import SamplingParams
-    from factorspec_sdk.ir import IR_CACHE, check_record, spec_from_ir, to_ir
-    from factorspec_sdk.tokens.plan import Planner
-    from factorspec_sdk.writer.automaton import Writer
+    from factorspec_sdk.ir import IRCompiler, check_record, to_ir
+    from factorspec_sdk.tokens.plan import planner_for
 
-    IR_CACHE.clear()  # every document cold, in each of several runs in one process
+    compiler = IRCompiler()  # every document cold, in each of several runs in one process
     engine = scripted_engine()
     tok = engine.tokenizer
     sizes = list(range(cities[0], cities[1] + 1))
     warm = generate_problem(sizes[0], seed + 10_000, unique=unique)  # imports, first tables
-    spec_from_ir(to_ir(Itinerary, warm))
+    compiler.spec_from_ir(to_ir(Itinerary, warm))
     out: list[RecordCost] = []
     for i in range(n):
         problem = generate_problem(sizes[i % len(sizes)], seed + i, unique=unique)
         ir = to_ir(Itinerary, problem)
         prompt = tok.encode(prompt_for(problem))
         w0, c0 = time.perf_counter(), time.process_time()
-        spec = spec_from_ir(ir)
+        spec = compiler.spec_from_ir(ir)
         c1 = time.process_time()
-        writer = Writer(spec)
-        job = DecodeJob(
-            Planner(writer, tok), prompt, SamplingParams(temperature=1.0, seed=i, max_tokens=2048)
-        )
+        planner = planner_for(spec, tok)
+        job = DecodeJob(planner, prompt, SamplingParams(temperature=1.0, seed=i, max_tokens=2048))
         (result,) = Decoder(engine, DecoderConfig()).run([job])
         c2, w2 = time.process_time(), time.perf_counter()
         if result.error is not None:
             raise RuntimeError(f"record {i} failed: {result.error}")
         check_record(spec, result.text)
-        stats = writer.oracle.stats
+        stats = planner.writer.oracle.stats
         out.append(
             RecordCost(
                 cities=len(problem.cities),

@@ -72,9 +72,8 @@ from factorspec_sdk.engines.scripted import ScriptedEngine
 from factorspec_sdk.errors import FactorSpecError, IncompleteGenerationError
 from factorspec_sdk.ir import ir_from_json_schema, spec_from_ir
 from factorspec_sdk.ir.schema_check import check_json_schema_record, json_schema_validator
-from factorspec_sdk.tokens.plan import Planner
+from factorspec_sdk.tokens.plan import planner_for
 from factorspec_sdk.tokens.vocab import TokenizerInfo
-from factorspec_sdk.writer.automaton import Writer
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
@@ -275,7 +274,7 @@ def decode_records(
     prompt = tok.encode(PROMPT)
     jobs = [
         DecodeJob(
-            Planner(Writer(spec), tok),
+            planner_for(spec, tok),
             prompt,
             SamplingParams(temperature=1.0, seed=seed, max_tokens=MAX_TOKENS),
         )

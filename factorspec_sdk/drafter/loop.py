@@ -90,12 +90,12 @@ class DecodeJob:
 class DecodeOutcome:
     """The result of one job: the record text and tokens, its stats, or the error.
 
+    The decoder's own result, for whoever drives a decoder (a backend, the server's engine
+    thread); a backend hands its caller a `factorspec_sdk.backends.base.RecordOutcome`.
+
     Attributes:
-        job: the job of a record decoded here (its planner explains the record, see
-            `factorspec_sdk.provenance`); None for one decoded elsewhere (a server).
-        provenance: the record's provenance as JSON data
-            (`factorspec_sdk.provenance.Provenance.to_json`), where it was made apart from
-            ``job``: by a server for its answer, or read from a server's answer.
+        job: the job of a complete record (its planner explains the record, see
+            `factorspec_sdk.provenance.replayed`); None for a record that failed.
     """
 
     text: str
@@ -103,7 +103,6 @@ class DecodeOutcome:
     stats: GenerationStats
     error: Exception | None = None
     job: DecodeJob | None = None
-    provenance: dict[str, object] | None = None
 
 
 @dataclass(slots=True)

@@ -27,9 +27,11 @@ __all__ = ["Crop", "SequenceState", "SequenceTable", "Step"]
 
 CacheT = TypeVar("CacheT")
 
-Crop = Callable[[CacheT, int, int], CacheT]
+Crop = Callable[[CacheT, int, int], tuple[CacheT, int]]
 """``crop(cache, run, length)``: the cache of a sequence whose first ``run`` tokens it holds,
-cut to its first ``length`` (``length < run``); it may return a new handle."""
+cut to its first ``length`` (``length < run``), and how many leading tokens it now holds:
+``length``, or fewer where it cannot cut exactly (0: it starts over), and the next forward
+runs the tokens from there again. It may return a new handle."""
 
 
 @dataclass(slots=True)
@@ -82,8 +84,8 @@ class Step(Generic[CacheT]):
         self.state.commit(self.new)
 
 
-def _unchanged(cache: CacheT, run: int, length: int) -> CacheT:
-    return cache
+def _unchanged(cache: CacheT, run: int, length: int) -> tuple[CacheT, int]:
+    return cache, length
 
 
 class SequenceTable(Generic[CacheT]):
@@ -183,8 +185,7 @@ class SequenceTable(Generic[CacheT]):
         del state.ids[length:]
         state.store = min(state.store, length)
         if length < state.run:
-            state.cache = self._crop(state.cache, state.run, length)
-            state.run = length
+            state.cache, state.run = self._crop(state.cache, state.run, length)
 
     def release(self, seq: SequenceId) -> None:
         """Forget the sequence and its cache (unknown ids are ignored)."""

@@ -11,14 +11,15 @@ from factorspec_sdk.graph.compiled import Value as Value
 from factorspec_sdk.graph.compiled import VarInfo as VarInfo
 from factorspec_sdk.graph.oracle import Oracle as Oracle
 from factorspec_sdk.graph.oracle import OracleStats as OracleStats
-from factorspec_sdk.graph.spec import SPEC_CACHE as SPEC_CACHE
+from factorspec_sdk.graph.spec import DEFAULT_SPEC_COMPILER as DEFAULT_SPEC_COMPILER
+from factorspec_sdk.graph.spec import SpecCompiler as SpecCompiler
 from factorspec_sdk.graph.spec import clear_spec_caches as clear_spec_caches
 from factorspec_sdk.graph.spec import compile_spec as compile_spec
 from factorspec_sdk.graph.z3context import MAIN_CONTEXT_LOCK as MAIN_CONTEXT_LOCK
 
 __all__ = [
+    "DEFAULT_SPEC_COMPILER",
     "MAIN_CONTEXT_LOCK",
-    "SPEC_CACHE",
     "Assignment",
     "AtLeast",
     "AtMost",
@@ -28,6 +29,7 @@ __all__ = [
     "Oracle",
     "OracleStats",
     "SpecCache",
+    "SpecCompiler",
     "Value",
     "VarInfo",
     "clear_spec_caches",

@@ -1,9 +1,10 @@
-"""`SpecCache`: the LRU cache that each spec entry point owns, with hit and miss counters.
+"""`SpecCache`: the LRU cache that each spec compiler owns, with hit and miss counters.
 
-`compile_spec` keeps its compiled specs in one (`factorspec_sdk.graph.SPEC_CACHE`, keyed by
-model and context value) and `spec_from_ir` keeps what the checks of an IR document found in
-another (`factorspec_sdk.ir.IR_CACHE`, keyed by the document's digest), as XGrammar's
-``GrammarCompiler`` owns its cache of compiled grammars.
+A `factorspec_sdk.graph.SpecCompiler` keeps its compiled specs in one (keyed by model and
+context value) and its context shapes in another; a `factorspec_sdk.ir.IRCompiler` keeps
+what the checks of an IR document found in one (keyed by the document's digest) and the
+documents' layouts in another, as XGrammar's ``GrammarCompiler`` owns its cache of compiled
+grammars.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ class SpecCache(Generic[K, V]):
 
     The cache's own lock guards only its map: `get_or_compile` runs ``compile`` outside it,
     so a caller that must not compile one key twice at once serialises the calls itself
-    (`compile_spec` holds `MAIN_CONTEXT_LOCK` around them).
+    (`SpecCompiler.compile_spec` holds `MAIN_CONTEXT_LOCK` around them).
 
     Attributes:
         max_size: the most entries kept; the least recently used one goes first.

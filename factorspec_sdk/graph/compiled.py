@@ -291,11 +291,23 @@ class CompiledSpec:
         return [None if c.determined is None else dict(c.determined) for c in self._components]
 
     def component_of(self, var: str) -> int:
-        """Index of the component holding ``var``."""
+        """Index of the component holding ``var``.
+
+        Raises:
+            KeyError: ``var`` is no variable of the spec.
+        """
         try:
             return self._comp_of[var]
         except KeyError:
             raise KeyError(f"unknown variable {var!r}") from None
+
+    def component(self, index: int) -> Component:
+        """The component at ``index`` (0 to ``len(components) - 1``; `component_of` a variable's).
+
+        Its constraints (in the spec's Z3 context: read them under ``context_lock``) and what
+        the spec's check found (witness, models, determined values), for the oracle.
+        """
+        return self._components[index]
 
     def record(self, var: str) -> VarRecord:
         """The Z3-level record of a variable."""

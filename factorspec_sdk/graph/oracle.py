@@ -101,7 +101,7 @@ class _Solver:
 
     def __init__(self, oracle: Oracle, index: int) -> None:
         spec = oracle.spec
-        comp = spec._components[index]
+        comp = spec.component(index)
         self.ctx = oracle.ctx
         self.index = index
         self._solver: z3.Solver | None = None
@@ -143,7 +143,7 @@ class _Solver:
             spec = self.spec
             solver = z3.SimpleSolver(ctx=self.ctx)
             with spec.context_lock:  # translate reads the spec's context
-                assert_all(solver, spec._components[self.index].constraints)
+                assert_all(solver, spec.component(self.index).constraints)
             self._solver = solver
         return self._solver
 
@@ -353,7 +353,7 @@ def holds(spec: CompiledSpec, assignment: Assignment) -> bool:
         groups.setdefault(spec.component_of(fact[0]), []).append(fact)
     with spec.context_lock:
         for index, facts in groups.items():
-            comp = spec._components[index]
+            comp = spec.component(index)
             values = [(spec.record(f[0]).term, fact_value(spec, f)) for f in facts]
             given = {f[0] for f in facts}
             values += [  # the items a record leaves out: any value within their bounds
@@ -404,10 +404,10 @@ class Oracle:
 
     def _split(self, assignment: Assignment) -> dict[int, tuple[Fact, ...]]:
         groups: dict[int, list[Fact]] = {}
-        comp_of = self.spec._comp_of
+        component_of = self.spec.component_of
         for fact in assignment:
             try:
-                i = comp_of[fact[0]]
+                i = component_of(fact[0])
             except KeyError:
                 raise KeyError(f"unknown variable {fact[0]!r} in the assignment") from None
             groups.setdefault(i, []).append(fact)
@@ -685,7 +685,7 @@ class Oracle:
             if not all(self._comp_feasible(i, fs) for i, fs in groups.items()):
                 return {}
             out: dict[str, tuple[Value, tuple[str, ...]]] = {}
-            for i in range(len(self.spec._components)):
+            for i in range(len(self.spec.components)):
                 out.update(self._determined(i, groups.get(i, ())) or {})
             return out
         finally:

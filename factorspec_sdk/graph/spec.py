@@ -1,13 +1,16 @@
-"""The Pydantic-model front end of the spec back end: `compile_spec` and its cache.
+"""The Pydantic-model front end of the spec back end: `SpecCompiler` and its caches.
 
-`compile_spec` walks a model into its layout, lowers its relations (and those of nested
-models, at every concrete path) for one context (or, for a context shape seen before, binds
-the context's ints and dates into that shape's lowering: `SPEC_FORMS`) with
-`factorspec_sdk.relations.compiler.RelationCompiler`, and hands the variables and relation
-formulas to the one assembly (`factorspec_sdk.graph.assemble.assemble_spec`), which adds the
-schema factors, splits the graph into components and checks them. Compiled specs are kept
-in `SPEC_CACHE`, a `SpecCache` keyed by model and context value; every Z3 term of such a
-spec lives in Z3's main context, under `MAIN_CONTEXT_LOCK`.
+`SpecCompiler.compile_spec` walks a model into its layout, lowers its relations (and those
+of nested models, at every concrete path) for one context (or, for a context shape seen
+before, binds the context's ints and dates into that shape's lowering: the compiler's
+``forms``) with `factorspec_sdk.relations.compiler.RelationCompiler`, and hands the variables
+and relation formulas to the one assembly (`factorspec_sdk.graph.assemble.assemble_spec`),
+which adds the schema factors, splits the graph into components and checks them. The
+compiler owns its caches, as XGrammar's ``GrammarCompiler`` owns its cache of compiled
+grammars: compiled specs by model and context value (``specs``), lowerings by context shape
+(``forms``) and what that tier did (``form_stats``). A client or server owns one, or shares
+`DEFAULT_SPEC_COMPILER`, which the module-level `compile_spec` and `clear_spec_caches` use.
+Every Z3 term of such a spec lives in Z3's main context, under `MAIN_CONTEXT_LOCK`.
 """
 
 from __future__ import annotations
@@ -61,54 +64,17 @@ from factorspec_sdk.relations.layout import (
 from factorspec_sdk.relations.sample import raises_everywhere
 
 __all__ = [
-    "FORM_STATS",
-    "SPEC_CACHE",
-    "SPEC_FORMS",
+    "DEFAULT_SPEC_COMPILER",
     "FormStats",
+    "SpecCompiler",
     "clear_spec_caches",
     "compile_spec",
 ]
 
-SPEC_CACHE: SpecCache[Hashable, CompiledSpec] = SpecCache(max_size=64)
-"""The compiled specs of `compile_spec`, by (model, context value): an LRU of 64 specs.
-
-`clear_spec_caches` forgets them and the shapes (a benchmark that wants each compile
-cold); ``hits``/``misses`` count the lookups. A context that cannot be frozen into a
-hashable value (see `compile_spec`) is compiled every time and never cached.
-"""
-
-
-def compile_spec(model: type[BaseModel], context: object = None) -> CompiledSpec:
-    """Compile ``model``'s relations for ``context`` (cached per model and context value).
-
-    The context is keyed by value: pydantic models, dataclasses, mappings, sequences, sets
-    and plain objects are frozen field by field; anything else is compiled uncached. A
-    context whose shape (everything but its ints and dates, `factorspec_sdk.graph.params`)
-    was seen before with other values binds them into that shape's lowering (`SPEC_FORMS`)
-    and only assembles and checks the spec. The compilation holds `MAIN_CONTEXT_LOCK` (its terms
-    live in Z3's main context).
-
-    Raises:
-        RelationDefinitionError: a relation uses a construct outside the supported subset.
-        ContextError: a relation needs a context and none is given, or it lacks a value.
-        UnsatisfiableSpecError: no record satisfies the spec (the core names the relations).
-        SpecError: a list needs more items than its bound.
-    """
-    try:
-        shape, values = split_context(context)
-        hash(shape)
-    except (TypeError, Unfreezable):
-        with MAIN_CONTEXT_LOCK:
-            return _compile(model, context)
-    with MAIN_CONTEXT_LOCK:
-        return SPEC_CACHE.get_or_compile(
-            (model, shape, values), lambda: _compile_new(model, context, shape, values)
-        )
-
 
 @dataclasses.dataclass
 class FormStats:
-    """What `compile_spec`'s shape tier did since the process started (see `SPEC_FORMS`).
+    """What a `SpecCompiler`'s shape tier did since it was made (see `SpecCompiler.forms`).
 
     Attributes:
         made: lowerings kept for a shape (its ints and dates as parameters).
@@ -165,86 +131,166 @@ class _Declined:
     """A shape whose lowering cannot take its ints and dates as parameters."""
 
 
-SPEC_FORMS: SpecCache[Hashable, _Form | _Seen | _Declined] = SpecCache(max_size=64)
-"""`compile_spec`'s second tier, by (model, context shape): an LRU of 64 shapes.
+_Shape = _Form | _Seen | _Declined
+"""What a compiler keeps for a context shape (`SpecCompiler.forms`)."""
 
-A shape's first context compiles as a new one; its second makes the shape's lowering with
-the ints and dates as parameters (under `reading_guarded`), and that one and every later
-one of the shape binds its values and assembles. `clear_spec_caches` forgets them;
-`FORM_STATS` counts what the tier did.
+
+class SpecCompiler:
+    """Compiles Pydantic models with relations into `CompiledSpec` objects, and caches them.
+
+    As XGrammar's ``GrammarCompiler`` owns its cache of compiled grammars, a compiler owns
+    what it compiled: two compilers share no spec. A `factorspec_sdk.Client` (``compiler=``)
+    or a program owns one, or shares `DEFAULT_SPEC_COMPILER` (what the module-level
+    `compile_spec` uses).
+
+    Args:
+        max_specs: the most compiled specs kept (``specs``).
+        max_shapes: the most context shapes kept (``forms``).
+
+    Attributes:
+        specs: compiled specs by (model, context value): an LRU; ``hits``/``misses`` count
+            the lookups. A context that cannot be frozen into a hashable value (see
+            `compile_spec`) is compiled every time and never cached.
+        forms: the second tier, by (model, context shape): an LRU. A shape's first context
+            compiles as a new one; its second makes the shape's lowering with the ints and
+            dates as parameters (under `reading_guarded`), and that one and every later
+            one of the shape binds its values and assembles.
+        form_stats: what the shape tier did.
+    """
+
+    def __init__(self, *, max_specs: int = 64, max_shapes: int = 64) -> None:
+        self.specs: SpecCache[Hashable, CompiledSpec] = SpecCache(max_size=max_specs)
+        self.forms: SpecCache[Hashable, _Shape] = SpecCache(max_size=max_shapes)
+        self.form_stats = FormStats()
+
+    def compile_spec(self, model: type[BaseModel], context: object = None) -> CompiledSpec:
+        """Compile ``model``'s relations for ``context`` (cached per model and context value).
+
+        The context is keyed by value: pydantic models, dataclasses, mappings, sequences,
+        sets and plain objects are frozen field by field; anything else is compiled
+        uncached. A context whose shape (everything but its ints and dates,
+        `factorspec_sdk.graph.params`) was seen before with other values binds them into
+        that shape's lowering (``forms``) and only assembles and checks the spec. The
+        compilation holds `MAIN_CONTEXT_LOCK` (its terms live in Z3's main context).
+
+        Raises:
+            RelationDefinitionError: a relation uses a construct outside the supported subset.
+            ContextError: a relation needs a context and none is given, or it lacks a value.
+            UnsatisfiableSpecError: no record satisfies the spec (the core names the
+                relations).
+            SpecError: a list needs more items than its bound.
+        """
+        try:
+            shape, values = split_context(context)
+            hash(shape)
+        except (TypeError, Unfreezable):
+            with MAIN_CONTEXT_LOCK:
+                return _compile(model, context)
+        with MAIN_CONTEXT_LOCK:
+            return self.specs.get_or_compile(
+                (model, shape, values), lambda: self._compile_new(model, context, shape, values)
+            )
+
+    def clear(self) -> None:
+        """Forget every compiled spec and context shape: the next compile of each is cold.
+
+        The counters of ``specs`` and ``form_stats`` stay.
+        """
+        with MAIN_CONTEXT_LOCK:  # dropping specs frees main-context Z3 terms
+            self.specs.clear()
+            self.forms.clear()
+
+    def __repr__(self) -> str:
+        return f"SpecCompiler(specs={self.specs!r}, forms={self.forms!r})"
+
+    def _compile_new(
+        self, model: type[BaseModel], context: object, shape: Hashable, values: tuple[int, ...]
+    ) -> CompiledSpec:
+        """A context not in ``specs``: bind it into its shape's form, or compile it."""
+        if not values:
+            return _compile(model, context)
+        stats = self.form_stats
+        key = (model, shape)
+        form = self.forms.get(key)
+        if form is None:
+            self.forms.put(key, _Seen())
+            return _compile(model, context)
+        if isinstance(form, _Seen):
+            form = self._make_form(model, context, len(values))
+            self.forms.put(key, form)
+        if isinstance(form, _Declined):
+            return _compile(model, context)
+        t0 = time.perf_counter()
+        pairs = [(p, z3.IntVal(v)) for p, v in zip(form.params, values, strict=True)]
+        lowered = form.lowered
+        bound = substitute_all([f.formula for f in lowered.factors], pairs)
+        factors = [
+            RelationFactor(f.name, f.variables, g)
+            for f, g in zip(lowered.factors, bound, strict=True)
+        ]
+        try:
+            spec = _assemble(model, context, lowered, factors, t0)
+        except SpecError:
+            stats.recompiled += 1
+            spec = _compile(model, context)  # raises the compile's own error
+            stats.diverged += 1
+            self.forms.put(key, _Declined())
+            warnings.warn(
+                f"{model.__name__}: the spec bound into its context shape failed where the "
+                "compile from the model succeeds; the shape is compiled per context from now on",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+            return spec
+        stats.bound += 1
+        return spec
+
+    def _make_form(self, model: type[BaseModel], context: object, n: int) -> _Form | _Declined:
+        """Lower ``model`` against ``context`` with its ``n`` slots as parameters, guarded."""
+        params = parameters(n)
+        stats = self.form_stats
+        why: str
+        try:
+            with reading_guarded(params) as guard:
+                lowered = _lower(model, with_parameters(context, params))
+                leak = guard.leak or _leak_in(lowered, guard.mentions)
+        except ParameterLeak as exc:
+            why = str(exc)
+        except Exception as exc:  # any failure keeps the shape on plain compiles
+            why = f"{type(exc).__name__}: {exc}"
+        else:
+            if leak is None:
+                stats.made += 1
+                return _Form(lowered, params)
+            why = f"{leak} of a context parameter"
+        stats.declined += 1
+        stats.last_declined = f"{model.__name__}: {why}"
+        return _Declined()
+
+
+DEFAULT_SPEC_COMPILER = SpecCompiler()
+"""The compiler that the module-level `compile_spec` uses, and a client given none.
+
+One shared instance: a program that wants specs of its own (a second client, a test, a
+benchmark that wants each compile cold) makes a `SpecCompiler` of its own.
 """
 
-FORM_STATS = FormStats()
+
+def compile_spec(model: type[BaseModel], context: object = None) -> CompiledSpec:
+    """`SpecCompiler.compile_spec` of `DEFAULT_SPEC_COMPILER` (see there).
+
+    Raises:
+        RelationDefinitionError: a relation uses a construct outside the supported subset.
+        ContextError: a relation needs a context and none is given, or it lacks a value.
+        UnsatisfiableSpecError: no record satisfies the spec (the core names the relations).
+        SpecError: a list needs more items than its bound.
+    """
+    return DEFAULT_SPEC_COMPILER.compile_spec(model, context)
 
 
 def clear_spec_caches() -> None:
-    """Forget every compiled spec and context shape: the next compile of each is cold."""
-    with MAIN_CONTEXT_LOCK:  # dropping specs frees main-context Z3 terms
-        SPEC_CACHE.clear()
-        SPEC_FORMS.clear()
-
-
-def _compile_new(
-    model: type[BaseModel], context: object, shape: Hashable, values: tuple[int, ...]
-) -> CompiledSpec:
-    """A context not in `SPEC_CACHE`: bind it into its shape's form, or compile it."""
-    if not values:
-        return _compile(model, context)
-    key = (model, shape)
-    form = SPEC_FORMS.get(key)
-    if form is None:
-        SPEC_FORMS.put(key, _Seen())
-        return _compile(model, context)
-    if isinstance(form, _Seen):
-        form = _make_form(model, context, len(values))
-        SPEC_FORMS.put(key, form)
-    if isinstance(form, _Declined):
-        return _compile(model, context)
-    t0 = time.perf_counter()
-    pairs = [(p, z3.IntVal(v)) for p, v in zip(form.params, values, strict=True)]
-    lowered = form.lowered
-    bound = substitute_all([f.formula for f in lowered.factors], pairs)
-    factors = [
-        RelationFactor(f.name, f.variables, g) for f, g in zip(lowered.factors, bound, strict=True)
-    ]
-    try:
-        spec = _assemble(model, context, lowered, factors, t0)
-    except SpecError:
-        FORM_STATS.recompiled += 1
-        spec = _compile(model, context)  # raises the compile's own error
-        FORM_STATS.diverged += 1
-        SPEC_FORMS.put(key, _Declined())
-        warnings.warn(
-            f"{model.__name__}: the spec bound into its context shape failed where the "
-            "compile from the model succeeds; the shape is compiled per context from now on",
-            RuntimeWarning,
-            stacklevel=3,
-        )
-        return spec
-    FORM_STATS.bound += 1
-    return spec
-
-
-def _make_form(model: type[BaseModel], context: object, n: int) -> _Form | _Declined:
-    """Lower ``model`` against ``context`` with its ``n`` slots as parameters, guarded."""
-    params = parameters(n)
-    why: str
-    try:
-        with reading_guarded(params) as guard:
-            lowered = _lower(model, with_parameters(context, params))
-            leak = guard.leak or _leak_in(lowered, guard.mentions)
-    except ParameterLeak as exc:
-        why = str(exc)
-    except Exception as exc:  # any failure keeps the shape on plain compiles
-        why = f"{type(exc).__name__}: {exc}"
-    else:
-        if leak is None:
-            FORM_STATS.made += 1
-            return _Form(lowered, params)
-        why = f"{leak} of a context parameter"
-    FORM_STATS.declined += 1
-    FORM_STATS.last_declined = f"{model.__name__}: {why}"
-    return _Declined()
+    """Forget every spec and context shape of `DEFAULT_SPEC_COMPILER` (`SpecCompiler.clear`)."""
+    DEFAULT_SPEC_COMPILER.clear()
 
 
 def _leak_in(lowered: _Lowered, mentions: Callable[[z3.AstRef], bool]) -> str | None:

@@ -59,10 +59,9 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, get_args, overloa
 
 from pydantic import BaseModel, ValidationError, create_model
 
-from factorspec_sdk.backends.base import Backend, GenerationRequest
+from factorspec_sdk.backends.base import Backend, GenerationRequest, RecordOutcome
 from factorspec_sdk.backends.connect import ServerKind, connect, probe_server
 from factorspec_sdk.backends.remote import WireSpec, check_finished, remote_error
-from factorspec_sdk.drafter.loop import DecodeOutcome
 from factorspec_sdk.drafter.verify import SamplingParams
 from factorspec_sdk.errors import FactorSpecError, RemoteError, RetriesExhaustedError
 from factorspec_sdk.partials import PartialText
@@ -459,10 +458,10 @@ class StructuredCompletions:
         backend = self._route.backend(model)
         while True:
             if backend is not None:  # decoded here, the views from the decoder
-                views: queue.SimpleQueue[BaseModel | DecodeOutcome] = queue.SimpleQueue()
+                views: queue.SimpleQueue[BaseModel | RecordOutcome] = queue.SimpleQueue()
                 run = RecordThread(backend, attempts.generation_request(), views.put)
                 try:
-                    while not isinstance(item := views.get(), DecodeOutcome):
+                    while not isinstance(item := views.get(), RecordOutcome):
                         yield cast("ModelT", item)
                 finally:
                     run.close()
@@ -591,10 +590,10 @@ class AsyncStructuredCompletions:
         backend = await asyncio.to_thread(self._route.backend, model)
         while True:
             if backend is not None:  # decoded here, the views from the decoder
-                views: asyncio.Queue[BaseModel | DecodeOutcome] = asyncio.Queue()
+                views: asyncio.Queue[BaseModel | RecordOutcome] = asyncio.Queue()
                 run = RecordThread(backend, attempts.generation_request(), _poster(views))
                 try:
-                    while not isinstance(item := await views.get(), DecodeOutcome):
+                    while not isinstance(item := await views.get(), RecordOutcome):
                         yield cast("ModelT", item)
                 finally:
                     await asyncio.to_thread(run.close)
@@ -751,7 +750,7 @@ def iterable_model(model: type[BaseModel]) -> type[BaseModel]:
 _SAMPLING_KWARGS = {"temperature", "top_p", "seed", "max_tokens", "max_completion_tokens"}
 
 
-def _decoded(outcome: DecodeOutcome, model: str) -> ChatCompletion:
+def _decoded(outcome: RecordOutcome, model: str) -> ChatCompletion:
     """A record decoded here, as the ``ChatCompletion`` a server would have answered.
 
     Raises:
@@ -788,12 +787,12 @@ def _decoded(outcome: DecodeOutcome, model: str) -> ChatCompletion:
 
 
 def _poster(
-    views: asyncio.Queue[BaseModel | DecodeOutcome],
-) -> Callable[[BaseModel | DecodeOutcome], None]:
+    views: asyncio.Queue[BaseModel | RecordOutcome],
+) -> Callable[[BaseModel | RecordOutcome], None]:
     """Puts what a worker thread posts on ``views``, in the running event loop."""
     loop = asyncio.get_running_loop()
 
-    def post(item: BaseModel | DecodeOutcome) -> None:
+    def post(item: BaseModel | RecordOutcome) -> None:
         loop.call_soon_threadsafe(views.put_nowait, item)
 
     return post

@@ -1,10 +1,11 @@
 """The relation IR: a compiled spec as JSON data (``"factorspec_ir": 1``), never code.
 
 A client builds it from a Pydantic model, its ``@relation`` methods and the per-request
-context (`to_ir`); a server rebuilds a `CompiledSpec` from it (`spec_from_ir`) without any
-Python relation, and checks finished records with `check_record`. `ir_from_json_schema`
-converts a JSON Schema to a relation-free IR, and `check_json_schema_record` holds a record to
-that schema with `jsonschema`. `IR_JSON_SCHEMA` is the JSON Schema of the format, generated
+context (`to_ir`); a server rebuilds a `CompiledSpec` from it (`IRCompiler.spec_from_ir`; the
+module-level `spec_from_ir` uses `DEFAULT_IR_COMPILER`) without any Python relation, and
+checks finished records with `check_record`. `ir_from_json_schema` converts a JSON Schema to
+a relation-free IR, and `check_json_schema_record` holds a record to that schema with
+`jsonschema`. `IR_JSON_SCHEMA` is the JSON Schema of the format, generated
 from the pydantic models in `factorspec_sdk.ir.model`.
 
 Format (version 1)::
@@ -41,8 +42,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from factorspec_sdk.ir.build import (
-    IR_CACHE,
-    LAYOUT_CACHE,
+    DEFAULT_IR_COMPILER,
+    IRCompiler,
     IRError,
     IRLimits,
     ir_digest,
@@ -60,10 +61,10 @@ if TYPE_CHECKING:
     from factorspec_sdk.graph.compiled import CompiledSpec as CompiledSpec
 
 __all__ = [
-    "IR_CACHE",
-    "LAYOUT_CACHE",
+    "DEFAULT_IR_COMPILER",
     "IR_JSON_SCHEMA",
     "IR_VERSION",
+    "IRCompiler",
     "IRError",
     "IRExportError",
     "IRLimits",

@@ -8,7 +8,8 @@ taken from the sender; only relation formulas come from the IR. The variables an
 formulas then go to the same assembly as `compile_spec`'s
 (`factorspec_sdk.graph.assemble.assemble_spec`: schema factors, components, checks), so both
 entry points give the same spec, unsat cores and errors. What the checks of each document
-found is kept in `IR_CACHE`.
+found is kept by the `IRCompiler` that built it (`DEFAULT_IR_COMPILER` for the module-level
+`spec_from_ir`).
 """
 
 from __future__ import annotations
@@ -107,9 +108,9 @@ from factorspec_sdk.relations.temporal import (
 )
 
 __all__ = [
-    "IR_CACHE",
-    "LAYOUT_CACHE",
+    "DEFAULT_IR_COMPILER",
     "CheckedIR",
+    "IRCompiler",
     "IRError",
     "IRLimits",
     "ir_digest",
@@ -762,7 +763,7 @@ class _ExprBuilder:
 
 @dataclass(slots=True)
 class CheckedIR:
-    """What the checks of one IR document found (the entries of `IR_CACHE`).
+    """What the checks of one IR document found (the entries of `IRCompiler.documents`).
 
     Attributes:
         ir: the parsed document.
@@ -781,37 +782,24 @@ class CheckedIR:
     error: FactorSpecError | None = None
 
 
-IR_CACHE: SpecCache[str, CheckedIR] = SpecCache(max_size=128)
-"""What `spec_from_ir` found for each IR document, by a key of the document: an LRU of 128.
-
-A hit skips parsing, the layout and the satisfiability checks, and keeps what they found
-each component determines (Z3 terms are rebuilt in a fresh context on every call).
-``IR_CACHE.clear()`` forgets them.
-"""
-
-
-LAYOUT_CACHE: SpecCache[tuple[str, IRLimits], RootLayout] = SpecCache(max_size=64)
-"""Layouts by a key of their IR (and the limits they were checked under): an LRU of 64.
-
-Requests for one record type send one layout with different relations and constants (a
-trip's cities, stays and flights); building a layout makes its pydantic models, the larger
-part of a new document's cost. ``LAYOUT_CACHE.clear()`` forgets them.
-"""
-
-
-def _layout(ir: RelationIR, data: object, limits: IRLimits) -> RootLayout:
-    """The layout of a parsed document, from `LAYOUT_CACHE` when one with its key is there."""
+def _layout(
+    ir: RelationIR,
+    data: object,
+    limits: IRLimits,
+    layouts: SpecCache[tuple[str, IRLimits], RootLayout],
+) -> RootLayout:
+    """The layout of a parsed document, from ``layouts`` when one with its key is there."""
     key = None
     if isinstance(data, dict):
         doc = _document_key(data.get("layout"))
         key = None if doc is None else (doc, limits)
-    layout = LAYOUT_CACHE.get(key) if key is not None else None
+    layout = layouts.get(key) if key is not None else None
     if layout is None:
         built = _LayoutBuilder(limits).build(ir.layout, 1, 1, "")
         assert isinstance(built, (ObjectLayout, GrammarLayout))  # IRRoot's two kinds
         layout = built
         if key is not None:
-            LAYOUT_CACHE.put(key, layout)
+            layouts.put(key, layout)
     return layout
 
 
@@ -822,7 +810,7 @@ def ir_digest(data: object) -> str:
 
 
 def _document_key(data: object) -> str | None:
-    """The cache key of a parsed JSON value (`IR_CACHE`, `LAYOUT_CACHE`); None: not plain JSON.
+    """The cache key of a parsed JSON value (`IRCompiler`'s caches); None: not plain JSON.
 
     The SHA-256 of its ``marshal`` serialization (format 2, which writes every value out,
     with no back-references): a third of `ir_digest`'s canonical JSON, which every server
@@ -836,6 +824,101 @@ def _document_key(data: object) -> str | None:
         return None
 
 
+class IRCompiler:
+    """Builds `CompiledSpec` objects from relation IR documents, and keeps what it found.
+
+    The IR front end's counterpart of `factorspec_sdk.graph.SpecCompiler`: as XGrammar's
+    ``GrammarCompiler`` owns its cache of compiled grammars, the compiler owns what the
+    checks of each document found, so two compilers share nothing. A server owns one
+    (`factorspec_sdk.server.app.create_app`'s ``ir_compiler``), or shares
+    `DEFAULT_IR_COMPILER` (what the module-level `spec_from_ir` uses).
+
+    Args:
+        max_documents: the most documents kept (``documents``).
+        max_layouts: the most layouts kept (``layouts``).
+
+    Attributes:
+        documents: what `spec_from_ir` found for each IR document, by a key of the
+            document: an LRU. A hit skips parsing, the layout and the satisfiability
+            checks, and keeps what they found each component determines (Z3 terms are
+            rebuilt in a fresh context on every call).
+        layouts: layouts by a key of their IR (and the limits they were checked under): an
+            LRU. Requests for one record type send one layout with different relations
+            and constants (a trip's cities, stays and flights); building a layout makes its
+            pydantic models, the larger part of a new document's cost.
+    """
+
+    def __init__(self, *, max_documents: int = 128, max_layouts: int = 64) -> None:
+        self.documents: SpecCache[str, CheckedIR] = SpecCache(max_size=max_documents)
+        self.layouts: SpecCache[tuple[str, IRLimits], RootLayout] = SpecCache(max_size=max_layouts)
+
+    def spec_from_ir(
+        self,
+        data: object,
+        limits: IRLimits = DEFAULT_LIMITS,
+        *,
+        digest: str | None = None,
+        solver_timeout_ms: int | None = None,
+    ) -> CompiledSpec:
+        """Rebuild a `CompiledSpec` from an IR document (a parsed JSON value or `RelationIR`).
+
+        The spec behaves as the one the IR was exported from: same layout, variables,
+        factors, components, list bounds, feasible sets and unsat cores. Its ``model`` is a
+        pydantic model built from the layout (structure and bounds); `check_record` checks
+        the relations too. Each call builds fresh Z3 terms in a private context (safe to use
+        from any one thread); the satisfiability checks are cached per IR document in
+        ``documents`` (a check that ran out of time is not: it is tried again).
+        ``limits.solver_timeout_ms`` bounds each check here; ``solver_timeout_ms`` bounds
+        each query of the spec's oracles (`CompiledSpec`).
+
+        Raises:
+            IRError: a malformed IR, a limit exceeded, or a spec the solver cannot decide in
+                time.
+            UnsatisfiableSpecError: no record satisfies the spec (the core names the IR's
+                factors).
+            SpecError: a list needs more items than its bound, or a str read by a relation
+                has no finite domain.
+        """
+        key = digest
+        if key is None and not isinstance(data, RelationIR):
+            key = _document_key(data)
+        checked = self.documents.get(key) if key is not None else None
+        if checked is None:
+            ir = parse_ir(data, limits)
+            checked = CheckedIR(ir, _layout(ir, data, limits, self.layouts))
+        if checked.error is not None:
+            raise checked.error
+        try:
+            spec = _build(checked, limits, solver_timeout_ms)
+            if checked.list_bounds is None:
+                checked.list_bounds = dict(spec.list_bounds)
+                checked.determined = spec.determined
+            return spec
+        except (IRError, SpecError) as exc:
+            if not (isinstance(exc, IRError) and exc.undecided):
+                checked.error = exc
+            raise
+        finally:
+            if key is not None:
+                self.documents.put(key, checked)
+
+    def clear(self) -> None:
+        """Forget every document and layout: the next build of each is cold (counters stay)."""
+        self.documents.clear()
+        self.layouts.clear()
+
+    def __repr__(self) -> str:
+        return f"IRCompiler(documents={self.documents!r}, layouts={self.layouts!r})"
+
+
+DEFAULT_IR_COMPILER = IRCompiler()
+"""The compiler that the module-level `spec_from_ir` uses, and a server given none.
+
+One shared instance: a program that wants documents of its own (a second server in one
+process, a test, a benchmark that wants each document cold) makes an `IRCompiler`.
+"""
+
+
 def spec_from_ir(
     data: object,
     limits: IRLimits = DEFAULT_LIMITS,
@@ -843,15 +926,7 @@ def spec_from_ir(
     digest: str | None = None,
     solver_timeout_ms: int | None = None,
 ) -> CompiledSpec:
-    """Rebuild a `CompiledSpec` from an IR document (a parsed JSON value or `RelationIR`).
-
-    The spec behaves as the one the IR was exported from: same layout, variables, factors,
-    components, list bounds, feasible sets and unsat cores. Its ``model`` is a pydantic model
-    built from the layout (structure and bounds); `check_record` checks the relations too.
-    Each call builds fresh Z3 terms in a private context (safe to use from any one thread);
-    the satisfiability checks are cached per IR document in `IR_CACHE` (a check that ran out
-    of time is not: it is tried again). ``limits.solver_timeout_ms`` bounds each check here;
-    ``solver_timeout_ms`` bounds each query of the spec's oracles (`CompiledSpec`).
+    """`IRCompiler.spec_from_ir` of `DEFAULT_IR_COMPILER` (see there).
 
     Raises:
         IRError: a malformed IR, a limit exceeded, or a spec the solver cannot decide in time.
@@ -859,28 +934,9 @@ def spec_from_ir(
         SpecError: a list needs more items than its bound, or a str read by a relation has no
             finite domain.
     """
-    key = digest
-    if key is None and not isinstance(data, RelationIR):
-        key = _document_key(data)
-    checked = IR_CACHE.get(key) if key is not None else None
-    if checked is None:
-        ir = parse_ir(data, limits)
-        checked = CheckedIR(ir, _layout(ir, data, limits))
-    if checked.error is not None:
-        raise checked.error
-    try:
-        spec = _build(checked, limits, solver_timeout_ms)
-        if checked.list_bounds is None:
-            checked.list_bounds = dict(spec.list_bounds)
-            checked.determined = spec.determined
-        return spec
-    except (IRError, SpecError) as exc:
-        if not (isinstance(exc, IRError) and exc.undecided):
-            checked.error = exc
-        raise
-    finally:
-        if key is not None:
-            IR_CACHE.put(key, checked)
+    return DEFAULT_IR_COMPILER.spec_from_ir(
+        data, limits, digest=digest, solver_timeout_ms=solver_timeout_ms
+    )
 
 
 def _build(checked: CheckedIR, limits: IRLimits, solver_timeout_ms: int | None) -> CompiledSpec:

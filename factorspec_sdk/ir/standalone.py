@@ -29,7 +29,9 @@ and dialect:
   subset; without it llguidance lets any text surround the match, and a model (a random one
   above all) rarely reaches a match within free text;
 * ``format: date`` is the pattern of the dates `jsonschema` accepts (`STRICT_FORMATS`:
-  llguidance's allows February 29 of any year);
+  llguidance's allows February 29 of any year); ``format: time`` and ``date-time`` are RFC
+  3339's with seconds 00-59 and at most six fractional digits (llguidance's allow a leap
+  second, which Pydantic refuses, and fractional digits without end);
 * a ``format`` neither `jsonschema` (its dialect's format checker) nor llguidance knows is
   dropped: `jsonschema` ignores it (`asserted_format`);
 * ``oneOf`` (which llguidance takes only where it proves the branches exclusive itself)
@@ -63,7 +65,7 @@ from jsonschema.protocols import Validator
 
 from factorspec_sdk.ir.build import IRError
 from factorspec_sdk.ir.exclusive import exclusive, has_ref
-from factorspec_sdk.relations.layout import FORMAT_PATTERNS, grammar_layout
+from factorspec_sdk.relations.layout import FORMAT_PATTERNS, RFC3339_PATTERNS, grammar_layout
 
 __all__ = ["STRICT_FORMATS", "asserted_format", "has_ref", "pointer_part", "standalone_schema"]
 
@@ -84,10 +86,12 @@ _MAP = frozenset({"properties", "patternProperties"})
 _DEPENDENCIES = frozenset({"dependencies", "dependentRequired", "dependentSchemas"})
 _LEGACY_REF = (jsonschema.Draft4Validator, jsonschema.Draft6Validator, jsonschema.Draft7Validator)
 _NAME = re.compile(r"[^A-Za-z0-9_.-]+")
-STRICT_FORMATS = {"date": FORMAT_PATTERNS["date"]}
-"""Formats llguidance reads more loosely than `jsonschema`, as the pattern `jsonschema`'s check
-accepts: llguidance's ``date`` allows February 29 of every year and year 0000, which
-``datetime.date.fromisoformat`` refuses (the Pydantic path's pattern, one copy)."""
+STRICT_FORMATS = {"date": FORMAT_PATTERNS["date"], **RFC3339_PATTERNS}
+"""Formats llguidance reads more loosely than `jsonschema` and Pydantic, as a pattern both
+accept: llguidance's ``date`` allows February 29 of every year and year 0000, which
+``datetime.date.fromisoformat`` refuses (the Pydantic path's pattern, one copy); its ``time``
+and ``date-time`` allow a leap second, which Pydantic refuses, and fractional seconds without
+end (`RFC3339_PATTERNS`: at most microseconds)."""
 _FLAGS = re.compile(r"(\(\?[aiLmsux]+\))+")
 
 

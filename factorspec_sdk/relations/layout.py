@@ -52,8 +52,8 @@ __all__ = [
     "FLOAT_PLACES",
     "GRAMMAR_OPTIONS",
     "FORMAT_PATTERNS",
+    "RFC3339_PATTERNS",
     "GrammarLayout",
-    "closing_bytes",
     "INT_LIMIT",
     "LayoutNode",
     "LeafKind",
@@ -384,84 +384,6 @@ def has_grammar(node: LayoutNode) -> bool:
     return False
 
 
-_ANNOTATIONS = frozenset(
-    {"title", "description", "default", "examples", "$comment", "deprecated", "readOnly"}
-)
-
-
-def closing_bytes(node: GrammarLayout) -> int | None:
-    """Most bytes the token budget's closing walk writes to finish a value of ``node``.
-
-    The token budget (`factorspec_sdk.tokens.budget`) finishes a grammar value by the walk of
-    `factorspec_sdk.tokens.grammar.GrammarSegment.closing`: a quote, ``]`` or ``}`` first,
-    then the text after the value, a ``0``, then any byte llguidance allows. From any prefix
-    of a value of these schemas it writes at most this many bytes:
-
-    - a ``number`` or ``integer`` without range keywords: 1 (``0`` after ``-``, ``1.``, ``1e``);
-    - ``boolean`` 5 (``false``), ``null`` 4;
-    - a ``string`` without ``pattern`` or ``format``: ``minLength`` + 8 (an escape, a
-      split UTF-8 character, the quotes);
-    - ``enum`` / ``const`` of numbers, booleans and null: the longest;
-    - ``anyOf`` / ``oneOf`` / a list of types: the most of its parts;
-    - an ``array`` of such items (``minItems`` m, no tuples or ``uniqueItems``):
-      2 + (m + 1) * (item + 2).
-
-    Any other schema (an object, a pattern, a format, a number range, an enum of strings,
-    ``$ref``) gives ``None``: its values have no such bound here, and a spec holding one has
-    no budget masks.
-    """
-    return _closing_bytes(node.schema)
-
-
-@lru_cache(maxsize=1024)
-def _closing_bytes(schema: str) -> int | None:
-    return _closing(json.loads(schema))
-
-
-def _closing(schema: object) -> int | None:
-    if not isinstance(schema, dict):
-        return None
-    keys = set(schema) - _ANNOTATIONS
-    if "enum" in schema or "const" in schema:
-        values = schema.get("enum", [schema.get("const")])
-        if not isinstance(values, list) or not values or keys - {"enum", "const", "type"}:
-            return None
-        if any(isinstance(v, dict | list | str) for v in values):
-            return None  # a string's tokens are counted as a free string's (see the budget)
-        return max(len(json.dumps(v)) for v in values)
-    for union in ("anyOf", "oneOf"):
-        if union in schema:
-            parts = schema[union]
-            if keys != {union} or not isinstance(parts, list) or not parts:
-                return None
-            bounds = [_closing(p) for p in parts]
-            return None if None in bounds else max(b for b in bounds if b is not None)
-    kind = schema.get("type")
-    if isinstance(kind, list):
-        if keys != {"type"} or not kind:
-            return None
-        bounds = [_closing({"type": k}) for k in kind]
-        return None if None in bounds else max(b for b in bounds if b is not None)
-    if kind in ("number", "integer"):
-        return 1 if keys == {"type"} else None
-    if kind == "boolean":
-        return 5 if keys == {"type"} else None
-    if kind == "null":
-        return 4 if keys == {"type"} else None
-    if kind == "string":
-        if keys - {"type", "minLength", "maxLength"}:
-            return None
-        return int(schema.get("minLength", 0)) + 8
-    if kind == "array":
-        if keys - {"type", "items", "minItems", "maxItems"}:
-            return None
-        item = _closing(schema.get("items", {}))
-        if item is None:
-            return None
-        return 2 + (int(schema.get("minItems", 0)) + 1) * (item + 2)
-    return None
-
-
 def grammar_layout(
     schema: dict[str, Any], fail: typing.Callable[[str], Exception]
 ) -> GrammarLayout:
@@ -685,6 +607,17 @@ microsecond, ISO durations in days, hours, minutes and seconds, plain e-mail add
 http(s) URLs under common top-level domains, with bounded parts (so no value runs on).
 UUIDs and IP addresses keep llguidance's formats.
 """
+
+_RFC3339_OFFSET = "(?:[zZ]|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])"
+RFC3339_PATTERNS: dict[str, str] = {
+    "time": f"^{_TIME}{_RFC3339_OFFSET}$",
+    "date-time": f"^{_DATE}[tT]{_TIME}{_RFC3339_OFFSET}$",
+}
+"""JSON Schema's ``time`` and ``date-time`` formats (RFC 3339: the offset is required), within
+what Pydantic parses: seconds 00-59 (no leap second, which Python's ``datetime`` cannot hold)
+and at most six fractional digits (microseconds: Pydantic truncates any further digits, and
+llguidance's own format allows any number of them, so a model could write one forever). The
+JSON Schema path writes these for the two formats."""
 
 
 def pydantic_grammar_schema(schema: dict[str, Any]) -> dict[str, Any]:

@@ -20,12 +20,12 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from factorspec_sdk.engines.upstreams import UpstreamPool
+from factorspec_sdk.engines.openai_server import OpenAIServerEngine
 from factorspec_sdk.errors import OracleError, TokenBudgetError, UpstreamsUnavailableError
 from factorspec_sdk.ir import RecordInvalidError, check_json_schema_record, check_record
-from factorspec_sdk.provenance import explain
+from factorspec_sdk.provenance import provenance_of
 from factorspec_sdk.server import render
-from factorspec_sdk.server.protocol import ApiError
+from factorspec_sdk.server.protocol import ApiError, JsonObject
 from factorspec_sdk.server.records import RecordWorker
 from factorspec_sdk.server.render import Answer, Meta
 from factorspec_sdk.server.structured import bare_text
@@ -63,8 +63,9 @@ class Dispatcher:
     """Submits requests to the engine thread and awaits their answers.
 
     Args:
-        engine: the engine; only the engine thread calls it. An `UpstreamPool` is driven
-            by record threads instead (`factorspec_sdk.server.records`).
+        engine: the engine; only the engine thread calls it. An upstream (an
+            `OpenAIServerEngine`: a router or a server) is driven by record threads instead
+            (`factorspec_sdk.server.records`).
         config: decoder options.
         metrics: counters to update.
         max_batch: most generations decoded together.
@@ -74,7 +75,7 @@ class Dispatcher:
 
     def __init__(
         self,
-        engine: Engine | UpstreamPool,
+        engine: Engine | OpenAIServerEngine,
         config: DecoderConfig,
         metrics: Metrics,
         *,
@@ -87,7 +88,7 @@ class Dispatcher:
         self.max_queue = max_queue
         self.validate_records = validate_records
         self.worker: EngineWorker | RecordWorker
-        if isinstance(engine, UpstreamPool):
+        if isinstance(engine, OpenAIServerEngine):
             self.worker = RecordWorker(engine, config, metrics, max_batch=max_batch)
         else:
             self.worker = EngineWorker(engine, config, metrics, max_batch=max_batch)
@@ -198,8 +199,8 @@ class Dispatcher:
 
         Raises:
             ApiError: 500 for a record that fails the re-check (logged), 503 shutting down
-                or no upstream engine server healthy, 422 for a prompt that cannot be
-                tokenized, a token budget below the shortest record, a record that did not
+                or the upstream failed a record on every attempt, 422 for a prompt that
+                cannot be tokenized, a token budget below the shortest record, a record that did not
                 finish within its token budget (``max_tokens_reached``) or its time limit
                 (``timeout_reached``), or an oracle query the solver cannot decide, 499 a
                 request whose client went away, 500 another failure.
@@ -222,13 +223,16 @@ class Dispatcher:
                         type="server_error",
                     ) from None
             t1 = time.perf_counter()
+            provenance, explaining = None, 0.0  # not asked: no time, exactly
             if prepared.provenance:
-                await asyncio.to_thread(_explained, done)
-            parts = {"validate_seconds": t1 - t0, "explain_seconds": time.perf_counter() - t1}
-            done.outcome.stats.add(parts)
+                provenance = await asyncio.to_thread(_explained, done)
+                explaining = time.perf_counter() - t1
+            done.outcome.stats.add({"validate_seconds": t1 - t0, "explain_seconds": explaining})
             if prepared.tools is not None:  # a message (cut at its bound: length) or calls
-                return prepared.tools.answer(text)
-            return Answer(bare_text(text) if prepared.bare else text, "stop", True)
+                answer = prepared.tools.answer(text)
+            else:
+                answer = Answer(bare_text(text) if prepared.bare else text, "stop", True)
+            return answer._replace(provenance=provenance)
         if done.reason == "max_tokens":
             raise _incomplete(done, prepared)
         if done.reason == "timeout":
@@ -254,7 +258,7 @@ class Dispatcher:
                 extra={"min_tokens": err.min_tokens},
             )
         if isinstance(err, UpstreamsUnavailableError):
-            log.warning("no upstream for a record: %s", err.message)
+            log.warning("the upstream failed a record: %s", err.message)
             raise ApiError(
                 503,
                 err.message,
@@ -339,13 +343,14 @@ def _incomplete(done: Done, prepared: Prepared) -> ApiError:
     )
 
 
-def _explained(done: Done) -> None:
-    """Put the provenance of ``done``'s record on its outcome (as JSON data)."""
+def _explained(done: Done) -> JsonObject | None:
+    """The provenance of ``done``'s complete record as JSON data, replayed from its planner."""
     outcome = done.outcome
     assert outcome is not None
-    provenance = explain(outcome)
-    if provenance is not None:
-        outcome.provenance = provenance.to_json()
+    job = outcome.job
+    if job is None:
+        return None
+    return provenance_of(job.planner, outcome.tokens, job.params.max_tokens).to_json()
 
 
 def _timed_out(done: Done, prepared: Prepared) -> ApiError:

@@ -45,13 +45,16 @@ class Answer(NamedTuple):
     """What a finished job answers: the record text, the finish reason, whether it is valid.
 
     ``tool_calls``: the OpenAI ``tool_calls`` of an answer that calls tools (its ``text`` is
-    then empty and its message's ``content`` null).
+    then empty and its message's ``content`` null). ``provenance``: the record's provenance
+    as JSON data (`factorspec_sdk.provenance.Provenance.to_json`), when the request asked
+    for it (`factorspec_sdk.server.dispatch.Dispatcher.finish` made it).
     """
 
     text: str
     finish_reason: str
     valid: bool
     tool_calls: list[JsonObject] | None = None
+    provenance: JsonObject | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,16 +98,16 @@ def model_card(model: str, created: int) -> JsonObject:
     return {"id": model, "object": "model", "created": created, "owned_by": "factorspec"}
 
 
-def stats(done: Done, meta: Meta, valid: bool) -> JsonObject:
+def stats(done: Done, meta: Meta, answer: Answer) -> JsonObject:
     """The ``factorspec`` stats of one choice: validity, stop reason, times, decoding counts.
 
     A decoded record's stats (a copy) add the spec's build and end the wall now, counted
     from the request's arrival (``meta.received``); ``other_seconds`` is what no part
-    names. Its provenance comes along when the request asked for it (`Dispatcher.finish`
-    made it).
+    names. Its provenance comes along when the request asked for it (the answer's, which
+    `Dispatcher.finish` made).
     """
     out: JsonObject = {
-        "valid": valid,
+        "valid": answer.valid,
         "stop_reason": done.reason,
         "queue_seconds": round(done.queue_seconds, 6),
         "spec_seconds": round(meta.spec_seconds, 6),
@@ -129,8 +132,8 @@ def stats(done: Done, meta: Meta, valid: bool) -> JsonObject:
             critical_oracle_seconds=out["critical_plan_seconds"],
             token_ids=list(done.outcome.tokens),
         )
-        if done.outcome.provenance is not None:
-            out["provenance"] = done.outcome.provenance
+        if answer.provenance is not None:
+            out["provenance"] = answer.provenance
     else:
         out["tokens"] = done.tokens
     return out
@@ -145,7 +148,7 @@ def choice(i: int, done: Done, answer: Answer, meta: Meta) -> JsonObject:
         out["message"] = {"role": "assistant", "content": answer.text}
     else:
         out["text"] = answer.text
-    out["factorspec"] = stats(done, meta, answer.valid)
+    out["factorspec"] = stats(done, meta, answer)
     return out
 
 
@@ -211,7 +214,7 @@ def last_chunk(meta: Meta, done: Done, answer: Answer, sent: str) -> JsonObject:
         delta = out["choices"][0]["delta"]  # type: ignore[index]
         delta.pop("content", None)
         delta["tool_calls"] = [{"index": i, **c} for i, c in enumerate(answer.tool_calls)]
-    out["factorspec"] = stats(done, meta, answer.valid)
+    out["factorspec"] = stats(done, meta, answer)
     return out
 
 

@@ -27,11 +27,11 @@ from pydantic import ValidationError
 from factorspec_sdk.drafter.verify import SamplingParams
 from factorspec_sdk.errors import SpecError, UnsatisfiableSpecError
 from factorspec_sdk.ir import (
+    IRCompiler,
     IRError,
     IRLimits,
     ir_from_json_schema,
     json_schema_validator,
-    spec_from_ir,
 )
 from factorspec_sdk.prompts import with_schema_hint
 from factorspec_sdk.server.protocol import (
@@ -146,6 +146,7 @@ async def prepare(
     solver_timeout_ms: int | None,
     default_max_tokens: int,
     request_timeout_s: float,
+    compiler: IRCompiler,
 ) -> Prepared:
     """Validate a generation request and build its spec and prompt.
 
@@ -156,6 +157,8 @@ async def prepare(
         vocab_size: the engine's vocabulary size (token-id prompts must lie below it).
         limits: limits on relation IRs and JSON schemas.
         solver_timeout_ms: the time limit of each oracle solver query of the spec.
+        compiler: builds the spec from its IR and keeps what the checks of each document
+            found (the server's).
         default_max_tokens: the token budget when the request gives none.
         request_timeout_s: the time limit when the request gives none.
 
@@ -166,7 +169,7 @@ async def prepare(
     req = parse_request(payload, kind, model_name)
     if isinstance(req, ChatRequest) and req.uses_tools():
         return await _prepare_tools(
-            req, limits, solver_timeout_ms, default_max_tokens, request_timeout_s
+            req, limits, solver_timeout_ms, default_max_tokens, request_timeout_s, compiler
         )
     so = req.structured_outputs
     target = None if so is None else structured(so, limits.max_choices)
@@ -200,7 +203,7 @@ async def prepare(
     ir = await asyncio.to_thread(_ir, ext, sent, name, param, limits)
     try:
         spec = await asyncio.to_thread(
-            spec_from_ir, ir, limits, solver_timeout_ms=solver_timeout_ms
+            compiler.spec_from_ir, ir, limits, solver_timeout_ms=solver_timeout_ms
         )
     except (IRError, SpecError, RecursionError) as exc:
         raise spec_error(exc) from None
@@ -237,13 +240,14 @@ async def _prepare_tools(
     solver_timeout_ms: int | None,
     default_max_tokens: int,
     request_timeout_s: float,
+    compiler: IRCompiler,
 ) -> Prepared:
     """`prepare` for a request whose answer is tool calls (`factorspec_sdk.server.tool_calls`)."""
     t_spec = time.perf_counter()
     plan = await asyncio.to_thread(plan_tools, req, limits)
     try:
         spec = await asyncio.to_thread(
-            spec_from_ir, plan.ir, limits, solver_timeout_ms=solver_timeout_ms
+            compiler.spec_from_ir, plan.ir, limits, solver_timeout_ms=solver_timeout_ms
         )
     except (IRError, SpecError, RecursionError) as exc:
         raise spec_error(exc) from None

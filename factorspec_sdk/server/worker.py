@@ -21,8 +21,7 @@ from typing import TYPE_CHECKING, Literal
 
 from factorspec_sdk.drafter.loop import DecodeJob, DecodeOutcome, Decoder, DecoderConfig
 from factorspec_sdk.drafter.verify import SamplingParams
-from factorspec_sdk.tokens.plan import Planner
-from factorspec_sdk.writer.automaton import Writer
+from factorspec_sdk.tokens.plan import Planner, planner_for
 
 if TYPE_CHECKING:
     from factorspec_sdk.engines.protocol import Engine
@@ -152,7 +151,7 @@ class EngineWorker:
         the error as the job's.
         """
         try:
-            planner = Planner(Writer(spec), self.engine.tokenizer)
+            planner = planner_for(spec, self.engine.tokenizer)
             planner.start()
         except Exception:
             return None
@@ -256,7 +255,7 @@ class EngineWorker:
                 job.prompt_seconds = time.perf_counter() - job.admitted
                 if not ids:
                     raise PromptError("the prompt has no tokens")
-                planner = job.planner or Planner(Writer(job.spec), self.engine.tokenizer)
+                planner = job.planner or planner_for(job.spec, self.engine.tokenizer)
                 ticket = self._decoder(job.speculative).submit(DecodeJob(planner, ids, job.params))
             except Exception as exc:
                 job.post(Done("error", error=exc, queue_seconds=self._queued(job)))

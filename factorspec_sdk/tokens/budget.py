@@ -50,23 +50,29 @@ start only near the end of the budget.
 
 Grammar values (`factorspec_sdk.tokens.grammar`): llguidance does not say how many tokens
 the shortest completion of a JSON Schema takes, so in a grammar segment ``G`` is the
-segment's closing walk (`GrammarSegment.closing`: forced tokens, else single-byte tokens
-that close strings, lists and numbers first) followed by ``G`` after the segment. That is a
-real completion the masks allow, so the invariant above holds; it is not the shortest one (a
-byte a token, where the model would merge several), so ``U`` may exceed the true shortest
-record there. A token in a segment is allowed without a walk when the segment's texts and
-the `closing_bytes` bound of each of its values, plus ``G`` after the segment (its exit is
-the same from every cursor in it), fit in what is left; otherwise each allowed token is
-counted one by one. Walks are memoized along their length, and a step of one tests the bits
-of llguidance's mask for the walk's few candidate bytes without listing its ids. This holds
-for the schemas whose closing walk `factorspec_sdk.relations.layout.closing_bytes` bounds:
-numbers and integers without ranges, booleans, null, strings without a pattern or format,
-enums, their unions and lists of them (and the free strings of such a spec, which are
-grammar values too). A spec with any other grammar value (an object, a pattern, a format, a
-number range, a recursive model) gets no budget masks (``ceiling`` 0, so every budget
-"constrains nothing"): its records are decoded as without a budget, and a record that runs
-out of ``max_tokens`` ends in `IncompleteGenerationError`, as with llguidance or XGrammar
-alone.
+segment's closing walk (`GrammarSegment.closing`) followed by ``G`` after the segment. The
+walk takes llguidance's forced tokens where it has them; inside a string or a number it
+writes the shortest completion that one of the segment's guides proposes and llguidance
+accepts (`factorspec_sdk.writer.closing`: the pattern's or format's automaton, a length, a
+property name or enumerated text, a number's range), and between values it closes what is
+open first (``}``, ``]``) and starts the shortest value (``0``, ``""``, ``[]``). Every token
+of it is one the masks allow, so it is a real completion and the invariant above holds; it
+is not always the shortest one (a byte a token where the text is not forced, one value
+where a union's other branch would be shorter), so ``U`` may exceed the true shortest record
+there. A walk that does not finish (a guide that does not read a pattern as llguidance does)
+counts as no completion: that token is left out of tight masks, never let in.
+
+A token in a segment is allowed without a walk when the segment's texts and the
+`closing_bytes` bound of each of its values (the most bytes the walk writes from any prefix
+of the value), plus ``G`` after the segment (its exit is the same from every cursor in it),
+fit in what is left; otherwise each allowed token is counted one by one. Walks are memoized
+along their length. Every grammar value whose nesting is bounded has a `closing_bytes`
+bound: numbers with or without ranges, strings with lengths, patterns or formats, enums,
+objects, arrays, unions and ``allOf`` that merge, ``$ref`` that do not recurse. A spec with a
+value of unbounded nesting (``Any``, ``dict[str, Any]``, an untyped list, a recursive model)
+gets no budget masks (``ceiling`` 0, so every budget "constrains nothing"): its records are
+decoded as without a budget, and a record that runs out of ``max_tokens`` ends in
+`IncompleteGenerationError`, as with llguidance or XGrammar alone.
 """
 
 from __future__ import annotations
@@ -78,7 +84,7 @@ import numpy as np
 import numpy.typing as npt
 
 from factorspec_sdk.errors import GenerationError
-from factorspec_sdk.relations.layout import closing_bytes, grammar_values
+from factorspec_sdk.relations.layout import grammar_values
 from factorspec_sdk.tokens.grammar import GrammarSegment
 from factorspec_sdk.tokens.plan import (
     Cursor,
@@ -89,6 +95,7 @@ from factorspec_sdk.tokens.plan import (
     TokenIds,
     TrieNode,
 )
+from factorspec_sdk.writer.closing import closing_bytes
 
 if TYPE_CHECKING:
     from factorspec_sdk.tokens.plan import Planner
@@ -100,6 +107,12 @@ __all__ = ["CompletionBound"]
 _FEW = 64
 """A grammar segment's tokens under a tight budget are all counted one by one up to this many."""
 
+_NEVER = 1 << 40
+"""``G`` of a cursor from which the closing walk finds no completion within its bound."""
+
+_NO_WALK: tuple[tuple[int, ...], int] = ((), -1)
+"""The memo of such a cursor's walk."""
+
 
 class CompletionBound:
     """Token counts of completions from the cursors of one `Planner`, and budget masks.
@@ -110,7 +123,7 @@ class CompletionBound:
 
     Attributes:
         enforced: whether budget masks apply (not for a spec with a grammar value whose
-            closing walk has no bound: `factorspec_sdk.relations.layout.closing_bytes`).
+            closing walk has no bound: `factorspec_sdk.writer.closing.closing_bytes`).
         ceiling: more tokens than any completion the bound walks can take; a budget of at
             least this many tokens constrains nothing (0 when not ``enforced``).
     """
@@ -121,7 +134,7 @@ class CompletionBound:
         self.enforced = all(closing_bytes(v) is not None for v in values)
         self.ceiling = planner.writer.longest_bytes() + 1 if self.enforced else 0
         self._segment_room: dict[GrammarSegment, int] = {}
-        self._segment_size: dict[GrammarSegment, int] = {}
+        self._segment_size: dict[GrammarSegment, list[int]] = {}
         self._segment_exit: dict[GrammarSegment, int] = {}
         self._walks: dict[GrammarCursor, tuple[tuple[int, ...], int]] = {}
         self._token_bytes: dict[bytes, list[int]] | None = None
@@ -150,9 +163,13 @@ class CompletionBound:
         """
         if not self.enforced:
             raise GenerationError("a spec with grammar values has no token budget bound")
-        if isinstance(cursor, TrieNode):
-            return self._upper_of(cursor)
-        return self.greedy(cursor)
+        found = self._upper_of(cursor) if isinstance(cursor, TrieNode) else self.greedy(cursor)
+        if found >= _NEVER:
+            raise GenerationError(
+                "the token budget's closing walk found no completion of a grammar value within "
+                "its bound (an internal error: please report it)"
+            )
+        return found
 
     def allowed(self, cursor: Cursor, budget: int) -> TokenIds:
         """The planner's allowed ids at ``cursor`` that leave a completion within ``budget``.
@@ -213,7 +230,7 @@ class CompletionBound:
     def _grammar_greedy(self, cursor: GrammarCursor) -> int:
         """``G`` in a grammar segment: its closing walk, then ``G`` after the segment."""
         walk, i = self._walk(cursor)
-        total = len(walk) - i + self._exit_greedy(cursor.segment)
+        total = _NEVER if i < 0 else len(walk) - i + self._exit_greedy(cursor.segment)
         self._greedy[cursor] = total
         return total
 
@@ -234,16 +251,13 @@ class CompletionBound:
             parent = self._walks.get(GrammarCursor(segment, tokens[:-1]))
             if parent is not None:
                 walk, i = parent
-                if i < len(walk) and walk[i] == tokens[-1]:
+                if 0 <= i < len(walk) and walk[i] == tokens[-1]:
                     hit = self._walks[cursor] = (walk, i + 1)
                     return hit
         found = segment.closing(tokens, self._segment_bytes(segment) + 1)
-        if found is None:
-            raise GenerationError(
-                f"{segment.where}: the token budget's closing walk did not finish the grammar "
-                "value within its bound (an internal error: please report it)"
-            )
-        hit = self._walks[cursor] = (tuple(found), 0)
+        # no walk within the bound: no completion is counted from here (a token leading
+        # here is left out of tight masks; see the module)
+        hit = self._walks[cursor] = (tuple(found), 0) if found is not None else _NO_WALK
         return hit
 
     def _exit_greedy(self, segment: GrammarSegment) -> int:
@@ -258,14 +272,17 @@ class CompletionBound:
     def _grammar_allowed(self, cursor: GrammarCursor, ids: TokenIds, budget: int) -> TokenIds:
         """A tight budget in a grammar segment: the tokens counted to fit, some by a rule.
 
-        A token that stays in the segment leaves at most the segment's closing bound plus
-        ``G`` after the segment (its exit is fixed), so while that fits every such token is
-        allowed without a walk; a token that leaves a complete value is counted at the exit.
+        A token that stays in the segment leaves at most the segment's closing bound from the
+        value under way (`GrammarSegment.value_index`: the values before it are complete)
+        plus ``G`` after the segment (its exit is fixed), so while that fits every such token
+        is allowed without a walk; a token that leaves a complete value is counted at the
+        exit.
 
         Nearer the end, tokens are counted one by one (``1 + G`` after each): every token when
         there are few, else the tokens along the closing walk (a prefix of its bytes: the
-        walk's first token, a merged ``"]``). Inside a string of a value
-        (`GrammarSegment.in_string`), where the walk pads with ``]`` to the string's
+        walk's first token, a merged ``"]``). Inside a string of a value of a segment whose
+        strings are all plain (`ClosingGuides.plain`: no pattern, format, key or enumerated
+        text; `GrammarSegment.in_string`), where the walk pads with ``]`` to the string's
         ``minLength`` and closes it, a token of ``k`` plain characters (no quote, backslash or
         control character) leaves ``G`` less ``min(k, padding)``: the string closes the same
         way after it. Other tokens (a quote with text after it, an escape) are left out while
@@ -276,14 +293,15 @@ class CompletionBound:
         segment = cursor.segment
         step = cursor.step()
         after = planner.resolve_state(segment.exit_state, "", critical=False, owe=segment.owe)
-        if 2 + self._segment_bytes(segment) + self._exit_greedy(segment) <= budget:
+        rest = self._segment_bytes(segment, segment.value_index(cursor.tokens))
+        if 2 + rest + self._exit_greedy(segment) <= budget:
             if not step.accepting:
                 return ids
             return np.union1d(step.ids, self.allowed(after, budget)).astype(np.int64)
         total = self.greedy(cursor)
         walk, i = self._walk(cursor)
         vocab = planner.tok.vocab
-        path = b"".join(vocab[t] for t in walk[i:])
+        path = b"".join(vocab[t] for t in walk[max(i, 0) :])
         if len(ids) <= _FEW:
             candidates: list[int] = ids.tolist()
         else:
@@ -300,7 +318,8 @@ class CompletionBound:
         if i == len(walk):  # complete here (a number that could grow): the walk goes on after it
             keep |= np.isin(ids, self.allowed(after, budget), assume_unique=True)
         quote = path.find(b'"')
-        if len(ids) > _FEW and quote >= 0 and path[:quote] == b"]" * quote:
+        lengths_only = segment.guides.plain  # no pattern, key or enumerated text
+        if len(ids) > _FEW and lengths_only and quote >= 0 and path[:quote] == b"]" * quote:
             if segment.in_string(cursor.tokens):
                 tables = planner.free_tables()
                 need = 1 + total - np.minimum(tables.safe_chars, quote)
@@ -320,19 +339,23 @@ class CompletionBound:
             self._token_bytes = table
         return self._token_bytes
 
-    def _segment_bytes(self, segment: GrammarSegment) -> int:
-        """Most bytes the closing walk writes in ``segment``: its texts and value bounds."""
-        hit = self._segment_size.get(segment)
-        if hit is not None:
-            return hit
-        n = sum(len(t.encode("utf-8")) for t in segment.texts)
-        for v in segment.values:
-            bound = closing_bytes(v.node)
-            if bound is None:  # unreachable: not `enforced`
-                raise GenerationError(f"{segment.where}: a grammar value has no budget bound")
-            n += bound
-        self._segment_size[segment] = n
-        return n
+    def _segment_bytes(self, segment: GrammarSegment, start: int = 0) -> int:
+        """Most bytes the closing walk writes in ``segment`` from within its value ``start``.
+
+        The texts and value bounds from value ``start`` on (the text before it included):
+        the values before it are complete.
+        """
+        sizes = self._segment_size.get(segment)
+        if sizes is None:
+            sizes = [len(segment.texts[-1].encode("utf-8"))]
+            for text, v in zip(reversed(segment.texts[:-1]), reversed(segment.values), strict=True):
+                bound = closing_bytes(v.node)
+                if bound is None:  # unreachable: not `enforced`
+                    raise GenerationError(f"{segment.where}: a grammar value has no budget bound")
+                sizes.append(sizes[-1] + bound + len(text.encode("utf-8")))
+            sizes.reverse()
+            self._segment_size[segment] = sizes
+        return sizes[start]
 
     def _segment_roomy(self, cursor: GrammarCursor) -> int:
         """A bound on ``U`` after any token of ``cursor``'s segment, without a walk.

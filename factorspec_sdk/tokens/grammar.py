@@ -24,14 +24,15 @@ recursion. Written here by hand is only what llguidance cannot know:
   ``consume_tokens``;
 - the closing walk (`GrammarSegment.closing`), for the token budget: one particular way to
   finish the segment from a cursor, token by token. llguidance does not say how many tokens
-  the shortest completion of a schema takes; the walk takes the token llguidance allows
-  alone where it allows one (forced text, tokenized canonically), else the first
-  single-byte token it allows in a fixed order (a quote, ``]``, ``}``, the first byte of each
-  text after a value, ``0``, then the other bytes), which closes a string, a list, a number,
-  ``null`` or ``true`` as soon as it may. Each step depends on the matcher's state alone, so
-  the walk from the cursor after its first token is the rest of the walk, and every token
-  of it is one the masks allow. `factorspec_sdk.relations.layout.closing_bytes` bounds its
-  length in bytes (so in tokens) for the schemas it finishes.
+  the shortest completion of a schema takes; the walk takes the tokens llguidance forces
+  (``compute_ff_tokens``: forced text, tokenized canonically), else, inside a string or a
+  number, the shortest completion one of the segment's guides proposes
+  (`factorspec_sdk.writer.closing`: a pattern's or a format's automaton, a length, a
+  property name, an enumerated text, a number's range) that llguidance accepts, as
+  single-byte tokens; elsewhere the first single-byte token it allows in a fixed order
+  (``}`` and ``]`` first, so what is open closes, then the shortest values). Every token of
+  it is one the masks allow. `factorspec_sdk.writer.closing.closing_bytes` bounds its length
+  in bytes (so in tokens) from any prefix of a value of bounded nesting.
 
 Cursors are immutable and cheap; the segment holds the matcher behind a lock (the planner's
 prefetch thread may create segments while the decoding thread masks).
@@ -52,6 +53,7 @@ import numpy.typing as npt
 from factorspec_sdk.errors import GenerationError
 from factorspec_sdk.relations.layout import GRAMMAR_OPTIONS, path_name
 from factorspec_sdk.tokens.vocab import TokenizerInfo
+from factorspec_sdk.writer.closing import COMPLETION_CHARS, ClosingGuides, closing_guides
 
 if TYPE_CHECKING:
     from factorspec_sdk.writer.automaton import GrammarValue, WriterState
@@ -168,19 +170,26 @@ class GrammarTables:
                 self._templates.popitem(last=False)
         return template.deep_copy()
 
-    def walk_token(self, bitmask: bytes, order: Sequence[int]) -> int:
+    def walk_token(self, bitmask: bytes, order: Sequence[int], *, single: bool = True) -> int:
         """The closing walk's token at an llguidance bitmask (-1 when there is none).
 
-        The one token allowed (forced text), else the first token of ``order`` allowed;
-        special tokens (EOS) left out. Bit tests on the mask, without listing its ids.
+        The one token allowed (forced text; with ``single``), else the first token of
+        ``order`` allowed; special tokens (EOS) left out. Bit tests on the mask, without
+        listing its ids.
         """
-        bits = int.from_bytes(bitmask, "little") & self._plain_bits
-        if bits.bit_count() == 1:
-            return bits.bit_length() - 1
+        if single:
+            bits = int.from_bytes(bitmask, "little") & self._plain_bits
+            if bits.bit_count() == 1:
+                return bits.bit_length() - 1
         for t in order:
             if bitmask[t >> 3] >> (t & 7) & 1:
                 return t
         return -1
+
+    def byte_tokens(self, data: bytes) -> list[int] | None:
+        """``data`` as single-byte tokens (None when the vocabulary lacks one of its bytes)."""
+        ids = [self.byte_ids.get(b, -1) for b in data]
+        return None if -1 in ids else ids
 
     def ids(self, bitmask: bytes) -> TokenIds:
         """Allowed token ids of an llguidance bitmask, special tokens (EOS) left out."""
@@ -258,6 +267,8 @@ class GrammarSegment:
         self._tables = tables
         schemas = tuple(v.node.schema for v in self.values)
         self._matcher = tables.matcher(self.texts, schemas, self.where)
+        self._guides: ClosingGuides | None = None
+        self._orders: dict[int, list[int]] = {}
         self._at: tuple[int, ...] = ()
         self._steps: OrderedDict[tuple[int, ...], GrammarStep] = OrderedDict()
         self._lock = threading.Lock()
@@ -288,19 +299,111 @@ class GrammarSegment:
             self._goto(tokens)
             m = self._matcher.deep_copy()
         tables = self._tables
-        order = [tables.byte_ids[b] for b in self._walk_order() if b in tables.byte_ids]
+        vocab = tables.tok.vocab
+        scan = _Scan()
+        scan.feed(b"".join(vocab[t] for t in tokens))
         out: list[int] = []
         while not m.is_accepting():
             if len(out) >= limit:
                 return None
-            # forced text (llguidance allows its canonical token alone), else ``order``
-            token = tables.walk_token(m.compute_bitmask(), order)
-            if token < 0:
-                return None
-            if not m.consume_tokens([token]):
+            run = m.compute_ff_tokens()[: limit - len(out)]
+            if not run:
+                # one token at a time: where the rest of a completion is forced, the mask
+                # allows only its canonical tokens (``",`` rather than ``"``), taken next round
+                mask = m.compute_bitmask()
+                plan = self._completion(m, scan)
+                token = plan[0] if plan and mask[plan[0] >> 3] >> (plan[0] & 7) & 1 else -1
+                if token < 0:
+                    token = tables.walk_token(mask, self._order(scan))
+                if token < 0:
+                    return None
+                run = [token]
+            if not m.consume_tokens(run):
                 raise GenerationError(f"{self.where}: llguidance refused a token it allowed")
-            out.append(token)
+            out.extend(run)
+            scan.feed(b"".join(vocab[t] for t in run))
         return out
+
+    def _completion(self, m: Any, scan: _Scan) -> list[int]:
+        """The shortest completion of the string or number under way that llguidance takes.
+
+        Each guide (`factorspec_sdk.writer.closing`) proposes one; they are tried shortest
+        first, as single-byte tokens (``validate_tokens``; the walk takes the first if the
+        mask allows it). ``[]`` outside a string or number, when the number may end here, or
+        when no guide's completion is allowed (the walk then goes by its byte order).
+        """
+        guides = self.guides
+        tables = self._tables
+        content = scan.content() if scan.kind == _STRING else None
+        if content is not None:
+            for text in guides.string_completions(content):
+                ids = tables.byte_tokens((text + '"').encode("utf-8"))
+                if ids is not None and m.validate_tokens(ids) == len(ids):
+                    return ids
+        elif scan.kind == _NUMBER:
+            for text in guides.number_completions(scan.number()):
+                ids = tables.byte_tokens(text.encode("ascii"))
+                if ids is None or m.validate_tokens(ids) != len(ids):
+                    continue
+                probe = m.deep_copy() if ids else m
+                if ids:
+                    probe.consume_tokens(ids)
+                if (
+                    probe.is_accepting()
+                    or tables.walk_token(probe.compute_bitmask(), self._enders, single=False) >= 0
+                ):
+                    return ids  # [] when complete: the structural order ends it
+        return []
+
+    @property
+    def guides(self) -> ClosingGuides:
+        """The closing walk's guides for this segment's values (built on first use)."""
+        if self._guides is None:
+            self._guides = closing_guides(tuple(v.node.schema for v in self.values))
+        return self._guides
+
+    def _order(self, scan: _Scan) -> list[int]:
+        """The single-byte tokens the walk tries where no guide completes, in order."""
+        kind = scan.kind
+        hit = self._orders.get(kind)
+        if hit is not None:
+            return hit
+        byte_ids = self._tables.byte_ids
+        if kind == _STRING:
+            order = _STRING_ORDER
+        elif kind == _ESCAPE:
+            order = _ESCAPE_ORDER
+        elif kind == _UTF8:
+            order = _UTF8_ORDER
+        else:
+            firsts = bytes(t.encode("utf-8")[0] for t in self.texts[1:] if t)
+            order = b"}]" + firsts + (b"," if kind == _NUMBER else b"") + _VALUE_ORDER
+        hit = self._orders[kind] = [byte_ids[b] for b in dict.fromkeys(order) if b in byte_ids]
+        return hit
+
+    @property
+    def _enders(self) -> list[int]:
+        """Single-byte tokens that may follow a complete number."""
+        firsts = bytes(t.encode("utf-8")[0] for t in self.texts[1:] if t)
+        return [self._tables.byte_ids[b] for b in b",}]" + firsts if b in self._tables.byte_ids]
+
+    def value_index(self, tokens: tuple[int, ...]) -> int:
+        """The index of the first value ``tokens`` leave incomplete (``len(values)`` if none).
+
+        Lexed value by value, as `in_string` does: each value's end found by the JSON lexer
+        and the text after it skipped.
+        """
+        vocab = self._tables.tok.vocab
+        data = b"".join(vocab[t] for t in tokens)
+        pos = len(self.texts[0].encode("utf-8"))
+        for k, after in enumerate(self.texts[1:]):
+            if pos >= len(data):
+                return k
+            end, _ = lex_value(data, pos)
+            if end is None:
+                return k
+            pos = end + len(after.encode("utf-8"))
+        return len(self.values)
 
     def in_string(self, tokens: tuple[int, ...]) -> bool:
         """Whether ``tokens`` end inside a string of a value, ready for its next character.
@@ -322,16 +425,6 @@ class GrammarSegment:
             pos = end + len(after)
         return False
 
-    def _walk_order(self) -> list[int]:
-        """The bytes the closing walk tries, in order (see the module)."""
-        first = [ord('"'), ord("]"), ord("}")]
-        for text in self.texts[1:]:
-            if text:
-                first.append(text.encode("utf-8")[0])
-        first.append(ord("0"))
-        rest = [*range(0x21, 0x7F), 0x20, *range(0x80, 0xC0), *range(0xC2, 0xF5)]
-        return list(dict.fromkeys([*first, *rest]))
-
     def _goto(self, tokens: tuple[int, ...]) -> None:
         at, m = self._at, self._matcher
         k = 0
@@ -349,6 +442,74 @@ class GrammarSegment:
 
 
 _SCALAR = frozenset(b"0123456789+-.eEtrufalsn")
+_NUMBER_START = frozenset(b"-0123456789")
+_STRING, _ESCAPE, _UTF8, _NUMBER, _OTHER = range(5)
+_STRING_ORDER = b'"\\' + COMPLETION_CHARS.encode("ascii")
+"""In a string no guide completes: close it, else a low surrogate's escape, else a character."""
+_ESCAPE_ORDER = b'ntrbf/\\"u0123456789abcdefABCDEF'
+_UTF8_ORDER = bytes(range(0x80, 0xC0))
+_VALUE_ORDER = b'0"[{ntf-123456789' + bytes(range(0x20, 0x7F)) + bytes(range(0x80, 0xF5))
+"""Between values: the shortest value first (``0``, ``""``, ``[]``, ``{}``, ``null``)."""
+
+
+class _Scan:
+    """Where the closing walk is in a segment's JSON text: in a string, a number, or between.
+
+    Fed the segment's bytes as they are written (layout text and values alike: the layout
+    text holds whole keys, so strings open and close in it as in the values).
+    """
+
+    __slots__ = ("data", "escape", "in_str", "scalar", "start")
+
+    def __init__(self) -> None:
+        self.data = bytearray()
+        self.in_str = False
+        self.escape = 0  # bytes of an escape still to come (1 after a backslash, 4 after \u)
+        self.start = 0  # where the open string's content starts
+        self.scalar = -1  # where the scalar under way (a number, true, ...) starts
+
+    def feed(self, chunk: bytes) -> None:
+        """Read ``chunk``, the next bytes of the segment."""
+        data = self.data
+        for b in chunk:
+            data.append(b)
+            if self.in_str:
+                if self.escape:
+                    self.escape = 4 if self.escape == 1 and b == ord("u") else self.escape - 1
+                elif b == ord("\\"):
+                    self.escape = 1
+                elif b == ord('"'):
+                    self.in_str = False
+            elif b == ord('"'):
+                self.in_str, self.start, self.scalar = True, len(data), -1
+            elif b in _SCALAR:
+                if self.scalar < 0:
+                    self.scalar = len(data) - 1
+            else:
+                self.scalar = -1
+
+    @property
+    def kind(self) -> int:
+        """Where the text is: in a string, an escape, a UTF-8 character, a number, elsewhere."""
+        if self.in_str:
+            if self.escape:
+                return _ESCAPE
+            return _UTF8 if _splits_a_character(bytes(self.data), len(self.data)) else _STRING
+        if self.scalar >= 0 and self.data[self.scalar] in _NUMBER_START:
+            return _NUMBER
+        return _OTHER
+
+    def content(self) -> str | None:
+        """The open string's characters so far, escapes decoded (None if they do not)."""
+        try:
+            text = json.loads(b'"' + bytes(self.data[self.start :]) + b'"')
+        except ValueError:
+            return None
+        return text if isinstance(text, str) else None
+
+    def number(self) -> str:
+        """The number under way."""
+        return bytes(self.data[self.scalar :]).decode("ascii")
 
 
 def lex_value(data: bytes, pos: int) -> tuple[int | None, bool]:

@@ -35,6 +35,7 @@ from factorspec_sdk.writer.automaton import FreeString, GrammarValue, Option, Wr
 from factorspec_sdk.writer.texts import writable
 
 if TYPE_CHECKING:
+    from factorspec_sdk.graph.compiled import CompiledSpec
     from factorspec_sdk.tokens.budget import CompletionBound
 
 __all__ = [
@@ -46,6 +47,7 @@ __all__ = [
     "Planner",
     "TokenIds",
     "TrieNode",
+    "planner_for",
 ]
 
 TokenIds = npt.NDArray[np.int64]
@@ -591,3 +593,16 @@ class Planner:
         closed = self.writer.extend_free(free, text[:q])
         after = self.writer.close_free(closed)
         return self.resolve_state(after, text[q + 1 :], critical=critical)
+
+
+def planner_for(spec: CompiledSpec, tokenizer: TokenizerInfo) -> Planner:
+    """The planning objects of one request of ``spec`` on ``tokenizer``, built in one place.
+
+    A `Planner` over a `Writer` over a fresh oracle of the spec (`CompiledSpec.new_oracle`,
+    one per request: an oracle is not thread-safe); the planner builds what else it needs
+    (the vocabulary tables of free strings, grammar values' tables, the token budget's
+    bound) on first use. Every caller that decodes a record starts here, as XGrammar's
+    ``GrammarMatcher`` is made from its ``CompiledGrammar``: the backends, the server's
+    engine thread and record threads, the benchmarks.
+    """
+    return Planner(Writer(spec), tokenizer)

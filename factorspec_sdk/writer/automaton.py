@@ -34,13 +34,13 @@ from factorspec_sdk.relations.layout import (
     Path,
     UnionLayout,
     branch_part,
-    closing_bytes,
     float_range,
     has_grammar,
     temporal_range,
 )
 from factorspec_sdk.relations.temporal import duration_text, temporal_text, text_length
 from factorspec_sdk.writer.affixes import Affixes
+from factorspec_sdk.writer.closing import closing_bytes
 from factorspec_sdk.writer.dates import next_date_chars
 from factorspec_sdk.writer.digits import is_canonical_int, next_digits_in_range
 from factorspec_sdk.writer.floats import (

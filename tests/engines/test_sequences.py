@@ -27,10 +27,10 @@ class Crops:
     def __init__(self) -> None:
         self.calls: list[tuple[int, int]] = []
 
-    def __call__(self, cache: Cache, run: int, length: int) -> Cache:
+    def __call__(self, cache: Cache, run: int, length: int) -> tuple[Cache, int]:
         assert cache == list(range(run))
         self.calls.append((run, length))
-        return cache[:length]
+        return cache[:length], length
 
 
 def table(vocab: int = 10, max_positions: int = 0) -> tuple[SequenceTable[Cache], Crops]:
@@ -124,6 +124,22 @@ def test_truncate_crops_only_what_has_run() -> None:
     seqs.truncate(seq, 0)
     assert crops.calls == [(6, 4), (4, 0)]
     assert (state.ids, state.run, state.cache) == ([], 0, [])
+
+
+def test_a_crop_that_starts_over_runs_the_kept_tokens_again() -> None:
+    """A cache that cannot be cut exactly (a sliding window past its size) starts over."""
+
+    def start_over(cache: Cache, run: int, length: int) -> tuple[Cache, int]:
+        return [], 0
+
+    seqs: SequenceTable[Cache] = SequenceTable(10, crop=start_over)
+    seq = seqs.open([1, 2, 3, 4], [])
+    run_forward(seqs.plan([(seq, [5, 6])]))
+    seqs.truncate(seq, 5)
+    state = seqs.get(seq)
+    assert (state.ids, state.run, state.cache) == ([1, 2, 3, 4, 5], 0, [])
+    (step,) = seqs.plan([(seq, [7])])
+    assert step.inputs == [1, 2, 3, 4, 5, 7]
 
 
 def test_truncate_shortens_what_the_prefix_cache_is_to_store() -> None:

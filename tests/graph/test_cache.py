@@ -1,4 +1,4 @@
-"""`SpecCache`: the LRU that each spec entry point owns."""
+"""`SpecCache`: the LRU that each spec compiler owns; the compilers that own them."""
 
 from __future__ import annotations
 
@@ -8,8 +8,18 @@ import pytest
 from pydantic import BaseModel, Field
 
 from factorspec_sdk import relation
-from factorspec_sdk.graph import SPEC_CACHE, SpecCache, compile_spec
-from factorspec_sdk.ir import IR_CACHE, spec_from_ir, to_ir
+from factorspec_sdk.graph import (
+    DEFAULT_SPEC_COMPILER,
+    SpecCache,
+    SpecCompiler,
+    clear_spec_caches,
+    compile_spec,
+)
+from factorspec_sdk.graph.spec import FormStats
+from factorspec_sdk.ir import DEFAULT_IR_COMPILER, IRCompiler, spec_from_ir, to_ir
+
+SPEC_CACHE = DEFAULT_SPEC_COMPILER.specs  # what the module-level compile_spec fills
+IR_CACHE = DEFAULT_IR_COMPILER.documents  # and spec_from_ir
 
 
 class Limit(BaseModel):
@@ -73,3 +83,50 @@ def test_the_ir_cache_keys_documents_by_value() -> None:
     assert other.list_bounds == {("xs",): 3}
     reordered = dict(reversed(list(json.loads(json.dumps(ir)).items())))
     assert spec_from_ir(reordered).list_bounds == {("xs",): 2}
+
+
+def test_two_spec_compilers_share_no_spec() -> None:
+    a, b = SpecCompiler(), SpecCompiler(max_specs=8)
+    first = a.compile_spec(Pair, Limit(cap=2))
+    assert a.compile_spec(Pair, Limit(cap=2)) is first
+    other = b.compile_spec(Pair, Limit(cap=2))
+    assert other is not first and other.list_bounds == first.list_bounds == {("xs",): 2}
+    assert (len(a.specs), a.specs.hits, len(b.specs), b.specs.hits) == (1, 1, 1, 0)
+    assert b.specs.max_size == 8
+    a.clear()
+    assert (len(a.specs), len(b.specs)) == (0, 1)
+    assert a.compile_spec(Pair, Limit(cap=2)) is not first
+
+
+def test_each_spec_compiler_keeps_its_own_context_shapes() -> None:
+    a, b = SpecCompiler(), SpecCompiler()
+    for cap in (1, 2, 3):  # one shape: the second makes its lowering, then each binds
+        a.compile_spec(Pair, Limit(cap=cap))
+    assert (a.form_stats.made, a.form_stats.bound, len(a.forms)) == (1, 2, 1)
+    assert (b.form_stats, len(b.forms)) == (FormStats(), 0)
+    b.compile_spec(Pair, Limit(cap=4))  # a shape b has not seen: compiled from the model
+    assert (b.form_stats, len(b.forms)) == (FormStats(), 1)
+
+
+def test_the_module_level_functions_use_the_default_compilers() -> None:
+    spec = compile_spec(Pair, Limit(cap=3))
+    assert DEFAULT_SPEC_COMPILER.compile_spec(Pair, Limit(cap=3)) is spec
+    mine = SpecCompiler()
+    mine.compile_spec(Pair, Limit(cap=3))
+    clear_spec_caches()  # the default's, and no other compiler's
+    assert (len(DEFAULT_SPEC_COMPILER.specs), len(mine.specs)) == (0, 1)
+    assert compile_spec(Pair, Limit(cap=3)) is not spec
+
+    ir = to_ir(Pair, Limit(cap=3))
+    DEFAULT_IR_COMPILER.clear()
+    spec_from_ir(ir)
+    assert (len(DEFAULT_IR_COMPILER.documents), len(DEFAULT_IR_COMPILER.layouts)) == (1, 1)
+    hits = DEFAULT_IR_COMPILER.documents.hits
+    own = IRCompiler(max_documents=4)
+    own.spec_from_ir(ir)  # not in its cache, though the default has it
+    assert (own.documents.hits, own.documents.misses, len(own.layouts)) == (0, 1, 1)
+    own.spec_from_ir(ir)
+    assert own.documents.hits == 1
+    assert DEFAULT_IR_COMPILER.documents.hits == hits
+    own.clear()
+    assert (len(own.documents), len(own.layouts), len(DEFAULT_IR_COMPILER.documents)) == (0, 0, 1)

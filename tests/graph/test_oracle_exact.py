@@ -18,7 +18,7 @@ from factorspec_sdk.errors import OracleError, UnsatisfiableSpecError
 from factorspec_sdk.graph import AtLeast, compile_spec
 from factorspec_sdk.graph.compiled import CompiledSpec, Fact, Value
 from factorspec_sdk.graph.oracle import holds
-from factorspec_sdk.ir import IR_CACHE, spec_from_ir, to_ir
+from factorspec_sdk.ir import DEFAULT_IR_COMPILER, spec_from_ir, to_ir
 from factorspec_sdk.relations.decorator import evaluate, relations_of
 
 
@@ -181,7 +181,7 @@ def check_spec_determined(spec: CompiledSpec, sols: Sequence[dict[str, Any]], id
     are skipped: their oracles look for themselves).
     """
     count = 0
-    for comp in spec._components:
+    for comp in map(spec.component, range(len(spec.components))):
         if comp.determined is None:
             continue
         for var in sorted(comp.variables & spec.variables.keys()):
@@ -353,7 +353,7 @@ def test_what_the_facts_determine_is_answered_without_more_checks(
 
     spec = compile_spec(Fixed)
     # the spec's own check found a model and what it determines, on its own solver
-    assert spec._components[0].determined == {"a": 20, "b": 20, "c": 20}
+    assert spec.component(0).determined == {"a": 20, "b": 20, "c": 20}
     oracle = spec.new_oracle()
     assert oracle.feasible_values((), "a") == [20]
     assert oracle.feasible_values((("a", 20),), "b") == [20]
@@ -364,9 +364,9 @@ def test_what_the_facts_determine_is_answered_without_more_checks(
     assert oracle.stats.solver_checks == 1
     assert {k: v[0] for k, v in oracle.determined(()).items()} == {"a": 20, "b": 20, "c": 20}
 
-    # a spec whose checks came from IR_CACHE keeps what they found determined, but not
+    # a spec whose checks came from the IR cache keeps what they found determined, but not
     # their model (one check finds one)
-    IR_CACHE.clear()
+    DEFAULT_IR_COMPILER.documents.clear()
     first = spec_from_ir(to_ir(Fixed))
     again = spec_from_ir(to_ir(Fixed))
     assert again.determined == first.determined == [{"a": 20, "b": 20, "c": 20}]
@@ -378,8 +378,8 @@ def test_what_the_facts_determine_is_answered_without_more_checks(
 
     # without it, the oracle finds its own (a model; no other value, no other completion)
     bare = spec_from_ir(to_ir(Fixed))
-    bare._components[0].determined = None
-    bare._components[0].searched = False
+    bare.component(0).determined = None
+    bare.component(0).searched = False
     o = bare.new_oracle()
     assert o.feasible_values((), "a") == [20]
     assert o.feasible_values((("a", 20),), "b") == [20]
@@ -387,9 +387,9 @@ def test_what_the_facts_determine_is_answered_without_more_checks(
 
     # where the spec's search did not settle it, the oracle does not search again
     monkeypatch.setattr("factorspec_sdk.graph.assemble.BACKBONE_ROUNDS", 0)
-    IR_CACHE.clear()
+    DEFAULT_IR_COMPILER.documents.clear()
     unsettled = spec_from_ir(to_ir(Fixed))
-    assert unsettled.determined == [None] and unsettled._components[0].searched
+    assert unsettled.determined == [None] and unsettled.component(0).searched
     o = unsettled.new_oracle()
     assert o.feasible_values((), "a") == [20]
     assert o.stats.solver_checks == 1  # no other value; the model is the spec's
@@ -422,7 +422,7 @@ def test_every_known_completion_gives_its_value_without_a_check() -> None:
             return self.a + self.b == 3
 
     spec = compile_spec(Split)
-    comp = spec._components[0]
+    comp = spec.component(0)
     assert comp.determined == {} and len(comp.models) >= 1  # a completion that differs
     known = 1 + len(comp.models)
     oracle = spec.new_oracle()

@@ -31,11 +31,18 @@ from factorspec_sdk import UnsatisfiableSpecError, distinct, relation
 from factorspec_sdk.bench.solver_tail import random_facts
 from factorspec_sdk.domains.trip import Itinerary, generate_problem, with_stays
 from factorspec_sdk.domains.trip_dates import DatedItinerary, dated_problem
-from factorspec_sdk.graph import CompiledSpec, compile_spec, params
-from factorspec_sdk.graph.spec import FORM_STATS, clear_spec_caches
+from factorspec_sdk.graph import (
+    DEFAULT_SPEC_COMPILER,
+    CompiledSpec,
+    clear_spec_caches,
+    compile_spec,
+    params,
+)
 from factorspec_sdk.relations.decorator import relations_of
 from tests.helpers import sampled_record
 from tests.relations.helpers import compiled_truths
+
+FORM_STATS = DEFAULT_SPEC_COMPILER.form_stats  # the shape tier of the module-level compile_spec
 
 
 @pytest.fixture(autouse=True)

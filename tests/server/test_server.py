@@ -13,7 +13,7 @@ import pytest
 
 from factorspec_sdk import Client, TokenBudgetError, UnsatisfiableSpecError
 from factorspec_sdk.backends.remote import RemoteBackend
-from factorspec_sdk.ir import to_ir
+from factorspec_sdk.ir import DEFAULT_IR_COMPILER, IRCompiler, to_ir
 from factorspec_sdk.server import create_app
 from factorspec_sdk.server.app import ServerOptions
 from tests.helpers import TRIP_CONTEXT, Pick, Trip, tiny_tokenizer
@@ -258,6 +258,19 @@ def test_api_key() -> None:
             chat(openai.OpenAI(base_url=base + "/v1", api_key="bad", max_retries=0))
         ok = chat(openai.OpenAI(base_url=base + "/v1", api_key="k1", max_retries=0))
         assert ok.choices[0].finish_reason == "stop"  # type: ignore[attr-defined]
+
+
+def test_a_server_given_its_own_compiler_fills_that_one() -> None:
+    compiler = IRCompiler()
+    shared = DEFAULT_IR_COMPILER.documents
+    default = (shared.hits, shared.misses)
+    with running(create_app(scripted_engine(), model_name=MODEL, compiler=compiler)) as base:
+        client = openai.OpenAI(base_url=base + "/v1", api_key="none", max_retries=0)
+        texts = {chat(client).choices[0].message.content for _ in range(2)}  # type: ignore[attr-defined]
+    assert len(texts) == 1
+    docs = compiler.documents
+    assert (len(docs), docs.hits, docs.misses, len(compiler.layouts)) == (1, 1, 1, 1)
+    assert (shared.hits, shared.misses) == default
 
 
 def test_client_with_base_url_talks_to_the_server(url: str) -> None:

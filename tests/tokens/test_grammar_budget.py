@@ -12,7 +12,7 @@ walk counts, and that greedy decoding is the same with and without speculation.
 from __future__ import annotations
 
 from functools import cache
-from typing import Literal, Optional
+from typing import Any, Literal, Optional
 
 import numpy as np
 import pytest
@@ -24,12 +24,13 @@ from factorspec_sdk.drafter.loop import DecodeJob, Decoder, DecoderConfig
 from factorspec_sdk.drafter.verify import SamplingParams
 from factorspec_sdk.engines.scripted import ScriptedEngine
 from factorspec_sdk.graph import compile_spec
-from factorspec_sdk.relations.layout import GrammarLayout, closing_bytes
+from factorspec_sdk.relations.layout import GrammarLayout
 from factorspec_sdk.tokens.grammar import GrammarCursor, lex_value
 from factorspec_sdk.tokens.plan import Cursor, Finished, Planner
 from factorspec_sdk.tokens.vocab import TokenizerInfo
 from factorspec_sdk.tools import Tool, calls_model
 from factorspec_sdk.writer.automaton import Writer
+from factorspec_sdk.writer.closing import closing_bytes
 
 
 class Reading(BaseModel):
@@ -52,10 +53,10 @@ class Volume(BaseModel):
     unit: str = Field(max_length=8)
 
 
-class Patterned(BaseModel):
-    """A pattern: no closing bound, so no budget masks."""
+class Loose(BaseModel):
+    """Values of any depth: no closing bound, so no budget masks."""
 
-    code: str = Field(pattern=r"^[A-Z]{3}-[0-9]+$")
+    extra: dict[str, Any]
     value: float
 
 
@@ -87,12 +88,23 @@ def schema(text: str) -> GrammarLayout:
         ('{"type":"string","minLength":3,"maxLength":9}', 11),
         ('{"items":{"type":"number"},"type":"array"}', 5),
         ('{"enum":[1,200,null]}', 4),
-        ('{"type":"string","pattern":"^a+$"}', None),
-        ('{"type":"string","format":"date"}', None),
-        ('{"type":"number","minimum":0}', None),
-        ('{"enum":["a","b"]}', None),
-        ('{"type":"object","properties":{}}', None),
+        ('{"type":"string","pattern":"^a+$"}', 9),  # "a" and the quotes, at most
+        ('{"type":"string","format":"date"}', 18),
+        ('{"type":"number","minimum":0}', 8),
+        ('{"enum":["a","b"]}', 3),
+        (
+            '{"type":"object","properties":{"a":{"type":"null"}},"required":["a"],'
+            '"additionalProperties":false}',
+            2 + 3 + 2 + 2 + 4,
+        ),
+        ('{"type":"object","properties":{}}', None),  # extra properties of any depth
+        ('{"type":"array"}', None),
         ('{"$ref":"#/$defs/X"}', None),
+        (
+            '{"$defs":{"N":{"properties":{"n":{"$ref":"#/$defs/N"}},"type":"object"}},'
+            '"$ref":"#/$defs/N"}',
+            None,
+        ),  # recursive
     ],
 )
 def test_closing_bytes(text: str, bound: int | None) -> None:
@@ -112,7 +124,7 @@ def test_the_lexer_knows_when_it_is_inside_a_string() -> None:
 
 
 def test_a_grammar_value_without_a_bound_turns_the_budget_off(tok: TokenizerInfo) -> None:
-    p = Planner(Writer(compile_spec(Patterned, None)), tok)
+    p = Planner(Writer(compile_spec(Loose, None)), tok)
     assert not p.bound.enforced and p.bound.ceiling == 0
     for name in MODELS:
         assert planner_of(name, tok).bound.enforced

@@ -75,11 +75,9 @@ def score(record: RecordResult, problem: TripProblem, model: type[Any]) -> None:
     record.violations = list(ev.violations)
 
 
-def cold_spec_cache() -> None:
-    """Forget compiled specs so each FactorSpec record pays its own compilation."""
-    from factorspec_sdk.graph import clear_spec_caches
-
-    clear_spec_caches()
+def cold_spec_cache(client: Client) -> None:
+    """Forget ``client``'s compiled specs so each FactorSpec record pays its own compilation."""
+    client.compiler.clear()
 
 
 def decode_with_client(
@@ -141,8 +139,9 @@ def run_batch(
     records = [RecordResult(method, t.index, len(t.problem.cities)) for t in tasks]
     started = time.perf_counter()
     if method in FACTORSPEC_METHODS:
-        cold_spec_cache()
-        outcomes = decode_with_client(setup.clients[method], setup.model, tasks, setup.max_tokens)
+        client = setup.clients[method]
+        cold_spec_cache(client)
+        outcomes = decode_with_client(client, setup.model, tasks, setup.max_tokens)
         wall = (time.perf_counter() - started) / len(tasks)
         for record, result, task in zip(records, outcomes, tasks, strict=True):
             record.wall_seconds = wall

@@ -9,8 +9,9 @@ nano-vllm splits its engine:
 
 * `factorspec_sdk.engines.sequences` — the sequence table (tokens, how many have run, a
   `transformers.DynamicCache` per sequence; torch-free, shared with the scripted engine);
-* `factorspec_sdk.engines.embedded.kv` — what is in the caches: crop, copies from and into
-  the prefix cache, padding for a batch;
+* `factorspec_sdk.engines.embedded.kv` — what is in the caches: crop (or start over where a
+  sliding window makes a crop inexact), copies from and into the prefix cache, padding for a
+  batch;
 * `factorspec_sdk.engines.embedded.batching` — which requests of an ``extend`` share a
   forward, priced by the verify cost curve (torch-free);
 * `factorspec_sdk.engines.embedded.runner` — the forward itself, one sequence or a padded

@@ -1,11 +1,12 @@
 """The embedded engine's KV caches: one `transformers.DynamicCache` per sequence.
 
 `KVCaches` makes, crops, joins and casts a model's caches, and pads one sequence's keys and
-values for a batched forward (`factorspec_sdk.engines.embedded.runner`); `prompt_to_prefix_cache`
-copies a prompt's KV states into the engine's `PrefixCache` once they have run, and
-`KVCaches.prefix_cache` decides whether a model can keep one. The sequences themselves (their
-tokens, how many have run) are the engine's `SequenceTable`; this module owns what is in the
-cache handles it holds.
+values for a batched forward (`factorspec_sdk.engines.embedded.runner`); a crop is exact or
+not made (`crop_limit`: a sliding-window layer past its window starts over, and the next
+forward runs the kept tokens again). `prompt_to_prefix_cache` copies a prompt's KV states into
+the engine's `PrefixCache` once they have run, and `KVCaches.prefix_cache` decides whether a
+model can keep one. The sequences themselves (their tokens, how many have run) are the
+engine's `SequenceTable`; this module owns what is in the cache handles it holds.
 """
 
 from __future__ import annotations
@@ -22,7 +23,13 @@ if TYPE_CHECKING:
 
     from factorspec_sdk.engines.sequences import SequenceState
 
-__all__ = ["DEFAULT_PREFIX_CACHE_BYTES", "KVCaches", "layer_tensors", "prompt_to_prefix_cache"]
+__all__ = [
+    "DEFAULT_PREFIX_CACHE_BYTES",
+    "KVCaches",
+    "crop_limit",
+    "layer_tensors",
+    "prompt_to_prefix_cache",
+]
 
 DEFAULT_PREFIX_CACHE_BYTES = 256 * 2**20
 """The prefix cache's default memory bound: 256 MiB of KV states, on any device.
@@ -46,6 +53,8 @@ class KVCaches:
     def __init__(self, config: PretrainedConfig, device: torch.device) -> None:
         self.config = config
         self.device = device
+        self.crop_limit = crop_limit(config)
+        """Below how many tokens a cache crops exactly (`crop_limit`; ``None``: always)."""
 
     def empty(self) -> DynamicCache:
         """A cache holding no token."""
@@ -59,12 +68,17 @@ class KVCaches:
 
         return DynamicCache(data, config=self.config)
 
-    def crop(self, cache: DynamicCache, run: int, length: int) -> DynamicCache:
-        """``cache`` (of ``run`` tokens) cut to its first ``length`` (`sequences.Crop`)."""
-        if length == 0:
-            return self.empty()
-        cache.crop(length - run)
-        return cache
+    def crop(self, cache: DynamicCache, run: int, length: int) -> tuple[DynamicCache, int]:
+        """``cache`` (of ``run`` tokens) cut to its first ``length`` (`sequences.Crop`).
+
+        Where the crop would not be exact (a sliding-window or recurrent layer past what it
+        keeps, `crop_limit`), an empty cache instead: the next forward runs the kept tokens
+        again, exact and slower.
+        """
+        if length > 0 and (self.crop_limit is None or run < self.crop_limit):
+            cache.crop(length - run)
+            return cache, length
+        return self.empty(), 0
 
     def joined(self, blocks: Sequence[Sequence[KV]]) -> DynamicCache:
         """A new cache holding the prefix cache's ``blocks`` one after another (a copy)."""
@@ -131,6 +145,24 @@ class KVCaches:
                 "full-attention layers (DynamicLayer): pass prefix_cache=0"
             )
         return PrefixCache(DEFAULT_PREFIX_CACHE_BYTES if max_bytes is None else max_bytes)
+
+
+def crop_limit(config: PretrainedConfig) -> int | None:
+    """Below how many cached tokens a cache of ``config`` crops exactly (``None``: always).
+
+    Full-attention layers always crop; a sliding-window layer only before its window is full
+    (past it, the keys a crop would uncover are gone); recurrent layers never (0).
+    """
+    from transformers import DynamicCache
+    from transformers.cache_utils import DynamicLayer, DynamicSlidingWindowLayer
+
+    limit: int | None = None
+    for layer in DynamicCache(config=config).layers:
+        if type(layer) is DynamicLayer:
+            continue
+        window = layer.sliding_window if type(layer) is DynamicSlidingWindowLayer else 0
+        limit = window if limit is None else min(limit, window)
+    return limit
 
 
 def prompt_to_prefix_cache(
