@@ -13,19 +13,22 @@ tests and soaks of a server without a model.
 
 It counts forward passes (``forward_calls``), tokens run (``tokens_processed``) and logits
 rows computed (``rows_computed``).
+
+Its sequences live in a `SequenceTable`, as the embedded engine's do
+(`factorspec_sdk.engines.sequences`): the two engines check and roll back tokens alike.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
 from factorspec_sdk.engines.dtype_choice import CURVE_WIDTHS
-from factorspec_sdk.engines.protocol import ChatMessage, Logits, SequenceId, extend_requests
+from factorspec_sdk.engines.protocol import ChatMessage, Logits, SequenceId
+from factorspec_sdk.engines.sequences import SequenceTable
 from factorspec_sdk.errors import EngineError
 from factorspec_sdk.tokens.vocab import TokenizerInfo
 
@@ -41,12 +44,6 @@ _JSON_PIECES = ('{"', '": ', ', "', '"}', "true", "false", "null")
 def default_cost_curve(k: int) -> float:
     """``1 + 0.03 (k - 1)``: a CPU-like curve where wide verification is cheap."""
     return 1.0 + 0.03 * (k - 1)
-
-
-@dataclass(slots=True)
-class _Sequence:
-    ids: list[int]
-    run: int = 0
 
 
 class _RandomLogits:
@@ -141,8 +138,7 @@ class ScriptedEngine:
         self._logits_fn = logits_fn
         self._cost_curve = cost_curve or default_cost_curve
         self._name = name
-        self._seqs: dict[SequenceId, _Sequence] = {}
-        self._next_id: SequenceId = 0
+        self._seqs: SequenceTable[None] = SequenceTable(tokenizer.vocab_size)
         self.forward_calls = 0
         self.tokens_processed = 0
         self.batch_log: list[tuple[int, ...]] = []
@@ -236,34 +232,23 @@ class ScriptedEngine:
 
     def new_sequence(self, prompt_ids: Sequence[int]) -> SequenceId:
         """Start a sequence holding ``prompt_ids`` (run lazily by the first ``extend``)."""
-        ids = [int(t) for t in prompt_ids]
-        self._check_ids(ids)
-        seq = self._next_id
-        self._next_id += 1
-        self._seqs[seq] = _Sequence(ids=ids)
-        return seq
+        return self._seqs.open(prompt_ids, None)
 
     def length(self, seq: SequenceId) -> int:
         """Number of tokens the sequence holds."""
-        return len(self._get(seq).ids)
+        return self._seqs.length(seq)
 
     def tokens(self, seq: SequenceId) -> list[int]:
         """A copy of the sequence's tokens (for tests)."""
-        return list(self._get(seq).ids)
+        return self._seqs.tokens(seq)
 
     def truncate(self, seq: SequenceId, length: int) -> None:
         """Roll the sequence back to its first ``length`` tokens."""
-        state = self._get(seq)
-        if not 0 <= length <= len(state.ids):
-            raise EngineError(
-                f"cannot truncate sequence {seq} of length {len(state.ids)} to {length}"
-            )
-        del state.ids[length:]
-        state.run = min(state.run, length)
+        self._seqs.truncate(seq, length)
 
     def release(self, seq: SequenceId) -> None:
         """Free the sequence (unknown ids are ignored)."""
-        self._seqs.pop(seq, None)
+        self._seqs.release(seq)
 
     def extend(
         self,
@@ -279,44 +264,27 @@ class ScriptedEngine:
         """
         if not requests:
             return []
-        plans: list[tuple[_Sequence, list[int], int]] = []
-        for seq, new, k in extend_requests(requests, keep):
-            state = self._get(seq)
-            self._check_ids(new)
-            plans.append((state, new, k))
+        steps = self._seqs.plan(requests, keep)
         size = self._tokenizer.vocab_size
         results: list[Logits] = []
         counts: list[int] = []
-        for state, new, k in plans:
-            state.ids.extend(new)
-            start = len(state.ids) - k
+        for step in steps:
+            ids, k = step.state.ids, step.keep
+            ids.extend(step.new)  # the rows read the new tokens; they have run once all do
+            start = len(ids) - k
             rows = np.empty((k, size), dtype=np.float32)
-            for j in range(start, len(state.ids)):
-                row = np.asarray(self._logits_fn(state.ids[: j + 1]), dtype=np.float32)
+            for j in range(start, len(ids)):
+                row = np.asarray(self._logits_fn(ids[: j + 1]), dtype=np.float32)
                 if row.shape != (size,):
                     raise EngineError(
                         f"logits function returned shape {row.shape}, expected ({size},)"
                     )
                 rows[j - start] = row
-            counts.append(len(state.ids) - state.run)
-            state.run = len(state.ids)
+            step.state.run = len(ids)
+            counts.append(len(step.inputs))
             self.rows_computed += k
             results.append(rows)
         self.forward_calls += 1
         self.tokens_processed += sum(counts)
         self.batch_log.append(tuple(counts))
         return results
-
-    # ---------------------------------------------------------------- helpers
-
-    def _get(self, seq: SequenceId) -> _Sequence:
-        try:
-            return self._seqs[seq]
-        except KeyError:
-            raise EngineError(f"unknown sequence id {seq} (released or never created)") from None
-
-    def _check_ids(self, ids: Sequence[int]) -> None:
-        size = self._tokenizer.vocab_size
-        bad = [t for t in ids if not 0 <= t < size]
-        if bad:
-            raise EngineError(f"token ids {bad[:5]} are outside the vocabulary (0..{size})")

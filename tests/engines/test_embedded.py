@@ -10,9 +10,9 @@ import pytest
 from pydantic import BaseModel, Field
 
 from factorspec_sdk import Client
-from factorspec_sdk.engines import Engine, embedded, model_store
+from factorspec_sdk.engines import Engine, model_store
 from factorspec_sdk.engines.dtype_choice import CACHE_FILE, CONTEXT, CURVE_SHAPES, DTYPE_ENV
-from factorspec_sdk.engines.embedded import PROFILE_KS, EmbeddedEngine
+from factorspec_sdk.engines.embedded import PROFILE_KS, EmbeddedEngine, settle
 from factorspec_sdk.errors import EngineError, ModelLoadError
 
 ATOL = 2e-2  # fp32: chunkings/batchings reorder float sums (seen: 7e-3 on logits ~5)
@@ -72,7 +72,7 @@ def test_an_explicit_dtype_skips_the_measurement(
         raise AssertionError("looked for a dtype choice although the dtype was given")
 
     for name in ("machine_key", "load_choice", "measure_choice", "store_choice"):
-        monkeypatch.setattr(embedded, name, never)
+        monkeypatch.setattr(settle, name, never)
     with pytest.raises(ModelLoadError, match="cannot load model"):
         EmbeddedEngine(tmp_path / "nothing-here", dtype="fp32")
     monkeypatch.setenv(DTYPE_ENV, "bf16")
@@ -205,7 +205,7 @@ def tiny_chat(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     folder = _tiny_folder(tmp_path / "tiny", _byte_tokenizer())
     monkeypatch.setenv("FACTORSPEC_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.delenv(DTYPE_ENV, raising=False)
-    monkeypatch.setattr(embedded, "busy_reason", lambda: "")  # cache even on a busy machine
+    monkeypatch.setattr(settle, "busy_reason", lambda: "")  # cache even on a busy machine
     return folder
 
 
@@ -255,13 +255,13 @@ def test_a_curve_timed_on_a_busy_machine_is_used_not_cached(
     tiny_chat: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """As a dtype choice: timings taken while other work holds the CPU mislead."""
-    monkeypatch.setattr(embedded, "busy_reason", lambda: "load average 9.0 on 2 cores")
+    monkeypatch.setattr(settle, "busy_reason", lambda: "load average 9.0 on 2 cores")
     busy = EmbeddedEngine(tiny_chat, device="cpu", dtype="float32", prefix_cache=0)
     assert busy.cost_curve.how == "measured"
     assert busy.cost_curve.note == "not cached: load average 9.0 on 2 cores"
     assert "not cached" in busy.cost_curve.summary()
     assert not (tiny_chat.parent / "cache" / CACHE_FILE).exists()
-    monkeypatch.setattr(embedded, "busy_reason", lambda: "")
+    monkeypatch.setattr(settle, "busy_reason", lambda: "")
     idle = EmbeddedEngine(tiny_chat, device="cpu", dtype="float32", prefix_cache=0)
     assert (idle.cost_curve.how, idle.cost_curve.note) == ("measured", "")  # measured again
 
@@ -304,7 +304,7 @@ def test_the_dtype_is_measured_once_then_read_from_the_cache(
     folder = model_store.default_model_path()  # before the cache folder moves
     monkeypatch.setenv("FACTORSPEC_CACHE_DIR", str(tmp_path))
     monkeypatch.delenv(DTYPE_ENV, raising=False)
-    monkeypatch.setattr(embedded, "busy_reason", lambda: "")  # cache even on a busy machine
+    monkeypatch.setattr(settle, "busy_reason", lambda: "")  # cache even on a busy machine
     first = EmbeddedEngine(folder, device="cpu")
     choice = first.dtype_choice
     assert choice.how == "measured"
