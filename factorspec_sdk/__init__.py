@@ -70,7 +70,7 @@ from factorspec_sdk.provenance import Source as Source
 from factorspec_sdk.relations.decorator import distinct as distinct
 from factorspec_sdk.relations.decorator import relation as relation
 from factorspec_sdk.relations.decorator import relations_of as relations_of
-from factorspec_sdk.relations.layout import Places as Places
+from factorspec_sdk.relations.floats import Places as Places
 from factorspec_sdk.streams import AsyncRecordStream as AsyncRecordStream
 from factorspec_sdk.streams import RecordStream as RecordStream
 from factorspec_sdk.streams import StreamClosed as StreamClosed
