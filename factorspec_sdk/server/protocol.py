@@ -1107,23 +1107,20 @@ class ModelList(BaseModel):
 
 
 class UpstreamStatus(BaseModel):
-    """One engine server behind ``factorspec serve --upstream`` (`UpstreamHealth`)."""
+    """The engine tier behind ``factorspec serve --upstream`` (a router, or one server)."""
 
     url: str
-    up: bool
-    in_flight: int
-    records: int
     requests: int
     failures: int
     last_error: str | None
 
 
 class Health(BaseModel):
-    """``GET /health``: 200 while the engine thread runs (and an upstream is up), else 503."""
+    """``GET /health``: 200 while the engine thread runs, else 503."""
 
     status: str
     model: str
     engine: str
     active: int
     queued: int
-    upstreams: list[UpstreamStatus] | None = None
+    upstream: UpstreamStatus | None = None

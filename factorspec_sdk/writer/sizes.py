@@ -23,7 +23,7 @@ from factorspec_sdk.relations.layout import (
     branch_part,
 )
 from factorspec_sdk.writer.base import utf8
-from factorspec_sdk.writer.closing import closing_bytes
+from factorspec_sdk.writer.closing import opening_bytes
 from factorspec_sdk.writer.leaves import leaf_writer
 from factorspec_sdk.writer.state import ObjFrame, WriterState, value_text
 
@@ -117,8 +117,8 @@ def _longest_text(
     strings: tuple[str, ...],
     memo: dict[Path, int],
 ) -> int:
-    if isinstance(node, GrammarLayout):  # as the budget's closing walk writes it
-        bound = closing_bytes(node)
+    if isinstance(node, GrammarLayout):  # as the budget's closing walk writes it from its start
+        bound = opening_bytes(node)
         if bound is None:
             raise ValueError("a grammar value has no longest text; the token budget is off")
         return bound
