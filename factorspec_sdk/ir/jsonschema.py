@@ -605,7 +605,7 @@ class _Converter:
 
     def _fit_type(self, t: object, out: JsonDict, where: str) -> None:
         """Check that the values of layout ``out`` all have JSON type ``t`` (a sibling)."""
-        if out["type"] == "leaf" and out["kind"] == "enum":
+        if out["type"] == "leaf" and out["kind"] == LeafKind.ENUM:
             choices = out["choices"]
             assert isinstance(choices, list)  # built by _enum
             kept = [c for c in choices if self._valid({"type": t}, c, where)]
