@@ -70,7 +70,7 @@ from factorspec_sdk.provenance import Source as Source
 from factorspec_sdk.relations.decorator import distinct as distinct
 from factorspec_sdk.relations.decorator import relation as relation
 from factorspec_sdk.relations.decorator import relations_of as relations_of
-from factorspec_sdk.relations.layout import Places as Places
+from factorspec_sdk.relations.floats import Places as Places
 from factorspec_sdk.relations.schema import PlainJsonSchema as PlainJsonSchema
 from factorspec_sdk.relations.schema import plain_json_schema as plain_json_schema
 from factorspec_sdk.relations.schema import set_schema_extension

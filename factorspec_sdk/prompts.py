@@ -18,9 +18,10 @@ messages give the same prompt, and the same records, locally and through ``facto
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from factorspec_sdk.engines.protocol import ChatMessage
+from factorspec_sdk.relations.kinds import LeafKind
 from factorspec_sdk.relations.layout import (
     GrammarLayout,
     LayoutNode,
@@ -32,6 +33,7 @@ from factorspec_sdk.relations.layout import (
 )
 
 __all__ = [
+    "LEAF_HINTS",
     "Prompt",
     "chat_messages",
     "check_prompt",
@@ -63,27 +65,24 @@ def schema_hint(layout: RootLayout) -> str:
 def _leaf_hint(node: LeafLayout | GrammarLayout) -> str:
     if isinstance(node, GrammarLayout):
         return _schema_hint(node.schema_dict)
-    if node.kind == "enum":
-        return " | ".join(json.dumps(c) for c in node.choices)
-    if node.kind == "date":
-        return _DATE_HINTS[node.temporal]
-    if node.duration:
-        return "<PT###S>"
-    return _LEAF_HINTS[node.kind]
+    hint = LEAF_HINTS[node.kind]
+    return hint if isinstance(hint, str) else hint(node)
 
 
-_LEAF_HINTS = {
-    "bool": "true|false",
-    "int": "<integer>",
-    "str": "<text>",
-    "float": "<number>",
+LEAF_HINTS: dict[LeafKind, str | Callable[[LeafLayout], str]] = {
+    LeafKind.BOOL: "true|false",
+    LeafKind.INT: "<integer>",
+    LeafKind.STR: "<text>",
+    LeafKind.ENUM: lambda node: " | ".join(json.dumps(c) for c in node.choices),
+    LeafKind.DATE: "<YYYY-MM-DD>",
+    LeafKind.DATETIME: "<YYYY-MM-DDTHH:MM:SS>",
+    LeafKind.AWARE: "<YYYY-MM-DDTHH:MM:SSZ>",
+    LeafKind.TIME: "<HH:MM:SS>",
+    LeafKind.DURATION: "<PT###S>",
+    LeafKind.FLOAT: "<number>",
+    LeafKind.DECIMAL: "<number>",
 }
-_DATE_HINTS = {
-    "date": "<YYYY-MM-DD>",
-    "datetime": "<YYYY-MM-DDTHH:MM:SS>",
-    "aware": "<YYYY-MM-DDTHH:MM:SSZ>",
-    "time": "<HH:MM:SS>",
-}
+"""The schema hint of each leaf kind: its picture, or how to draw it."""
 
 
 def _schema_hint(schema: object, depth: int = 0) -> str:

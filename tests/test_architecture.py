@@ -10,6 +10,7 @@ that points upward is still a dependency a reader has to follow.
 from __future__ import annotations
 
 import ast
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -195,3 +196,92 @@ def test_only_the_compiled_spec_reads_its_private_state() -> None:
             ):
                 wrong.append(f"{path.relative_to(ROOT)}:{node.lineno}: .{node.attr}")
     assert not wrong, "\n".join(wrong)
+
+
+def _kind_tables() -> dict[str, Mapping[object, object]]:
+    """Every stage's table of behaviour per leaf kind (`factorspec_sdk.relations.kinds`)."""
+    from factorspec_sdk.ir.leaves import IR_LEAVES
+    from factorspec_sdk.prompts import LEAF_HINTS
+    from factorspec_sdk.relations.compiler.fields import LEAF_VALUES
+    from factorspec_sdk.relations.display import LEAF_DISPLAY
+    from factorspec_sdk.relations.kinds import PYTHON_TYPES
+    from factorspec_sdk.relations.pydantic_layout import LEAF_BUILDERS
+    from factorspec_sdk.relations.sample import SAMPLE_VALUES
+    from factorspec_sdk.relations.variables import LEAF_VARIABLES
+    from factorspec_sdk.writer.leaves import LEAF_WRITERS
+
+    return {
+        "kinds.PYTHON_TYPES (the Python types of a kind)": PYTHON_TYPES,
+        "pydantic_layout.LEAF_BUILDERS (layout from Pydantic)": LEAF_BUILDERS,
+        "variables.LEAF_VARIABLES (the solver variable of a leaf)": LEAF_VARIABLES,
+        "compiler.fields.LEAF_VALUES (a relation's value of a leaf)": LEAF_VALUES,
+        "display.LEAF_DISPLAY (a variable as the user reads it)": LEAF_DISPLAY,
+        "sample.SAMPLE_VALUES (a sample record)": SAMPLE_VALUES,
+        "ir.leaves.IR_LEAVES (IR wire form, record checks and facts)": IR_LEAVES,
+        "writer.leaves.LEAF_WRITERS (writer options and lengths)": LEAF_WRITERS,
+        "prompts.LEAF_HINTS (the prompt's schema hint)": LEAF_HINTS,
+    }
+
+
+@pytest.mark.parametrize("table", list(_kind_tables()))
+def test_every_stage_handles_every_leaf_kind(table: str) -> None:
+    """A new `LeafKind` that a stage does not handle fails here, not in a user's request."""
+    from factorspec_sdk.relations.kinds import LeafKind
+
+    missing = set(LeafKind) - set(_kind_tables()[table])
+    assert not missing, f"{table} has no entry for {sorted(missing)}"
+
+
+def _var_kind_tables() -> dict[str, Mapping[object, object]]:
+    """Every stage's table of behaviour per variable kind."""
+    from factorspec_sdk.ir.record import FACTS
+    from factorspec_sdk.ir.variables import WIRE_KINDS
+    from factorspec_sdk.relations.display import VARIABLE_DISPLAY
+    from factorspec_sdk.relations.kinds import VAR_SORTS
+
+    return {
+        "kinds.VAR_SORTS (how the solver holds it)": VAR_SORTS,
+        "ir.variables.WIRE_KINDS (the IR's kind)": WIRE_KINDS,
+        "ir.record.FACTS (its value in a record)": FACTS,
+        "display.VARIABLE_DISPLAY (as the user reads it)": VARIABLE_DISPLAY,
+    }
+
+
+@pytest.mark.parametrize("table", list(_var_kind_tables()))
+def test_every_stage_handles_every_variable_kind(table: str) -> None:
+    """A new `VarKind` that a stage does not handle fails here."""
+    from factorspec_sdk.relations.kinds import VarKind
+
+    missing = set(VarKind) - set(_var_kind_tables()[table])
+    assert not missing, f"{table} has no entry for {sorted(missing)}"
+
+
+def test_no_module_compares_kinds_as_strings() -> None:
+    """Kinds are found through tables (or compared as members), never as string tags.
+
+    A comparison of a ``kind``/``temporal`` with a string literal naming a kind (``kind ==
+    "date"``, ``kind in ("len", "strlen")``) is the spread this check keeps out.
+    """
+    names = {"kind", "temporal"}
+    tags = {"bool", "int", "str", "enum", "date", "datetime", "aware", "time", "duration"}
+    tags |= {"float", "decimal", "len", "strlen", "datepart", "same", "affix"}
+    wrong: list[str] = []
+    for path in _modules():
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if not isinstance(node, ast.Compare):
+                continue
+            sides = [node.left, *node.comparators]
+            named = any(
+                (isinstance(s, ast.Attribute) and s.attr in names)
+                or (isinstance(s, ast.Name) and s.id in names)
+                for s in sides
+            )
+            literals = {
+                c.value
+                for s in sides
+                for c in (s.elts if isinstance(s, ast.Tuple | ast.List | ast.Set) else [s])
+                if isinstance(c, ast.Constant) and isinstance(c.value, str)
+            }
+            if named and literals & tags:
+                wrong.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert not wrong, "kinds compared as strings:\n" + "\n".join(wrong)

@@ -3,7 +3,7 @@
 import pytest
 
 from factorspec_sdk.prompts import chat_messages, hint_sentence, schema_hint, with_schema_hint
-from factorspec_sdk.relations.layout import build_layout
+from factorspec_sdk.relations.pydantic_layout import build_layout
 from tests.helpers import Pick, Trip
 
 

@@ -5,7 +5,8 @@ from pydantic import BaseModel, Field
 
 from factorspec_sdk import relation
 from factorspec_sdk.graph import compile_spec
-from factorspec_sdk.relations.layout import GrammarLayout, build_layout
+from factorspec_sdk.relations.layout import GrammarLayout
+from factorspec_sdk.relations.pydantic_layout import build_layout
 
 
 class Booking(BaseModel):

@@ -110,7 +110,7 @@ def run(
     from factorspec_sdk.errors import FactorSpecError
     from factorspec_sdk.graph.spec import compile_spec
     from factorspec_sdk.prompts import hint_sentence
-    from factorspec_sdk.relations.layout import build_layout
+    from factorspec_sdk.relations.pydantic_layout import build_layout
 
     cache = engine.prefix_cache
     if cache is None:

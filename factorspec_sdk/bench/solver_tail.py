@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pydantic import BaseModel
 
 from factorspec_sdk.graph import AtLeast, CompiledSpec, Fact
+from factorspec_sdk.relations.kinds import VarKind
 
 __all__ = ["TailResult", "main", "random_facts", "run"]
 
@@ -53,13 +54,13 @@ def random_facts(spec: CompiledSpec, rng: random.Random) -> list[Fact]:
     facts: list[Fact] = []
     for name in rng.sample(names, k=rng.randint(0, min(len(names), 6))):
         v = spec.variables[name]
-        if v.kind == "len":
+        if v.kind == VarKind.LEN:
             assert v.ge is not None and v.le is not None
             n = rng.randint(v.ge, v.le)
             facts.append((name, AtLeast(n) if rng.random() < 0.5 else n))
         elif v.domain is not None:
             facts.append((name, rng.choice(v.domain)))
-        elif v.kind == "str":  # a free str: a named text or any other
+        elif v.kind == VarKind.STR:  # a free str: a named text or any other
             facts.append((name, rng.choice([*spec.strings.strings[1:], "some other text"])))
         else:
             lo, hi = max(v.ge or 0, -50), min(v.le or 50, 50)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import cast
 
@@ -34,8 +34,9 @@ from factorspec_sdk.graph.backbone import BACKBONE_ROUNDS, determined_nodes
 from factorspec_sdk.graph.compiled import CompiledSpec, Component, Factor
 from factorspec_sdk.graph.z3context import MAIN_CONTEXT_LOCK
 from factorspec_sdk.graph.z3raw import Node, TermBuilder, assert_all
-from factorspec_sdk.relations.compiler import BOOL_KINDS, InternTable, VarRecord
+from factorspec_sdk.relations.compiler import InternTable, VarRecord
 from factorspec_sdk.relations.decorator import RelationSet
+from factorspec_sdk.relations.kinds import BOOL_KINDS, VAR_SORTS, Sort, VarKind
 from factorspec_sdk.relations.layout import ListLayout, Path, RootLayout, node_at, path_name
 
 __all__ = [
@@ -68,7 +69,7 @@ _CORE_CHECK_MS = 2000
 
 def schema_factor_name(rec: VarRecord) -> str:
     """The name of a variable's schema factor: ``bounds of x`` or ``length bounds of xs``."""
-    if rec.kind == "len":
+    if rec.kind == VarKind.LEN:
         return f"length bounds of {path_name(rec.path)}"
     return f"bounds of {rec.name}"
 
@@ -132,7 +133,7 @@ def assemble_spec(
     with TermBuilder(z3.main_ctx() if ctx is None else ctx) as tb:
         for rec in records.values():
             fname = schema_factor_name(rec)
-            if rec.kind == "len":
+            if rec.kind == VarKind.LEN:
                 node = node_at(layout, rec.path)
                 if not isinstance(node, ListLayout):  # pragma: no cover - the front ends check
                     raise SpecError(f"{name}: {path_name(rec.path)} is not a list")
@@ -183,16 +184,32 @@ def bound_constraint(rec: VarRecord, strings: InternTable, tb: TermBuilder) -> z
     Built by ``tb`` (in the Z3 context of the variable's term); every string choice must
     already be interned.
     """
-    t = tb.term(rec.term)
-    if rec.kind == "bool":
-        if rec.choices is not None and len(set(rec.choices)) == 1:
-            return tb.wrap(tb.app("eq", [t, tb.bool(bool(rec.choices[0]))]))
-        return None
-    if rec.kind == "str":
-        if rec.choices is not None:
-            codes = sorted({strings.code(cast(str, c)) for c in rec.choices})
-            return tb.wrap(_in_set(tb, t, codes))
-        return tb.wrap(tb.app("and", [_ge(tb, t, 0), tb.app("lt", [t, tb.int(len(strings))])]))
+    return _BOUNDS[VAR_SORTS[rec.kind]](rec, strings, tb, tb.term(rec.term))
+
+
+def _bool_bounds(
+    rec: VarRecord, strings: InternTable, tb: TermBuilder, t: Node
+) -> z3.BoolRef | None:
+    """A Literal of one bool is that bool; a Bool is otherwise unbounded."""
+    if rec.choices is not None and len(set(rec.choices)) == 1:
+        return tb.wrap(tb.app("eq", [t, tb.bool(bool(rec.choices[0]))]))
+    return None
+
+
+def _code_bounds(
+    rec: VarRecord, strings: InternTable, tb: TermBuilder, t: Node
+) -> z3.BoolRef | None:
+    """The codes of a Literal's strs, or any code of the intern table."""
+    if rec.choices is not None:
+        codes = sorted({strings.code(cast(str, c)) for c in rec.choices})
+        return tb.wrap(_in_set(tb, t, codes))
+    return tb.wrap(tb.app("and", [_ge(tb, t, 0), tb.app("lt", [t, tb.int(len(strings))])]))
+
+
+def _int_bounds(
+    rec: VarRecord, strings: InternTable, tb: TermBuilder, t: Node
+) -> z3.BoolRef | None:
+    """A Literal's ints, or the bounds ``ge``/``le``."""
     if rec.choices is not None:
         return tb.wrap(_in_set(tb, t, sorted({cast(int, c) for c in rec.choices})))
     parts = []
@@ -203,21 +220,34 @@ def bound_constraint(rec: VarRecord, strings: InternTable, tb: TermBuilder) -> z
     return tb.wrap(tb.conj(parts)) if parts else None
 
 
+_BOUNDS = {Sort.BOOL: _bool_bounds, Sort.CODE: _code_bounds, Sort.INT: _int_bounds}
+"""The schema bounds of a variable, by how the solver holds it."""
+
+
+def _int_value(rec: VarRecord) -> int:
+    if rec.choices:
+        return min(cast(int, c) for c in rec.choices)
+    if rec.ge is not None:
+        return rec.ge
+    return rec.le if rec.le is not None and rec.le < 0 else 0
+
+
+_BOUND_VALUES: dict[Sort, Callable[[VarRecord, InternTable], int | bool]] = {
+    Sort.BOOL: lambda rec, strings: bool(rec.choices[0]) if rec.choices else False,
+    Sort.CODE: lambda rec, strings: (
+        strings.codes.get(cast(str, rec.choices[0]), 0) if rec.choices else 0
+    ),
+    Sort.INT: lambda rec, strings: _int_value(rec),
+}
+
+
 def bound_value(rec: VarRecord, strings: InternTable) -> int | bool:
     """A value of ``rec``'s term within its schema bounds: `bound_constraint` holds there.
 
     For a variable whose node a record lacks (an item past its list's length), where any
     value within the bounds will do.
     """
-    if rec.kind in BOOL_KINDS:
-        return bool(rec.choices[0]) if rec.choices else False
-    if rec.kind == "str":
-        return strings.codes.get(cast(str, rec.choices[0]), 0) if rec.choices else 0
-    if rec.choices:
-        return min(cast(int, c) for c in rec.choices)
-    if rec.ge is not None:
-        return rec.ge
-    return rec.le if rec.le is not None and rec.le < 0 else 0
+    return _BOUND_VALUES[VAR_SORTS[rec.kind]](rec, strings)
 
 
 def _ge(tb: TermBuilder, t: Node, value: int) -> Node:
@@ -322,7 +352,7 @@ class _Checker:
             cp.searched = True
             fixed = cp.determined or {}
             lists = [self.records[v] for v in sorted(cp.variables)]
-            lists = [rec for rec in lists if rec.kind == "len"]
+            lists = [rec for rec in lists if rec.kind == VarKind.LEN]
             for rec in lists:  # a length the relations fix is its own longest
                 if rec.name in fixed:
                     list_bounds[rec.path] = int(fixed[rec.name])
@@ -450,7 +480,9 @@ class _Checker:
             if n.startswith("\x00"):
                 lst = n[1:].removeprefix("length bounds of ")
                 rec = next(
-                    r for r in self.records.values() if r.kind == "len" and path_name(r.path) == lst
+                    r
+                    for r in self.records.values()
+                    if r.kind == VarKind.LEN and path_name(r.path) == lst
                 )
                 others = sorted({x.lstrip("\x00") for x in core if x != n})
                 raise SpecError(

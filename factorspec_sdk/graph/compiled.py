@@ -9,7 +9,7 @@ components with their Z3 constraints, and the list bounds the relations allow. A
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, cast
@@ -18,9 +18,10 @@ import z3
 from pydantic import BaseModel
 
 from factorspec_sdk.graph.z3context import MAIN_CONTEXT_LOCK
-from factorspec_sdk.relations.compiler import BOOL_KINDS, InternTable, VarKind, VarRecord
+from factorspec_sdk.relations.compiler import InternTable, VarRecord
 from factorspec_sdk.relations.decorator import RelationSet
 from factorspec_sdk.relations.display import variable_text
+from factorspec_sdk.relations.kinds import BOOL_KINDS, VarKind
 from factorspec_sdk.relations.layout import (
     ListLayout,
     ObjectLayout,
@@ -199,23 +200,10 @@ class CompiledSpec:
         self._same_by_path: dict[Path, list[tuple[str, Path]]] = {}
         self._affix_by_path: dict[Path, list[tuple[str, str, str]]] = {}
         for n, r in visible.items():
-            if r.kind == "len":
-                self._len_by_path[r.path] = n
-            elif r.kind == "strlen":
-                self._strlen_by_path[r.path] = n
-            elif n.startswith("null("):
+            if n.startswith("null("):
                 self._null_by_path[r.path] = n
-            elif r.kind == "datepart":  # year(d), month(d), day(d): the date's is d
-                continue
-            elif r.kind == "affix":  # startswith(a, "x"): listed under its leaf
-                assert r.affix is not None
-                self._affix_by_path.setdefault(r.path, []).append((n, *r.affix))
-            elif r.kind == "same":  # same(a, b): listed under both leaves
-                assert r.other is not None
-                self._same_by_path.setdefault(r.path, []).append((n, r.other))
-                self._same_by_path.setdefault(r.other, []).append((n, r.path))
             else:
-                self._by_path[r.path] = n
+                self._INDEX.get(r.kind, CompiledSpec._index_leaf)(self, n, r)
         mentions: dict[str, list[str]] = {}
         for f in factors:
             if f.kind == "relation":
@@ -224,6 +212,33 @@ class CompiledSpec:
         self._mentions = {v: tuple(ns) for v, ns in mentions.items()}
 
     # ------------------------------------------------------------------ lookups
+
+    def _index_leaf(self, n: str, r: VarRecord) -> None:
+        self._by_path[r.path] = n
+
+    def _index_length(self, n: str, r: VarRecord) -> None:
+        self._len_by_path[r.path] = n
+
+    def _index_text_length(self, n: str, r: VarRecord) -> None:
+        self._strlen_by_path[r.path] = n
+
+    def _index_affix(self, n: str, r: VarRecord) -> None:  # listed under its leaf
+        assert r.affix is not None
+        self._affix_by_path.setdefault(r.path, []).append((n, *r.affix))
+
+    def _index_same(self, n: str, r: VarRecord) -> None:  # listed under both leaves
+        assert r.other is not None
+        self._same_by_path.setdefault(r.path, []).append((n, r.other))
+        self._same_by_path.setdefault(r.other, []).append((n, r.path))
+
+    _INDEX: Mapping[VarKind, Callable[[CompiledSpec, str, VarRecord], None]] = {
+        VarKind.LEN: _index_length,
+        VarKind.STRLEN: _index_text_length,
+        VarKind.DATEPART: lambda self, n, r: None,  # year(d)...: the date's variable is d's
+        VarKind.AFFIX: _index_affix,
+        VarKind.SAME: _index_same,
+    }
+    """Where each kind of variable is listed by path (a leaf's value: `_index_leaf`)."""
 
     def _within_bounds(self, path: Path) -> bool:
         for k, part in enumerate(path):

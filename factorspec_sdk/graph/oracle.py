@@ -62,7 +62,8 @@ from factorspec_sdk.graph.z3raw import (
     true_under,
     value_in,
 )
-from factorspec_sdk.relations.compiler import BOOL_KINDS, OTHER_CODE, OTHER_TEXT
+from factorspec_sdk.relations.compiler import OTHER_CODE, OTHER_TEXT
+from factorspec_sdk.relations.kinds import BOOL_KINDS, LENGTH_KINDS, VAR_SORTS, Sort
 
 if TYPE_CHECKING:
     from factorspec_sdk.graph.compiled import Assignment, CompiledSpec
@@ -275,10 +276,10 @@ class _Solver:
 
     def value(self, var: str, x: int | bool) -> Value:
         """``var``'s value from its term's value (a str variable's is its text's code)."""
-        rec = self.spec.record(var)
-        if rec.kind in BOOL_KINDS:
+        sort = VAR_SORTS[self.spec.record(var).kind]
+        if sort is Sort.BOOL:
             return bool(x)
-        if rec.kind == "str":
+        if sort is Sort.CODE:
             return str(self.spec.strings.strings[int(x)])
         return int(x)
 
@@ -298,15 +299,16 @@ def fact_value(spec: CompiledSpec, fact: Fact) -> int | bool | None:
     var, value = fact
     rec = spec.record(var)
     if isinstance(value, AtLeast | AtMost):
-        if rec.kind not in ("len", "strlen"):
+        if rec.kind not in LENGTH_KINDS:
             name = type(value).__name__
             raise ValueError(f"{name} applies to length variables, not {var}")
         return None
-    if rec.kind in BOOL_KINDS:
+    sort = VAR_SORTS[rec.kind]
+    if sort is Sort.BOOL:
         if not isinstance(value, bool):
             raise ValueError(f"{var} is a bool variable, got {value!r}")
         return value
-    if rec.kind == "str":
+    if sort is Sort.CODE:
         if not isinstance(value, str):
             raise ValueError(f"{var} is a str variable, got {value!r}")
         code = OTHER_CODE if value == OTHER_TEXT else spec.strings.codes.get(value)

@@ -57,10 +57,10 @@ from factorspec_sdk.relations.layout import (
     RootLayout,
     UnionLayout,
     branch_part,
-    build_layout,
     node_at,
     path_name,
 )
+from factorspec_sdk.relations.pydantic_layout import build_layout
 from factorspec_sdk.relations.sample import raises_everywhere
 
 __all__ = [

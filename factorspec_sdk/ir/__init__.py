@@ -33,26 +33,19 @@ is folded in: its values are constants of the formulas.
 
 Only relation factors travel: the bounds of each variable, its domain, the condition that it
 exists (its enclosing lists are long enough) and the length bounds of lists follow from the
-layout and are derived by the reader exactly as the compiler derives them (factor names
-``bounds of x`` and ``length bounds of xs``), so unsat cores name the same factors.
+layout and are derived by the reader with the compiler's own code
+(`factorspec_sdk.relations.variables`; factor names ``bounds of x`` and ``length bounds of
+xs``), so unsat cores name the same factors.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from factorspec_sdk.ir.build import (
-    DEFAULT_IR_COMPILER,
-    IRCompiler,
-    IRError,
-    IRLimits,
-    ir_digest,
-    json_depth,
-    parse_ir,
-    spec_from_ir,
-)
+from factorspec_sdk.ir.build import DEFAULT_IR_COMPILER, IRCompiler, ir_digest, spec_from_ir
 from factorspec_sdk.ir.export import IRExportError, spec_to_ir, to_ir
 from factorspec_sdk.ir.jsonschema import ir_from_json_schema
+from factorspec_sdk.ir.limits import IRError, IRLimits, json_depth, parse_ir
 from factorspec_sdk.ir.model import IR_VERSION, RelationIR
 from factorspec_sdk.ir.record import RecordInvalidError, check_record, record_facts
 from factorspec_sdk.ir.schema_check import check_json_schema_record, json_schema_validator

@@ -56,7 +56,7 @@ from fractions import Fraction
 import jsonschema
 from jsonschema.protocols import Validator
 
-from factorspec_sdk.ir.build import IRError
+from factorspec_sdk.ir.limits import IRError
 
 __all__ = ["Proof", "exclusive", "has_ref"]
 

@@ -13,7 +13,10 @@ import z3
 
 from factorspec_sdk.errors import SpecError
 from factorspec_sdk.graph.z3context import MAIN_CONTEXT_LOCK
+from factorspec_sdk.ir.leaves import leaf_to_ir
 from factorspec_sdk.ir.model import IR_VERSION
+from factorspec_sdk.ir.variables import WIRE_KINDS
+from factorspec_sdk.relations.kinds import VarKind
 from factorspec_sdk.relations.layout import (
     GrammarLayout,
     LayoutNode,
@@ -95,7 +98,7 @@ def _spec_to_ir(spec: CompiledSpec) -> JsonDict:
         f"{tie} of {v.name}"
         for v in spec.variables.values()
         for tie, part in (("calendar", "year"), ("clock", "date"))
-        if v.kind == "date" and f"{part}({v.name})" in spec.variables
+        if v.kind == VarKind.DATE and f"{part}({v.name})" in spec.variables
     }
     relation_factors = [f for f in spec.factors if f.kind == "relation" and f.name not in derived]
     # variable order = the order of their bound/length factors (the order of the records),
@@ -116,15 +119,7 @@ def _spec_to_ir(spec: CompiledSpec) -> JsonDict:
     for name in order:
         rec = spec.record(name)
         # the layout (and the name) tell a list's length from a str's, a date from an int
-        kind = {
-            "strlen": "len",
-            "date": "int",
-            "datepart": "int",
-            "float": "int",
-            "same": "bool",
-            "affix": "bool",
-        }.get(rec.kind, rec.kind)
-        var: JsonDict = {"name": name, "path": list(rec.path), "kind": kind}
+        var: JsonDict = {"name": name, "path": list(rec.path), "kind": WIRE_KINDS[rec.kind]}
         if rec.other is not None:
             var["other"] = list(rec.other)
         if rec.affix is not None:
@@ -177,24 +172,7 @@ def _layout(node: LayoutNode) -> JsonDict:
             "branches": [_layout(b) for b in node.branches],
             "nullable": node.nullable,
         }
-    out: JsonDict = {"type": "leaf", "kind": node.kind, "nullable": node.nullable}
-    if node.ge is not None:
-        out["ge"] = node.ge
-    if node.le is not None:
-        out["le"] = node.le
-    if node.kind == "str":
-        out["min_length"] = node.min_length
-        if node.max_length is not None:
-            out["max_length"] = node.max_length
-    if node.kind == "enum":
-        out["choices"] = list(node.choices)
-    if node.kind == "float":
-        out["places"] = node.places
-    if node.kind == "date" and node.temporal != "date":
-        out["temporal"] = node.temporal
-    if node.duration:
-        out["duration"] = True
-    return out
+    return leaf_to_ir(node)
 
 
 class _Encoder:

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from factorspec_sdk.ir.build import IRError
+from factorspec_sdk.ir.limits import IRError
 from factorspec_sdk.ir.model import (
     IR_VERSION,
     Apply,
@@ -41,6 +41,9 @@ _Sort = Literal["bool", "int", "str", "const"]
 """An expression's sort for renumbering string codes: ``const`` is an integer constant (or a
 choice between constants) that is a string code where it meets a string and a number
 elsewhere."""
+
+_WIRE_SORTS: dict[str, _Sort] = {"int": "int", "bool": "bool", "str": "str", "len": "int"}
+"""The sort of a variable of each IR kind (``IRVariable.kind``)."""
 
 _BOOL_RESULT = frozenset({"and", "or", "not", "implies", "eq", "distinct", "le", "lt", "ge", "gt"})
 
@@ -157,8 +160,7 @@ class _Mover:
     def sort(self, e: Expr) -> _Sort:
         """The sort of ``e`` (the part's defs before it already sorted)."""
         if isinstance(e, VarRef):
-            kind = self.kinds.get(e.var, "int")
-            return "str" if kind == "str" else "bool" if kind == "bool" else "int"
+            return _WIRE_SORTS.get(self.kinds.get(e.var, "int"), "int")
         if isinstance(e, IntConst):
             return "const"
         if isinstance(e, BoolConst):

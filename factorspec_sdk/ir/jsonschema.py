@@ -132,14 +132,14 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TypeVar
 from urllib.parse import unquote
 
 import jsonschema
 from jsonschema.protocols import Validator
 
-from factorspec_sdk.ir.build import DEFAULT_LIMITS, IRError, IRLimits, json_depth
+from factorspec_sdk.ir.limits import DEFAULT_LIMITS, IRError, IRLimits, json_depth
 from factorspec_sdk.ir.model import IR_VERSION
 from factorspec_sdk.ir.schema_check import json_schema_validator
 from factorspec_sdk.ir.standalone import (
@@ -148,6 +148,7 @@ from factorspec_sdk.ir.standalone import (
     pointer_part,
     standalone_schema,
 )
+from factorspec_sdk.relations.kinds import LeafKind
 from factorspec_sdk.relations.layout import (
     DEFAULT_MAX_LIST_LENGTH,
     INT_LIMIT,
@@ -375,7 +376,7 @@ class _Converter:
 
         def distinct_items(item: JsonDict, path: tuple[str | int, ...], count: int) -> JsonDict:
             kind = _variable_kind(item)
-            if item["kind"] == "enum":
+            if item["kind"] == LeafKind.ENUM:
                 strings.update((c, None) for c in _list(item["choices"]) if isinstance(c, str))
             names = [path_name((*path, i)) for i in range(count)]
             for i, name in enumerate(names):
@@ -604,7 +605,7 @@ class _Converter:
 
     def _fit_type(self, t: object, out: JsonDict, where: str) -> None:
         """Check that the values of layout ``out`` all have JSON type ``t`` (a sibling)."""
-        if out["type"] == "leaf" and out["kind"] == "enum":
+        if out["type"] == "leaf" and out["kind"] == LeafKind.ENUM:
             choices = out["choices"]
             assert isinstance(choices, list)  # built by _enum
             kept = [c for c in choices if self._valid({"type": t}, c, where)]
@@ -953,21 +954,31 @@ def _domain(item: JsonDict) -> int | None:
     """How many non-null values a leaf has that relations can read; None for other nodes."""
     if item["type"] != "leaf":
         return None
-    kind = item["kind"]
-    if kind == "bool":
-        return 2
-    if kind == "int":
-        return _int(item.get("le", INT_LIMIT)) - _int(item.get("ge", -INT_LIMIT)) + 1
-    if kind != "enum":
-        return None
+    count = _DOMAINS.get(str(item["kind"]))
+    return None if count is None else count(item)
+
+
+def _int_domain(item: JsonDict) -> int:
+    return _int(item.get("le", INT_LIMIT)) - _int(item.get("ge", -INT_LIMIT)) + 1
+
+
+def _enum_domain(item: JsonDict) -> int | None:
     choices = _list(item["choices"])
     kinds = {bool if isinstance(c, bool) else type(c) for c in choices}
     return len(choices) if len(kinds) == 1 else None  # relations read one type of values
 
 
+_DOMAINS: dict[str, Callable[[JsonDict], int | None]] = {
+    LeafKind.BOOL: lambda _: 2,
+    LeafKind.INT: _int_domain,
+    LeafKind.ENUM: _enum_domain,
+}
+"""The leaf kinds whose values relations can count, and how (other kinds: None)."""
+
+
 def _variable_kind(item: JsonDict) -> str:
     """The kind of the variable of a leaf `_domain` counts: ``int``, ``bool`` or ``str``."""
-    if item["kind"] != "enum":
+    if item["kind"] != LeafKind.ENUM:
         return str(item["kind"])
     first = _list(item["choices"])[0]
     return "bool" if isinstance(first, bool) else "int" if isinstance(first, int) else "str"

@@ -7,20 +7,32 @@ values satisfy every factor.
 
 from __future__ import annotations
 
-import datetime as dt
 import json
+from collections.abc import Callable
 from typing import TYPE_CHECKING, cast
 
 from pydantic import ValidationError
 
 from factorspec_sdk.errors import GenerationError
 from factorspec_sdk.graph.oracle import holds
+from factorspec_sdk.ir.leaves import leaf_value
+from factorspec_sdk.relations.kinds import Temporal, VarKind
+from factorspec_sdk.relations.layout import (
+    LayoutNode,
+    LeafLayout,
+    ListLayout,
+    ObjectLayout,
+    Path,
+    UnionLayout,
+)
+from factorspec_sdk.relations.temporal import temporal_part
+from factorspec_sdk.relations.variables import date_part_of
 
 if TYPE_CHECKING:
-    from factorspec_sdk.graph.compiled import CompiledSpec, Fact
-    from factorspec_sdk.relations.layout import LayoutNode, LeafLayout, Path, UnionLayout
+    from factorspec_sdk.graph.compiled import CompiledSpec, Fact, Value
+    from factorspec_sdk.relations.compiler import VarRecord
 
-__all__ = ["RecordInvalidError", "check_record", "record_facts"]
+__all__ = ["FACTS", "RecordInvalidError", "check_record", "record_facts"]
 
 
 class RecordInvalidError(GenerationError):
@@ -38,15 +50,13 @@ def _branch_of(node: UnionLayout, value: object) -> int | None:
         return None
     for k, b in enumerate(node.branches):
         tag = b.fields[0]  # the layout writes the tag first
-        if tag.key in value and value[tag.key] == cast("LeafLayout", tag.node).choices[0]:
+        if tag.key in value and value[tag.key] == cast(LeafLayout, tag.node).choices[0]:
             return k
     return None
 
 
 def _value_at(layout: LayoutNode, data: object, path: Path) -> tuple[LayoutNode, object]:
     """The node at ``path`` and its value in ``data`` (`_ABSENT` when the record has none)."""
-    from factorspec_sdk.relations.layout import ListLayout, ObjectLayout, UnionLayout
-
     node, value = layout, data
     for part in path:
         if value is None:
@@ -75,12 +85,79 @@ def _value_at(layout: LayoutNode, data: object, path: Path) -> tuple[LayoutNode,
     return node, value
 
 
+_Fact = Callable[["CompiledSpec", object, "VarRecord", "LayoutNode", object], "Value | None"]
+"""The value of one kind of variable in a record: (spec, record, variable, node, its JSON
+value) -> the fact's value (None: the record gives it none)."""
+
+
+def _leaf_fact(
+    spec: CompiledSpec, data: object, rec: VarRecord, node: LayoutNode, value: object
+) -> Value | None:
+    """A leaf's value (`factorspec_sdk.ir.leaves.leaf_value`), or a union's branch."""
+    if isinstance(node, UnionLayout):
+        return _branch_of(node, value)
+    assert isinstance(node, LeafLayout)
+    return leaf_value(node, value)
+
+
+def _length_fact(
+    spec: CompiledSpec, data: object, rec: VarRecord, node: LayoutNode, value: object
+) -> Value | None:
+    return len(value) if isinstance(value, list | dict) else None
+
+
+def _text_length_fact(
+    spec: CompiledSpec, data: object, rec: VarRecord, node: LayoutNode, value: object
+) -> Value | None:
+    return len(value) if isinstance(value, str) else None
+
+
+def _part_fact(
+    spec: CompiledSpec, data: object, rec: VarRecord, node: LayoutNode, value: object
+) -> Value | None:
+    """A temporal leaf's part (``year(d)``...), of the leaf's value."""
+    assert isinstance(node, LeafLayout)
+    n, part = leaf_value(node, value), date_part_of(rec.name)
+    if not isinstance(n, int) or part is None:
+        return None
+    return temporal_part(cast(Temporal, node.kind), n, part)
+
+
+def _affix_fact(
+    spec: CompiledSpec, data: object, rec: VarRecord, node: LayoutNode, value: object
+) -> Value | None:
+    if not isinstance(value, str) or rec.affix is None:
+        return None
+    method, text = rec.affix
+    return bool(getattr(value, method)(text))
+
+
+def _same_fact(
+    spec: CompiledSpec, data: object, rec: VarRecord, node: LayoutNode, value: object
+) -> Value | None:
+    """Whether two free strings hold the same text (where the second is there too)."""
+    assert rec.other is not None
+    _, second = _value_at(spec.layout, data, rec.other)
+    return value == second if isinstance(value, str) and isinstance(second, str) else None
+
+
+FACTS: dict[VarKind, _Fact] = {
+    VarKind.INT: _leaf_fact,
+    VarKind.BOOL: _leaf_fact,
+    VarKind.STR: _leaf_fact,
+    VarKind.LEN: _length_fact,
+    VarKind.STRLEN: _text_length_fact,
+    VarKind.DATE: _leaf_fact,
+    VarKind.DATEPART: _part_fact,
+    VarKind.FLOAT: _leaf_fact,
+    VarKind.SAME: _same_fact,
+    VarKind.AFFIX: _affix_fact,
+}
+"""The value of each kind of variable in a record."""
+
+
 def record_facts(spec: CompiledSpec, data: object) -> tuple[Fact, ...]:
     """The oracle facts of a parsed record: every variable whose node exists in it."""
-    from factorspec_sdk.relations.compiler import date_part_bounds
-    from factorspec_sdk.relations.layout import LeafLayout, UnionLayout, scaled_value
-    from factorspec_sdk.relations.temporal import DAY_SECONDS, duration_value, temporal_value
-
     facts: list[Fact] = []
     names: set[str] = set()
     for f in spec.factors:
@@ -90,52 +167,14 @@ def record_facts(spec: CompiledSpec, data: object) -> tuple[Fact, ...]:
         node, value = _value_at(spec.layout, data, rec.path)
         if value is _ABSENT:
             continue
-        if rec.kind == "affix":
-            if isinstance(value, str) and rec.affix is not None:
-                method, text = rec.affix
-                facts.append((name, bool(getattr(value, method)(text))))
-        elif rec.kind == "same":  # both texts are there (the first is; the second may not)
-            assert rec.other is not None
-            _, second = _value_at(spec.layout, data, rec.other)
-            if isinstance(value, str) and isinstance(second, str):
-                facts.append((name, value == second))
-        elif name.startswith("null("):
-            facts.append((name, value is None))
+        if name.startswith("null("):
+            got: Value | None = value is None
         elif value is None:
             continue
-        elif isinstance(node, UnionLayout):
-            k = _branch_of(node, value)  # the branch variable
-            if k is not None:
-                facts.append((name, k))
-        elif rec.kind == "len":
-            if isinstance(value, list | dict):
-                facts.append((name, len(value)))
-        elif rec.kind == "strlen":
-            if isinstance(value, str):
-                facts.append((name, len(value)))
-        elif rec.kind in ("date", "datepart"):
-            assert isinstance(node, LeafLayout)
-            n = temporal_value(node.temporal, value) if isinstance(value, str) else None
-            if n is not None:
-                if rec.kind == "date":
-                    facts.append((name, n))
-                elif (part := date_part_bounds(name)) is not None:
-                    day, clock = (n, 0) if node.temporal == "date" else divmod(n, DAY_SECONDS)
-                    parts = {"date": day, "clock": clock}
-                    if part[0] not in parts:
-                        parts[part[0]] = getattr(dt.date.fromordinal(day), part[0])
-                    facts.append((name, parts[part[0]]))
-        elif isinstance(node, LeafLayout) and node.duration:
-            seconds = duration_value(value) if isinstance(value, str) else None
-            if seconds is not None:
-                facts.append((name, seconds))
-        elif rec.kind == "float":
-            assert isinstance(node, LeafLayout)
-            n = scaled_value(value, node.places)
-            if n is not None:
-                facts.append((name, n))
-        elif isinstance(value, (str, int, bool)):
-            facts.append((name, value))
+        else:
+            got = FACTS[rec.kind](spec, data, rec, node, value)
+        if got is not None:
+            facts.append((name, got))
     return tuple(facts)
 
 

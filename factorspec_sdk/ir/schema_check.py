@@ -15,7 +15,7 @@ import jsonschema
 from jsonschema.protocols import Validator
 from jsonschema.validators import validator_for
 
-from factorspec_sdk.ir.build import IRError
+from factorspec_sdk.ir.limits import IRError
 from factorspec_sdk.ir.record import RecordInvalidError
 
 __all__ = ["check_json_schema_record", "json_schema_validator"]

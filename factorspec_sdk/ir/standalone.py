@@ -63,9 +63,10 @@ from urllib.parse import unquote
 import jsonschema
 from jsonschema.protocols import Validator
 
-from factorspec_sdk.ir.build import IRError
 from factorspec_sdk.ir.exclusive import exclusive, has_ref
-from factorspec_sdk.relations.layout import FORMAT_PATTERNS, RFC3339_PATTERNS, grammar_layout
+from factorspec_sdk.ir.limits import IRError
+from factorspec_sdk.relations.grammar_schema import FORMAT_PATTERNS, RFC3339_PATTERNS
+from factorspec_sdk.relations.layout import grammar_layout
 
 __all__ = ["STRICT_FORMATS", "asserted_format", "has_ref", "pointer_part", "standalone_schema"]
 

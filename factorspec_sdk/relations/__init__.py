@@ -15,6 +15,6 @@ from factorspec_sdk.relations.decorator import (
 from factorspec_sdk.relations.decorator import (
     relations_of as relations_of,
 )
-from factorspec_sdk.relations.layout import build_layout as build_layout
+from factorspec_sdk.relations.pydantic_layout import build_layout as build_layout
 
 __all__ = ["RelationInfo", "RelationSet", "build_layout", "distinct", "relation", "relations_of"]

@@ -4,7 +4,7 @@ The compiler gives each leaf an int encoding (a date its ordinal, a time its sec
 midnight, a float its value times ``10**places``, a timedelta its seconds); a summary such as
 `factorspec check` shows the user's own type and bounds instead: ``time in [00:00:00,
 23:59:59]``, ``float in [-1.0, 1.0] (6 decimals)``, ``Decimal in [0.00, 100.00]``, ``date in
-[2026-01-01, 2026-12-31]``. Each leaf kind has its rendering in one table (`_LEAVES`); the
+[2026-01-01, 2026-12-31]``. Each leaf kind has its rendering in one table (`LEAF_DISPLAY`); the
 variables that are not a leaf's value (lengths, a datetime's parts, a union's branch, Bools)
 have theirs by variable kind (`variable_text`).
 """
@@ -14,66 +14,57 @@ from __future__ import annotations
 import decimal
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import cast
 
+from factorspec_sdk.relations.floats import float_of
+from factorspec_sdk.relations.kinds import LeafKind, Temporal, VarKind
 from factorspec_sdk.relations.layout import (
     LayoutNode,
-    LeafKind,
     LeafLayout,
     ListLayout,
     RootLayout,
     UnionLayout,
-    float_of,
     node_at,
 )
-from factorspec_sdk.relations.temporal import Temporal, temporal_text
+from factorspec_sdk.relations.temporal import temporal_text
 
-__all__ = ["leaf_value_text", "variable_text"]
+__all__ = ["LEAF_DISPLAY", "VARIABLE_DISPLAY", "leaf_value_text", "variable_text"]
 
 
 @dataclass(frozen=True, slots=True)
 class _Shown:
-    """A leaf kind's type name and the text of one of its encoded values."""
+    """A leaf kind's type name, the text of one of its encoded values, and what follows."""
 
     type_name: Callable[[LeafLayout], str]
     value: Callable[[LeafLayout, int], str]
     suffix: Callable[[LeafLayout], str] = lambda node: ""
 
 
-_TEMPORAL_NAMES: dict[Temporal, str] = {
-    "date": "date",
-    "datetime": "datetime",
-    "aware": "datetime (UTC)",
-    "time": "time",
-}
-
-
-def _int_value(node: LeafLayout, n: int) -> str:
-    return f"{n} s" if node.duration else str(n)
-
-
-def _float_value(node: LeafLayout, n: int) -> str:
-    if node.decimal:
-        return str(decimal.Decimal(n).scaleb(-node.places))
-    return repr(float_of(n, node.places))
+def _temporal(name: str) -> _Shown:
+    return _Shown(lambda node: name, lambda node, n: temporal_text(cast(Temporal, node.kind), n))
 
 
 def _enum_name(node: LeafLayout) -> str:
     return node.enum_type.__name__ if node.enum_type is not None else "Literal"
 
 
-_LEAVES: dict[LeafKind, _Shown] = {
-    "bool": _Shown(lambda node: "bool", lambda node, n: str(bool(n))),
-    "int": _Shown(lambda node: "timedelta" if node.duration else "int", _int_value),
-    "str": _Shown(lambda node: "str", lambda node, n: str(n)),
-    "enum": _Shown(_enum_name, lambda node, n: str(n)),
-    "date": _Shown(
-        lambda node: _TEMPORAL_NAMES[node.temporal],
-        lambda node, n: temporal_text(node.temporal, n),
+LEAF_DISPLAY: dict[LeafKind, _Shown] = {
+    LeafKind.BOOL: _Shown(lambda node: "bool", lambda node, n: str(bool(n))),
+    LeafKind.INT: _Shown(lambda node: "int", lambda node, n: str(n)),
+    LeafKind.STR: _Shown(lambda node: "str", lambda node, n: str(n)),
+    LeafKind.ENUM: _Shown(_enum_name, lambda node, n: str(n)),
+    LeafKind.DATE: _temporal("date"),
+    LeafKind.DATETIME: _temporal("datetime"),
+    LeafKind.AWARE: _temporal("datetime (UTC)"),
+    LeafKind.TIME: _temporal("time"),
+    LeafKind.DURATION: _Shown(lambda node: "timedelta", lambda node, n: f"{n} s"),
+    LeafKind.FLOAT: _Shown(
+        lambda node: "float",
+        lambda node, n: repr(float_of(n, node.places)),
+        lambda node: f" ({node.places} decimals)",
     ),
-    "float": _Shown(
-        lambda node: "Decimal" if node.decimal else "float",
-        _float_value,
-        lambda node: "" if node.decimal else f" ({node.places} decimals)",
+    LeafKind.DECIMAL: _Shown(
+        lambda node: "Decimal", lambda node, n: str(decimal.Decimal(n).scaleb(-node.places))
     ),
 }
 """The rendering of each leaf kind."""
@@ -81,21 +72,74 @@ _LEAVES: dict[LeafKind, _Shown] = {
 
 def leaf_value_text(node: LeafLayout, value: int) -> str:
     """The user's spelling of a leaf's encoded value (``"09:30:00"``, ``"-1.0"``)."""
-    return _LEAVES[node.kind].value(node, value)
+    return LEAF_DISPLAY[node.kind].value(node, value)
 
 
 _PARTS: dict[str, LeafLayout] = {
-    "date": LeafLayout("date", temporal="date"),
-    "clock": LeafLayout("date", temporal="time"),
+    "date": LeafLayout(LeafKind.DATE),
+    "clock": LeafLayout(LeafKind.TIME),
 }
 """A datetime's ``date(t)`` and ``clock(t)`` read as a date and a time (other parts: ints)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Variable:
+    """A variable as `variable_text` shows it: its node, name, kind and bounds."""
+
+    node: LayoutNode | None
+    name: str
+    kind: str
+    ge: int | None
+    le: int | None
+
+    def bounds(self, text: Callable[[int], str] = str) -> str:
+        return _range(self.ge, self.le, text)
+
+
+def _value(v: _Variable) -> str:
+    """A leaf's value (or a union's branch): the leaf kind's type and bounds."""
+    node = v.node
+    if isinstance(node, UnionLayout):
+        return "one of " + " | ".join(b.model.__name__ for b in node.branches)
+    if not isinstance(node, LeafLayout):
+        return f"{v.kind}{v.bounds()}"
+    shown = LEAF_DISPLAY[node.kind]
+    bounds = v.bounds(lambda n: shown.value(node, n)) if v.kind != VarKind.STR else ""
+    return f"{shown.type_name(node)}{bounds}{shown.suffix(node)}"
+
+
+def _list_length(v: _Variable) -> str:
+    what = "dict" if isinstance(v.node, ListLayout) and v.node.mapping else "list"
+    return f"{what} length{v.bounds()}"
+
+
+def _part(v: _Variable) -> str:
+    part = _PARTS.get(v.name.split("(", 1)[0])
+    if part is None:
+        return f"int{v.bounds()}"
+    return _value(_Variable(part, v.name, v.kind, v.ge, v.le))
+
+
+VARIABLE_DISPLAY: dict[VarKind, Callable[[_Variable], str]] = {
+    VarKind.INT: _value,
+    VarKind.BOOL: lambda v: "bool",
+    VarKind.STR: _value,
+    VarKind.LEN: _list_length,
+    VarKind.STRLEN: lambda v: f"str length{v.bounds()}",
+    VarKind.DATE: _value,
+    VarKind.DATEPART: _part,
+    VarKind.FLOAT: _value,
+    VarKind.SAME: lambda v: "bool",
+    VarKind.AFFIX: lambda v: "bool",
+}
+"""The rendering of each variable kind."""
 
 
 def variable_text(
     layout: RootLayout,
     name: str,
     path: tuple[str | int, ...],
-    kind: str,
+    kind: VarKind,
     ge: int | None,
     le: int | None,
 ) -> str:
@@ -109,27 +153,7 @@ def variable_text(
         ge: its least encoded value (None: unbounded).
         le: its greatest.
     """
-    node: LayoutNode | None = node_at(layout, path)
-    if kind in ("bool", "same", "affix") or name.startswith("null("):
-        return "bool"
-    if kind == "len":
-        what = "dict" if isinstance(node, ListLayout) and node.mapping else "list"
-        return f"{what} length{_range(ge, le, str)}"
-    if kind == "strlen":
-        return f"str length{_range(ge, le, str)}"
-    if kind == "datepart":
-        part = _PARTS.get(name.split("(", 1)[0])
-        if part is None:
-            return f"int{_range(ge, le, str)}"
-        node = part
-    if isinstance(node, UnionLayout):
-        return "one of " + " | ".join(b.model.__name__ for b in node.branches)
-    if not isinstance(node, LeafLayout):
-        return f"{kind}{_range(ge, le, str)}"
-    shown = _LEAVES[node.kind]
-    leaf = node
-    bounds = _range(ge, le, lambda n: shown.value(leaf, n)) if kind != "str" else ""
-    return f"{shown.type_name(node)}{bounds}{shown.suffix(node)}"
+    return VARIABLE_DISPLAY[kind](_Variable(node_at(layout, path), name, kind, ge, le))
 
 
 def _range(ge: int | None, le: int | None, text: Callable[[int], str]) -> str:

@@ -13,25 +13,24 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from pydantic import BaseModel
 
 from factorspec_sdk.errors import RelationRaisesError
 from factorspec_sdk.relations.decorator import RelationInfo
+from factorspec_sdk.relations.floats import float_of
+from factorspec_sdk.relations.kinds import LeafKind, Temporal
 from factorspec_sdk.relations.layout import (
     LayoutNode,
-    LeafKind,
     LeafLayout,
     ListLayout,
     ObjectLayout,
     UnionLayout,
-    float_of,
-    temporal_range,
 )
-from factorspec_sdk.relations.temporal import to_python
+from factorspec_sdk.relations.temporal import temporal_range, to_python
 
-__all__ = ["raised_on", "raises_everywhere", "sample_record"]
+__all__ = ["SAMPLE_VALUES", "raised_on", "raises_everywhere", "sample_record"]
 
 
 def _near_zero(lo: int | None, hi: int | None) -> int:
@@ -43,20 +42,8 @@ def _near_zero(lo: int | None, hi: int | None) -> int:
     return 0
 
 
-def _int(node: LeafLayout) -> object:
-    n = _near_zero(node.ge, node.le)
-    return dt.timedelta(seconds=n) if node.duration else n
-
-
-def _float(node: LeafLayout) -> object:
-    n = _near_zero(node.ge, node.le)
-    if node.decimal:
-        return decimal.Decimal(n).scaleb(-node.places)
-    return float_of(n, node.places)
-
-
-def _date(node: LeafLayout) -> object:
-    return to_python(node.temporal, temporal_range(node)[0])
+def _temporal(node: LeafLayout) -> object:
+    return to_python(cast(Temporal, node.kind), temporal_range(node)[0])
 
 
 def _enum(node: LeafLayout) -> object:
@@ -64,13 +51,20 @@ def _enum(node: LeafLayout) -> object:
     return value if node.enum_type is None else node.enum_type(value)
 
 
-_LEAVES: dict[LeafKind, Callable[[LeafLayout], object]] = {
-    "bool": lambda node: False,
-    "int": _int,
-    "str": lambda node: "a" * node.min_length,
-    "enum": _enum,
-    "date": _date,
-    "float": _float,
+SAMPLE_VALUES: dict[LeafKind, Callable[[LeafLayout], object]] = {
+    LeafKind.BOOL: lambda node: False,
+    LeafKind.INT: lambda node: _near_zero(node.ge, node.le),
+    LeafKind.STR: lambda node: "a" * node.min_length,
+    LeafKind.ENUM: _enum,
+    LeafKind.DATE: _temporal,
+    LeafKind.DATETIME: _temporal,
+    LeafKind.AWARE: _temporal,
+    LeafKind.TIME: _temporal,
+    LeafKind.DURATION: lambda node: dt.timedelta(seconds=_near_zero(node.ge, node.le)),
+    LeafKind.FLOAT: lambda node: float_of(_near_zero(node.ge, node.le), node.places),
+    LeafKind.DECIMAL: lambda node: decimal.Decimal(_near_zero(node.ge, node.le)).scaleb(
+        -node.places
+    ),
 }
 """The sample value of each leaf kind."""
 
@@ -88,7 +82,7 @@ def sample_record(node: LayoutNode) -> object:
     if isinstance(node, UnionLayout):
         return sample_record(node.branches[0])
     if isinstance(node, LeafLayout):
-        return _LEAVES[node.kind](node)
+        return SAMPLE_VALUES[node.kind](node)
     return None  # a grammar value: no relation reads it
 
 

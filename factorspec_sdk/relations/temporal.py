@@ -1,8 +1,8 @@
 """Dates, datetimes and times as ints, and the fixed-width texts the writer gives them.
 
-A temporal leaf (`LeafLayout` of kind ``date``) holds one of three Python types, its
-``temporal``; each has an int value that orders as the type does, and one text, the one
-Pydantic serializes (every part zero-padded, whole seconds, no time zone):
+A temporal leaf (`LeafLayout` of a `Temporal` kind) holds one of these Python types; each has
+an int value that orders as the type does, and one text, the one Pydantic serializes (every
+part zero-padded, whole seconds, no time zone):
 
 ==========  ==================================  =========================  =======================
 temporal    value                               text                       range
@@ -17,7 +17,7 @@ An ``aware`` leaf is a time-zone-aware datetime (``AwareDatetime``, or a ``datet
 aware bounds); the writer writes it in UTC (``Z``), which Pydantic reads as an aware
 datetime whose offset is 0, so its wall clock is its UTC time.
 
-A ``timedelta`` leaf is an int leaf (`LeafLayout.duration`): its whole seconds, written as
+A ``timedelta`` leaf (`LeafKind.DURATION`) holds its whole seconds, written as
 the ISO 8601 duration ``"PT{n}S"`` (``"-PT{n}S"`` when negative), which Pydantic reads as
 exactly ``n`` seconds (`duration_text`, `duration_value`) for ``|n| < 2**32``.
 
@@ -31,9 +31,13 @@ from __future__ import annotations
 
 import calendar
 import datetime as dt
-from typing import Literal
+from collections.abc import Callable
+from typing import TYPE_CHECKING, cast
 
-from pydantic import AwareDatetime, NaiveDatetime
+from factorspec_sdk.relations.kinds import TEMPORAL_KINDS, LeafKind, Temporal, kind_of_type
+
+if TYPE_CHECKING:
+    from factorspec_sdk.relations.layout import LeafLayout
 
 __all__ = [
     "DATE_MAX",
@@ -50,13 +54,13 @@ __all__ = [
     "separators",
     "temporal_bounds",
     "temporal_of",
+    "temporal_part",
+    "temporal_range",
     "temporal_text",
     "temporal_value",
     "text_length",
     "to_python",
 ]
-
-Temporal = Literal["date", "datetime", "aware", "time"]
 
 DATE_MIN = dt.date.min.toordinal()
 """Ordinal (``date.toordinal()``) of the first date Python has, 0001-01-01."""
@@ -72,40 +76,35 @@ DURATION_MAX = 2**32 - 1
 DURATION_MIN = -DURATION_MAX
 """The least: ``-PT{DURATION_MAX}S``."""
 
-_LENGTHS: dict[Temporal, int] = {"date": 10, "datetime": 19, "aware": 20, "time": 8}
+_LENGTHS: dict[Temporal, int] = {
+    LeafKind.DATE: 10,
+    LeafKind.DATETIME: 19,
+    LeafKind.AWARE: 20,
+    LeafKind.TIME: 8,
+}
 _BOUNDS: dict[Temporal, tuple[int, int]] = {
-    "date": (DATE_MIN, DATE_MAX),
-    "datetime": (DATE_MIN * DAY_SECONDS, DATE_MAX * DAY_SECONDS + DAY_SECONDS - 1),
-    "aware": (DATE_MIN * DAY_SECONDS, DATE_MAX * DAY_SECONDS + DAY_SECONDS - 1),
-    "time": (0, DAY_SECONDS - 1),
+    LeafKind.DATE: (DATE_MIN, DATE_MAX),
+    LeafKind.DATETIME: (DATE_MIN * DAY_SECONDS, DATE_MAX * DAY_SECONDS + DAY_SECONDS - 1),
+    LeafKind.AWARE: (DATE_MIN * DAY_SECONDS, DATE_MAX * DAY_SECONDS + DAY_SECONDS - 1),
+    LeafKind.TIME: (0, DAY_SECONDS - 1),
 }
 _SEPARATORS: dict[Temporal, dict[int, str]] = {
-    "date": {4: "-", 7: "-"},
-    "datetime": {4: "-", 7: "-", 10: "T", 13: ":", 16: ":"},
-    "aware": {4: "-", 7: "-", 10: "T", 13: ":", 16: ":", 19: "Z"},
-    "time": {2: ":", 5: ":"},
+    LeafKind.DATE: {4: "-", 7: "-"},
+    LeafKind.DATETIME: {4: "-", 7: "-", 10: "T", 13: ":", 16: ":"},
+    LeafKind.AWARE: {4: "-", 7: "-", 10: "T", 13: ":", 16: ":", 19: "Z"},
+    LeafKind.TIME: {2: ":", 5: ":"},
 }
-
-
-_CLASSES: tuple[tuple[Temporal, object], ...] = (
-    ("date", dt.date),
-    ("datetime", dt.datetime),
-    ("datetime", NaiveDatetime),
-    ("aware", AwareDatetime),
-    ("time", dt.time),
-)
 
 
 def temporal_of(annotation: object) -> Temporal | None:
-    """The temporal of a field type, or None (another type).
+    """The temporal kind of a field type, or None (another type).
 
     ``date``, ``datetime`` (also Pydantic's ``NaiveDatetime``), ``aware`` (Pydantic's
-    ``AwareDatetime``) or ``time``: exactly these classes, not subclasses.
+    ``AwareDatetime``) or ``time``: exactly these classes, not subclasses
+    (`factorspec_sdk.relations.kinds.PYTHON_TYPES`).
     """
-    for name, cls in _CLASSES:
-        if annotation is cls:
-            return name
-    return None
+    kind = kind_of_type(annotation)
+    return cast(Temporal, kind) if kind in TEMPORAL_KINDS else None
 
 
 def text_length(temporal: Temporal) -> int:
@@ -123,16 +122,70 @@ def separators(temporal: Temporal) -> dict[int, str]:
     return _SEPARATORS[temporal]
 
 
+def temporal_range(node: LeafLayout) -> tuple[int, int]:
+    """The values a temporal leaf may take: its bounds, within Python's first and last values."""
+    lo, hi = temporal_bounds(cast(Temporal, node.kind))
+    if node.ge is not None:
+        lo = max(lo, node.ge)
+    if node.le is not None:
+        hi = min(hi, node.le)
+    return lo, hi
+
+
+def _clock(secs: int) -> dt.time:
+    return dt.time(secs // 3600, secs // 60 % 60, secs % 60)
+
+
+def _moment(value: int, zone: dt.tzinfo | None) -> dt.datetime:
+    days, secs = divmod(value, DAY_SECONDS)
+    return dt.datetime.combine(dt.date.fromordinal(days), _clock(secs), tzinfo=zone)
+
+
+_TO_PYTHON: dict[Temporal, Callable[[int], dt.date | dt.datetime | dt.time]] = {
+    LeafKind.DATE: dt.date.fromordinal,
+    LeafKind.DATETIME: lambda value: _moment(value, None),
+    LeafKind.AWARE: lambda value: _moment(value, dt.UTC),
+    LeafKind.TIME: _clock,
+}
+
+
 def to_python(temporal: Temporal, value: int) -> dt.date | dt.datetime | dt.time:
     """The Python value of an int value."""
-    if temporal == "date":
-        return dt.date.fromordinal(value)
-    days, secs = divmod(value, DAY_SECONDS)
-    clock = dt.time(secs // 3600, secs // 60 % 60, secs % 60)
-    if temporal == "time":
-        return clock
-    zone = dt.UTC if temporal == "aware" else None
-    return dt.datetime.combine(dt.date.fromordinal(days), clock, tzinfo=zone)
+    return _TO_PYTHON[temporal](value)
+
+
+def _seconds(value: dt.datetime | dt.time) -> int:
+    return value.hour * 3600 + value.minute * 60 + value.second
+
+
+def _from_date(value: object) -> tuple[int, bool] | None:
+    return (value.toordinal(), True) if type(value) is dt.date else None
+
+
+def _from_datetime(value: object) -> tuple[int, bool] | None:
+    if type(value) is not dt.datetime or value.tzinfo is not None:
+        return None
+    return value.toordinal() * DAY_SECONDS + _seconds(value), not value.microsecond
+
+
+def _from_aware(value: object) -> tuple[int, bool] | None:
+    if type(value) is not dt.datetime or value.utcoffset() is None:
+        return None
+    return _from_datetime(value.astimezone(dt.UTC).replace(tzinfo=None))
+
+
+def _from_time(value: object) -> tuple[int, bool] | None:
+    if type(value) is not dt.time or value.tzinfo is not None:
+        return None
+    return _seconds(value), not value.microsecond
+
+
+_FROM_PYTHON: dict[Temporal, Callable[[object], tuple[int, bool] | None]] = {
+    LeafKind.DATE: _from_date,
+    LeafKind.DATETIME: _from_datetime,
+    LeafKind.AWARE: _from_aware,
+    LeafKind.TIME: _from_time,
+}
 
 
 def from_python(temporal: Temporal, value: object) -> tuple[int, bool] | None:
@@ -143,23 +196,20 @@ def from_python(temporal: Temporal, value: object) -> tuple[int, bool] | None:
     (None), nor a date a datetime, nor a datetime a date; an ``aware`` value is an aware
     datetime, as its UTC time.
     """
-    if temporal == "aware":
-        if type(value) is not dt.datetime or value.utcoffset() is None:
-            return None
-        value = value.astimezone(dt.UTC).replace(tzinfo=None)
-        temporal = "datetime"
-    if temporal == "date":
-        if type(value) is dt.date:
-            return value.toordinal(), True
-        return None
-    if temporal == "datetime":
-        if type(value) is not dt.datetime or value.tzinfo is not None:
-            return None
-        secs = value.hour * 3600 + value.minute * 60 + value.second
-        return value.toordinal() * DAY_SECONDS + secs, not value.microsecond
-    if type(value) is not dt.time or value.tzinfo is not None:
-        return None
-    return value.hour * 3600 + value.minute * 60 + value.second, not value.microsecond
+    return _FROM_PYTHON[temporal](value)
+
+
+def temporal_part(temporal: Temporal, value: int, part: str) -> int:
+    """A part of a value: ``year``, ``month``, ``day``, ``date`` (ordinal) or ``clock``.
+
+    ``date`` and ``clock`` are a datetime's ordinal and seconds since midnight.
+    """
+    day, clock = (value, 0) if temporal == LeafKind.DATE else divmod(value, DAY_SECONDS)
+    if part == "date":
+        return day
+    if part == "clock":
+        return clock
+    return int(getattr(dt.date.fromordinal(day), part))
 
 
 def duration_seconds(value: object) -> tuple[int, bool] | None:
@@ -193,9 +243,7 @@ def duration_value(text: str) -> int | None:
 
 def temporal_text(temporal: Temporal, value: int) -> str:
     """The text of a value: ``YYYY-MM-DD``, ``YYYY-MM-DDTHH:MM:SS(Z)`` or ``HH:MM:SS``."""
-    if temporal == "aware":
-        return to_python("datetime", value).isoformat() + "Z"
-    return to_python(temporal, value).isoformat()
+    return to_python(temporal, value).isoformat().replace("+00:00", "Z")  # aware: in UTC
 
 
 def temporal_value(temporal: Temporal, text: str) -> int | None:
@@ -255,6 +303,28 @@ def _time_range(prefix: str) -> tuple[int, int] | None:
     return base + seconds[0], base + seconds[1]
 
 
+def _datetime_range(prefix: str) -> tuple[int, int] | None:
+    days = _date_range(prefix[:10])
+    if days is None:
+        return None
+    if len(prefix) <= 11:
+        return days[0] * DAY_SECONDS, days[1] * DAY_SECONDS + DAY_SECONDS - 1
+    secs = _time_range(prefix[11:])
+    if secs is None:
+        return None
+    return days[0] * DAY_SECONDS + secs[0], days[0] * DAY_SECONDS + secs[1]
+
+
+_PREFIX_RANGES: dict[Temporal, Callable[[str], tuple[int, int] | None]] = {
+    LeafKind.DATE: _date_range,
+    LeafKind.DATETIME: _datetime_range,
+    LeafKind.AWARE: lambda prefix: _datetime_range(
+        prefix[:19]
+    ),  # its Z: checked with the separators
+    LeafKind.TIME: _time_range,
+}
+
+
 def prefix_range(temporal: Temporal, prefix: str) -> tuple[int, int] | None:
     """The values of the valid texts that start with ``prefix``, as ``(least, greatest)``.
 
@@ -266,16 +336,4 @@ def prefix_range(temporal: Temporal, prefix: str) -> tuple[int, int] | None:
     for i, c in enumerate(prefix):
         if (c != fixed[i]) if i in fixed else not ("0" <= c <= "9"):
             return None
-    if temporal == "time":
-        return _time_range(prefix)
-    if temporal == "aware":  # a datetime and its Z (checked with the separators)
-        return prefix_range("datetime", prefix[:19])
-    days = _date_range(prefix[:10])
-    if days is None or temporal == "date":
-        return days
-    if len(prefix) <= 11:
-        return days[0] * DAY_SECONDS, days[1] * DAY_SECONDS + DAY_SECONDS - 1
-    secs = _time_range(prefix[11:])
-    if secs is None:
-        return None
-    return days[0] * DAY_SECONDS + secs[0], days[0] * DAY_SECONDS + secs[1]
+    return _PREFIX_RANGES[temporal](prefix)

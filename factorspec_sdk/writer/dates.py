@@ -1,26 +1,42 @@
-"""Dates, datetimes and times written character by character: which next characters are left.
+"""Dates, datetimes, times and durations written character by character.
 
 Written by hand (no grammar library decides this: the relations bound a date's *value*, and
-the oracle answers about ranges of values, not about text). A date leaf's text is fixed-width
-and zero-padded (`factorspec_sdk.relations.temporal`: ``YYYY-MM-DD``, ``YYYY-MM-DDTHH:MM:SS``
-or ``HH:MM:SS``), so the valid values whose text starts with a prefix are one contiguous
-range (`prefix_range`), and `next_date_chars` asks the oracle which next characters leave a
-range that holds a feasible value. Only real calendar dates and clock times are ever written.
+the oracle answers about ranges of values, not about text). A temporal leaf's text is
+fixed-width and zero-padded (`factorspec_sdk.relations.temporal`: ``YYYY-MM-DD``,
+``YYYY-MM-DDTHH:MM:SS`` or ``HH:MM:SS``), so the valid values whose text starts with a prefix
+are one contiguous range (`prefix_range`), and `next_date_chars` asks the oracle which next
+characters leave a range that holds a feasible value. Only real calendar dates and clock
+times are ever written (`TEMPORAL_WRITER`). A duration, ``"PT{n}S"``, is an int's digits
+inside its text (`DURATION_WRITER`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, cast
 
+from factorspec_sdk.relations.kinds import Temporal
+from factorspec_sdk.relations.layout import LeafLayout, Path
 from factorspec_sdk.relations.temporal import (
-    Temporal,
+    duration_text,
     prefix_range,
     separators,
     temporal_bounds,
+    temporal_text,
     text_length,
 )
+from factorspec_sdk.writer.base import LeafWriter, leaf_bounds
+from factorspec_sdk.writer.digits import is_canonical_int
+from factorspec_sdk.writer.scalars import int_digits
+from factorspec_sdk.writer.state import Event, Option, Text
 
-__all__ = ["next_date_chars"]
+if TYPE_CHECKING:
+    from factorspec_sdk.graph import CompiledSpec
+    from factorspec_sdk.writer.automaton import Writer
+    from factorspec_sdk.writer.state import WriterState
+
+__all__ = ["DURATION_WRITER", "TEMPORAL_WRITER", "next_date_chars"]
 
 
 def next_date_chars(
@@ -53,3 +69,119 @@ def next_date_chars(
         keep = feasible([out[c] for c in keys])
         out = {c: out[c] for i, c in enumerate(keys) if i in keep}
     return out
+
+
+class _QuotedWriter(LeafWriter):
+    """A leaf written as a JSON string of its own form: its opening quote is layout text.
+
+    As a free string's is, so that a token such as `` "`` may span it and the text before;
+    a nullable one first chooses between ``null`` and that quote (`Writer.open_quote`).
+    """
+
+    def opening(self, w: Writer, s: WriterState, path: Path, node: LeafLayout) -> Event | None:
+        if s.partial is None and not node.nullable:
+            return Text('"', dataclasses.replace(s, partial=""))
+        return None
+
+
+class _TemporalWriter(_QuotedWriter):
+    """A date (datetime, time): whole values when few are feasible, else by characters.
+
+    At most `FINITE_LIMIT` feasible values are offered whole (a date the relations fix is one
+    option: certain tokens); more are written character by character, from
+    `next_date_chars`: only real calendar dates and clock times within the bounds, and, when
+    a relation reads the date, only prefixes whose range of values the oracle finds a
+    feasible value in. The last character carries the closing quote and the fact.
+    """
+
+    def options(
+        self, w: Writer, s: WriterState, path: Path, node: LeafLayout, var: str | None
+    ) -> list[Option]:
+        kind = cast(Temporal, node.kind)
+        if s.partial is None:  # a nullable date: null, or its opening quote
+            return w.open_quote(s, path)
+        lo, hi = leaf_bounds(node, var, w.spec)
+        if s.partial == "":
+            values = w.whole_values(s, var, lo, hi)
+            if values is not None:
+                return [
+                    Option(
+                        temporal_text(kind, int(v)) + '"',
+                        w.after_leaf(s, (var, v) if var else None),
+                    )
+                    for v in values
+                ]
+        prefix = s.partial
+        oracle, assignment = w.oracle, s.assignment
+        chars = next_date_chars(
+            kind,
+            prefix,
+            lo,
+            hi,
+            None if var is None else (lambda rs: oracle.feasible_ranges(assignment, var, rs)),
+        )
+        out = []
+        for c, (a, _) in chars.items():
+            if len(prefix) + 1 == text_length(kind):  # the last digit: a == b
+                fact = None if var is None else (var, a)
+                out.append(Option(c + '"', w.after_leaf(s, fact)))
+            else:
+                out.append(Option(c, dataclasses.replace(s, partial=prefix + c)))
+        return out
+
+    def shortest(self, node: LeafLayout) -> int:
+        return text_length(cast(Temporal, node.kind)) + 2
+
+    def longest(
+        self, node: LeafLayout, path: Path, spec: CompiledSpec, strings: tuple[str, ...]
+    ) -> int:
+        return text_length(cast(Temporal, node.kind)) + 2
+
+    def shortest_rest(self, node: LeafLayout, partial: str) -> int:
+        return text_length(cast(Temporal, node.kind)) - len(partial) + 1
+
+    def longest_rest(
+        self, node: LeafLayout, path: Path, spec: CompiledSpec, partial: str, whole: int
+    ) -> int:
+        return text_length(cast(Temporal, node.kind)) - len(partial) + 1
+
+
+class _DurationWriter(_QuotedWriter):
+    """A timedelta, ``"PT{n}S"``: whole when few are feasible, else digit by digit.
+
+    The digits are an int's (`Writer.digit_options`: the oracle's `next_digits`, or the
+    bounds'), written inside the duration: the first character carries ``PT`` (``-PT`` for a
+    minus), the end ``S"`` and the fact.
+    """
+
+    def options(
+        self, w: Writer, s: WriterState, path: Path, node: LeafLayout, var: str | None
+    ) -> list[Option]:
+        if s.partial is None:
+            return w.open_quote(s, path)
+        lo, hi = leaf_bounds(node, var, w.spec)
+        if s.partial == "":
+            values = w.whole_values(s, var, lo, hi)
+            if values is not None:
+                return [
+                    Option(duration_text(int(v)) + '"', w.after_leaf(s, (var, v) if var else None))
+                    for v in values
+                ]
+        return w.digit_options(
+            s, var, lo, hi, end='S"', lead=lambda c: "-PT" if c == "-" else "PT" + c
+        )
+
+    def shortest(self, node: LeafLayout) -> int:
+        return len('"PT0S"')
+
+    def longest(
+        self, node: LeafLayout, path: Path, spec: CompiledSpec, strings: tuple[str, ...]
+    ) -> int:
+        return int_digits(node) + len('""PTS')
+
+    def shortest_rest(self, node: LeafLayout, partial: str) -> int:
+        return 2 if partial and is_canonical_int(partial) else 3  # S" and maybe a digit
+
+
+TEMPORAL_WRITER = _TemporalWriter()
+DURATION_WRITER = _DurationWriter()

@@ -12,16 +12,27 @@ Unlike a date's, these texts are not ordered like their values (``12`` comes bef
 and ``12.5``), so the values whose text starts with a prefix are a union of a few ranges of
 ``n``, one per length of the integer part: `char_classes` computes them exactly for each
 next character, and the writer asks the oracle which of them hold a feasible value
-(`next_float_chars`).
+(`next_float_chars`; `FLOAT_WRITER`, the writer of float and Decimal leaves).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
-from factorspec_sdk.relations.layout import FLOAT_LIMIT
+from factorspec_sdk.relations.floats import FLOAT_LIMIT, float_range
+from factorspec_sdk.relations.layout import LeafLayout, Path
+from factorspec_sdk.writer.base import LeafWriter, leaf_bounds
+from factorspec_sdk.writer.state import Option
+
+if TYPE_CHECKING:
+    from factorspec_sdk.graph import CompiledSpec
+    from factorspec_sdk.writer.automaton import Writer
+    from factorspec_sdk.writer.state import WriterState
 
 __all__ = [
+    "FLOAT_WRITER",
     "fixed_text",
     "fixed_value",
     "char_classes",
@@ -211,3 +222,71 @@ def shortest_text_length(lo: int, hi: int, places: int) -> int:
             if m <= b:
                 lengths.append(len(fixed_text(m, places)) + negative)
     return min(lengths, default=0)
+
+
+class _FloatWriter(LeafWriter):
+    """A float (Decimal): whole values when few are feasible, else character by character.
+
+    At the start, at most `FINITE_LIMIT` feasible scaled values are offered whole, as their
+    canonical fixed-point text (a value the relations fix is one option: certain tokens),
+    and ``null`` when the leaf is nullable. More are written character by character, from
+    `next_float_chars`: only canonical texts of values within the bounds, and, when a
+    relation reads the float, only prefixes whose values the oracle finds a feasible one
+    among. The empty option ends the number with its fact.
+    """
+
+    def options(
+        self, w: Writer, s: WriterState, path: Path, node: LeafLayout, var: str | None
+    ) -> list[Option]:
+        lo, hi = leaf_bounds(node, var, w.spec)
+        if s.partial is not None:
+            return self._chars(w, s, node, var, lo, hi)
+        values = w.whole_values(s, var, lo, hi)
+        if values is None:
+            options = self._chars(w, dataclasses.replace(s, partial=""), node, var, lo, hi)
+        else:
+            options = [
+                Option(
+                    fixed_text(int(v), node.places),
+                    w.after_leaf(s, None if var is None else (var, v)),
+                )
+                for v in values
+            ]
+        return options + w.null_options(s, node, path)
+
+    @staticmethod
+    def _chars(
+        w: Writer, s: WriterState, node: LeafLayout, var: str | None, lo: int, hi: int
+    ) -> list[Option]:
+        """The characters that may follow the float text ``s.partial`` (``""``: it ends)."""
+        prefix = s.partial or ""
+        oracle, assignment = w.oracle, s.assignment
+        chars = next_float_chars(
+            prefix,
+            node.places,
+            lo,
+            hi,
+            None if var is None else (lambda cs: oracle.feasible_range_sets(assignment, var, cs)),
+        )
+        options = []
+        for c in sorted(chars):
+            if c == "":
+                ((n, _),) = chars[c]
+                options.append(Option("", w.after_leaf(s, None if var is None else (var, n))))
+            else:
+                options.append(Option(c, dataclasses.replace(s, partial=prefix + c)))
+        return options
+
+    def shortest(self, node: LeafLayout) -> int:
+        return shortest_text_length(*float_range(node), node.places)
+
+    def longest(
+        self, node: LeafLayout, path: Path, spec: CompiledSpec, strings: tuple[str, ...]
+    ) -> int:
+        return longest_text_length(*leaf_bounds(node, spec.variable_for(path), spec), node.places)
+
+    def shortest_rest(self, node: LeafLayout, partial: str) -> int:
+        return 1 if fixed_value(partial, node.places) is None else 0  # a whole number yet?
+
+
+FLOAT_WRITER = _FloatWriter()

@@ -297,7 +297,7 @@ def test_prompts_are_identical_across_methods() -> None:
     from factorspec_sdk.domains.trip import Itinerary
     from factorspec_sdk.graph import compile_spec
     from factorspec_sdk.prompts import schema_hint
-    from factorspec_sdk.relations.layout import build_layout
+    from factorspec_sdk.relations.pydantic_layout import build_layout
 
     engine = _random_engine(0)
     prompt = prompt_for(PROBLEM)

@@ -21,6 +21,7 @@ from factorspec_sdk.graph.params import (
 )
 from factorspec_sdk.relations.compiler import OTHER_CODE, RelationCompiler
 from factorspec_sdk.relations.decorator import RelationInfo, relations_of
+from factorspec_sdk.relations.floats import scaled_value
 from factorspec_sdk.relations.layout import (
     LayoutNode,
     LeafLayout,
@@ -28,11 +29,10 @@ from factorspec_sdk.relations.layout import (
     ObjectLayout,
     UnionLayout,
     branch_part,
-    build_layout,
     is_branch_part,
     node_at,
-    scaled_value,
 )
+from factorspec_sdk.relations.pydantic_layout import build_layout
 from factorspec_sdk.relations.temporal import from_python, temporal_of
 
 

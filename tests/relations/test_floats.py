@@ -20,7 +20,8 @@ from pydantic import BaseModel, Field
 
 from factorspec_sdk import RelationDefinitionError, RelationRaisesError, relation
 from factorspec_sdk.graph import compile_spec
-from factorspec_sdk.relations.layout import FLOAT_PLACES, Places, build_layout, float_of
+from factorspec_sdk.relations.floats import FLOAT_PLACES, Places, float_of
+from factorspec_sdk.relations.pydantic_layout import build_layout
 from tests.relations.helpers import compiled_truths
 from tests.relations.test_differential import assert_agree
 

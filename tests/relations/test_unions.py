@@ -22,7 +22,8 @@ from factorspec_sdk import relation
 from factorspec_sdk.graph import compile_spec
 from factorspec_sdk.ir import RecordInvalidError, check_record, record_facts, spec_from_ir, to_ir
 from factorspec_sdk.relations.decorator import evaluate, relations_of
-from factorspec_sdk.relations.layout import GrammarLayout, UnionLayout, build_layout
+from factorspec_sdk.relations.layout import GrammarLayout, UnionLayout
+from factorspec_sdk.relations.pydantic_layout import build_layout
 from factorspec_sdk.tokens.plan import Planner
 from factorspec_sdk.writer.automaton import Writer
 from tests.helpers import random_record, tiny_tokenizer, walk_to

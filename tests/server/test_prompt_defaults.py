@@ -20,7 +20,7 @@ from factorspec_sdk.engines.protocol import ChatMessage
 from factorspec_sdk.engines.scripted import ScriptedEngine
 from factorspec_sdk.ir import to_ir
 from factorspec_sdk.prompts import hint_sentence
-from factorspec_sdk.relations.layout import build_layout
+from factorspec_sdk.relations.pydantic_layout import build_layout
 from factorspec_sdk.server import create_app
 from tests.helpers import TRIP_CONTEXT, Trip, tiny_tokenizer
 from tests.server.helpers import MODEL, running

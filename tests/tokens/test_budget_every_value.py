@@ -36,7 +36,7 @@ from factorspec_sdk.engines.scripted import ScriptedEngine
 from factorspec_sdk.graph import CompiledSpec, compile_spec
 from factorspec_sdk.ir import ir_from_json_schema, json_schema_validator, spec_from_ir
 from factorspec_sdk.ir.standalone import STRICT_FORMATS
-from factorspec_sdk.relations.layout import RFC3339_PATTERNS
+from factorspec_sdk.relations.grammar_schema import RFC3339_PATTERNS
 from factorspec_sdk.tokens.plan import Cursor, Finished, Planner
 from factorspec_sdk.tokens.vocab import TokenizerInfo
 from factorspec_sdk.writer.automaton import Writer

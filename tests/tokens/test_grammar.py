@@ -28,13 +28,9 @@ from factorspec_sdk.engines.scripted import ScriptedEngine
 from factorspec_sdk.errors import RelationDefinitionError
 from factorspec_sdk.graph import compile_spec
 from factorspec_sdk.relations import relation
-from factorspec_sdk.relations.layout import (
-    FORMAT_PATTERNS,
-    GrammarLayout,
-    LeafLayout,
-    build_layout,
-    decimal_pattern,
-)
+from factorspec_sdk.relations.grammar_schema import FORMAT_PATTERNS, decimal_pattern
+from factorspec_sdk.relations.layout import GrammarLayout, LeafLayout
+from factorspec_sdk.relations.pydantic_layout import build_layout
 from factorspec_sdk.tokens.grammar import GrammarCursor
 from factorspec_sdk.tokens.plan import Planner
 from factorspec_sdk.tokens.vocab import TokenizerInfo

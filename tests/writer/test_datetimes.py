@@ -17,7 +17,7 @@ from pydantic import AwareDatetime, BaseModel, Field, TypeAdapter
 from factorspec_sdk import relation
 from factorspec_sdk.graph import compile_spec
 from factorspec_sdk.ir import RecordInvalidError, check_record, record_facts, spec_from_ir, to_ir
-from factorspec_sdk.relations.layout import build_layout
+from factorspec_sdk.relations.pydantic_layout import build_layout
 from factorspec_sdk.relations.temporal import (
     DURATION_MAX,
     DURATION_MIN,
@@ -321,7 +321,7 @@ def test_aware_datetimes_are_written_in_utc_and_read_back_exactly() -> None:
     )
     assert set(next_date_chars("aware", "2024-02-29T05:00:00", None, None)) == {"Z"}
     leg = build_layout(Leg).field("dep").node
-    assert leg.temporal == "aware" and leg.ge == _value(datetime(2024, 2, 29, 5))  # type: ignore[union-attr]
+    assert leg.kind == "aware" and leg.ge == _value(datetime(2024, 2, 29, 5))  # type: ignore[union-attr]
     spec = compile_spec(Leg)
     planner = Planner(Writer(spec), TOK)
     rng = np.random.default_rng(3)
@@ -358,7 +358,7 @@ def test_duration_texts_are_iso_durations_pydantic_reads_exactly() -> None:
     for bad in ("PT01S", "-PT0S", "PT1.5S", "P1DT1S", "PT1M", "1", "PTS"):
         assert duration_value(bad) is None, bad
     node = build_layout(Lap).field("took").node
-    assert (node.ge, node.le, node.duration) == (-30, 400, True)  # type: ignore[union-attr]
+    assert (node.ge, node.le, node.kind == "duration") == (-30, 400, True)  # type: ignore[union-attr]
 
 
 def test_duration_characters_are_exactly_those_some_valid_record_continues_with() -> None:

@@ -20,7 +20,8 @@ from pydantic import BaseModel, Field, ValidationError
 from factorspec_sdk import RelationDefinitionError, relation
 from factorspec_sdk.graph import compile_spec
 from factorspec_sdk.ir import check_record, spec_from_ir, to_ir
-from factorspec_sdk.relations.layout import GrammarLayout, ListLayout, build_layout
+from factorspec_sdk.relations.layout import GrammarLayout, ListLayout
+from factorspec_sdk.relations.pydantic_layout import build_layout
 from factorspec_sdk.tokens.plan import Planner
 from factorspec_sdk.writer.automaton import Writer
 from tests.helpers import enumerate_texts, random_record, tiny_tokenizer

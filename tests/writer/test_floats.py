@@ -20,7 +20,8 @@ from pydantic import BaseModel, Field, TypeAdapter
 from factorspec_sdk import relation
 from factorspec_sdk.graph import compile_spec
 from factorspec_sdk.ir import RecordInvalidError, check_record, record_facts, spec_from_ir, to_ir
-from factorspec_sdk.relations.layout import FLOAT_LIMIT, LeafLayout, Places, float_of, node_at
+from factorspec_sdk.relations.floats import FLOAT_LIMIT, Places, float_of
+from factorspec_sdk.relations.layout import LeafLayout, node_at
 from factorspec_sdk.tokens.plan import Planner
 from factorspec_sdk.writer.automaton import Writer, WriterState
 from factorspec_sdk.writer.floats import (

@@ -132,7 +132,7 @@ def make_task(case: BfclCase, engine: Engine) -> ToolTask:
         UnsupportedFunctionDoc: a function doc of the case cannot become a tool.
     """
     from factorspec_sdk.prompts import with_schema_hint
-    from factorspec_sdk.relations.layout import build_layout
+    from factorspec_sdk.relations.pydantic_layout import build_layout
 
     tools = [tool_of(doc) for doc in case.functions]
     n = MAX_PARALLEL_CALLS if case.parallel else 1

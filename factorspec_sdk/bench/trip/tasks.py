@@ -117,7 +117,7 @@ def make_tasks(
     the same tokens.
     """
     from factorspec_sdk.prompts import chat_messages
-    from factorspec_sdk.relations.layout import build_layout
+    from factorspec_sdk.relations.pydantic_layout import build_layout
 
     layout = build_layout(model)
     tasks: list[Task] = []

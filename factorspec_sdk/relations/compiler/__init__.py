@@ -73,7 +73,7 @@ from factorspec_sdk.relations.compiler.codes import (
     text_links,
 )
 from factorspec_sdk.relations.compiler.core import RelationCompiler
-from factorspec_sdk.relations.compiler.dates import date_links, date_part_bounds
+from factorspec_sdk.relations.compiler.dates import date_links
 from factorspec_sdk.relations.compiler.records import (
     BOOL_KINDS,
     OTHER_CODE,
@@ -97,7 +97,6 @@ __all__ = [
     "VarRecord",
     "affix_links",
     "date_links",
-    "date_part_bounds",
     "decided_by_codes",
     "dict_key_factors",
     "length_links",

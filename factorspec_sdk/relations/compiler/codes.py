@@ -32,8 +32,8 @@ from factorspec_sdk.relations.compiler.terms import (
     to_bool,
 )
 from factorspec_sdk.relations.compiler.values import SCode, V
+from factorspec_sdk.relations.kinds import VarKind
 from factorspec_sdk.relations.layout import (
-    DEFAULT_MAX_STRING_LENGTH,
     LeafLayout,
     Path,
     affix_name,
@@ -41,6 +41,7 @@ from factorspec_sdk.relations.layout import (
     path_name,
     same_name,
 )
+from factorspec_sdk.relations.variables import AFFIX, SAME, text_length_variable
 
 if TYPE_CHECKING:
     from factorspec_sdk.relations.compiler.core import RelationCompiler
@@ -69,14 +70,14 @@ def value_like(t: type[enum.Enum]) -> bool:
     return issubclass(t, (str, int))
 
 
-def str_leaf(cx: RelationCompiler, path: Path) -> V:
+def str_leaf(cx: RelationCompiler, path: Path, node: LeafLayout) -> V:
     """The code of a free str leaf (its domain is the intern table).
 
     The code variable counts as read only once the code is used (`_read`): a relation that
     reads the leaf only through ``len()`` reads its length variable alone, and such a string
     needs no finite domain.
     """
-    rec = cx.var(path, "str", free_str=True, read=False)
+    rec = cx.leaf_var(path, node, read=False)
     e = cast(z3.ArithRef, rec.term)
     return SCode(e, None, True, lambda: _leaf_length(cx, path), (rec.name,))
 
@@ -96,8 +97,7 @@ def _leaf_length(cx: RelationCompiler, path: Path) -> z3.ArithRef:
     """
     leaf = cx.node_at(path)
     assert isinstance(leaf, LeafLayout)
-    hi = leaf.max_length if leaf.max_length is not None else DEFAULT_MAX_STRING_LENGTH
-    rec = cx.var(path, "strlen", name=length_name(path), ge=leaf.min_length, le=hi)
+    rec = cx.var(path, text_length_variable(leaf), name=length_name(path))
     return cast(z3.ArithRef, rec.term)
 
 
@@ -129,10 +129,10 @@ def length_links(
     0 when ``""`` is interned (the only text of length 0 is then a named one). Returns
     (factor name, variables, formula) per str.
     """
-    codes = {r.path: r for r in records.values() if r.kind == "str" and r.free_str}
+    codes = {r.path: r for r in records.values() if r.kind == VarKind.STR and r.free_str}
     out: list[tuple[str, frozenset[str], z3.BoolRef]] = []
     for rec in records.values():
-        code = codes.get(rec.path) if rec.kind == "strlen" else None
+        code = codes.get(rec.path) if rec.kind == VarKind.STRLEN else None
         if code is None:
             continue
         e, n = cast(z3.ArithRef, code.term), cast(z3.ArithRef, rec.term)
@@ -152,7 +152,7 @@ def str_choice_leaf(cx: RelationCompiler, path: Path, node: LeafLayout) -> V:
     """The code of a Literal/Enum leaf of strs (its values are interned)."""
     for c in node.choices:
         cx.strings.code(cast(str, c))
-    rec = cx.var(path, "str", choices=node.choices, enum_type=node.enum_type)
+    rec = cx.leaf_var(path, node)
     e = cast(z3.ArithRef, rec.term)
     if node.enum_type is not None:
         return SCode(e, node.enum_type, True)
@@ -306,7 +306,7 @@ def same_text(cx: RelationCompiler, a: SCode, b: SCode, node: ast.AST | None = N
     ra, rb = sorted((leaves[0], leaves[1]), key=lambda r: _order_key(r.path))
     if ra.name == rb.name:
         return True
-    rec = cx.var(ra.path, "same", name=same_name(ra.path, rb.path), other=rb.path)
+    rec = cx.var(ra.path, SAME, name=same_name(ra.path, rb.path), other=rb.path)
     return cast(z3.BoolRef, rec.term)
 
 
@@ -339,7 +339,7 @@ def decided_by_codes(
     where the relations name every text). The variables returned no longer count as read:
     substitute them.
     """
-    pairs = cx.read_of("same")
+    pairs = cx.read_of(VarKind.SAME)
     if not pairs:
         return {}
     leaves = {path_name(p): p for v in pairs for p in (v.path, v.other) if p is not None}
@@ -380,7 +380,7 @@ def text_links(cx: RelationCompiler) -> list[tuple[str, frozenset[str], z3.BoolR
     ``same`` implies equal codes and lengths; equal codes of named texts imply ``same``;
     two empty texts are the same. Returns (factor name, variables, formula) per group.
     """
-    pairs = cx.read_of("same")
+    pairs = cx.read_of(VarKind.SAME)
     parent: dict[Path, Path] = {}
 
     def find(p: Path) -> Path:
@@ -403,7 +403,7 @@ def text_links(cx: RelationCompiler) -> list[tuple[str, frozenset[str], z3.BoolR
         names = {codes[p].name for p in members} | {length_name(p) for p in members}
         for i, p in enumerate(members):
             for q in members[i + 1 :]:
-                rec = cx.var(p, "same", name=same_name(p, q), other=q)
+                rec = cx.var(p, SAME, name=same_name(p, q), other=q)
                 same[p, q] = cast(z3.BoolRef, rec.term)
                 names.add(rec.name)
         cx.keep_read()
@@ -470,7 +470,7 @@ def affix(cx: RelationCompiler, v: SCode, method: str, args: list[V], node: ast.
     out: list[Cond] = []
     for c in texts:
         name = affix_name(method, leaf.path, c)
-        rec = cx.var(leaf.path, "affix", name=name, affix=(method, c))
+        rec = cx.var(leaf.path, AFFIX, name=name, affix=(method, c))
         out.append(cast(z3.BoolRef, rec.term))
     return OR(*out)
 
@@ -525,13 +525,13 @@ def _equality(node: ast.AST | None) -> bool | None:
 def _compared_with(cx: RelationCompiler, path: Path) -> Path | None:
     """The free str leaf that the one at ``path`` is compared with (a ``same`` variable)."""
     for r in cx.vars.values():
-        if r.kind == "same" and path in (r.path, r.other):
+        if r.kind == VarKind.SAME and path in (r.path, r.other):
             return r.other if r.path == path else r.path
     return None
 
 
 def _affixes_of(cx: RelationCompiler, path: Path) -> list[VarRecord]:
-    return [r for r in cx.vars.values() if r.kind == "affix" and r.path == path]
+    return [r for r in cx.vars.values() if r.kind == VarKind.AFFIX and r.path == path]
 
 
 def affix_links(cx: RelationCompiler) -> list[tuple[str, frozenset[str], z3.BoolRef]]:
@@ -547,7 +547,7 @@ def affix_links(cx: RelationCompiler) -> list[tuple[str, frozenset[str], z3.Bool
     one). Returns (factor name, variables, formula) per leaf.
     """
     leaves: dict[Path, list[VarRecord]] = {}
-    for r in cx.read_of("affix"):
+    for r in cx.read_of(VarKind.AFFIX):
         leaves.setdefault(r.path, []).append(r)
     out: list[tuple[str, frozenset[str], z3.BoolRef]] = []
     for path, recs in leaves.items():

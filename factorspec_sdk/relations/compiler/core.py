@@ -10,7 +10,6 @@ the compiler as their first argument.
 from __future__ import annotations
 
 import ast
-import enum
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NoReturn, cast
 
@@ -33,6 +32,7 @@ from factorspec_sdk.relations.compiler.values import R, Scope, SObj, SSeq, V
 from factorspec_sdk.relations.decorator import RelationInfo
 from factorspec_sdk.relations.layout import (
     LayoutNode,
+    LeafLayout,
     ListLayout,
     ObjectLayout,
     Path,
@@ -42,7 +42,15 @@ from factorspec_sdk.relations.layout import (
     length_name,
     path_name,
 )
+from factorspec_sdk.relations.leaves import LeafError
 from factorspec_sdk.relations.sample import raises_everywhere
+from factorspec_sdk.relations.variables import (
+    NULL,
+    VarShape,
+    branch_variable,
+    leaf_variable,
+    length_variable,
+)
 
 __all__ = ["RelationCompiler"]
 
@@ -130,7 +138,7 @@ class RelationCompiler:
             for k in range(1, len(root) + 1):
                 sub = root[:k]
                 if not isinstance(sub[-1], int) and self.node_at(sub).nullable:
-                    null = self.var(sub, "bool", name=f"null({path_name(sub)})")
+                    null = self.var(sub, NULL, name=f"null({path_name(sub)})")
                     guards.append(NOT(cast(z3.BoolRef, null.term)))
             applies = AND(*guards)
             formula = IMPLIES(applies, formula)
@@ -209,20 +217,16 @@ class RelationCompiler:
     def var(
         self,
         path: Path,
-        kind: VarKind,
+        shape: VarShape,
         *,
         name: str | None = None,
-        ge: int | None = None,
-        le: int | None = None,
-        choices: tuple[object, ...] | None = None,
-        free_str: bool = False,
-        enum_type: type[enum.Enum] | None = None,
         read: bool = True,
         other: Path | None = None,
         affix: tuple[str, str] | None = None,
     ) -> VarRecord:
         """The variable of the node at ``path`` (created on first use), marked as used.
 
+        ``shape``: its kind, bounds and domain (`factorspec_sdk.relations.variables`).
         With ``read=False`` it counts as used only once `mark_read` is called (a free str's
         code, which a relation may read only through ``len()``). ``other``: the second leaf
         of a ``same`` variable (it exists where both leaves do).
@@ -230,17 +234,41 @@ class RelationCompiler:
         vname = name or path_name(path)
         rec = self.vars.get(vname)
         if rec is None:
+            kind = shape.kind
             term: z3.ExprRef = z3.Bool(vname) if kind in BOOL_KINDS else z3.Int(vname)
             exists = self.exists(path)
             if other is not None:
                 exists = AND(exists, self.exists(other))
             rec = VarRecord(
-                vname, path, kind, term, ge, le, choices, free_str, exists, enum_type, other, affix
+                vname,
+                path,
+                kind,
+                term,
+                shape.ge,
+                shape.le,
+                shape.choices,
+                shape.free_str,
+                exists,
+                shape.enum_type,
+                other,
+                affix,
             )
             self.vars[vname] = rec
         if read:
             self._used.add(vname)
         return rec
+
+    def leaf_var(self, path: Path, node: LeafLayout, *, read: bool = True) -> VarRecord:
+        """The variable of the leaf at ``path``: its value (`leaf_variable`)."""
+        try:
+            shape = leaf_variable(node)
+        except LeafError:
+            self.fail(
+                "mixed Literal",
+                f"field {path_name(path)} mixes value types in its Literal; relations "
+                "support Literal/Enum fields whose values are all str, all int or all bool",
+            )
+        return self.var(path, shape, read=read)
 
     def derive(self, build: Callable[[], Cond]) -> tuple[z3.BoolRef, frozenset[str]]:
         """A formula of the spec's own (not a relation), made after the relations.
@@ -287,7 +315,7 @@ class RelationCompiler:
 
     def branch_var(self, path: Path, node: UnionLayout) -> z3.ArithRef:
         """The branch variable of the union at ``path``: the index of its branch."""
-        rec = self.var(path, "int", name=branch_name(path), ge=0, le=len(node.branches) - 1)
+        rec = self.var(path, branch_variable(node), name=branch_name(path))
         return cast(z3.ArithRef, rec.term)
 
     def union_fields(self, path: Path) -> frozenset[str]:
@@ -311,13 +339,8 @@ class RelationCompiler:
         """The length variable of the list at ``path``."""
         node = self.node_at(path)
         assert isinstance(node, ListLayout)
-        rec = self.var(
-            path,
-            "len",
-            name=length_name(path),
-            ge=node.min_length,
-            le=self.list_bound(path, node),
-        )
+        shape = length_variable(node.min_length, self.list_bound(path, node))
+        rec = self.var(path, shape, name=length_name(path))
         return cast(z3.ArithRef, rec.term)
 
     def list_bound(self, path: Path, node: ListLayout) -> int:

@@ -64,8 +64,10 @@ from factorspec_sdk.relations.compiler.values import (
     V,
     is_sym,
 )
-from factorspec_sdk.relations.layout import LeafLayout, Path, path_name, temporal_range
+from factorspec_sdk.relations.kinds import LeafKind, VarKind
+from factorspec_sdk.relations.layout import LeafLayout, Path, path_name
 from factorspec_sdk.relations.temporal import DATE_MAX, DATE_MIN, from_python
+from factorspec_sdk.relations.variables import date_part_of, part_variable, parts_of
 
 if TYPE_CHECKING:
     from factorspec_sdk.relations.compiler.core import RelationCompiler
@@ -81,7 +83,6 @@ __all__ = [
     "duration_leaf",
     "date_links",
     "calendar_tie",
-    "date_part_bounds",
     "date_method",
     "eq_dates",
     "is_date_like",
@@ -98,34 +99,18 @@ _DELTA_MIN_US = dt.timedelta.min // _ONE_US
 _DELTA_MAX_US = dt.timedelta.max // _ONE_US
 """``timedelta``'s range in microseconds: beyond it, ``OverflowError``."""
 _CLOCK_US: dict[Clock, tuple[int, int]] = {
-    "datetime": (DATE_MIN * _DAY_US, (DATE_MAX + 1) * _DAY_US - 1),
-    "aware": (DATE_MIN * _DAY_US, (DATE_MAX + 1) * _DAY_US - 1),
-    "time": (0, _DAY_US - 1),
+    LeafKind.DATETIME: (DATE_MIN * _DAY_US, (DATE_MAX + 1) * _DAY_US - 1),
+    LeafKind.AWARE: (DATE_MIN * _DAY_US, (DATE_MAX + 1) * _DAY_US - 1),
+    LeafKind.TIME: (0, _DAY_US - 1),
 }
 _CMP_SYM: dict[type[ast.cmpop], str] = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
 Term: TypeAlias = "z3.ArithRef | int"
-Clock: TypeAlias = Literal["datetime", "aware", "time"]
+Clock: TypeAlias = Literal[LeafKind.DATETIME, LeafKind.AWARE, LeafKind.TIME]
+"""The kinds of a clock value (`SClock`)."""
 
 
-_PART_BOUNDS = {
-    "year": (1, 9999),
-    "month": (1, 12),
-    "day": (1, 31),
-    "date": (DATE_MIN, DATE_MAX),
-    "clock": (0, 86_399),
-}
-"""The parts of date leaves that are variables: a date's (or datetime's) year, month and
-day, and a datetime's ``date`` (its ordinal) and ``clock`` (seconds since midnight)."""
 _DAYS_BEFORE_MONTH = (0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334)
 _MONTH_DAYS = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
-
-
-def date_part_bounds(name: str) -> tuple[str, int, int] | None:
-    """``(part, lo, hi)`` when ``name`` is a part: ``year(...)``, ``clock(...)``..."""
-    for part, (lo, hi) in _PART_BOUNDS.items():
-        if name.startswith(f"{part}(") and name.endswith(")"):
-            return part, lo, hi
-    return None
 
 
 def date_leaf(cx: RelationCompiler, path: Path, node: LeafLayout) -> SDate | SClock:
@@ -133,27 +118,25 @@ def date_leaf(cx: RelationCompiler, path: Path, node: LeafLayout) -> SDate | SCl
 
     Bounded by the schema or Python's first and last values.
     """
-    ge, le = temporal_range(node)
-    term = cast(z3.ArithRef, cx.var(path, "date", ge=ge, le=le).term)
-    if node.temporal == "date":
+    term = cast(z3.ArithRef, cx.leaf_var(path, node).term)
+    if node.kind == LeafKind.DATE:
         return SDate(term, path)
-    split = node.temporal in _DATETIMES  # a datetime's date and clock may become variables
-    return SClock(term, _SEC_US, node.temporal, path if split else None)
+    clock = cast(Clock, node.kind)
+    split = bool(parts_of(node.kind))  # a datetime's date and clock may become variables
+    return SClock(term, _SEC_US, clock, path if split else None)
 
 
 def duration_leaf(cx: RelationCompiler, path: Path, node: LeafLayout) -> SDelta:
-    """The variable of a ``timedelta`` leaf: its whole seconds (an int leaf's variable)."""
-    assert node.ge is not None and node.le is not None  # the layout sets both
-    term = cast(z3.ArithRef, cx.var(path, "int", ge=node.ge, le=node.le).term)
+    """The variable of a ``timedelta`` leaf: its whole seconds (an int variable)."""
+    term = cast(z3.ArithRef, cx.leaf_var(path, node).term)
     return SDelta(term, _SEC_US)
 
 
 def _vars(cx: RelationCompiler, path: Path, parts: tuple[str, ...]) -> list[z3.ArithRef]:
     out = []
     for part in parts:
-        lo, hi = _PART_BOUNDS[part]
         name = f"{part}({path_name(path)})"
-        out.append(cast(z3.ArithRef, cx.var(path, "datepart", name=name, ge=lo, le=hi).term))
+        out.append(cast(z3.ArithRef, cx.var(path, part_variable(part), name=name).term))
     return out
 
 
@@ -200,12 +183,12 @@ def date_links(records: Mapping[str, VarRecord]) -> list[tuple[str, frozenset[st
     ``clock of t`` (``t == 86400 * date(t) + clock(t)``, linear); per date (or datetime)
     with a year, month and day, ``calendar of d`` (on the datetime's ``date(t)``).
     """
-    dates = {r.path: r for r in records.values() if r.kind == "date"}
+    dates = {r.path: r for r in records.values() if r.kind == VarKind.DATE}
     parts: dict[Path, dict[str, VarRecord]] = {}
     for rec in records.values():
-        found = date_part_bounds(rec.name) if rec.kind == "datepart" else None
+        found = date_part_of(rec.name) if rec.kind == VarKind.DATEPART else None
         if found is not None:
-            parts.setdefault(rec.path, {})[found[0]] = rec
+            parts.setdefault(rec.path, {})[found] = rec
     out: list[tuple[str, frozenset[str], z3.BoolRef]] = []
     for path, ps in parts.items():
         leaf = dates[path]
@@ -286,7 +269,7 @@ def _clock_parts(v: V) -> tuple[Term, int, Clock] | None:
             if got is None:
                 continue
             micro = v.microsecond
-            if kind == "aware" and isinstance(v, dt.datetime):  # of the UTC time
+            if kind == LeafKind.AWARE and isinstance(v, dt.datetime):  # of the UTC time
                 micro = v.astimezone(dt.UTC).microsecond
             n, unit = _coarse(got[0] * _SEC_US + micro)
             return n, unit, kind
@@ -379,11 +362,11 @@ def _clock(n: Term, unit: int, temporal: Clock, zoned: bool = False) -> R:
     if isinstance(n, int):
         if not lo <= n <= hi:
             return R(UNDEF, False)
-        us = n * unit if temporal == "time" else n * unit - _DAY_US  # from 0001-01-01
+        us = n * unit if temporal == LeafKind.TIME else n * unit - _DAY_US  # from 0001-01-01
         moment = dt.datetime.min + dt.timedelta(microseconds=us)
-        if temporal == "time":
+        if temporal == LeafKind.TIME:
             return R(moment.time())
-        return R(moment.replace(tzinfo=dt.UTC) if temporal == "aware" else moment)
+        return R(moment.replace(tzinfo=dt.UTC) if temporal == LeafKind.AWARE else moment)
     ok = AND(mk_cmp(">=", n, lo), mk_cmp("<=", n, hi))
     return R(SClock(n, unit, temporal, zoned=zoned), ok)
 
@@ -536,8 +519,8 @@ def _clock_field(rest: Term, unit: int, name: str) -> Term:
 _CLOCK_FIELDS = ("hour", "minute", "second", "microsecond")
 _WALL = ("year", "month", "day", "date", "time", "weekday", "isoweekday", "toordinal")
 """A datetime's parts read off its wall clock (with `_CLOCK_FIELDS`)."""
-_DATETIMES = ("datetime", "aware")
-_CLOCKS: tuple[Clock, ...] = ("datetime", "aware", "time")
+_DATETIMES = (LeafKind.DATETIME, LeafKind.AWARE)
+_CLOCKS: tuple[Clock, ...] = (LeafKind.DATETIME, LeafKind.AWARE, LeafKind.TIME)
 
 
 def _zoned_fail(cx: RelationCompiler, name: str, node: ast.AST) -> NoReturn:
@@ -624,7 +607,7 @@ def date_method(cx: RelationCompiler, f: SFunc, args: list[V], node: ast.AST) ->
         if f.name == "date":
             return R(SDate(cast(z3.ArithRef, day), v.path))
         if f.name == "time":
-            return _clock(rest, unit, "time")
+            return _clock(rest, unit, LeafKind.TIME)
         weekday = (day + 6) % 7
         return R({"weekday": weekday, "isoweekday": weekday + 1, "toordinal": day}[f.name])
     assert isinstance(v, SDelta)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING, cast
 
 import z3
@@ -41,6 +42,7 @@ from factorspec_sdk.relations.compiler.values import (
     V,
     is_sym,
 )
+from factorspec_sdk.relations.kinds import LeafKind, VarKind
 from factorspec_sdk.relations.layout import (
     GrammarLayout,
     LayoutNode,
@@ -53,17 +55,18 @@ from factorspec_sdk.relations.layout import (
     is_branch_part,
     path_name,
 )
+from factorspec_sdk.relations.variables import NULL
 
 if TYPE_CHECKING:
     from factorspec_sdk.relations.compiler.core import ExprRule, RelationCompiler
 
-__all__ = ["RULES", "attr", "leaf", "node_value"]
+__all__ = ["LEAF_VALUES", "RULES", "attr", "leaf", "node_value"]
 
 
 def node_value(cx: RelationCompiler, path: Path, node: LayoutNode, check_null: bool = True) -> V:
     """The value of the layout node at ``path``."""
     if check_null and node.nullable:
-        null = cx.var(path, "bool", name=f"null({path_name(path)})")
+        null = cx.var(path, NULL, name=f"null({path_name(path)})")
         return SMaybe(cast(z3.BoolRef, null.term), lambda: node_value(cx, path, node, False))
     if isinstance(node, ObjectLayout):
         return SObj(path, node)
@@ -93,32 +96,42 @@ def node_value(cx: RelationCompiler, path: Path, node: LayoutNode, check_null: b
     return leaf(cx, path, node)
 
 
+LeafValue = Callable[["RelationCompiler", Path, LeafLayout], V]
+"""The value of a leaf of one kind: (compiler, path, leaf) -> its symbolic value."""
+
+_CHOICE_VALUES: dict[VarKind, LeafValue] = {
+    VarKind.BOOL: ints.bool_leaf,
+    VarKind.STR: codes.str_choice_leaf,
+    VarKind.INT: ints.int_choice_leaf,
+}
+"""A Literal/Enum leaf's value, by its variable's kind (the type of its choices)."""
+
+
+def _choice_leaf(cx: RelationCompiler, path: Path, node: LeafLayout) -> V:
+    kind = cx.leaf_var(path, node, read=False).kind  # refuses a Literal of mixed types
+    return _CHOICE_VALUES[kind](cx, path, node)
+
+
+LEAF_VALUES: dict[LeafKind, LeafValue] = {
+    LeafKind.BOOL: ints.bool_leaf,
+    LeafKind.INT: ints.int_leaf,
+    LeafKind.STR: codes.str_leaf,
+    LeafKind.ENUM: _choice_leaf,
+    LeafKind.DATE: dates.date_leaf,
+    LeafKind.DATETIME: dates.date_leaf,
+    LeafKind.AWARE: dates.date_leaf,
+    LeafKind.TIME: dates.date_leaf,
+    LeafKind.DURATION: dates.duration_leaf,
+    LeafKind.FLOAT: floats.float_leaf,
+    LeafKind.DECIMAL: floats.float_leaf,
+}
+"""The value of each leaf kind, made by the module of its value kind (`ints`, `codes`,
+`dates`, `floats`)."""
+
+
 def leaf(cx: RelationCompiler, path: Path, node: LeafLayout) -> V:
-    """The value of a leaf, made by the module of its value kind (`ints`, `codes`, `dates`)."""
-    if node.kind == "date":
-        return dates.date_leaf(cx, path, node)
-    if node.kind == "float":
-        return floats.float_leaf(cx, path, node)
-    if node.kind == "bool":
-        return ints.bool_leaf(cx, path)
-    if node.kind == "int" and node.duration:
-        return dates.duration_leaf(cx, path, node)
-    if node.kind == "int":
-        return ints.int_leaf(cx, path, node)
-    if node.kind == "str":
-        return codes.str_leaf(cx, path)
-    choices = node.choices
-    if all(isinstance(c, bool) for c in choices):
-        return ints.bool_leaf(cx, path, choices)
-    if all(isinstance(c, str) for c in choices):
-        return codes.str_choice_leaf(cx, path, node)
-    if all(isinstance(c, int) and not isinstance(c, bool) for c in choices):
-        return ints.int_choice_leaf(cx, path, node)
-    cx.fail(
-        "mixed Literal",
-        f"field {path_name(path)} mixes value types in its Literal; relations "
-        "support Literal/Enum fields whose values are all str, all int or all bool",
-    )
+    """The value of a leaf (`LEAF_VALUES`)."""
+    return LEAF_VALUES[node.kind](cx, path, node)
 
 
 def _list_value(cx: RelationCompiler, path: Path, node: ListLayout) -> SSeq:

@@ -74,7 +74,7 @@ import math
 import struct
 from fractions import Fraction
 from math import lcm
-from typing import TYPE_CHECKING, Literal, NoReturn, cast
+from typing import TYPE_CHECKING, NoReturn, cast
 
 import z3
 
@@ -86,8 +86,10 @@ from factorspec_sdk.relations.compiler.raises import (
     type_name,
 )
 from factorspec_sdk.relations.compiler.terms import AND, NOT, OR, Cond, mk_ite
-from factorspec_sdk.relations.compiler.values import UNDEF, R, SFloat, V
-from factorspec_sdk.relations.layout import FLOAT_LIMIT, LeafLayout, Path, float_range
+from factorspec_sdk.relations.compiler.values import UNDEF, Num, R, SFloat, V
+from factorspec_sdk.relations.floats import FLOAT_LIMIT
+from factorspec_sdk.relations.kinds import LeafKind
+from factorspec_sdk.relations.layout import LeafLayout, Path
 
 if TYPE_CHECKING:
     from factorspec_sdk.relations.compiler.core import RelationCompiler
@@ -121,11 +123,12 @@ _INT_BOUND = 10**18
 
 def float_leaf(cx: RelationCompiler, path: Path, node: LeafLayout) -> SFloat:
     """The scaled Int variable of a float leaf (``fl(n / 10**places)``) or a Decimal leaf."""
-    lo, hi = float_range(node)
-    n = cast(z3.ArithRef, cx.var(path, "float", ge=lo, le=hi).term)
-    mag = Fraction(max(abs(lo), abs(hi)), 10**node.places)
-    if node.decimal:
-        return SFloat(n, 10**node.places, mag, Fraction(0), True, "decimal")
+    rec = cx.leaf_var(path, node)
+    n = cast(z3.ArithRef, rec.term)
+    assert rec.ge is not None and rec.le is not None  # a float's variable is bounded
+    mag = Fraction(max(abs(rec.ge), abs(rec.le)), 10**node.places)
+    if node.kind == LeafKind.DECIMAL:
+        return SFloat(n, 10**node.places, mag, Fraction(0), True, Num.DECIMAL)
     return SFloat(n, 10**node.places, mag, mag * _U + _ETA, True)
 
 
@@ -133,12 +136,12 @@ def _const(c: float | int | decimal.Decimal) -> SFloat:
     """A Python number: a float or a Decimal exactly, an int as the float it converts to."""
     if isinstance(c, decimal.Decimal):
         q = Fraction(c)
-        return SFloat(z3.IntVal(q.numerator), q.denominator, abs(q), Fraction(0), True, "decimal")
+        return SFloat(z3.IntVal(q.numerator), q.denominator, abs(q), Fraction(0), True, Num.DECIMAL)
     if isinstance(c, float):
         q = Fraction(c)
         return SFloat(z3.IntVal(q.numerator), q.denominator, abs(q), Fraction(0), True)
     err = Fraction(0) if abs(c) <= _EXACT_INT else abs(c) * _U  # int -> float rounds above
-    return SFloat(z3.IntVal(c), 1, Fraction(abs(c)), err, err == 0, "int")
+    return SFloat(z3.IntVal(c), 1, Fraction(abs(c)), err, err == 0, Num.INT)
 
 
 def _int_bound(cx: RelationCompiler, t: z3.ExprRef) -> int:
@@ -177,19 +180,19 @@ def as_float(cx: RelationCompiler, v: V) -> SFloat | None:
         return None if t is None else _const(t)
     bound = _int_bound(cx, t)
     err = Fraction(0) if bound <= _EXACT_INT else bound * _U
-    return SFloat(t, 1, Fraction(bound), err, err == 0, "int")
+    return SFloat(t, 1, Fraction(bound), err, err == 0, Num.INT)
 
 
 def _is_float(v: V) -> bool:
     return isinstance(v, (SFloat, float, decimal.Decimal))
 
 
-def _kind(x: SFloat, y: SFloat) -> Literal["float", "decimal", "int"] | None:
+def _kind(x: SFloat, y: SFloat) -> Num | None:
     """The kind of ``x op y``; None when Python raises ``TypeError`` (Decimal with float)."""
     kinds = {x.kind, y.kind}
-    if kinds == {"float", "decimal"}:
+    if kinds == {Num.FLOAT, Num.DECIMAL}:
         return None
-    return "decimal" if "decimal" in kinds else "float" if "float" in kinds else "int"
+    return Num.DECIMAL if Num.DECIMAL in kinds else Num.FLOAT if Num.FLOAT in kinds else Num.INT
 
 
 _DECIMAL_DIGITS = 10**28
@@ -205,7 +208,7 @@ def _exact_decimal(cx: RelationCompiler, x: SFloat, node: ast.AST) -> SFloat:
             "of Python's Decimal context, which rounds it; bound the fields (max_digits)",
             node,
         )
-    return SFloat(x.num, x.den, x.mag, Fraction(0), True, "decimal")
+    return SFloat(x.num, x.den, x.mag, Fraction(0), True, Num.DECIMAL)
 
 
 def _scaled(x: SFloat, den: int) -> z3.ArithRef:
@@ -270,7 +273,7 @@ def arith_floats(
         return R(UNDEF, False)  # TypeError: a Decimal and a float do not mix
     if op in (ast.Add, ast.Sub, ast.Mult):
         out = _add(x, y, 1 if op is ast.Add else -1) if op is not ast.Mult else _mul(x, y)
-        if kind == "decimal":
+        if kind == Num.DECIMAL:
             return R(_exact_decimal(cx, out, node), ok)
         return R(out, ok)
     cx.fail(
@@ -306,11 +309,11 @@ def divide_float(cx: RelationCompiler, a: V, b: V, ok: Cond, node: ast.AST) -> R
         return R(UNDEF, False)  # TypeError: a Decimal and a float do not mix
     if b == 0:
         return R(UNDEF, False)  # ZeroDivisionError (decimal.DivisionByZero)
-    c = Fraction(b) if kind == "decimal" else Fraction(float(b))
+    c = Fraction(b) if kind == Num.DECIMAL else Fraction(float(b))
     num = x.num * (c.denominator if c > 0 else -c.denominator)
     den = x.den * abs(c.numerator)
     mag = x.mag / abs(c)
-    if kind == "decimal":
+    if kind == Num.DECIMAL:
         rest = abs(c.numerator)
         for p in (2, 5):
             while rest % p == 0:
@@ -323,7 +326,7 @@ def divide_float(cx: RelationCompiler, a: V, b: V, ok: Cond, node: ast.AST) -> R
                 "(2, 4, 5, 10, 100...) or multiply instead",
                 node,
             )
-        out = SFloat(cast(z3.ArithRef, num), den, mag, Fraction(0), True, "decimal")
+        out = SFloat(cast(z3.ArithRef, num), den, mag, Fraction(0), True, Num.DECIMAL)
         return R(_exact_decimal(cx, out, node), ok)
     carried = x.err / abs(c)
     if x.rounded and _power_of_two(_const(float(b))) is not None:  # halving is exact
@@ -406,7 +409,7 @@ def order_floats(
         )
     if x.err == 0 and y.err == 0:  # both are their R exactly (Python compares exactly)
         return _exact_cmp(op, x, y), True
-    if {x.kind, y.kind} == {"float", "decimal"}:  # Decimal('0.1') != 0.1 in Python
+    if {x.kind, y.kind} == {Num.FLOAT, Num.DECIMAL}:  # Decimal('0.1') != 0.1 in Python
         cx.fail(
             "comparison of a Decimal with a float",
             f"{ast.unparse(node)}: Python compares the Decimal with the float's exact binary "
@@ -548,7 +551,7 @@ def ite_floats(cx: RelationCompiler, c: Cond, a: V, b: V) -> SFloat | None:
     if x is None or y is None:
         return None
     kinds = {x.kind, y.kind}
-    if kinds == {"float", "decimal"}:
+    if kinds == {Num.FLOAT, Num.DECIMAL}:
         return None  # a choice between a float and a Decimal stays a choice
     den = lcm(x.den, y.den)
     num = mk_ite(c, _scaled(x, den), _scaled(y, den))
@@ -558,7 +561,7 @@ def ite_floats(cx: RelationCompiler, c: Cond, a: V, b: V) -> SFloat | None:
         max(x.mag, y.mag),
         max(x.err, y.err),
         x.rounded and y.rounded,
-        "decimal" if "decimal" in kinds else "float" if "float" in kinds else "int",
+        Num.DECIMAL if Num.DECIMAL in kinds else Num.FLOAT if Num.FLOAT in kinds else Num.INT,
     )
 
 
@@ -640,9 +643,9 @@ def sum_floats(
             total = SFloat(x.num, x.den, x.mag, x.err, x.rounded, kind)
         else:
             total = _add(total, x, 1)
-            total = _exact_decimal(cx, total, node) if kind == "decimal" else total
+            total = _exact_decimal(cx, total, node) if kind == Num.DECIMAL else total
         n += 1
-    if n >= 2 and total.kind != "decimal":  # slack for Python 3.12's compensated sum
+    if n >= 2 and total.kind != Num.DECIMAL:  # slack for Python 3.12's compensated sum
         total = SFloat(total.num, total.den, total.mag, total.err + 2 * _U * total.mag, False)
     return total
 
@@ -673,7 +676,7 @@ def isclose_floats(cx: RelationCompiler, args: list[V], kwargs: dict[str, V], no
     if rel_q < 0 or tol_q < 0:
         return R(UNDEF, False)  # ValueError: tolerances must be non-negative
     x, y = as_float(cx, given["a"]), as_float(cx, given["b"])
-    if x is None or y is None or _kind(x, y) != "float":
+    if x is None or y is None or _kind(x, y) != Num.FLOAT:
         cx.fail("call to math.isclose()", "math.isclose() of floats (not Decimals)", node)
     d = neg_abs_float(_add(y, x, -1), True)
     relative = rel_q * max(x.mag + x.err, y.mag + y.err) * (1 + 4 * _U) + _ETA
@@ -707,7 +710,7 @@ def truncate_float(cx: RelationCompiler, v: V, node: ast.AST) -> V | None:
     """
     if not isinstance(v, SFloat):
         return None
-    if not (v.rounded and (v.kind != "float" or _digits15(v))):
+    if not (v.rounded and (v.kind != Num.FLOAT or _digits15(v))):
         cx.fail(
             "int() of a computed float",
             f"{ast.unparse(node)}: a computed float can round across an integer; round() it first",
@@ -725,9 +728,9 @@ def to_float(cx: RelationCompiler, v: V) -> SFloat | None:
     x = as_float(cx, v)
     if x is None or isinstance(v, (str, bytes)):
         return None
-    if x.kind == "float":
+    if x.kind == Num.FLOAT:
         return x
-    if x.err == 0 and x.kind == "int" and x.den == 1:  # an exact int: the double is the int
+    if x.err == 0 and x.kind == Num.INT and x.den == 1:  # an exact int: the double is the int
         return SFloat(x.num, 1, x.mag, Fraction(0), True)
     return SFloat(x.num, x.den, x.mag, x.mag * _U + _ETA + x.err, x.err == 0)
 
@@ -756,9 +759,9 @@ def round_float(cx: RelationCompiler, v: V, ndigits: V, node: ast.AST) -> V | No
         cx.fail("round() of a float", "round(x, n) needs a constant n >= 0", node)
     scale: int = cast(int, 10 ** (ndigits or 0))
     out: V
-    if v.kind == "decimal":
+    if v.kind == Num.DECIMAL:
         q = _half_even(cast(z3.ArithRef, v.num * scale), v.den)
-        out = q if ndigits is None else SFloat(q, scale, v.mag + 1, Fraction(0), True, "decimal")
+        out = q if ndigits is None else SFloat(q, scale, v.mag + 1, Fraction(0), True, Num.DECIMAL)
         return out
     if ndigits is None:
         if not v.rounded or v.err * 2 * v.den >= 1:

@@ -16,7 +16,7 @@ import z3
 
 from factorspec_sdk.relations.compiler.terms import AND, Cond, mk_cmp, mk_eq, to_bool
 from factorspec_sdk.relations.compiler.values import UNDEF, R, SCode, V
-from factorspec_sdk.relations.layout import INT_LIMIT, LeafLayout, Path
+from factorspec_sdk.relations.layout import LeafLayout, Path
 
 if TYPE_CHECKING:
     from factorspec_sdk.relations.compiler.core import RelationCompiler
@@ -34,29 +34,19 @@ __all__ = [
 ]
 
 
-def bool_leaf(cx: RelationCompiler, path: Path, choices: tuple[object, ...] | None = None) -> V:
+def bool_leaf(cx: RelationCompiler, path: Path, node: LeafLayout) -> V:
     """The Bool variable of a bool leaf (or a Literal of bools)."""
-    return cx.var(path, "bool", choices=choices).term
+    return cx.leaf_var(path, node).term
 
 
 def int_leaf(cx: RelationCompiler, path: Path, node: LeafLayout) -> V:
     """The Int variable of an int leaf, bounded by the schema or by `INT_LIMIT`."""
-    ge = node.ge if node.ge is not None else -INT_LIMIT
-    le = node.le if node.le is not None else INT_LIMIT
-    return cx.var(path, "int", ge=ge, le=le).term
+    return cx.leaf_var(path, node).term
 
 
 def int_choice_leaf(cx: RelationCompiler, path: Path, node: LeafLayout) -> V:
     """A Literal/Enum leaf of ints: an Int term (an int Enum is an `SCode` of its values)."""
-    ints = [cast(int, c) for c in node.choices]
-    rec = cx.var(
-        path,
-        "int",
-        choices=node.choices,
-        ge=min(ints),
-        le=max(ints),
-        enum_type=node.enum_type,
-    )
+    rec = cx.leaf_var(path, node)
     if node.enum_type is not None:
         return SCode(cast(z3.ArithRef, rec.term), node.enum_type, False)
     return rec.term

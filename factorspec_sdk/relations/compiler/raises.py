@@ -28,6 +28,7 @@ import z3
 
 from factorspec_sdk.relations.compiler.values import (
     UNDEF,
+    Num,
     SClock,
     SCode,
     SDate,
@@ -36,6 +37,7 @@ from factorspec_sdk.relations.compiler.values import (
     V,
     is_sym,
 )
+from factorspec_sdk.relations.kinds import LeafKind
 
 if TYPE_CHECKING:
     from factorspec_sdk.relations.compiler.core import RelationCompiler
@@ -57,11 +59,11 @@ BINARY: dict[type[ast.AST], tuple[str, Callable[[Any, Any], object]]] = {
 }
 """Python's operator and its symbol, per AST operator (arithmetic and ordering)."""
 
-_NUMBERS = {"decimal": decimal.Decimal(1), "float": 1.0, "int": 1}
-_CLOCKS = {
-    "time": dt.time(12),
-    "datetime": dt.datetime(2000, 1, 1, 12),
-    "aware": dt.datetime(2000, 1, 1, 12, tzinfo=dt.UTC),
+_NUMBERS: dict[Num, object] = {Num.DECIMAL: decimal.Decimal(1), Num.FLOAT: 1.0, Num.INT: 1}
+_CLOCKS: dict[LeafKind, object] = {
+    LeafKind.TIME: dt.time(12),
+    LeafKind.DATETIME: dt.datetime(2000, 1, 1, 12),
+    LeafKind.AWARE: dt.datetime(2000, 1, 1, 12, tzinfo=dt.UTC),
 }
 _NO_SAMPLE = object()
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Literal
 
 import z3
 
 from factorspec_sdk.relations.compiler.terms import Cond
 from factorspec_sdk.relations.decorator import RelationInfo
+from factorspec_sdk.relations.kinds import BOOL_KINDS, VarKind
 from factorspec_sdk.relations.layout import OTHER_TEXT, Path
 
 __all__ = [
@@ -29,14 +29,6 @@ __all__ = [
 
 OTHER_CODE = 0
 """Code of "any string not in the intern table"."""
-
-VarKind = Literal[
-    "int", "bool", "str", "len", "strlen", "date", "datepart", "float", "same", "affix"
-]
-
-
-BOOL_KINDS: frozenset[VarKind] = frozenset({"bool", "same", "affix"})
-"""The kinds whose variable is a Z3 ``Bool`` (the others are ``Int``)."""
 
 
 class InternTable:
@@ -66,13 +58,14 @@ class VarRecord:
     Attributes:
         name: variable name (``stays[2].city``, ``len(stays)``, ``null(note)``).
         path: the layout path of the leaf or list.
-        kind: ``int`` / ``bool`` / ``str`` / ``len`` (of a list) / ``strlen`` (of a free
-            str, in characters) / ``date`` (a ``datetime.date`` as its ordinal,
-            ``date.toordinal()``) / ``datepart`` (``year(d)``, ``month(d)`` or ``day(d)``
-            of a date leaf ``d``, tied to it by a factor) / ``float`` (a float leaf as its
-            scaled value ``x * 10**places``) / ``same`` (a Bool: two free str leaves hold the
-            same text, ``same(a, b)``; see `codes.same_text`) / ``affix`` (a Bool: a free str
-            leaf starts or ends with a constant, ``startswith(a, "x")``; see `codes.affix`).
+        kind: what it holds (`VarKind`): ``int`` / ``bool`` / ``str`` / ``len`` (of a list)
+            / ``strlen`` (of a free str, in characters) / ``date`` (a ``datetime.date`` as
+            its ordinal, ``date.toordinal()``) / ``datepart`` (``year(d)``, ``month(d)`` or
+            ``day(d)`` of a date leaf ``d``, tied to it by a factor) / ``float`` (a float leaf
+            as its scaled value ``x * 10**places``) / ``same`` (a Bool: two free str leaves
+            hold the same text, ``same(a, b)``; see `codes.same_text`) / ``affix`` (a Bool: a
+            free str leaf starts or ends with a constant, ``startswith(a, "x")``; see
+            `codes.affix`). Its shape comes from `factorspec_sdk.relations.variables`.
         term: the Z3 term.
         ge: inclusive lower bound (ints, lengths and date ordinals).
         le: inclusive upper bound.

@@ -21,9 +21,11 @@ from typing import Literal, TypeAlias
 import z3
 
 from factorspec_sdk.relations.compiler.terms import Cond
+from factorspec_sdk.relations.kinds import LeafKind
 from factorspec_sdk.relations.layout import ObjectLayout, Path
 
 __all__ = [
+    "Num",
     "UNDEF",
     "Item",
     "Iter",
@@ -102,9 +104,17 @@ class SClock:
 
     n: z3.ArithRef
     unit: int
-    temporal: Literal["datetime", "aware", "time"]
+    temporal: Literal[LeafKind.DATETIME, LeafKind.AWARE, LeafKind.TIME]
     path: Path | None = None
     zoned: bool = False
+
+
+class Num(enum.StrEnum):
+    """Which Python number a symbolic number (`SFloat`) is: the type of its arithmetic."""
+
+    INT = "int"
+    FLOAT = "float"
+    DECIMAL = "decimal"
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -126,7 +136,7 @@ class SFloat:
     mag: Fraction
     err: Fraction
     rounded: bool
-    kind: Literal["float", "decimal", "int"] = "float"
+    kind: Num = Num.FLOAT
 
 
 @dataclass(frozen=True, slots=True, eq=False)

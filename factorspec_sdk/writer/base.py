@@ -1,0 +1,82 @@
+"""What the writer asks of a leaf kind (`LeafWriter`), and the helpers the kinds share.
+
+A leaf kind's writer (`factorspec_sdk.writer.leaves.LEAF_WRITERS`) answers the writer's core
+(`factorspec_sdk.writer.automaton.Writer`), which it is handed along with the state:
+
+- `LeafWriter.opening`: layout text due before the leaf's choices (a quote), if any;
+- `LeafWriter.options`: the alternatives at one of the leaf's choice points;
+- `LeafWriter.shortest` / `LeafWriter.longest`: characters of its shortest text, bytes of
+  its longest (relations ignored; the token budget's bounds);
+- `LeafWriter.shortest_rest` / `LeafWriter.longest_rest`: the same for the rest of a value
+  begun (``partial``: what is written of it).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from factorspec_sdk.relations.layout import LeafLayout, Path
+from factorspec_sdk.relations.variables import leaf_variable
+from factorspec_sdk.writer.digits import is_canonical_int
+
+if TYPE_CHECKING:
+    from factorspec_sdk.graph import CompiledSpec
+    from factorspec_sdk.writer.automaton import Writer
+    from factorspec_sdk.writer.state import Event, FreeString, Option, WriterState
+
+__all__ = ["LeafWriter", "leaf_bounds", "utf8"]
+
+
+def utf8(text: str) -> int:
+    """UTF-8 bytes of ``text``."""
+    return len(text.encode("utf-8"))
+
+
+def leaf_bounds(node: LeafLayout, var: str | None, spec: CompiledSpec) -> tuple[int, int]:
+    """The values a leaf may take: its variable's bounds when a relation reads it.
+
+    (The compiler sets both, maybe tighter than the schema's.) Else the bounds the layout
+    gives the leaf's variable (`leaf_variable`).
+    """
+    if var is not None:
+        rec = spec.record(var)
+        lo, hi = rec.ge, rec.le
+    else:
+        shape = leaf_variable(node)
+        lo, hi = shape.ge, shape.le
+    assert lo is not None and hi is not None  # a bounded kind's variable
+    return lo, hi
+
+
+class LeafWriter:
+    """How the writer writes one leaf kind (the defaults are an unquoted number's)."""
+
+    def opening(self, w: Writer, s: WriterState, path: Path, node: LeafLayout) -> Event | None:
+        """Layout text (or a grammar value) due at ``s`` before the leaf's choices; None."""
+        return None
+
+    def options(
+        self, w: Writer, s: WriterState, path: Path, node: LeafLayout, var: str | None
+    ) -> list[Option] | FreeString:
+        """The alternatives at ``s``, a choice point of the leaf (``var``: its variable)."""
+        raise NotImplementedError
+
+    def shortest(self, node: LeafLayout) -> int:
+        """Characters of the leaf's shortest text (relations ignored)."""
+        return 1
+
+    def longest(
+        self, node: LeafLayout, path: Path, spec: CompiledSpec, strings: tuple[str, ...]
+    ) -> int:
+        """UTF-8 bytes of the leaf's longest text (a free string at its least length)."""
+        raise NotImplementedError
+
+    def shortest_rest(self, node: LeafLayout, partial: str) -> int:
+        """At least how many characters complete the leaf from ``partial``."""
+        return 0 if partial and is_canonical_int(partial) else 1  # a digit more, at least
+
+    def longest_rest(
+        self, node: LeafLayout, path: Path, spec: CompiledSpec, partial: str, whole: int
+    ) -> int:
+        """At most how many bytes complete the leaf from ``partial`` (``whole``: `longest`)."""
+        return max(0, whole - len(partial))

@@ -1,0 +1,295 @@
+"""The writer's states and what a choice point offers: options, a free string, a grammar value.
+
+States are immutable and hashable, so speculative decoding rolls back by keeping old states.
+The events (`Text`, `LeafEvent`, `GrammarEvent`, the decisions, `Done`) are what the writer
+finds at a state (`factorspec_sdk.writer.automaton.Writer`): forced layout text, or a choice.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from factorspec_sdk.relations.layout import (
+    GrammarLayout,
+    LayoutNode,
+    LeafLayout,
+    ListLayout,
+    ObjectLayout,
+    Path,
+    UnionLayout,
+)
+from factorspec_sdk.writer.lengths import StringLengths
+from factorspec_sdk.writer.texts import StringTexts
+
+if TYPE_CHECKING:
+    from factorspec_sdk.graph import Assignment
+
+__all__ = [
+    "FINITE_LIMIT",
+    "Choice",
+    "Done",
+    "Event",
+    "Frame",
+    "FreeString",
+    "GrammarEvent",
+    "GrammarValue",
+    "LeafEvent",
+    "ListDecision",
+    "ListFrame",
+    "NullDecision",
+    "ObjFrame",
+    "Option",
+    "Pending",
+    "Text",
+    "UnionDecision",
+    "WriterState",
+    "value_text",
+]
+
+FINITE_LIMIT = 64
+"""A leaf with at most this many feasible values is offered as a set of whole values."""
+
+
+def value_text(value: object) -> str:
+    """Canonical JSON text of a scalar value."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+@dataclass(frozen=True, slots=True)
+class ObjFrame:
+    """An open object: its path, the next field's index (``entry``: a dict's entry)."""
+
+    path: Path
+    index: int
+    node: ObjectLayout = field(compare=False, hash=False, repr=False)
+    entry: bool = False  # a dict's entry: ``"k": v``, no braces, no field keys
+
+
+@dataclass(frozen=True, slots=True)
+class ListFrame:
+    """An open list: its path and the next item's index."""
+
+    path: Path
+    index: int
+    node: ListLayout = field(compare=False, hash=False, repr=False)
+
+
+Frame = ObjFrame | ListFrame
+
+
+@dataclass(frozen=True, slots=True)
+class Pending:
+    """The node whose value is due next, at its path."""
+
+    path: Path
+    node: LayoutNode = field(compare=False, hash=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class WriterState:
+    """Where the writer is: the facts written so far and the layout position.
+
+    Attributes:
+        assignment: oracle facts in the order the JSON writes them.
+        stack: open objects and lists, innermost last.
+        pending: the node to write next, if a value is due.
+        partial: digits of an int leaf, characters of a float leaf (fixed-point text),
+            characters of a free string, or characters of a date after its opening quote,
+            written so far.
+    """
+
+    assignment: Assignment
+    stack: tuple[Frame, ...]
+    pending: Pending | None
+    partial: str | None = None
+
+    @property
+    def done(self) -> bool:
+        """Whether the record is complete."""
+        return not self.stack and self.pending is None
+
+
+@dataclass(frozen=True, slots=True)
+class Option:
+    """One alternative at a choice point: its text and the state after that text."""
+
+    text: str
+    state: WriterState
+
+
+@dataclass(frozen=True, slots=True)
+class FreeString:
+    """A free JSON string leaf being written (no relation reads it, or none names its text).
+
+    Attributes:
+        state: the writer state inside the string.
+        written: characters written so far (unescaped; the writer never emits escapes).
+        min_length: fewest characters.
+        max_length: most characters, or None.
+        close_suffix: forced layout text after the closing quote.
+        lengths: where a relation reads the string's ``len()``, the lengths it may close at
+            (asked of the oracle; with ``texts``, the lengths of texts no relation names);
+            None otherwise.
+        texts: where a relation reads the string's value, the texts it may close at; None
+            otherwise.
+    """
+
+    state: WriterState
+    written: str
+    min_length: int
+    max_length: int | None
+    close_suffix: str
+    lengths: StringLengths | None = None
+    texts: StringTexts | None = None
+
+    def fits(self, n: int) -> bool:
+        """Whether ``n`` characters are within the schema's ``min_length``/``max_length``."""
+        return n >= self.min_length and (self.max_length is None or n <= self.max_length)
+
+    def closes_at(self, n: int) -> bool:
+        """Whether a text no relation names may end after ``n`` characters."""
+        if not self.fits(n):
+            return False
+        if self.texts is not None and not self.texts.other:
+            return False
+        return self.lengths is None or self.lengths.closes(n)
+
+    def closes(self, text: str) -> bool:
+        """Whether the string may end as ``text`` (the whole string, not just the rest)."""
+        if self.texts is not None and self.texts.named(text):
+            return text in self.texts.feasible
+        if self.texts is not None and self.texts.affixes is not None:
+            return self.fits(len(text)) and self.texts.other and self.texts.affixes.closes(text)
+        return self.closes_at(len(text))
+
+    def completable(self, text: str) -> bool:
+        """Whether a string with affixes, written up to ``text``, can still close.
+
+        See `factorspec_sdk.writer.affixes`.
+        """
+        texts = self.texts
+        assert texts is not None and texts.affixes is not None
+        if texts.other and texts.affixes.open_ok(text):
+            return True
+        candidates = [*texts.affixes.tight(text), *texts.extending(text)]
+        return any(self.closes(t) for t in candidates)
+
+    @property
+    def longest_other(self) -> int | None:
+        """The most characters a text no relation names may reach (-1: none may be written)."""
+        if self.texts is not None and not self.texts.other:
+            return -1
+        if self.lengths is not None:
+            return self.lengths.longest
+        return self.max_length
+
+    @property
+    def longest(self) -> int | None:
+        """The most characters the string may reach, or None (no bound)."""
+        top = self.longest_other
+        if self.texts is None or top is None:
+            return top
+        return max([top, *(len(t) for t in self.texts.extending(self.written))])
+
+    def next_other(self, n: int) -> int | None:
+        """The least length ``>= n`` a text no relation names may close at."""
+        if self.texts is not None and not self.texts.other:
+            return None
+        if self.lengths is not None:
+            return self.lengths.next_length(n)
+        k = max(n, self.min_length)
+        return k if self.max_length is None or k <= self.max_length else None
+
+    def shortest_close(self) -> int:
+        """The fewest characters the string can close at from here (at least ``written``)."""
+        n = len(self.written)
+        k = self.next_other(n)
+        if self.texts is not None:
+            if k == n and self.texts.named(self.written):  # it closes as itself or grows
+                k = self.next_other(n + 1)
+            named = [len(t) for t in self.texts.extending(self.written)]
+            k = min([*named, *([] if k is None else [k])], default=None)
+        if k is None:
+            raise RuntimeError(f"string at {self.state.pending!r} has no feasible length")
+        return k
+
+
+@dataclass(frozen=True, slots=True)
+class GrammarValue:
+    """A grammar value due next: its JSON Schema and the writer state after it.
+
+    Attributes:
+        path: where the value sits.
+        node: its layout (the JSON Schema text).
+        after: the writer state once the value is written.
+    """
+
+    path: Path
+    node: GrammarLayout
+    after: WriterState
+
+
+@dataclass(frozen=True, slots=True)
+class GrammarEvent:
+    """A grammar value is due at ``path``."""
+
+    path: Path
+    node: GrammarLayout
+    state: WriterState
+
+
+@dataclass(frozen=True, slots=True)
+class Text:
+    """Forced layout text, and the state after it."""
+
+    text: str
+    state: WriterState
+
+
+@dataclass(frozen=True, slots=True)
+class LeafEvent:
+    """A leaf's value is due at ``path``: a choice among its options."""
+
+    path: Path
+    node: LeafLayout
+    state: WriterState
+
+
+@dataclass(frozen=True, slots=True)
+class ListDecision:
+    """A list's next item, or its end."""
+
+    frame: ListFrame
+    state: WriterState
+
+
+@dataclass(frozen=True, slots=True)
+class UnionDecision:
+    """A union's branch (or ``null``)."""
+
+    path: Path
+    node: UnionLayout
+    state: WriterState
+
+
+@dataclass(frozen=True, slots=True)
+class NullDecision:
+    """A nullable object or list whose null-ness a relation reads, not decided yet."""
+
+    path: Path
+    null_var: str
+    state: WriterState
+
+
+@dataclass(frozen=True, slots=True)
+class Done:
+    """The record is complete."""
+
+    state: WriterState
+
+
+Event = Text | LeafEvent | GrammarEvent | ListDecision | UnionDecision | NullDecision | Done
+Choice = list[Option] | FreeString | GrammarValue
+"""What a choice point offers: whole options, a free string, or a grammar value."""
