@@ -607,7 +607,9 @@ def _derive(
             v = _VarSpec(name, path, "len", node.min_length, node.max_length, None, False, False)
     elif (part := date_part_bounds(name)) is not None and name == f"{part[0]}({path_name(path)})":
         temporals: tuple[str, ...] = ("datetime", "aware")
-        if part[0] not in ("date", "clock"):
+        if part[0] in ("hour", "minute", "second"):
+            temporals = (*temporals, "time")
+        elif part[0] not in ("date", "clock"):
             temporals = ("date", *temporals)
         if not (
             isinstance(node, LeafLayout) and node.kind == "date" and node.temporal in temporals

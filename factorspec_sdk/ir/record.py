@@ -121,7 +121,8 @@ def record_facts(spec: CompiledSpec, data: object) -> tuple[Fact, ...]:
                     facts.append((name, n))
                 elif (part := date_part_bounds(name)) is not None:
                     day, clock = (n, 0) if node.temporal == "date" else divmod(n, DAY_SECONDS)
-                    parts = {"date": day, "clock": clock}
+                    parts = {"date": day, "clock": clock, "hour": clock // 3600}
+                    parts |= {"minute": clock // 60 % 60, "second": clock % 60}
                     if part[0] not in parts:
                         parts[part[0]] = getattr(dt.date.fromordinal(day), part[0])
                     facts.append((name, parts[part[0]]))
