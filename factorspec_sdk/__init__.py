@@ -6,7 +6,7 @@ only when an engine or the server is created; `from_openai` (Instructor's call s
 you loaded, `factorspec_sdk.engines.embedded`) are imported on first use.
 """
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from factorspec_sdk.client import AsyncClient as AsyncClient
 from factorspec_sdk.client import Client as Client
@@ -71,15 +71,35 @@ from factorspec_sdk.relations.decorator import distinct as distinct
 from factorspec_sdk.relations.decorator import relation as relation
 from factorspec_sdk.relations.decorator import relations_of as relations_of
 from factorspec_sdk.relations.layout import Places as Places
+from factorspec_sdk.relations.schema import PlainJsonSchema as PlainJsonSchema
+from factorspec_sdk.relations.schema import plain_json_schema as plain_json_schema
+from factorspec_sdk.relations.schema import set_schema_extension
 from factorspec_sdk.streams import AsyncRecordStream as AsyncRecordStream
 from factorspec_sdk.streams import RecordStream as RecordStream
 from factorspec_sdk.streams import StreamClosed as StreamClosed
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from factorspec_sdk.engines.embedded import from_transformers as from_transformers
     from factorspec_sdk.integrations.openai_compat import from_openai as from_openai
 
 __version__ = "0.1.0"
+
+
+def _schema_extension(model: type["BaseModel"]) -> dict[str, Any]:
+    """What a model's JSON schema carries under ``x-factorspec`` (`factorspec_sdk.ir.carrier`).
+
+    Registered here because ``relations`` sit below ``ir`` in the layering, and every import
+    of ``factorspec_sdk.relations`` runs this module first; ``ir`` (and Z3) is imported on the
+    first schema of a model with relations.
+    """
+    from factorspec_sdk.ir.carrier import schema_extension
+
+    return schema_extension(model)
+
+
+set_schema_extension(_schema_extension)
 
 __all__ = [
     "AsyncClient",
@@ -96,6 +116,7 @@ __all__ = [
     "ModelLoadError",
     "OracleError",
     "Places",
+    "PlainJsonSchema",
     "Provenance",
     "RecordStream",
     "RelationDefinitionError",
@@ -115,6 +136,7 @@ __all__ = [
     "from_openai",
     "from_transformers",
     "partial_model",
+    "plain_json_schema",
     "relation",
     "relations_of",
 ]

@@ -13,7 +13,7 @@ Every error the SDK raises on purpose derives from `FactorSpecError` and carries
     ├── OracleError                    the solver could not decide a query (unknown / timeout)
     ├── EngineError                    an engine failed or cannot be loaded
     │   ├── ModelLoadError             the model files cannot be found or converted
-    │   └── UpstreamsUnavailableError  no engine server of a pool is healthy (names each one)
+    │   └── UpstreamsUnavailableError  the engine tier failed a record on every attempt
     └── GenerationError                decoding could not finish
         ├── IncompleteGenerationError  the token budget ran out; carries the partial text
         │   └── GenerationTimeoutError the server's time limit ran out first
@@ -177,10 +177,13 @@ class ModelLoadError(EngineError):
 
 
 class UpstreamsUnavailableError(EngineError):
-    """No engine server of a pool is healthy (`factorspec_sdk.engines.upstreams`).
+    """The engine tier failed a record on every attempt (`factorspec_sdk.backends.upstreams`).
+
+    Behind ``factorspec serve --upstream URL`` a record a server fails under is restarted; this
+    is the error once the restarts failed too (no server behind the router finished it).
 
     Attributes:
-        upstreams: each server's URL and the last error it gave (None if it gave none).
+        upstreams: the upstream's URL and the last error it gave (None if it gave none).
     """
 
     code = "upstreams-unavailable"

@@ -33,6 +33,8 @@ from typing import Annotated, Any, ClassVar, Literal, Union, cast
 
 from pydantic import BaseModel, Field, create_model
 
+from factorspec_sdk.relations.schema import X_FACTORSPEC, plain_json_schema, without_extension
+
 __all__ = [
     "MAX_PARALLEL_CALLS",
     "X_FACTORSPEC",
@@ -47,9 +49,6 @@ __all__ = [
 
 MAX_PARALLEL_CALLS = 8
 """Most calls in one answer with ``parallel=True`` (unless the caller asks for another bound)."""
-
-X_FACTORSPEC = "x-factorspec"
-"""The JSON Schema key that carries a relation IR inside a schema (``{"ir": {...}}``)."""
 
 ToolSpec = type[BaseModel] | Callable[..., Any]
 """What a tool is given as: a Pydantic model of its arguments, or a typed function."""
@@ -101,30 +100,34 @@ class Tool:
     def schema(self) -> dict[str, Any]:
         """The tool as the OpenAI API describes it (``{"type": "function", ...}``).
 
-        The parameters are the arguments model's JSON schema, as the model sees them: it
-        carries no relation (see `function_tool` for the tool a server should get).
+        The parameters are the arguments model's JSON schema as the model sees them, without
+        ``x-factorspec`` (`factorspec_sdk.plain_json_schema`); see `function_tool` for the
+        tool a server should get.
         """
         return {
             "type": "function",
             "function": {
                 "name": self.name,
                 "description": self.description,
-                "parameters": self.arguments.model_json_schema(),
+                "parameters": plain_json_schema(self.arguments),
             },
         }
 
 
 def function_tool(spec: ToolSpec | Tool, context: object = None) -> dict[str, Any]:
-    """The OpenAI ``tools`` entry of a tool, with its relations: ``pydantic_function_tool``'s.
+    """The OpenAI ``tools`` entry of a tool, with its relations for ``context``.
 
-    ``openai.pydantic_function_tool(Model)`` sends the model's JSON schema, which says
-    nothing of its ``@relation`` s; this sends the same function with the relation IR of
-    its arguments for ``context`` (`factorspec_sdk.ir.to_ir`) under ``x-factorspec`` at the
-    root of ``parameters``, where ``factorspec serve`` reads it and enforces the relations
-    in every call of the function::
+    ``openai.pydantic_function_tool(Model)`` sends the model's JSON schema, which carries
+    the relation IR of a model whose relations read no context (``@relation`` puts it there,
+    `factorspec_sdk.relations.schema`) and, for relations that read one, only a marker on
+    which ``factorspec serve`` refuses the tool. This sends the same function with the
+    relation IR of its arguments for ``context`` (`factorspec_sdk.ir.to_ir`) under
+    ``x-factorspec`` at the root of ``parameters``, where ``factorspec serve`` reads it and
+    enforces the relations in every call of the function; it is also the IR of the whole
+    arguments model when only a nested model has relations::
 
         client.chat.completions.create(model=..., messages=...,
-                                       tools=[function_tool(BookRoom)])
+                                       tools=[function_tool(BookRoom, context=ctx)])
 
     A tool without relations gets its plain JSON schema.
 
@@ -135,7 +138,7 @@ def function_tool(spec: ToolSpec | Tool, context: object = None) -> dict[str, An
     from factorspec_sdk.ir import to_ir
 
     tool = Tool.of(spec)
-    described = tool.schema()
+    described = tool.schema()  # the plain schema: the IR below is the one for `context`
     ir = to_ir(tool.arguments, context)
     if ir.get("factors"):
         parameters = dict(described["function"]["parameters"])
@@ -246,7 +249,7 @@ def tools_prompt(
     ``"You can call these functions: "``), so the text has no sentence to copy.
     """
     functions = [
-        _without_ir(t.schema()["function"] if isinstance(t, Tool) else dict(t)) for t in tools
+        without_extension(t.schema()["function"] if isinstance(t, Tool) else dict(t)) for t in tools
     ]
     listed = json.dumps(functions, ensure_ascii=False)
     if message:
@@ -257,12 +260,3 @@ def tools_prompt(
         else f"Call one or more of them (at most {max_calls} calls)"
     )
     return f"You can call these functions:\n{listed}\n{how} to answer the user."
-
-
-def _without_ir(value: Any) -> Any:
-    """``value`` (JSON) without its ``x-factorspec`` keys, at any depth."""
-    if isinstance(value, dict):
-        return {k: _without_ir(v) for k, v in value.items() if k != X_FACTORSPEC}
-    if isinstance(value, list):
-        return [_without_ir(v) for v in value]
-    return value

@@ -7,6 +7,12 @@ model's relations can travel (the local client, the server's ``response_format``
 ``tools``, streaming, ``from_openai``, ``Client(base_url=...)``, Instructor's own client) the
 answer satisfies the relation, or the request is refused with an error that says why; a
 path that can carry no relation (a plain JSON schema) is the control, never a silent success.
+
+The model is the one a user writes: no hand-written ``json_schema_extra``. Its JSON schema
+carries its relations (``@relation`` adds ``x-factorspec`` at its root), so
+``openai.pydantic_function_tool(Hours)``, ``parse(response_format=Hours)`` and Instructor's
+modes send them; a model whose relations read a context carries a marker naming them, and
+the server refuses it with a 422 that says what to send instead.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ import pytest
 from pydantic import BaseModel, ConfigDict, Field
 
 import factorspec_sdk
-from factorspec_sdk import Client, relation
+from factorspec_sdk import Client, plain_json_schema, relation
 from factorspec_sdk.engines.scripted import ScriptedEngine
 from factorspec_sdk.ir import to_ir
 from factorspec_sdk.server import create_app
@@ -50,18 +56,28 @@ class Hours(PlainHours):
 
 
 class HoursInSchema(Hours):
-    """`Hours` whose JSON schema carries its relation IR (``x-factorspec``), so that
-    ``response_format=HoursInSchema`` and ``pydantic_function_tool(HoursInSchema)`` do."""
+    """`Hours` whose ``x-factorspec`` is written by hand (``json_schema_extra``): kept as is."""
 
     model_config = ConfigDict(
         json_schema_extra=lambda schema, cls: schema.update({"x-factorspec": {"ir": to_ir(cls)}})
     )
 
 
-class Booking(BaseModel):
-    """A model holding `HoursInSchema`: its ``x-factorspec`` sits under ``$defs``."""
+class ShopHours(PlainHours):
+    """Book the room within the shop's opening hours (a relation that reads a context)."""
 
-    hours: HoursInSchema
+    @relation
+    def within_opening(self, shop: dict[str, int]) -> bool:
+        return shop["opens"] <= self.from_hour < self.to_hour <= shop["closes"]
+
+
+SHOP = {"opens": 8, "closes": 20}
+
+
+class Booking(BaseModel):
+    """A model without relations holding `Hours`: its ``x-factorspec`` sits under ``$defs``."""
+
+    hours: Hours
 
 
 def holds(record: Any) -> bool:
@@ -109,6 +125,10 @@ def calls_of(message: Any) -> list[Hours]:
     return calls
 
 
+def shop_holds(record: Any) -> bool:
+    return bool(SHOP["opens"] <= record.from_hour < record.to_hour <= SHOP["closes"])
+
+
 # ---------------------------------------------------------------- the controls
 
 
@@ -119,14 +139,33 @@ def test_unconstrained_the_model_breaks_the_relation(oai: openai.OpenAI) -> None
         model=MODEL, messages=MESSAGES, response_format=schema_format(PlainHours)
     )
     assert json.loads(r.choices[0].message.content or "") == {"from_hour": 9, "to_hour": 9}
-    # a plain function schema says nothing of relations: the server cannot know of them
+    # the plain schema (no x-factorspec) says nothing of relations: the server cannot know
+    plain: Any = {
+        "type": "function",
+        "function": {"name": "Hours", "parameters": plain_json_schema(Hours)},
+    }
     r = oai.chat.completions.create(
-        model=MODEL,
-        messages=MESSAGES,
-        tools=[openai.pydantic_function_tool(Hours)],
-        tool_choice="required",
+        model=MODEL, messages=MESSAGES, tools=[plain], tool_choice="required"
     )
     assert not any(holds(c) for c in calls_of(r.choices[0].message))
+
+
+def test_a_models_schema_carries_its_relations() -> None:
+    schema = Hours.model_json_schema()
+    assert schema["x-factorspec"] == {"ir": to_ir(Hours)}
+    assert "x-factorspec" not in plain_json_schema(Hours)
+    assert plain_json_schema(Hours) == PlainHours.model_json_schema() | {
+        "title": "Hours",
+        "description": Hours.__doc__,
+    }
+    marker = ShopHours.model_json_schema()["x-factorspec"]["unexported"]
+    assert marker["relations"] == ["ShopHours.within_opening"]
+    assert "context" in marker["reason"]
+    # the hand-written key is kept; validation is unchanged
+    assert HoursInSchema.model_json_schema()["x-factorspec"] == {"ir": to_ir(HoursInSchema)}
+    assert Hours.model_validate({"from_hour": 1, "to_hour": 2}).to_hour == 2
+    with pytest.raises(ValueError, match="forward"):
+        Hours.model_validate({"from_hour": 2, "to_hour": 2})
 
 
 # ---------------------------------------------------------------- local
@@ -147,11 +186,19 @@ def test_local_generate_call_and_stream() -> None:
 # ---------------------------------------------------------------- the server, openai client
 
 
-def test_response_format_create_and_parse(oai: openai.OpenAI) -> None:
+@pytest.mark.parametrize("model", [Hours, HoursInSchema])
+def test_response_format_create_and_parse(oai: openai.OpenAI, model: type[Hours]) -> None:
+    # the plain model, as a user writes it: the issue's parse(response_format=Slot)
     r = oai.chat.completions.create(
-        model=MODEL, messages=MESSAGES, response_format=schema_format(HoursInSchema)
+        model=MODEL, messages=MESSAGES, response_format=schema_format(model)
     )
     assert holds(Hours.model_validate_json(r.choices[0].message.content or ""))
+    for parse in (oai.chat.completions.parse, oai.beta.chat.completions.parse):
+        parsed = parse(model=MODEL, messages=MESSAGES, response_format=model)
+        assert holds(parsed.choices[0].message.parsed)
+
+
+def test_response_format_with_the_ir_in_the_extension_field(oai: openai.OpenAI) -> None:
     r = oai.chat.completions.create(
         model=MODEL,
         messages=MESSAGES,
@@ -159,25 +206,21 @@ def test_response_format_create_and_parse(oai: openai.OpenAI) -> None:
         extra_body={"factorspec": {"ir": to_ir(Hours)}},
     )
     assert holds(Hours.model_validate_json(r.choices[0].message.content or ""))
-    for parse in (oai.chat.completions.parse, oai.beta.chat.completions.parse):
-        parsed = parse(model=MODEL, messages=MESSAGES, response_format=HoursInSchema)
-        assert holds(parsed.choices[0].message.parsed)
-        parsed = parse(
-            model=MODEL,
-            messages=MESSAGES,
-            response_format=Hours,
-            extra_body={"factorspec": {"ir": to_ir(Hours)}},
-        )
-        assert holds(parsed.choices[0].message.parsed)
+    r = oai.chat.completions.create(
+        model=MODEL,
+        messages=MESSAGES,
+        response_format=schema_format(ShopHours),  # the field's IR wins over the marker
+        extra_body={"factorspec": {"ir": to_ir(ShopHours, SHOP)}},
+    )
+    assert shop_holds(
+        ShopHours.model_validate_json(r.choices[0].message.content or "", context=SHOP)
+    )
 
 
 def test_response_format_streamed(oai: openai.OpenAI) -> None:
     text = ""
     with oai.chat.completions.create(
-        model=MODEL,
-        messages=MESSAGES,
-        response_format=schema_format(HoursInSchema),
-        stream=True,
+        model=MODEL, messages=MESSAGES, response_format=schema_format(Hours), stream=True
     ) as stream:
         for chunk in stream:
             text += "".join(c.delta.content or "" for c in chunk.choices)
@@ -185,8 +228,8 @@ def test_response_format_streamed(oai: openai.OpenAI) -> None:
 
 
 def test_a_relation_the_server_cannot_read_is_refused(oai: openai.OpenAI) -> None:
-    # HoursInSchema inside another model: its x-factorspec sits under $defs, where no server
-    # reads it; the request is refused, never decoded without the relation
+    # Hours inside a model without relations: its x-factorspec sits under $defs, where no
+    # server reads it; the request is refused, never decoded without the relation
     with pytest.raises(openai.UnprocessableEntityError, match=r"x-factorspec at #/\$defs"):
         oai.chat.completions.create(
             model=MODEL, messages=MESSAGES, response_format=schema_format(Booking)
@@ -200,18 +243,62 @@ def test_a_relation_the_server_cannot_read_is_refused(oai: openai.OpenAI) -> Non
         )
 
 
+def test_relations_that_read_a_context_are_refused_on_the_plain_paths(oai: openai.OpenAI) -> None:
+    """The schema cannot hold the IR without the context: a 422 naming the relation."""
+    named = r"ShopHours\.within_opening.*context"
+    with pytest.raises(openai.UnprocessableEntityError, match=named) as info:
+        oai.chat.completions.create(
+            model=MODEL, messages=MESSAGES, response_format=schema_format(ShopHours)
+        )
+    assert "from_openai" in str(info.value) and info.value.code == "relations_not_sent"
+    for parse in (oai.chat.completions.parse, oai.beta.chat.completions.parse):
+        with pytest.raises(openai.UnprocessableEntityError, match=named):
+            parse(model=MODEL, messages=MESSAGES, response_format=ShopHours)
+    for choice in ("required", "auto"):
+        with pytest.raises(openai.UnprocessableEntityError, match=named) as info:
+            oai.chat.completions.create(
+                model=MODEL,
+                messages=MESSAGES,
+                tools=[openai.pydantic_function_tool(ShopHours)],
+                tool_choice=choice,
+            )
+        assert "function_tool(ShopHours, context=" in str(info.value)
+    # what the error says to use instead works
+    r = oai.chat.completions.create(
+        model=MODEL,
+        messages=MESSAGES,
+        tools=[function_tool(ShopHours, context=SHOP)],
+        tool_choice="required",
+    )
+    assert all(shop_holds(c) for c in calls_of(r.choices[0].message))
+    client = factorspec_sdk.from_openai(oai)
+    kw: dict[str, Any] = {"model": MODEL, "messages": MESSAGES, "context": SHOP}
+    assert shop_holds(client.chat.completions.create(response_model=ShopHours, **kw))
+
+
 @pytest.mark.parametrize(
     "tool_choice",
-    ["required", "auto", {"type": "function", "function": {"name": "HoursInSchema"}}],
+    ["required", "auto", {"type": "function", "function": {"name": "Hours"}}],
     ids=["required", "auto", "named"],
 )
-def test_tools_carry_their_relations(oai: openai.OpenAI, tool_choice: Any) -> None:
-    tools = [openai.pydantic_function_tool(HoursInSchema)]
+def test_pydantic_function_tool_carries_the_relations(oai: openai.OpenAI, tool_choice: Any) -> None:
+    """The issue's reproduction: ``pydantic_function_tool(Hours)`` came back 15 to 11."""
+    tools = [openai.pydantic_function_tool(Hours)]
     r = oai.chat.completions.create(
         model=MODEL, messages=MESSAGES, tools=tools, tool_choice=tool_choice
     )
     assert r.choices[0].finish_reason == "tool_calls"
     assert all(holds(c) for c in calls_of(r.choices[0].message))
+    calls: list[Any] = []
+    with oai.chat.completions.create(
+        model=MODEL, messages=MESSAGES, tools=tools, tool_choice=tool_choice, stream=True
+    ) as stream:
+        for chunk in stream:
+            for choice in chunk.choices:
+                calls += choice.delta.tool_calls or []
+    assert calls and all(
+        holds(Hours.model_construct(**json.loads(c.function.arguments))) for c in calls
+    )
 
 
 def test_function_tool_carries_the_relations_of_each_tool(oai: openai.OpenAI) -> None:
@@ -259,16 +346,18 @@ def test_client_with_a_base_url(url: str) -> None:
         assert holds(stream.result.value)
         # the client sends the IR of the whole record: a nested model's relations travel
         assert holds(client.generate(Booking, prompt).hours)
+        assert shop_holds(client.generate(ShopHours, prompt, context=SHOP))
 
 
 # ---------------------------------------------------------------- Instructor's own client
 
 
-def test_instructor_modes(oai: openai.OpenAI) -> None:
+@pytest.mark.parametrize("model", [Hours, HoursInSchema])
+def test_instructor_modes(oai: openai.OpenAI, model: type[Hours]) -> None:
     kw: dict[str, Any] = {
         "model": MODEL,
         "messages": MESSAGES,
-        "response_model": HoursInSchema,
+        "response_model": model,
         "max_retries": 0,
     }
     for mode in (instructor.Mode.JSON_SCHEMA, instructor.Mode.TOOLS):
@@ -282,4 +371,18 @@ def test_instructor_modes(oai: openai.OpenAI) -> None:
     for mode in (instructor.Mode.JSON, instructor.Mode.MD_JSON):  # no schema: refused
         theirs = instructor.from_openai(oai, mode=mode).chat.completions
         with pytest.raises(Exception, match="400"):
+            theirs.create(**kw)
+
+
+def test_instructor_modes_refuse_relations_that_read_a_context(oai: openai.OpenAI) -> None:
+    kw: dict[str, Any] = {
+        "model": MODEL,
+        "messages": MESSAGES,
+        "response_model": ShopHours,
+        "max_retries": 0,
+        "context": SHOP,  # Instructor validates with it, but does not send it
+    }
+    for mode in (instructor.Mode.JSON_SCHEMA, instructor.Mode.TOOLS):
+        theirs = instructor.from_openai(oai, mode=mode).chat.completions
+        with pytest.raises(Exception, match=r"422.*ShopHours\.within_opening"):
             theirs.create(**kw)

@@ -8,7 +8,7 @@ from typing import Literal
 import pytest
 from pydantic import BaseModel, Field
 
-from factorspec_sdk import AsyncClient, Client, relation
+from factorspec_sdk import AsyncClient, Client, plain_json_schema, relation, relations_of
 from factorspec_sdk.engines.scripted import ScriptedEngine
 from factorspec_sdk.graph import compile_spec
 from factorspec_sdk.ir import to_ir
@@ -150,10 +150,16 @@ def test_function_tool_carries_the_relations_as_openai_sends_a_tool() -> None:
     assert booking["name"] == "BookRoom" and booking["description"].startswith("Book a hotel")
     carried = booking["parameters"].pop("x-factorspec")
     assert carried == {"ir": to_ir(BookRoom)}
-    assert booking["parameters"] == BookRoom.model_json_schema()
+    assert booking["parameters"] == plain_json_schema(BookRoom)
     # a relation that reads a context: its IR for that context
     stay = function_tool(Stay, Budget(nights=2))["function"]["parameters"]["x-factorspec"]
     assert stay == {"ir": to_ir(Stay, Budget(nights=2))}
+    # the models' own schemas (what pydantic_function_tool sends): the IR without a context,
+    # and for relations that read one, the marker the server refuses
+    assert BookRoom.model_json_schema()["x-factorspec"] == carried
+    assert Stay.model_json_schema()["x-factorspec"]["unexported"]["relations"] == [
+        f"Stay.{r.name}" for r in relations_of(Stay)
+    ]
 
 
 def test_the_prompt_lists_no_relation_ir() -> None:

@@ -1,7 +1,7 @@
 import os
 
 from openai import OpenAI
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from factorspec_sdk import relation
 from factorspec_sdk.ir import to_ir
@@ -22,25 +22,17 @@ class Budget(BaseModel):
 
 messages = [{"role": "user", "content": "A budget for a weekend in Rome, as JSON."}]
 
-# The relations travel in the extension field, as a relation IR.
+# parse sends Budget's JSON schema, which carries the relations: @relation put their IR
+# under "x-factorspec" at its root (as llguidance reads "x-guidance")
+completion = client.chat.completions.parse(model=model, messages=messages, response_format=Budget)
+budget = completion.choices[0].message.parsed  # a Budget: parse validated it, relation included
+print(budget, budget.total == budget.flights + budget.hotel)
+
+# Or in the extension field, as a relation IR (the field wins over the schema key by key)
 completion = client.chat.completions.parse(
     model=model,
     messages=messages,
     response_format=Budget,
     extra_body={"factorspec": {"ir": to_ir(Budget)}},
-)
-budget = completion.choices[0].message.parsed  # a Budget: parse validated it, relation included
-print(budget, budget.total == budget.flights + budget.hotel)
-
-
-# Or inside the JSON schema itself, under "x-factorspec" (as llguidance reads "x-guidance"):
-class SchemaBudget(Budget):
-    model_config = ConfigDict(
-        json_schema_extra=lambda schema, cls: schema.update({"x-factorspec": {"ir": to_ir(cls)}})
-    )
-
-
-completion = client.chat.completions.parse(
-    model=model, messages=messages, response_format=SchemaBudget
 )
 print(completion.choices[0].message.parsed)

@@ -35,7 +35,7 @@ from pydantic import BaseModel
 
 from factorspec_sdk.backends.base import GenerationRequest, RecordOutcome
 from factorspec_sdk.drafter.stats import GenerationStats, others
-from factorspec_sdk.engines.upstreams import v1_root
+from factorspec_sdk.engines.openai_server import v1_root
 from factorspec_sdk.errors import (
     FactorSpecError,
     GenerationTimeoutError,

@@ -393,12 +393,30 @@ def serve(
     upstream: Annotated[
         str | None,
         typer.Option(
-            metavar="URL[,URL...]",
+            metavar="URL",
             help=(
-                "vLLM / SGLang OpenAI servers that run the forwards; this server plans the "
-                "masks and routes each record to one of them (--model: their tokenizer "
-                "folder). Replaces --engine."
+                "The engine tier that runs the forwards: a router in front of vLLM / SGLang "
+                "servers (vllm-router, sglang-router) or one server. This server plans the "
+                "masks and restarts a record a server fails under (--model: the served "
+                "model's tokenizer folder). Replaces --engine."
             ),
+            show_default=False,
+        ),
+    ] = None,
+    upstream_server: Annotated[
+        str,
+        typer.Option(
+            metavar="auto|vllm|sglang",
+            help="The upstream servers' family (auto: from /v1/models; name sglang behind "
+            "sglang-router, which does not say).",
+        ),
+    ] = "auto",
+    upstream_records: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            metavar="N",
+            help="With --upstream: records decoded at once (default 32).",
             show_default=False,
         ),
     ] = None,
@@ -465,7 +483,20 @@ def serve(
                     "--dtype with it",
                     param_hint="--upstream",
                 )
+            if upstream_server not in ("auto", "vllm", "sglang"):
+                raise typer.BadParameter(
+                    f"{upstream_server!r} is none of auto, vllm, sglang",
+                    param_hint="--upstream-server",
+                )
             extra["upstream"] = upstream
+            extra["upstream_server"] = upstream_server
+            if upstream_records is not None:
+                extra["upstream_records"] = upstream_records
+        elif upstream_server != "auto" or upstream_records is not None:
+            raise typer.BadParameter(
+                "--upstream-server and --upstream-records go with --upstream",
+                param_hint="--upstream",
+            )
         try:
             run(engine=engine, model=model_path, host=host, port=port, **extra)
         except TypeError as exc:

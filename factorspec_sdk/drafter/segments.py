@@ -14,8 +14,11 @@ gives them the same guarantee with one request per genuine choice:
 3. the reply is checked against what was allowed and the planner advances over it.
 
 All active requests of a batch send their next completion together, so the engine batches
-them. ``speculative=False`` sends every token through the engine (one forward each), the
-baseline the tokens-per-forward figures compare against.
+them. Every request of one record carries the same affinity key (`Completion.session`, a
+fresh one per decoded record), so that a router in front of several servers keeps the
+record on the server whose prefix cache holds it. ``speculative=False`` sends every token
+through the engine (one forward each), the baseline the tokens-per-forward figures compare
+against.
 
 With ``DecoderConfig.overlap`` (the default), a worker thread plans the segments each reply
 can lead to while the engine answers the requests (`Planner.prefetch`, as the logits decoder
@@ -27,6 +30,7 @@ from __future__ import annotations
 
 import re
 import time
+import uuid
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -89,6 +93,7 @@ class _Active:
     requests: int = 0
     request: Completion | None = None
     paths: list[tuple[str, list[int]]] | None = None
+    session: str = field(default_factory=lambda: uuid.uuid4().hex)  # the record's affinity key
 
     @property
     def stats(self) -> GenerationStats:
@@ -235,6 +240,7 @@ class SegmentDecoder:
                 temperature=params.temperature,
                 top_p=params.top_p,
                 seed=seed,
+                session=a.session,
             )
         elif isinstance(a.cursor, TrieNode):
             a.paths = [
@@ -250,6 +256,7 @@ class SegmentDecoder:
                 temperature=params.temperature,
                 top_p=params.top_p,
                 seed=seed,
+                session=a.session,
             )
         elif isinstance(a.cursor, GrammarCursor):
             raise GenerationError(
@@ -266,6 +273,7 @@ class SegmentDecoder:
                 temperature=params.temperature,
                 top_p=params.top_p,
                 seed=seed,
+                session=a.session,
             )
         a.requests += 1
         return False

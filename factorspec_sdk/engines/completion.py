@@ -69,6 +69,10 @@ class Completion:
         temperature: sampling temperature (0 = greedy).
         top_p: nucleus mass.
         seed: per-request sampling seed (None: the engine's).
+        session: the record's affinity key: every request of one record carries the same
+            one, so that a router in front of several servers sends them all to the server
+            whose prefix cache holds the record (`factorspec_sdk.engines.openai_server`
+            sends it as the routers' session headers); None: no affinity.
     """
 
     prompt_ids: list[int]
@@ -78,6 +82,7 @@ class Completion:
     temperature: float = 0.0
     top_p: float = 1.0
     seed: int | None = None
+    session: str | None = None
 
     def __post_init__(self) -> None:
         if (self.allowed_ids is None) == (self.regex is None):

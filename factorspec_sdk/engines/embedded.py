@@ -84,7 +84,12 @@ from factorspec_sdk.tokens.vocab import TokenizerInfo
 
 if TYPE_CHECKING:
     import torch
-    from transformers import DynamicCache, PreTrainedModel, PreTrainedTokenizerBase
+    from transformers import (
+        DynamicCache,
+        PreTrainedConfig,
+        PreTrainedModel,
+        PreTrainedTokenizerBase,
+    )
 
 __all__ = ["DEFAULT_PREFIX_CACHE_BYTES", "PROFILE_KS", "EmbeddedEngine", "from_transformers"]
 
@@ -277,6 +282,7 @@ class EmbeddedEngine:
         self._seqs: dict[SequenceId, _Sequence] = {}
         self._next_id: SequenceId = 0
         self._tokenizer_info: TokenizerInfo | None = None
+        self._crop_limit = _crop_limit(self._config)
         self.prefix_cache: PrefixCache[torch.Tensor] | None = self._make_prefix_cache(prefix_cache)
         """The prefix cache (its `PrefixCache.stats`, `PrefixCache.clear`); ``None`` when off."""
         self.forward_calls = 0
@@ -620,11 +626,16 @@ class EmbeddedEngine:
         if length < state.run:
             from transformers import DynamicCache
 
-            if length == 0:
-                state.cache = DynamicCache(config=self._config)
-            else:
+            if length > 0 and self._croppable(state.run):
                 state.cache.crop(length - state.run)
-            state.run = length
+                state.run = length
+            else:  # the next forward runs the kept tokens again: exact, slower
+                state.cache = DynamicCache(config=self._config)
+                state.run = 0
+
+    def _croppable(self, run: int) -> bool:
+        """Whether a cache holding ``run`` tokens can be cropped exactly (`_crop_limit`)."""
+        return self._crop_limit is None or run < self._crop_limit
 
     def release(self, seq: SequenceId) -> None:
         """Free the sequence and its cache (unknown ids are ignored)."""
@@ -1016,6 +1027,24 @@ def _weights_dtype(model: PreTrainedModel) -> torch.dtype:
     for parameter in torch.nn.Module.parameters(model):
         return parameter.dtype
     raise ModelLoadError(f"{type(model).__name__} has no parameters")
+
+
+def _crop_limit(config: PreTrainedConfig) -> int | None:
+    """Below how many cached tokens a cache of ``config`` crops exactly (``None``: always).
+
+    Full-attention layers always crop; a sliding-window layer only before its window is full
+    (past it, the keys a crop would uncover are gone); recurrent layers never (0).
+    """
+    from transformers import DynamicCache
+    from transformers.cache_utils import DynamicLayer, DynamicSlidingWindowLayer
+
+    limit: int | None = None
+    for layer in DynamicCache(config=config).layers:
+        if type(layer) is DynamicLayer:
+            continue
+        window = layer.sliding_window if type(layer) is DynamicSlidingWindowLayer else 0
+        limit = window if limit is None else min(limit, window)
+    return limit
 
 
 def _cache_note(store: Callable[[], None]) -> str:

@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationInfo, model_validator
 
 from factorspec_sdk.errors import RelationDefinitionError
+from factorspec_sdk.relations.schema import carry_relations
 
 __all__ = [
     "RelationInfo",
@@ -32,6 +33,7 @@ __all__ = [
 ]
 
 _ATTR = "__factorspec_relation__"
+_SET_NAME = "__set_name__"
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
@@ -189,6 +191,10 @@ def relation(func: Callable[..., bool]) -> Any:
     check.__qualname__ = qualname
     check.__doc__ = func.__doc__
     setattr(check, _ATTR, info)
+    # Python calls __set_name__ on the class body's values when the class is created (and
+    # pydantic's validator proxy hands it to the function it wraps): the class then carries
+    # its relations in its JSON schema (factorspec_sdk.relations.schema)
+    setattr(check, _SET_NAME, carry_relations)
     return model_validator(mode="after")(check)
 
 

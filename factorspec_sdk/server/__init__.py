@@ -53,23 +53,23 @@ exceeds the limits, an unsatisfiable spec -- ``error.factorspec.unsat_core`` nam
 clashing factors -- a spec or an oracle query the solver cannot decide in time, a prompt
 the engine cannot tokenize, a record cut short), 429 queue full, 500 an internal error
 (e.g. the engine failed on this request's forward; the other requests go on), 503
-shutting down. A client that disconnects frees its decoder slot.
+shutting down (with ``--upstream``, also a record the engine tier failed on every attempt:
+``upstreams_unavailable``). A client that disconnects frees its decoder slot.
 The OpenAPI document is built in `factorspec_sdk.server.contract` from the models of
 `factorspec_sdk.server.protocol`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Literal, cast
 
 if TYPE_CHECKING:
+    from factorspec_sdk.engines.openai_server import OpenAIServerEngine, ServerKind
     from factorspec_sdk.engines.protocol import Engine
-    from factorspec_sdk.engines.upstreams import UpstreamPool
     from factorspec_sdk.server.app import create_app as create_app
 
-__all__ = ["create_app", "serve"]
+__all__ = ["create_app", "serve", "upstream_engine"]
 
 
 def __getattr__(name: str) -> object:
@@ -96,8 +96,9 @@ def serve(
     max_batch: int = 64,
     request_timeout_s: float = 300.0,
     log_level: str = "info",
-    upstream: str | Sequence[str] | None = None,
-    records_per_upstream: int = 8,
+    upstream: str | None = None,
+    upstream_server: ServerKind | Literal["auto"] = "auto",
+    upstream_records: int = 32,
     planning_workers: int | None = None,
     **engine_options: object,
 ) -> None:
@@ -106,7 +107,7 @@ def serve(
     Args:
         engine: an `Engine`, or an engine name (``"embedded"``).
         model: model folder for a named engine (default: SmolLM2-135M-Instruct); with
-            ``upstream``, the local folder of the upstreams' tokenizer.
+            ``upstream``, the local folder of the served model's tokenizer.
         host: interface to listen on (loopback by default).
         port: TCP port.
         model_name: the model id clients pass (default: the model folder's name).
@@ -114,10 +115,15 @@ def serve(
         max_batch: most generations decoded together.
         request_timeout_s: longest time a record may take (then a 422 ``timeout_reached``).
         log_level: uvicorn's log level.
-        upstream: vLLM / SGLang OpenAI servers to run the forwards (a list, or URLs
-            separated by commas): this server becomes their relation-aware front
-            (`factorspec_sdk.engines.upstreams.UpstreamPool`); ``engine`` stays unset.
-        records_per_upstream: with ``upstream``, records decoded on one upstream at once.
+        upstream: the URL of the engine tier that runs the forwards: a router in front of
+            vLLM / SGLang servers (vllm-router, sglang-router, a Kubernetes gateway) or one
+            server. This server becomes its relation-aware front
+            (`factorspec_sdk.engines.openai_server.OpenAIServerEngine`, records restarted
+            by `factorspec_sdk.backends.upstreams`); ``engine`` stays unset.
+        upstream_server: the servers' family, ``"vllm"`` or ``"sglang"``; ``"auto"`` reads
+            ``/v1/models`` (sglang-router does not say: name ``"sglang"`` behind it).
+        upstream_records: with ``upstream``, records decoded at once (one thread and one
+            HTTP connection each).
         planning_workers: N >= 1 runs N server processes that plan for the engine kept in
             this one (`factorspec_sdk.server.planning_workers`), so that FactorSpec's CPU
             work uses N cores; 0 serves from this process; None (the default): one per
@@ -128,8 +134,9 @@ def serve(
     Raises:
         TypeError: engine options with an `Engine` object or with ``upstream``; planning
             workers with ``upstream``.
-        ValueError: a negative number of planning workers.
-        UpstreamsUnavailableError: no upstream answers at start.
+        ValueError: a negative number of planning workers; several URLs in ``upstream``
+            (put a router in front of the servers and pass its URL).
+        EngineError: the upstream does not answer ``/v1/models`` at start.
     """
     import sys
 
@@ -140,8 +147,8 @@ def serve(
     from factorspec_sdk.server.gc_policy import tune_gc
     from factorspec_sdk.server.serving_log import ReadyServer, log, log_config, serving_line
 
-    served: Engine | UpstreamPool
-    pool: UpstreamPool | None = None
+    served: Engine | OpenAIServerEngine
+    tier: OpenAIServerEngine | None = None
     if planning_workers is None:
         from factorspec_sdk.server.planning_workers import default_planning_workers
 
@@ -155,13 +162,10 @@ def serve(
             raise TypeError(
                 "upstream replaces the local engine: pass no engine, device or dtype with it"
             )
-        from factorspec_sdk.engines.upstreams import UpstreamPool
-
-        urls = upstream.split(",") if isinstance(upstream, str) else list(upstream)
-        served = pool = UpstreamPool(
-            urls, tokenizer=model, records_per_upstream=records_per_upstream
+        served = tier = upstream_engine(
+            upstream, model, server=upstream_server, records=upstream_records
         )
-        max_batch = max(max_batch, pool.capacity)
+        max_batch = max(max_batch, tier.max_concurrency)
     elif isinstance(engine, str):
         from factorspec_sdk.engines import create_logits_engine
 
@@ -178,11 +182,11 @@ def serve(
         api_key=api_key,
         solver_timeout_ms=30_000,
     )
-    if planning_workers and pool is None:
+    if planning_workers and tier is None:
         from factorspec_sdk.server.planning_workers import serve_workers
 
         serve_workers(
-            cast("Engine", served),  # not a pool: no upstream was given
+            cast("Engine", served),  # no upstream was given
             workers=planning_workers,
             host=host,
             port=port,
@@ -204,9 +208,53 @@ def serve(
     except KeyboardInterrupt:
         pass
     finally:
-        if pool is not None:
-            pool.close()
+        if tier is not None:
+            tier.close()
     if not server.started:  # as uvicorn.run: a server that never listened exits with 3
         from uvicorn.config import STARTUP_FAILURE
 
         sys.exit(STARTUP_FAILURE)
+
+
+def upstream_engine(
+    url: str,
+    model: str | Path | None = None,
+    *,
+    server: ServerKind | Literal["auto"] = "auto",
+    records: int = 32,
+) -> OpenAIServerEngine:
+    """The engine tier at ``url`` as ``factorspec serve --upstream`` drives it.
+
+    Args:
+        url: a router in front of vLLM / SGLang servers, or one server.
+        model: the local folder of the served model's tokenizer (default:
+            SmolLM2-135M-Instruct's).
+        server: the servers' family (``"auto"``: from ``/v1/models``).
+        records: records decoded at once (HTTP connections).
+
+    Raises:
+        ValueError: several URLs: the router is the one place that spreads records over
+            servers, so put one in front of them and pass its URL.
+        EngineError: the upstream cannot be reached or the tokenizer found.
+    """
+    from factorspec_sdk.engines.openai_server import OpenAIServerEngine
+
+    urls = [u for u in url.split(",") if u.strip()]
+    if len(urls) != 1:
+        raise ValueError(
+            f"--upstream takes one URL, got {len(urls)}: put a router in front of the "
+            "servers and pass its URL, e.g. `vllm-router --policy consistent_hash "
+            "--worker-urls http://a:8001 http://b:8001 --port 8100` then `--upstream "
+            "http://127.0.0.1:8100` (see the serving docs, 'Past one machine')"
+        )
+    if model is None:
+        from factorspec_sdk.engines.model_store import default_model_path
+
+        model = default_model_path()
+    return OpenAIServerEngine(
+        urls[0],
+        tokenizer=model,
+        server=server,
+        max_concurrency=records,
+        max_retries=0,  # a failed request restarts its record (backends.upstreams)
+    )

@@ -30,8 +30,8 @@ from fastapi.responses import (  # noqa: TID253
 from starlette.exceptions import HTTPException
 
 from factorspec_sdk.drafter.loop import DecoderConfig
+from factorspec_sdk.engines.openai_server import OpenAIServerEngine
 from factorspec_sdk.engines.shared import EngineProxy
-from factorspec_sdk.engines.upstreams import UpstreamPool
 from factorspec_sdk.errors import EngineError
 from factorspec_sdk.ir import DEFAULT_IR_COMPILER, IRCompiler, IRLimits
 from factorspec_sdk.server import render
@@ -92,7 +92,7 @@ class ServerOptions:
 
 
 def create_app(
-    engine: Engine | UpstreamPool,
+    engine: Engine | OpenAIServerEngine,
     *,
     model_name: str | None = None,
     config: DecoderConfig | None = None,
@@ -103,9 +103,10 @@ def create_app(
     """The FastAPI app serving ``engine`` under the OpenAI API.
 
     Args:
-        engine: the engine; only the app's engine thread calls it. An `UpstreamPool`
-            (``factorspec serve --upstream``) makes the app the relation-aware front of
-            several vLLM / SGLang servers: it plans, they run the forwards.
+        engine: the engine; only the app's engine thread calls it. An upstream, an
+            `OpenAIServerEngine` over a router in front of vLLM / SGLang servers or over one
+            server (``factorspec serve --upstream``), makes the app the relation-aware
+            front of the engine tier: it plans, the servers run the forwards.
         model_name: the model id clients pass as ``model`` (default: the engine's model
             folder name, else the engine name).
         config: decoder options (width, guesses, overlap).
@@ -240,7 +241,7 @@ def create_app(
     async def health() -> JSONResponse:
         """Whether the engine thread runs (200) or has stopped (503).
 
-        With upstreams: each one's health, and a 503 when none is up.
+        With an upstream: its URL and counters (its servers' health is its router's).
         """
         ok = dispatcher.alive
         status = "ok" if ok else "engine thread stopped"
@@ -250,18 +251,20 @@ def create_app(
             "active": counters.active,
             "queued": counters.queue_depth,
         }
-        if isinstance(engine, UpstreamPool):
-            upstreams = engine.health()
-            body["upstreams"] = [h.as_dict() for h in upstreams]
-            if ok and not any(h.up for h in upstreams):
-                ok, status = False, "no upstream is up"
+        if isinstance(engine, OpenAIServerEngine):
+            body["upstream"] = {
+                "url": engine.root,
+                "requests": engine.requests,
+                "failures": engine.failures,
+                "last_error": engine.last_error,
+            }
         return JSONResponse({"status": status, **body}, status_code=200 if ok else 503)
 
     @app.get("/metrics", **metrics_route())
     async def metrics() -> PlainTextResponse:
         """Counters in the Prometheus text format."""
         text = (await shared_counters()).render()
-        if isinstance(engine, UpstreamPool):
+        if isinstance(engine, OpenAIServerEngine):
             text += upstream_metrics(engine, counters)
         return PlainTextResponse(text, media_type=METRICS_MEDIA_TYPE)
 
@@ -279,7 +282,7 @@ def create_app(
     return app
 
 
-def served_model_name(engine: Engine | UpstreamPool, model_name: str | None = None) -> str:
+def served_model_name(engine: Engine | OpenAIServerEngine, model_name: str | None = None) -> str:
     """The model id clients pass: ``model_name``, else the engine's model folder, else its name."""
     if model_name:
         return model_name

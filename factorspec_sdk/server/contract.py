@@ -202,7 +202,9 @@ def health_route() -> RouteDoc:
             200: {"model": Health},
             503: {
                 "model": Health,
-                "description": "The engine thread stopped, or no upstream server is up.",
+                "description": (
+                    "The engine thread stopped, or the upstream failed a record on every attempt."
+                ),
             },
         }
     }

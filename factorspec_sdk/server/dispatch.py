@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from factorspec_sdk.engines.upstreams import UpstreamPool
+from factorspec_sdk.engines.openai_server import OpenAIServerEngine
 from factorspec_sdk.errors import OracleError, TokenBudgetError, UpstreamsUnavailableError
 from factorspec_sdk.ir import RecordInvalidError, check_json_schema_record, check_record
 from factorspec_sdk.provenance import provenance_of
@@ -63,8 +63,9 @@ class Dispatcher:
     """Submits requests to the engine thread and awaits their answers.
 
     Args:
-        engine: the engine; only the engine thread calls it. An `UpstreamPool` is driven
-            by record threads instead (`factorspec_sdk.server.records`).
+        engine: the engine; only the engine thread calls it. An upstream (an
+            `OpenAIServerEngine`: a router or a server) is driven by record threads instead
+            (`factorspec_sdk.server.records`).
         config: decoder options.
         metrics: counters to update.
         max_batch: most generations decoded together.
@@ -74,7 +75,7 @@ class Dispatcher:
 
     def __init__(
         self,
-        engine: Engine | UpstreamPool,
+        engine: Engine | OpenAIServerEngine,
         config: DecoderConfig,
         metrics: Metrics,
         *,
@@ -87,7 +88,7 @@ class Dispatcher:
         self.max_queue = max_queue
         self.validate_records = validate_records
         self.worker: EngineWorker | RecordWorker
-        if isinstance(engine, UpstreamPool):
+        if isinstance(engine, OpenAIServerEngine):
             self.worker = RecordWorker(engine, config, metrics, max_batch=max_batch)
         else:
             self.worker = EngineWorker(engine, config, metrics, max_batch=max_batch)
@@ -198,8 +199,8 @@ class Dispatcher:
 
         Raises:
             ApiError: 500 for a record that fails the re-check (logged), 503 shutting down
-                or no upstream engine server healthy, 422 for a prompt that cannot be
-                tokenized, a token budget below the shortest record, a record that did not
+                or the upstream failed a record on every attempt, 422 for a prompt that
+                cannot be tokenized, a token budget below the shortest record, a record that did not
                 finish within its token budget (``max_tokens_reached``) or its time limit
                 (``timeout_reached``), or an oracle query the solver cannot decide, 499 a
                 request whose client went away, 500 another failure.
@@ -257,7 +258,7 @@ class Dispatcher:
                 extra={"min_tokens": err.min_tokens},
             )
         if isinstance(err, UpstreamsUnavailableError):
-            log.warning("no upstream for a record: %s", err.message)
+            log.warning("the upstream failed a record: %s", err.message)
             raise ApiError(
                 503,
                 err.message,

@@ -291,7 +291,10 @@ class FactorSpecExtension(BaseModel):
             baseline the speed-ups compare against); None: the server's setting.
         schema_in_prompt: append a compact picture of the expected JSON to the last user
             message of a chat request (`factorspec_sdk.prompts.hint_sentence`); on by
-            default, as in `Client.generate`, so the same messages give the same prompt.
+            default for a record, as in `Client.generate`, so the same messages give the
+            same prompt; off by default for a request with ``tools`` (the functions listed
+            in its system text describe the answer), where only ``true`` said explicitly
+            appends it.
         max_tool_calls: with ``tools`` and ``parallel_tool_calls`` not false, the most calls
             in one answer (default `DEFAULT_TOOL_CALLS`; with a named ``tool_choice``, one
             unless this or ``parallel_tool_calls`` true asks for more); the model closes the
@@ -318,7 +321,9 @@ class FactorSpecExtension(BaseModel):
     schema_in_prompt: StrictBool = Field(
         default=True,
         description="Append 'Answer with JSON of this form: ...' to the last user message "
-        "(as Client.generate does by default); false sends the messages as written.",
+        "(as Client.generate does by default); false sends the messages as written. A "
+        "request with tools gets it only when this is true explicitly (its functions, "
+        "listed in the system text, describe the answer).",
     )
     max_tool_calls: Annotated[StrictInt, Field(ge=1, le=MAX_TOOL_CALLS)] | None = None
     provenance: StrictBool = False
@@ -1107,23 +1112,20 @@ class ModelList(BaseModel):
 
 
 class UpstreamStatus(BaseModel):
-    """One engine server behind ``factorspec serve --upstream`` (`UpstreamHealth`)."""
+    """The engine tier behind ``factorspec serve --upstream`` (a router, or one server)."""
 
     url: str
-    up: bool
-    in_flight: int
-    records: int
     requests: int
     failures: int
     last_error: str | None
 
 
 class Health(BaseModel):
-    """``GET /health``: 200 while the engine thread runs (and an upstream is up), else 503."""
+    """``GET /health``: 200 while the engine thread runs, else 503."""
 
     status: str
     model: str
     engine: str
     active: int
     queued: int
-    upstreams: list[UpstreamStatus] | None = None
+    upstream: UpstreamStatus | None = None

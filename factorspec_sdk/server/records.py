@@ -1,10 +1,11 @@
-"""The record threads of ``factorspec serve --upstream``: one record per thread, on a pool.
+"""The record threads of ``factorspec serve --upstream``: one record per thread.
 
-With an `factorspec_sdk.engines.upstreams.UpstreamPool` the front plans the masks and the
-upstream servers run the forwards; a record is a short conversation of completion
-requests with one upstream, so the front decodes many records at once, each on its own
-thread (`factorspec_sdk.backends.upstreams.decode_record`, which restarts a record on
-another upstream when its own dies). `RecordWorker` has `EngineWorker`'s contract towards
+With an upstream (`factorspec_sdk.engines.openai_server.OpenAIServerEngine` over a router in
+front of vLLM / SGLang servers, or over one server) the front plans the masks and the
+servers run the forwards; a record is a short conversation of completion requests, so the
+front decodes many records at once, each on its own thread
+(`factorspec_sdk.backends.upstreams.decode_record`, which restarts a record when a server
+fails under it). `RecordWorker` has `EngineWorker`'s contract towards
 `factorspec_sdk.server.dispatch`: jobs in, text deltas and exactly one `Done` out per job,
 cancellation (client gone, timeout, shutdown) honoured before the record's next request.
 The choices of one request share its spec, whose solvers serve one thread at a time, so
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 
 from factorspec_sdk.backends.upstreams import RecordRun, decode_record
 from factorspec_sdk.drafter.loop import DecodeJob, DecoderConfig
-from factorspec_sdk.engines.upstreams import UpstreamPool
+from factorspec_sdk.engines.openai_server import OpenAIServerEngine
 from factorspec_sdk.errors import EngineError, IncompleteGenerationError
 from factorspec_sdk.server.metrics import Metrics
 from factorspec_sdk.server.worker import Delta, Done, Job, PromptError, StopReason
@@ -44,23 +45,28 @@ class _State:
 
 
 class RecordWorker:
-    """Decodes each job as one record on an upstream pool, up to ``max_batch`` at once.
+    """Decodes each job as one record on the upstream, up to ``max_batch`` at once.
 
     Args:
-        pool: the upstreams (the worker does not close it).
+        upstream: the engine tier (the worker does not close it).
         config: decoder options.
         metrics: counters to update.
-        max_batch: most records decoded at once (capped by ``pool.capacity``); the rest
-            wait in a queue.
+        max_batch: most records decoded at once (capped by the upstream's
+            ``max_concurrency``); the rest wait in a queue.
     """
 
     def __init__(
-        self, pool: UpstreamPool, config: DecoderConfig, metrics: Metrics, *, max_batch: int
+        self,
+        upstream: OpenAIServerEngine,
+        config: DecoderConfig,
+        metrics: Metrics,
+        *,
+        max_batch: int,
     ) -> None:
-        self.pool = pool
+        self.upstream = upstream
         self.config = config
         self.metrics = metrics
-        self.threads = max(1, min(max_batch, pool.capacity))
+        self.threads = max(1, min(max_batch, upstream.max_concurrency))
         self._executor = ThreadPoolExecutor(self.threads, thread_name_prefix="factorspec-record")
         self._lock = threading.Lock()
         self._states: dict[int, _State] = {}  # unanswered jobs, by job id
@@ -138,10 +144,10 @@ class RecordWorker:
     def _decode(self, state: _State) -> Done:
         job = state.job
         queued = max(job.admitted - job.enqueued, 0.0)
-        pool = self.pool
+        upstream = self.upstream
         try:
             try:
-                ids = job.prompt(pool)
+                ids = job.prompt(upstream)
             except Exception as exc:
                 raise PromptError(str(exc)) from exc
             job.prompt_seconds = time.perf_counter() - job.admitted
@@ -149,7 +155,7 @@ class RecordWorker:
                 raise PromptError("the prompt has no tokens")
 
             def fresh() -> DecodeJob:
-                return DecodeJob(planner_for(job.spec, pool.tokenizer), ids, job.params)
+                return DecodeJob(planner_for(job.spec, upstream.tokenizer), ids, job.params)
 
             config = self.config
             if config.speculative != job.speculative:
@@ -157,7 +163,7 @@ class RecordWorker:
                     job.speculative, config.max_width, config.max_guesses, config.overlap
                 )
             with self._spec_lock(job):
-                run = decode_record(pool, fresh, config, watch=lambda t: self._watch(state, t))
+                run = decode_record(upstream, fresh, config, watch=lambda t: self._watch(state, t))
         except Exception as exc:
             return Done("error", error=exc, queue_seconds=queued)
         return self._done(state, run, queued)
@@ -192,7 +198,7 @@ class RecordWorker:
 
     def _stream(self, state: _State, tokens: Sequence[int]) -> None:
         """Post the text past what was sent; after a restart, only once it passes it."""
-        data = self.pool.tokenizer.decode(tokens)
+        data = self.upstream.tokenizer.decode(tokens)
         if len(data) <= len(state.sent) or not data.startswith(state.sent):
             return
         text = state.job.decoder_utf8.decode(data[len(state.sent) :])
@@ -211,11 +217,12 @@ class RecordWorker:
         self.metrics.generation(out.stats)
         if out.error is None:
             streamed = state.sent
-            if run.restarts and not self.pool.tokenizer.decode(out.tokens).startswith(streamed):
+            decoded = self.upstream.tokenizer.decode(out.tokens)
+            if run.restarts and not decoded.startswith(streamed):
                 error = EngineError(
-                    f"the record was restarted on {run.upstreams[-1]} after "
-                    f"{run.upstreams[-2]} failed, and the restart differs from the text "
-                    "already streamed; retry the request"
+                    f"the record was restarted after a server failed under it "
+                    f"({run.failures[-1]}), and the restart differs from the text already "
+                    "streamed; retry the request"
                 )
                 return Done("error", error=error, queue_seconds=queued)
             return Done("complete", out, queue_seconds=queued)
@@ -232,24 +239,17 @@ class RecordWorker:
         )
 
 
-def upstream_metrics(pool: UpstreamPool, metrics: Metrics) -> str:
-    """Per-upstream gauges in the Prometheus text format (appended to ``/metrics``)."""
-    lines = [
-        "# HELP factorspec_upstream_restarts_total Records restarted on another upstream.",
-        "# TYPE factorspec_upstream_restarts_total counter",
-        f"factorspec_upstream_restarts_total {metrics.totals['upstream_restarts']:g}",
-    ]
-    health = pool.health()
+def upstream_metrics(upstream: OpenAIServerEngine, metrics: Metrics) -> str:
+    """The upstream's counters in the Prometheus text format (appended to ``/metrics``)."""
+    lines: list[str] = []
     for name, help_, value in (
-        ("upstream_up", "Whether the upstream takes records (1) or is down (0).", "up"),
-        ("upstream_in_flight", "Records decoding on the upstream.", "in_flight"),
-        ("upstream_records_total", "Records the upstream finished.", "records"),
-        ("upstream_requests_total", "Completion requests the upstream answered.", "requests"),
-        ("upstream_failures_total", "Times the upstream was marked down.", "failures"),
-    ):
-        kind = "counter" if name.endswith("_total") else "gauge"
+        ("upstream_requests_total", "Segment requests sent to the upstream.", upstream.requests),
+        ("upstream_failures_total", "Requests the upstream failed (5xx, 429, unreachable).",
+         upstream.failures),
+        ("upstream_restarts_total", "Records restarted after the upstream failed under them.",
+         metrics.totals["upstream_restarts"]),
+    ):  # fmt: skip
         lines.append(f"# HELP factorspec_{name} {help_}")
-        lines.append(f"# TYPE factorspec_{name} {kind}")
-        for h in health:
-            lines.append(f'factorspec_{name}{{url="{h.url}"}} {int(getattr(h, value))}')
+        lines.append(f"# TYPE factorspec_{name} counter")
+        lines.append(f'factorspec_{name}{{url="{upstream.root}"}} {value:g}')
     return "\n".join(lines) + "\n"

@@ -6,7 +6,8 @@ Owns the request side of a generation: the model check and request-model validat
 ``structured_outputs`` schema converted to one (`factorspec_sdk.server.structured`),
 compiled to a `CompiledSpec`; a spec that does not compile or is unsatisfiable is a 422, and
 so is a schema with an ``x-factorspec`` below its root and no IR, whose relations nobody
-would read),
+would read, and one whose root carries the marker of relations it does not carry, a 422
+``relations_not_sent``),
 the `jsonschema` validator of a schema the client sent, the prompt (chat messages through
 the engine's chat template, with the schema hint when asked; a raw text or token-id
 prompt), and the token budget, timeout and sampling parameters of each choice. Every
@@ -44,7 +45,13 @@ from factorspec_sdk.server.protocol import (
     JsonObject,
     Kind,
 )
-from factorspec_sdk.server.structured import extension, misplaced_extension, structured
+from factorspec_sdk.server.structured import (
+    extension,
+    misplaced_extension,
+    relations_not_sent,
+    structured,
+    unexported_relations,
+)
 from factorspec_sdk.server.tool_calls import ToolPlan, plan_tools
 
 if TYPE_CHECKING:
@@ -186,6 +193,19 @@ async def prepare(
             400, "x-factorspec.max_tool_calls bounds tool calls, not a record", param=param
         )
     if ext.ir is None and sent is not None:
+        marker = unexported_relations(sent)
+        if marker is not None:
+            model = marker.model
+            raise relations_not_sent(
+                param,
+                marker,
+                param,
+                "factorspec_sdk.from_openai(client).chat.completions.create(response_model="
+                f"{model}, context=...) or factorspec_sdk.Client(base_url=...).generate("
+                f"{model}, prompt, context=...), which send the relation IR for your "
+                'context, or extra_body={"factorspec": {"ir": factorspec_sdk.ir.to_ir('
+                f"{model}, context)}}}}",
+            )
         nested = misplaced_extension(sent)
         if nested is not None:
             raise ApiError(
@@ -255,7 +275,10 @@ async def _prepare_tools(
     ext = extension(req.factorspec, None)
     messages: list[ChatMessage] = [{"role": "system", "content": plan.system}]
     messages += _messages(req)
-    if ext.schema_in_prompt:
+    # the functions in the system text describe the answer; the record hint ("Answer with
+    # JSON of this form: ...", on by default for a record) would describe the calls record's
+    # wrapper, and a model under "auto" copied it into its message: only when asked for
+    if ext.schema_in_prompt and "schema_in_prompt" in ext.model_fields_set:
         messages = with_schema_hint(messages, spec.layout)
     return Prepared(
         request=req,

@@ -7,9 +7,14 @@ Two dialects, so that code written for another server runs unchanged:
   timeout...), as llguidance reads ``x-guidance``; `extension` merges it with the field,
   the field winning key by key. At the root of a tool's ``parameters`` it carries the
   relation IR of the function's arguments (`tool_extension`: ``{"ir": {...}}``, nothing
-  else). Anywhere below a root (a nested model's schema under ``$defs``) it is read by no
-  one, so a request with one there and no IR is refused (`misplaced_extension`), never
-  decoded without its relations.
+  else). A model with ``@relation`` s puts it in its own JSON schema
+  (`factorspec_sdk.relations.schema`), or, where its relations cannot be exported without
+  a per-request context, the marker ``{"unexported": {"relations": [...], "reason":
+  ...}}`` (`Unexported`): a request whose record has no IR but that marker is refused with
+  a 422 ``relations_not_sent`` naming the relations and what to send instead
+  (`relations_not_sent`). Anywhere below a root (a nested model's schema under ``$defs``)
+  it is read by no one, so a request with one there and no IR is refused
+  (`misplaced_extension`), never decoded without its relations.
 * vLLM's ``structured_outputs``: ``json`` is the JSON schema path; ``choice`` and ``regex``
   answer bare text, not a JSON record. The engine thread only writes records, so both are
   decoded as the record ``{"value": <one of the strings>}`` (`VALUE_KEY`, a string enum) and
@@ -30,6 +35,7 @@ from typing import Protocol, cast
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from factorspec_sdk.relations.schema import DATA_KEYWORDS, NAME_MAPS, UNEXPORTED
 from factorspec_sdk.server.protocol import (
     X_FACTORSPEC,
     ApiError,
@@ -41,12 +47,15 @@ from factorspec_sdk.server.protocol import (
 __all__ = [
     "VALUE_KEY",
     "Structured",
+    "Unexported",
     "bare_text",
     "extension",
     "misplaced_extension",
     "regex_language",
+    "relations_not_sent",
     "structured",
     "tool_extension",
+    "unexported_relations",
 ]
 
 VALUE_KEY = "value"
@@ -83,6 +92,8 @@ def extension(own: FactorSpecExtension | None, schema: JsonObject | None) -> Fac
         ApiError: 400 for an ``x-factorspec`` value the extension model rejects.
     """
     raw = None if schema is None else schema.get(X_FACTORSPEC)
+    if isinstance(raw, dict) and UNEXPORTED in raw:  # a marker, read by unexported_relations
+        raw = {k: v for k, v in raw.items() if k != UNEXPORTED} or None
     if raw is None:
         return own or FactorSpecExtension()
     try:
@@ -97,46 +108,121 @@ def extension(own: FactorSpecExtension | None, schema: JsonObject | None) -> Fac
     return FactorSpecExtension.model_validate(merged)
 
 
+class Unexported(BaseModel):
+    """The marker of relations a model's schema does not carry (``x-factorspec.unexported``).
+
+    Attributes:
+        model: the model's name.
+        relations: the model's relations (``Model.method``).
+        reason: why their IR is not in the schema (they read a per-request context, or do
+            not compile).
+    """
+
+    model_config = ConfigDict(extra="ignore", strict=True)
+    model: str = "Model"
+    relations: list[str]
+    reason: str = ""
+
+
 class _ToolExtension(BaseModel):
-    """``x-factorspec`` at the root of a tool's ``parameters``: its arguments' relation IR."""
+    """``x-factorspec`` at the root of a tool's ``parameters``: its arguments' relation IR.
+
+    Or the marker of relations its schema does not carry.
+    """
 
     model_config = ConfigDict(extra="forbid", strict=True)
-    ir: JsonObject
+    ir: JsonObject | None = None
+    unexported: Unexported | None = None
 
 
-def tool_extension(parameters: JsonObject, where: str) -> JsonObject | None:
+def tool_extension(parameters: JsonObject, name: str, where: str) -> JsonObject | None:
     """The relation IR at the root of a function's ``parameters`` (``x-factorspec.ir``).
 
     Args:
         parameters: the function's parameters schema.
+        name: the function's name, for errors.
         where: its place in the request (``tools[0].function.parameters``), for errors.
 
     Raises:
-        ApiError: 400 for an ``x-factorspec`` that is not ``{"ir": {...}}`` (timeouts and
-            the like belong to the request's ``factorspec`` field, not to one tool).
+        ApiError: 400 for an ``x-factorspec`` that is neither ``{"ir": {...}}`` nor the
+            marker (timeouts and the like belong to the request's ``factorspec`` field, not
+            to one tool); 422 ``relations_not_sent`` for the marker of relations the schema
+            does not carry (`relations_not_sent`).
     """
     if X_FACTORSPEC not in parameters:
         return None
     try:
-        return _ToolExtension.model_validate(parameters[X_FACTORSPEC]).ir
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        loc = ".".join(str(x) for x in (where, X_FACTORSPEC, *first["loc"]))
+        carried = _ToolExtension.model_validate(parameters[X_FACTORSPEC])
+        if (carried.ir is None) == (carried.unexported is None):
+            raise ValueError("exactly one of ir, unexported")
+    except (ValidationError, ValueError) as exc:
+        if isinstance(exc, ValidationError):
+            first = exc.errors()[0]
+            loc = ".".join(str(x) for x in (where, X_FACTORSPEC, *first["loc"]))
+            why = str(first["msg"])
+        else:
+            loc, why = f"{where}.{X_FACTORSPEC}", str(exc)
         raise ApiError(
             400,
-            f"invalid request: {loc}: {first['msg']}; a tool's {X_FACTORSPEC} carries only "
+            f"invalid request: {loc}: {why}; a tool's {X_FACTORSPEC} carries only "
             'the relation IR of its arguments ({"ir": {...}}); request options go in the '
             '"factorspec" field',
             param=f"{where}.{X_FACTORSPEC}",
         ) from None
+    if carried.unexported is not None:
+        model = carried.unexported.model
+        raise relations_not_sent(
+            f"tool {name!r}",
+            carried.unexported,
+            where,
+            f"factorspec_sdk.tools.function_tool({model}, context=...) in place of "
+            f"openai.pydantic_function_tool({model}) (it sends the relation IR for your "
+            f"context), or factorspec_sdk.Client(base_url=...).call([{model}, ...], "
+            "context=...)",
+        )
+    return carried.ir
 
 
-_NAME_MAPS = frozenset(
-    {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"}
-)
-"""Keywords whose value maps names (not keywords) to sub-schemas."""
-_DATA = frozenset({"enum", "const", "default", "examples", X_FACTORSPEC})
-"""Keywords whose value is data, not schemas."""
+def unexported_relations(schema: JsonObject) -> Unexported | None:
+    """The marker at the root of ``schema`` of relations it does not carry, if any.
+
+    Raises:
+        ApiError: 400 for a marker that is not ``{"relations": [...], "reason": ...}``.
+    """
+    raw = schema.get(X_FACTORSPEC)
+    if not isinstance(raw, dict) or UNEXPORTED not in raw:
+        return None
+    try:
+        return Unexported.model_validate(raw[UNEXPORTED])
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(x) for x in (X_FACTORSPEC, UNEXPORTED, *first["loc"]))
+        raise ApiError(400, f"invalid request: {loc}: {first['msg']}", param=X_FACTORSPEC) from None
+
+
+def relations_not_sent(subject: str, marker: Unexported, param: str, instead: str) -> ApiError:
+    """The 422 for a schema whose model's relations it does not carry (the marker).
+
+    Args:
+        subject: what the schema belongs to (``tool 'BookRoom'``, ``response_format``).
+        marker: the schema's marker.
+        param: the request parameter the schema came in.
+        instead: what to send instead.
+    """
+    names = ", ".join(marker.relations) or "(unnamed)"
+    why = f" ({marker.reason})" if marker.reason else ""
+    return ApiError(
+        422,
+        f"{subject}: the relations {names} are not in the schema{why}; this server enforces "
+        f"the relations it is sent and never decodes without them. Use {instead}",
+        code="relations_not_sent",
+        param=param,
+    )
+
+
+_DATA = DATA_KEYWORDS | {X_FACTORSPEC}
+"""Keywords whose value is data, not schemas (an ``x-factorspec`` below the root is found,
+not searched)."""
 
 
 def misplaced_extension(schema: object) -> str | None:
@@ -160,7 +246,7 @@ def misplaced_extension(schema: object) -> str | None:
             if not isinstance(key, str) or key in _DATA:
                 continue
             here = f"{at}/{_pointer_part(key)}"
-            if key in _NAME_MAPS and isinstance(value, dict):
+            if key in NAME_MAPS and isinstance(value, dict):
                 stack += [(v, f"{here}/{_pointer_part(str(k))}") for k, v in value.items()]
             else:
                 stack.append((value, here))

@@ -23,8 +23,16 @@ tool_extension`), else from its ``parameters`` schema through the JSON Schema fr
 answering). Either IR's relations (an IR's ``@relation`` s, a schema's ``uniqueItems``) hold
 in every call of the function: `factorspec_sdk.ir.graft.IRComposer` places them under each
 call. An ``x-factorspec`` deeper in ``parameters`` than their root is refused (a 422 naming
-the tool and the place), never dropped. The choice of function is a choice point of the
-writer.
+the tool and the place), never dropped; so is the marker of relations a model's schema does
+not carry (a 422 ``relations_not_sent``: they read a context). The choice of function is a
+choice point of the writer.
+
+The calls of one answer are distinct: a call of the same function with the same arguments as
+an earlier one is no new call, and the answer stops before it (`ToolPlan.answer`). A model
+that repeats a call is looping (SmolLM2 under ``"required"`` wrote one call four times): what
+it writes from there on is the loop, so the answer is the calls before the repeat. Masking
+the repeat instead would make the model write calls it did not choose (SmolLM2 then wrote
+``to_hour`` 16, 17, 18 and 19 for one request).
 
 This module owns: the calls record's IR (`ToolPlan`), the system text that lists the
 functions to the model, and the answer's ``content`` / ``tool_calls`` from a record.
@@ -95,7 +103,8 @@ class ToolPlan:
         """The answer of a finished record's ``text``: a message, or tool calls.
 
         A message as long as `message_chars` was cut there: its finish reason is
-        ``length``.
+        ``length``. The calls end before the first one that repeats an earlier call (the
+        same function with the same arguments): the model is looping there.
 
         Raises:
             ApiError: 500 when a call's arguments break their schema (a server bug).
@@ -111,8 +120,13 @@ class ToolPlan:
         else:
             calls = record["calls"]
         out: list[JsonObject] = []
+        seen: set[str] = set()
         for call in calls:
             name, arguments = call["name"], call["arguments"]
+            key = json.dumps([name, arguments], sort_keys=True)
+            if key in seen:
+                break
+            seen.add(key)
             validator = self.validators.get(name)
             errors = (
                 [] if validator is None else [e.message for e in validator.iter_errors(arguments)]
@@ -177,7 +191,7 @@ def plan_tools(req: ChatRequest, limits: IRLimits) -> ToolPlan:
         fn = tool.function
         params = fn.parameters if fn.parameters is not None else _NO_ARGUMENTS
         where = f"tools[{j}].function.parameters"
-        carried = tool_extension(params, where)
+        carried = tool_extension(params, fn.name, where)
         if carried is None:
             validators[fn.name] = json_schema_validator(params, check_schema=False)
         functions.append(_function(fn.name, params, carried, where, limits))

@@ -1,4 +1,4 @@
-"""Budget-feasible masks: only tokens after which the record can still finish within budget.
+r"""Budget-feasible masks: only tokens after which the record can still finish within budget.
 
 Exactness under a token budget means: every prefix the planner allows under ``max_tokens`` can
 be completed to a valid record within ``max_tokens`` tokens *of this tokenizer, as the planner
@@ -55,24 +55,57 @@ walk takes llguidance's forced tokens where it has them; inside a string or a nu
 writes the shortest completion that one of the segment's guides proposes and llguidance
 accepts (`factorspec_sdk.writer.closing`: the pattern's or format's automaton, a length, a
 property name or enumerated text, a number's range), and between values it closes what is
-open first (``}``, ``]``) and starts the shortest value (``0``, ``""``, ``[]``). Every token
+open first (``}``, ``]``) and starts a value with the first of ``0``, ``""``, ``[]``, ``{}``,
+``null``, ``true``, ``false`` that llguidance takes as a whole value there (else the
+shortest shape the byte order finds: ``{`` and the required keys, ``[`` and the required
+items, ``"`` and a guide's completion, the digits of a range). Every token
 of it is one the masks allow, so it is a real completion and the invariant above holds; it
 is not always the shortest one (a byte a token where the text is not forced, one value
 where a union's other branch would be shorter), so ``U`` may exceed the true shortest record
 there. A walk that does not finish (a guide that does not read a pattern as llguidance does)
 counts as no completion: that token is left out of tight masks, never let in.
 
-A token in a segment is allowed without a walk when the segment's texts and the
-`closing_bytes` bound of each of its values (the most bytes the walk writes from any prefix
+A token in a segment is allowed without a walk when the segment's texts and the closing
+bound of each of its values (`closing_bound`: the most bytes the walk writes from any prefix
 of the value), plus ``G`` after the segment (its exit is the same from every cursor in it),
 fit in what is left; otherwise each allowed token is counted one by one. Walks are memoized
-along their length. Every grammar value whose nesting is bounded has a `closing_bytes`
-bound: numbers with or without ranges, strings with lengths, patterns or formats, enums,
-objects, arrays, unions and ``allOf`` that merge, ``$ref`` that do not recurse. A spec with a
-value of unbounded nesting (``Any``, ``dict[str, Any]``, an untyped list, a recursive model)
-gets no budget masks (``ceiling`` 0, so every budget "constrains nothing"): its records are
-decoded as without a budget, and a record that runs out of ``max_tokens`` ends in
-`IncompleteGenerationError`, as with llguidance or XGrammar alone.
+along their length. Every grammar value whose nesting is bounded has one number for a bound:
+numbers with or without ranges, strings with lengths, patterns or formats, enums, objects,
+arrays, unions and ``allOf`` that merge, ``$ref`` that do not recurse.
+
+Values of unbounded nesting (``Any``, ``dict[str, Any]``, an untyped list, ``JsonValue``, a
+recursive model): a prefix may open any number of arrays and objects, each of which needs a
+byte to close, so no number bounds the walk from every prefix and such a spec has no
+``ceiling`` (``_NEVER``: no budget constrains nothing). But the walk from a prefix is bounded
+by what is open in it: ``base + per_level * depth`` bytes (`ClosingBound.at`), ``depth`` the
+arrays and objects open in the value under way (`GrammarSegment.nesting`, kept token by
+token). The walk finishes what the innermost container has under way (a string, a number, a
+key and the shortest start of its value: one of ``0``, ``""``, ``[]``, ``{}``, ``null``,
+``true``, ``false`` where llguidance takes it, else the value's shortest shape), then writes
+each open container's rest (its missing properties or items, its closing bracket): ``base``
+and ``per_level`` are the most of these over the schema's nodes
+(`factorspec_sdk.writer.closing.closing_bound`). So each mask makes the roomy check against
+its own cursor: one token opens at most `GrammarTables.most_opens` containers, so while the
+bound at ``depth + most_opens``, the segment's other texts and values and the longest rest
+after it fit in what is left, every token is allowed without a walk; a writer cursor before
+such a value counts it from its start (`opening_bytes`: what the writer's longest rest holds
+for a grammar value not yet begun). Nearer the end, tokens are counted by walks, as for any
+grammar value, so the invariant above holds as it stands: a token is allowed only if a real
+completion the masks allow fits, the walk's first token always is, and a budget below
+``U(start)`` is refused before the first token. A free string no relation reads whose longest
+rest fits is allowed every token without a count (a token of it only shortens that rest).
+
+What has no bound at all gets no budget masks (``ceiling`` 0, so every budget "constrains
+nothing"): its records are decoded as without a budget, and a record that runs out of
+``max_tokens`` ends in `IncompleteGenerationError` (a 422 ``max_tokens_reached`` on the
+server), as with llguidance or XGrammar alone. That is a string whose pattern Python's ``re``
+cannot read (``\p{L}``, which llguidance takes: the walk has no automaton to complete such
+a string by, so it may not finish, and no bound holds without one), a recursion with no
+short way out (every branch of the value nests again, such as an array of at least one of
+itself or an object: the walk, which prefers ``[`` to ``{``, could nest for ever), or a
+pattern and format whose automata's product is too large to search. A pattern and a format
+on one string, and ``allOf`` parts, are bounded as llguidance intersects them
+(`factorspec_sdk.writer.closing`).
 """
 
 from __future__ import annotations
@@ -95,7 +128,7 @@ from factorspec_sdk.tokens.plan import (
     TokenIds,
     TrieNode,
 )
-from factorspec_sdk.writer.closing import closing_bytes
+from factorspec_sdk.writer.closing import ClosingBound, closing_bound
 
 if TYPE_CHECKING:
     from factorspec_sdk.tokens.plan import Planner
@@ -108,7 +141,8 @@ _FEW = 64
 """A grammar segment's tokens under a tight budget are all counted one by one up to this many."""
 
 _NEVER = 1 << 40
-"""``G`` of a cursor from which the closing walk finds no completion within its bound."""
+"""``G`` of a cursor from which the closing walk finds no completion within its bound; the
+``ceiling`` of a spec with a value of unbounded nesting (no budget constrains nothing)."""
 
 _NO_WALK: tuple[tuple[int, ...], int] = ((), -1)
 """The memo of such a cursor's walk."""
@@ -123,18 +157,30 @@ class CompletionBound:
 
     Attributes:
         enforced: whether budget masks apply (not for a spec with a grammar value whose
-            closing walk has no bound: `factorspec_sdk.writer.closing.closing_bytes`).
+            closing walk has no bound: `factorspec_sdk.writer.closing.closing_bound`).
+        nested: whether a grammar value of the spec nests without bound (``Any``, a
+            recursive model): no budget is roomy for every cursor, so each mask checks the
+            cursor's own bound.
         ceiling: more tokens than any completion the bound walks can take; a budget of at
-            least this many tokens constrains nothing (0 when not ``enforced``).
+            least this many tokens constrains nothing (0 when not ``enforced``; a number no
+            budget reaches when ``nested``).
     """
 
     def __init__(self, planner: Planner) -> None:
         self._planner = weakref.ref(planner)
         values = grammar_values(planner.writer.spec.layout)
-        self.enforced = all(closing_bytes(v) is not None for v in values)
-        self.ceiling = planner.writer.longest_bytes() + 1 if self.enforced else 0
+        bounds = [closing_bound(v) for v in values]
+        self.enforced = all(b is not None for b in bounds)
+        self.nested = self.enforced and any(b is not None and b.per_level for b in bounds)
+        if not self.enforced:
+            self.ceiling = 0
+        elif self.nested:
+            self.ceiling = _NEVER  # a prefix may nest as deep as it likes: no budget is roomy
+            # for every cursor, so each mask bounds its own cursor (`_segment_roomy`)
+        else:
+            self.ceiling = planner.writer.longest_bytes() + 1
         self._segment_room: dict[GrammarSegment, int] = {}
-        self._segment_size: dict[GrammarSegment, list[int]] = {}
+        self._segment_bounds_of: dict[GrammarSegment, _SegmentBounds] = {}
         self._segment_exit: dict[GrammarSegment, int] = {}
         self._walks: dict[GrammarCursor, tuple[tuple[int, ...], int]] = {}
         self._token_bytes: dict[bytes, list[int]] | None = None
@@ -188,6 +234,8 @@ class CompletionBound:
             ]
             return np.asarray(keep, dtype=np.int64)
         if isinstance(cursor, FreeCursor):
+            if self._free_roomy(cursor.free, budget):
+                return ids
             return self._free_allowed(cursor, ids, budget)
         if isinstance(cursor, GrammarCursor) and 1 + self._segment_roomy(cursor) > budget:
             return self._grammar_allowed(cursor, ids, budget)
@@ -254,7 +302,7 @@ class CompletionBound:
                 if 0 <= i < len(walk) and walk[i] == tokens[-1]:
                     hit = self._walks[cursor] = (walk, i + 1)
                     return hit
-        found = segment.closing(tokens, self._segment_bytes(segment) + 1)
+        found = segment.closing(tokens, self._rest_bytes_at(cursor, token=False) + 1)
         # no walk within the bound: no completion is counted from here (a token leading
         # here is left out of tight masks; see the module)
         hit = self._walks[cursor] = (tuple(found), 0) if found is not None else _NO_WALK
@@ -293,7 +341,7 @@ class CompletionBound:
         segment = cursor.segment
         step = cursor.step()
         after = planner.resolve_state(segment.exit_state, "", critical=False, owe=segment.owe)
-        rest = self._segment_bytes(segment, segment.value_index(cursor.tokens))
+        rest = self._rest_bytes_at(cursor, token=True)
         if 2 + rest + self._exit_greedy(segment) <= budget:
             if not step.accepting:
                 return ids
@@ -339,41 +387,60 @@ class CompletionBound:
             self._token_bytes = table
         return self._token_bytes
 
-    def _segment_bytes(self, segment: GrammarSegment, start: int = 0) -> int:
-        """Most bytes the closing walk writes in ``segment`` from within its value ``start``.
-
-        The texts and value bounds from value ``start`` on (the text before it included):
-        the values before it are complete.
-        """
-        sizes = self._segment_size.get(segment)
-        if sizes is None:
-            sizes = [len(segment.texts[-1].encode("utf-8"))]
-            for text, v in zip(reversed(segment.texts[:-1]), reversed(segment.values), strict=True):
-                bound = closing_bytes(v.node)
+    def _segment_bounds(self, segment: GrammarSegment) -> _SegmentBounds:
+        """The closing bounds of ``segment``'s values, summed from each value on."""
+        hit = self._segment_bounds_of.get(segment)
+        if hit is None:
+            bounds: list[ClosingBound] = []
+            for v in segment.values:
+                bound = closing_bound(v.node)
                 if bound is None:  # unreachable: not `enforced`
                     raise GenerationError(f"{segment.where}: a grammar value has no budget bound")
-                sizes.append(sizes[-1] + bound + len(text.encode("utf-8")))
-            sizes.reverse()
-            self._segment_size[segment] = sizes
-        return sizes[start]
+                bounds.append(bound)
+            hit = self._segment_bounds_of[segment] = _SegmentBounds(segment, bounds)
+        return hit
+
+    def _rest_bytes_at(self, cursor: GrammarCursor, *, token: bool) -> int:
+        """Most bytes the closing walk writes in the segment from ``cursor``.
+
+        With ``token``: from one token further, whatever the token. A segment of values of
+        bounded nesting: its bound from the value under way (`GrammarSegment.value_index`)
+        with ``token``, from its first value without (the walk's limit, asked once per
+        walk). A value of unbounded nesting adds ``per_level`` bytes for each array or
+        object open in it (`GrammarSegment.nesting`), and one token opens at most
+        `GrammarTables.most_opens` more.
+        """
+        segment = cursor.segment
+        table = self._segment_bounds(segment)
+        if not table.nested:
+            return table.sizes[segment.value_index(cursor.tokens) if token else 0]
+        k, depth = segment.nesting(cursor.tokens)
+        rest = table.sizes[k]
+        if k < len(table.per_level):
+            rest += table.per_level[k] * depth
+            if token:
+                rest += table.levels[k] * segment.most_opens
+        return rest
 
     def _segment_roomy(self, cursor: GrammarCursor) -> int:
         """A bound on ``U`` after any token of ``cursor``'s segment, without a walk.
 
-        The segment's texts and values as the closing walk writes them at most, the owed
-        text, and the longest rest after the segment.
+        The segment's texts and values as the closing walk writes them at most (from the
+        cursor, for a value of unbounded nesting), the owed text, and the longest rest after
+        the segment.
         """
         segment = cursor.segment
-        hit = self._segment_room.get(segment)
-        if hit is None:
+        outside = self._segment_room.get(segment)
+        if outside is None:
             writer = self.planner.writer
-            hit = (
-                self._segment_bytes(segment)
-                + len(segment.owe.encode("utf-8"))
-                + writer.longest_rest_bytes(segment.exit_state)
+            outside = len(segment.owe.encode("utf-8")) + writer.longest_rest_bytes(
+                segment.exit_state
             )
-            self._segment_room[segment] = hit
-        return hit
+            self._segment_room[segment] = outside
+        table = self._segment_bounds(segment)
+        if table.nested:
+            return self._rest_bytes_at(cursor, token=True) + outside
+        return table.sizes[0] + outside
 
     # ------------------------------------------------------------------ segments
 
@@ -684,6 +751,17 @@ class CompletionBound:
                     fits.append(tid)
         return np.asarray(sorted(set(fits) & set(ids.tolist())), dtype=np.int64)
 
+    def _free_roomy(self, free: FreeString, budget: int) -> bool:
+        """Whether every token of a free string fits, so the mask needs no count.
+
+        The rest has at most `Writer.longest_rest_bytes` bytes, which a token of the string
+        only shortens. For a string no relation reads the value of (`_kept_allowed` says the
+        same of one whose value a relation reads, where it holds).
+        """
+        if free.texts is not None:
+            return False
+        return 1 + self.planner.writer.longest_rest_bytes(free.state) <= budget
+
     def _free_allowed(self, cursor: FreeCursor, ids: TokenIds, budget: int) -> TokenIds:
         """Within a free string: text tokens that leave room to pad and close, closers that fit."""
         tables = self.planner.free_tables()
@@ -726,3 +804,31 @@ class CompletionBound:
                 closers.append(tid)
         fits = np.concatenate([tables.safe_ids[need <= budget], np.asarray(closers, np.int64)])
         return ids[np.isin(ids, fits)]
+
+
+class _SegmentBounds:
+    """The closing bounds of a grammar segment's values, summed from each value on.
+
+    Attributes:
+        sizes: for each value ``k`` (and ``len(values)``), the texts from the one before
+            value ``k`` and the values' ``base`` bounds from ``k`` on.
+        per_level: each value's bytes per open array or object.
+        levels: the most ``per_level`` from each value on.
+        nested: some value nests without bound.
+    """
+
+    __slots__ = ("levels", "nested", "per_level", "sizes")
+
+    def __init__(self, segment: GrammarSegment, bounds: list[ClosingBound]) -> None:
+        texts = [len(t.encode("utf-8")) for t in segment.texts]
+        sizes = [texts[-1]]
+        levels = [0]
+        for text, bound in zip(reversed(texts[:-1]), reversed(bounds), strict=True):
+            sizes.append(sizes[-1] + bound.base + text)
+            levels.append(max(levels[-1], bound.per_level))
+        sizes.reverse()
+        levels.reverse()
+        self.sizes = sizes
+        self.levels = levels
+        self.per_level = [b.per_level for b in bounds]
+        self.nested = levels[0] > 0

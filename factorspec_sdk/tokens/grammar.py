@@ -29,10 +29,15 @@ recursion. Written here by hand is only what llguidance cannot know:
   number, the shortest completion one of the segment's guides proposes
   (`factorspec_sdk.writer.closing`: a pattern's or a format's automaton, a length, a
   property name, an enumerated text, a number's range) that llguidance accepts, as
-  single-byte tokens; elsewhere the first single-byte token it allows in a fixed order
-  (``}`` and ``]`` first, so what is open closes, then the shortest values). Every token of
-  it is one the masks allow. `factorspec_sdk.writer.closing.closing_bytes` bounds its length
-  in bytes (so in tokens) from any prefix of a value of bounded nesting.
+  single-byte tokens; where a value starts and nothing may close, the first of
+  `factorspec_sdk.writer.closing.LITERALS` (``0``, ``""``, ``[]``, ``{}``, ``null``, ...)
+  that llguidance takes as a whole value, so a value that may be empty or null never nests
+  further; elsewhere the first single-byte token it allows in a fixed order (``}`` and ``]``
+  first, so what is open closes, then the shortest values). Every token of it is one the
+  masks allow. `factorspec_sdk.writer.closing.closing_bound` bounds its length in bytes (so
+  in tokens) from any prefix of a value: one number for a value of bounded nesting, and for
+  one of unbounded nesting a number per array or object open in it (`GrammarSegment.nesting`
+  counts them, token by token).
 
 Cursors are immutable and cheap; the segment holds the matcher behind a lock (the planner's
 prefetch thread may create segments while the decoding thread masks).
@@ -53,7 +58,12 @@ import numpy.typing as npt
 from factorspec_sdk.errors import GenerationError
 from factorspec_sdk.relations.layout import GRAMMAR_OPTIONS, path_name
 from factorspec_sdk.tokens.vocab import TokenizerInfo
-from factorspec_sdk.writer.closing import COMPLETION_CHARS, ClosingGuides, closing_guides
+from factorspec_sdk.writer.closing import (
+    COMPLETION_CHARS,
+    LITERALS,
+    ClosingGuides,
+    closing_guides,
+)
 
 if TYPE_CHECKING:
     from factorspec_sdk.writer.automaton import GrammarValue, WriterState
@@ -134,13 +144,19 @@ class GrammarTables:
         self.special = np.asarray(sorted(tok.special_ids), dtype=np.int64)
         self.byte_ids: dict[int, int] = {}
         """The token of each single byte the vocabulary has one for (the closing walk's)."""
+        self.most_opens = 0
+        """The most ``[`` and ``{`` one token holds: how much deeper one token can nest."""
         for i, raw in enumerate(tok.vocab):
-            if len(raw) == 1 and i not in tok.special_ids:
+            if i in tok.special_ids:
+                continue
+            if len(raw) == 1:
                 self.byte_ids.setdefault(raw[0], i)
+            self.most_opens = max(self.most_opens, raw.count(b"[") + raw.count(b"{"))
         plain = (1 << self.vocab_size) - 1
         for i in tok.special_ids:
             plain &= ~(1 << i)
         self._plain_bits = plain
+        self._literals: list[list[int]] | None = None
         self._templates: OrderedDict[tuple[tuple[str, ...], tuple[str, ...]], Any] = OrderedDict()
         self._max = max_grammars
         self._lock = threading.Lock()
@@ -185,6 +201,21 @@ class GrammarTables:
             if bitmask[t >> 3] >> (t & 7) & 1:
                 return t
         return -1
+
+    @property
+    def literals(self) -> list[list[int]]:
+        """`LITERALS` as the closing walk tries them, in order.
+
+        Each in its canonical tokens, then (where they differ) in single-byte tokens.
+        """
+        if self._literals is None:
+            found: list[list[int]] = []
+            for text in LITERALS:
+                for ids in (self.tok.encode(text), self.byte_tokens(text.encode("ascii"))):
+                    if ids and ids not in found:
+                        found.append(ids)
+            self._literals = found
+        return self._literals
 
     def byte_tokens(self, data: bytes) -> list[int] | None:
         """``data`` as single-byte tokens (None when the vocabulary lacks one of its bytes)."""
@@ -272,6 +303,10 @@ class GrammarSegment:
         self._at: tuple[int, ...] = ()
         self._steps: OrderedDict[tuple[int, ...], GrammarStep] = OrderedDict()
         self._lock = threading.Lock()
+        self._text_bytes = tuple(len(t.encode("utf-8")) for t in self.texts)
+        self._lexed: tuple[int, ...] = ()
+        self._lex_states: list[_Lex] = [_lex_start(self._text_bytes[0])]
+        self._lex_lock = threading.Lock()
 
     def step(self, tokens: tuple[int, ...]) -> GrammarStep:
         """The segment after ``tokens`` (a few recent answers are kept)."""
@@ -311,7 +346,7 @@ class GrammarSegment:
                 # one token at a time: where the rest of a completion is forced, the mask
                 # allows only its canonical tokens (``",`` rather than ``"``), taken next round
                 mask = m.compute_bitmask()
-                plan = self._completion(m, scan)
+                plan = self._completion(m, scan, mask)
                 token = plan[0] if plan and mask[plan[0] >> 3] >> (plan[0] & 7) & 1 else -1
                 if token < 0:
                     token = tables.walk_token(mask, self._order(scan))
@@ -324,16 +359,26 @@ class GrammarSegment:
             scan.feed(b"".join(vocab[t] for t in run))
         return out
 
-    def _completion(self, m: Any, scan: _Scan) -> list[int]:
-        """The shortest completion of the string or number under way that llguidance takes.
+    def _completion(self, m: Any, scan: _Scan, mask: bytes) -> list[int]:
+        """The shortest completion of what is under way that llguidance takes.
 
-        Each guide (`factorspec_sdk.writer.closing`) proposes one; they are tried shortest
-        first, as single-byte tokens (``validate_tokens``; the walk takes the first if the
-        mask allows it). ``[]`` outside a string or number, when the number may end here, or
-        when no guide's completion is allowed (the walk then goes by its byte order).
+        In a string or a number, each guide (`factorspec_sdk.writer.closing`) proposes one;
+        they are tried shortest first, as single-byte tokens (``validate_tokens``; the walk
+        takes the first if the mask allows it). Where a value starts and no container may
+        close, the first of `LITERALS` llguidance takes as a whole value (``0``, ``""``,
+        ``[]``, ``{}``, ``null``, ...), so a value that may be empty or null never nests
+        further. ``[]`` elsewhere, when the number may end here, or when no completion is
+        allowed (the walk then goes by its byte order).
         """
         guides = self.guides
         tables = self._tables
+        if scan.value_expected:
+            if tables.walk_token(mask, self._closers, single=False) >= 0:
+                return []  # the byte order closes the open array or object first
+            for literal in tables.literals:
+                if m.validate_tokens(literal) == len(literal) and self._ends(m, literal):
+                    return literal
+            return []
         content = scan.content() if scan.kind == _STRING else None
         if content is not None:
             for text in guides.string_completions(content):
@@ -343,17 +388,24 @@ class GrammarSegment:
         elif scan.kind == _NUMBER:
             for text in guides.number_completions(scan.number()):
                 ids = tables.byte_tokens(text.encode("ascii"))
-                if ids is None or m.validate_tokens(ids) != len(ids):
-                    continue
-                probe = m.deep_copy() if ids else m
-                if ids:
-                    probe.consume_tokens(ids)
-                if (
-                    probe.is_accepting()
-                    or tables.walk_token(probe.compute_bitmask(), self._enders, single=False) >= 0
-                ):
+                if ids is not None and m.validate_tokens(ids) == len(ids) and self._ends(m, ids):
                     return ids  # [] when complete: the structural order ends it
         return []
+
+    def _ends(self, m: Any, ids: list[int]) -> bool:
+        """Whether ``ids`` (which llguidance takes) end a value: what may follow one is next."""
+        probe = m.deep_copy() if ids else m
+        if ids:
+            probe.consume_tokens(ids)
+        return bool(
+            probe.is_accepting()
+            or self._tables.walk_token(probe.compute_bitmask(), self._enders, single=False) >= 0
+        )
+
+    @property
+    def most_opens(self) -> int:
+        """The most arrays and objects one token of the vocabulary can open."""
+        return self._tables.most_opens
 
     @property
     def guides(self) -> ClosingGuides:
@@ -383,27 +435,32 @@ class GrammarSegment:
 
     @property
     def _enders(self) -> list[int]:
-        """Single-byte tokens that may follow a complete number."""
+        """Single-byte tokens that may follow a complete value."""
         firsts = bytes(t.encode("utf-8")[0] for t in self.texts[1:] if t)
         return [self._tables.byte_ids[b] for b in b",}]" + firsts if b in self._tables.byte_ids]
+
+    @property
+    def _closers(self) -> list[int]:
+        """The single-byte tokens that close an array or an object."""
+        return [self._tables.byte_ids[b] for b in b"}]" if b in self._tables.byte_ids]
 
     def value_index(self, tokens: tuple[int, ...]) -> int:
         """The index of the first value ``tokens`` leave incomplete (``len(values)`` if none).
 
-        Lexed value by value, as `in_string` does: each value's end found by the JSON lexer
-        and the text after it skipped.
+        Lexed value by value (`_lex`): each value's end found by the JSON lexer and the text
+        after it skipped.
         """
-        vocab = self._tables.tok.vocab
-        data = b"".join(vocab[t] for t in tokens)
-        pos = len(self.texts[0].encode("utf-8"))
-        for k, after in enumerate(self.texts[1:]):
-            if pos >= len(data):
-                return k
-            end, _ = lex_value(data, pos)
-            if end is None:
-                return k
-            pos = end + len(after.encode("utf-8"))
-        return len(self.values)
+        return min(self._lex_at(tokens)[0], len(self.values))
+
+    def nesting(self, tokens: tuple[int, ...]) -> tuple[int, int]:
+        """The value ``tokens`` leave incomplete (as `value_index`) and its depth.
+
+        The depth is how many arrays and objects are open in that value (0 while the layout
+        text before it is written).
+        """
+        k, skip, depth, *_ = self._lex_at(tokens)
+        n = len(self.values)
+        return (k, depth) if k < n and not skip else (min(k, n), 0)
 
     def in_string(self, tokens: tuple[int, ...]) -> bool:
         """Whether ``tokens`` end inside a string of a value, ready for its next character.
@@ -412,18 +469,37 @@ class GrammarSegment:
         inside a unicode escape, not inside a UTF-8 character: the bytes are lexed value by
         value, each value's end found by the JSON lexer and the text after it skipped.
         """
+        k, skip, _, in_str, escape, utf8, *_ = self._lex_at(tokens)
+        return k < len(self.values) and not skip and bool(in_str) and not escape and not utf8
+
+    def _lex_at(self, tokens: tuple[int, ...]) -> _Lex:
+        """Where the segment's bytes stand after ``tokens`` (see `_lex`).
+
+        Kept per token of the last tokens asked (decoding asks them one token further, or
+        a few back after a rejected draft), so each token's bytes are read once.
+        """
         vocab = self._tables.tok.vocab
-        data = b"".join(vocab[t] for t in tokens)
-        texts = [t.encode("utf-8") for t in self.texts]
-        pos = len(texts[0])
-        for after in texts[1:]:
-            if pos >= len(data):
-                return False
-            end, inside = lex_value(data, pos)
-            if end is None:
-                return inside
-            pos = end + len(after)
-        return False
+        with self._lex_lock:
+            done, states = self._lexed, self._lex_states
+            n = len(done)
+            if len(tokens) >= n and tokens[:n] == done:
+                k = n
+            else:  # the longest common prefix, by halves
+                lo, hi = 0, min(n, len(tokens))
+                while lo < hi:
+                    mid = (lo + hi + 1) // 2
+                    if tokens[:mid] == done[:mid]:
+                        lo = mid
+                    else:
+                        hi = mid - 1
+                k = lo
+                del states[k + 1 :]
+            state = states[k]
+            for t in tokens[k:]:
+                state = _lex(state, vocab[t], self._text_bytes)
+                states.append(state)
+            self._lexed = tokens
+            return state
 
     def _goto(self, tokens: tuple[int, ...]) -> None:
         at, m = self._at, self._matcher
@@ -442,6 +518,9 @@ class GrammarSegment:
 
 
 _SCALAR = frozenset(b"0123456789+-.eEtrufalsn")
+_BEFORE_VALUE = frozenset([-1, *b"[,:"])
+_OPEN = frozenset(b"[{")
+_CLOSE = frozenset(b"]}")
 _NUMBER_START = frozenset(b"-0123456789")
 _STRING, _ESCAPE, _UTF8, _NUMBER, _OTHER = range(5)
 _STRING_ORDER = b'"\\' + COMPLETION_CHARS.encode("ascii")
@@ -459,7 +538,7 @@ class _Scan:
     text holds whole keys, so strings open and close in it as in the values).
     """
 
-    __slots__ = ("data", "escape", "in_str", "scalar", "start")
+    __slots__ = ("data", "escape", "in_str", "last", "scalar", "start")
 
     def __init__(self) -> None:
         self.data = bytearray()
@@ -467,6 +546,7 @@ class _Scan:
         self.escape = 0  # bytes of an escape still to come (1 after a backslash, 4 after \u)
         self.start = 0  # where the open string's content starts
         self.scalar = -1  # where the scalar under way (a number, true, ...) starts
+        self.last = -1  # the last byte outside strings other than a space (-1: none yet)
 
     def feed(self, chunk: bytes) -> None:
         """Read ``chunk``, the next bytes of the segment."""
@@ -481,12 +561,23 @@ class _Scan:
                 elif b == ord('"'):
                     self.in_str = False
             elif b == ord('"'):
-                self.in_str, self.start, self.scalar = True, len(data), -1
+                self.in_str, self.start, self.scalar, self.last = True, len(data), -1, b
             elif b in _SCALAR:
                 if self.scalar < 0:
                     self.scalar = len(data) - 1
+                self.last = b
             else:
                 self.scalar = -1
+                if b != ord(" "):
+                    self.last = b
+
+    @property
+    def value_expected(self) -> bool:
+        """Whether a value starts here.
+
+        After ``[``, ``,`` (or a key: no literal is one) or ``:``, or before anything.
+        """
+        return not self.in_str and self.last in _BEFORE_VALUE
 
     @property
     def kind(self) -> int:
@@ -512,6 +603,69 @@ class _Scan:
         return bytes(self.data[self.scalar :]).decode("ascii")
 
 
+_Lex = tuple[int, int, int, int, int, int, int, int]
+"""Where a segment's bytes stand (`_lex`): the value under way or next, the layout text's bytes
+still to pass before it, the arrays and objects open in it, whether in a string, the escape's
+bytes still due (1 after a backslash, 4 after ``\\u``), the UTF-8 character's bytes still due,
+the bytes read, and the bytes read when the last value ended."""
+
+_FAR = 1 << 62
+"""The layout text after a value that `lex_value` reads alone: longer than any data."""
+
+
+def _lex_start(text: int) -> _Lex:
+    """Before the first byte, ``text`` bytes of layout text before the first value."""
+    return (0, text, 0, 0, 0, 0, 0, 0)
+
+
+def _lex(state: _Lex, data: bytes, texts: tuple[int, ...]) -> _Lex:
+    """``state`` after ``data``, for ``texts[k]`` bytes of layout text before value ``k``.
+
+    ``texts[-1]`` is the text after the last value. A value ends with a string's or the
+    outer array's or object's closing byte, or before the first byte after a scalar that
+    cannot continue it (that byte starts the text after).
+    """
+    k, skip, depth, in_str, escape, utf8, n, ended = state
+    last = len(texts) - 1
+    i, size = 0, len(data)
+    while i < size:
+        if skip:
+            step = min(skip, size - i)
+            skip -= step
+            i += step
+            continue
+        if k >= last:  # all values written: the rest is the text after the last
+            i = size
+            break
+        b = data[i]
+        if in_str:
+            if utf8:
+                utf8 -= 1
+            elif escape:
+                escape = 4 if escape == 1 and b == 0x75 else escape - 1
+            elif b == 0x5C:
+                escape = 1
+            elif b == 0x22:
+                in_str = 0
+                if not depth:
+                    k, skip, ended = k + 1, texts[k + 1], n + i + 1
+            elif b >= 0xC0:
+                utf8 = 1 if b < 0xE0 else 2 if b < 0xF0 else 3
+        elif b == 0x22:
+            in_str = 1
+        elif b in _OPEN:
+            depth += 1
+        elif b in _CLOSE:
+            depth -= 1
+            if not depth:
+                k, skip, ended = k + 1, texts[k + 1], n + i + 1
+        elif not depth and b not in _SCALAR:
+            k, skip, ended = k + 1, texts[k + 1], n + i
+            continue  # the scalar ended: this byte is the text after it
+        i += 1
+    return (k, skip, depth, in_str, escape, utf8, n + size, ended)
+
+
 def lex_value(data: bytes, pos: int) -> tuple[int | None, bool]:
     """Lex the JSON value at ``data[pos:]``: its end, or ``None`` and whether in a string.
 
@@ -520,36 +674,10 @@ def lex_value(data: bytes, pos: int) -> tuple[int | None, bool]:
     of ``data`` gives ``(None, inside)``: ``inside`` when ``data`` ends inside a string,
     ready for a character (no escape pending, no UTF-8 character begun).
     """
-    depth = 0
-    in_str = False
-    escape = 0  # bytes of an escape still to come (1 after a backslash, 4 after \u)
-    i = pos
-    n = len(data)
-    while i < n:
-        b = data[i]
-        if in_str:
-            if escape:
-                escape = 4 if escape == 1 and b == ord("u") else escape - 1
-            elif b == ord("\\"):
-                escape = 1
-            elif b == ord('"'):
-                in_str = False
-                if depth == 0:
-                    return i + 1, False
-        elif b == ord('"'):
-            in_str = True
-        elif b in (ord("["), ord("{")):
-            depth += 1
-        elif b in (ord("]"), ord("}")):
-            depth -= 1
-            if depth == 0:
-                return i + 1, False
-        elif depth == 0 and b not in _SCALAR:
-            return i, False  # the scalar ended: this byte is the text after it
-        i += 1
-    if not in_str or escape:
-        return None, False
-    return None, not _splits_a_character(data, n)
+    k, _, _, in_str, escape, utf8, _, ended = _lex(_lex_start(0), data[pos:], (0, _FAR))
+    if k:
+        return pos + ended, False
+    return None, bool(in_str) and not escape and not utf8
 
 
 def _splits_a_character(data: bytes, n: int) -> bool:

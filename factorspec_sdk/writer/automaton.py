@@ -40,7 +40,7 @@ from factorspec_sdk.relations.layout import (
 )
 from factorspec_sdk.relations.temporal import duration_text, temporal_text, text_length
 from factorspec_sdk.writer.affixes import Affixes
-from factorspec_sdk.writer.closing import closing_bytes
+from factorspec_sdk.writer.closing import opening_bytes
 from factorspec_sdk.writer.dates import next_date_chars
 from factorspec_sdk.writer.digits import is_canonical_int, next_digits_in_range
 from factorspec_sdk.writer.floats import (
@@ -1127,8 +1127,8 @@ def _longest_text(
     strings: tuple[str, ...],
     memo: dict[Path, int],
 ) -> int:
-    if isinstance(node, GrammarLayout):  # as the budget's closing walk writes it
-        bound = closing_bytes(node)
+    if isinstance(node, GrammarLayout):  # as the budget's closing walk writes it from its start
+        bound = opening_bytes(node)
         if bound is None:
             raise ValueError("a grammar value has no longest text; the token budget is off")
         return bound

@@ -5,15 +5,25 @@ The token budget (`factorspec_sdk.tokens.budget`) finishes a grammar value by a 
 masks allow, token by token. This module holds what the walk and the budget need to know of a
 value's JSON Schema, without llguidance:
 
-- `closing_bytes`: the most bytes the walk writes to finish a value of a schema from *any*
-  prefix of it. The budget adds it to the longest rest of the record (`ceiling`, the roomy
-  checks), so it must hold for every prefix llguidance allows. It is derived from the
-  schema's structure: an object closes its open value and writes at most each of its
-  remaining properties once, an array its missing items, a string the shortest completion
-  of its pattern (`pattern_bound`), a number the digits its range needs (`_number_bound`).
-  A value of unbounded nesting (``{}``, an untyped array or object, a recursive ``$ref``),
-  ``not``, an ``allOf`` that does not merge, or a pattern Python cannot read has no bound:
-  ``None``.
+- `closing_bound`: how many bytes the walk writes to finish a value of a schema from *any*
+  prefix of it, and from its start (`ClosingBound`). The budget adds it to the longest rest of
+  the record (`ceiling`, the roomy checks), so it must hold for every prefix llguidance
+  allows. It is derived from the schema's structure: an object closes its open value and
+  writes at most each of its remaining properties once, an array its missing items, a string
+  the shortest completion of its pattern (`pattern_bound`), a number the digits its range
+  needs (`_number_bound`). For a value of bounded nesting it is one number (`closing_bytes`).
+  A value of unbounded nesting (``{}``, an untyped array or object, a recursive ``$ref``)
+  has no such number, since a prefix may open any number of arrays and objects; but from a
+  prefix with ``d`` of them open the walk closes each with at most one container's rest
+  (``per_level``) after finishing what is under way (``base``), so its bound is
+  ``base + per_level * d`` (`ClosingBound.at`). ``allOf`` parts merge as llguidance
+  intersects them (`_merge`), and a string with several regexes (a pattern and a format, two
+  patterns) is read as the product of their automata. No bound (``None``): a pattern
+  Python's ``re`` cannot read (``\p{L}``, which llguidance takes: no automaton to complete
+  it by), a recursion with no short way out (every branch of it nests again, as an array of
+  at least one of itself or an object: the walk prefers ``[`` and could nest for ever), a
+  product of automata too large to search, and what llguidance refuses anyway (``not``,
+  ``if``, an unknown format).
 - `closing_guides`: for the walk, the completions of the strings and numbers the schemas
   hold. Inside a string the walk asks every string guide (a pattern, a format, a length, a
   property name, an enumerated string) for the shortest completion of what is written, and
@@ -35,24 +45,28 @@ import json
 import math
 import re
 from collections import deque
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypeVar
 
 from factorspec_sdk.relations.layout import GRAMMAR_OPTIONS, GrammarLayout
 
 __all__ = [
     "COMPLETION_CHARS",
+    "LITERALS",
     "LLGUIDANCE_FORMATS",
+    "ClosingBound",
     "ClosingGuides",
     "NumberGuide",
     "StringGuide",
+    "closing_bound",
     "closing_bytes",
     "closing_guides",
     "number_completion",
+    "opening_bytes",
     "pattern_bound",
 ]
 
@@ -145,17 +159,15 @@ _KEY = len(GRAMMAR_OPTIONS["key_separator"])
 _ITEM = len(GRAMMAR_OPTIONS["item_separator"])
 _ANNOTATIONS = frozenset(
     {"title", "description", "default", "examples", "$comment", "deprecated", "readOnly",
-     "writeOnly", "$schema", "$id", "x-guidance"}
+     "writeOnly", "$schema", "$id", "$anchor", "$defs", "definitions", "x-guidance"}
 )  # fmt: skip
 _STRING_KEYS = frozenset({"pattern", "format", "minLength", "maxLength"})
 _NUMBER_KEYS = frozenset(
     {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"}
 )
-_OBJECT_KEYS = frozenset(
-    {"properties", "required", "additionalProperties", "patternProperties", "minProperties",
-     "maxProperties"}
-)  # fmt: skip
-_ARRAY_KEYS = frozenset({"items", "prefixItems", "minItems", "maxItems"})
+_TYPES = ("null", "boolean", "number", "string", "array", "object")
+"""The types a schema without ``type`` allows (llguidance's ``TYPES``; ``number`` holds the
+integers)."""
 
 
 # ---------------------------------------------------------------------- the bound
@@ -181,8 +193,8 @@ def closing_bytes(node: GrammarLayout) -> int | None:
       ``minProperties``.
 
     None for a value of unbounded nesting (``{}``, an array without ``items``, an object
-    whose extra properties are any values, a recursive ``$ref``), ``not``, an ``allOf``
-    that does not merge, or a pattern Python's ``re`` cannot read.
+    whose extra properties are any values, a recursive ``$ref``: `closing_bound` bounds
+    those per prefix), and where `closing_bound` has none.
     """
     return _closing_bytes(node.schema)
 
@@ -200,6 +212,10 @@ class _Unbounded(Exception):
     pass
 
 
+class _Unsatisfiable(_Unbounded):
+    """No value satisfies the schema: a branch of a union that llguidance drops."""
+
+
 class _Bound:
     def __init__(self, root: object) -> None:
         self.root = root
@@ -207,6 +223,8 @@ class _Bound:
     def of(self, s: object, refs: tuple[str, ...]) -> int:
         if s is True:
             raise _Unbounded
+        if s is False:
+            raise _Unsatisfiable
         if not isinstance(s, dict):
             raise _Unbounded
         s = {k: v for k, v in s.items() if k not in _ANNOTATIONS}
@@ -235,7 +253,7 @@ class _Bound:
                 parts = s.pop(union)
                 if not isinstance(parts, list) or not parts:
                     raise _Unbounded
-                return max(self.of(_merge(s, p) if s else p, refs) for p in parts)
+                return max(_satisfiable(lambda p: self.of(_merge(s, p) if s else p, refs), parts))
         if "not" in s or "if" in s:
             raise _Unbounded
         if "enum" in s or "const" in s:
@@ -246,10 +264,13 @@ class _Bound:
         kind = s.get("type")
         if isinstance(kind, list):
             if not kind:
-                raise _Unbounded
+                raise _Unsatisfiable
             return max(self.of({**s, "type": k}, refs) for k in kind)
-        if kind is None:
-            kind = _implied_type(s)
+        if kind is None:  # every type, each with the keywords that apply to it (llguidance's
+            # reading): the array and object of them nest without end unless constrained
+            if not s:
+                raise _Unbounded
+            return max(self.of({**s, "type": k}, refs) for k in _TYPES)
         if kind in ("number", "integer"):
             return _number_bound(s)
         if kind == "boolean":
@@ -306,18 +327,304 @@ class _Bound:
         return total
 
 
-def _implied_type(s: Mapping[str, object]) -> str | None:
-    """The type a schema without ``type`` constrains by its keywords alone (None: any)."""
-    keys = set(s)
-    for kind, names in (
-        ("string", _STRING_KEYS),
-        ("number", _NUMBER_KEYS),
-        ("object", _OBJECT_KEYS),
-        ("array", _ARRAY_KEYS),
-    ):
-        if keys and keys <= names:
-            return kind
-    return None
+# ---------------------------------------------------------------------- unbounded nesting
+
+
+LITERALS: tuple[str, ...] = ("0", '""', "[]", "{}", "null", "true", "false")
+"""The whole values the closing walk tries, in this order, where a value starts and nothing is
+forced (`factorspec_sdk.tokens.grammar.GrammarSegment.closing`): the shortest value of each
+JSON type. It writes the first llguidance takes as a complete value, so a value that may be
+``null``, ``[]`` or ``{}`` never nests further."""
+
+_LITERAL_MOST = max(len(t) for t in LITERALS)
+
+
+@dataclass(frozen=True, slots=True)
+class ClosingBound:
+    """How many bytes the closing walk writes to finish a value of one schema.
+
+    From a prefix of the value with ``depth`` arrays and objects open (outside strings), the
+    walk writes at most ``at(depth)`` bytes; from the value's start (nothing written) at most
+    ``start``.
+
+    Attributes:
+        start: most bytes from the value's start.
+        base: most bytes to finish what is under way in the innermost open container (a
+            string, a number, a key and its value, the next item) or a value of no container.
+        per_level: most bytes the walk writes in one open container once its open value is
+            finished (its missing properties or items, its closing bracket); 0 for a value of
+            bounded nesting, whose ``base`` holds from every prefix.
+    """
+
+    start: int
+    base: int
+    per_level: int = 0
+
+    def at(self, depth: int) -> int:
+        """Most bytes the walk writes from a prefix with ``depth`` containers open."""
+        return self.base + self.per_level * depth
+
+
+def closing_bound(node: GrammarLayout) -> ClosingBound | None:
+    """The closing walk's bound for a value of ``node`` (see the module), or None.
+
+    A value of bounded nesting: `closing_bytes` from every prefix. Otherwise (``{}``, an
+    untyped array or object, a recursive ``$ref``) one bound per schema node the value's
+    text can reach, the largest of each kind taken:
+
+    - ``start``: from a value's start, the walk writes one of `LITERALS` where the schema
+      takes one (at most 5 bytes), else the value's shortest shape: an object's braces and
+      each of its properties once (key, separators, the property's ``start``), the entries
+      ``minProperties`` asks for; an array's ``minItems`` items; a string's or number's
+      bound as in `closing_bytes`. A shape that needs itself (a recursion with no literal
+      way out) has none.
+    - ``per_level``: an object's or array's ``start`` (what it may still write after its
+      open value: the properties or items it lacks, its closing bracket);
+    - ``base``: what the innermost open container's pending entry may take (the rest of a
+      key, the separator and a value's ``start``; or the separator and an item's ``start``),
+      a string's, number's, enum's or literal's bound, and the value's own ``start``.
+
+    From a prefix with ``d`` containers open the walk finishes what is under way in the
+    innermost one (``base``), then each container's rest (``per_level`` each): each step
+    of it is llguidance's forced text, a guide's completion or a literal, as in the walk.
+    """
+    return _closing_bound(node.schema)
+
+
+def opening_bytes(node: GrammarLayout) -> int | None:
+    """Most bytes the closing walk writes for a value of ``node`` from its start, or None.
+
+    What the writer counts for a grammar value not yet begun (`Writer.longest_rest_bytes`):
+    finite for a value of unbounded nesting too.
+    """
+    bound = closing_bound(node)
+    return None if bound is None else bound.start
+
+
+@lru_cache(maxsize=1024)
+def _closing_bound(schema: str) -> ClosingBound | None:
+    bounded = _closing_bytes(schema)
+    if bounded is not None:
+        return ClosingBound(bounded, bounded)
+    root = json.loads(schema)
+    try:
+        return _Nested(root).bound()
+    except (_Unbounded, RecursionError):
+        return None
+
+
+class _Nested:
+    """The `ClosingBound` of a schema of unbounded nesting (see `closing_bound`)."""
+
+    def __init__(self, root: object) -> None:
+        self.root = root
+        self._starts: dict[str, int] = {}
+        self._busy: set[str] = set()
+
+    def bound(self) -> ClosingBound:
+        start = self.start(self.root)
+        base, per_level = start, 0
+        seen: set[str] = set()
+        todo: list[object] = [self.root]
+        while todo:
+            for node in self.branches(todo.pop()):
+                key = _canon(node)
+                if key in seen:
+                    continue
+                seen.add(key)
+                kind = node.get("type")
+                if "enum" in node or "const" in node or kind not in ("object", "array"):
+                    base = max(base, self.shape(node))
+                    continue
+                children = _children(node)
+                todo.extend(children)
+                per_level = max(per_level, self.shape(node))
+                value = max((self.start(c) for c in children), default=0)
+                if kind == "array":
+                    base = max(base, _ITEM + value)
+                else:
+                    base = max(base, _key_bound(node) + STRING_SLACK + _KEY + value)
+        return ClosingBound(start, base, per_level)
+
+    def start(self, s: object) -> int:
+        """Most bytes the walk writes for a value of ``s`` from its start."""
+        key = _canon(s)
+        hit = self._starts.get(key)
+        if hit is not None:
+            return hit
+        if key in self._busy:
+            raise _Unbounded  # its shortest shape holds itself: no way out
+        self._busy.add(key)
+        try:
+            nodes = self.branches(s)
+            if not nodes:
+                raise _Unbounded  # nothing satisfies it
+            if any(_takes_literal(n) for n in nodes):
+                most = _LITERAL_MOST  # the walk writes a literal: some branch takes one
+            else:
+                most = max(_LITERAL_MOST, *(self.shape(n) for n in nodes))
+        finally:
+            self._busy.discard(key)
+        self._starts[key] = most
+        return most
+
+    def shape(self, node: dict[str, Any]) -> int:
+        """Most bytes of a concrete node's shortest shape (no literal: see `closing_bound`)."""
+        if "enum" in node or "const" in node:
+            values = node["enum"] if "enum" in node else [node["const"]]
+            if not isinstance(values, list) or not values:
+                raise _Unbounded
+            return max(len(_json_text(v).encode("utf-8")) for v in values)
+        kind = node.get("type")
+        if kind == "object":
+            total = 2
+            for key, sub in _properties(node).items():
+                total += len(_json_text(key).encode("utf-8")) + _KEY + _ITEM + self.start(sub)
+            extra = _extras(node)
+            if extra:
+                value = max(self.start(sub) for _, sub in extra)
+                most = max(k for k, _ in extra)
+                total += int(node.get("minProperties", 0)) * (
+                    most + STRING_SLACK + _KEY + _ITEM + value
+                )
+            return total
+        if kind == "array":
+            prefix = node.get("prefixItems", [])
+            items = node.get("items", True)
+            total = 2
+            for k in range(int(node.get("minItems", 0))):
+                item = prefix[k] if k < len(prefix) else items
+                if item is False:
+                    raise _Unbounded
+                total += self.start(item) + _ITEM
+            return total
+        if kind in ("number", "integer"):
+            return _number_bound(node)
+        if kind == "string":
+            return _string_bound(node)
+        if kind == "boolean":
+            return 5
+        if kind == "null":
+            return 4
+        raise _Unbounded
+
+    def branches(self, s: object, refs: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+        """The concrete schemas a value of ``s`` may follow (llguidance's reading).
+
+        ``$ref`` and ``allOf`` merged in, ``anyOf`` / ``oneOf`` and lists of types split, a
+        schema without ``type`` split into every type; each has one ``type``, or ``enum`` /
+        ``const``.
+        """
+        if s is True:
+            s = {}
+        if s is False:
+            return []
+        if not isinstance(s, dict):
+            raise _Unbounded
+        s = {k: v for k, v in s.items() if k not in _ANNOTATIONS}
+        if "$ref" in s:
+            ref = s.pop("$ref")
+            if not isinstance(ref, str) or ref in refs:
+                raise _Unbounded  # a reference to itself with nothing in between
+            target = _resolve(self.root, ref)
+            return self.branches(_merge(s, target) if s else target, (*refs, ref))
+        if "allOf" in s:
+            parts = s.pop("allOf")
+            for p in parts if isinstance(parts, list) else []:
+                s = _merge(s, p)
+            return self.branches(s, refs)
+        for union in ("anyOf", "oneOf"):
+            if union in s:
+                parts = s.pop(union)
+                if not isinstance(parts, list) or not parts:
+                    raise _Unbounded
+                found = _satisfiable(lambda p: self.branches(_merge(s, p) if s else p, refs), parts)
+                return [b for branch in found for b in branch]
+        if "not" in s or "if" in s:
+            raise _Unbounded
+        if "enum" in s or "const" in s:
+            return [s]
+        kind = s.get("type")
+        if kind is None or isinstance(kind, list):
+            kinds = _TYPES if kind is None else kind
+            return [b for k in kinds for b in self.branches({**s, "type": k}, refs)]
+        return [s]
+
+
+def _canon(s: object) -> str:
+    return json.dumps(s, sort_keys=True)
+
+
+def _properties(node: Mapping[str, Any]) -> dict[str, Any]:
+    props = node.get("properties", {})
+    if not isinstance(props, dict):
+        raise _Unbounded
+    return props
+
+
+def _extras(node: Mapping[str, Any]) -> list[tuple[int, object]]:
+    """An object's entries beyond its properties: (most bytes of the key's rest, schema)."""
+    out: list[tuple[int, object]] = []
+    additional = node.get("additionalProperties", True)
+    if additional is not False:
+        out.append((0, additional))
+    for pattern, sub in (node.get("patternProperties") or {}).items():
+        key = pattern_bound(pattern, 0, None)
+        if key is None:
+            raise _Unbounded
+        out.append((key, sub))
+    return out
+
+
+def _key_bound(node: Mapping[str, Any]) -> int:
+    """Most bytes of a key of an object node, its quotes left to `STRING_SLACK`."""
+    names = [len(_json_text(k).encode("utf-8")) for k in _properties(node)]
+    return max([*names, *(k for k, _ in _extras(node))], default=0)
+
+
+def _children(node: Mapping[str, Any]) -> list[object]:
+    """The schemas of an object's or array's entries."""
+    if node.get("type") == "object":
+        return [*_properties(node).values(), *(sub for _, sub in _extras(node))]
+    prefix = node.get("prefixItems", [])
+    if not isinstance(prefix, list):
+        raise _Unbounded
+    items = node.get("items", True)
+    return [*prefix, *([] if items is False else [items])]
+
+
+_JSON_TYPES: dict[type, tuple[str, ...]] = {
+    type(None): ("null",),
+    bool: ("boolean",),
+    int: ("integer", "number"),
+    float: ("number",),
+    str: ("string",),
+    list: ("array",),
+    dict: ("object",),
+}
+
+
+def _takes_literal(node: Mapping[str, Any]) -> bool:
+    """Whether llguidance surely takes one of `LITERALS` as a whole value of ``node``."""
+    if "enum" in node or "const" in node:
+        values = node["enum"] if "enum" in node else [node["const"]]
+        kind = node.get("type")
+        return isinstance(values, list) and any(
+            _json_text(v) in LITERALS and (kind is None or kind in _JSON_TYPES[type(v)])
+            for v in values
+        )
+    kind = node.get("type")
+    if kind in ("null", "boolean"):
+        return True
+    if kind in ("number", "integer"):
+        return _in_range(Fraction(0), _number_guide(node, integer=kind == "integer"))
+    if kind == "string":
+        return not {"pattern", "format"} & set(node) and int(node.get("minLength", 0)) <= 0
+    if kind == "array":
+        return int(node.get("minItems", 0)) <= 0
+    if kind == "object":
+        return not node.get("required") and int(node.get("minProperties", 0)) <= 0
+    return False
 
 
 def _resolve(root: object, ref: str) -> dict[str, Any]:
@@ -340,7 +647,16 @@ def _resolve(root: object, ref: str) -> dict[str, Any]:
 
 
 def _merge(a: dict[str, Any], b: object) -> dict[str, Any]:
-    """Two schemas' keywords as one (``allOf``, ``anyOf`` siblings); `_Unbounded` on a clash."""
+    """Two schemas' keywords as one (``allOf``, ``anyOf`` siblings), as llguidance intersects.
+
+    Bounds and ``required`` combine; sub-schemas that differ (``items``, a property's,
+    ``additionalProperties``) become an ``allOf`` of both, merged where they are read; two
+    ``anyOf`` become one of every pair; patterns and formats add up (a string matches them
+    all: `_string_regexes`); enumerations keep their common values; ``multipleOf`` takes the
+    least common multiple. A property one side names and the other does not is also the
+    other side's extra property (its ``patternProperties`` or ``additionalProperties``).
+    `_Unbounded` on what does not combine (two ``const``, ``not``).
+    """
     if b is True:
         return dict(a)
     if not isinstance(b, dict):
@@ -357,16 +673,118 @@ def _merge(a: dict[str, Any], b: object) -> dict[str, Any]:
             out[k] = min(w, v)
         elif k == "required":
             out[k] = list(dict.fromkeys([*w, *v]))
-        elif k == "properties" and isinstance(w, dict) and isinstance(v, dict):
-            out[k] = {**w, **{n: _merge(w[n], x) if n in w else x for n, x in v.items()}}
+        elif k in ("properties", "patternProperties") and isinstance(w, dict):
+            if not isinstance(v, dict):
+                raise _Unbounded
+            out[k] = {**w, **{n: _both(w[n], x) if n in w else x for n, x in v.items()}}
+        elif k in ("items", "additionalProperties"):
+            out[k] = _both(w, v)
+        elif k == "prefixItems" and isinstance(w, list) and isinstance(v, list):
+            mine, theirs = a.get("items", True), b.get("items", True)
+            out[k] = [
+                _both(w[i] if i < len(w) else mine, v[i] if i < len(v) else theirs)
+                for i in range(max(len(w), len(v)))
+            ]
         elif k == "type":
             mine = set(w if isinstance(w, list) else [w])
             theirs = set(v if isinstance(v, list) else [v])
-            both = sorted(mine & theirs | ({"integer"} if "integer" in mine | theirs else set()))
-            out[k] = both if len(both) != 1 else both[0]
+            both = mine & theirs
+            if {"integer", "number"} <= mine | theirs and "integer" in mine ^ theirs:
+                both.add("integer")  # an integer is a number
+            if not both:
+                raise _Unsatisfiable
+            out[k] = sorted(both) if len(both) != 1 else both.pop()
+        elif k in ("pattern", "format"):
+            out[k] = list(dict.fromkeys([*_listed(w), *_listed(v)]))
+        elif k in ("anyOf", "oneOf") and isinstance(w, list) and isinstance(v, list):
+            out[k] = [{"allOf": [x, y]} for x in w for y in v]
+        elif k == "allOf" and isinstance(w, list) and isinstance(v, list):
+            out[k] = [*w, *v]
+        elif k == "$ref":
+            out["allOf"] = [*out.get("allOf", []), {"$ref": v}]
+        elif k == "enum" and isinstance(w, list) and isinstance(v, list):
+            theirs_texts = {_json_text(y) for y in v}
+            out[k] = [x for x in w if _json_text(x) in theirs_texts]
+            if not out[k]:
+                raise _Unsatisfiable
+        elif k == "multipleOf":
+            out[k] = _lcm(w, v)
+        elif k == "const":
+            raise _Unsatisfiable  # two values
         else:
             raise _Unbounded
+    props = out.get("properties")
+    if isinstance(props, dict):  # a property one side names is the other side's extra one
+        mine, theirs = _names(a), _names(b)
+        for n in props:
+            if (n in mine) != (n in theirs):
+                props[n] = _both(props[n], _extra_schema(b if n in mine else a, n))
     return out
+
+
+def _names(s: Mapping[str, Any]) -> dict[str, Any]:
+    props = s.get("properties")
+    return props if isinstance(props, dict) else {}
+
+
+_T = TypeVar("_T")
+
+
+def _satisfiable(of: Callable[[object], _T], parts: list[object]) -> list[_T]:
+    """``of`` each part of a union that some value satisfies (llguidance drops the others)."""
+    found: list[_T] = []
+    for p in parts:
+        try:
+            found.append(of(p))
+        except _Unsatisfiable:
+            continue
+    if not found:
+        raise _Unsatisfiable
+    return found
+
+
+def _both(a: object, b: object) -> object:
+    """The intersection of two sub-schemas, merged where it is read."""
+    if a is True or a == b:
+        return b
+    if b is True:
+        return a
+    if a is False or b is False:
+        return False
+    return {"allOf": [a, b]}
+
+
+def _listed(x: object) -> list[object]:
+    return x if isinstance(x, list) else [x]
+
+
+def _extra_schema(s: Mapping[str, Any], name: str) -> object:
+    """The schema ``s`` gives a property it does not name (True: any)."""
+    for pattern, sub in (s.get("patternProperties") or {}).items():
+        try:
+            if re.search(pattern, name):
+                return sub
+        except re.error:
+            raise _Unbounded from None  # llguidance reads it; Python cannot say which keys match
+    return s.get("additionalProperties", True)
+
+
+def _lcm(a: object, b: object) -> int | float:
+    """The least common multiple of two ``multipleOf`` values, as llguidance takes it."""
+    if isinstance(a, bool) or isinstance(b, bool) or not isinstance(a, int | float):
+        raise _Unbounded
+    if not isinstance(b, int | float):
+        raise _Unbounded
+    x, y = Fraction(repr(a)), Fraction(repr(b))
+    if x <= 0 or y <= 0:
+        raise _Unbounded
+    num = math.lcm(x.numerator * y.denominator, y.numerator * x.denominator)
+    value = Fraction(num, x.denominator * y.denominator)
+    if value.denominator == 1:
+        return int(value)
+    if Fraction(repr(float(value))) == value:
+        return float(value)
+    raise _Unbounded  # not a decimal a schema could hold
 
 
 def _json_text(value: object) -> str:
@@ -382,27 +800,29 @@ def _string_bound(s: Mapping[str, Any]) -> int:
     lo = int(s.get("minLength", 0))
     hi = s.get("maxLength")
     regexes = _string_regexes(s)
-    if len(regexes) > 1:
-        raise _Unbounded  # an intersection: no bound from each part alone
     if not regexes:
         return lo + STRING_SLACK if hi is None else min(lo, int(hi)) + STRING_SLACK
-    bound = pattern_bound(regexes[0], lo, None if hi is None else int(hi))
+    if len(regexes) == 1:
+        bound = pattern_bound(regexes[0], lo, None if hi is None else int(hi))
+    else:  # a string matching all of them (llguidance's And): their automata's product
+        fsm = _fsm(tuple(regexes))
+        bound = None if fsm is None else fsm.most_completion(lo, None if hi is None else int(hi))
     if bound is None:
         raise _Unbounded
     return bound + STRING_SLACK
 
 
 def _string_regexes(s: Mapping[str, Any]) -> list[str]:
-    """The regexes a string schema's value must match: its pattern, its format's."""
+    """The regexes a string schema's value must match: its patterns, its formats'."""
     out: list[str] = []
-    pattern = s.get("pattern")
-    if isinstance(pattern, str):
+    for pattern in _listed(s.get("pattern", [])):
+        if not isinstance(pattern, str):
+            raise _Unbounded
         out.append(pattern)
-    fmt = s.get("format")
-    if isinstance(fmt, str) and fmt in LLGUIDANCE_FORMATS:
+    for fmt in _listed(s.get("format", [])):
+        if not isinstance(fmt, str) or fmt not in LLGUIDANCE_FORMATS:
+            raise _Unbounded  # a format llguidance does not know (it refuses the schema)
         out.append("^(?:" + LLGUIDANCE_FORMATS[fmt] + ")$")
-    elif fmt is not None:
-        raise _Unbounded  # a format llguidance does not know (it refuses the schema)
     return out
 
 
@@ -503,18 +923,24 @@ _SEARCH_LIMIT = 20_000
 
 
 class _Fsm:
-    """A pattern's automaton (``interegular``) with memoized shortest completions."""
+    """The automaton (``interegular``) of the strings that match each of some patterns.
 
-    def __init__(self, pattern: str) -> None:
+    With memoized shortest completions.
+    """
+
+    def __init__(self, patterns: tuple[str, ...]) -> None:
         import interegular
 
-        body = pattern
-        body = body[1:] if body.startswith("^") else "(?s:.)*" + body
-        if body.endswith("$") and not body.endswith("\\$"):
-            body = body[:-1]
-        else:
-            body += "(?s:.)*"
-        fsm: Any = interegular.parse_pattern(body).to_fsm()
+        fsm: Any = None
+        for pattern in patterns:
+            body = pattern
+            body = body[1:] if body.startswith("^") else "(?s:.)*" + body
+            if body.endswith("$") and not body.endswith("\\$"):
+                body = body[:-1]
+            else:
+                body += "(?s:.)*"
+            one = interegular.parse_pattern(body).to_fsm()
+            fsm = one if fsm is None else fsm & one
         self.initial: int = fsm.initial
         self.finals: frozenset[int] = frozenset(fsm.finals)
         self.map: dict[int, dict[int, int]] = fsm.map
@@ -534,6 +960,65 @@ class _Fsm:
                 return None
             q = nxt
         return q
+
+    def most_completion(self, lo: int, hi: int | None) -> int | None:
+        """Most characters of the shortest completion (`shortest`) from any prefix of a match.
+
+        Exact on the automaton: over every state a prefix reaches (any characters, a count
+        of them up to ``lo``) from which a match of at least ``lo`` characters is still
+        reachable, the length of the shortest completion by the characters the guide writes
+        with. None where some such state has no completion by those characters, or the
+        product of states and counts is too large to search.
+        """
+        succ = {q: set(row.values()) for q, row in self.map.items()}
+        start = (self.initial, 0)
+        seen = {start}
+        todo = [start]
+        while todo:
+            q, c = todo.pop()
+            for t in succ.get(q, ()):
+                nxt = (t, min(c + 1, lo))
+                if nxt not in seen:
+                    seen.add(nxt)
+                    todo.append(nxt)
+            if len(seen) > _SEARCH_LIMIT:
+                return None
+        pred: dict[tuple[int, int], list[tuple[int, int]]] = {}
+        usable = {sym for sym, _ in self.steps}
+        for q, c in seen:
+            for sym, t in self.map.get(q, {}).items():
+                if sym in usable:
+                    pred.setdefault((t, min(c + 1, lo)), []).append((q, c))
+        dist = {node: 0 for node in seen if node[0] in self.finals and node[1] == lo}
+        frontier = deque(dist)
+        while frontier:
+            node = frontier.popleft()
+            for p in pred.get(node, ()):
+                if p not in dist:
+                    dist[p] = dist[node] + 1
+                    frontier.append(p)
+        live = self._live(succ, lo, seen)
+        if any(node not in dist for node in live):
+            return None
+        most = max((dist[node] for node in live), default=0)
+        return most if hi is None else min(most, hi)
+
+    def _live(
+        self, succ: dict[int, set[int]], lo: int, seen: set[tuple[int, int]]
+    ) -> set[tuple[int, int]]:
+        """The states of ``seen`` from which a match (by any characters) is reachable."""
+        back: dict[tuple[int, int], list[tuple[int, int]]] = {}
+        for q, c in seen:
+            for t in succ.get(q, ()):
+                back.setdefault((t, min(c + 1, lo)), []).append((q, c))
+        live = {node for node in seen if node[0] in self.finals and node[1] == lo}
+        todo = list(live)
+        while todo:
+            for p in back.get(todo.pop(), ()):
+                if p not in live:
+                    live.add(p)
+                    todo.append(p)
+        return live
 
     def shortest(self, q: int, n: int, lo: int, hi: int | None) -> str | None:
         """The least completion from state ``q`` after ``n`` characters, to ``lo..hi`` in all.
@@ -577,9 +1062,9 @@ class _Fsm:
 
 
 @lru_cache(maxsize=256)
-def _fsm(pattern: str) -> _Fsm | None:
+def _fsm(patterns: tuple[str, ...]) -> _Fsm | None:
     try:
-        return _Fsm(pattern)
+        return _Fsm(patterns)
     except Exception:  # interegular's syntax errors share no base class
         return None
 
@@ -609,7 +1094,7 @@ class StringGuide:
             return None
         if not self.patterns:
             return _PAD * max(0, self.min_length - n)
-        fsm = _fsm(self.patterns[0]) if len(self.patterns) == 1 else None
+        fsm = _fsm(self.patterns)
         if fsm is None:
             return None
         q = fsm.run(content)
@@ -680,8 +1165,12 @@ def closing_guides(schemas: tuple[str, ...]) -> ClosingGuides:
     numbers: dict[NumberGuide, None] = {}
     plain = True
     for text in schemas:
-        for node in _nodes(json.loads(text)):
+        root = json.loads(text)
+        for node in _nodes(root):
             plain &= _collect(node, strings, numbers)
+            merged = _merged(root, node)
+            if merged is not None:  # an allOf's parts as one (two patterns: one guide)
+                plain &= _collect(merged, strings, numbers)
     strings[StringGuide()] = None
     numbers[NumberGuide()] = None
     return ClosingGuides(tuple(strings), tuple(numbers), plain)
@@ -699,6 +1188,23 @@ def _nodes(s: object) -> Iterator[dict[str, Any]]:
             for k, v in x.items():
                 if k not in ("enum", "const", "default", "examples"):
                     stack.append(v)
+
+
+def _merged(root: object, node: dict[str, Any]) -> dict[str, Any] | None:
+    """An ``allOf`` node's parts merged into it (`_merge`), or None (none, or no merge)."""
+    parts = node.get("allOf")
+    if not isinstance(parts, list):
+        return None
+    out = {k: v for k, v in node.items() if k != "allOf"}
+    try:
+        for part in parts:
+            if isinstance(part, dict) and isinstance(part.get("$ref"), str):
+                rest = {k: v for k, v in part.items() if k != "$ref"}
+                part = _merge(rest, _resolve(root, part["$ref"]))
+            out = _merge(out, part)
+    except _Unbounded:
+        return None
+    return out
 
 
 def _collect(

@@ -300,21 +300,58 @@ def test_free_string_regex_bounds() -> None:
 
 
 def test_dialects_put_the_constraint_where_each_server_reads_it() -> None:
-    tokens = Completion([1, 2], 1, allowed_ids=[5, 6])
-    regex = Completion([1, 2], 9, regex="(a|b)")
+    tokens = Completion([1, 2], 1, allowed_ids=[5, 6], session="rec-1")
+    regex = Completion([1, 2], 9, regex="(a|b)", seed=4)
     vllm, sglang = DIALECTS["vllm"], DIALECTS["sglang"]
-    assert vllm.extra_body(tokens) == {
+    assert vllm.route == "/v1/completions" and sglang.route == "/generate"
+    assert vllm.request(tokens, "m") == {
+        "model": "m",
+        "prompt": [1, 2],
+        "max_tokens": 1,
+        "temperature": 0.0,
+        "top_p": 1.0,
         "skip_special_tokens": False,
-        "allowed_token_ids": [5, 6],
         "return_token_ids": True,
+        "allowed_token_ids": [5, 6],
     }
-    assert vllm.extra_body(regex)["structured_outputs"] == {"regex": "(a|b)"}
-    assert sglang.extra_body(regex) == {"skip_special_tokens": False, "regex": "(a|b)"}
+    assert vllm.request(regex, "m")["structured_outputs"] == {"regex": "(a|b)"}
+    assert vllm.request(regex, "m")["seed"] == 4
+    assert sglang.request(regex, "m") == {
+        "input_ids": [1, 2],
+        "sampling_params": {
+            "max_new_tokens": 9,
+            "temperature": 0.0,
+            "top_p": 1.0,
+            "regex": "(a|b)",
+            "skip_special_tokens": False,
+            "sampling_seed": 4,
+        },
+    }
     with pytest.raises(EngineError):
-        sglang.extra_body(tokens)
+        sglang.request(tokens, "m")
+    assert vllm.reply(
+        {"choices": [{"text": "x", "token_ids": [7, 2]}], "usage": {"completion_tokens": 2}}
+    ) == ("x", [7, 2], 2)
+    assert sglang.reply(
+        {"text": "ab", "output_ids": [3, 4], "meta_info": {"completion_tokens": 2}}
+    ) == ("ab", [3, 4], 2)
     assert detect_server("vllm") == "vllm" and detect_server("sglang") == "sglang"
     assert detect_server("factorspec") == "factorspec" and detect_server("openai") == "unknown"
     with pytest.raises(ValueError):
         Completion([1], 1)
     with pytest.raises(ValueError):
         Completion([1], 0, regex="a")
+
+
+def test_every_request_of_a_record_carries_the_records_affinity_key() -> None:
+    """A router keys on it (X-Session-ID, X-SMG-Routing-Key): one key per record, never shared."""
+    fake = MaskedArgmax(scripted())
+    client = Client(fake)
+    prompts = [f"trip {i}" for i in range(3)]
+    client.generate_batch(Trip, prompts, contexts=[TRIP_CONTEXT] * 3)
+    client.generate(Trip, "trip 0", context=TRIP_CONTEXT)  # the same prompt again: a new key
+    firsts: dict[str | None, list[int]] = {}
+    for r in fake.requests:  # every later request of a key extends its first one's prompt
+        first = firsts.setdefault(r.session, r.prompt_ids)
+        assert r.prompt_ids[: len(first)] == first
+    assert None not in firsts and len(firsts) == 4

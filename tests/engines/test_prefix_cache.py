@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import numpy as np
@@ -176,11 +176,10 @@ def test_from_transformers_takes_the_bound() -> None:
         from_transformers(tiny_llama(), word_tokenizer(), prefix_cache=-1)
 
 
-def test_sliding_window_models_get_no_prefix_cache() -> None:
+def tiny_sliding_window_model() -> Any:
+    """A one-layer Qwen2 whose attention sees a window of 4 tokens."""
     transformers = pytest.importorskip("transformers")
     torch = pytest.importorskip("torch")
-    from tests.engines.test_from_transformers import tiny_tokenizer as word_tokenizer
-
     config = transformers.Qwen2Config(
         vocab_size=16,
         hidden_size=16,
@@ -194,10 +193,32 @@ def test_sliding_window_models_get_no_prefix_cache() -> None:
         max_position_embeddings=512,
     )
     torch.manual_seed(0)
-    model = transformers.Qwen2ForCausalLM(config).eval()
+    return transformers.Qwen2ForCausalLM(config).eval()
+
+
+def test_sliding_window_models_get_no_prefix_cache() -> None:
+    from tests.engines.test_from_transformers import tiny_tokenizer as word_tokenizer
+
+    model = tiny_sliding_window_model()
     assert from_transformers(model, word_tokenizer()).prefix_cache is None
     with pytest.raises(ModelLoadError, match="DynamicSlidingWindowLayer"):
         from_transformers(model, word_tokenizer(), prefix_cache=2**20)
+
+
+def test_a_sliding_window_model_rolls_back_past_its_window() -> None:
+    """Truncating a sequence longer than the window (a rejected draft) stays exact."""
+    from tests.engines.test_from_transformers import tiny_tokenizer as word_tokenizer
+
+    engine = from_transformers(tiny_sliding_window_model(), word_tokenizer())
+    ids = [3, 5, 7, 9, 11, 13, 2, 4]
+    rolled = engine.new_sequence(ids[:2])
+    engine.extend([(rolled, ids[2:7])])  # past the window of 4
+    engine.truncate(rolled, 5)  # drop two "rejected" tokens
+    (after,) = engine.extend([(rolled, ids[5:8])])
+    fresh = engine.new_sequence(ids[:5])
+    (straight,) = engine.extend([(fresh, ids[5:8])])
+    assert engine.length(rolled) == engine.length(fresh) == 8
+    np.testing.assert_allclose(np.asarray(after), np.asarray(straight), atol=1e-5)
 
 
 def test_tiny_model_logits_with_and_without_the_cache() -> None:

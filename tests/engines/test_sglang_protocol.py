@@ -1,9 +1,14 @@
 """The requests FactorSpec sends SGLang parse under SGLang's own protocol models.
 
-SGLang cannot run here (no CPU build), but its request models can be imported: `make install`
-puts the sglang wheel (without its dependencies, plus the three small modules its protocol
-imports) into ``.venv/sglang-protocol``, kept off the main environment's path. The checks run
-in a subprocess with that folder on ``PYTHONPATH``.
+SGLang cannot run here (no CPU build), but its sources and sampling parameters can be read:
+`make install` puts the sglang wheel (without its dependencies, plus the three small modules
+its protocol imports) into ``.venv/sglang-protocol``, kept off the main environment's path.
+The checks run in a subprocess with that folder on ``PYTHONPATH``. A server is sent its
+native ``POST /generate`` (`factorspec_sdk.engines.openai_server`: sglang-router takes no
+token-id prompt on ``/v1/completions``): every key of the body must be a field of SGLang's
+``GenerateReqInput`` (the dataclass its HTTP server parses the body into; importing it needs
+torch and more, so its fields are read from its source) and ``sampling_params`` must build
+and verify an SGLang ``SamplingParams``.
 """
 
 from __future__ import annotations
@@ -29,19 +34,23 @@ ROOT = Path(__file__).resolve().parents[2]
 PROTOCOL = Path(sys.prefix) / "sglang-protocol"
 
 CHECK = """
-import json, sys
-from sglang.srt.entrypoints.openai.protocol import CompletionRequest
+import ast, importlib.util, json, sys
+from pathlib import Path
 from sglang.srt.sampling.sampling_params import SamplingParams
+source = Path(importlib.util.find_spec("sglang.srt.managers.io_struct").origin).read_text()
+tree = ast.parse(source)
+(cls,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "GenerateReqInput"]
+fields = {n.target.id for n in cls.body if isinstance(n, ast.AnnAssign)}
 cases = json.load(sys.stdin)
 for case in cases:
     body = case["body"]
-    request = CompletionRequest.model_validate(body)
-    assert request.prompt == body["prompt"], request.prompt
-    assert request.regex == body["regex"] and request.skip_special_tokens is False
-    assert request.max_tokens == body["max_tokens"] and request.seed == body.get("seed")
-    params = SamplingParams(**case["engine"])
+    assert set(body) <= fields, set(body) - fields
+    assert body["input_ids"] and all(isinstance(t, int) for t in body["input_ids"])
+    params = SamplingParams(**body["sampling_params"])
     params.verify(case["vocab"])
-    assert params.regex == body["regex"]
+    assert params.regex == case["regex"] and params.skip_special_tokens is False
+    assert params.max_new_tokens == case["max_tokens"]
+    assert SamplingParams(**case["engine"]).regex == case["regex"]
 print("parsed", len(cases))
 """
 
@@ -68,18 +77,19 @@ def test_requests_parse_under_sglang_models() -> None:
             pytest.fail(f"{PROTOCOL} is missing; make install puts SGLang's protocol there")
         pytest.skip("SGLang's protocol models are not installed (make install does it)")
     dialect = DIALECTS["sglang"]
+    assert dialect.route == "/generate"
     cases = []
     for r in requests():
-        body = {
-            "model": "m",
-            "prompt": r.prompt_ids,
-            "max_tokens": r.max_tokens,
-            "temperature": r.temperature,
-            "top_p": r.top_p,
-            "seed": r.seed,
-            **dialect.extra_body(r),
-        }
-        cases.append({"body": body, "engine": sampling_params(r), "vocab": 49152})
+        body = dialect.request(r, "m")
+        cases.append(
+            {
+                "body": body,
+                "engine": sampling_params(r),
+                "vocab": 49152,
+                "regex": r.regex,
+                "max_tokens": r.max_tokens,
+            }
+        )
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(PROTOCOL), str(ROOT)]))
     proc = subprocess.run(
         [sys.executable, "-c", CHECK],

@@ -1,22 +1,25 @@
 """A record that runs out of its token budget is an error answer, never content.
 
-A spec whose values the token budget cannot bound (here a recursive tree: how many brackets
-close it depends on how deep it went) gets no budget masks, so a model that keeps nesting
-runs into ``max_tokens``. The server answers 422 ``max_tokens_reached`` naming the budget,
-for a plain request, a stream, a request with tools and the remote client alike; it used to
-answer 200 with the cut text as ``content`` and ``finish_reason`` ``length``.
+A spec whose values the token budget cannot bound gets no budget masks, so a model that
+keeps nesting runs into ``max_tokens``. Here a tree that has no short way out: each node is a
+list of at least one node or a leaf object, so no ``null`` or ``[]`` ends it and the budget's
+closing walk, which prefers ``[`` to ``{``, would nest for ever (a tree that may be empty is
+closed in time by the budget masks: ``tests/tokens/test_budget_every_value.py``). The server
+answers 422 ``max_tokens_reached`` naming the budget, for a plain request, a stream, a
+request with tools and the remote client alike; it used to answer 200 with the cut text as
+``content`` and ``finish_reason`` ``length``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 import numpy.typing as npt
 import openai  # noqa: TID253
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from typing_extensions import TypeAliasType
 
 import factorspec_sdk
@@ -35,13 +38,32 @@ TREE: dict[str, Any] = {
     "properties": {"tree": {"$ref": "#/$defs/Tree"}},
     "required": ["tree"],
     "additionalProperties": False,
-    "$defs": {"Tree": {"type": "array", "items": {"$ref": "#/$defs/Tree"}}},
+    "$defs": {
+        "Tree": {
+            "anyOf": [
+                {"type": "array", "items": {"$ref": "#/$defs/Tree"}, "minItems": 1},
+                {"$ref": "#/$defs/Leaf"},
+            ]
+        },
+        "Leaf": {
+            "type": "object",
+            "properties": {"leaf": {"type": "integer"}},
+            "required": ["leaf"],
+            "additionalProperties": False,
+        },
+    },
 }
 RESPONSE_FORMAT: Any = {"type": "json_schema", "json_schema": {"name": "Forest", "schema": TREE}}
 MESSAGES: Any = [{"role": "user", "content": "a tree"}]
 
 
-Tree = TypeAliasType("Tree", list["Tree"])  # type: ignore[misc]  # a recursive alias
+class Leaf(BaseModel):
+    leaf: int
+
+
+Tree = TypeAliasType(  # type: ignore[misc]  # a recursive alias
+    "Tree", Annotated[list["Tree"], Field(min_length=1)] | Leaf
+)
 
 
 class Forest(BaseModel):

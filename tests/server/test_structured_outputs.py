@@ -14,6 +14,7 @@ import jsonschema
 import openai  # noqa: TID253
 import pytest
 
+from factorspec_sdk import plain_json_schema
 from factorspec_sdk.ir import to_ir
 from factorspec_sdk.server.protocol import ApiError
 from factorspec_sdk.server.structured import misplaced_extension, regex_language
@@ -103,9 +104,9 @@ def test_relations_travel_in_x_factorspec(client: openai.OpenAI) -> None:
 
 
 def test_without_x_factorspec_the_relations_do_not_hold(client: openai.OpenAI) -> None:
-    # the control of the test above: the schema alone does not make the scripted model
+    # the control of the test above: the plain schema does not make the scripted model
     # satisfy Trip's relations, so records that satisfy them came from the IR
-    schema = Trip.model_json_schema()
+    schema = plain_json_schema(Trip)
     texts = [
         content(vllm_style(client, {"json": schema}, temperature=1.0, seed=seed))[0]
         for seed in range(3)
@@ -117,6 +118,24 @@ def test_without_x_factorspec_the_relations_do_not_hold(client: openai.OpenAI) -
         except ValueError:
             broken += 1
     assert broken == len(texts)
+
+
+def test_a_schema_that_says_its_relations_need_a_context_is_refused(
+    client: openai.OpenAI,
+) -> None:
+    # Trip's own schema carries the marker of its relations (they read a context): the
+    # server refuses it by either dialect, and takes it with the IR in the extension field
+    schema = Trip.model_json_schema()
+    assert "unexported" in schema["x-factorspec"]
+    for ask in (vllm_style, openai_style):
+        key = "json" if ask is vllm_style else None
+        with pytest.raises(
+            openai.UnprocessableEntityError, match=r"Trip\.cities.*Trip\.once.*to_ir\(Trip"
+        ) as info:
+            ask(client, {key: schema} if key else schema)  # type: ignore[operator]
+        assert info.value.code == "relations_not_sent"
+    r = openai_style(client, schema, extra_body={"factorspec": {"ir": to_ir(Trip, TRIP_CONTEXT)}})
+    Trip.model_validate_json(content(r)[0], context=TRIP_CONTEXT)
 
 
 def test_extension_field_overrides_x_factorspec(client: openai.OpenAI) -> None:

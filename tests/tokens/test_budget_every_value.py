@@ -7,8 +7,10 @@ object or a number below all others. Greedy decoding under budget masks must sti
 every record within ``max_tokens``, valid, for every kind of value: free strings with and
 without ``max_length``, patterns, formats (e-mail, URI, date, time, date-time, UUID),
 ``Optional``, lists with and without ``max_length``, nested objects and unions as grammar
-values, numbers with and without ranges, enums, dicts, and values relations read. The budgets
-are the least the bound allows (``min_tokens``) and a few tokens more.
+values, numbers with and without ranges, enums, dicts, values relations read, and values of
+unbounded nesting (``Any``, ``dict[str, Any]``, an untyped list, ``JsonValue``, recursive
+models), where a model that prefers ``[`` or ``{`` would nest for ever. The budgets are the
+least the bound allows (``min_tokens``) and a few tokens more.
 """
 
 from __future__ import annotations
@@ -20,12 +22,12 @@ import json
 import re
 import uuid
 from functools import cache
-from typing import Literal, Optional
+from typing import Any, Literal, Optional
 
 import numpy as np
 import numpy.typing as npt
 import pytest
-from pydantic import AnyUrl, BaseModel, Field, TypeAdapter
+from pydantic import AnyUrl, BaseModel, Field, JsonValue, TypeAdapter
 
 from factorspec_sdk import TokenBudgetError
 from factorspec_sdk.drafter.loop import DecodeJob, Decoder, DecoderConfig
@@ -108,6 +110,58 @@ class Shapes(BaseModel):
     flags: list[bool] = Field(min_length=1)
 
 
+class Tree(BaseModel):
+    """A recursive model: a tree of children."""
+
+    name: str
+    children: list[Tree]
+
+
+class Chain(BaseModel):
+    """A recursive model whose recursion is required: it ends only with ``null``."""
+
+    value: int
+    next: Optional[Chain]
+
+
+class Anything(BaseModel):
+    value: Any
+
+
+class Table(BaseModel):
+    table: dict[str, Any]
+
+
+class Untyped(BaseModel):
+    items: list  # type: ignore[type-arg]  # a list without an item type, as users write it
+
+
+class Document(BaseModel):
+    data: JsonValue
+
+
+class Garden(BaseModel):
+    """Every value of unbounded nesting in one record, between bounded ones."""
+
+    label: str = Field(max_length=12)
+    tree: Tree
+    extra: dict[str, Any]
+    chain: Chain
+    score: float = Field(ge=0, le=10)
+    anything: Any
+
+
+NESTING: dict[str, type[BaseModel]] = {
+    "any": Anything,
+    "table": Table,
+    "untyped": Untyped,
+    "json": Document,
+    "tree": Tree,
+    "chain": Chain,
+    "garden": Garden,
+}
+"""Specs with a value of unbounded nesting: no budget is roomy for every prefix."""
+
 MODELS: dict[str, type[BaseModel]] = {
     "contact": Contact,
     "texts": Texts,
@@ -115,6 +169,7 @@ MODELS: dict[str, type[BaseModel]] = {
     "numbers": Numbers,
     "shapes": Shapes,
     "relations": Post,
+    **NESTING,
 }
 
 STUBBORN = ["a", "7", "-"]
@@ -153,7 +208,7 @@ def decode(p: Planner, budget: int, favourite: str, second: str = "") -> tuple[s
     tok = p.tok
     job = DecodeJob(p, tok.encode("go"), SamplingParams(temperature=0.0, max_tokens=budget))
     (out,) = Decoder(stubborn_engine(tok, favourite, second), DecoderConfig()).run([job])
-    assert out.error is None, out.error
+    assert out.error is None, repr(out.error)
     return out.text, len(out.tokens)
 
 
@@ -196,6 +251,53 @@ def test_random_tokens_under_a_tight_budget_finish_and_validate(name: str, extra
             cursor = p.advance(cursor, token)
         assert len(ids) <= budget
         MODELS[name].model_validate_json(p.tok.decode(ids))
+
+
+NESTERS = ["[", "{", "a", "7"]
+"""What a model that never stops prefers where a value may nest: an array, an object, a letter
+(a key or a string), a digit."""
+
+
+@pytest.mark.parametrize("favourite", NESTERS)
+@pytest.mark.parametrize("extra", [0, 1, 3, 8, 30])
+@pytest.mark.parametrize("name", list(NESTING))
+def test_values_of_unbounded_nesting_close_in_time(name: str, extra: int, favourite: str) -> None:
+    """A model that would open arrays and objects for ever is closed within the budget: every
+    token it takes leaves a completion that fits, however deep it has gone."""
+    p = planner_of(name)
+    assert p.bound.nested
+    budget = p.min_tokens(p.start()) + extra
+    text, used = decode(p, budget, favourite)
+    assert used <= budget
+    NESTING[name].model_validate_json(text)
+
+
+@pytest.mark.parametrize(
+    ("name", "budget"),
+    [("any", 40), ("any", 100), ("untyped", 40), ("json", 64), ("garden", 100), ("garden", 140)],
+)
+def test_a_fixed_budget_ends_a_deep_record_in_time(name: str, budget: int) -> None:
+    """Without masks for such values (as before), the model nests until ``max_tokens`` runs
+    out and the record ends in `IncompleteGenerationError`; with them it closes in time."""
+    p = planner_of(name)
+    text, used = decode(p, budget, "[")
+    assert used <= budget
+    NESTING[name].model_validate_json(text)
+    if name != "garden":
+        assert "[[[" in text  # it did nest while the budget let it
+
+
+def test_a_budget_below_the_shortest_nested_record_is_refused_before_any_token() -> None:
+    p = planner_of("garden")
+    need = p.min_tokens(p.start())
+    engine = stubborn_engine(p.tok, "[")
+    job = DecodeJob(p, p.tok.encode("go"), SamplingParams(max_tokens=need - 1))
+    (out,) = Decoder(engine).run([job])
+    assert isinstance(out.error, TokenBudgetError) and out.error.min_tokens == need
+    assert engine.forward_calls == 0
+    text, used = decode(p, need, "[")  # the least budget works
+    assert used <= need
+    Garden.model_validate_json(text)
 
 
 def test_a_roomy_budget_lets_the_model_write_on() -> None:
@@ -272,3 +374,160 @@ def test_pydantic_reads_every_time_the_writer_writes(model: type) -> None:
     value = "2024-01-01T20:00:00.123456+01:00" if model is datetime.datetime else "20:00:00.123456Z"
     parsed = TypeAdapter(model).validate_json(f'"{value}"')
     assert parsed.microsecond == 123456
+
+
+NESTED_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "meta": {},
+        "tags": {"type": "array"},
+        "tree": {"$ref": "#/$defs/node"},
+    },
+    "required": ["meta", "tags", "tree"],
+    "additionalProperties": False,
+    "$defs": {
+        "node": {
+            "type": "object",
+            "properties": {
+                "label": {"type": "string"},
+                "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}},
+            },
+            "required": ["label", "kids"],
+            "additionalProperties": False,
+        }
+    },
+}
+"""A response format with any value (``{}``), an untyped array and a recursive ``$ref``."""
+
+
+@cache
+def nested_ir_planner() -> Planner:
+    return Planner(Writer(spec_from_ir(ir_from_json_schema(NESTED_SCHEMA))), tiny_tokenizer())
+
+
+@pytest.mark.parametrize("favourite", NESTERS)
+@pytest.mark.parametrize("extra", [0, 3, 30])
+def test_a_response_format_of_unbounded_nesting_ends_within_the_budget(
+    extra: int, favourite: str
+) -> None:
+    """The JSON Schema path, as the server builds it: ``{}`` and a recursive ``$ref``."""
+    p = nested_ir_planner()
+    budget = p.min_tokens(p.start()) + extra
+    text, used = decode(p, budget, favourite)
+    assert used <= budget
+    json_schema_validator(NESTED_SCHEMA).validate(json.loads(text))
+
+
+@pytest.mark.parametrize("favourite", ["[", "{"])
+def test_a_deep_response_format_record_ends_at_a_fixed_budget(favourite: str) -> None:
+    """Without masks for such values, the model nests until ``max_tokens=80`` runs out
+    (`IncompleteGenerationError`, a 422 ``max_tokens_reached`` on the server)."""
+    text, used = decode(nested_ir_planner(), 80, favourite)
+    assert used <= 80
+    json_schema_validator(NESTED_SCHEMA).validate(json.loads(text))
+
+
+TYPELESS_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "x": {"anyOf": [{"minLength": 3}, {"type": "integer"}]},
+        "n": {"type": "integer", "minimum": 0, "maximum": 9},
+    },
+    "required": ["x", "n"],
+    "additionalProperties": False,
+}
+"""A sub-schema without ``type``: ``minLength`` binds strings only, so it takes any value."""
+
+
+@pytest.mark.parametrize("budget", [40, 60, 100])
+def test_a_schema_without_type_is_every_type(budget: int) -> None:
+    """llguidance reads ``{"minLength": 3}`` as every type (arrays of anything too); a bound
+    that took it for a string let a model nest while the budget looked roomy, and the record
+    was stranded ("no token is allowed at this position")."""
+    p = Planner(Writer(spec_from_ir(ir_from_json_schema(TYPELESS_SCHEMA))), tiny_tokenizer())
+    assert p.bound.nested
+    text, used = decode(p, budget, "[")
+    assert used <= budget
+    json_schema_validator(TYPELESS_SCHEMA).validate(json.loads(text))
+
+
+INTERSECTIONS_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "mail": {"type": "string", "format": "email", "pattern": ".*@example\\.org"},
+        "both": {
+            "allOf": [{"type": "string", "pattern": "a.*"}, {"type": "string", "pattern": ".*z"}]
+        },
+        "list": {
+            "allOf": [
+                {"type": "array", "items": {"type": "integer", "minimum": 0}},
+                {"type": "array", "items": {"type": "integer", "maximum": 99}, "minItems": 2},
+            ]
+        },
+        "pick": {"allOf": [{"enum": ["x", "yy", "zzz"]}, {"enum": ["yy", "zzz", "w"]}]},
+        "step": {
+            "allOf": [
+                {"type": "integer", "multipleOf": 4},
+                {"type": "integer", "multipleOf": 6, "minimum": 1},
+            ]
+        },
+        "either": {
+            "allOf": [
+                {"anyOf": [{"type": "string", "maxLength": 3}, {"type": "integer"}]},
+                {"anyOf": [{"type": "string", "minLength": 2}, {"type": "null"}]},
+            ]
+        },
+        "obj": {
+            "allOf": [
+                {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]},
+                {"type": "object", "additionalProperties": {"type": "integer", "minimum": 10}},
+            ]
+        },
+    },
+    "required": ["mail", "both", "list", "pick", "step", "either", "obj"],
+    "additionalProperties": False,
+}
+"""A pattern and a format on one string, and ``allOf`` parts that llguidance intersects: two
+patterns, two item schemas, two enums, two ``multipleOf``, two ``anyOf``, a property one part
+names and the other's extra properties bind."""
+
+
+@cache
+def intersections_planner() -> Planner:
+    spec = spec_from_ir(ir_from_json_schema(INTERSECTIONS_SCHEMA))
+    return Planner(Writer(spec), tiny_tokenizer())
+
+
+@pytest.mark.parametrize("favourite", ["a", "7", "["])
+@pytest.mark.parametrize("extra", [0, 3, 30])
+def test_patterns_with_formats_and_allof_end_within_the_budget(extra: int, favourite: str) -> None:
+    p = intersections_planner()
+    budget = p.min_tokens(p.start()) + extra
+    text, used = decode(p, budget, favourite)
+    assert used <= budget
+    json_schema_validator(INTERSECTIONS_SCHEMA).validate(json.loads(text))
+
+
+@pytest.mark.parametrize("extra", [0, 10])
+def test_random_tokens_in_intersections_finish_and_validate(extra: int) -> None:
+    p = intersections_planner()
+    budget = p.min_tokens(p.start()) + extra
+    rng = np.random.default_rng(extra)
+    for _ in range(3):
+        cursor: Cursor = p.start()
+        ids: list[int] = []
+        while not isinstance(cursor, Finished):
+            allowed = p.allowed(cursor, budget - len(ids))
+            assert len(allowed), "the budget mask left no token"
+            ids.append(int(rng.choice(allowed)))
+            cursor = p.advance(cursor, ids[-1])
+        assert len(ids) <= budget
+        json_schema_validator(INTERSECTIONS_SCHEMA).validate(json.loads(p.tok.decode(ids)))
+
+
+def test_a_pattern_with_a_format_ends_at_a_fixed_budget() -> None:
+    """Without a bound for such a string (as before), a model that writes letters for ever
+    never closes the e-mail, and ``max_tokens=120`` ends in `IncompleteGenerationError`."""
+    text, used = decode(intersections_planner(), 120, "a")
+    assert used <= 120
+    json_schema_validator(INTERSECTIONS_SCHEMA).validate(json.loads(text))

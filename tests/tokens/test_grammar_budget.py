@@ -30,7 +30,12 @@ from factorspec_sdk.tokens.plan import Cursor, Finished, Planner
 from factorspec_sdk.tokens.vocab import TokenizerInfo
 from factorspec_sdk.tools import Tool, calls_model
 from factorspec_sdk.writer.automaton import Writer
-from factorspec_sdk.writer.closing import closing_bytes
+from factorspec_sdk.writer.closing import (
+    STRING_SLACK,
+    ClosingBound,
+    closing_bound,
+    closing_bytes,
+)
 
 
 class Reading(BaseModel):
@@ -53,15 +58,30 @@ class Volume(BaseModel):
     unit: str = Field(max_length=8)
 
 
+class Node(BaseModel):
+    """A recursive model."""
+
+    name: str = Field(max_length=8)
+    kids: list[Node]
+
+
 class Loose(BaseModel):
-    """Values of any depth: no closing bound, so no budget masks."""
+    """Values of any depth: no bound for the whole value, one per prefix of it."""
 
     extra: dict[str, Any]
     value: float
+    anything: Any
+    tree: list[Node]
+
+
+class Unreadable(BaseModel):
+    """A pattern Python's ``re`` cannot read (llguidance can): no closing bound at all."""
+
+    word: str = Field(pattern=r"^\p{L}+$")
 
 
 CALLS = calls_model([Tool("area", "", Area), Tool("volume", "", Volume)], 3)
-MODELS: dict[str, type[BaseModel]] = {"reading": Reading, "calls": CALLS}
+MODELS: dict[str, type[BaseModel]] = {"reading": Reading, "calls": CALLS, "loose": Loose}
 
 
 @pytest.fixture(scope="module")
@@ -97,6 +117,22 @@ def schema(text: str) -> GrammarLayout:
             '"additionalProperties":false}',
             2 + 3 + 2 + 2 + 4,
         ),
+        ('{"type":"string","format":"date","pattern":"^2024-"}', 10 + 8),  # both: 2024-01-01
+        ('{"allOf":[{"type":"string","pattern":"^a"},{"type":"string","pattern":"z$"}]}', 2 + 8),
+        ('{"anyOf":[{"allOf":[{"type":"string"},{"type":"null"}]},{"type":"null"}]}', 4),
+        (  # the items of both: integers of 100 to 999
+            '{"allOf":[{"type":"array","items":{"type":"integer","minimum":100}},'
+            '{"type":"array","items":{"maximum":999},"minItems":1}]}',
+            2 + 2 * (2 * 3 + 6 + 2),
+        ),
+        ('{"allOf":[{"enum":["a","bbb"]},{"enum":["bbb","cc"]}]}', 5),
+        (  # "a" names a property on one side, the other's extra properties are booleans
+            '{"allOf":[{"type":"object","properties":{"a":{}},"required":["a"],'
+            '"additionalProperties":false},{"type":"object","additionalProperties":'
+            '{"type":"boolean"}}]}',
+            2 + 3 + 2 + 2 + 5,
+        ),
+        ('{"allOf":[{"type":"string"},{"not":{"const":""}}]}', None),
         ('{"type":"object","properties":{}}', None),  # extra properties of any depth
         ('{"type":"array"}', None),
         ('{"$ref":"#/$defs/X"}', None),
@@ -111,6 +147,43 @@ def test_closing_bytes(text: str, bound: int | None) -> None:
     assert closing_bytes(schema(text)) == bound
 
 
+@pytest.mark.parametrize(
+    ("text", "bound"),
+    [
+        ('{"type":"number"}', ClosingBound(1, 1)),  # bounded: one number from every prefix
+        ("{}", ClosingBound(5, 0 + STRING_SLACK + 2 + 5, 2)),
+        ('{"type":"object","additionalProperties":true}', ClosingBound(5, 15, 2)),
+        ('{"type":"array"}', ClosingBound(5, 15, 2)),
+        ('{"minLength":3}', ClosingBound(5, 15, 2)),  # every type: arrays of anything too
+        (  # a tree: a node's shape per level (its properties, a literal each); a child
+            # pending in the list of children
+            '{"$defs":{"N":{"type":"object","properties":{"n":{"type":"string"},'
+            '"k":{"type":"array","items":{"$ref":"#/$defs/N"}}},"required":["n","k"]}},'
+            '"$ref":"#/$defs/N"}',
+            ClosingBound(2 + 2 * (3 + 4 + 5), 2 + 2 + 2 * (3 + 4 + 5), 2 + 2 * (3 + 4 + 5)),
+        ),
+        (  # a chain that must go on: null ends it
+            '{"$defs":{"C":{"type":"object","properties":{"next":{"anyOf":[{"$ref":"#/$defs/C"},'
+            '{"type":"null"}]}},"required":["next"]}},"$ref":"#/$defs/C"}',
+            ClosingBound(2 + 6 + 4 + 5, 6 + STRING_SLACK + 2 + 5, 2 + 6 + 4 + 5),
+        ),
+        (  # every way on nests again: no bound
+            '{"$defs":{"C":{"type":"object","properties":{"next":{"$ref":"#/$defs/C"}},'
+            '"required":["next"]}},"$ref":"#/$defs/C"}',
+            None,
+        ),
+        (  # a list that may be null: its items are any of the same
+            '{"anyOf":[{"type":"array","minItems":1,"items":{"$ref":"#"}},{"type":"null"}]}',
+            ClosingBound(5, 2 + 5, 2 + 5 + 2),
+        ),
+        (r'{"type":"array","items":{"type":"string","pattern":"\\p{L}"}}', None),
+        ('{"not":{"type":"null"}}', None),
+    ],
+)
+def test_closing_bound(text: str, bound: ClosingBound | None) -> None:
+    assert closing_bound(schema(text)) == bound
+
+
 def test_the_lexer_knows_when_it_is_inside_a_string() -> None:
     assert lex_value(b'"ab', 0) == (None, True)
     assert lex_value(b'"a\\', 0) == (None, False)  # an escape is due
@@ -123,11 +196,17 @@ def test_the_lexer_knows_when_it_is_inside_a_string() -> None:
     assert lex_value(b"nul", 0) == (None, False)
 
 
+def test_values_of_unbounded_nesting_are_bounded_per_cursor(tok: TokenizerInfo) -> None:
+    p = planner_of("loose", tok)
+    assert p.bound.enforced and p.bound.nested  # masks, but no budget is roomy everywhere
+    assert p.bound.ceiling > 1 << 30
+    for name in ("reading", "calls"):
+        assert planner_of(name, tok).bound.enforced and not planner_of(name, tok).bound.nested
+
+
 def test_a_grammar_value_without_a_bound_turns_the_budget_off(tok: TokenizerInfo) -> None:
-    p = Planner(Writer(compile_spec(Loose, None)), tok)
+    p = Planner(Writer(compile_spec(Unreadable, None)), tok)
     assert not p.bound.enforced and p.bound.ceiling == 0
-    for name in MODELS:
-        assert planner_of(name, tok).bound.enforced
 
 
 def walk(p: Planner, budget: int, rng: np.random.Generator) -> list[int]:
@@ -278,3 +357,75 @@ def test_a_budget_below_the_bound_is_refused_before_any_token(tok: TokenizerInfo
     [o] = Decoder(engine).run([job])
     assert isinstance(o.error, TokenBudgetError) and o.error.min_tokens == need
     assert engine.forward_calls == 0
+
+
+def json_depth(data: bytes) -> int:
+    """Arrays and objects open at the end of ``data`` (outside strings), counted plainly."""
+    depth, in_str, escape = 0, False, False
+    for b in data:
+        if in_str:
+            if escape:
+                escape = False
+            elif b == ord("\\"):
+                escape = True
+            elif b == ord('"'):
+                in_str = False
+        elif b == ord('"'):
+            in_str = True
+        elif b in b"[{":
+            depth += 1
+        elif b in b"]}":
+            depth -= 1
+    return depth
+
+
+def deep_cursors(p: Planner, rng: np.random.Generator, n: int) -> list[GrammarCursor]:
+    """Grammar cursors of records whose tokens open arrays and objects where they may."""
+    tok = p.tok
+    opens = np.asarray([raw.count(b"[") + raw.count(b"{") for raw in tok.vocab])
+    out: list[GrammarCursor] = []
+    for _ in range(n):
+        cursor: Cursor = p.start()
+        steps = 0
+        while not isinstance(cursor, Finished) and steps < 90:
+            ids = p.allowed(cursor)
+            if isinstance(cursor, GrammarCursor):
+                out.append(cursor)
+                deep = ids[opens[ids] > 0]
+                ids = deep if len(deep) and rng.random() < 0.6 else ids
+            cursor = p.advance(cursor, int(rng.choice(ids)))
+            steps += 1
+    return out
+
+
+def test_the_walk_from_a_deep_prefix_fits_its_bound(tok: TokenizerInfo) -> None:
+    """From any prefix of a value of unbounded nesting, the closing walk writes at most the
+    bound of its depth (`ClosingBound.at`), and one token later at most what the roomy check
+    counted for it. The depth the segment keeps as it is asked (cursors out of order, so it
+    rolls back) is the plain count."""
+    p = planner_of("loose", tok)
+    rng = np.random.default_rng(4)
+    cursors = deep_cursors(p, rng, 3)
+    deepest = 0
+    for i in rng.permutation(len(cursors))[:60].tolist():
+        cursor = cursors[i]
+        segment = cursor.segment
+        k, depth = segment.nesting(cursor.tokens)
+        data = b"".join(tok.vocab[t] for t in cursor.tokens)
+        start = len(segment.texts[0].encode())
+        if k < len(segment.values) and depth:
+            assert segment.value_index(cursor.tokens) == k
+            assert depth == json_depth(data[start:])  # one value in these segments
+        deepest = max(deepest, depth)
+        walk = segment.closing(cursor.tokens, 10_000)
+        assert walk is not None
+        written = sum(len(tok.vocab[t]) for t in walk)
+        assert written <= p.bound._rest_bytes_at(cursor, token=False)
+        for t in rng.choice(p.allowed(cursor), size=3).tolist():
+            after = p.advance(cursor, t, critical=False)
+            if isinstance(after, GrammarCursor) and after.segment is segment:
+                walk = segment.closing(after.tokens, 10_000)
+                assert walk is not None
+                written = sum(len(tok.vocab[t]) for t in walk)
+                assert written <= p.bound._rest_bytes_at(cursor, token=True)
+    assert deepest >= 4
