@@ -13,7 +13,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install run test lint typecheck docs pytest bench-oracle bench-solver-tail bench-context-shapes bench-gen bench-trip bench-tools bench-upstreams fuzz soak load load-embedded clean
+.PHONY: install run test lint typecheck docs pytest bench-oracle bench-solver-tail bench-context-shapes bench-planning bench-models bench-gen bench-trip bench-tools bench-upstreams fuzz soak load load-embedded clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -81,6 +81,12 @@ bench-context-shapes: install
 
 bench-planning: install
 	$(PY) -m factorspec_sdk.bench.planning --n 24 --cities 3-5
+
+# bench-models: the user-models suite, planning alone (scripted, golden records), then with
+# the default model's forwards (embedded); one record per model each
+bench-models: install
+	$(VENV)/bin/factorspec bench models --engine scripted
+	$(VENV)/bin/factorspec bench models --engine embedded
 
 bench-gen: install
 	$(PY) -m factorspec_sdk.bench.gen_bench

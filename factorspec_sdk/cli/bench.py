@@ -5,9 +5,11 @@ runs the trip-planning benchmark: FactorSpec against free generation, an XGramma
 JSON-schema mask, the mask with retries, and the mask with an n-gram speculator, on the same
 engine, prompts and token budget. ``factorspec bench tools`` measures tool calling on BFCL's
 cases against free generation, XGrammar and llguidance (`factorspec_sdk.bench.tools`).
-``factorspec bench gen`` measures certain drafts and guesses against one token per forward
-(`factorspec_sdk.bench.gen_bench`). ``factorspec bench schemas DIR`` measures which JSON
-Schemas FactorSpec, llguidance and XGrammar accept, and decodes records of FactorSpec's.
+``factorspec bench models`` decodes the user-models suite and says where each record's time
+goes (`factorspec_sdk.bench.user_models`). ``factorspec bench gen`` measures certain drafts
+and guesses against one token per forward (`factorspec_sdk.bench.gen_bench`). ``factorspec
+bench schemas DIR`` measures which JSON Schemas FactorSpec, llguidance and XGrammar accept,
+and decodes records of FactorSpec's.
 Heavy imports happen inside the commands.
 
 Exit codes follow ``factorspec``: 2 for a usage error (bad ``--cities`` / ``--methods``),
@@ -121,6 +123,48 @@ def gen(
     argv += [] if model is None else ["--model", model]
     argv += [] if json_out is None else ["--json", str(json_out)]
     gen_bench.main(argv)
+
+
+@bench_app.command("models")
+def models(
+    engine: Annotated[
+        str, typer.Option("--engine", help="scripted (golden records, free forwards) or embedded.")
+    ] = "scripted",
+    names: Annotated[
+        str,
+        typer.Option(
+            "--models", help="all, or a comma list of the suite's models (see --help's list)."
+        ),
+    ] = "all",
+    vocabulary: Annotated[
+        str,
+        typer.Option(
+            "--vocabulary",
+            help="The scripted engine's vocabulary: model (the default model's, when on this "
+            "machine) or tiny (printable ASCII).",
+        ),
+    ] = "model",
+    json_out: Annotated[
+        Path | None, typer.Option("--json", help="Also write the runs to this file.")
+    ] = None,
+) -> None:
+    """User models: where a record's time goes on the models users write.
+
+    Decodes one record of each model of the suite (`factorspec_sdk.bench.models`: meeting
+    plans, invoices, tickets, stays, rosters, expenses, a form, an order) and prints per
+    model the spec's compile, the oracle's checks and time, planning and its part on the
+    critical path, forwards, the wall and the parts that add up to it.
+    """
+    from factorspec_sdk.bench import user_models
+    from factorspec_sdk.errors import EngineError
+
+    argv = ["--engine", engine, "--models", names, "--vocabulary", vocabulary]
+    argv += [] if json_out is None else ["--json", str(json_out)]
+    try:
+        user_models.main(argv)
+    except EngineError as exc:
+        typer.echo(f"engine error: {exc}", err=True)
+        raise typer.Exit(_ENGINE_ERROR) from None
 
 
 @bench_app.command("trip")

@@ -185,7 +185,8 @@ class Decoder:
         """Add a job; it joins the next `step`. Returns its ticket."""
         ticket = self._next_ticket
         self._next_ticket += 1
-        clock = self._clock.record(GenerationStats(), job.planner.stats)
+        planner = job.planner
+        clock = self._clock.record(GenerationStats(), planner.stats, planner.writer.oracle.stats)
         with self._clock.part(clock, "start_seconds"):
             try:
                 if not job.prompt_ids:

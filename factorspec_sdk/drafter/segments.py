@@ -132,7 +132,8 @@ class SegmentDecoder:
         active: list[_Active] = []
         for i, job in enumerate(jobs):
             stats = GenerationStats(prompt_tokens=len(job.prompt_ids))
-            clocks.append(clock.record(stats, job.planner.stats))
+            planner = job.planner
+            clocks.append(clock.record(stats, planner.stats, planner.writer.oracle.stats))
             try:
                 with clock.part(clocks[i], "start_seconds"):
                     cursor = job.planner.start()

@@ -25,6 +25,7 @@ from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from factorspec_sdk.graph.oracle import OracleStats
     from factorspec_sdk.tokens.plan import PlannerStats
 
 __all__ = ["PARTS", "DecoderClock", "GenerationStats", "RecordClock", "others"]
@@ -59,7 +60,8 @@ class GenerationStats:
 
     The ``*_seconds`` fields from ``load_seconds`` to ``other_seconds`` are the parts of the
     wall (`PARTS`; each is 0 where a call has no such step): they add up to
-    ``wall_seconds``. ``plan_seconds`` and ``background_plan_seconds`` count planning apart.
+    ``wall_seconds``. ``plan_seconds``, ``background_plan_seconds`` and
+    ``oracle_query_seconds`` count planning apart.
 
     Attributes:
         prompt_tokens: tokens of the prompt (chat template included).
@@ -71,6 +73,9 @@ class GenerationStats:
         certain_drafted: of those, certain tokens (accepted by construction).
         guesses_proposed: guessed tokens sent for verification.
         guesses_accepted: guessed tokens the model accepted.
+        oracle_queries: questions the record's feasibility oracle answered (on any thread).
+        solver_checks: Z3 checks those took (answers from the cache, from a known
+            completion or from what earlier facts determine take none).
         load_seconds: loading the engine (weights, tokenizer, dtype choice, warm-up) when
             the call waited for it: the first call of a client with a named engine.
         spec_seconds: compiling the spec (relation checks, Z3, the sat check; a cache hit
@@ -106,6 +111,9 @@ class GenerationStats:
         plan_seconds: oracle + mask + tokenization time on any thread.
         background_plan_seconds: planning the worker thread did during forwards (off the
             critical path; in no part).
+        oracle_query_seconds: the time inside the record's oracle, on any thread (Z3 and
+            the answers' caches). Not a server's ``oracle_seconds``, which is
+            ``plan_seconds`` under an older name.
     """
 
     prompt_tokens: int = 0
@@ -116,6 +124,8 @@ class GenerationStats:
     certain_drafted: int = 0
     guesses_proposed: int = 0
     guesses_accepted: int = 0
+    oracle_queries: int = 0
+    solver_checks: int = 0
     load_seconds: float = 0.0
     spec_seconds: float = 0.0
     prompt_seconds: float = 0.0
@@ -136,6 +146,7 @@ class GenerationStats:
     wall_seconds: float = 0.0
     plan_seconds: float = 0.0
     background_plan_seconds: float = 0.0
+    oracle_query_seconds: float = 0.0
 
     @property
     def tokens_per_step(self) -> float:
@@ -253,9 +264,14 @@ class DecoderClock:
             if name is not None:
                 record.stats.add({name: seconds})
 
-    def record(self, stats: GenerationStats, planner: PlannerStats | None) -> RecordClock:
-        """Start the clock of a record now."""
-        return RecordClock(stats, planner, time.perf_counter(), self.busy)
+    def record(
+        self,
+        stats: GenerationStats,
+        planner: PlannerStats | None,
+        oracle: OracleStats | None = None,
+    ) -> RecordClock:
+        """Start the clock of a record now (``oracle``: its oracle's counters, if any)."""
+        return RecordClock(stats, planner, time.perf_counter(), self.busy, oracle)
 
     def close(self, record: RecordClock) -> None:
         """End ``record``'s clock: its planning, its batch time, its wall (now)."""
@@ -266,6 +282,11 @@ class DecoderClock:
             grammar = planner.critical_grammar_seconds
             stats.critical_plan_seconds = planner.critical_seconds - grammar
             stats.grammar_seconds = grammar
+        oracle = record.oracle
+        if oracle is not None:
+            stats.oracle_queries = oracle.queries
+            stats.solver_checks = oracle.solver_checks
+            stats.oracle_query_seconds = oracle.seconds
         stats.batch_seconds = others(self.busy - record.busy0, record.own)
         stats.settle(time.perf_counter() - record.started)
 
@@ -288,6 +309,7 @@ class RecordClock:
         planner: its planner's stats (the planning it waited for), if it has a planner.
         started: when the record's life began (``time.perf_counter()``).
         busy0: the clock's ``busy`` then.
+        oracle: its oracle's counters (copied into the stats when the clock closes).
         own: the measured work of its life that was its own (or shared by it).
     """
 
@@ -295,4 +317,5 @@ class RecordClock:
     planner: PlannerStats | None
     started: float
     busy0: float
+    oracle: OracleStats | None = None
     own: float = 0.0

@@ -97,7 +97,7 @@ def _spec_to_ir(spec: CompiledSpec) -> JsonDict:
     derived = {  # the ties of dates to their parts: the server derives them itself
         f"{tie} of {v.name}"
         for v in spec.variables.values()
-        for tie, part in (("calendar", "year"), ("clock", "date"))
+        for tie, part in (("calendar", "year"), ("clock", "date"), ("time", "hour"))
         if v.kind == VarKind.DATE and f"{part}({v.name})" in spec.variables
     }
     relation_factors = [f for f in spec.factors if f.kind == "relation" and f.name not in derived]

@@ -200,15 +200,22 @@ def from_python(temporal: Temporal, value: object) -> tuple[int, bool] | None:
 
 
 def temporal_part(temporal: Temporal, value: int, part: str) -> int:
-    """A part of a value: ``year``, ``month``, ``day``, ``date`` (ordinal) or ``clock``.
+    """A part of a value: ``year``, ``month``, ``day``, ``date``, ``clock``, ``hour``...
 
-    ``date`` and ``clock`` are a datetime's ordinal and seconds since midnight.
+    The parts are ``year``, ``month``, ``day``, ``hour``, ``minute`` and ``second``, and
+    ``date`` and ``clock``: a datetime's ordinal and seconds since midnight (a time's clock
+    is its value).
     """
     day, clock = (value, 0) if temporal == LeafKind.DATE else divmod(value, DAY_SECONDS)
-    if part == "date":
-        return day
-    if part == "clock":
-        return clock
+    clock_parts = {
+        "date": day,
+        "clock": clock,
+        "hour": clock // 3600,
+        "minute": clock // 60 % 60,
+        "second": clock % 60,
+    }
+    if part in clock_parts:
+        return clock_parts[part]
     return int(getattr(dt.date.fromordinal(day), part))
 
 

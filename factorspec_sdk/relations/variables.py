@@ -157,15 +157,19 @@ DATE_PARTS: dict[str, tuple[int, int]] = {
     "day": (1, 31),
     "date": (DATE_MIN, DATE_MAX),
     "clock": (0, 86_399),
+    "hour": (0, 23),
+    "minute": (0, 59),
+    "second": (0, 59),
 }
 """The parts of temporal leaves that are variables, with their bounds: a date's (or
-datetime's) year, month and day, and a datetime's ``date`` (its ordinal) and ``clock``
-(seconds since midnight)."""
+datetime's) year, month and day, a datetime's ``date`` (its ordinal) and ``clock``
+(seconds since midnight), and a datetime's or time's hour, minute and second."""
 
 _PARTS_OF: dict[LeafKind, frozenset[str]] = {
     LeafKind.DATE: frozenset({"year", "month", "day"}),
     LeafKind.DATETIME: frozenset(DATE_PARTS),
     LeafKind.AWARE: frozenset(DATE_PARTS),
+    LeafKind.TIME: frozenset({"hour", "minute", "second"}),
 }
 
 

@@ -12,7 +12,7 @@ from typing import Annotated
 
 import numpy as np
 import pytest
-from pydantic import AwareDatetime, BaseModel, Field, TypeAdapter
+from pydantic import AwareDatetime, BaseModel, Field, TypeAdapter, ValidationError
 
 from factorspec_sdk import relation
 from factorspec_sdk.graph import compile_spec
@@ -297,6 +297,84 @@ def test_a_datetimes_parts_are_variables_tied_to_it() -> None:
     for _ in range(3):
         at = Stamp.model_validate_json(random_record(planner, TOK, rng)).at
         assert (at.month, at.day) == (2, 29) and at.hour >= 18
+
+
+class Roster(BaseModel):
+    start: time
+    end: time
+    at: datetime
+
+    @relation
+    def quarter_hours(self) -> bool:
+        return self.start.minute % 15 == 0 and self.start.second == 0 and self.end.second == 0
+
+    @relation
+    def long_enough(self) -> bool:
+        return (self.end.hour * 60 + self.end.minute) - (
+            self.start.hour * 60 + self.start.minute
+        ) >= 90
+
+    @relation
+    def evening(self) -> bool:
+        return self.at.hour >= 18 and self.at.time().minute == self.start.minute
+
+
+def _roster_holds(start: time, end: time, at: datetime) -> bool:
+    try:
+        Roster(start=start, end=end, at=at)  # the model's own validators
+    except ValidationError:
+        return False
+    return True
+
+
+def test_clock_parts_are_variables_tied_to_the_clock_exactly() -> None:
+    """``hour(t)``/``minute(t)``/``second(t)`` of a time, and of a datetime's ``clock(t)``.
+
+    Tied by ``time of t``; the oracle's answers (compiled here and served from the IR) are
+    Python's on whole records and on partial ones (some ``end`` and ``at`` exist, some
+    ``start`` exists), over every edge of the clock, every minute of some hours and random
+    seconds.
+    """
+    spec = compile_spec(Roster)
+    assert {"hour(start)", "minute(end)", "second(at)", "clock(at)"} <= set(spec.variables)
+    assert {"time of start", "time of end", "time of at"} <= {f.name for f in spec.factors}
+    ir = to_ir(Roster)
+    assert not any(f["name"].startswith("time of") for f in ir["factors"])  # derived
+    rng = np.random.default_rng(7)
+    edges = [0, 59, 60, 899, 900, 3599, 3600, 5400, 80_940, 81_000, 86_340, 86_399]
+    seconds = [*edges, *(int(x) for x in rng.integers(0, 86_400, 40))]
+    day = datetime(2024, 2, 29)
+    served = spec_from_ir(ir)
+    good = '{"start": "09:15:00", "end": "10:45:00", "at": "2024-02-29T18:15:00"}'
+    check_record(served, good)  # the server reads the parts off the record itself
+    for bad in ("10:44:00", "10:45:01"):
+        with pytest.raises(RecordInvalidError, match="relations"):
+            check_record(served, good.replace("10:45:00", bad))
+    for s in (spec, served):
+        oracle = s.new_oracle()
+        seen = set()
+        for i, a in enumerate(seconds):
+            b = seconds[(i * 7 + 3) % len(seconds)]
+            c = seconds[(i * 5 + 1) % len(seconds)]
+            if i % 2:  # near a roster that holds: a quarter hour, 90 minutes, an evening
+                a -= a % 900
+                b = min(a + 5400 + b % 3600, 86_399)
+                c = 18 * 3600 + c % (6 * 3600)
+            start, end = time(a // 3600, a // 60 % 60, a % 60), time(b // 3600, b // 60 % 60)
+            at = day + timedelta(seconds=c - c // 60 % 60 * 60 + start.minute * 60)
+            facts = (("start", _value(start)), ("end", _value(end)), ("at", _value(at)))
+            want = _roster_holds(start, end, at)
+            seen.add(want)
+            assert oracle.feasible(facts) == want, (start, end, at)
+            some_end = a % 900 == 0 and a // 60 + 90 <= 23 * 60 + 59
+            assert oracle.feasible(facts[:1]) == some_end, start
+        assert seen == {True, False}
+        for n in (*range(0, 3 * 3600, 60), *range(22 * 3600, 86_400, 60), 5400 + 1, 86_399):
+            some_start = n % 60 == 0 and n // 60 >= 90  # a quarter hour 90 minutes before
+            assert oracle.feasible((("end", n),)) == some_start, n
+        assert oracle.feasible_values(
+            (("at", _value(day.replace(hour=19, minute=45))),), "minute(at)"
+        ) == [45]
 
 
 class Leg(BaseModel):

@@ -31,7 +31,14 @@ exactly, with integer arithmetic only (no approximation anywhere):
   Of a datetime *field* ``t`` the split is two variables, ``date(t)`` and ``clock(t)``,
   tied by the linear factor ``clock of t`` (``t == 86400 * date(t) + clock(t)``), and its
   ``.year``/``.month``/``.day`` are tied to ``date(t)`` by ``calendar of t``: about 35x faster
-  for Z3 than the divisions (18-34 s per record before, under 1 s after).
+  for Z3 than the divisions (18-34 s per record before, under 1 s after). Likewise
+  ``.hour``/``.minute``/``.second`` of a datetime or time field (and of a datetime field's
+  ``.time()``) are variables ``hour(t)``, ``minute(t)``, ``second(t)``, tied to its seconds
+  since midnight (``clock(t)``, or a time field itself) by the linear factor ``time of t``
+  (``clock == 3600 * hour + 60 * minute + second``, each part within its range, which fixes
+  one (hour, minute, second) per clock): the same exact values as ``clock // 3600`` and
+  ``clock // 60 % 60``, without the divisions and modulos Z3 would otherwise reason about
+  (relations that compute minutes as ``.hour * 60 + .minute``, as rosters do).
 - A timedelta's ``.days`` (floor division, as Python normalizes), ``.seconds``,
   ``.microseconds``; ``.total_seconds()`` of whole seconds is their count (Python returns it
   as a float, exact below 2**53); of microseconds it is refused (a rounded float).
@@ -67,7 +74,7 @@ from factorspec_sdk.relations.compiler.values import (
 from factorspec_sdk.relations.kinds import LeafKind, VarKind
 from factorspec_sdk.relations.layout import LeafLayout, Path, path_name
 from factorspec_sdk.relations.temporal import DATE_MAX, DATE_MIN, from_python
-from factorspec_sdk.relations.variables import date_part_of, part_variable, parts_of
+from factorspec_sdk.relations.variables import DATE_PARTS, date_part_of, part_variable, parts_of
 
 if TYPE_CHECKING:
     from factorspec_sdk.relations.compiler.core import RelationCompiler
@@ -109,6 +116,8 @@ Clock: TypeAlias = Literal[LeafKind.DATETIME, LeafKind.AWARE, LeafKind.TIME]
 """The kinds of a clock value (`SClock`)."""
 
 
+_CLOCK_PARTS = ("hour", "minute", "second")
+"""The parts of a clock (`DATE_PARTS`) tied to it by ``time of t``."""
 _DAYS_BEFORE_MONTH = (0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334)
 _MONTH_DAYS = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 
@@ -122,7 +131,8 @@ def date_leaf(cx: RelationCompiler, path: Path, node: LeafLayout) -> SDate | SCl
     if node.kind == LeafKind.DATE:
         return SDate(term, path)
     clock = cast(Clock, node.kind)
-    split = bool(parts_of(node.kind))  # a datetime's date and clock may become variables
+    # a datetime's date and clock, a time's hour, minute and second may become variables
+    split = bool(parts_of(node.kind))
     return SClock(term, _SEC_US, clock, path if split else None)
 
 
@@ -158,6 +168,15 @@ def _split_vars(cx: RelationCompiler, path: Path) -> tuple[z3.ArithRef, z3.Arith
     return d, c
 
 
+def _clock_part_vars(cx: RelationCompiler, path: Path) -> dict[str, z3.ArithRef]:
+    """``hour(t)``, ``minute(t)``, ``second(t)`` of the datetime or time leaf at ``path``.
+
+    All three at once, marked as read: the tie that defines them needs each. A datetime's
+    are tied to its ``clock(t)`` (read already: `_day_clock` made it), a time's to itself.
+    """
+    return dict(zip(_CLOCK_PARTS, _vars(cx, path, _CLOCK_PARTS), strict=True))
+
+
 def calendar_tie(e: z3.ArithRef, y: z3.ArithRef, m: z3.ArithRef, d: z3.ArithRef) -> z3.BoolRef:
     """``e`` is the ordinal of the date (y, m, d), and (y, m, d) is a real calendar date."""
     leap = z3.Or(z3.And(y % 4 == 0, y % 100 != 0), y % 400 == 0)
@@ -181,7 +200,9 @@ def date_links(records: Mapping[str, VarRecord]) -> list[tuple[str, frozenset[st
 
     Returns (factor name, variables, formula): per datetime split into its date and clock,
     ``clock of t`` (``t == 86400 * date(t) + clock(t)``, linear); per date (or datetime)
-    with a year, month and day, ``calendar of d`` (on the datetime's ``date(t)``).
+    with a year, month and day, ``calendar of d`` (on the datetime's ``date(t)``); per
+    datetime or time with an hour, minute and second, ``time of t`` (``clock == 3600 *
+    hour + 60 * minute + second`` on the datetime's ``clock(t)`` or the time itself).
     """
     dates = {r.path: r for r in records.values() if r.kind == VarKind.DATE}
     parts: dict[Path, dict[str, VarRecord]] = {}
@@ -194,12 +215,24 @@ def date_links(records: Mapping[str, VarRecord]) -> list[tuple[str, frozenset[st
         leaf = dates[path]
         ordinal = cast(z3.ArithRef, leaf.term)
         below = leaf.name
+        clock, seconds = ordinal, leaf.name  # a time's count is its clock
         if "date" in ps:  # a datetime: its date and clock
             day, clock = (cast(z3.ArithRef, ps[k].term) for k in ("date", "clock"))
             tie = z3.And(ordinal == 86_400 * day + clock, clock >= 0, clock <= 86_399)
             names = frozenset({leaf.name, ps["date"].name, ps["clock"].name})
             out.append((f"clock of {path_name(path)}", names, cast(z3.BoolRef, tie)))
-            ordinal, below = day, ps["date"].name
+            ordinal, below, seconds = day, ps["date"].name, ps["clock"].name
+        if "hour" in ps:
+            h, m, sec = (cast(z3.ArithRef, ps[k].term) for k in _CLOCK_PARTS)
+            tie = z3.And(
+                clock == 3600 * h + 60 * m + sec,
+                *(
+                    z3.And(t >= DATE_PARTS[k][0], t <= DATE_PARTS[k][1])
+                    for k, t in zip(_CLOCK_PARTS, (h, m, sec), strict=True)
+                ),
+            )
+            names = frozenset({seconds, *(ps[k].name for k in _CLOCK_PARTS)})
+            out.append((f"time of {path_name(path)}", names, cast(z3.BoolRef, tie)))
         if "year" in ps:
             y, m, d = (cast(z3.ArithRef, ps[k].term) for k in ("year", "month", "day"))
             formula = calendar_tie(ordinal, y, m, d)
@@ -498,7 +531,7 @@ def _day_clock(cx: RelationCompiler, v: SClock) -> tuple[Term, Term, int]:
 
     Of a leaf, its variables ``date(t)`` and ``clock(t)`` (seconds); else divisions.
     """
-    if v.path is not None:
+    if v.path is not None and v.temporal in _DATETIMES:
         day, clock = _split_vars(cx, v.path)
         return day, clock, _SEC_US
     day, rest = _day_and_rest(v.n, v.unit)
@@ -557,6 +590,8 @@ def date_attr(cx: RelationCompiler, v: V, name: str, node: ast.AST) -> R | None:
             if name in ("year", "month", "day"):
                 year, month, d = _civil(cast(z3.ArithRef, day))
                 return R({"year": year, "month": month, "day": d}[name])
+            if name in _CLOCK_PARTS and v.path is not None:
+                return R(_clock_part_vars(cx, v.path)[name])  # tied to clock(t)
             if name in _CLOCK_FIELDS:
                 return R(_clock_field(rest, unit, name))
             if name in ("date", "time", "weekday", "isoweekday", "toordinal"):
@@ -564,6 +599,8 @@ def date_attr(cx: RelationCompiler, v: V, name: str, node: ast.AST) -> R | None:
             offers = ".year/.month/.day/.hour/.minute/.second/.microsecond and .date()/"
             offers += ".time()/.weekday()/.isoweekday()/.toordinal()"
             cx.fail(f"attribute .{name} of a datetime", f"datetimes offer {offers}", node)
+        if name in _CLOCK_PARTS and v.path is not None:
+            return R(_clock_part_vars(cx, v.path)[name])  # tied to the time (its clock)
         if name in _CLOCK_FIELDS:
             return R(_clock_field(v.n, v.unit, name))
         cx.fail(
@@ -607,7 +644,10 @@ def date_method(cx: RelationCompiler, f: SFunc, args: list[V], node: ast.AST) ->
         if f.name == "date":
             return R(SDate(cast(z3.ArithRef, day), v.path))
         if f.name == "time":
-            return _clock(rest, unit, LeafKind.TIME)
+            out = _clock(rest, unit, LeafKind.TIME)
+            if v.path is not None and isinstance(out.value, SClock):  # clock(t): parts too
+                return R(SClock(out.value.n, out.value.unit, LeafKind.TIME, v.path), out.ok)
+            return out
         weekday = (day + 6) % 7
         return R({"weekday": weekday, "isoweekday": weekday + 1, "toordinal": day}[f.name])
     assert isinstance(v, SDelta)

@@ -61,7 +61,9 @@ class VarRecord:
         kind: what it holds (`VarKind`): ``int`` / ``bool`` / ``str`` / ``len`` (of a list)
             / ``strlen`` (of a free str, in characters) / ``date`` (a ``datetime.date`` as
             its ordinal, ``date.toordinal()``) / ``datepart`` (``year(d)``, ``month(d)`` or
-            ``day(d)`` of a date leaf ``d``, tied to it by a factor) / ``float`` (a float leaf
+            ``day(d)`` of a date leaf ``d``, ``date(t)``/``clock(t)`` of a datetime,
+            ``hour(t)``, ``minute(t)`` or ``second(t)`` of a datetime or time, tied to it by
+            a factor) / ``float`` (a float leaf
             as its scaled value ``x * 10**places``) / ``same`` (a Bool: two free str leaves
             hold the same text, ``same(a, b)``; see `codes.same_text`) / ``affix`` (a Bool: a
             free str leaf starts or ends with a constant, ``startswith(a, "x")``; see

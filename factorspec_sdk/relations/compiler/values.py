@@ -98,7 +98,9 @@ class SClock:
     midnight), a time from midnight; ``unit`` is 10**6 (a leaf: its whole seconds) or 1.
     ``temporal`` is ``datetime``, ``aware`` (a time-zone-aware datetime, counted in UTC) or
     ``time``. ``path`` is a datetime leaf's path when ``n`` is that leaf's variable (its date
-    and clock are then variables of their own, tied to it). ``zoned``: an aware value that
+    and clock are then variables of their own, tied to it), and a time's when ``n`` is a
+    time leaf's variable or a datetime leaf's ``clock(t)`` (its hour, minute and second are
+    then variables of their own, tied to it). ``zoned``: an aware value that
     may carry another offset than UTC (from a constant), whose wall clock is not its count.
     """
 
