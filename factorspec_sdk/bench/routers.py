@@ -15,21 +15,17 @@ vllm-router 0.1.17 and sglang-router 0.3.2 in the virtual environment).
 
 from __future__ import annotations
 
-import contextlib
 import re
 import shutil
-import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
-from typing import IO, Literal
+from typing import Literal
 
-from factorspec_sdk.server.process import free_port
+from factorspec_sdk.server.process import ChildProcess, free_port
 
 __all__ = [
     "ROUTER_POLICIES",
@@ -61,7 +57,7 @@ def router_binary(kind: RouterKind) -> str | None:
     return shutil.which(name, path=str(Path(sys.executable).parent)) or shutil.which(name)
 
 
-class RouterProcess:
+class RouterProcess(ChildProcess):
     """vllm-router or sglang-router in a child process, on a free loopback port.
 
     Args:
@@ -96,10 +92,9 @@ class RouterProcess:
         self.workers = [w.rstrip("/").removesuffix("/v1") for w in workers]
         self.policy = policy
         self.args = tuple(args)
-        self.start_timeout = start_timeout
-        self.log = log
         self.port = free_port()
-        self._proc: subprocess.Popen[bytes] | None = None
+        self.what = f"{kind}-router"
+        super().__init__(start_timeout=start_timeout, log=log)
 
     @property
     def url(self) -> str:
@@ -121,54 +116,6 @@ class RouterProcess:
             "--log-level", level,
             *self.args,
         ]  # fmt: skip
-
-    def start(self) -> RouterProcess:
-        """Start the router and wait until it is healthy."""
-        with contextlib.ExitStack() as stack:
-            out: IO[bytes] | int = subprocess.DEVNULL
-            if self.log is not None:
-                out = stack.enter_context(self.log.open("ab"))
-            self._proc = subprocess.Popen(self.command(), stdout=out, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + self.start_timeout
-        while True:
-            code = self._proc.poll()
-            if code is not None:
-                raise RuntimeError(f"{self.kind}-router exited with code {code} while starting")
-            try:
-                with urllib.request.urlopen(self.url + "/health", timeout=2) as r:
-                    if r.status == 200:
-                        return self
-            except (urllib.error.URLError, OSError):
-                pass
-            if time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(f"{self.kind}-router was not healthy in {self.start_timeout} s")
-            time.sleep(0.1)
-
-    def stop(self, timeout: float = 20.0) -> int | None:
-        """Stop the router (SIGTERM, then SIGKILL); returns its exit code."""
-        proc = self._proc
-        if proc is None:
-            return None
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout)
-        return proc.returncode
-
-    def __enter__(self) -> RouterProcess:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
 
 @dataclass(frozen=True, slots=True)

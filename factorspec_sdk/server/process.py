@@ -18,9 +18,9 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 from types import TracebackType
-from typing import IO
+from typing import IO, Self
 
-__all__ = ["ServerProcess", "free_port"]
+__all__ = ["ChildProcess", "ServerProcess", "free_port"]
 
 _LOOPBACK = ("127.0.0.1", "::1", "localhost")
 
@@ -32,7 +32,101 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(s.getsockname()[1])
 
 
-class ServerProcess:
+class ChildProcess:
+    """A child process that serves HTTP, healthy once its ``/health`` answers 200.
+
+    A subclass names its `command` (and `environment`), its `url` and what it is
+    (`what`, for errors); this class starts it, waits for it and stops it.
+
+    Args:
+        start_timeout: seconds to wait for ``/health``.
+        log: a file for the child's output (default: discarded).
+    """
+
+    what = "the child process"
+    """What the child is, in errors (``factorspec serve``, ``vllm-router``)."""
+
+    def __init__(self, *, start_timeout: float = 60.0, log: Path | None = None) -> None:
+        self.start_timeout = start_timeout
+        self.log = log
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        """The child's root URL, e.g. ``http://127.0.0.1:8123``."""
+        raise NotImplementedError
+
+    def command(self) -> list[str]:
+        """The child's command line."""
+        raise NotImplementedError
+
+    def environment(self) -> dict[str, str] | None:
+        """The child's environment (``None``: this process's)."""
+        return None
+
+    @property
+    def pid(self) -> int:
+        """The child's process id."""
+        if self._proc is None:
+            raise RuntimeError(f"{self.what} is not running")
+        return self._proc.pid
+
+    def start(self) -> Self:
+        """Start the child and wait until it is healthy.
+
+        Raises:
+            RuntimeError: the child exited, or was not healthy in time (its exit code or the
+                limit is named).
+        """
+        cmd, env = self.command(), self.environment()
+        with contextlib.ExitStack() as stack:
+            out: IO[bytes] | int = subprocess.DEVNULL
+            if self.log is not None:
+                out = stack.enter_context(self.log.open("ab"))
+            self._proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + self.start_timeout
+        while True:
+            code = self._proc.poll()
+            if code is not None:
+                raise RuntimeError(f"{self.what} exited with code {code} while starting")
+            try:
+                with urllib.request.urlopen(self.url + "/health", timeout=2) as r:
+                    if r.status == 200:
+                        return self
+            except (urllib.error.URLError, OSError):
+                pass
+            if time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"{self.what} was not healthy in {self.start_timeout} s")
+            time.sleep(0.1)
+
+    def stop(self, timeout: float = 20.0) -> int | None:
+        """Stop the child (SIGTERM, then SIGKILL); returns its exit code."""
+        proc = self._proc
+        if proc is None:
+            return None
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout)
+        return proc.returncode
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+class ServerProcess(ChildProcess):
     """A `factorspec serve` child process on a loopback address.
 
     Args:
@@ -67,22 +161,15 @@ class ServerProcess:
         self.host = host
         self.port = port or free_port(host)
         self.args = args
-        self.start_timeout = start_timeout
-        self.log = log
-        self._proc: subprocess.Popen[bytes] | None = None
+        super().__init__(start_timeout=start_timeout, log=log)
+
+    what = "factorspec serve"
 
     @property
     def url(self) -> str:
         """The base URL, e.g. ``http://127.0.0.1:8123``."""
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"http://{host}:{self.port}"
-
-    @property
-    def pid(self) -> int:
-        """The server's process id."""
-        if self._proc is None:
-            raise RuntimeError("the server is not running")
-        return self._proc.pid
 
     def rss_bytes(self) -> int:
         """The server's resident set size now (``VmRSS`` in ``/proc/<pid>/status``)."""
@@ -91,12 +178,16 @@ class ServerProcess:
                 return int(line.split()[1]) * 1024
         raise RuntimeError("no VmRSS line in /proc/<pid>/status")
 
-    def start(self) -> ServerProcess:
-        """Start the process and wait until it is healthy."""
+    def environment(self) -> dict[str, str]:
+        """This process's environment, with the package's root first on ``PYTHONPATH``."""
         root = Path(__file__).resolve().parents[2]
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH")]))
-        cmd = [
+        return env
+
+    def command(self) -> list[str]:
+        """``python -m factorspec_sdk.cli.main serve ...`` on this host and port."""
+        return [
             sys.executable,
             "-m",
             "factorspec_sdk.cli.main",
@@ -111,48 +202,3 @@ class ServerProcess:
             self.model_name,
             *self.args,
         ]
-        with contextlib.ExitStack() as stack:
-            out: IO[bytes] | int = subprocess.DEVNULL
-            if self.log is not None:
-                out = stack.enter_context(self.log.open("ab"))
-            self._proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + self.start_timeout
-        while True:
-            code = self._proc.poll()
-            if code is not None:
-                raise RuntimeError(f"factorspec serve exited with code {code} while starting")
-            try:
-                with urllib.request.urlopen(self.url + "/health", timeout=2) as r:
-                    if r.status == 200:
-                        return self
-            except (urllib.error.URLError, OSError):
-                pass
-            if time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(f"factorspec serve was not healthy in {self.start_timeout} s")
-            time.sleep(0.1)
-
-    def stop(self, timeout: float = 20.0) -> int | None:
-        """Stop the process (SIGTERM, then SIGKILL); returns its exit code."""
-        proc = self._proc
-        if proc is None:
-            return None
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout)
-        return proc.returncode
-
-    def __enter__(self) -> ServerProcess:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
