@@ -53,6 +53,9 @@ from factorspec_sdk.errors import (
     SpecError as SpecError,
 )
 from factorspec_sdk.errors import (
+    StreamClosed as StreamClosed,
+)
+from factorspec_sdk.errors import (
     TokenBudgetError as TokenBudgetError,
 )
 from factorspec_sdk.errors import (
@@ -76,7 +79,6 @@ from factorspec_sdk.relations.schema import plain_json_schema as plain_json_sche
 from factorspec_sdk.relations.schema import set_schema_extension
 from factorspec_sdk.streams import AsyncRecordStream as AsyncRecordStream
 from factorspec_sdk.streams import RecordStream as RecordStream
-from factorspec_sdk.streams import StreamClosed as StreamClosed
 
 if TYPE_CHECKING:
     from pydantic import BaseModel

@@ -9,7 +9,9 @@ Every error the SDK raises on purpose derives from `FactorSpecError` and carries
     │   │   └── RelationRaisesError    a relation raises in Python (a TypeError, or on every record)
     │   ├── UnsupportedFieldTypeError  a field type the layout cannot write
     │   ├── ContextError               the per-request context is missing or lacks a value
-    │   └── UnsatisfiableSpecError     no record satisfies the schema and relations (unsat core)
+    │   ├── UnsatisfiableSpecError     no record satisfies the schema and relations (unsat core)
+    │   └── IRExportError              a compiled formula uses a Z3 construct the IR cannot express
+    ├── IRError                        an IR document is malformed, over a limit or undecided
     ├── OracleError                    the solver could not decide a query (unknown / timeout)
     ├── EngineError                    an engine failed or cannot be loaded
     │   ├── ModelLoadError             the model files cannot be found or converted
@@ -19,7 +21,12 @@ Every error the SDK raises on purpose derives from `FactorSpecError` and carries
         │   └── GenerationTimeoutError the server's time limit ran out first
         ├── TokenBudgetError           max_tokens is below the shortest record (before any token)
         ├── RemoteError                a FactorSpec server refused or failed a request
-        └── RetriesExhaustedError      an ordinary validator still fails after every re-ask
+        ├── RetriesExhaustedError      an ordinary validator still fails after every re-ask
+        ├── RecordInvalidError         a finished record fails the spec's schema or relations
+        └── StreamClosed               the caller closed a stream before the record was complete
+
+The exceptions defined elsewhere in the package are not `FactorSpecError`s a caller sees (or
+are private signals inside one module); ``docs/architecture.md`` lists them and says why.
 """
 
 from __future__ import annotations
@@ -30,14 +37,18 @@ __all__ = [
     "FactorSpecError",
     "GenerationError",
     "GenerationTimeoutError",
+    "IRError",
+    "IRExportError",
     "IncompleteGenerationError",
     "ModelLoadError",
     "OracleError",
+    "RecordInvalidError",
     "RelationDefinitionError",
     "RelationRaisesError",
     "RemoteError",
     "RetriesExhaustedError",
     "SpecError",
+    "StreamClosed",
     "TokenBudgetError",
     "UnsatisfiableSpecError",
     "UnsupportedFieldTypeError",
@@ -156,6 +167,30 @@ class UnsatisfiableSpecError(SpecError):
         where = f" for {model}" if model else ""
         names = ", ".join(core) if core else "(empty core: the schema bounds alone clash)"
         super().__init__(f"no record satisfies the spec{where}; clashing: {names}")
+
+
+class IRExportError(SpecError):
+    """A compiled formula uses a Z3 construct the IR cannot express (`factorspec_sdk.ir.to_ir`)."""
+
+    code = "ir-export"
+
+
+class IRError(FactorSpecError):
+    """The IR is malformed, exceeds a limit or cannot be decided (``status``: the HTTP status).
+
+    ``status`` is 400 when the document does not match the IR's JSON schema
+    (`factorspec_sdk.ir.limits.parse_ir`), and 422 when it does but cannot be built: it breaks
+    a rule the schema cannot state (an unknown variable, a repeated name, a limit) or the
+    solver cannot decide it in time (``undecided``: such an answer is not cached, the next
+    request tries again).
+    """
+
+    code = "ir"
+
+    def __init__(self, message: str, status: int = 422, *, undecided: bool = False) -> None:
+        super().__init__(message)
+        self.status = status
+        self.undecided = undecided
 
 
 class OracleError(FactorSpecError):
@@ -304,3 +339,13 @@ class RetriesExhaustedError(GenerationError):
         self.last_error = last_error
         self.last_completion = last_completion
         super().__init__(message)
+
+
+class RecordInvalidError(GenerationError):
+    """A record does not pass the spec's schema or relations (`factorspec_sdk.ir.check_record`)."""
+
+    code = "record-invalid"
+
+
+class StreamClosed(GenerationError):
+    """The caller closed the stream before the record was complete (`factorspec_sdk.streams`)."""

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Generic, Self, TypeVar, cast
 from pydantic import BaseModel
 
 from factorspec_sdk.backends.base import Backend, GenerationRequest, RecordOutcome
-from factorspec_sdk.errors import GenerationError
+from factorspec_sdk.errors import StreamClosed
 
 if TYPE_CHECKING:
     from factorspec_sdk.client import GenerationResult
@@ -42,10 +42,6 @@ T = TypeVar("T", bound=BaseModel)
 
 Deliver = Callable[[RecordOutcome], "GenerationResult[T]"]
 """Turns the record's outcome into its result, or raises its error (the client's rule)."""
-
-
-class StreamClosed(GenerationError):
-    """The caller closed the stream before the record was complete."""
 
 
 class RecordThread:

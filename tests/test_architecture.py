@@ -10,6 +10,7 @@ that points upward is still a dependency a reader has to follow.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -285,3 +286,172 @@ def test_no_module_compares_kinds_as_strings() -> None:
             if named and literals & tags:
                 wrong.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert not wrong, "kinds compared as strings:\n" + "\n".join(wrong)
+
+
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
+
+
+def _table(heading: str) -> list[list[str]]:
+    """The rows (cells) of the table under ``## heading`` in docs/architecture.md."""
+    page = ARCHITECTURE.read_text()
+    section = page.split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
+    return [
+        [cell.strip() for cell in line.strip().strip("|").split(" | ")]
+        for line in section.splitlines()
+        if line.startswith("| `")
+    ]
+
+
+def _named_modules() -> dict[str, str]:
+    """Every ``.py`` file and folder the package table names: path under the package -> row.
+
+    A row names its package (```relations/``` or ```client.py```); its other cells name modules
+    relative to it (```layout.py``` in the ``relations/`` row is ``relations/layout.py``). A
+    folder written as ```compiler/``` names its ``__init__.py``, and names in the parentheses
+    right after it are relative to it: ```compiler/``` (``core.py``, ...) names
+    ``relations/compiler/core.py``.
+    """
+    named: dict[str, str] = {}
+    for package, *cells in _table("What each package owns"):
+        row = package.strip("`")
+        prefix = "" if row.endswith(".py") else row
+        named[row if row.endswith(".py") else f"{row}__init__.py"] = row
+        text = " | ".join(cells)
+        stack, opens, opens_at = [prefix], None, -1
+        for m in re.finditer(r"`([^`]*)`|[()]", text):
+            if m.group(0) == "(":
+                right_after = opens is not None and not text[opens_at : m.start()].strip()
+                stack.append(opens if right_after and opens is not None else stack[-1])
+                opens = None
+            elif m.group(0) == ")":
+                if len(stack) > 1:
+                    stack.pop()
+                opens = None
+            else:
+                name, opens = m.group(1), None
+                if re.fullmatch(r"[\w/]+\.py", name):
+                    named[stack[-1] + name] = row
+                elif re.fullmatch(r"[\w/]+/", name):
+                    named[f"{stack[-1]}{name}__init__.py"] = row
+                    opens, opens_at = stack[-1] + name, m.end()
+    return named
+
+
+def test_the_architecture_page_names_every_module() -> None:
+    """Every module of the package is named in its package's row of docs/architecture.md.
+
+    The root ``__init__.py`` aside, a new module fails here until its row names it (with a
+    line on what it does), as ``layout.py`` in the ``relations/`` row or ``core.py`` in the
+    parentheses after ``compiler/``.
+    """
+    modules = {p.relative_to(PACKAGE).as_posix() for p in _modules()} - {"__init__.py"}
+    missing = sorted(modules - set(_named_modules()))
+    assert not missing, "docs/architecture.md does not name:\n" + "\n".join(missing)
+
+
+def test_the_architecture_page_names_no_module_that_is_gone() -> None:
+    """A ``.py`` name in the package table is a module (of its row, else a cross-reference)."""
+    gone = [
+        f"{row}: {name}"
+        for name, row in _named_modules().items()
+        if not (PACKAGE / name).is_file()
+        and not (PACKAGE / name.removeprefix(row)).is_file()
+        and not (ROOT / name.removeprefix(row)).is_file()
+    ]
+    assert not gone, "docs/architecture.md names modules that do not exist:\n" + "\n".join(gone)
+
+
+def _exception_classes() -> dict[tuple[str, str], str]:
+    """The package's exception classes: (module path, name) -> "FactorSpecError" or "other".
+
+    A base is looked up in the class's own module first, then by name (an imported class).
+    """
+    import builtins
+
+    classes: list[tuple[str, str, list[str]]] = []
+    for path in _modules():
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.ClassDef):
+                bases = [
+                    b.id if isinstance(b, ast.Name) else b.attr
+                    for b in node.bases
+                    if isinstance(b, ast.Name | ast.Attribute)
+                ]
+                classes.append((path.relative_to(PACKAGE).as_posix(), node.name, bases))
+    kinds: dict[tuple[str, str], str] = {("errors.py", "FactorSpecError"): "FactorSpecError"}
+    kinds |= {
+        ("", name): "other"
+        for name, value in vars(builtins).items()
+        if isinstance(value, type) and issubclass(value, BaseException)
+    }
+
+    def kind_of(where: str, base: str) -> str | None:
+        if (where, base) in kinds:
+            return kinds[where, base]
+        return next((k for (w, n), k in kinds.items() if n == base and w != where), None)
+
+    grew = True
+    while grew:  # a class is of the kind of its first known base, transitively
+        grew = False
+        for where, name, bases in classes:
+            kind = next((k for b in bases if (k := kind_of(where, b)) is not None), None)
+            if kind is not None and (where, name) not in kinds:
+                kinds[where, name], grew = kind, True
+    return {key: kind for key, kind in kinds.items() if key[0] and key[1] != "FactorSpecError"}
+
+
+def test_every_error_lives_in_errors_py_or_is_listed() -> None:
+    """Every `FactorSpecError` subclass (private ones included) and every public exception
+    class of the package is in ``errors.py`` or in the *Where errors live* table of
+    docs/architecture.md, in the module the table gives."""
+    listed = {
+        name.strip("` "): module.strip("`")
+        for names, module, _ in _table("Where errors live")
+        for name in names.split(",")
+    }
+    classes = _exception_classes()
+    wrong = [
+        f"{where}: {name} ({kind})"
+        for (where, name), kind in sorted(classes.items())
+        if where != "errors.py"
+        and not (kind == "other" and name.startswith("_"))
+        and listed.get(name) != where
+    ]
+    assert not wrong, (
+        "move these to factorspec_sdk/errors.py or list them (and why) under 'Where errors "
+        "live' in docs/architecture.md:\n" + "\n".join(wrong)
+    )
+    stale = sorted(
+        f"{name} in {where}" for name, where in listed.items() if (where, name) not in classes
+    )
+    assert not stale, "the table lists exceptions the package does not define:\n" + "\n".join(stale)
+
+
+def test_nothing_in_the_library_imports_bench() -> None:
+    """``bench`` is the benchmark part of the package: only ``bench`` and ``cli`` import it.
+
+    Every import counts, those inside functions (lazy) and under ``if TYPE_CHECKING:``
+    included, and so do ``importlib.import_module("factorspec_sdk.bench...")`` calls and the
+    package root's ``from factorspec_sdk import bench``.
+    """
+    wrong: list[str] = []
+    for path in _modules():
+        if _top(path) in {"bench", "cli"}:
+            continue
+        where = path.relative_to(ROOT)
+        for line, module, names in _imports(path):
+            parts = module.split(".")
+            if parts[:2] == ["factorspec_sdk", "bench"] or (
+                module == "factorspec_sdk" and "bench" in names
+            ):
+                wrong.append(f"{where}:{line}: imports {module}")
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if (
+                isinstance(node, ast.Call)
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+                and isinstance(node.args[0].value, str)
+                and node.args[0].value.split(".")[:2] == ["factorspec_sdk", "bench"]
+            ):
+                wrong.append(f"{where}:{node.lineno}: loads {node.args[0].value}")
+    assert not wrong, "the library imports the benchmarks:\n" + "\n".join(wrong)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, cast
 
 import z3
 
-from factorspec_sdk.errors import SpecError
+from factorspec_sdk.errors import IRExportError
 from factorspec_sdk.graph.z3context import MAIN_CONTEXT_LOCK
 from factorspec_sdk.ir.leaves import leaf_to_ir
 from factorspec_sdk.ir.model import IR_VERSION
@@ -56,12 +56,6 @@ _OPS: dict[int, str] = {
     z3.Z3_OP_MOD: "mod",
     z3.Z3_OP_UMINUS: "neg",
 }
-
-
-class IRExportError(SpecError):
-    """A compiled formula uses a Z3 construct the IR cannot express."""
-
-    code = "ir-export"
 
 
 def to_ir(model: type[BaseModel], context: object = None) -> JsonDict:

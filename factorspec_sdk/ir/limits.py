@@ -12,27 +12,10 @@ from dataclasses import dataclass
 
 from pydantic import ValidationError
 
-from factorspec_sdk.errors import FactorSpecError
+from factorspec_sdk.errors import IRError
 from factorspec_sdk.ir.model import RelationIR
 
 __all__ = ["DEFAULT_LIMITS", "IRError", "IRLimits", "json_depth", "parse_ir"]
-
-
-class IRError(FactorSpecError):
-    """The IR is malformed, exceeds a limit or cannot be decided (``status``: the HTTP status).
-
-    ``status`` is 400 when the document does not match the IR's JSON schema (`parse_ir`),
-    and 422 when it does but cannot be built: it breaks a rule the schema cannot state
-    (an unknown variable, a repeated name, a limit) or the solver cannot decide it in time
-    (``undecided``: such an answer is not cached, the next request tries again).
-    """
-
-    code = "ir"
-
-    def __init__(self, message: str, status: int = 422, *, undecided: bool = False) -> None:
-        super().__init__(message)
-        self.status = status
-        self.undecided = undecided
 
 
 @dataclass(frozen=True, slots=True)

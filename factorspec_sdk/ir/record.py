@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, cast
 
 from pydantic import ValidationError
 
-from factorspec_sdk.errors import GenerationError
+from factorspec_sdk.errors import RecordInvalidError
 from factorspec_sdk.graph.oracle import holds
 from factorspec_sdk.ir.leaves import leaf_value
 from factorspec_sdk.relations.kinds import Temporal, VarKind
@@ -33,12 +33,6 @@ if TYPE_CHECKING:
     from factorspec_sdk.relations.compiler import VarRecord
 
 __all__ = ["FACTS", "RecordInvalidError", "check_record", "record_facts"]
-
-
-class RecordInvalidError(GenerationError):
-    """A record does not pass the spec's schema or relations."""
-
-    code = "record-invalid"
 
 
 _ABSENT = object()
