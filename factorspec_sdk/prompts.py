@@ -81,6 +81,7 @@ LEAF_HINTS: dict[LeafKind, str | Callable[[LeafLayout], str]] = {
     LeafKind.DURATION: "<PT###S>",
     LeafKind.FLOAT: "<number>",
     LeafKind.DECIMAL: "<number>",
+    LeafKind.UUID: "<uuid>",  # as the grammar value it was showed it (its format)
 }
 """The schema hint of each leaf kind: its picture, or how to draw it."""
 
