@@ -80,8 +80,7 @@ def _refuse_other(cx: RelationCompiler, other: V, node: ast.AST) -> NoReturn:
     cx.fail(
         "comparison of a UUID with another type",
         f"{ast.unparse(node)} compares a UUID with a {kind}, which Python never finds equal "
-        f'whatever its value; compare with uuid.UUID("...") of the text, or with another '
-        f"UUID field ({USE})",
+        f"whatever its value; {USE}",
         node,
     )
 
