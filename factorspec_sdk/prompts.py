@@ -81,6 +81,7 @@ LEAF_HINTS: dict[LeafKind, str | Callable[[LeafLayout], str]] = {
     LeafKind.DURATION: "<PT###S>",
     LeafKind.FLOAT: "<number>",
     LeafKind.DECIMAL: "<number>",
+    LeafKind.UUID: "<uuid>",  # the hint it had as a grammar value: prompts unchanged
 }
 """The schema hint of each leaf kind: its picture, or how to draw it."""
 

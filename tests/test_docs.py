@@ -92,6 +92,7 @@ EXPECT: dict[str, list[str]] = {
         "arrives: grammar",
         "rating: grammar",
     ],
+    "types/tutorial002.py": ["True True"],
     "relations/tutorial005.py": ["2027-01-08 to 2027-01-12", "dates ok: True"],
     "relations/tutorial006.py": [" 2026-12-07 ", "length: 1:30:00", "in hours: True"],
     "relations/tutorial007.py": ["Escalate(kind='escalate', team='shipping')"],

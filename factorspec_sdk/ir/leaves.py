@@ -2,12 +2,12 @@
 
 The IR's leaf (`factorspec_sdk.ir.model.IRLeaf`) names a kind with three fields that servers
 and clients of every version exchange: ``kind`` (``bool``, ``int``, ``str``, ``enum``,
-``date``, ``float``), ``temporal`` (which time type a ``date`` leaf holds) and ``duration``
-(an ``int`` leaf that is a timedelta's seconds). This module is the one place that maps them
-to and from `LeafKind` (`IR_LEAVES`): `leaf_from_ir` builds a leaf with the constructors of
-`factorspec_sdk.relations.leaves` (so its bounds are checked as a Pydantic field's are),
-`leaf_to_ir` writes one. A ``Decimal`` travels as a ``float`` leaf (a server checks its
-value as the fixed-point number it is).
+``date``, ``float``, ``uuid``), ``temporal`` (which time type a ``date`` leaf holds) and
+``duration`` (an ``int`` leaf that is a timedelta's seconds). This module is the one place
+that maps them to and from `LeafKind` (`IR_LEAVES`): `leaf_from_ir` builds a leaf with the
+constructors of `factorspec_sdk.relations.leaves` (so its bounds are checked as a Pydantic
+field's are), `leaf_to_ir` writes one. A ``Decimal`` travels as a ``float`` leaf (a server
+checks its value as the fixed-point number it is).
 
 A server checks a record it did not decode itself: `leaf_annotation` is the Pydantic type of
 a leaf's JSON value (its text, its bounds), `leaf_value` the value of the leaf's variable in
@@ -44,6 +44,7 @@ from factorspec_sdk.relations.leaves import (
     int_leaf,
     str_leaf,
     temporal_leaf,
+    uuid_leaf,
 )
 from factorspec_sdk.relations.temporal import (
     DURATION_MAX,
@@ -53,6 +54,7 @@ from factorspec_sdk.relations.temporal import (
     temporal_text,
     temporal_value,
 )
+from factorspec_sdk.relations.uuids import UUID_MAX, uuid_value
 
 __all__ = [
     "IR_LEAVES",
@@ -187,6 +189,15 @@ def _str_annotation(node: LeafLayout) -> object:
     ]
 
 
+_UUID_VALUE = _text_value(lambda node, text: uuid_value(text))
+
+
+def _uuid_annotation(node: LeafLayout) -> object:
+    return _checked(
+        node, StrictStr, _UUID_VALUE, (0, UUID_MAX), "a UUID written as its lowercase text"
+    )
+
+
 IR_LEAVES: dict[LeafKind, IRLeafKind] = {
     LeafKind.BOOL: IRLeafKind(
         "bool",
@@ -230,6 +241,13 @@ IR_LEAVES: dict[LeafKind, IRLeafKind] = {
     ),
     LeafKind.FLOAT: _FLOAT,
     LeafKind.DECIMAL: _FLOAT,  # travels as a float: its fixed-point value
+    LeafKind.UUID: IRLeafKind(
+        "uuid",
+        frozenset(),
+        lambda leaf: uuid_leaf(nullable=leaf.nullable),
+        _UUID_VALUE,
+        _uuid_annotation,
+    ),
 }
 """How the IR carries each leaf kind."""
 

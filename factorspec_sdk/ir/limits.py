@@ -37,7 +37,8 @@ class IRLimits:
         max_list_length: largest list bound.
         max_choices: values of one enum leaf.
         max_text_length: largest ``min_length``/``max_length`` of a free string.
-        max_int: largest magnitude of an integer constant in a formula.
+        max_int: largest magnitude of an integer constant in a formula (``2**128``: a
+            UUID's 128-bit value, ``uuid.UUID.int``, is one).
         solver_timeout_ms: time the satisfiability checks of one spec may take.
     """
 
@@ -55,7 +56,7 @@ class IRLimits:
     max_list_length: int = 256
     max_choices: int = 1024
     max_text_length: int = 100_000
-    max_int: int = 10**30
+    max_int: int = 2**128
     solver_timeout_ms: int = 20_000
 
 

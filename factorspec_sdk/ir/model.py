@@ -103,12 +103,14 @@ class IRLeaf(BaseModel):
     since midnight), or ``int`` with ``duration`` (a ``timedelta``'s whole seconds, written
     ``"PT{n}S"``), or ``float`` (fixed-point with at most ``places`` decimals; its
     ``ge``/``le`` bound the scaled value ``x * 10**places``, and its variable is an int
-    holding that value).
+    holding that value), or ``uuid`` (a ``uuid.UUID`` written as its canonical lowercase
+    text ``xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx``; its variable is an int holding its 128-bit
+    value, ``uuid.UUID.int``).
     """
 
     model_config = _STRICT
     type: Literal["leaf"]
-    kind: Literal["bool", "int", "str", "enum", "date", "float"]
+    kind: Literal["bool", "int", "str", "enum", "date", "float", "uuid"]
     nullable: bool = False
     ge: int | None = None
     le: int | None = None

@@ -64,10 +64,13 @@ SUPPORTED_CALLS = frozenset(
 SUPPORTED_METHODS = frozenset({"get", "keys", "values", "items", "count", "index"})
 """Methods a relation may call on constants (context values)."""
 
-DATE_CONSTRUCTORS = frozenset({"date", "datetime", "time", "timedelta", "timezone", "Decimal"})
-"""``datetime.date``/``datetime``/``time``/``timedelta`` and ``decimal.Decimal``, called by
-name or as ``dt.date(...)``/``decimal.Decimal(...)`` (all but ``timedelta`` of constants
-only); ``.date()`` and ``.time()`` of a datetime pass as these names too."""
+DATE_CONSTRUCTORS = frozenset(
+    {"date", "datetime", "time", "timedelta", "timezone", "Decimal", "UUID"}
+)
+"""``datetime.date``/``datetime``/``time``/``timedelta``, ``decimal.Decimal`` and
+``uuid.UUID``, called by name or as ``dt.date(...)``/``decimal.Decimal(...)`` (all but
+``timedelta`` of constants only); ``.date()`` and ``.time()`` of a datetime pass as these
+names too."""
 
 NUMBER_FUNCTIONS = frozenset({"isclose"})
 """``math.isclose``, called by name or as ``math.isclose(...)``."""
@@ -82,7 +85,7 @@ _DOCS = "the docs list them with examples: Writing relations, Supported expressi
 CALLABLE = (
     "relations call all, any, sum, len, min, max, zip, enumerate, range, abs, bool, list, "
     "tuple, round, int, float, str (of constants), isinstance, distinct, math.isclose and "
-    f"date/datetime/time/timedelta/Decimal(...) ({_DOCS})"
+    f"date/datetime/time/timedelta/Decimal/UUID(...) ({_DOCS})"
 )
 """The functions a relation may call, for the errors that refuse a call."""
 

@@ -27,6 +27,7 @@ from factorspec_sdk.relations.layout import (
     node_at,
 )
 from factorspec_sdk.relations.temporal import temporal_text
+from factorspec_sdk.relations.uuids import uuid_text
 
 __all__ = ["LEAF_DISPLAY", "VARIABLE_DISPLAY", "leaf_value_text", "variable_text"]
 
@@ -38,6 +39,8 @@ class _Shown:
     type_name: Callable[[LeafLayout], str]
     value: Callable[[LeafLayout, int], str]
     suffix: Callable[[LeafLayout], str] = lambda node: ""
+    bounded: bool = True
+    """Whether its bounds are shown (a free str's or a UUID's say nothing)."""
 
 
 def _temporal(name: str) -> _Shown:
@@ -66,6 +69,7 @@ LEAF_DISPLAY: dict[LeafKind, _Shown] = {
     LeafKind.DECIMAL: _Shown(
         lambda node: "Decimal", lambda node, n: str(decimal.Decimal(n).scaleb(-node.places))
     ),
+    LeafKind.UUID: _Shown(lambda node: "UUID", lambda node, n: uuid_text(n), bounded=False),
 }
 """The rendering of each leaf kind."""
 
@@ -104,7 +108,8 @@ def _value(v: _Variable) -> str:
     if not isinstance(node, LeafLayout):
         return f"{v.kind}{v.bounds()}"
     shown = LEAF_DISPLAY[node.kind]
-    bounds = v.bounds(lambda n: shown.value(node, n)) if v.kind != VarKind.STR else ""
+    shows = shown.bounded and v.kind != VarKind.STR
+    bounds = v.bounds(lambda n: shown.value(node, n)) if shows else ""
     return f"{shown.type_name(node)}{bounds}{shown.suffix(node)}"
 
 

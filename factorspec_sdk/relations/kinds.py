@@ -32,6 +32,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import enum
+import uuid
 from typing import Literal
 
 from pydantic import AwareDatetime, NaiveDatetime
@@ -72,6 +73,8 @@ class LeafKind(enum.StrEnum):
     """A ``float`` written as fixed-point text."""
     DECIMAL = "decimal"
     """A ``Decimal``: fixed-point, exact."""
+    UUID = "uuid"
+    """A ``uuid.UUID``: its 128-bit int, written as the canonical lowercase text."""
 
 
 Temporal = Literal[LeafKind.DATE, LeafKind.DATETIME, LeafKind.AWARE, LeafKind.TIME]
@@ -94,6 +97,7 @@ PYTHON_TYPES: dict[LeafKind, tuple[object, ...]] = {
     LeafKind.DURATION: (dt.timedelta,),
     LeafKind.FLOAT: (float,),
     LeafKind.DECIMAL: (decimal.Decimal,),
+    LeafKind.UUID: (uuid.UUID,),  # Pydantic's UUID1...UUID8 too: Annotated with a version
 }
 """The annotations that lay out as each kind: exactly these classes, not subclasses."""
 
@@ -124,7 +128,8 @@ class VarKind(enum.StrEnum):
     """What a solver variable holds (`factorspec_sdk.relations.compiler.VarRecord.kind`)."""
 
     INT = "int"
-    """An int leaf (a duration's seconds, an Enum of ints), a union's branch."""
+    """An int leaf (a duration's seconds, a UUID's 128-bit int, an Enum of ints), a union's
+    branch."""
     BOOL = "bool"
     """A bool leaf, an Optional's null-ness."""
     STR = "str"

@@ -31,6 +31,7 @@ __all__ = [
     "int_leaf",
     "str_leaf",
     "temporal_leaf",
+    "uuid_leaf",
 ]
 
 
@@ -144,3 +145,8 @@ def float_leaf(
             f"a float leaf needs -{FLOAT_LIMIT} <= ge <= le <= {FLOAT_LIMIT} (scaled values)"
         )
     return LeafLayout(kind, nullable=nullable, ge=lo, le=hi, places=places)
+
+
+def uuid_leaf(*, nullable: bool = False) -> LeafLayout:
+    """A ``uuid.UUID``: any of its 128-bit values (`factorspec_sdk.relations.uuids`)."""
+    return LeafLayout(LeafKind.UUID, nullable=nullable)

@@ -24,6 +24,7 @@ from typing import Literal, Union, cast, get_args, get_origin
 import annotated_types
 from pydantic import BaseModel, PydanticUserError, TypeAdapter
 from pydantic.fields import FieldInfo
+from pydantic.types import UuidVersion
 
 from factorspec_sdk.errors import UnsupportedFieldTypeError
 from factorspec_sdk.relations.decorator import relations_of
@@ -59,6 +60,7 @@ from factorspec_sdk.relations.leaves import (
     int_leaf,
     str_leaf,
     temporal_leaf,
+    uuid_leaf,
 )
 from factorspec_sdk.relations.temporal import (
     DURATION_MAX,
@@ -601,6 +603,25 @@ def _duration(field: _Field) -> LeafLayout:
     return field.leaf(lambda: duration_leaf(ge, le, nullable=field.nullable))
 
 
+def _uuid(field: _Field) -> LeafLayout:
+    """A ``uuid.UUID`` leaf: any UUID, written as its canonical text.
+
+    A version constraint (Pydantic's ``UUID4``...) is refused: the writer writes any of the
+    128-bit values, so records would fail the version check (the grammar has no format for
+    it either).
+    """
+    for m in field.meta:
+        if isinstance(m, UuidVersion):
+            raise field.fail(
+                f"a UUID of version {m.uuid_version} (UUID{m.uuid_version}) is not supported: "
+                "the writer writes any UUID and does not yet enforce a version's digits; "
+                "declare the field uuid.UUID (any version)"
+            )
+        if not (type(m).__name__ == "Strict" or m is None):
+            raise _NotNative  # another constraint: the grammar keeps the keyword
+    return uuid_leaf(nullable=field.nullable)
+
+
 def _int_bound(value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise _NotNative  # a float or Decimal bound: the grammar keeps it exactly
@@ -619,5 +640,6 @@ LEAF_BUILDERS: dict[LeafKind, Callable[[_Field], LeafLayout]] = {
     LeafKind.DURATION: _duration,
     LeafKind.FLOAT: _float,
     LeafKind.DECIMAL: _float,
+    LeafKind.UUID: _uuid,
 }
 """How each leaf kind is read from a field's type and metadata (`kind_of_type` finds it)."""

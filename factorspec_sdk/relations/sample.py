@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import uuid
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -65,6 +66,7 @@ SAMPLE_VALUES: dict[LeafKind, Callable[[LeafLayout], object]] = {
     LeafKind.DECIMAL: lambda node: decimal.Decimal(_near_zero(node.ge, node.le)).scaleb(
         -node.places
     ),
+    LeafKind.UUID: lambda node: uuid.UUID(int=0),
 }
 """The sample value of each leaf kind."""
 

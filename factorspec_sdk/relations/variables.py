@@ -30,6 +30,7 @@ from factorspec_sdk.relations.layout import (
 )
 from factorspec_sdk.relations.leaves import LeafError
 from factorspec_sdk.relations.temporal import DATE_MAX, DATE_MIN, temporal_range
+from factorspec_sdk.relations.uuids import UUID_MAX
 
 __all__ = [
     "AFFIX",
@@ -119,6 +120,7 @@ LEAF_VARIABLES: dict[LeafKind, Callable[[LeafLayout], VarShape]] = {
     LeafKind.DURATION: _int,
     LeafKind.FLOAT: _float,
     LeafKind.DECIMAL: _float,
+    LeafKind.UUID: lambda node: VarShape(VarKind.INT, 0, UUID_MAX),
 }
 """The variable of each leaf kind's value."""
 

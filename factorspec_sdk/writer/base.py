@@ -9,27 +9,52 @@ A leaf kind's writer (`factorspec_sdk.writer.leaves.LEAF_WRITERS`) answers the w
   its longest (relations ignored; the token budget's bounds);
 - `LeafWriter.shortest_rest` / `LeafWriter.longest_rest`: the same for the rest of a value
   begun (``partial``: what is written of it).
+
+`QuotedWriter` is the base of the kinds written as a JSON string of their own form (dates,
+durations, UUIDs).
 """
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from factorspec_sdk.relations.layout import LeafLayout, Path
 from factorspec_sdk.relations.variables import leaf_variable
 from factorspec_sdk.writer.digits import is_canonical_int
+from factorspec_sdk.writer.state import Text
 
 if TYPE_CHECKING:
     from factorspec_sdk.graph import CompiledSpec
     from factorspec_sdk.writer.automaton import Writer
     from factorspec_sdk.writer.state import Event, FreeString, Option, WriterState
 
-__all__ = ["LeafWriter", "leaf_bounds", "utf8"]
+__all__ = ["Feasible", "LeafWriter", "QuotedWriter", "keep_feasible", "leaf_bounds", "utf8"]
 
 
 def utf8(text: str) -> int:
     """UTF-8 bytes of ``text``."""
     return len(text.encode("utf-8"))
+
+
+Feasible = Callable[[Sequence[tuple[int, int]]], frozenset[int]]
+"""The oracle's `feasible_ranges` for one leaf: the indices of the ranges holding a feasible
+value."""
+
+
+def keep_feasible(
+    ranges: dict[str, tuple[int, int]], feasible: Feasible | None
+) -> dict[str, tuple[int, int]]:
+    """The next characters whose range of values holds a feasible one.
+
+    All of them without a relation (``feasible`` None).
+    """
+    if feasible is None or not ranges:
+        return ranges
+    keys = list(ranges)
+    keep = feasible([ranges[c] for c in keys])
+    return {c: ranges[c] for i, c in enumerate(keys) if i in keep}
 
 
 def leaf_bounds(node: LeafLayout, var: str | None, spec: CompiledSpec) -> tuple[int, int]:
@@ -80,3 +105,17 @@ class LeafWriter:
     ) -> int:
         """At most how many bytes complete the leaf from ``partial`` (``whole``: `longest`)."""
         return max(0, whole - len(partial))
+
+
+class QuotedWriter(LeafWriter):
+    """A leaf written as a JSON string of its own form: its opening quote is layout text.
+
+    As a free string's is, so that a token such as `` "`` may span it and the text before;
+    a nullable one first chooses between ``null`` and that quote (`Writer.open_quote`).
+    """
+
+    def opening(self, w: Writer, s: WriterState, path: Path, node: LeafLayout) -> Event | None:
+        """The opening quote as layout text (a nullable leaf chooses it among its options)."""
+        if s.partial is None and not node.nullable:
+            return Text('"', dataclasses.replace(s, partial=""))
+        return None

@@ -13,7 +13,6 @@ inside its text (`DURATION_WRITER`).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, cast
 
 from factorspec_sdk.relations.kinds import Temporal
@@ -26,10 +25,10 @@ from factorspec_sdk.relations.temporal import (
     temporal_text,
     text_length,
 )
-from factorspec_sdk.writer.base import LeafWriter, leaf_bounds
+from factorspec_sdk.writer.base import Feasible, QuotedWriter, keep_feasible, leaf_bounds
 from factorspec_sdk.writer.digits import is_canonical_int
 from factorspec_sdk.writer.scalars import int_digits
-from factorspec_sdk.writer.state import Event, Option, Text
+from factorspec_sdk.writer.state import Option
 
 if TYPE_CHECKING:
     from factorspec_sdk.graph import CompiledSpec
@@ -44,7 +43,7 @@ def next_date_chars(
     prefix: str,
     ge: int | None,
     le: int | None,
-    feasible: Callable[[Sequence[tuple[int, int]]], frozenset[int]] | None = None,
+    feasible: Feasible | None = None,
 ) -> dict[str, tuple[int, int]]:
     """The characters that may follow ``prefix``, each with the values it leaves.
 
@@ -64,27 +63,10 @@ def next_date_chars(
         r = prefix_range(temporal, prefix + c)
         if r is not None and max(r[0], lo) <= min(r[1], hi):
             out[c] = (max(r[0], lo), min(r[1], hi))
-    if feasible is not None and out:
-        keys = list(out)
-        keep = feasible([out[c] for c in keys])
-        out = {c: out[c] for i, c in enumerate(keys) if i in keep}
-    return out
+    return keep_feasible(out, feasible)
 
 
-class _QuotedWriter(LeafWriter):
-    """A leaf written as a JSON string of its own form: its opening quote is layout text.
-
-    As a free string's is, so that a token such as `` "`` may span it and the text before;
-    a nullable one first chooses between ``null`` and that quote (`Writer.open_quote`).
-    """
-
-    def opening(self, w: Writer, s: WriterState, path: Path, node: LeafLayout) -> Event | None:
-        if s.partial is None and not node.nullable:
-            return Text('"', dataclasses.replace(s, partial=""))
-        return None
-
-
-class _TemporalWriter(_QuotedWriter):
+class _TemporalWriter(QuotedWriter):
     """A date (datetime, time): whole values when few are feasible, else by characters.
 
     At most `FINITE_LIMIT` feasible values are offered whole (a date the relations fix is one
@@ -146,7 +128,7 @@ class _TemporalWriter(_QuotedWriter):
         return text_length(cast(Temporal, node.kind)) - len(partial) + 1
 
 
-class _DurationWriter(_QuotedWriter):
+class _DurationWriter(QuotedWriter):
     """A timedelta, ``"PT{n}S"``: whole when few are feasible, else digit by digit.
 
     The digits are an int's (`Writer.digit_options`: the oracle's `next_digits`, or the

@@ -6,7 +6,7 @@ options at each of its choice points (whole values, digits, characters, a free s
 the lengths of its shortest and longest texts (which the token budget bounds a record with).
 Each kind's writer lives in the module of its value kind: `scalars` (bool, enum, int),
 `strings` (free text), `dates` (dates, datetimes, times, durations), `floats` (floats and
-Decimals).
+Decimals), `uuids` (UUIDs).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from factorspec_sdk.writer.dates import DURATION_WRITER, TEMPORAL_WRITER
 from factorspec_sdk.writer.floats import FLOAT_WRITER
 from factorspec_sdk.writer.scalars import BOOL_WRITER, ENUM_WRITER, INT_WRITER
 from factorspec_sdk.writer.strings import STR_WRITER
+from factorspec_sdk.writer.uuids import UUID_WRITER
 
 if TYPE_CHECKING:
     from factorspec_sdk.relations.layout import LeafLayout
@@ -37,6 +38,7 @@ LEAF_WRITERS: dict[LeafKind, LeafWriter] = {
     LeafKind.DURATION: DURATION_WRITER,
     LeafKind.FLOAT: FLOAT_WRITER,
     LeafKind.DECIMAL: FLOAT_WRITER,
+    LeafKind.UUID: UUID_WRITER,
 }
 """The writer of each leaf kind."""
 

@@ -220,6 +220,34 @@ def test_check_prints_each_variable_with_the_users_type_and_bounds(tmp_path: Pat
     assert "86399" not in result.stdout and "1000000" not in result.stdout
 
 
+UUIDS = """
+import uuid
+
+from pydantic import BaseModel
+
+from factorspec_sdk import relation
+
+
+class Transfer(BaseModel):
+    source: uuid.UUID
+    target: uuid.UUID | None = None
+
+    @relation
+    def elsewhere(self) -> bool:
+        return self.source != self.target
+"""
+
+
+def test_check_prints_a_uuid_as_the_users_type(tmp_path: Path) -> None:
+    """Issue #40: a UUID leaf reads as ``UUID``, not as its 128-bit int and bounds."""
+    path = write(tmp_path, "uuid_spec.py", UUIDS)
+    result = runner.invoke(app, ["check", f"{path}:Transfer"])
+    assert result.exit_code == 0, result.output
+    lines = {line.strip() for line in result.stdout.splitlines()}
+    assert {"source: UUID", "target: UUID"} <= lines, result.stdout
+    assert str(2**128 - 1) not in result.stdout
+
+
 RAISES = """
 from decimal import Decimal
 from typing import Annotated

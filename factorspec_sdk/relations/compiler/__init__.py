@@ -32,7 +32,7 @@ rules of all of them):
 - `values`: the symbolic value classes (`SCode`, `SSeq`, `SMaybe`, `SChoice`...), results
   (`R`) and scopes.
 - `records`: what the graph stage receives: `VarRecord`, `InternTable`, `CompiledRelation`.
-- `ints`, `codes`, `dates`: the rules of each *value kind* (see below).
+- `ints`, `codes`, `dates`, `floats`, `uuids`: the rules of each *value kind* (see below).
 - `choices`: values under conditions (``a if c else b``, If-chains), truthiness.
 - `statements`: let-bindings, ``if``/``return`` chains, target binding.
 - `names`: literals, names (locals, closures, globals, builtins) and displays.
@@ -58,9 +58,9 @@ it; each rule module exports ``RULES`` (AST node type -> rule), which `core` mer
 Value kinds (where a new type's rules go): each kind of leaf value has one module for the
 rules that depend on the kind: `ints` (Int/Bool terms: leaf variables, the term of a value,
 ``==``, ordering, arithmetic) and `codes` (str/Literal/Enum codes: leaf variables, the code
-of a constant, ``==``, membership, truthiness, merging under a condition), `dates` and
-`floats`. A new kind (strings, unions) is a new module of that shape, plus one
-line at each dispatch point that asks "is this value of the kind?": `fields.leaf`,
+of a constant, ``==``, membership, truthiness, merging under a condition), `dates`,
+`floats` and `uuids` (``==`` only; the rest refused). A new kind is a new module of that
+shape, plus one line at each dispatch point that asks "is this value of the kind?": `fields.leaf`,
 `operators.eq`/`order`/`arith`/``in``, `choices.ite`/`truthy`, and the builtins that take
 numbers (``sum``/``min``/``max``/``abs`` in `builtin_calls`).
 """

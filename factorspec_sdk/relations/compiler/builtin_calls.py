@@ -16,6 +16,7 @@ import builtins
 import datetime as dt
 import decimal
 import math
+import uuid
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, cast
 
@@ -62,6 +63,7 @@ from factorspec_sdk.relations.compiler.terms import (
     min2,
     to_bool,
 )
+from factorspec_sdk.relations.compiler.uuids import refuse_uuid
 from factorspec_sdk.relations.compiler.values import (
     UNDEF,
     Item,
@@ -104,6 +106,7 @@ _CONSTRUCTORS = (
     dt.timedelta,
     dt.timezone,
     decimal.Decimal,
+    uuid.UUID,
     math.isclose,
 )
 """The classes and functions a relation may call beside the builtins."""
@@ -136,11 +139,12 @@ def _e_call(cx: RelationCompiler, node: ast.Call, scope: Scope) -> R:
                 out = R(UNDEF, False)
         else:
             out = isclose_floats(cx, args, kwargs, node)
-    elif f is decimal.Decimal:
+    elif f is decimal.Decimal or f is uuid.UUID:
+        name = cast(type, f).__name__
         if any(is_sym(a) for a in [*args, *kwargs.values()]):
-            cx.fail("Decimal() of record values", f"{ast.unparse(node)}: of a record value", node)
+            cx.fail(f"{name}() of record values", f"{ast.unparse(node)}: of a record value", node)
         try:
-            out = R(decimal.Decimal(*args, **kwargs))  # type: ignore[arg-type]
+            out = R(cast(type, f)(*args, **kwargs))
         except Exception:
             out = R(UNDEF, False)
     elif not isinstance(f, SFunc):
@@ -342,6 +346,7 @@ def _int_operand(
 ) -> z3.ArithRef | int | None:
     """The int term of an item of ``sum``/``min``/``max`` (None: not a number, ok is false)."""
     v, okv = unwrap(x.value)
+    refuse_uuid(cx, v, "sum/min/max of UUIDs", node)
     t = as_int_term(v)
     if t is None:
         if isinstance(v, SCode):
@@ -462,6 +467,7 @@ def _len(cx: RelationCompiler, args: list[V], kwargs: dict[str, V], node: ast.AS
 
 def _abs(cx: RelationCompiler, args: list[V], kwargs: dict[str, V], node: ast.AST) -> R:
     v, ok = unwrap(args[0])
+    refuse_uuid(cx, v, "abs() of a UUID", node)
     if isinstance(v, SFloat):
         return R(neg_abs_float(v, True), ok)
     of_delta = abs_delta(v)

@@ -19,6 +19,7 @@ from factorspec_sdk.relations.compiler.dates import ite_dates
 from factorspec_sdk.relations.compiler.floats import ite_floats, truthy_float
 from factorspec_sdk.relations.compiler.ints import as_bool_term, as_int_term
 from factorspec_sdk.relations.compiler.terms import AND, ITE_COND, NOT, Cond, mk_ite
+from factorspec_sdk.relations.compiler.uuids import ite_uuids
 from factorspec_sdk.relations.compiler.values import (
     UNDEF,
     Item,
@@ -34,6 +35,7 @@ from factorspec_sdk.relations.compiler.values import (
     SMaybe,
     SObj,
     SSeq,
+    SUuid,
     V,
     is_sym,
 )
@@ -117,6 +119,9 @@ def ite(cx: RelationCompiler, c: Cond, a: V, b: V) -> V:
     of_dates = ite_dates(c, a, b)
     if of_dates is not None:
         return of_dates
+    of_uuids = ite_uuids(c, a, b)
+    if of_uuids is not None:
+        return of_uuids
     ba, bb = as_bool_term(a), as_bool_term(b)
     if ba is not None and bb is not None:
         return mk_ite(c, ba, bb)
@@ -166,8 +171,8 @@ def truthy(cx: RelationCompiler, v: V) -> Cond:
         if v.lazy:
             return True
         return cx.gt(v.length, 0)
-    if isinstance(v, (SObj, SDate, SClock)):
-        return True  # every date, datetime and time is true (midnight too, since 3.5)
+    if isinstance(v, (SObj, SDate, SClock, SUuid)):
+        return True  # every date, datetime, time and UUID is true (midnight too, since 3.5)
     if isinstance(v, SDelta):
         return cast(z3.BoolRef, v.n != 0)
     if isinstance(v, SFloat):

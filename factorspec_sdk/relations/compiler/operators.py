@@ -57,6 +57,7 @@ from factorspec_sdk.relations.compiler.terms import (
     Cond,
     in_codes,
 )
+from factorspec_sdk.relations.compiler.uuids import eq_uuids, refuse_uuid
 from factorspec_sdk.relations.compiler.values import (
     UNDEF,
     R,
@@ -131,6 +132,7 @@ def _e_unary_op(cx: RelationCompiler, node: ast.UnaryOp, scope: Scope) -> R:
         except Exception:
             return R(UNDEF, False)
         return R(out, AND(r.ok, ok2))
+    refuse_uuid(cx, v, "arithmetic on UUIDs", node)
     if isinstance(v, SFloat):
         out_f = neg_abs_float(v, False) if isinstance(node.op, ast.USub) else v
         return R(out_f, AND(r.ok, ok2))
@@ -196,6 +198,8 @@ def arith(
             return R(UNDEF, False)
     if isinstance(a, (tuple, SSeq, SDict)) or isinstance(b, (tuple, SSeq, SDict)):
         cx.fail("sequence arithmetic", "+/* on lists or tuples is not supported", node)
+    for v in (a, b):
+        refuse_uuid(cx, v, "arithmetic on UUIDs", node)
     of_floats = arith_floats(cx, op, a, b, AND(oka, okb), node)
     if of_floats is not None:
         return of_floats
@@ -289,6 +293,9 @@ def eq(cx: RelationCompiler, a: V, b: V, node: ast.AST) -> Cond:
             "== on nested models, lists or dicts is not supported; compare their fields",
             node,
         )
+    of_uuids = eq_uuids(cx, a, b, node)
+    if of_uuids is not None:
+        return of_uuids
     of_floats = order_floats(cx, ast.Eq, a, b, node)
     if of_floats is not None:
         return of_floats[0]  # never narrowed: == and != are exact or refused
@@ -323,6 +330,8 @@ def order(
             return bool(ORDER_OPS[type(op)](a, b)), AND(oka, okb)
         except Exception:
             return False, False
+    for v in (a, b):
+        refuse_uuid(cx, v, "ordering comparison of UUIDs", node)
     of_floats = order_floats(cx, type(op), a, b, node)
     if of_floats is not None:
         return of_floats[0], AND(oka, okb, of_floats[1])

@@ -21,11 +21,13 @@ import ast
 import datetime as dt
 import decimal
 import operator
+import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import z3
 
+from factorspec_sdk.relations.compiler.uuids import USE
 from factorspec_sdk.relations.compiler.values import (
     UNDEF,
     Num,
@@ -34,6 +36,7 @@ from factorspec_sdk.relations.compiler.values import (
     SDate,
     SDelta,
     SFloat,
+    SUuid,
     V,
     is_sym,
 )
@@ -82,6 +85,8 @@ def sample(v: V) -> object:
         return _CLOCKS[v.temporal]
     if isinstance(v, SDelta):
         return dt.timedelta(seconds=1)
+    if isinstance(v, SUuid):
+        return uuid.UUID(int=0)
     if isinstance(v, SCode):  # "" rather than a longer text: "" * n stays cheap
         if v.enum_type is not None and not issubclass(v.enum_type, str):
             return next(iter(v.enum_type))
@@ -228,6 +233,12 @@ def _none(sa: object, sb: object, a: V, b: V, left: str, right: str, symbol: str
     return f"{text} is None: give it a value, or guard it ({text} is not None and ...)"
 
 
+def _uuid(sa: object, sb: object, a: V, b: V, left: str, right: str, symbol: str) -> str | None:
+    if not (isinstance(sa, uuid.UUID) or isinstance(sb, uuid.UUID)):
+        return None
+    return USE
+
+
 _FIXES: tuple[Fix, ...] = (
     _decimal_float,
     _time_arithmetic,
@@ -235,5 +246,6 @@ _FIXES: tuple[Fix, ...] = (
     _date_and_datetime,
     _naive_and_aware,
     _none,
+    _uuid,
 )
 """What to write instead, per pair of operand types (the first that answers)."""

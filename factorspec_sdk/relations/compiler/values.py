@@ -5,8 +5,8 @@ a Z3 Bool/Int term, or one of the symbolic classes here: `SCode` (a str/Enum fie
 (a ``datetime.date`` field, or a date computed from one), `SClock` (a naive ``datetime`` or a
 ``time``), `SDelta` (a ``timedelta`` computed from record values), `SObj`
 (a nested model), `SSeq` of `Item` (a list or a comprehension), `SMaybe` (an ``Optional``),
-`SChoice` (one of several values, by condition), `SFloat` (a float) and `SFunc` (a supported
-builtin). Every
+`SChoice` (one of several values, by condition), `SFloat` (a float), `SUuid` (a ``uuid.UUID``
+field) and `SFunc` (a supported builtin). Every
 evaluation returns an `R`: the value and the condition under which no exception occurs.
 """
 
@@ -41,6 +41,7 @@ __all__ = [
     "SMaybe",
     "SObj",
     "SSeq",
+    "SUuid",
     "Scope",
     "V",
     "is_sym",
@@ -109,6 +110,13 @@ class SClock:
     temporal: Literal[LeafKind.DATETIME, LeafKind.AWARE, LeafKind.TIME]
     path: Path | None = None
     zoned: bool = False
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class SUuid:
+    """A symbolic ``uuid.UUID``: ``e`` is its 128-bit int (``uuid.UUID.int``)."""
+
+    e: z3.ArithRef
 
 
 class Num(enum.StrEnum):
@@ -224,7 +232,21 @@ V: TypeAlias = object
 def is_sym(v: V) -> bool:
     """Whether a value is symbolic (depends on the record)."""
     if isinstance(
-        v, (z3.ExprRef, SCode, SDate, SClock, SDelta, SFloat, SObj, SSeq, SDict, SMaybe, SChoice)
+        v,
+        (
+            z3.ExprRef,
+            SCode,
+            SDate,
+            SClock,
+            SDelta,
+            SFloat,
+            SUuid,
+            SObj,
+            SSeq,
+            SDict,
+            SMaybe,
+            SChoice,
+        ),
     ):
         return True
     if isinstance(v, tuple):
