@@ -53,10 +53,10 @@ the shortest completion of a JSON Schema takes, so in a grammar segment ``G`` is
 segment's closing walk (`GrammarSegment.closing`) followed by ``G`` after the segment. The
 walk takes llguidance's forced tokens where it has them; inside a string or a number it
 writes the shortest completion that one of the segment's guides proposes and llguidance
-accepts (`factorspec_sdk.writer.closing`: the pattern's or format's automaton, a length, a
-property name or enumerated text, a number's range), and between values it closes what is
-open first (``}``, ``]``) and starts a value with the first of ``0``, ``""``, ``[]``, ``{}``,
-``null``, ``true``, ``false`` that llguidance takes as a whole value there (else the
+accepts (`factorspec_sdk.writer.closing_guides`: the pattern's or format's automaton, a
+length, a property name or enumerated text, a number's range), and between values it closes
+what is open first (``}``, ``]``) and starts a value with the first of ``0``, ``""``, ``[]``,
+``{}``, ``null``, ``true``, ``false`` that llguidance takes as a whole value there (else the
 shortest shape the byte order finds: ``{`` and the required keys, ``[`` and the required
 items, ``"`` and a guide's completion, the digits of a range). Every token
 of it is one the masks allow, so it is a real completion and the invariant above holds; it
