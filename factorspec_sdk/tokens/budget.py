@@ -53,10 +53,10 @@ the shortest completion of a JSON Schema takes, so in a grammar segment ``G`` is
 segment's closing walk (`GrammarSegment.closing`) followed by ``G`` after the segment. The
 walk takes llguidance's forced tokens where it has them; inside a string or a number it
 writes the shortest completion that one of the segment's guides proposes and llguidance
-accepts (`factorspec_sdk.writer.closing`: the pattern's or format's automaton, a length, a
-property name or enumerated text, a number's range), and between values it closes what is
-open first (``}``, ``]``) and starts a value with the first of ``0``, ``""``, ``[]``, ``{}``,
-``null``, ``true``, ``false`` that llguidance takes as a whole value there (else the
+accepts (`factorspec_sdk.writer.closing_guides`: the pattern's or format's automaton, a
+length, a property name or enumerated text, a number's range), and between values it closes
+what is open first (``}``, ``]``) and starts a value with the first of ``0``, ``""``, ``[]``,
+``{}``, ``null``, ``true``, ``false`` that llguidance takes as a whole value there (else the
 shortest shape the byte order finds: ``{`` and the required keys, ``[`` and the required
 items, ``"`` and a guide's completion, the digits of a range). Every token
 of it is one the masks allow, so it is a real completion and the invariant above holds; it
@@ -584,21 +584,21 @@ class CompletionBound:
 
     def _target(self, free: FreeString) -> tuple[int, int]:
         """The greedy completion of a free string: its token count and first token."""
-        if free.texts is None:
+        if not free.reads_text:
             target = free.shortest_close()
             return self._padded(free, target - len(free.written))
-        if free.texts.affixes is not None:
+        if free.has_affixes:
             return self._affix_target(free)
         best: tuple[int, int] | None = None
         n = len(free.written)
         k = free.next_other(n)
         while k is not None:  # the padded text must not be a banned named one
             text = free.written + self._pad_text(k - n)
-            if not free.texts.named(text) or text in free.texts.feasible:
+            if not free.banned(text):
                 best = self._padded(free, k - n)
                 break
             k = free.next_other(k + 1)
-        for named in free.texts.extending(free.written):
+        for named in free.named_ahead():
             spelled = self._spell(named[n:])
             if spelled is None:
                 continue
@@ -616,21 +616,18 @@ class CompletionBound:
         The cheapest of: a text of constants that closes (spelled), padding to the first
         length that closes, and padding followed by a constant suffix (spelled).
         """
-        texts = free.texts
-        assert texts is not None and texts.affixes is not None
-        aff = texts.affixes
         w, n = free.written, len(free.written)
         options: list[tuple[int, int]] = []
-        for t in [*aff.tight(w), *texts.extending(w)]:
+        for t in free.constant_texts():
             spelled = self._spell(t[n:])
             if spelled is not None and free.closes(t):
                 cost, close = self._closing(free, text=t)
                 options.append((len(spelled) + cost, spelled[0] if spelled else close))
-        for e in aff.suffixes:
+        for e, heads in free.suffix_heads():
             spelled = self._spell(e)
             if spelled is None:
                 continue
-            for k in range(n, aff.hi - len(e) + 1):
+            for k in heads:
                 text = w + self._pad_text(k - n) + e
                 if free.closes(text):
                     cost, close = self._closing(free, text=text)
@@ -719,16 +716,14 @@ class CompletionBound:
         tokens that fit (each among ``ids``, the tokens the masks allow).
         """
         free = cursor.free
-        assert free.texts is not None
+        assert free.reads_text
         if 1 + self.planner.writer.longest_rest_bytes(free.state) <= budget:
             return ids  # every token fits: the rest has at most that many bytes (a length
             # variable bounds such a string, so its rest shrinks as it grows)
         tables = self.planner.free_tables()
-        w, n = free.written, len(free.written)
-        toward = free.texts.named_from(w)
-        if free.texts.affixes is not None:
-            toward += [*free.texts.affixes.tight(w), *free.texts.affixes.open_prefixes(w)]
-        tried = {*tables.toward(toward, n).tolist(), self.cheapest(cursor)} & set(ids.tolist())
+        n = len(free.written)
+        toward = tables.toward(free.toward(), n).tolist()
+        tried = {*toward, self.cheapest(cursor)} & set(ids.tolist())
         vocab = self.planner.tok.vocab
         fits: list[int] = []
         for tid in sorted(tried):
@@ -758,7 +753,7 @@ class CompletionBound:
         only shortens. For a string no relation reads the value of (`_kept_allowed` says the
         same of one whose value a relation reads, where it holds).
         """
-        if free.texts is not None:
+        if free.reads_text:
             return False
         return 1 + self.planner.writer.longest_rest_bytes(free.state) <= budget
 
@@ -767,7 +762,7 @@ class CompletionBound:
         tables = self.planner.free_tables()
         free = cursor.free
         n = len(free.written)
-        if free.texts is not None and (free.texts.keep or free.texts.affixes is not None):
+        if free.whole_text_counts:
             return self._kept_allowed(cursor, ids, budget)
         if free.lengths is None:
             missing = max(0, free.min_length - n)
@@ -782,8 +777,8 @@ class CompletionBound:
                     gap = target - n - c
                     count = 1 + int(self._padding(gap)[gap]) + self._closing(free, length=target)[0]
                     need[tables.safe_chars == c] = count
-        if free.texts is not None:  # toward a named text: each such token counted alone
-            toward = tables.toward(free.texts.named_from(free.written), n)
+        if free.reads_text:  # toward a named text: each such token counted alone
+            toward = tables.toward(free.toward(), n)
             for tid in toward[np.isin(toward, ids)].tolist():
                 text = self.planner.tok.vocab[tid].decode("utf-8")
                 grown = FreeCursor(self.planner.writer.extend_free(free, text))

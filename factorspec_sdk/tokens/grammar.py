@@ -27,7 +27,7 @@ recursion. Written here by hand is only what llguidance cannot know:
   the shortest completion of a schema takes; the walk takes the tokens llguidance forces
   (``compute_ff_tokens``: forced text, tokenized canonically), else, inside a string or a
   number, the shortest completion one of the segment's guides proposes
-  (`factorspec_sdk.writer.closing`: a pattern's or a format's automaton, a length, a
+  (`factorspec_sdk.writer.closing_guides`: a pattern's or a format's automaton, a length, a
   property name, an enumerated text, a number's range) that llguidance accepts, as
   single-byte tokens; where a value starts and nothing may close, the first of
   `factorspec_sdk.writer.closing.LITERALS` (``0``, ``""``, ``[]``, ``{}``, ``null``, ...)
@@ -58,12 +58,9 @@ import numpy.typing as npt
 from factorspec_sdk.errors import GenerationError
 from factorspec_sdk.relations.layout import GRAMMAR_OPTIONS, path_name
 from factorspec_sdk.tokens.vocab import TokenizerInfo
-from factorspec_sdk.writer.closing import (
-    COMPLETION_CHARS,
-    LITERALS,
-    ClosingGuides,
-    closing_guides,
-)
+from factorspec_sdk.writer.closing import LITERALS
+from factorspec_sdk.writer.closing_guides import ClosingGuides, closing_guides
+from factorspec_sdk.writer.closing_strings import COMPLETION_CHARS
 
 if TYPE_CHECKING:
     from factorspec_sdk.writer.automaton import GrammarValue, WriterState
@@ -362,7 +359,7 @@ class GrammarSegment:
     def _completion(self, m: Any, scan: _Scan, mask: bytes) -> list[int]:
         """The shortest completion of what is under way that llguidance takes.
 
-        In a string or a number, each guide (`factorspec_sdk.writer.closing`) proposes one;
+        In a string or a number, each guide (`factorspec_sdk.writer.closing_guides`) proposes one;
         they are tried shortest first, as single-byte tokens (``validate_tokens``; the walk
         takes the first if the mask allows it). Where a value starts and no container may
         close, the first of `LITERALS` llguidance takes as a whole value (``0``, ``""``,

@@ -177,6 +177,69 @@ class FreeString:
         return any(self.closes(t) for t in candidates)
 
     @property
+    def reads_text(self) -> bool:
+        """Whether a relation reads the string's value (what it may close at is its text's)."""
+        return self.texts is not None
+
+    @property
+    def has_affixes(self) -> bool:
+        """Whether relations read the string's ``startswith``/``endswith``."""
+        return self.texts is not None and self.texts.affixes is not None
+
+    @property
+    def whole_text_counts(self) -> bool:
+        """Whether where the string may close depends on its whole text, not only its length.
+
+        Strings written after it compare with it (`StringTexts.keep`), or it has affixes.
+        """
+        return self.texts is not None and (self.texts.keep or self.texts.affixes is not None)
+
+    def banned(self, text: str) -> bool:
+        """Whether ``text`` is a named text the string may not close as."""
+        return self.texts is not None and self.texts.named(text) and text not in self.texts.feasible
+
+    def named_ahead(self) -> list[str]:
+        """The feasible named texts that extend what is written, shortest first."""
+        return [] if self.texts is None else self.texts.extending(self.written)
+
+    def constant_texts(self) -> list[str]:
+        """For a string with affixes: the texts of constants only that extend what is written.
+
+        Its affixes' tight texts (`factorspec_sdk.writer.affixes.Affixes.tight`), then the
+        feasible named texts that extend it.
+        """
+        texts = self.texts
+        assert texts is not None and texts.affixes is not None
+        return [*texts.affixes.tight(self.written), *texts.extending(self.written)]
+
+    def suffix_heads(self) -> list[tuple[str, range]]:
+        """For a string with affixes: each constant suffix and the lengths before it.
+
+        The suffixes come the empty one first; the lengths are those the text before the
+        suffix may take: from what is written up to the most that leaves room for the suffix
+        within the length variable's bound.
+        """
+        texts = self.texts
+        assert texts is not None and texts.affixes is not None
+        aff = texts.affixes
+        n = len(self.written)
+        return [(e, range(n, aff.hi - len(e) + 1)) for e in aff.suffixes]
+
+    def toward(self) -> list[str]:
+        """The texts a token may head for, each extending what is written.
+
+        The named texts (feasible or banned), and with affixes the texts of constants and the
+        constant prefixes.
+        """
+        if self.texts is None:
+            return []
+        w = self.written
+        out = self.texts.named_from(w)
+        if self.texts.affixes is not None:
+            out += [*self.texts.affixes.tight(w), *self.texts.affixes.open_prefixes(w)]
+        return out
+
+    @property
     def longest_other(self) -> int | None:
         """The most characters a text no relation names may reach (-1: none may be written)."""
         if self.texts is not None and not self.texts.other:

@@ -30,12 +30,8 @@ from factorspec_sdk.tokens.plan import Cursor, Finished, Planner
 from factorspec_sdk.tokens.vocab import TokenizerInfo
 from factorspec_sdk.tools import Tool, calls_model
 from factorspec_sdk.writer.automaton import Writer
-from factorspec_sdk.writer.closing import (
-    STRING_SLACK,
-    ClosingBound,
-    closing_bound,
-    closing_bytes,
-)
+from factorspec_sdk.writer.closing import ClosingBound, closing_bound, closing_bytes
+from factorspec_sdk.writer.closing_strings import STRING_SLACK
 
 
 class Reading(BaseModel):

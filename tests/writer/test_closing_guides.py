@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 
-from factorspec_sdk.writer.closing import NumberGuide, StringGuide, closing_guides
+from factorspec_sdk.writer.closing_guides import closing_guides
+from factorspec_sdk.writer.closing_numbers import NumberGuide
+from factorspec_sdk.writer.closing_strings import StringGuide
 
 # Properties named like keywords (JSONSchemaBench's Github_hard/o37603.json has a property
 # "type" whose schema is an enum): the map of properties is no schema of its own.
