@@ -12,7 +12,6 @@ inside its text (`DURATION_WRITER`).
 
 from __future__ import annotations
 
-import dataclasses
 from typing import TYPE_CHECKING, cast
 
 from factorspec_sdk.relations.kinds import Temporal
@@ -25,7 +24,13 @@ from factorspec_sdk.relations.temporal import (
     temporal_text,
     text_length,
 )
-from factorspec_sdk.writer.base import Feasible, QuotedWriter, keep_feasible, leaf_bounds
+from factorspec_sdk.writer.base import (
+    Feasible,
+    FixedWidthWriter,
+    QuotedWriter,
+    chars_in_range,
+    leaf_bounds,
+)
 from factorspec_sdk.writer.digits import is_canonical_int
 from factorspec_sdk.writer.scalars import int_digits
 from factorspec_sdk.writer.state import Option
@@ -58,74 +63,28 @@ def next_date_chars(
         return {}
     fixed = separators(temporal).get(len(prefix))
     chars = fixed if fixed is not None else "0123456789"
-    out: dict[str, tuple[int, int]] = {}
-    for c in chars:
-        r = prefix_range(temporal, prefix + c)
-        if r is not None and max(r[0], lo) <= min(r[1], hi):
-            out[c] = (max(r[0], lo), min(r[1], hi))
-    return keep_feasible(out, feasible)
+    return chars_in_range(
+        chars, prefix, lambda text: prefix_range(temporal, text), lo, hi, feasible
+    )
 
 
-class _TemporalWriter(QuotedWriter):
+class _TemporalWriter(FixedWidthWriter):
     """A date (datetime, time): whole values when few are feasible, else by characters.
 
-    At most `FINITE_LIMIT` feasible values are offered whole (a date the relations fix is one
-    option: certain tokens); more are written character by character, from
-    `next_date_chars`: only real calendar dates and clock times within the bounds, and, when
-    a relation reads the date, only prefixes whose range of values the oracle finds a
-    feasible value in. The last character carries the closing quote and the fact.
+    The characters come from `next_date_chars`: only real calendar dates and clock times
+    within the bounds (`FixedWidthWriter` keeps the feasible ones).
     """
 
-    def options(
-        self, w: Writer, s: WriterState, path: Path, node: LeafLayout, var: str | None
-    ) -> list[Option]:
-        kind = cast(Temporal, node.kind)
-        if s.partial is None:  # a nullable date: null, or its opening quote
-            return w.open_quote(s, path)
-        lo, hi = leaf_bounds(node, var, w.spec)
-        if s.partial == "":
-            values = w.whole_values(s, var, lo, hi)
-            if values is not None:
-                return [
-                    Option(
-                        temporal_text(kind, int(v)) + '"',
-                        w.after_leaf(s, (var, v) if var else None),
-                    )
-                    for v in values
-                ]
-        prefix = s.partial
-        oracle, assignment = w.oracle, s.assignment
-        chars = next_date_chars(
-            kind,
-            prefix,
-            lo,
-            hi,
-            None if var is None else (lambda rs: oracle.feasible_ranges(assignment, var, rs)),
-        )
-        out = []
-        for c, (a, _) in chars.items():
-            if len(prefix) + 1 == text_length(kind):  # the last digit: a == b
-                fact = None if var is None else (var, a)
-                out.append(Option(c + '"', w.after_leaf(s, fact)))
-            else:
-                out.append(Option(c, dataclasses.replace(s, partial=prefix + c)))
-        return out
+    def width(self, node: LeafLayout) -> int:
+        return text_length(cast(Temporal, node.kind))
 
-    def shortest(self, node: LeafLayout) -> int:
-        return text_length(cast(Temporal, node.kind)) + 2
+    def text(self, node: LeafLayout, value: int) -> str:
+        return temporal_text(cast(Temporal, node.kind), value)
 
-    def longest(
-        self, node: LeafLayout, path: Path, spec: CompiledSpec, strings: tuple[str, ...]
-    ) -> int:
-        return text_length(cast(Temporal, node.kind)) + 2
-
-    def shortest_rest(self, node: LeafLayout, partial: str) -> int:
-        return text_length(cast(Temporal, node.kind)) - len(partial) + 1
-
-    def longest_rest(
-        self, node: LeafLayout, path: Path, spec: CompiledSpec, partial: str, whole: int
-    ) -> int:
-        return text_length(cast(Temporal, node.kind)) - len(partial) + 1
+    def next_chars(
+        self, node: LeafLayout, prefix: str, lo: int, hi: int, feasible: Feasible | None
+    ) -> dict[str, tuple[int, int]]:
+        return next_date_chars(cast(Temporal, node.kind), prefix, lo, hi, feasible)
 
 
 class _DurationWriter(QuotedWriter):

@@ -10,10 +10,9 @@ relation fixes) are offered whole. The last digit carries the closing quote and 
 
 from __future__ import annotations
 
-import dataclasses
 from typing import TYPE_CHECKING
 
-from factorspec_sdk.relations.layout import LeafLayout, Path
+from factorspec_sdk.relations.layout import LeafLayout
 from factorspec_sdk.relations.uuids import (
     HEX_DIGITS,
     UUID_HYPHENS,
@@ -21,13 +20,14 @@ from factorspec_sdk.relations.uuids import (
     prefix_range,
     uuid_text,
 )
-from factorspec_sdk.writer.base import Feasible, QuotedWriter, keep_feasible, leaf_bounds
-from factorspec_sdk.writer.state import Option
+from factorspec_sdk.writer.base import (
+    Feasible,
+    FixedWidthWriter,
+    chars_in_range,
+)
 
 if TYPE_CHECKING:
-    from factorspec_sdk.graph import CompiledSpec
-    from factorspec_sdk.writer.automaton import Writer
-    from factorspec_sdk.writer.state import WriterState
+    pass
 
 __all__ = ["UUID_WRITER", "next_uuid_chars"]
 
@@ -46,61 +46,22 @@ def next_uuid_chars(
     if len(prefix) >= UUID_LENGTH:
         return {}
     chars = "-" if len(prefix) in UUID_HYPHENS else HEX_DIGITS
-    out: dict[str, tuple[int, int]] = {}
-    for c in chars:
-        r = prefix_range(prefix + c)
-        if r is not None and max(r[0], lo) <= min(r[1], hi):
-            out[c] = (max(r[0], lo), min(r[1], hi))
-    return keep_feasible(out, feasible)
+    return chars_in_range(chars, prefix, prefix_range, lo, hi, feasible)
 
 
-class _UuidWriter(QuotedWriter):
+class _UuidWriter(FixedWidthWriter):
     """A UUID: whole when few values are feasible, else character by character."""
 
-    def options(
-        self, w: Writer, s: WriterState, path: Path, node: LeafLayout, var: str | None
-    ) -> list[Option]:
-        if s.partial is None:  # a nullable UUID: null, or its opening quote
-            return w.open_quote(s, path)
-        lo, hi = leaf_bounds(node, var, w.spec)
-        if s.partial == "":
-            values = w.whole_values(s, var, lo, hi)
-            if values is not None:
-                return [
-                    Option(uuid_text(int(v)) + '"', w.after_leaf(s, (var, v) if var else None))
-                    for v in values
-                ]
-        prefix = s.partial
-        oracle, assignment = w.oracle, s.assignment
-        chars = next_uuid_chars(
-            prefix,
-            lo,
-            hi,
-            None if var is None else (lambda rs: oracle.feasible_ranges(assignment, var, rs)),
-        )
-        out = []
-        for c, (a, _) in chars.items():
-            if len(prefix) + 1 == UUID_LENGTH:  # the last digit: one value
-                out.append(Option(c + '"', w.after_leaf(s, None if var is None else (var, a))))
-            else:
-                out.append(Option(c, dataclasses.replace(s, partial=prefix + c)))
-        return out
+    def width(self, node: LeafLayout) -> int:
+        return UUID_LENGTH
 
-    def shortest(self, node: LeafLayout) -> int:
-        return UUID_LENGTH + 2
+    def text(self, node: LeafLayout, value: int) -> str:
+        return uuid_text(value)
 
-    def longest(
-        self, node: LeafLayout, path: Path, spec: CompiledSpec, strings: tuple[str, ...]
-    ) -> int:
-        return UUID_LENGTH + 2
-
-    def shortest_rest(self, node: LeafLayout, partial: str) -> int:
-        return UUID_LENGTH - len(partial) + 1
-
-    def longest_rest(
-        self, node: LeafLayout, path: Path, spec: CompiledSpec, partial: str, whole: int
-    ) -> int:
-        return UUID_LENGTH - len(partial) + 1
+    def next_chars(
+        self, node: LeafLayout, prefix: str, lo: int, hi: int, feasible: Feasible | None
+    ) -> dict[str, tuple[int, int]]:
+        return next_uuid_chars(prefix, lo, hi, feasible)
 
 
 UUID_WRITER = _UuidWriter()
