@@ -300,14 +300,16 @@ class _Copier:
             return
         uses = {name: _def_refs(copy) for name, copy in self.defs.items()}
         for at, key, copy in self.exact:
-            todo, seen = list(_def_refs(copy)), set()
+            # in name order (a set's order follows PYTHONHASHSEED): the same schema names
+            # the same definition in its error on every run
+            todo, seen = sorted(_def_refs(copy), reverse=True), set()
             while todo:
                 name = todo.pop()
                 if name in self.subset_defs:
                     raise _subset_error(at, key, f"the definition {name!r} it uses")
                 if name not in seen:
                     seen.add(name)
-                    todo += uses.get(name, ())
+                    todo += sorted(uses.get(name, ()), reverse=True)
 
     def _ref(self, ref: object, where: str) -> str:
         if not isinstance(ref, str):
