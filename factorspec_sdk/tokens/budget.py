@@ -539,8 +539,31 @@ class CompletionBound:
 
     # ------------------------------------------------------------------ free strings
 
-    def cheapest(self, cursor: TrieNode | FreeCursor) -> int:
-        """The token that starts the completion `min_tokens` counts from ``cursor``."""
+    def cheapest(self, cursor: TrieNode | FreeCursor | GrammarCursor) -> int:
+        """The token that starts the completion `min_tokens` counts from ``cursor``.
+
+        In a grammar segment, the next token of its closing walk; where the segment accepts
+        (the walk is done), the cheapest token after it (`Planner.segment_exit`).
+
+        Raises:
+            GenerationError: the closing walk found no completion from ``cursor``.
+        """
+        if isinstance(cursor, GrammarCursor):
+            walk, i = self._walk(cursor)
+            if i < 0:
+                raise GenerationError(
+                    f"{cursor.segment.where}: the closing walk found no completion (an "
+                    "internal error: please report it)"
+                )
+            if i < len(walk):
+                return walk[i]
+            after = self.planner.segment_exit(cursor)
+            if isinstance(after, Finished):
+                raise GenerationError(
+                    f"{cursor.segment.where}: the segment is complete and the record ends "
+                    "after it: no token is next"
+                )
+            return self.cheapest(after)
         if isinstance(cursor, TrieNode):
             ids: list[int] = cursor.ids.tolist()
             return min(ids, key=lambda t: (self._after(cursor, t), t))

@@ -293,8 +293,9 @@ class GrammarSegment:
         self.owe = owe
         self.where = ", ".join(path_name(v.path) or "<root>" for v in self.values)
         self._tables = tables
-        schemas = tuple(v.node.schema for v in self.values)
-        self._matcher = tables.matcher(self.texts, schemas, self.where)
+        self.schemas = tuple(v.node.schema for v in self.values)
+        """Each value's JSON Schema, in order."""
+        self._matcher = tables.matcher(self.texts, self.schemas, self.where)
         self._guides: ClosingGuides | None = None
         self._orders: dict[int, list[int]] = {}
         self._at: tuple[int, ...] = ()
@@ -320,6 +321,35 @@ class GrammarSegment:
             if len(self._steps) > 8:
                 self._steps.popitem(last=False)
             return out
+
+    def head_left(self, tokens: tuple[int, ...]) -> str | None:
+        """The layout text before the first value still to write after ``tokens``, or None.
+
+        None once ``tokens`` leave that text (the first value has begun, or they end inside
+        one of its characters).
+        """
+        head = self.texts[0].encode("utf-8")
+        done = b"".join(self._tables.tok.vocab[t] for t in tokens)
+        if not head.startswith(done):
+            return None
+        try:
+            return head[len(done) :].decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+
+    def rest_grammar(self, tokens: tuple[int, ...]) -> str | None:
+        """The Lark grammar of the segment's rest after ``tokens``, or None.
+
+        It exists while ``tokens`` spell a prefix of the layout text before the first value
+        (`head_left`): the rest of that text, then the segment as it is. Inside a value the
+        rest has no grammar of its own. Its language is the segment's after ``tokens``, so
+        llguidance allows the same tokens under both, which an engine that decodes the rest
+        as one request relies on (`factorspec_sdk.drafter.segments`).
+        """
+        head = self.head_left(tokens)
+        if head is None:
+            return None
+        return lark_grammar((head, *self.texts[1:]), self.schemas)
 
     def closing(self, tokens: tuple[int, ...], limit: int) -> list[int] | None:
         """The closing walk's tokens from ``tokens`` to the segment's end (see the module).

@@ -443,7 +443,12 @@ class Planner:
         self.stats.grammar_seconds += time.perf_counter() - t0
         return GrammarCursor(segment)
 
-    def _exit(self, cursor: GrammarCursor, *, critical: bool) -> Cursor:
+    def segment_exit(self, cursor: GrammarCursor, *, critical: bool = True) -> Cursor:
+        """The cursor after ``cursor`` 's grammar segment, where decoding goes on once it ends.
+
+        Where the segment accepts at ``cursor`` (its values complete), a token of this
+        cursor is a token at ``cursor`` too: the segment ends there.
+        """
         segment = cursor.segment
         return self.resolve_state(segment.exit_state, "", critical=critical, owe=segment.owe)
 
@@ -452,7 +457,7 @@ class Planner:
         if not step.accepting:
             return step.ids
         # complete but able to grow (no forced text after it): the choice after it, too
-        after = self.allowed(self._exit(cursor, critical=True))
+        after = self.allowed(self.segment_exit(cursor, critical=True))
         overlap = np.intersect1d(step.ids, after)
         if len(overlap):
             raise RuntimeError(
@@ -466,10 +471,11 @@ class Planner:
         if step.has(token):
             nxt = GrammarCursor(cursor.segment, (*cursor.tokens, token))
             if nxt.step().stopped:
-                return self._exit(nxt, critical=critical)
+                return self.segment_exit(nxt, critical=critical)
             return nxt
         if step.accepting:
-            return self.advance(self._exit(cursor, critical=critical), token, critical=critical)
+            after = self.segment_exit(cursor, critical=critical)
+            return self.advance(after, token, critical=critical)
         raise ValueError(f"token {token} is not allowed here")
 
     # ------------------------------------------------------------------ free strings

@@ -31,8 +31,8 @@ from factorspec_sdk.relations import relation
 from factorspec_sdk.relations.grammar_schema import FORMAT_PATTERNS, decimal_pattern
 from factorspec_sdk.relations.layout import GrammarLayout, LeafLayout
 from factorspec_sdk.relations.pydantic_layout import build_layout
-from factorspec_sdk.tokens.grammar import GrammarCursor
-from factorspec_sdk.tokens.plan import Planner
+from factorspec_sdk.tokens.grammar import GrammarCursor, grammar_tables
+from factorspec_sdk.tokens.plan import Cursor, Finished, Planner
 from factorspec_sdk.tokens.vocab import TokenizerInfo
 from factorspec_sdk.writer.automaton import Writer
 
@@ -320,3 +320,66 @@ def test_speculative_greedy_equals_one_token_per_forward(
     fast = run(DecoderConfig(max_guesses=2))
     assert [t for t, _ in fast] == [t for t, _ in plain]
     assert sum(s for _, s in fast) < sum(s for _, s in plain)
+
+
+class Visit(BaseModel):
+    """Grammar segments after trie choices: their first text starts mid-record."""
+
+    nights: int = Field(ge=1, le=9)
+    arrive: dt.date
+    note: str = Field(max_length=16)
+    rates: list[float] = Field(max_length=2)
+    paid: bool
+    total: float
+
+    @relation
+    def long_stays_are_paid(self) -> bool:
+        return self.nights < 5 or self.paid
+
+
+@pytest.mark.parametrize("model", [Visit, Receipt, Quote, Slot, Misc], ids=lambda m: m.__name__)
+def test_the_rest_of_a_segment_has_a_grammar_of_its_own(
+    model: type[BaseModel], tok: TokenizerInfo
+) -> None:
+    """`GrammarSegment.rest_grammar`: a fresh llguidance matcher on the rest of a segment
+    (after tokens of its first text) allows what the segment's matcher allows there, and
+    takes the record's tokens to the segment's end. An engine that decodes a segment as one
+    request (vLLM's guidance backend) is then allowed exactly FactorSpec's masks: the same
+    holds with llguidance's tokenizer built as vLLM builds it, from the Hugging Face
+    tokenizer (``llguidance.hf.from_tokenizer``)."""
+    import llguidance
+    import llguidance.hf
+
+    planner = Planner(Writer(compile_spec(model)), tok)
+    tables = grammar_tables(tok)
+    as_vllm = llguidance.hf.from_tokenizer(load_hf_tokenizer(), len(tok.vocab))
+    rng = np.random.default_rng(3)
+    checked = inside = 0
+    for _ in range(4):
+        cursor = planner.start()
+        walked: list[tuple[Cursor, int]] = []
+        while not isinstance(cursor, Finished) and len(walked) < 150:
+            allowed = planner.allowed(cursor)
+            closing = [t for t in allowed.tolist() if b'"' in tok.vocab[t]]
+            pick = closing if closing and rng.random() < 0.3 else allowed
+            token = int(rng.choice(pick))
+            walked.append((cursor, token))
+            cursor = planner.advance(cursor, token)
+        for i, (at, _) in enumerate(walked):
+            if not isinstance(at, GrammarCursor):
+                continue
+            grammar = at.segment.rest_grammar(at.tokens)
+            if grammar is None:
+                inside += 1
+                continue
+            m = llguidance.LLMatcher(tables.tokenizer, llguidance.grammar_from("lark", grammar))
+            assert np.array_equal(tables.ids(m.compute_bitmask()), at.step().ids)
+            theirs = llguidance.LLMatcher(as_vllm, llguidance.grammar_from("grammar", grammar))
+            assert np.array_equal(tables.ids(theirs.compute_bitmask()), at.step().ids)
+            for later, token in walked[i:]:
+                if not (isinstance(later, GrammarCursor) and later.segment is at.segment):
+                    assert m.is_accepting()  # the segment ended where the record left it
+                    break
+                assert m.consume_token(token), m.get_error()
+            checked += 1
+    assert checked and inside, (checked, inside)  # heads with a grammar, values without
