@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, Field
 
 from factorspec_sdk import distinct, relation
+from factorspec_sdk.engines.completion import Completion, CompletionReply, ConstraintStyle
+from factorspec_sdk.engines.protocol import ChatMessage
+from factorspec_sdk.engines.scripted import ScriptedEngine
 from factorspec_sdk.graph import CompiledSpec
+from factorspec_sdk.tokens.grammar import GrammarCursor, GrammarSegment, grammar_tables
 from factorspec_sdk.tokens.plan import Finished, FreeCursor, Planner, planner_for
 from factorspec_sdk.tokens.vocab import TokenizerInfo
 from factorspec_sdk.writer.automaton import Writer, WriterState
@@ -222,3 +227,121 @@ def sampled_record(spec: CompiledSpec, seed: int) -> str:
     (out,) = Decoder(engine).run([job])
     assert out.error is None, out.error
     return out.text
+
+
+class GuidedEngine:
+    """A `CompletionEngine` over a scripted logits engine, constrained as vLLM constrains.
+
+    A one-token request (``allowed_ids``) takes the best allowed token; a regex or grammar
+    request is decoded token by token under the real llguidance matcher of its regex or Lark
+    grammar, end token included where the matcher accepts (what vLLM's ``guidance``
+    structured-output backend does), up to ``max_tokens``. Greedy unless ``rng`` is given
+    (then a uniformly random allowed token). ``ids=False`` answers text only (a server that
+    returns no token ids). Every request is recorded.
+    """
+
+    def __init__(
+        self,
+        engine: ScriptedEngine,
+        style: ConstraintStyle = "spans",
+        *,
+        rng: np.random.Generator | None = None,
+        ids: bool = True,
+    ) -> None:
+        self.engine = engine
+        self.style: ConstraintStyle = style
+        self.rng = rng
+        self.ids = ids
+        self.requests: list[Completion] = []
+        self.replies: list[CompletionReply] = []
+
+    @property
+    def name(self) -> str:
+        return "guided"
+
+    @property
+    def tokenizer(self) -> TokenizerInfo:
+        return self.engine.tokenizer
+
+    @property
+    def constraint_style(self) -> ConstraintStyle:
+        return self.style
+
+    def apply_chat_template(self, messages: Sequence[ChatMessage]) -> list[int]:
+        return self.engine.apply_chat_template(messages)
+
+    def close(self) -> None:
+        pass
+
+    def complete(self, requests: Sequence[Completion]) -> list[CompletionReply]:
+        out = [self._one(r) for r in requests]
+        self.requests.extend(requests)
+        self.replies.extend(out)
+        return out
+
+    def _pick(self, prefix: list[int], allowed: np.ndarray) -> int:
+        if self.rng is not None:
+            return int(self.rng.choice(allowed))
+        seq = self.engine.new_sequence(prefix[:-1])
+        try:
+            row = self.engine.extend([(seq, prefix[-1:])])[0][-1]
+        finally:
+            self.engine.release(seq)
+        return int(allowed[np.argmax(row[allowed])])
+
+    def _one(self, r: Completion) -> CompletionReply:
+        tok = self.tokenizer
+        if r.allowed_ids is not None:
+            token = self._pick(list(r.prompt_ids), np.asarray(r.allowed_ids))
+            return CompletionReply(tok.decode([token]).decode("utf-8", "replace"), [token], 1)
+        import llguidance
+
+        grammar = (
+            llguidance.grammar_from("regex", r.regex)
+            if r.regex is not None
+            else llguidance.grammar_from("lark", r.grammar or "")
+        )
+        matcher = llguidance.LLMatcher(grammar_tables(tok).tokenizer, grammar, log_level=0)
+        assert not matcher.is_error(), matcher.get_error()
+        eos = tok.eos_ids[0]
+        out: list[int] = []
+        forwards = 0
+        while len(out) < r.max_tokens and not matcher.is_stopped():
+            bits = np.unpackbits(
+                np.frombuffer(matcher.compute_bitmask(), dtype=np.uint8), bitorder="little"
+            )[: tok.vocab_size]
+            allowed = np.flatnonzero(bits)
+            token = self._pick([*r.prompt_ids, *out], allowed)
+            forwards += 1
+            if token == eos:
+                break
+            assert matcher.consume_token(token), matcher.get_error()
+            out.append(token)
+        text = tok.decode(out).decode("utf-8", "replace")
+        return CompletionReply(text, list(out) if self.ids else None, max(1, forwards))
+
+
+def spans_and_choices(planner: Planner, tokens: Sequence[int]) -> int:
+    """The free spans (free strings, grammar segments) and genuine choices of a record.
+
+    Its tokens are walked through a fresh ``planner``: a position outside a span where the
+    mask allows more than one token is a choice; each free string and grammar segment
+    entered is one span, whatever its length. The ``"spans"`` style asks a completion
+    engine once for each (`factorspec_sdk.drafter.segments`).
+    """
+    cursor = planner.start()
+    count = 0
+    inside: GrammarSegment | str | None = None
+    for token in tokens:
+        span: GrammarSegment | str | None = None
+        if isinstance(cursor, GrammarCursor):
+            span = cursor.segment
+        elif isinstance(cursor, FreeCursor):
+            span = "free"
+        if span is not None and span is not inside:
+            count += 1
+        elif span is None and len(planner.allowed(cursor)) > 1:
+            count += 1
+        inside = span
+        cursor = planner.advance(cursor, token)
+    return count

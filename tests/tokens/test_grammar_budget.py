@@ -21,7 +21,9 @@ from pydantic import BaseModel, Field
 from factorspec_sdk import TokenBudgetError
 from factorspec_sdk.bench.schemas import load_hf_tokenizer
 from factorspec_sdk.drafter.loop import DecodeJob, Decoder, DecoderConfig
+from factorspec_sdk.drafter.segments import SegmentDecoder
 from factorspec_sdk.drafter.verify import SamplingParams
+from factorspec_sdk.engines.completion import ConstraintStyle
 from factorspec_sdk.engines.scripted import ScriptedEngine
 from factorspec_sdk.graph import compile_spec
 from factorspec_sdk.relations.layout import GrammarLayout
@@ -32,6 +34,7 @@ from factorspec_sdk.tools import Tool, calls_model
 from factorspec_sdk.writer.automaton import Writer
 from factorspec_sdk.writer.closing import ClosingBound, closing_bound, closing_bytes
 from factorspec_sdk.writer.closing_strings import STRING_SLACK
+from tests.helpers import GuidedEngine
 
 
 class Reading(BaseModel):
@@ -425,3 +428,49 @@ def test_the_walk_from_a_deep_prefix_fits_its_bound(tok: TokenizerInfo) -> None:
                 written = sum(len(tok.vocab[t]) for t in walk)
                 assert written <= p.bound._rest_bytes_at(cursor, token=True)
     assert deepest >= 4
+
+
+# ------------------------------------------------------------------ one request per span
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_greedy_spans_equal_the_logits_decoder_under_a_tight_budget(
+    seed: int, tok: TokenizerInfo
+) -> None:
+    """A grammar segment as one request (vLLM's guidance backend) under a tight budget.
+
+    The engine knows nothing of the budget: FactorSpec takes its reply while the budget
+    masks allow each token and asks the first token they refuse alone, so the record is the
+    logits decoder's, token for token, on SmolLM2's vocabulary (byte tokens included).
+    """
+    p = planner_of("calls", tok)
+    budget = p.min_tokens(p.start()) + 6
+    prompt = tok.encode("call the tools")
+    params = SamplingParams(temperature=0.0, seed=seed, max_tokens=budget)
+    engine = ScriptedEngine.random(tok, seed=seed, temperature_scale=3.0)
+    [by_logits] = Decoder(engine).run([DecodeJob(p, prompt, params)])
+    spans = GuidedEngine(ScriptedEngine.random(tok, seed=seed, temperature_scale=3.0))
+    [by_spans] = SegmentDecoder(spans).run([DecodeJob(p, prompt, params)])
+    assert by_spans.error is None, by_spans.error
+    assert by_spans.tokens == by_logits.tokens
+    assert len(by_spans.tokens) <= budget
+    assert any(r.grammar is not None for r in spans.requests)
+
+
+@pytest.mark.parametrize("style", ["spans", "regex"])
+@pytest.mark.parametrize("name", ["reading", "calls"])
+def test_random_span_replies_under_a_tight_budget_finish_and_validate(
+    style: ConstraintStyle, name: str, tok: TokenizerInfo
+) -> None:
+    """Replies of random tokens the engine's grammar allows: cut, closed, valid, in budget."""
+    p = planner_of(name, tok)
+    budget = min(p.min_tokens(p.start()) + 3, p.bound.ceiling - 1)
+    prompt = tok.encode("a record")
+    for seed in range(3):
+        rng = np.random.default_rng(seed)
+        engine = GuidedEngine(ScriptedEngine.random(tok, seed=seed), style, rng=rng)
+        job = DecodeJob(p, prompt, SamplingParams(temperature=1.0, seed=seed, max_tokens=budget))
+        [o] = SegmentDecoder(engine).run([job])
+        assert o.error is None, o.error
+        assert len(o.tokens) <= budget
+        MODELS[name].model_validate_json(o.text)
