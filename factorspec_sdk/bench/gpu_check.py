@@ -1,5 +1,8 @@
 """Prepared check for a machine with a GPU: the embedded engine on CUDA, and SGLang if present.
 
+On SGLang, trips (regex requests) and a record whose grammar segment goes as one ``ebnf``
+request (Issue #42).
+
 The CPU test suite cannot run either; a task that is lent a GPU runs this once (see
 ``docs/engines.md``). It prints one line per check and a JSON summary (also written to
 ``$OUT/gpu_check.json`` when ``OUT`` is set), and exits 1 if a check failed.
@@ -22,6 +25,15 @@ import time
 import traceback
 from pathlib import Path
 from typing import Any
+
+from pydantic import BaseModel, Field
+
+
+class Rated(BaseModel):
+    """A free string and a float no relation reads: one grammar segment."""
+
+    note: str = Field(max_length=200)
+    score: float = Field(ge=0, le=10)
 
 
 def check(name: str, results: dict[str, Any], fn: Any) -> None:
@@ -99,7 +111,14 @@ def main() -> int:
                 evaluate(t, r.text, Itinerary).valid for t, r in zip(trips, out, strict=True)
             )
             assert valid == len(trips), f"{valid}/{len(trips)} valid"
-            return {"valid": valid, "requests": engine.requests}
+            trip_requests = engine.requests
+            # a free string and a float no relation reads: one grammar segment, sent as
+            # its Lark grammar in ``ebnf`` (SGLang's llguidance grammar backend)
+            rated = client.generate(Rated, "Rate the blender in one sentence.", max_tokens=200)
+            Rated.model_validate(rated.model_dump())
+            spans = engine.requests - trip_requests
+            assert spans == 1, f"{spans} requests for one grammar segment"
+            return {"valid": valid, "requests": trip_requests, "grammar_requests": spans}
         finally:
             engine.close()
 

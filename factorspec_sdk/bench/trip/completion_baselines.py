@@ -5,15 +5,16 @@ instance that FactorSpec uses (prompts as token ids, greedy, the same budget):
 
 * ``free`` — ``LLM.generate`` without a constraint;
 * ``syntax`` — vLLM structured outputs, ``StructuredOutputsParams(json=schema,
-  disable_any_whitespace=True)`` (vLLM picks XGrammar), the same schema as the embedded
-  baseline;
+  disable_any_whitespace=True)``, under the backend FactorSpec's engine starts vLLM with
+  (llguidance, `factorspec_sdk.engines.vllm_engine.STRUCTURED_BACKEND`; vLLM runs one
+  backend per engine), the same schema as the embedded baseline;
 * ``syntax+retry`` — the same, then up to 3 retries whose user message names the violated
   relations (the first attempt is the ``syntax`` record, reused);
 * ``syntax+ngram-kK`` — the same schema on a second ``vllm.LLM`` started with
   ``speculative_config={"method": "ngram", "num_speculative_tokens": K}`` (vLLM's own n-gram
-  speculator verifying under the grammar masks). Forward passes are counted from vLLM's
-  metrics: every forward yields one token past its accepted draft tokens, so forwards =
-  generated tokens - accepted draft tokens.
+  speculator verifying under the grammar masks of its default backend, XGrammar). Forward
+  passes are counted from vLLM's metrics: every forward yields one token past its accepted
+  draft tokens, so forwards = generated tokens - accepted draft tokens.
 
 A batch of problems is one ``LLM.generate`` call (vLLM batches them).
 """
@@ -39,7 +40,13 @@ from factorspec_sdk.engines.protocol import ChatMessage
 if TYPE_CHECKING:
     from factorspec_sdk.engines.vllm_engine import VLLMEngine
 
-__all__ = ["accepted_draft_tokens", "close_ngram_engines", "prepare", "run_completion_baseline"]
+__all__ = [
+    "accepted_draft_tokens",
+    "close_ngram_engines",
+    "prepare",
+    "run_completion_baseline",
+    "structured_runs",
+]
 
 _NGRAM_LLMS: dict[tuple[int, int], Any] = {}
 
@@ -78,7 +85,7 @@ def _ngram_llm(engine: VLLMEngine, k: int) -> Any:
     return _NGRAM_LLMS[key]
 
 
-def _generate(
+def structured_runs(
     llm: Any,
     engine: VLLMEngine,
     prompts: Sequence[list[int]],
@@ -86,6 +93,13 @@ def _generate(
     schema: Any,
     speculative: bool = False,
 ) -> list[DecodeRun]:
+    """Greedy runs of ``prompts`` on ``llm``, each under vLLM's structured outputs.
+
+    ``schema[i]`` is prompt ``i`` 's JSON schema (``StructuredOutputsParams(json=...,
+    disable_any_whitespace=True)``; None: no constraint); one ``LLM.generate`` call for all,
+    its wall shared evenly. ``speculative``: ``llm`` drafts (n-gram), whose accepted draft
+    tokens are taken off the forwards.
+    """
     from vllm import SamplingParams
     from vllm.inputs import TokensPrompt
     from vllm.sampling_params import StructuredOutputsParams
@@ -151,13 +165,13 @@ def run_completion_baseline(
     prompts = [t.prompt_ids for t in tasks]
     schemas = [itinerary_schema(t.problem) for t in tasks]
     if method == "free":
-        return list(_generate(llm, engine, prompts, setup.max_tokens, [None] * len(tasks)))
+        return list(structured_runs(llm, engine, prompts, setup.max_tokens, [None] * len(tasks)))
     if method == "syntax":
-        return list(_generate(llm, engine, prompts, setup.max_tokens, schemas))
+        return list(structured_runs(llm, engine, prompts, setup.max_tokens, schemas))
     k = ngram_k(method)
     if k is not None:
         ngram = _ngram_llm(engine, k)
-        return list(_generate(ngram, engine, prompts, setup.max_tokens, schemas, True))
+        return list(structured_runs(ngram, engine, prompts, setup.max_tokens, schemas, True))
     if method != "syntax+retry":
         raise ValueError(f"unknown method {method!r}")
     docs = relation_docs(setup.model)
@@ -171,7 +185,7 @@ def run_completion_baseline(
         made = dict(
             zip(
                 todo,
-                _generate(
+                structured_runs(
                     llm,
                     engine,
                     [engine.apply_chat_template(conversations[i]) for i in todo],
@@ -219,7 +233,7 @@ def prepare(setup: Setup, methods: Sequence[str], prompt_ids: list[int]) -> None
         if k is not None:
             llms.append(_ngram_llm(engine, k))
     for llm in llms:
-        _generate(llm, engine, [prompt_ids], 4, [None])
+        structured_runs(llm, engine, [prompt_ids], 4, [None])
 
 
 def close_ngram_engines() -> None:
