@@ -6,8 +6,8 @@ a user writes without relations (free text, a few enums and numbers: `Review` wi
 own ``structured_outputs`` json (the model's JSON schema) on the same ``vllm.LLM``, from the
 same prompt tokens (the client's chat messages and schema hint), and prints per model:
 tokens, requests, the wall and the wall per token of each, and the ratio of the two per
-token and per record. One record per model after a warm-up record of each: a first request
-compiles grammars and a first spec is compiled cold, so the timed records are the second.
+token and per record. One record per model, after a warm-up record of the last one (vLLM's
+first requests, a first spec compile and grammar build), each line printed as it ends.
 
 ``--constraint`` is the engine's style (``spans``, the default, or ``tokens``: one request
 per token the model chooses, the style before Issue #42) and ``--backend`` vLLM's
@@ -127,40 +127,55 @@ def _valid(model: type[BaseModel], text: str) -> bool:
     return True
 
 
-def run(engine: VLLMEngine, names: list[str] | None = None) -> list[Run]:
-    """One record of each model (``names``: these; None: all) by FactorSpec and by vLLM."""
+def run(engine: VLLMEngine, names: list[str] | None = None, *, log: bool = False) -> list[Run]:
+    """One record of each model (``names``: these; None: all) by FactorSpec and by vLLM.
+
+    Each model's spec is compiled first, and a warm-up record of the last model runs by each
+    (vLLM's first requests, the first grammar builds), outside the timing.
+    """
     from factorspec_sdk.bench.trip.completion_baselines import structured_runs
     from factorspec_sdk.client import Client
+    from factorspec_sdk.graph import SpecCompiler
     from factorspec_sdk.relations.pydantic_layout import build_layout
 
-    client = Client(engine)
+    compiler = SpecCompiler()
+    client = Client(engine, compiler=compiler)
+    chosen = names if names is not None else list(MODELS)
+    for name in chosen:
+        compiler.compile_spec(MODELS[name][0], None)
     out: list[Run] = []
-    for name in names if names is not None else list(MODELS):
+    for k, name in enumerate([chosen[-1], *chosen]):
         model, prompt = MODELS[name]
         ids = client.prompt_ids(prompt, layout=build_layout(model))
-        schema = [model.model_json_schema()]
-        for _ in range(2):  # a warm-up record, then the timed one
-            before = engine.requests
-            t0 = time.perf_counter()
-            result = client.generate(model, prompt, max_tokens=MAX_TOKENS, return_result=True)
-            seconds = time.perf_counter() - t0
-            requests = engine.requests - before
-            (base,) = structured_runs(engine.llm, engine, [ids], MAX_TOKENS, schema)
-        out.append(
-            Run(
-                name,
-                len(result.tokens),
-                requests,
-                seconds,
-                _valid(model, result.text),
-                len(base.tokens),
-                base.wall_seconds,
-                _valid(model, base.text),
-                result.text,
-                base.text,
-            )
+        before = engine.requests
+        t0 = time.perf_counter()
+        result = client.generate(model, prompt, max_tokens=MAX_TOKENS, return_result=True)
+        seconds = time.perf_counter() - t0
+        requests = engine.requests - before
+        (base,) = structured_runs(
+            engine.llm, engine, [ids], MAX_TOKENS, [model.model_json_schema()]
         )
-    return out
+        one = Run(
+            name,
+            len(result.tokens),
+            requests,
+            seconds,
+            _valid(model, result.text),
+            len(base.tokens),
+            base.wall_seconds,
+            _valid(model, base.text),
+            result.text,
+            base.text,
+        )
+        if log:
+            print(
+                f"{name}{'' if k else ' (warm-up)'}: "
+                f"{one.tokens} tokens, {one.requests} requests, {one.seconds:.1f} s; vLLM "
+                f"{one.baseline_tokens} tokens, {one.baseline_seconds:.1f} s",
+                flush=True,
+            )
+        out.append(one)
+    return out[1:]
 
 
 def markdown(runs: list[Run]) -> str:
@@ -204,7 +219,7 @@ def main(argv: list[str] | None = None) -> None:
         structured_outputs_config={"backend": args.backend},
     )
     try:
-        runs = run(engine, names)
+        runs = run(engine, names, log=True)
     finally:
         engine.close()
     print(

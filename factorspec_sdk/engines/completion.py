@@ -27,8 +27,9 @@ choice points and free spans, constrained to what the oracle still allows. Three
   ``llguidance`` grammar backend): fewest requests, but the engine may tokenize a value in
   a non-canonical way, and a reply FactorSpec's masks refuse is re-tokenized canonically.
 
-Either way the SDK checks every reply against the constraint it sent, so a server that ignores
-a constraint is an error, never an invalid record.
+Every reply is checked against FactorSpec's own masks, token by token, so a server that ignores
+a constraint is an error (a one-token reply outside the mask, a value that is none of the
+continuations, a free string its regex does not match), never an invalid record.
 
 This module holds what every such engine shares: the request and reply types, the
 `CompletionEngine` protocol, the regex builders and the Hugging Face tokenizer loading.
