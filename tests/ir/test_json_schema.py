@@ -107,7 +107,8 @@ def test_null_only_where_every_keyword_allows_it() -> None:
     # both alternatives accept null, so oneOf rejects it
     both = {"oneOf": [{"type": ["integer", "null"]}, {"type": "null"}]}
     assert fields(obj({"n": both}))["n"]["nullable"] is False
-    assert all(r == {"kind": "StorageClass"} for r in records(obj({"kind": kind})))
+    # kind is not required: written as its one value, or left out
+    assert all(r in ({"kind": "StorageClass"}, {}) for r in records(obj({"kind": kind})))
 
 
 # --------------------------------------------------------------------------- keywords
@@ -206,7 +207,7 @@ def test_integer_bounds() -> None:
 def test_empty_items_make_an_empty_array() -> None:
     schema = obj({"t": {"type": "array", "items": {"enum": ["a"], "type": "integer"}}})
     assert fields(schema)["t"]["max_length"] == 0
-    assert all(r == {"t": []} for r in records(schema, 3))
+    assert all(r in ({"t": []}, {}) for r in records(schema, 3))  # t is not required
     with pytest.raises(IRError, match="minItems 1"):
         ir_from_json_schema(
             obj({"t": {**schema["properties"]["t"], "minItems": 1}}, required=["t"])
