@@ -305,3 +305,24 @@ def test_the_ir_carries_optional_keys_and_defaults() -> None:
         f.pop("default", None)
     old = enumerate_texts(Writer(spec_from_ir(ir)))
     assert sorted(old) == sorted(t for t in local if '"kind"' in t)
+
+
+def test_the_pydantic_ir_and_the_json_schema_path_agree_on_optional_keys() -> None:
+    """A model sent as its IR (``x-factorspec``) or as its plain JSON Schema: the same keys."""
+    from factorspec_sdk import plain_json_schema
+    from factorspec_sdk.ir import ir_from_json_schema
+
+    def optional(ir: dict[str, object]) -> dict[str, bool]:
+        layout = ir["layout"]
+        assert isinstance(layout, dict)
+        return {f["key"]: f.get("optional", False) for f in layout["fields"]}
+
+    for model in (Query, Bits, Kinded, AtLeastFour):
+        via_schema = optional(ir_from_json_schema(plain_json_schema(model)))
+        assert via_schema == optional(to_ir(model)), model.__name__
+    assert optional(to_ir(Query)) == {
+        "table": False,
+        "conditions": True,
+        "limit": True,
+        "update_values": True,
+    }
