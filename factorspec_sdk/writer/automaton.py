@@ -191,7 +191,11 @@ class Writer:
         Relations are ignored, so this is a lower bound on the text of any valid completion;
         the token budget uses it only to rank options (`factorspec_sdk.tokens.budget`).
         """
-        return sizes.shortest_rest(s, self._shortest_cache)
+        return sizes.shortest_rest(s, self._shortest_cache, self._omittable)
+
+    def _omittable(self, path: Path, f: ObjectField) -> bool:
+        """Whether the writer may leave the key of ``f`` out of the object at ``path``."""
+        return self.omission(path, f) is not Omission.WRITTEN
 
     def longest_bytes(self) -> int:
         """UTF-8 bytes of the longest record whose free strings have their minimum length.

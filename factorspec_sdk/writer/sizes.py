@@ -11,7 +11,8 @@ bound, every number at its widest, every enumerated string at its longest value;
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING
 
 from factorspec_sdk.relations.layout import (
@@ -61,14 +62,21 @@ def shortest(node: LayoutNode, memo: dict[int, int]) -> int:
     return n
 
 
-def _keys_shortest(fields: Sequence[ObjectField], wrote: bool, memo: dict[int, int]) -> int:
+def _keys_shortest(
+    fields: Sequence[ObjectField],
+    wrote: bool,
+    memo: dict[int, int],
+    omittable: Callable[[ObjectField], bool] | None = None,
+) -> int:
     """Characters of the shortest keys and values of ``fields``, optional ones left out.
 
     ``wrote``: a key is written before them (the first of them follows ``", "``).
+    ``omittable``: which optional keys the writer may leave out there (default: all of
+    them, a lower bound wherever they are).
     """
     n = 0
     for f in fields:
-        if f.optional:  # may be left out (a lower bound: relations ignored)
+        if f.optional and (omittable is None or omittable(f)):
             continue
         n += (2 if wrote else 0) + len(value_text(f.key)) + 2 + shortest(f.node, memo)
         wrote = True
@@ -84,8 +92,17 @@ def _item_shortest(node: ListLayout, memo: dict[int, int]) -> int:
     return shortest(item, memo)
 
 
-def shortest_rest(s: WriterState, memo: dict[int, int]) -> int:
-    """Characters of the shortest layout text that completes the record from ``s``."""
+def shortest_rest(
+    s: WriterState,
+    memo: dict[int, int],
+    omittable: Callable[[Path, ObjectField], bool] | None = None,
+) -> int:
+    """Characters of the shortest layout text that completes the record from ``s``.
+
+    ``omittable``: which optional keys of the open objects the writer may leave out (by
+    the object's path; `Writer.omission`); nested objects not begun count every optional
+    key as left out.
+    """
     total = 0
     p = s.pending
     if p is not None:
@@ -99,7 +116,9 @@ def shortest_rest(s: WriterState, memo: dict[int, int]) -> int:
             for k, f in enumerate(frame.node.fields[frame.index :], start=frame.index):
                 total += (2 if k else 0) + shortest(f.node, memo)
         elif isinstance(frame, ObjFrame):
-            total += _keys_shortest(frame.node.fields[frame.index :], frame.wrote, memo) + 1
+            rest = frame.node.fields[frame.index :]
+            here = None if omittable is None else partial(omittable, frame.path)
+            total += _keys_shortest(rest, frame.wrote, memo, here) + 1
         else:
             missing = max(0, frame.node.min_length - frame.index)
             total += missing * (2 + _item_shortest(frame.node, memo)) + 1
