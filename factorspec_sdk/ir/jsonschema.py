@@ -92,7 +92,7 @@ values of that type, so ``minLength`` on an integer node is irrelevant, as JSON 
   siblings of the ``oneOf`` and of the combinators it lies in, ``allOf`` members included;
   it is then exactly ``anyOf``), or that llguidance proves exclusive from branches the
   grammar copies exactly (never coerced to ``anyOf``, which could write a value two branches
-  accept); ``uniqueItems`` as at most one item (``minItems`` at most 1); a combinator beside
+  accept); a combinator beside
   other validation keywords; ``$ref`` beside other keywords (draft 2019-09 and later);
   ``prefixItems`` and ``items`` as a list (tuples, with ``additionalItems``); ``not`` and
   ``if`` / ``then`` / ``else``, as `standalone_schema` negates them (a subset of the values
@@ -100,13 +100,13 @@ values of that type, so ``minLength`` on an integer node is irrelevant, as JSON 
   the root.
 * **Refused** (an `IRError` where they would constrain a written value): what llguidance
   does not implement or cannot compile, by its message: ``uniqueItems`` with room for two
-  items over items holding a grammar value or an enum mixing value types (the error says
-  to write ``maxItems: 1`` for at most one item), ``uniqueItems`` with ``minItems`` 2 or
-  more in a grammar value, ``contains``, ``propertyNames`` / ``unevaluatedProperties`` / ``unevaluatedItems``
+  items over items holding a grammar value or an enum mixing value types, or in a grammar
+  value (llguidance does not implement it; the error says to write ``maxItems: 1`` for at
+  most one item), ``contains``, ``propertyNames`` / ``unevaluatedProperties`` / ``unevaluatedItems``
   inside a grammar value, ``not`` of what `standalone_schema` cannot negate (``enum``,
   ``const``, ``$ref``, ...), a ``oneOf`` neither proves exclusive (and one llguidance
-  would prove from branches the grammar narrows: a pattern matched whole, a negation,
-  ``uniqueItems`` as one item, as a value of one could pass the other's schema),
+  would prove from branches the grammar narrows: a pattern matched whole, a negation, as
+  a value of one could pass the other's schema),
   formats it does not know that `jsonschema` asserts (``idn-email``, ``regex``, ...),
   regexes with look-around, recursion through a ``$ref`` with siblings; what the two
   readers would read differently (a non-integer ``multipleOf``, or one other than 1 on a

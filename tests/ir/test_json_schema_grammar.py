@@ -349,7 +349,7 @@ def test_a_long_array_field_is_a_grammar_value_beside_native_fields() -> None:
         (obj({"t": {"type": "array", "contains": INT}}), "#/properties/t.*contains"),
         (
             obj({"t": {"type": ["array", "string"], "uniqueItems": True, "minItems": 2}}),
-            "#/properties/t.*uniqueItems",
+            "#/properties/t: uniqueItems with room for two items in a grammar value",
         ),
         (obj({"o": obj({"abc": {}}, propertyNames={"maxLength": 2})}), "propertyNames"),
         # a format jsonschema asserts and llguidance does not know
