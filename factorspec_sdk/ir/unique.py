@@ -94,15 +94,17 @@ def incomparable(node: JsonDict, where: str = "") -> str | None:
     return None
 
 
-def _leaf_values(node: JsonDict) -> int | None:
-    kind = node["kind"]
-    if kind == LeafKind.BOOL:
-        return 2
-    if kind == LeafKind.INT:
-        return _int(node.get("le", INT_LIMIT)) - _int(node.get("ge", -INT_LIMIT)) + 1
-    if kind == LeafKind.ENUM:
-        return len(_list(node["choices"]))
-    return 1 if node.get("max_length") == 0 else None  # a free string: "" alone, or many
+def _int_values(node: JsonDict) -> int:
+    return _int(node.get("le", INT_LIMIT)) - _int(node.get("ge", -INT_LIMIT)) + 1
+
+
+_LEAF_VALUES: dict[str, Callable[[JsonDict], int | None]] = {
+    LeafKind.BOOL: lambda node: 2,
+    LeafKind.INT: _int_values,
+    LeafKind.ENUM: lambda node: len(_list(node["choices"])),
+    LeafKind.STR: lambda node: 1 if node.get("max_length") == 0 else None,  # "", or many
+}
+"""How many values a leaf of each kind the converter writes has (None: more than any bound)."""
 
 
 def distinct_values(node: JsonDict, most: int) -> int | None:
@@ -110,21 +112,22 @@ def distinct_values(node: JsonDict, most: int) -> int | None:
 
     A leaf counts its values (a free string has one where ``maxLength`` is 0, else more
     than any bound), an object the products of its properties', a list the sequences of
-    its lengths. Only for nodes `incomparable` accepts.
+    each of its lengths. Only for nodes `incomparable` accepts.
     """
-    count: int | None
+    count: int | None = None
     if node["type"] == "leaf":
-        count = _leaf_values(node)
+        count = _LEAF_VALUES[str(node["kind"])](node)
     elif node["type"] == "object":
         parts = [distinct_values(sub, most) for _, sub in _fields(node)]
         count = None if None in parts else prod(p for p in parts if p is not None)
-    else:  # a list: sum of values ** length over its lengths
+    else:
         item = distinct_values(_dict(node["item"]), most)
-        count = 0 if item is not None else None
-        for n in range(_int(node["min_length"]), _int(node["max_length"]) + 1):
-            if count is None or count > most:
-                break
-            count += item**n if item is not None else 0
+        if item is not None:
+            count = 0
+            for n in range(_int(node["min_length"]), _int(node["max_length"]) + 1):
+                count += item**n
+                if count > most:
+                    break
     if count is not None and node.get("nullable"):
         count += 1
     return None if count is None or count > most else count
