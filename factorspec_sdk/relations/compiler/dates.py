@@ -73,7 +73,7 @@ from factorspec_sdk.relations.compiler.values import (
 )
 from factorspec_sdk.relations.kinds import LeafKind, VarKind
 from factorspec_sdk.relations.layout import LeafLayout, Path, path_name
-from factorspec_sdk.relations.temporal import DATE_MAX, DATE_MIN, from_python
+from factorspec_sdk.relations.temporal import CLOCK_PARTS, DATE_MAX, DATE_MIN, from_python
 from factorspec_sdk.relations.variables import DATE_PARTS, date_part_of, part_variable, parts_of
 
 if TYPE_CHECKING:
@@ -116,8 +116,6 @@ Clock: TypeAlias = Literal[LeafKind.DATETIME, LeafKind.AWARE, LeafKind.TIME]
 """The kinds of a clock value (`SClock`)."""
 
 
-_CLOCK_PARTS = ("hour", "minute", "second")
-"""The parts of a clock (`DATE_PARTS`) tied to it by ``time of t``."""
 _DAYS_BEFORE_MONTH = (0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334)
 _MONTH_DAYS = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 
@@ -174,7 +172,7 @@ def _clock_part_vars(cx: RelationCompiler, path: Path) -> dict[str, z3.ArithRef]
     All three at once, marked as read: the tie that defines them needs each. A datetime's
     are tied to its ``clock(t)`` (read already: `_day_clock` made it), a time's to itself.
     """
-    return dict(zip(_CLOCK_PARTS, _vars(cx, path, _CLOCK_PARTS), strict=True))
+    return dict(zip(CLOCK_PARTS, _vars(cx, path, CLOCK_PARTS), strict=True))
 
 
 def calendar_tie(e: z3.ArithRef, y: z3.ArithRef, m: z3.ArithRef, d: z3.ArithRef) -> z3.BoolRef:
@@ -223,15 +221,15 @@ def date_links(records: Mapping[str, VarRecord]) -> list[tuple[str, frozenset[st
             out.append((f"clock of {path_name(path)}", names, cast(z3.BoolRef, tie)))
             ordinal, below, seconds = day, ps["date"].name, ps["clock"].name
         if "hour" in ps:
-            h, m, sec = (cast(z3.ArithRef, ps[k].term) for k in _CLOCK_PARTS)
+            h, m, sec = (cast(z3.ArithRef, ps[k].term) for k in CLOCK_PARTS)
             tie = z3.And(
                 clock == 3600 * h + 60 * m + sec,
                 *(
                     z3.And(t >= DATE_PARTS[k][0], t <= DATE_PARTS[k][1])
-                    for k, t in zip(_CLOCK_PARTS, (h, m, sec), strict=True)
+                    for k, t in zip(CLOCK_PARTS, (h, m, sec), strict=True)
                 ),
             )
-            names = frozenset({seconds, *(ps[k].name for k in _CLOCK_PARTS)})
+            names = frozenset({seconds, *(ps[k].name for k in CLOCK_PARTS)})
             out.append((f"time of {path_name(path)}", names, cast(z3.BoolRef, tie)))
         if "year" in ps:
             y, m, d = (cast(z3.ArithRef, ps[k].term) for k in ("year", "month", "day"))
@@ -549,7 +547,7 @@ def _clock_field(rest: Term, unit: int, name: str) -> Term:
     return count if name == "hour" else count % 60
 
 
-_CLOCK_FIELDS = ("hour", "minute", "second", "microsecond")
+_CLOCK_FIELDS = (*CLOCK_PARTS, "microsecond")
 _WALL = ("year", "month", "day", "date", "time", "weekday", "isoweekday", "toordinal")
 """A datetime's parts read off its wall clock (with `_CLOCK_FIELDS`)."""
 _DATETIMES = (LeafKind.DATETIME, LeafKind.AWARE)
@@ -590,7 +588,7 @@ def date_attr(cx: RelationCompiler, v: V, name: str, node: ast.AST) -> R | None:
             if name in ("year", "month", "day"):
                 year, month, d = _civil(cast(z3.ArithRef, day))
                 return R({"year": year, "month": month, "day": d}[name])
-            if name in _CLOCK_PARTS and v.path is not None:
+            if name in CLOCK_PARTS and v.path is not None:
                 return R(_clock_part_vars(cx, v.path)[name])  # tied to clock(t)
             if name in _CLOCK_FIELDS:
                 return R(_clock_field(rest, unit, name))
@@ -599,7 +597,7 @@ def date_attr(cx: RelationCompiler, v: V, name: str, node: ast.AST) -> R | None:
             offers = ".year/.month/.day/.hour/.minute/.second/.microsecond and .date()/"
             offers += ".time()/.weekday()/.isoweekday()/.toordinal()"
             cx.fail(f"attribute .{name} of a datetime", f"datetimes offer {offers}", node)
-        if name in _CLOCK_PARTS and v.path is not None:
+        if name in CLOCK_PARTS and v.path is not None:
             return R(_clock_part_vars(cx, v.path)[name])  # tied to the time (its clock)
         if name in _CLOCK_FIELDS:
             return R(_clock_field(v.n, v.unit, name))
