@@ -23,7 +23,7 @@ Representation:
 - ``Optional`` nodes get a Bool ``null(path)`` variable.
 - ``datetime.date`` leaves are ``Int`` ordinals (``date.toordinal()``); their ``.year``,
   ``.month`` and ``.day`` are ``Int`` variables ``year(path)``... tied to the ordinal by a
-  ``calendar of path`` factor (`dates`).
+  ``calendar of path`` factor (`date_parts`).
 
 Modules, one job each (each imports only those above it, except `core`, which collects the
 rules of all of them):
@@ -32,7 +32,9 @@ rules of all of them):
 - `values`: the symbolic value classes (`SCode`, `SSeq`, `SMaybe`, `SChoice`...), results
   (`R`) and scopes.
 - `records`: what the graph stage receives: `VarRecord`, `InternTable`, `CompiledRelation`.
-- `ints`, `codes`, `dates`, `floats`, `uuids`: the rules of each *value kind* (see below).
+- `ints`, `codes`, `dates`, `floats`, `uuids`: the rules of each *value kind* (see below);
+  `date_parts`: the parts and methods of date values (``.year``, ``.hour``, ``.weekday()``)
+  and the factors that tie a field's part variables to it.
 - `choices`: values under conditions (``a if c else b``, If-chains), truthiness.
 - `statements`: let-bindings, ``if``/``return`` chains, target binding.
 - `names`: literals, names (locals, closures, globals, builtins) and displays.
@@ -73,7 +75,7 @@ from factorspec_sdk.relations.compiler.codes import (
     text_links,
 )
 from factorspec_sdk.relations.compiler.core import RelationCompiler
-from factorspec_sdk.relations.compiler.dates import date_links
+from factorspec_sdk.relations.compiler.date_parts import date_links
 from factorspec_sdk.relations.compiler.records import (
     BOOL_KINDS,
     OTHER_CODE,
