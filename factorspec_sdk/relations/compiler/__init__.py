@@ -34,7 +34,8 @@ rules of all of them):
 - `records`: what the graph stage receives: `VarRecord`, `InternTable`, `CompiledRelation`.
 - `ints`, `codes`, `dates`, `floats`, `uuids`: the rules of each *value kind* (see below);
   `date_parts`: the parts and methods of date values (``.year``, ``.hour``, ``.weekday()``)
-  and the factors that tie a field's part variables to it.
+  and the factors that tie a field's part variables to it; `float_compare`: comparisons of
+  floats and Decimals, proved to give Python's answer.
 - `choices`: values under conditions (``a if c else b``, If-chains), truthiness.
 - `statements`: let-bindings, ``if``/``return`` chains, target binding.
 - `names`: literals, names (locals, closures, globals, builtins) and displays.

@@ -35,8 +35,8 @@ from factorspec_sdk.relations.compiler.codes import affix, str_length
 from factorspec_sdk.relations.compiler.date_parts import date_method
 from factorspec_sdk.relations.compiler.dates import abs_delta, as_numbers, date_call
 from factorspec_sdk.relations.compiler.fields import node_value
+from factorspec_sdk.relations.compiler.float_compare import isclose_floats
 from factorspec_sdk.relations.compiler.floats import (
-    isclose_floats,
     minmax_floats,
     neg_abs_float,
     round_float,
