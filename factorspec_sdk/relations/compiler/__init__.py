@@ -42,9 +42,11 @@ rules of all of them):
 - `fields`: the values of the record's nodes, and attribute access.
 - `operators`: boolean, arithmetic, comparison, membership and conditional operators.
 - `sequences`: subscripts, slices, comprehensions, iteration.
-- `builtin_calls`: ``len``/``sum``/``min``/``max``/``all``/``any``/``zip``/``enumerate``/
-  ``range``/``abs``/``bool``/``list``/``tuple``/``str`` (of constants)/``distinct`` and
-  methods of constants.
+- `reductions`: the builtins that fold an iterable into one value, ``all``/``any``/``sum``/
+  ``min``/``max``/``distinct``.
+- `builtin_calls`: calls: the dispatch, ``len``/``zip``/``enumerate``/``range``/``abs``/
+  ``round``/``int``/``float``/``bool``/``list``/``tuple``/``str`` (of constants)/
+  ``isinstance``, the rules of `reductions` (`CALLS`), and methods of constants.
 - `raises`: operations Python refuses for their operands' types whatever the values
   (``Decimal * float``, ``time + timedelta``), reported as `RelationRaisesError` with the
   fix instead of compiled as "violated".
@@ -65,7 +67,7 @@ of a constant, ``==``, membership, truthiness, merging under a condition), `date
 `floats` and `uuids` (``==`` only; the rest refused). A new kind is a new module of that
 shape, plus one line at each dispatch point that asks "is this value of the kind?": `fields.leaf`,
 `operators.eq`/`order`/`arith`/``in``, `choices.ite`/`truthy`, and the builtins that take
-numbers (``sum``/``min``/``max``/``abs`` in `builtin_calls`).
+numbers (``sum``/``min``/``max`` in `reductions`, ``abs`` in `builtin_calls`).
 """
 
 from factorspec_sdk.relations.compiler.builtin_calls import dict_key_factors
