@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 __all__ = [
     "REASK_PROMPT",
     "Attempts",
+    "broken_relations",
     "failing_validators",
     "reask_message",
     "relation_violations",
@@ -240,12 +241,9 @@ class Attempts(Generic[ModelT]):
         try:
             return self.model.model_validate_json(text, context=self.context)
         except ValidationError as exc:
-            broken = relation_violations(exc)
-            if broken:
-                raise RemoteError(
-                    f"the server's record breaks {'; '.join(broken)}: a FactorSpec server "
-                    f"guarantees every relation, so this is a server bug; record {text[:200]!r}"
-                ) from exc
+            server_bug = broken_relations(exc, text)
+            if server_bug is not None:
+                raise server_bug from exc
             if self.made > self.max_retries:
                 raise RetriesExhaustedError(
                     f"{self.model.__name__} still fails validation after {self.made} "
@@ -269,6 +267,21 @@ def _from_a_validator(kind: str, ctx: dict[str, Any] | None) -> bool:
     from pydantic_core.core_schema import ErrorType
 
     return kind not in get_args(ErrorType)  # a PydanticCustomError a validator raised
+
+
+def broken_relations(error: ValidationError, record: str | None = None) -> RemoteError | None:
+    """The error of a record that breaks a relation (a server bug); None when none is broken.
+
+    ``record``, when given, is shown (its first 200 characters) in the message.
+    """
+    broken = relation_violations(error)
+    if not broken:
+        return None
+    shown = "" if record is None else f"; record {record[:200]!r}"
+    return RemoteError(
+        f"the server's record breaks {'; '.join(broken)}: a FactorSpec server guarantees "
+        f"every relation, so this is a server bug{shown}"
+    )
 
 
 def relation_violations(error: ValidationError) -> list[str]:

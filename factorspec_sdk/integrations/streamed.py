@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Generic, TypeVar, cast
 from pydantic import BaseModel, ValidationError, create_model
 
 from factorspec_sdk.backends.base import RecordOutcome
-from factorspec_sdk.errors import RemoteError, RetriesExhaustedError
-from factorspec_sdk.integrations.reask import relation_violations
+from factorspec_sdk.errors import RetriesExhaustedError
+from factorspec_sdk.integrations.reask import broken_relations
 from factorspec_sdk.partials import PartialText
 
 if TYPE_CHECKING:
@@ -101,12 +101,9 @@ class IterableItems(Generic[ModelT]):
         try:
             return self.model.model_validate(data, context=self.context)
         except ValidationError as exc:
-            broken = relation_violations(exc)
-            if broken:
-                raise RemoteError(
-                    f"the server's record breaks {'; '.join(broken)}: a FactorSpec server "
-                    "guarantees every relation, so this is a server bug"
-                ) from exc
+            server_bug = broken_relations(exc)
+            if server_bug is not None:
+                raise server_bug from exc
             raise RetriesExhaustedError(
                 f"an item of {self.model.__name__} fails validation: {exc} (items of "
                 "create_iterable are handed out as they end, so they are not re-asked)",
