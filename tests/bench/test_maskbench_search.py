@@ -135,6 +135,14 @@ def test_candidates_try_the_schema_order_then_the_instances_and_every_small_orde
     assert {json.loads(t) == {"a": 2, "b": 3, "c": 1} for t in texts} == {True}
 
 
+def test_candidates_permute_nested_objects_each_by_its_place() -> None:
+    value = {"p": {"x": 1, "y": 2}, "q": {"u": 1, "v": 2}}
+    texts = candidate_texts(value, {})
+    assert len(texts) == 8  # 2 orders of each of the three objects
+    assert all(json.loads(t) == value for t in texts)
+    assert '{"q": {"v": 2, "u": 1}, "p": {"x": 1, "y": 2}}' in texts
+
+
 def test_candidates_follow_refs_and_branches_for_nested_orders() -> None:
     schema = {
         "$defs": {"inner": {"properties": {"y": {}, "x": {}}}},

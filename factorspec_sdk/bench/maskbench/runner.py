@@ -69,9 +69,12 @@ class FileResult:
 
 
 def _judge_all(
-    worker: WorkerProcess, schema: object, texts: Sequence[list[str]], deadline: float
+    worker: WorkerProcess, schema: object, texts: Sequence[list[str] | str], deadline: float
 ) -> EngineRun:
-    """One engine on one schema within ``deadline`` (see the module docstring)."""
+    """One engine on one schema within ``deadline`` (see the module docstring).
+
+    ``texts``: each instance's candidate texts, or why it has none (an ``error`` verdict).
+    """
 
     def left() -> float:
         return deadline - time.monotonic()
@@ -85,8 +88,8 @@ def _judge_all(
     if not run.compiled:
         return run
     for i, candidates in enumerate(texts):
-        if not candidates:
-            run.instances.append(InstanceResult("error", label="no JSON text"))
+        if isinstance(candidates, str):
+            run.instances.append(InstanceResult("error", label="no JSON text", reason=candidates))
             continue
         if left() <= 0:
             timed_out = "the schema's time limit ran out before this instance"
@@ -112,14 +115,14 @@ def _measure(path: Path, workers: dict[str, WorkerProcess], timeout_s: float) ->
     except ValueError as exc:
         return FileResult(path.name, category_of(path.name), error=short_text(exc))
     result = FileResult(mask_file.name, mask_file.category)
-    texts: list[list[str]] = []
+    texts: list[list[str] | str] = []
     for test in mask_file.tests:
         try:
             texts.append(candidate_texts(test.data, mask_file.schema))
-        except ValueError:
-            texts.append([])
+        except Exception as exc:  # a fault of the candidates: this instance's error, reported
+            texts.append(f"no candidate text: {short_text(exc)}")
     result.valid = [t.valid for t in mask_file.tests]
-    result.texts = [len(t) for t in texts]
+    result.texts = [len(t) if isinstance(t, list) else 0 for t in texts]
     for name, worker in workers.items():
         deadline = time.monotonic() + timeout_s
         result.engines[name] = _judge_all(worker, mask_file.schema, texts, deadline)

@@ -51,8 +51,11 @@ MAX_PERMUTATIONS = 24
 
 _REF_DEPTH = 32
 
-KeyOrder = Callable[[int, list[str], "dict[str, Any] | None"], list[str]]
-"""Given an object's index (in document order), its keys and its schema: the keys' order."""
+Where = tuple[str | int, ...]
+"""A value's place in the instance: the keys and indices from the root."""
+
+KeyOrder = Callable[[Where, list[str], "dict[str, Any] | None"], list[str]]
+"""Given an object's place, its keys and its schema: the keys' order."""
 
 Spell = Callable[[int | float], str]
 """A number's text."""
@@ -208,8 +211,8 @@ def number_spellings(x: int | float) -> list[str]:
 
 
 def _schema_order(view: SchemaView, *, branches_first: bool = False) -> KeyOrder:
-    def order(index: int, keys: list[str], schema: dict[str, Any] | None) -> list[str]:
-        del index
+    def order(where: Where, keys: list[str], schema: dict[str, Any] | None) -> list[str]:
+        del where
         named = view.property_order(schema, branches_first=branches_first)
         first = [k for k in named if k in keys]
         return first + [k for k in keys if k not in set(first)]
@@ -217,20 +220,20 @@ def _schema_order(view: SchemaView, *, branches_first: bool = False) -> KeyOrder
     return order
 
 
-def _instance_order(index: int, keys: list[str], schema: dict[str, Any] | None) -> list[str]:
-    del index, schema
+def _instance_order(where: Where, keys: list[str], schema: dict[str, Any] | None) -> list[str]:
+    del where, schema
     return keys
 
 
-def _sorted_order(index: int, keys: list[str], schema: dict[str, Any] | None) -> list[str]:
-    del index, schema
+def _sorted_order(where: Where, keys: list[str], schema: dict[str, Any] | None) -> list[str]:
+    del where, schema
     return sorted(keys)
 
 
-def _fixed_orders(orders: Sequence[Sequence[str]]) -> KeyOrder:
-    def order(index: int, keys: list[str], schema: dict[str, Any] | None) -> list[str]:
+def _fixed_orders(orders: dict[Where, Sequence[str]]) -> KeyOrder:
+    def order(where: Where, keys: list[str], schema: dict[str, Any] | None) -> list[str]:
         del schema
-        return list(orders[index]) if index < len(orders) else keys
+        return list(orders.get(where, keys))
 
     return order
 
@@ -240,20 +243,20 @@ class _Writer:
 
     def __init__(self, view: SchemaView, order: KeyOrder, spell: Spell, ascii_only: bool):
         self.view, self.order, self.spell, self.ascii_only = view, order, spell, ascii_only
-        self.objects = 0
 
-    def dump(self, value: Any, schema: Any) -> str:
+    def dump(self, value: Any, schema: Any, where: Where = ()) -> str:
         if isinstance(value, dict):
-            index = self.objects
-            self.objects += 1
-            keys = self.order(index, list(value), self.view.resolve(schema))
+            keys = self.order(where, list(value), self.view.resolve(schema))
             parts = [
-                f"{self._string(k)}: {self.dump(value[k], self.view.child(schema, k))}"
+                f"{self._string(k)}: "
+                + self.dump(value[k], self.view.child(schema, k), (*where, k))
                 for k in keys
             ]
             return "{" + ", ".join(parts) + "}"
         if isinstance(value, list):
-            items = [self.dump(v, self.view.item(schema, i)) for i, v in enumerate(value)]
+            items = [
+                self.dump(v, self.view.item(schema, i), (*where, i)) for i, v in enumerate(value)
+            ]
             return "[" + ", ".join(items) + "]"
         if isinstance(value, str):
             return self._string(value)
@@ -269,26 +272,27 @@ class _Writer:
         return json.dumps(text, ensure_ascii=self.ascii_only)
 
 
-def _objects(value: Any) -> Iterator[list[str]]:
-    """The keys of every object in ``value``, in document order (as `_Writer` numbers them)."""
+def _objects(value: Any, where: Where = ()) -> Iterator[tuple[Where, list[str]]]:
+    """The place and keys of every object in ``value``."""
     if isinstance(value, dict):
-        yield list(value)
-        for v in value.values():
-            yield from _objects(v)
+        yield where, list(value)
+        for k, v in value.items():
+            yield from _objects(v, (*where, k))
     elif isinstance(value, list):
-        for v in value:
-            yield from _objects(v)
+        for i, v in enumerate(value):
+            yield from _objects(v, (*where, i))
 
 
-def _permuted(value: Any) -> list[list[list[str]]]:
+def _permuted(value: Any) -> list[dict[Where, Sequence[str]]]:
     """Every combination of key orders of the instance's objects, or [] when too many."""
     objects = list(_objects(value))
-    if not objects or any(len(keys) > PERMUTED_KEYS for keys in objects):
+    if not objects or any(len(keys) > PERMUTED_KEYS for _, keys in objects):
         return []
-    if math.prod(math.factorial(len(keys)) for keys in objects) > MAX_PERMUTATIONS:
+    if math.prod(math.factorial(len(keys)) for _, keys in objects) > MAX_PERMUTATIONS:
         return []
-    choices = [[list(p) for p in itertools.permutations(keys)] for keys in objects]
-    return [list(combo) for combo in itertools.product(*choices)]
+    choices = [list(itertools.permutations(keys)) for _, keys in objects]
+    places = [where for where, _ in objects]
+    return [dict(zip(places, combo, strict=True)) for combo in itertools.product(*choices)]
 
 
 def candidate_texts(value: Any, schema: Any, *, limit: int = MAX_TEXTS) -> list[str]:
