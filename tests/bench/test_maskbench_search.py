@@ -160,7 +160,9 @@ def test_number_spellings() -> None:
     assert number_spellings(3.0) == ["3.0", "3"]
     assert number_spellings(1e-05) == ["1e-05", "0.00001", "1e-5"]
     assert number_spellings(1e16) == ["1e+16", "10000000000000000", "10000000000000000.0", "1e16"]
-    for x in (3.0, 1e-05, 1e16, 0.1, -2.5):
+    assert number_spellings(1643723400.0) == ["1643723400.0", "1643723400"]
+    assert number_spellings(1.5e-7) == ["1.5e-07", "0.00000015", "1.5e-7"]
+    for x in (3.0, 1e-05, 1e16, 0.1, -2.5, 1643723400.0, 1.23456e-18, 1.23456789e20):
         assert {float(s) for s in number_spellings(x)} == {x}
 
 

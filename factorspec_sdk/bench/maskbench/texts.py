@@ -184,9 +184,11 @@ def _plain(x: int | float) -> str:
 
 
 def _exponent(x: float) -> str:
-    mantissa, _, exp = f"{x:e}".partition("e")
-    mantissa = mantissa.rstrip("0").rstrip(".")
-    return f"{mantissa}e{int(exp)}"
+    """``x`` as ``d.ddde±n`` with every digit of its shortest repr (``1e-5``, ``1.5e16``)."""
+    sign, digits, exp = Decimal(repr(x)).normalize().as_tuple()
+    assert isinstance(exp, int)  # a finite float
+    head, tail = str(digits[0]), "".join(map(str, digits[1:]))
+    return f"{'-' if sign else ''}{head}{'.' + tail if tail else ''}e{exp + len(digits) - 1}"
 
 
 def _shortest(x: int | float) -> str:
