@@ -188,6 +188,19 @@ def test_places_in_an_instance_text(marker: str, label: str, path: str) -> None:
     assert (place.label, place.path) == (label, path)
 
 
+def test_a_refused_key_says_whether_the_schema_names_it() -> None:
+    schema = {"properties": {"a": {"items": {"properties": {"k": {}}}}, "b": {}}}
+    text = '{"a": [{"k": 1, "z": 2}], "b": 1}'
+    named = place_of(text, text.index('"b"'), schema)
+    assert (named.label, named.path) == (
+        "a key the schema names (the writer wants another first: an optional key omitted?)",
+        "/b",
+    )
+    unnamed = place_of(text, text.index('"z"'), schema)
+    assert unnamed.label.startswith("a key the schema does not name")
+    assert unnamed.path == "/a/0/z"
+
+
 def test_categories_of_file_names() -> None:
     assert category_of("BFCL_parallel_multiple_12.json") == "BFCL_parallel_multiple"
     assert category_of("Github_easy---o10013.json") == "Github_easy"

@@ -103,12 +103,14 @@ class MaskEngine(Protocol):
         index: the vocabulary by byte string.
         budget: nodes each text's search may take.
         compiled: whether the last `compile` accepted its schema.
+        schema: the last schema compiled (to name the places of failures).
     """
 
     name: str
     index: TokenIndex
     budget: int
     compiled: bool
+    schema: Any
 
     def compile(self, schema: Any) -> CompileResult:
         """Compile ``schema``; a refusal is ``rejected`` with the engine's message."""
@@ -149,7 +151,7 @@ def judge(engine: MaskEngine, texts: Sequence[str]) -> InstanceResult:
     out = InstanceResult(verdict, nodes=sum(r.nodes for r in results))
     furthest = best_dead(results)
     if furthest is not None:
-        place, line = describe(texts[furthest[0]], furthest[1], engine.index)
+        place, line = describe(texts[furthest[0]], furthest[1], engine.index, engine.schema)
         out.label, out.reason = place.label, line
     errors = [r.error for r in results if r.error]
     if errors:
@@ -196,12 +198,13 @@ class FactorSpecEngine:
         self.index = TokenIndex(tok)
         self.budget = budget
         self.compiled = False
+        self.schema: Any = None
         self.spec: CompiledSpec | None = None
         self.planner: Planner | None = None
 
     def compile(self, schema: Any) -> CompileResult:
         """`compile_factorspec`; a `FactorSpecError` or a `RecursionError` is a refusal."""
-        self.spec, self.planner, self.compiled = None, None, False
+        self.spec, self.planner, self.compiled, self.schema = None, None, False, schema
         t0 = time.perf_counter()
         try:
             spec = compile_factorspec(schema)
@@ -285,6 +288,7 @@ class MatcherEngine:
         self.index = TokenIndex(tok)
         self.budget = budget
         self.compiled = False
+        self.schema: Any = None
         self.backend = backend(tok)
         self.grammar: Any = None
 
@@ -293,7 +297,7 @@ class MatcherEngine:
 
         Warnings the library prints (XGrammar's, for constraints it drops) are counted.
         """
-        self.grammar, self.compiled = None, False
+        self.grammar, self.compiled, self.schema = None, False, schema
         t0 = time.perf_counter()
         with captured_stderr() as read_stderr:
             try:
