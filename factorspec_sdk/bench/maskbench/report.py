@@ -300,7 +300,7 @@ def _plot(report: MaskBenchReport, path: Path) -> None:
     fig, axes = plt.subplots(2, 1, figsize=(max(9.0, 0.7 * len(names)), 8.0), sharex=True)
     panels: tuple[tuple[str, Callable[[dict[str, Any], dict[str, Any]], float]], ...] = (
         ("files passing (%)", _pass_share),
-        ("valid instances writable (%)", _valid_share),
+        ("valid instances writable (% of all)", _valid_share),
     )
     for ax, (ylabel, share) in zip(axes, panels, strict=True):
         for i, e in enumerate(report.engines):
