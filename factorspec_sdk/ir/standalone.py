@@ -31,7 +31,8 @@ and dialect:
 * ``format: date`` is the pattern of the dates `jsonschema` accepts (`STRICT_FORMATS`:
   llguidance's allows February 29 of any year); ``format: time`` and ``date-time`` are RFC
   3339's with seconds 00-59 and at most six fractional digits (llguidance's allow a leap
-  second, which Pydantic refuses, and fractional digits without end);
+  second, which Pydantic refuses, and fractional digits without end); ``format:
+  uri-template`` is RFC 6570's, braces only around expressions (`URI_TEMPLATE_PATTERN`);
 * a ``format`` neither `jsonschema` (its dialect's format checker) nor llguidance knows is
   dropped: `jsonschema` ignores it (`asserted_format`);
 * ``oneOf`` (which llguidance takes only where it proves the branches exclusive itself)
@@ -65,7 +66,11 @@ from jsonschema.protocols import Validator
 
 from factorspec_sdk.ir.exclusive import exclusive, has_ref
 from factorspec_sdk.ir.limits import IRError
-from factorspec_sdk.relations.grammar_schema import FORMAT_PATTERNS, RFC3339_PATTERNS
+from factorspec_sdk.relations.grammar_schema import (
+    FORMAT_PATTERNS,
+    RFC3339_PATTERNS,
+    URI_TEMPLATE_PATTERN,
+)
 from factorspec_sdk.relations.layout import grammar_layout
 
 __all__ = ["STRICT_FORMATS", "asserted_format", "has_ref", "pointer_part", "standalone_schema"]
@@ -87,12 +92,18 @@ _MAP = frozenset({"properties", "patternProperties"})
 _DEPENDENCIES = frozenset({"dependencies", "dependentRequired", "dependentSchemas"})
 _LEGACY_REF = (jsonschema.Draft4Validator, jsonschema.Draft6Validator, jsonschema.Draft7Validator)
 _NAME = re.compile(r"[^A-Za-z0-9_.-]+")
-STRICT_FORMATS = {"date": FORMAT_PATTERNS["date"], **RFC3339_PATTERNS}
+STRICT_FORMATS = {
+    "date": FORMAT_PATTERNS["date"],
+    **RFC3339_PATTERNS,
+    "uri-template": URI_TEMPLATE_PATTERN,
+}
 """Formats llguidance reads more loosely than `jsonschema` and Pydantic, as a pattern both
 accept: llguidance's ``date`` allows February 29 of every year and year 0000, which
 ``datetime.date.fromisoformat`` refuses (the Pydantic path's pattern, one copy); its ``time``
 and ``date-time`` allow a leap second, which Pydantic refuses, and fractional seconds without
-end (`RFC3339_PATTERNS`: at most microseconds)."""
+end (`RFC3339_PATTERNS`: at most microseconds); and ``uri-template``, which llguidance does
+not know and `jsonschema` asserts where the `uri_template` package is installed
+(`URI_TEMPLATE_PATTERN`)."""
 _FLAGS = re.compile(r"(\(\?[aiLmsux]+\))+")
 
 
@@ -457,11 +468,12 @@ def asserted_format(fmt: object, dialect: type[Validator]) -> bool:
 
     `jsonschema` asserts the formats of its dialect's checker (those whose libraries are
     installed) and ignores the others; a format llguidance knows is kept too (the values look
-    like what the client asked for). A format neither knows is irrelevant to validity.
+    like what the client asked for), and so is one of `STRICT_FORMATS` (``uri-template``,
+    which other validators assert). A format none of them knows is irrelevant to validity.
     """
     if not isinstance(fmt, str):
         return True  # the meta-schema check refuses it
-    if fmt in dialect.FORMAT_CHECKER.checkers:
+    if fmt in dialect.FORMAT_CHECKER.checkers or fmt in STRICT_FORMATS:
         return True
 
     def unknown(why: str) -> Exception:
