@@ -129,6 +129,7 @@ from factorspec_sdk.tokens.plan import (
     TrieNode,
 )
 from factorspec_sdk.writer.closing import ClosingBound, closing_bound
+from factorspec_sdk.writer.escapes import ESCAPE_TAIL, class_of, json_body
 
 if TYPE_CHECKING:
     from factorspec_sdk.tokens.plan import Planner
@@ -178,7 +179,8 @@ class CompletionBound:
             self.ceiling = _NEVER  # a prefix may nest as deep as it likes: no budget is roomy
             # for every cursor, so each mask bounds its own cursor (`_segment_roomy`)
         else:
-            self.ceiling = planner.writer.longest_bytes() + 1
+            # a free string's escape under way may need `ESCAPE_TAIL` more tokens to finish
+            self.ceiling = planner.writer.longest_bytes() + 1 + ESCAPE_TAIL
         self._segment_room: dict[GrammarSegment, int] = {}
         self._segment_bounds_of: dict[GrammarSegment, _SegmentBounds] = {}
         self._segment_exit: dict[GrammarSegment, int] = {}
@@ -583,7 +585,16 @@ class CompletionBound:
         return self._target(cursor.free)[0]
 
     def _target(self, free: FreeString) -> tuple[int, int]:
-        """The greedy completion of a free string: its token count and first token."""
+        """The greedy completion of a free string: its token count and first token.
+
+        An escape under way is finished first (`_finished`); the rest never writes one.
+        """
+        if free.escape:
+            done = self._finished(free)
+            if done is None:
+                raise RuntimeError(f"string at {free.state.pending!r} cannot finish its escape")
+            count, first, after = done
+            return count + self._target(after)[0], first
         if not free.reads_text:
             target = free.shortest_close()
             return self._padded(free, target - len(free.written))
@@ -661,17 +672,44 @@ class CompletionBound:
         return "".join(out)
 
     def _spell(self, rest: str) -> list[int] | None:
-        """Safe tokens that write ``rest``, longest first; None if the vocabulary cannot."""
-        by_text = self.planner.free_tables().by_text
-        out: list[int] = []
-        i = 0
-        while i < len(rest):
-            j = next((j for j in range(len(rest), i, -1) if rest[i:j] in by_text), None)
-            if j is None:
-                return None
-            out.append(by_text[rest[i:j]][0])
-            i = j
-        return out
+        """Tokens that write the characters ``rest``, longest first; None if none can.
+
+        Escaped where JSON needs it (`factorspec_sdk.writer.escapes.json_body`).
+        """
+        return self.planner.free_tables().spell(json_body(rest))
+
+    def _finished(self, free: FreeString) -> tuple[int, int, FreeString] | None:
+        """The escape under way finished: its tokens, the first one, and the string after it.
+
+        Tokens that add no character, those on the vocabulary's shortest way to finish first
+        (`FreeTables.finishers`), each leaving a string that can still close (so the masks
+        allow it); at most `ESCAPE_TAIL` of them. None if no way finishes it.
+        """
+        if not free.escape:
+            return 0, -1, free
+        tables = self.planner.free_tables()
+        writer = self.planner.writer
+        for tid in tables.finishers[class_of(free.escape)]:
+            text = tables.texts[tid]
+            assert text is not None  # a finisher is whole UTF-8
+            grown, rest = writer.read_free(free, text)
+            assert rest is None  # a finisher does not close the string
+            if not grown.can_finish(grown.written, grown.escape):
+                continue
+            sub = self._finished(grown)
+            if sub is not None:
+                return 1 + sub[0], tid, sub[2]
+        return None
+
+    def _token_greedy(self, free: FreeString, token: int) -> int:
+        """``G`` after ``token`` (one the masks allow) in ``free``."""
+        planner = self.planner
+        text = planner.tok.vocab[token].decode("utf-8")
+        grown, rest = planner.writer.read_free(free, text)
+        if rest is None:
+            return self.greedy(FreeCursor(grown))
+        after = planner.writer.close_free(grown)
+        return self.greedy(planner.resolve_state(after, rest, critical=False))
 
     def _closing(
         self, free: FreeString, *, text: str | None = None, length: int | None = None
@@ -713,57 +751,57 @@ class CompletionBound:
         or one read with ``startswith``/``endswith``: no count per token length holds, so
         the tokens allowed are those counted one by one, the one that starts the greedy
         completion and those toward a named text or a text of constants, plus the closing
-        tokens that fit (each among ``ids``, the tokens the masks allow).
+        tokens that fit (each among ``ids``, the tokens the masks allow). Inside an escape,
+        every token the masks allow is counted where they are few, else the greedy one alone.
         """
         free = cursor.free
         assert free.reads_text
-        if 1 + self.planner.writer.longest_rest_bytes(free.state) <= budget:
+        if 1 + ESCAPE_TAIL + self.planner.writer.longest_rest_bytes(free.state) <= budget:
             return ids  # every token fits: the rest has at most that many bytes (a length
-            # variable bounds such a string, so its rest shrinks as it grows)
+            # variable bounds such a string, so its rest shrinks as it grows), and an escape
+            # under way at most `ESCAPE_TAIL` tokens more
         tables = self.planner.free_tables()
-        n = len(free.written)
-        toward = tables.toward(free.toward(), n).tolist()
-        tried = {*toward, self.cheapest(cursor)} & set(ids.tolist())
-        vocab = self.planner.tok.vocab
-        fits: list[int] = []
-        for tid in sorted(tried):
-            text = vocab[tid].decode("utf-8")
-            q = text.find('"')
-            if q < 0:
-                grown = FreeCursor(self.planner.writer.extend_free(free, text))
-                if 1 + self.greedy(grown) <= budget:
-                    fits.append(tid)
-        for tid, before, rest in zip(
-            tables.quote_ids.tolist(), tables.quote_before, tables.quote_after, strict=True
-        ):
-            text = free.written + before
-            if free.closes(text) and free.close_suffix.startswith(rest):
-                after = self.planner.writer.close_free(free, text=text)
-                if (
-                    1 + self.greedy(self.planner.resolve_state(after, rest, critical=False))
-                    <= budget
-                ):
-                    fits.append(tid)
-        return np.asarray(sorted(set(fits) & set(ids.tolist())), dtype=np.int64)
+        allowed = set(ids.tolist())
+        if free.escape:
+            tried = allowed if len(allowed) <= _FEW else {self.cheapest(cursor)}
+        else:
+            toward = tables.toward(free.toward(), len(free.written)).tolist()
+            closers = tables.quote_ids.tolist()
+            tried = {*toward, *closers, self.cheapest(cursor)} & allowed
+        fits = [t for t in tried if 1 + self._token_greedy(free, t) <= budget]
+        return np.asarray(sorted(fits), dtype=np.int64)
 
     def _free_roomy(self, free: FreeString, budget: int) -> bool:
         """Whether every token of a free string fits, so the mask needs no count.
 
         The rest has at most `Writer.longest_rest_bytes` bytes, which a token of the string
-        only shortens. For a string no relation reads the value of (`_kept_allowed` says the
-        same of one whose value a relation reads, where it holds).
+        only shortens, plus the tokens that finish an escape the token leaves under way (at
+        most `ESCAPE_TAIL`). For a string no relation reads the value of (`_kept_allowed`
+        says the same of one whose value a relation reads, where it holds).
         """
         if free.reads_text:
             return False
-        return 1 + self.planner.writer.longest_rest_bytes(free.state) <= budget
+        return 1 + ESCAPE_TAIL + self.planner.writer.longest_rest_bytes(free.state) <= budget
 
     def _free_allowed(self, cursor: FreeCursor, ids: TokenIds, budget: int) -> TokenIds:
-        """Within a free string: text tokens that leave room to pad and close, closers that fit."""
-        tables = self.planner.free_tables()
+        """Within a free string: tokens that leave room to finish, pad and close; closers that fit.
+
+        Plain tokens and plain closers by counts per token length (toward a named text, each
+        counted alone); escape moves (`factorspec_sdk.tokens.free.EscapeMoves`) by counts
+        per move where no relation reads the string's text, else each counted alone.
+        """
         free = cursor.free
-        n = len(free.written)
         if free.whole_text_counts:
             return self._kept_allowed(cursor, ids, budget)
+        fits = [self._escape_fits(free, ids, budget)]
+        if not free.escape:
+            fits.append(self._plain_fits(free, ids, budget))
+        return ids[np.isin(ids, np.concatenate(fits))]
+
+    def _plain_fits(self, free: FreeString, ids: TokenIds, budget: int) -> TokenIds:
+        """The plain tokens and plain closers that fit (between characters)."""
+        tables = self.planner.free_tables()
+        n = len(free.written)
         if free.lengths is None:
             missing = max(0, free.min_length - n)
             close = self._closing(free, length=max(n, free.min_length))[0]
@@ -772,11 +810,9 @@ class CompletionBound:
         else:  # where it may close next depends on the token's length: one count per length
             need = np.full(len(tables.safe_chars), budget + 1, dtype=np.int64)
             for c in self._by_length():
-                target = free.lengths.next_length(n + c)
-                if target is not None:
-                    gap = target - n - c
-                    count = 1 + int(self._padding(gap)[gap]) + self._closing(free, length=target)[0]
-                    need[tables.safe_chars == c] = count
+                count = self._pad_close(free, n + c)
+                if count is not None:
+                    need[tables.safe_chars == c] = 1 + count
         if free.reads_text:  # toward a named text: each such token counted alone
             toward = tables.toward(free.toward(), n)
             for tid in toward[np.isin(toward, ids)].tolist():
@@ -797,8 +833,58 @@ class CompletionBound:
                 cost[text, rest] = 1 + self.greedy(nxt)
             if cost[text, rest] <= budget:
                 closers.append(tid)
-        fits = np.concatenate([tables.safe_ids[need <= budget], np.asarray(closers, np.int64)])
-        return ids[np.isin(ids, fits)]
+        return np.concatenate([tables.safe_ids[need <= budget], np.asarray(closers, np.int64)])
+
+    def _pad_close(self, free: FreeString, chars: int) -> int | None:
+        """Tokens to pad a string of ``chars`` characters and close it, as the greedy walk does.
+
+        For a string whose text no relation reads (its closing facts are its length's); None
+        where it cannot close at ``chars`` characters or more.
+        """
+        if free.lengths is not None:
+            target = free.lengths.next_length(chars)
+        else:
+            target = max(chars, free.min_length)
+            if free.max_length is not None and target > free.max_length:
+                return None
+        if target is None:
+            return None
+        gap = target - chars
+        return int(self._padding(gap)[gap]) + self._closing(free, length=target)[0]
+
+    def _escape_fits(self, free: FreeString, ids: TokenIds, budget: int) -> TokenIds:
+        """The escape moves from ``free``'s escape under way that fit.
+
+        Where no relation reads the string's text, by counts: a move that leaves the string
+        open costs the tokens that finish the escape it leaves (`FreeTables.finish`, the
+        way `_finished` takes), then padding and closing; a closer, what comes after the
+        string. Otherwise each move the masks allow is counted alone.
+        """
+        tables = self.planner.free_tables()
+        moves = tables.moves(free.escape)
+        allowed = np.isin(moves.ids, ids)
+        if free.reads_text:
+            keep = [
+                t for t in moves.ids[allowed].tolist() if 1 + self._token_greedy(free, t) <= budget
+            ]
+            return np.asarray(keep, dtype=np.int64)
+        n = free.chars
+        counts: dict[tuple[int, int, str], int | None] = {}
+        ok: npt.NDArray[np.bool_] = np.zeros(len(moves.ids), dtype=np.bool_)
+        for i in np.flatnonzero(allowed).tolist():
+            end, chars, after = int(moves.ends[i]), n + int(moves.adds[i]), moves.after[i]
+            key = (end, chars, after)
+            if key not in counts:
+                if end >= 0:
+                    rest = self._pad_close(free, chars)
+                    counts[key] = None if rest is None else tables.finish[end] + rest
+                else:
+                    state = self.planner.writer.close_free(free, length=chars)
+                    nxt = self.planner.resolve_state(state, after, critical=False)
+                    counts[key] = self.greedy(nxt)
+            count = counts[key]
+            ok[i] = count is not None and 1 + count <= budget
+        return moves.ids[ok]
 
 
 class _SegmentBounds:
