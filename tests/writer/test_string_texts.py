@@ -304,6 +304,27 @@ def test_a_named_text_with_a_quote_is_written_escaped() -> None:
         Quoted.model_validate_json(random_record(planner, TOK, rng, close=0.5))
 
 
+def test_a_relations_nul_text_is_not_the_sentinel_of_other_texts() -> None:
+    """``"\\x00<other>"`` is a named text like any other (written ``"\\u0000<other>"``).
+
+    The value of a text no relation names (`OTHER_TEXT`) was that very string: the writer
+    took the relation's text for "any other text" and wrote records the relation refuses.
+    """
+
+    class Sentinel(BaseModel):
+        s: str = Field(max_length=12)
+
+        @relation
+        def rule(self) -> bool:
+            return self.s in ("\x00<other>", "b")
+
+    planner = Planner(Writer(compile_spec(Sentinel)), TOK)
+    rng = np.random.default_rng(0)
+    seen = {Sentinel.model_validate_json(random_record(planner, TOK, rng)).s for _ in range(12)}
+    assert seen == {"\x00<other>", "b"}
+    assert OTHER_TEXT != "\x00<other>"
+
+
 def test_the_segment_regex_escapes_what_a_character_class_needs() -> None:
     """A banned text with ``-`` or ``]`` makes a class of its own characters: escaped."""
 
