@@ -8,6 +8,7 @@ token budget, the segment regex and the relations all count the value, escapes r
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -15,12 +16,13 @@ from pydantic import BaseModel, Field, ValidationError
 
 from factorspec_sdk import relation
 from factorspec_sdk.drafter.loop import DecodeJob, Decoder, DecoderConfig
+from factorspec_sdk.drafter.segments import _free_regex
 from factorspec_sdk.drafter.verify import SamplingParams
 from factorspec_sdk.engines.scripted import ScriptedEngine
 from factorspec_sdk.graph import compile_spec
 from factorspec_sdk.tokens.plan import Cursor, Finished, FreeCursor, Planner
 from factorspec_sdk.tokens.vocab import TokenizerInfo
-from factorspec_sdk.writer.automaton import Writer
+from factorspec_sdk.writer.automaton import FreeString, Writer
 from factorspec_sdk.writer.escapes import ESCAPE_CLASSES, class_of, decode, next_chars
 from tests.helpers import CHARS, MULTI, random_record, tiny_tokenizer
 
@@ -74,6 +76,12 @@ def walk(planner: Planner, text: str, cursor: Cursor | None = None) -> Cursor:
 
 def allowed_texts(planner: Planner, cursor: Cursor) -> set[str]:
     return {TOK.vocab[t].decode() for t in planner.allowed(cursor).tolist()}
+
+
+def string_cursor(planner: Planner) -> FreeCursor:
+    cursor = walk(planner, '{"s": "')
+    assert isinstance(cursor, FreeCursor)
+    return cursor
 
 
 # ------------------------------------------------------------------ escapes
@@ -219,6 +227,10 @@ def test_a_banned_named_text_with_a_quote_is_banned_in_every_spelling() -> None:
         assert isinstance(cursor, FreeCursor) and cursor.free.written == 'a"'
         nxt = allowed_texts(planner, cursor)
         assert "b" not in nxt and "c" in nxt and '"' in nxt, spelled
+    free = string_cursor(planner)
+    pattern = _free_regex(free)
+    for text, ok in [('a\\"b', False), ("a\\u0022b", False), ('a\\"c', True), ("a\\nb", True)]:
+        assert (re.fullmatch(pattern, text + '"') is not None) == ok, text
 
 
 # ------------------------------------------------------------------ the token budget
@@ -260,3 +272,34 @@ def test_random_walks_under_a_tight_budget_through_escapes(seed: int) -> None:
         cursor = planner.advance(cursor, token)
     assert len(ids) <= budget
     Letter.model_validate_json(TOK.decode(ids).decode())
+
+
+# ------------------------------------------------------------------ the segment regex
+
+
+def test_the_segment_regex_counts_escaped_characters() -> None:
+    def cursor(written: str, lo: int, hi: int | None) -> FreeCursor:
+        free = FreeString(None, written, lo, hi, "")  # type: ignore[arg-type]
+        return FreeCursor(free)
+
+    pattern = _free_regex(cursor("", 0, 3))
+    for text in ["a\\nb", 'a\\"b', "\\\\\\/\\t", "\\u00e9\\u00E9x", "\\uD83D\\uDE00ab", "é\x7f"]:
+        assert re.fullmatch(pattern, text + '"'), text
+        assert len(json.loads('"' + text + '"')) <= 3
+    for text in ["a\\nbc", "a\\x", "\\uD83D", "\\uDE00", "\\uD83Dab", "a\nb", 'a"b', "\\u12G4"]:
+        assert not re.fullmatch(pattern, text + '"'), text
+    lengths = _free_regex(cursor("ab", 4, 4))
+    assert re.fullmatch(lengths, '\\n\\u0041"') and not re.fullmatch(lengths, '\\n"')
+
+
+def test_the_segment_regex_spells_named_texts_as_json_does() -> None:
+    class Quoted(BaseModel):
+        s: str = Field(max_length=3)
+
+        @relation
+        def rule(self) -> bool:
+            return self.s == 'a"' or (len(self.s) == 1 and self.s != "a")
+
+    pattern = _free_regex(string_cursor(planner_of(Quoted)))
+    for text, ok in [('a\\"', True), ("\\n", True), ("b", True), ("a", False), ('a\\"b', False)]:
+        assert (re.fullmatch(pattern, text + '"') is not None) == ok, (text, pattern)
