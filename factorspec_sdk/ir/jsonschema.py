@@ -67,9 +67,9 @@ values of that type, so ``minLength`` on an integer node is irrelevant, as JSON 
       are at most one (an array of at most one item is unique, a subset), unless
       ``minItems`` is 2 or more (refused). ``additionalItems`` (irrelevant beside a single
       ``items`` schema), ``unevaluatedItems`` (the items schema when ``items`` is absent).
-    * ``minLength`` / ``maxLength``: the free-string writer emits whole UTF-8 tokens, never
-      a backslash escape or a control character, so the length `jsonschema` counts (code
-      points) is the number of characters written.
+    * ``minLength`` / ``maxLength``: the free-string writer counts the value's characters
+      (code points, as `jsonschema` counts them), its JSON escapes read (a surrogate pair is
+      one character; a lone surrogate is never written).
     * ``minimum`` / ``maximum`` / ``exclusiveMinimum`` / ``exclusiveMaximum`` (numbers, or
       draft 4's Boolean modifiers) on integers; ``multipleOf: 1``.
     * ``$ref`` to a place in the same document (``#``, ``#/$defs/A``, ``#/definitions/A``,
