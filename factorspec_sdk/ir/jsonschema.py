@@ -7,9 +7,9 @@ Its only relations keep the items of ``uniqueItems`` lists distinct.
 ``$schema`` dialect, draft 2020-12 when absent, formats asserted). What the converter cannot
 guarantee is an `IRError` naming the place (``#/properties/a/items``), never silently
 dropped. The writer's values are a *subset* of what the schema accepts: it writes every
-property it keeps, integers within ``+-(10**18 - 1)``, free strings without escapes, fewer
-items in a ``uniqueItems`` array of items with few values than `IRLimits.max_unique_work`
-would cut.
+property it keeps, integers within ``+-(10**18 - 1)``, fewer items in a ``uniqueItems``
+array of items with few values than the schema allows where `IRLimits.max_unique_work` cuts
+them.
 
 The writer lays out what it can itself (*native* nodes, which relations can read and whose
 certain tokens are drafted); every other sub-schema is one **grammar value**
@@ -71,9 +71,9 @@ values of that type, so ``minLength`` on an integer node is irrelevant, as JSON 
       grammar value or an enum mixing value types are refused (the writer cannot compare
       them). ``additionalItems`` (irrelevant beside a single ``items`` schema),
       ``unevaluatedItems`` (the items schema when ``items`` is absent).
-    * ``minLength`` / ``maxLength``: the free-string writer emits whole UTF-8 tokens, never
-      a backslash escape or a control character, so the length `jsonschema` counts (code
-      points) is the number of characters written.
+    * ``minLength`` / ``maxLength``: the free-string writer counts the value's characters
+      (code points, as `jsonschema` counts them), its JSON escapes read (a surrogate pair is
+      one character; a lone surrogate is never written).
     * ``minimum`` / ``maximum`` / ``exclusiveMinimum`` / ``exclusiveMaximum`` (numbers, or
       draft 4's Boolean modifiers) on integers; ``multipleOf: 1``.
     * ``$ref`` to a place in the same document (``#``, ``#/$defs/A``, ``#/definitions/A``,
