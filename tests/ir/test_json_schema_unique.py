@@ -79,6 +79,18 @@ def test_free_strings_differ() -> None:
     assert all(len(r["t"]) >= 2 for r in out)  # type: ignore[index]
 
 
+def test_strings_are_compared_by_value_not_spelling() -> None:
+    """A value JSON spells two ways (an escape, or not) is one value: never written twice."""
+    schema = obj({"t": unique({"type": "string"}, minItems=2, maxItems=4)}, required=["t"])
+    p = planner(schema)
+    same = [r'["A", "\u0041"]', r'["x\/", "x/"]', r'["\n", "\u000a"]', r'["a\"b", "a\"b"]']
+    other = [r'["B", "\u0041"]', r'["x\/", "y"]', r'["\n", "\t"]', r'["a\nb", "a\\nb"]']
+    for bad in same:
+        assert not writes(p, '{"t": ' + bad + "}"), bad
+    for ok in other:
+        assert writes(p, '{"t": ' + ok + "}"), ok
+
+
 def test_objects_differ_by_some_property() -> None:
     item = obj({"name": {"type": "string"}, "n": {"type": "integer", "minimum": 0, "maximum": 9}})
     schema = obj({"t": unique({**item, "required": ["name", "n"]}, maxItems=3)}, required=["t"])
