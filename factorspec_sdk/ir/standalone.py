@@ -45,9 +45,9 @@ and dialect:
   values by which two branches overlap; else it is an `IRError`. So is a ``not`` kept over
   a narrowed copy (fewer values under ``not`` are more);
 * ``uniqueItems`` (which llguidance does not implement) is dropped where ``maxItems`` is at
-  most 1 or it is false; with ``minItems`` at most 1, ``maxItems`` becomes 1 (an array of at
-  most one item is unique: a subset); with ``minItems`` 2 or more it stays and llguidance
-  refuses it by name;
+  most 1 or it is false (an array of at most one item is unique); elsewhere it is an
+  `IRError` naming the place (an array of at most one item would be fewer values than the
+  schema allows; write ``maxItems: 1`` for that);
 * what the two readers would read differently is refused with an `IRError` naming the
   place: a ``multipleOf`` that is not an integer, or other than 1 on a node that allows
   non-integer numbers (`jsonschema` divides floats), a ``pattern`` Python's `re` cannot
@@ -241,10 +241,8 @@ class _Copier:
                 if out[key] != v:
                     self.subsets += 1
             elif key == "uniqueItems":
-                if _unique_items(s) == "kept":
-                    out[key] = v  # llguidance refuses it, by name
-            elif key == "maxItems" and _unique_items(s) == "one item":
-                out[key] = 1
+                if _unique_items(s):  # llguidance does not implement it
+                    raise _unique_error(where)
             elif key == "format":
                 if isinstance(v, str) and v in STRICT_FORMATS:
                     extra.append({"pattern": STRICT_FORMATS[v]})
@@ -252,9 +250,6 @@ class _Copier:
                     out[key] = v
             else:
                 out[key] = v  # data: type, enum, const, required, bounds, format, ...
-        if _unique_items(s) == "one item":
-            self.subsets += 1
-            out["maxItems"] = 1
         if extra:
             out["allOf"] = [*_shaped_list(out.get("allOf", []), where), *extra]
         return out
@@ -500,7 +495,7 @@ def _subset_error(at: str, key: str, what: str) -> IRError:
     )
     return IRError(
         f"{at}: {why} the grammar of {what} keeps fewer values than the schema allows (a "
-        "pattern matched whole, a negation, uniqueItems as one item): a value written could "
+        "pattern matched whole, a negation): a value written could "
         "pass a schema the grammar narrowed; not supported"
     )
 
@@ -521,20 +516,27 @@ def _def_refs(copy: object) -> set[str]:
     return out
 
 
-def _unique_items(s: JsonDict) -> str:
-    """How the grammar holds ``uniqueItems`` of ``s`` (llguidance does not implement it).
+def _unique_items(s: JsonDict) -> bool:
+    """Whether ``uniqueItems`` of ``s`` constrains its arrays (true, room for two items).
 
-    ``"moot"``: it is absent, false or ``maxItems`` is at most 1 (it is dropped: an array of
-    at most one item is unique); ``"one item"``: ``minItems`` is at most 1 (it is dropped
-    and ``maxItems`` becomes 1, a subset); ``"kept"``: llguidance refuses it.
+    Where it does not (absent, false, ``maxItems`` at most 1: an array of at most one item
+    is unique), the copy drops it.
     """
     if s.get("uniqueItems") is not True:
-        return "moot"
+        return False
     hi = _integer(s.get("maxItems"))
-    if hi is not None and hi <= 1:
-        return "moot"
-    lo = _integer(s.get("minItems", 0))
-    return "one item" if lo is not None and lo <= 1 else "kept"
+    return hi is None or hi > 1
+
+
+def _unique_error(where: str) -> IRError:
+    """Why ``uniqueItems`` with room for two items in a grammar value is refused."""
+    return IRError(
+        f"{where}: uniqueItems with room for two items in a grammar value (a sub-schema the "
+        "writer does not lay out itself: under anyOf or oneOf of several schemas, a type "
+        "union, a root that is no object, ...): llguidance does not implement uniqueItems; "
+        "write maxItems: 1 for at most one item, or give the array a place and items the "
+        "writer lays out"
+    )
 
 
 def _integer(v: object) -> int | None:
