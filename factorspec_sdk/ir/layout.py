@@ -240,10 +240,7 @@ def _canonical(node: LeafLayout, value: object) -> str:
     if node.kind in (LeafKind.FLOAT, LeafKind.DECIMAL):
         n = scaled_value(value, node.places)
         return "" if n is None else fixed_text(n, node.places)
-    text = json.dumps(value, ensure_ascii=False)
-    if isinstance(value, str) and (text[1:-1] != value or "\x7f" in value):
-        return ""  # a free string the writer writes without escapes only
-    return text
+    return json.dumps(value, ensure_ascii=False)  # a string: escapes where JSON needs them
 
 
 def _entry_like(node: LayoutNode) -> bool:

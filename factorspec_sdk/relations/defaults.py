@@ -9,7 +9,7 @@ holds exactly as the writer would write it: `default_text` gives it (one entry p
 in `DEFAULT_TEXTS`), or None where there is none: a default outside the leaf's bounds or
 choices, of another type (``x: float = 1``: Python relations would see the int), with
 microseconds, an aware datetime outside UTC (written in UTC, its ``.hour`` would differ), a
-string the writer writes only with escapes, and every object or list default (``[]``, a
+string with a lone surrogate, and every object or list default (``[]``, a
 model). ``None`` is ``null`` for any nullable node.
 """
 
@@ -71,12 +71,18 @@ def _int(node: LeafLayout, value: object) -> str | None:
 
 
 def _str(node: LeafLayout, value: object) -> str | None:
-    """A free str written as the writer writes it: no escape, within its lengths."""
+    """A free str within its lengths, as JSON spells it (escapes where JSON needs them).
+
+    Not a text with a lone surrogate: UTF-8 cannot hold one, and the writer never writes
+    one (Pydantic refuses it).
+    """
     if type(value) is not str:
         return None
-    text = json.dumps(value, ensure_ascii=False)
-    if text[1:-1] != value or "\x7f" in value:  # the writer writes no escape, no DEL
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
         return None
+    text = json.dumps(value, ensure_ascii=False)
     top = node.max_length
     if len(value) < node.min_length or (top is not None and len(value) > top):
         return None

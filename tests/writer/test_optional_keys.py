@@ -228,6 +228,34 @@ def test_defaults_of_every_kind_are_left_out_where_the_relations_allow() -> None
         Labels.model_validate_json('{"k": 1}')
 
 
+@pytest.mark.parametrize(("length", "left_out"), [(4, True), (3, False)])
+def test_a_string_default_with_escapes_is_left_out_as_its_value(
+    length: int, left_out: bool
+) -> None:
+    """The default 'a"b' + newline is 4 characters, written with two escapes."""
+
+    class Said(BaseModel):
+        text: str = Field(default='a"b\n', max_length=8)
+
+        @relation
+        def sized(self) -> bool:
+            return len(self.text) == length
+
+    f = build_layout(Said).field("text")
+    assert f.default == '"a\\"b\\n"'
+    writer = Writer(compile_spec(Said))
+    forced, at = writer.forced(writer.start())
+    if left_out:
+        assert forced == "{"
+        choice = writer.choices(at)
+        assert isinstance(choice, list) and "}" in {o.text for o in choice}
+        Said.model_validate_json("{}")
+    else:
+        assert forced == '{"text": "'
+        with pytest.raises(ValidationError):
+            Said.model_validate_json("{}")
+
+
 def test_a_default_the_relations_forbid_is_never_left_out() -> None:
     class Positive(BaseModel):
         n: int = Field(default=0, ge=0, le=5)
