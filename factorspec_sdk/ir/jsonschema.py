@@ -6,10 +6,11 @@ Its only relations keep the items of ``uniqueItems`` lists distinct.
 `jsonschema` package, against the schema the client sent (`json_schema_validator`: its
 ``$schema`` dialect, draft 2020-12 when absent, formats asserted). What the converter cannot
 guarantee is an `IRError` naming the place (``#/properties/a/items``), never silently
-dropped. The writer's values are a *subset* of what the schema accepts: it writes every
-property it keeps, integers within ``+-(10**18 - 1)``, fewer items in a ``uniqueItems``
-array of items with few values than the schema allows where `IRLimits.max_unique_work` cuts
-them.
+dropped. The writer's values are a *subset* of what the schema accepts: it writes a
+property not ``required`` or leaves it out (always writes it where the relations read under
+it, a named restriction: `factorspec_sdk.relations.restrictions`), integers within
+``+-(10**18 - 1)``, fewer items in a ``uniqueItems`` array of items with few values than the
+schema allows where `IRLimits.max_unique_work` cuts them.
 
 The writer lays out what it can itself (*native* nodes, which relations can read and whose
 certain tokens are drafted); every other sub-schema is one **grammar value**
@@ -44,7 +45,9 @@ values of that type, so ``minLength`` on an integer node is irrelevant, as JSON 
       ``nullable: true`` is not JSON Schema and `jsonschema` ignores it, so it allows no
       ``null`` here (a record without ``null`` is valid under both readings). A required
       property whose only value is ``null`` is a grammar value.
-    * ``properties`` (every property is written, in schema order), ``required`` (a required
+    * ``properties`` (in schema order; a property not ``required`` is a choice the model
+      makes: written or left out, except where ``minProperties`` counts on it or a
+      dependency names it: then always written), ``required`` (a required
       key not under ``properties`` is written after them, with the schema of
       ``additionalProperties``, else ``unevaluatedProperties``; when neither is given or it
       is ``true``, the value is a free string or ``null``; ``additionalProperties: false``
@@ -602,6 +605,7 @@ class _Converter:
         if "" in props or "" in required:  # a field needs a name for its paths
             raise _NotNative(f"{where}: a property named by the empty string")
         patterns = self._patterns(s, kws, where)
+        written = self._always_written(s, kws, props, required, where)
         fields: list[JsonDict] = []
         for key, sub in props.items():
             at = f"{where}/properties/{pointer_part(key)}"
@@ -616,7 +620,10 @@ class _Converter:
                         f"{at}: the property is required, but {exc.message}"
                     ) from None
                 node = self._grammar(sub, at, exc.message)  # null, written by the grammar
-            fields.append({"name": key, "key": key, "node": node})
+            field: JsonDict = {"name": key, "key": key, "node": node}
+            if key not in required and key not in written:
+                field["optional"] = True  # the writer may leave it out
+            fields.append(field)
         if "additionalProperties" in kws:
             extra, extra_at = s["additionalProperties"], f"{where}/additionalProperties"
         elif "unevaluatedProperties" in kws:
@@ -658,6 +665,29 @@ class _Converter:
             "nullable": nullable,
         }
 
+    @staticmethod
+    def _always_written(
+        s: JsonDict, kws: set[str], props: JsonDict, required: list[object], where: str
+    ) -> set[str]:
+        """Properties not ``required`` that the writer writes all the same.
+
+        Every property a key list of ``dependencies`` / ``dependentRequired`` names (a key
+        written needs them: written always, they are there); and every property when the
+        required ones alone fall short of ``minProperties`` (the writer does not count the
+        keys it leaves out).
+        """
+        out: set[str] = set()
+        for kw in ("dependencies", "dependentRequired"):
+            if kw in kws:
+                for dep in _shaped(s[kw], dict, where, kw).values():
+                    if isinstance(dep, list):
+                        out.update(d for d in dep if isinstance(d, str))
+        lo = s.get("minProperties")
+        if "minProperties" in kws and isinstance(lo, int):
+            if len({k for k in required if k in props}) < lo:
+                out.update(props)
+        return out
+
     def _patterns(self, s: JsonDict, kws: set[str], where: str) -> dict[str, object]:
         """The ``patternProperties`` of an object node (each pattern a Python regex)."""
         if "patternProperties" not in kws:
@@ -698,8 +728,8 @@ class _Converter:
             )
         if "maxProperties" in kws and isinstance(hi, int) and len(keys) > hi:
             raise _NotNative(
-                f"{where}: maxProperties {hi} allows fewer keys than the {len(keys)} written "
-                "(every property is written)"
+                f"{where}: maxProperties {hi} allows fewer keys than the {len(keys)} the "
+                "writer may write (every property)"
             )
         if "propertyNames" in kws:
             names = s["propertyNames"]
