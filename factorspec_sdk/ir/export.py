@@ -146,6 +146,7 @@ def _layout(node: LayoutNode) -> JsonDict:
                 {"name": f.name, "key": f.key, "node": _layout(f.node)} for f in node.fields
             ],
             "nullable": node.nullable,
+            **({"undeclared_keys": True} if node.undeclared_keys else {}),
         }
     if isinstance(node, ListLayout):
         return {

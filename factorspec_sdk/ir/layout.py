@@ -123,7 +123,7 @@ class _LayoutBuilder:
             sub = f"{where}.{f.name}" if where else f.name
             fields.append(ObjectField(f.name, f.key, self.build(f.node, depth + 1, mult, sub)))
         model = _object_model(node.name, fields)
-        return ObjectLayout(model, tuple(fields), node.nullable)
+        return ObjectLayout(model, tuple(fields), node.nullable, node.undeclared_keys)
 
     def _union(self, node: IRUnion, depth: int, mult: int, where: str) -> UnionLayout:
         place = f"union {where or '<root>'}"

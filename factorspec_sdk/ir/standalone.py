@@ -72,15 +72,23 @@ __all__ = ["STRICT_FORMATS", "asserted_format", "has_ref", "pointer_part", "stan
 
 JsonDict = dict[str, object]
 
-_ONE = frozenset(
+_ONE = frozenset({"additionalProperties", "contains", "propertyNames"})
+_UNEVALUATED = frozenset({"unevaluatedItems", "unevaluatedProperties"})
+_IN_PLACE = frozenset(
     {
-        "additionalProperties",
+        "allOf",
+        "anyOf",
+        "oneOf",
+        "if",
+        "$ref",
+        "$dynamicRef",
+        "$recursiveRef",
+        "dependentSchemas",
         "contains",
-        "propertyNames",
-        "unevaluatedItems",
-        "unevaluatedProperties",
     }
 )
+"""Keywords whose sub-schemas evaluate properties or items of the same instance in place
+(``contains`` evaluates items): ``unevaluated*`` beside them depends on what they evaluate."""
 _TYPES = ("null", "boolean", "object", "array", "number", "string")
 _LIST = frozenset({"allOf", "anyOf"})
 _MAP = frozenset({"properties", "patternProperties"})
@@ -148,6 +156,8 @@ class _Copier:
             if self.subsets > before:
                 self.subset_defs.add(name)
         self._check_exact()
+        if body is True:
+            body = {}  # any value
         out: JsonDict = body if isinstance(body, dict) else {"allOf": [body]}
         if self.defs:
             out["$defs"] = dict(sorted(self.defs.items()))
@@ -187,6 +197,8 @@ class _Copier:
                     out[key] = self.copy(v, at)  # additionalItems is then irrelevant
             elif key == "additionalItems":
                 continue  # read with a list of items, above
+            elif key in _UNEVALUATED:
+                self._unevaluated(s, key, v, at, out)
             elif key in _ONE:
                 out[key] = self.copy(v, at)
             elif key in _LIST:  # the same instance: the context grows
@@ -224,7 +236,7 @@ class _Copier:
                 out[exclusive if s.get(exclusive) is True else key] = v
             elif key == "multipleOf":
                 self._check_multiple(s, v, at)
-                out[key] = v
+                out[key] = 1 if v == 1 else v
             elif key == "pattern":
                 out[key] = _whole_match(_checked_pattern(v, at))
                 if out[key] != v:
@@ -247,6 +259,26 @@ class _Copier:
         if extra:
             out["allOf"] = [*_shaped_list(out.get("allOf", []), where), *extra]
         return out
+
+    def _unevaluated(self, s: JsonDict, key: str, v: object, at: str, out: JsonDict) -> None:
+        """``unevaluatedProperties`` / ``unevaluatedItems``, which llguidance does not implement.
+
+        Beside no keyword that evaluates in place (``allOf``, ``$ref``, ``if``, ...), the
+        properties or items it applies to are those ``additionalProperties`` / ``items``
+        would: it is that keyword (exactly). Beside that keyword itself it applies to none
+        (dropped). Elsewhere it stays, and llguidance refuses it by name.
+        """
+        sibling = "additionalProperties" if key == "unevaluatedProperties" else "items"
+        if sibling in s and (key == "unevaluatedProperties" or not self._tuple(s)):
+            return  # every property (item) is evaluated by its sibling: it applies to none
+        if _IN_PLACE & self.keywords & set(s):
+            out[key] = self.copy(v, at)
+        else:
+            out[sibling] = self.copy(v, at)
+
+    def _tuple(self, s: JsonDict) -> bool:
+        """Whether ``items`` is a list without ``additionalItems`` (later items unevaluated)."""
+        return isinstance(s.get("items"), list) and "additionalItems" not in s
 
     def _one_of(
         self,
@@ -445,7 +477,8 @@ class _Copier:
 
     def _check_multiple(self, s: JsonDict, v: object, at: str) -> None:
         types = _type_names(s.get("type")) or set()
-        integral = not isinstance(v, bool) and isinstance(v, int)
+        # 1.0 is 1: every integer passes both readers, and no other number
+        integral = not isinstance(v, bool) and (isinstance(v, int) or v == 1.0)
         if not integral or (v != 1 and ("number" in types or not types)):
             raise IRError(
                 f"{at}: multipleOf {v!r} on values that may be non-integer numbers is not "
