@@ -863,7 +863,7 @@ class _Converter:
                 raise IRError(f"{where}/{kw}/{pointer_part(key)}: a dependency lists key names")
         if "propertyNames" in kws:
             names, at = s["propertyNames"], f"{where}/propertyNames"
-            rejected = {str(f["key"]) for f in fields if not self._valid(names, f["key"], at)}
+            rejected = {str(f["key"]) for f in fields if not self._valid(names, str(f["key"]), at)}
             fields = self._without(fields, rejected, required, f"{at} rejects it")
         while True:  # a key left out may be one another key depends on
             keys = {str(f["key"]) for f in fields}
