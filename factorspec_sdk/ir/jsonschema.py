@@ -64,8 +64,9 @@ values of that type, so ``minLength`` on an integer node is irrelevant, as JSON 
       ``true`` or a schema; ``patternProperties``; ``unevaluatedProperties`` not false;
       ``{"type": "object"}``) is a grammar value, which writes them, unless a relation
       reads under it (a ``uniqueItems`` list laid out with a factor) or llguidance refuses
-      its grammar (``propertyNames``, ``minProperties`` / ``maxProperties`` beside optional
-      properties, a ``oneOf`` it cannot prove, ...). Then it is native with its declared
+      its grammar (``propertyNames``, ``minProperties`` / ``maxProperties`` beside more
+      optional properties than `standalone_schema` splits into branches, a ``oneOf`` it
+      cannot prove, ...). Then it is native with its declared
       keys only, and marked ``undeclared_keys``: its properties, the required keys not
       under ``properties`` after them (with the schemas of the patterns that match them,
       else of ``additionalProperties``, else of ``unevaluatedProperties``), each declared
@@ -121,9 +122,10 @@ values of that type, so ``minLength`` on an integer node is irrelevant, as JSON 
   ``contains``, ``propertyNames`` inside a grammar value (an object that allows undeclared
   keys keeps its declared ones instead), ``unevaluatedProperties`` / ``unevaluatedItems``
   beside ``allOf``, ``$ref``, ``if``, ... in a grammar value, ``minProperties`` /
-  ``maxProperties`` beside optional properties in an object that allows undeclared keys
-  (where its declared keys cannot hold them either), ``not`` of what `standalone_schema`
-  cannot negate (``enum``, ``const``, ``$ref``, ...), a ``oneOf`` neither proves
+  ``maxProperties`` beside more than six optional properties in an object that allows
+  undeclared keys (but a ``minProperties`` one above its required keys; and where its
+  declared keys cannot hold them either), ``not`` of what `standalone_schema` cannot
+  negate (``enum``, ``const``, ``$ref``, ...), a ``oneOf`` neither proves
   exclusive (and one llguidance would prove from branches the grammar narrows: a pattern
   matched whole, a negation, ``uniqueItems`` as one item, as a value of one could pass the
   other's schema),

@@ -43,6 +43,12 @@ and dialect:
   the ``$defs`` they use), as a branch narrowed by a rewrite below could leave out the
   values by which two branches overlap; else it is an `IRError`. So is a ``not`` kept over
   a narrowed copy (fewer values under ``not`` are more);
+* ``unevaluatedProperties`` / ``unevaluatedItems`` (which llguidance does not implement)
+  beside no keyword that evaluates in place are ``additionalProperties`` / ``items``,
+  and dropped beside those (they then apply to nothing); ``minProperties`` /
+  ``maxProperties`` of an object that allows undeclared keys beside optional properties
+  (which llguidance refuses) become ``anyOf`` branches that fix which optional properties
+  are present (`_property_counts`), exactly;
 * ``uniqueItems`` (which llguidance does not implement) is dropped where ``maxItems`` is at
   most 1 or it is false; with ``minItems`` at most 1, ``maxItems`` becomes 1 (an array of at
   most one item is unique: a subset); with ``minItems`` 2 or more it stays and llguidance
@@ -56,6 +62,7 @@ and dialect:
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable
 from urllib.parse import unquote
@@ -256,6 +263,7 @@ class _Copier:
         if _unique_items(s) == "one item":
             self.subsets += 1
             out["maxItems"] = 1
+        extra += _property_counts(out)
         if extra:
             out["allOf"] = [*_shaped_list(out.get("allOf", []), where), *extra]
         return out
@@ -524,6 +532,60 @@ def _subset_error(at: str, key: str, what: str) -> IRError:
         "pattern matched whole, a negation, uniqueItems as one item): a value written could "
         "pass a schema the grammar narrowed; not supported"
     )
+
+
+MAX_COUNT_BRANCHES = 64
+"""Most ``anyOf`` branches `_property_counts` writes for an object's property counts."""
+
+
+def _property_counts(out: JsonDict) -> list[object]:
+    """``minProperties`` / ``maxProperties`` of an open object, as llguidance takes them.
+
+    llguidance holds them only where every key under ``properties`` is required (or
+    ``false``) or no other key is allowed. Elsewhere (a copy ``out`` that allows undeclared
+    keys beside optional properties) they move into ``anyOf`` branches that fix which
+    optional properties are present, each keeping the counts: one branch per set of them
+    (at most `MAX_COUNT_BRANCHES`), or, for ``minProperties`` that one more key than the
+    required ones satisfies, one per optional property and one with none of them. Exactly
+    the same objects. A ``minProperties`` the required keys already satisfy is dropped
+    (every object instance holds them); elsewhere the counts stay, and llguidance refuses
+    them by name. Returns the conjuncts to add; ``out`` loses the keywords they replace.
+    """
+    if not {"minProperties", "maxProperties"} & set(out):
+        return []
+    props = out.get("properties", {})
+    required = out.get("required", [])
+    if not isinstance(props, dict) or not _all_names(required):
+        return []
+    closed = out.get("additionalProperties") is False and not out.get("patternProperties")
+    needed = set(required)
+    optional = sorted(k for k, v in props.items() if k not in needed and v is not False)
+    lo, hi = _integer(out.get("minProperties")), _integer(out.get("maxProperties"))
+    if lo is not None and lo <= len(needed):
+        del out["minProperties"]  # the required keys are at least that many
+        lo = None
+    if closed or not optional or (lo is None and hi is None):
+        return []  # llguidance holds them (or there are none left)
+    counts = {k: out.pop(k) for k in ("minProperties", "maxProperties") if k in out}
+    branches: list[object] = []
+    if 2 ** len(optional) <= MAX_COUNT_BRANCHES:
+        for n in range(len(optional) + 1):
+            for present in itertools.combinations(optional, n):
+                if hi is not None and len(needed) + n > hi:
+                    continue
+                absent = {k: False for k in optional if k not in present}
+                branches.append({"required": list(present), "properties": absent, **counts})
+    elif hi is None and lo == len(needed) + 1:
+        branches = [{"required": [k]} for k in optional]
+        branches.append({"properties": dict.fromkeys(optional, False), **counts})
+    if not branches:
+        out.update(counts)  # too many branches, or none: llguidance refuses them by name
+        return []
+    return [{"anyOf": branches}]
+
+
+def _all_names(v: object) -> bool:
+    return isinstance(v, list) and all(isinstance(x, str) for x in v)
 
 
 def _def_refs(copy: object) -> set[str]:

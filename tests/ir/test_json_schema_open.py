@@ -188,6 +188,18 @@ OPEN_CASES: dict[str, tuple[dict[str, Any], list[object], list[object]]] = {
         [{"a": 1, "b": None}],
         [{"a": 1}],
     ),
+    # llguidance holds counts beside optional properties of an open object in anyOf
+    # branches that fix which of them are present (ir.standalone)
+    "minProperties over optional keys": (
+        open_obj({"a": INT, "b": INT}, minProperties=1),
+        [{"b": 1}, {"z": None}, {"a": 2, "b": 3}],
+        [{}, {"a": 10}],
+    ),
+    "maxProperties over optional keys": (
+        open_obj({"a": INT}, maxProperties=1),
+        [{"a": 1}, {"z": 2}, {}],
+        [{"a": 1, "z": 2}],
+    ),
     "nested": (
         obj({"opts": open_obj({}), "n": INT}, required=["n"]),
         [{"n": 1, "opts": {"stop": True, "k": [1]}}, {"n": 2, "opts": {}}],
