@@ -764,8 +764,9 @@ class _Converter:
                     f"value: {exc.message}"
                 ) from None
             fields.append({"name": key, "key": key, "node": node})
+        complete = not allows or refused is not None  # the writer writes no other key
         try:
-            fields = self._key_set(s, kws, fields, set(required), where)
+            fields = self._key_set(s, kws, fields, set(required), where, complete=complete)
         except (_NotNative, _NothingWritable) as exc:
             if refused is None:
                 raise
@@ -840,21 +841,31 @@ class _Converter:
         return schemas[0] if schemas else True
 
     def _key_set(
-        self, s: JsonDict, kws: set[str], fields: list[JsonDict], required: set[str], where: str
+        self,
+        s: JsonDict,
+        kws: set[str],
+        fields: list[JsonDict],
+        required: set[str],
+        where: str,
+        *,
+        complete: bool,
     ) -> list[JsonDict]:
         """The laid-out ``fields`` that can be written, under the keywords on an object's keys.
 
-        A key ``propertyNames`` rejects, or whose ``dependencies`` / ``dependentRequired``
-        list a key the layout does not have, is never written (it is left out: absent-only).
-        ``minProperties``, ``maxProperties``, a dependency's key list and a schema dependency
-        are held natively where every key set the writer may write satisfies them: the
-        required keys are always written, another may be left out (a writer's choice).
+        A key ``propertyNames`` rejects is never written (it is left out: absent-only); so is
+        one whose ``dependencies`` / ``dependentRequired`` list a key the layout does not
+        have, where the layout's keys are all the writer writes (``complete``: the object is
+        closed, or keeps its declared keys only). ``minProperties``, ``maxProperties``, a
+        dependency's key list and a schema dependency are held natively where every key set
+        the writer may write satisfies them: the required keys are always written, another
+        may be left out (a writer's choice).
 
         Raises:
-            _NothingWritable: a required key is never written, or no key set the writer may
-                write has a count within the bounds.
-            _NotNative: the bounds or dependencies hold for some of those key sets only: the
-                object is then a grammar value, whose grammar holds them.
+            _NothingWritable: a required key is never written, or (``complete``) no key set
+                the writer may write has a count within the bounds.
+            _NotNative: the bounds or dependencies hold for some of those key sets only, or
+                (not ``complete``) need keys the layout does not have: the object is then a
+                grammar value, whose grammar holds them.
         """
         deps: list[tuple[str, str, object]] = []
         for kw in ("dependencies", "dependentRequired", "dependentSchemas"):
@@ -876,6 +887,8 @@ class _Converter:
             }
             if not lacking:
                 break
+            if not complete:  # an undeclared key may be the one it asks for
+                raise _NotNative(f"{where}: a dependency on a key the object does not declare")
             for key, (kw, missing) in lacking.items():
                 why = f"{kw} asks for {missing[0]!r} beside it, which is never written"
                 fields = self._without(fields, {key}, required, f"{where}/{kw}: {why}")
@@ -884,6 +897,8 @@ class _Converter:
         lo = _integral(s.get("minProperties")) if "minProperties" in kws else None
         hi = _integral(s.get("maxProperties")) if "maxProperties" in kws else None
         if lo is not None and len(keys) < lo:
+            if not complete:  # undeclared keys may make up the count
+                raise _NotNative(f"{where}: minProperties {lo} above the declared keys")
             raise _NothingWritable(
                 f"{where}: minProperties {lo}, but at most {len(keys)} of its keys can be written"
             )

@@ -278,6 +278,20 @@ def test_an_object_a_relation_reads_under_keeps_its_declared_keys() -> None:
     records(schema, 3)
 
 
+def test_undeclared_keys_count_where_a_schema_has_unique_items_elsewhere() -> None:
+    # uniqueItems in the document: objects are laid out before they are judged; a key set
+    # that needs undeclared keys is then the grammar's, never narrowed or unsatisfiable
+    one = {"type": "array", "uniqueItems": True, "maxItems": 1}
+    deps = open_obj({"a": INT, "t": one}, dependentRequired={"a": ["z"]}, required=["t"])
+    assert layout(deps)["type"] == "grammar"
+    assert writable(deps, {"a": 1, "z": None, "t": []})
+    unique = {"type": "array", "items": {"enum": ["a", "b"]}, "uniqueItems": True}
+    counts = open_obj({"tags": unique}, required=["tags"], minProperties=3)
+    assert layout(counts)["type"] == "grammar"
+    assert writable(counts, {"tags": ["a"], "x": 1, "y": 2})
+    assert not writable(counts, {"tags": ["a"], "x": 1})
+
+
 def test_an_object_llguidance_refuses_keeps_its_declared_keys() -> None:
     # propertyNames: llguidance does not implement it; the declared keys it allows stay
     schema = open_obj({"ab": INT, "abc": INT}, propertyNames={"maxLength": 2})
