@@ -7,13 +7,13 @@ Its only relations keep the items of ``uniqueItems`` lists distinct.
 ``$schema`` dialect, draft 2020-12 when absent, formats asserted). What the converter cannot
 guarantee is an `IRError` naming the place (``#/properties/a/items``), never silently
 dropped. The writer's values are a *subset* of what the schema accepts: it writes every
-property it keeps, integers within ``+-(10**18 - 1)``, free strings without escapes, at most
-one item in a ``uniqueItems`` array whose items have no small finite domain, and the
-declared keys only of an object marked ``undeclared_keys`` (below: a relation reads under
-it, or llguidance refuses its grammar), a restriction its layout names. Elsewhere keys the
-schema allows but does not declare, any JSON value where a schema constrains nothing, and
-``null`` where a node without ``type`` accepts it are written: by llguidance, as grammar
-values.
+property it keeps, integers within ``+-(10**18 - 1)``, fewer items in a ``uniqueItems``
+array of items with few values than the schema allows where `IRLimits.max_unique_work` cuts
+them, and the declared keys only of an object marked ``undeclared_keys`` (below: a relation
+reads under it, or llguidance refuses its grammar), a restriction its layout names.
+Elsewhere keys the schema allows but does not declare, any JSON value where a schema
+constrains nothing, and ``null`` where a node without ``type`` accepts it are written: by
+llguidance, as grammar values.
 
 The writer lays out what it can itself (*native* nodes, which relations can read and whose
 certain tokens are drafted); every other sub-schema is one **grammar value**
@@ -63,11 +63,12 @@ values of that type, so ``minLength`` on an integer node is irrelevant, as JSON 
     * An object that allows keys it does not declare (``additionalProperties`` absent,
       ``true`` or a schema; ``patternProperties``; ``unevaluatedProperties`` not false;
       ``{"type": "object"}``) is a grammar value, which writes them, unless a relation
-      reads under it (a ``uniqueItems`` list laid out with a factor) or llguidance refuses
-      its grammar (``propertyNames``, ``minProperties`` / ``maxProperties`` beside more
-      optional properties than `standalone_schema` splits into branches, a ``oneOf`` it
-      cannot prove, ...). Then it is native with its declared
-      keys only, and marked ``undeclared_keys``: its properties, the required keys not
+      reads it or under it (it is an item of a ``uniqueItems`` list, whose factor compares
+      the items, or holds such a list) or llguidance refuses its grammar
+      (``propertyNames``, ``minProperties`` / ``maxProperties`` beside more optional
+      properties than `standalone_schema` splits into branches, a ``oneOf`` it cannot
+      prove, ...). Then it is native with its declared keys only, and marked
+      ``undeclared_keys``: its properties, the required keys not
       under ``properties`` after them (with the schemas of the patterns that match them,
       else of ``additionalProperties``, else of ``unevaluatedProperties``), each declared
       key holding the schemas of the patterns that match it (by `re.search`, as
@@ -77,17 +78,20 @@ values of that type, so ``minLength`` on an integer node is irrelevant, as JSON 
     * ``items`` (one schema; ``false``: no items; ``true`` or absent: any JSON values, so the
       array is a grammar value),
       ``minItems`` / ``maxItems`` (no ``maxItems``: at most 16 items), ``uniqueItems``:
-      items with a small finite domain (booleans, integers within a range of 64, an enum of at
-      most 64 strings, integers or booleans) are never null, at most as many as their values
-      (and as many as 256 values times items allow, ``minItems`` at least: the writer's
-      solver work grows with both) and distinct by one factor per list, ``uniqueItems of
-      <path>``: ``len > j`` implies item ``j`` differs from each item before it; other items
-      are at most one (an array of at most one item is unique, a subset), unless
-      ``minItems`` is 2 or more (refused). ``additionalItems`` (irrelevant beside a single
-      ``items`` schema), ``unevaluatedItems`` (the items schema when ``items`` is absent).
-    * ``minLength`` / ``maxLength``: the free-string writer emits whole UTF-8 tokens, never
-      a backslash escape or a control character, so the length `jsonschema` counts (code
-      points) is the number of characters written.
+      one factor per list, ``uniqueItems of <path>``: ``len > j`` implies item ``j``
+      differs from each item before it as `jsonschema` compares them
+      (`factorspec_sdk.ir.unique`: integers, booleans and one-type enums by their
+      variables, free strings by the writer's ``same`` variables, ``null`` by null-ness,
+      objects by some property, arrays by length or some item). Items with at most
+      `MAX_UNIQUE_VALUES` values (``null`` included) are at most as many as their values,
+      and as many as `IRLimits.max_unique_work` (values times items, 256) allows,
+      ``minItems`` at least: the writer's solver work grows with both. Items holding a
+      grammar value or an enum mixing value types are refused (the writer cannot compare
+      them). ``additionalItems`` (irrelevant beside a single ``items`` schema),
+      ``unevaluatedItems`` (the items schema when ``items`` is absent).
+    * ``minLength`` / ``maxLength``: the free-string writer counts the value's characters
+      (code points, as `jsonschema` counts them), its JSON escapes read (a surrogate pair is
+      one character; a lone surrogate is never written).
     * ``minimum`` / ``maximum`` / ``exclusiveMinimum`` / ``exclusiveMaximum`` (numbers, or
       draft 4's Boolean modifiers) on integers; ``multipleOf: 1``.
     * ``$ref`` to a place in the same document (``#``, ``#/$defs/A``, ``#/definitions/A``,
@@ -109,7 +113,7 @@ values of that type, so ``minLength`` on an integer node is irrelevant, as JSON 
   siblings of the ``oneOf`` and of the combinators it lies in, ``allOf`` members included;
   it is then exactly ``anyOf``), or that llguidance proves exclusive from branches the
   grammar copies exactly (never coerced to ``anyOf``, which could write a value two branches
-  accept); ``uniqueItems`` as at most one item (``minItems`` at most 1); a combinator beside
+  accept); a combinator beside
   other validation keywords; ``$ref`` beside other keywords (draft 2019-09 and later);
   ``prefixItems`` and ``items`` as a list (tuples, with ``additionalItems``); ``not`` and
   ``if`` / ``then`` / ``else``, as `standalone_schema` negates them (a subset of the values
@@ -117,18 +121,19 @@ values of that type, so ``minLength`` on an integer node is irrelevant, as JSON 
   beside no keyword that evaluates in place (as ``additionalProperties`` / ``items``); the
   object keywords above; recursion; ``$ref`` to the root.
 * **Refused** (an `IRError` where they would constrain a written value): what llguidance
-  does not implement or cannot compile, by its message: ``uniqueItems`` with
-  ``minItems`` 2 or more over items without a small finite domain (or in a grammar value),
+  does not implement or cannot compile, by its message: ``uniqueItems`` with room for two
+  items over items holding a grammar value (``{}``, a node without ``type`` or without
+  ``items`` among them) or an enum mixing value types, or in a grammar value (llguidance
+  does not implement it; the error says to write ``maxItems: 1`` for at most one item),
   ``contains``, ``propertyNames`` inside a grammar value (an object that allows undeclared
   keys keeps its declared ones instead), ``unevaluatedProperties`` / ``unevaluatedItems``
   beside ``allOf``, ``$ref``, ``if``, ... in a grammar value, ``minProperties`` /
   ``maxProperties`` beside more than six optional properties in an object that allows
   undeclared keys (but a ``minProperties`` one above its required keys; and where its
   declared keys cannot hold them either), ``not`` of what `standalone_schema` cannot
-  negate (``enum``, ``const``, ``$ref``, ...), a ``oneOf`` neither proves
-  exclusive (and one llguidance would prove from branches the grammar narrows: a pattern
-  matched whole, a negation, ``uniqueItems`` as one item, as a value of one could pass the
-  other's schema),
+  negate (``enum``, ``const``, ``$ref``, ...), a ``oneOf`` neither proves exclusive (and
+  one llguidance would prove from branches the grammar narrows: a pattern matched whole, a
+  negation, as a value of one could pass the other's schema),
   formats it does not know that `jsonschema` asserts (``idn-email``, ``regex``, ...),
   regexes with look-around, recursion through a ``$ref`` with siblings; what the two
   readers would read differently (a non-integer ``multipleOf``, or one other than 1 on a
@@ -159,7 +164,6 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
 from typing import TypeVar
 from urllib.parse import unquote
 
@@ -175,13 +179,12 @@ from factorspec_sdk.ir.standalone import (
     pointer_part,
     standalone_schema,
 )
+from factorspec_sdk.ir.unique import distinct_values, incomparable, unique_relations
 from factorspec_sdk.relations.kinds import LeafKind
 from factorspec_sdk.relations.layout import (
     DEFAULT_MAX_LIST_LENGTH,
     INT_LIMIT,
     grammar_layout,
-    length_name,
-    path_name,
 )
 
 __all__ = ["ir_from_json_schema"]
@@ -250,12 +253,9 @@ _REFUSED = {
 
 
 MAX_UNIQUE_VALUES = 64
-"""Most values an item of a ``uniqueItems`` list may have for its items to differ by a factor
-(the writer's solver enumerates an item's feasible values, 64 at most at once)."""
-UNIQUE_WORK = 256
-"""Most values times items of a ``uniqueItems`` list with a factor: the writer's solver work
-grows with both (16 items of 16 values: ~5 s a record on the 2-core test machine; 8 of 8: 0.2 s), so
-beyond it the list holds fewer items, ``minItems`` at least."""
+"""Most values an item of a ``uniqueItems`` list may have for the list's bound to follow from
+them (at most as many items as values, and `IRLimits.max_unique_work`): the writer's solver
+enumerates an item's feasible values, 64 at most at once."""
 
 
 class _NothingWritable(IRError):
@@ -345,103 +345,19 @@ class _Converter:
         self.id_key = "id" if cls is jsonschema.Draft4Validator else "$id"
         self.unique: dict[int, tuple[JsonDict, str]] = {}  # lists whose items differ, by id
         self.unique_anywhere = _mentions_unique(root)
+        self.reading = 0  # how many uniqueItems lists the node being laid out is an item of
 
     def relations(self, layout: JsonDict) -> JsonDict:
         """The IR's ``strings``, ``variables`` and ``factors``: the items of a unique list differ.
 
-        Each list laid out for ``uniqueItems`` (items with a finite domain, see `_unique`)
-        gets, at each place the layout puts it (every index of the lists around it), one
-        factor ``uniqueItems of <path>``: ``len(<path>) > j`` implies that item ``j``
-        differs from every item before it. Empty when no list is unique.
+        See `unique_relations`: one factor ``uniqueItems of <path>`` per place of each list
+        `_unique` laid out. Empty when no list is unique.
 
         Raises:
             IRError: the factors need more variables or factors than the limits allow, or
                 two places of the layout spell the same variable name (a key with a dot).
         """
-        if not self.unique:
-            return {}
-        below: dict[int, bool] = {}
-        variables: dict[str, JsonDict] = {}
-        strings: dict[str, None] = {}
-        factors: list[JsonDict] = []
-        first_where = next(iter(self.unique.values()))[1]
-
-        def holds_unique(node: JsonDict) -> bool:
-            key = id(node)
-            if key not in below:
-                if node["type"] == "object":
-                    kids = [f["node"] for f in _dicts(node["fields"])]
-                else:
-                    kids = [node["item"]] if node["type"] == "list" else []
-                below[key] = key in self.unique or any(holds_unique(_dict(k)) for k in kids)
-            return below[key]
-
-        def declare(path: tuple[str | int, ...], name: str, kind: str) -> None:
-            seen = variables.get(name)
-            if seen is not None and seen["path"] != list(path):
-                raise IRError(
-                    f"{first_where}: uniqueItems needs the variable {name!r} at two places of "
-                    "the layout (a key holds a dot or brackets); not supported"
-                )
-            variables[name] = {"name": name, "path": list(path), "kind": kind}
-            if len(variables) > self.limits.max_variables:
-                raise IRError(
-                    f"{first_where}: uniqueItems needs more than {self.limits.max_variables} "
-                    "solver variables"
-                )
-
-        def walk(node: JsonDict, path: tuple[str | int, ...]) -> None:
-            if not holds_unique(node):
-                return
-            if node["type"] == "object":
-                for f in _dicts(node["fields"]):
-                    walk(_dict(f["node"]), (*path, str(f["name"])))
-                return
-            count = _int(node["max_length"])
-            declare(path, length_name(path), "len")
-            if id(node) in self.unique:
-                factors.append(distinct_items(_dict(node["item"]), path, count))
-            for i in range(count):
-                walk(_dict(node["item"]), (*path, i))
-
-        def distinct_items(item: JsonDict, path: tuple[str | int, ...], count: int) -> JsonDict:
-            kind = _variable_kind(item)
-            if item["kind"] == LeafKind.ENUM:
-                strings.update((c, None) for c in _list(item["choices"]) if isinstance(c, str))
-            names = [path_name((*path, i)) for i in range(count)]
-            for i, name in enumerate(names):
-                declare((*path, i), name, kind)
-            length: JsonDict = {"var": length_name(path)}
-            clauses: list[JsonDict] = [
-                {
-                    "op": "implies",
-                    "args": [
-                        {"op": "gt", "args": [length, {"int": j}]},
-                        {
-                            "op": "and",
-                            "args": [
-                                {"op": "distinct", "args": [{"var": names[i]}, {"var": names[j]}]}
-                                for i in range(j)
-                            ],
-                        },
-                    ],
-                }
-                for j in range(1, count)
-            ]
-            return {
-                "name": f"uniqueItems of {path_name(path)}",
-                "variables": sorted([length_name(path), *names]),
-                "formula": {"op": "and", "args": clauses},
-            }
-
-        walk(layout, ())
-        if not factors:
-            return {}  # the unique lists were left out of the layout
-        if len(factors) > self.limits.max_factors:
-            raise IRError(
-                f"{first_where}: uniqueItems needs more than {self.limits.max_factors} factors"
-            )
-        return {"strings": list(strings), "variables": list(variables.values()), "factors": factors}
+        return unique_relations(layout, self.unique, self.limits)
 
     def _valid(self, s: object, value: str | int | bool | None, where: str) -> bool:
         """Whether `jsonschema` accepts ``value`` for the node ``s`` ($refs from the root)."""
@@ -720,7 +636,7 @@ class _Converter:
         extra, extra_at = _extra_keys(s, kws, where)
         allows = extra is not False or any(p is not False for p in patterns.values())
         refused: str | None = None  # why the grammar form of this object was refused
-        if allows and not self.unique_anywhere:  # no relation can read under it
+        if allows and not self.unique_anywhere:  # no relation reads under it
             grammar, refused = self._open_grammar(s, where)
             if grammar is not None:
                 return grammar
@@ -786,7 +702,7 @@ class _Converter:
             "nullable": nullable,
         }
         if allows:
-            if refused is None and not self._reads_below(out):
+            if refused is None and not self.reading and not self._reads_below(out):
                 grammar, refused = self._open_grammar(s, where)
                 if grammar is not None:
                     return grammar
@@ -810,7 +726,9 @@ class _Converter:
             if id(n) in self.unique:
                 return True
             if n["type"] == "object":
-                stack += [_dict(f["node"]) for f in _dicts(n["fields"])]
+                fields = n["fields"]
+                assert isinstance(fields, list)  # built by _object
+                stack += [_dict(_dict(f)["node"]) for f in fields]
             elif n["type"] == "list":
                 stack.append(_dict(n["item"]))
         return False
@@ -949,7 +867,7 @@ class _Converter:
         elif "unevaluatedItems" in kws:
             items, items_at = s["unevaluatedItems"], f"{where}/unevaluatedItems"
         else:
-            items, items_at = True, where
+            items, items_at = True, f"{where}/items"  # absent: true
         lo = _count(s.get("minItems", 0), where, "minItems") if "minItems" in kws else 0
         bounded = "maxItems" in kws
         hi = (
@@ -959,6 +877,9 @@ class _Converter:
         )
         if hi < lo:
             raise _NothingWritable(f"{where}: maxItems {hi} is below minItems {lo}")
+        # uniqueItems: the factor that keeps the items apart reads everything in them
+        read = "uniqueItems" in kws and s["uniqueItems"] is True and hi > 1
+        self.reading += read
         try:
             item = self.node(items, items_at, refs, depth + 1)
         except _NothingWritable as exc:
@@ -967,7 +888,12 @@ class _Converter:
                     f"{where}: minItems {lo}, but no item can be written: {exc.message}"
                 ) from None
             item, hi, bounded = _never_written(), 0, True  # only the empty array
+        finally:
+            self.reading -= read
+        unique = read and hi > 1
         if item["type"] == "grammar":  # one grammar value, not unrolled to its bound
+            if unique:  # llguidance does not implement uniqueItems
+                self._incomparable(where, "a grammar value (llguidance writes it)")
             raise _NotNative(f"{items_at}: an array of grammar values")
         out: JsonDict = {
             "type": "list",
@@ -977,7 +903,7 @@ class _Converter:
             "bounded_by_schema": bounded,
             "nullable": nullable,
         }
-        if "uniqueItems" in kws and s["uniqueItems"] is True and hi > 1:
+        if unique:
             self._unique(out, where)  # may lower the bound
         if _int(out["max_length"]) > self.limits.max_list_length:
             raise _NotNative(
@@ -989,38 +915,48 @@ class _Converter:
     def _unique(self, out: JsonDict, where: str) -> None:
         """``uniqueItems`` on list ``out``, which has room for two items.
 
-        Items with a small finite domain that relations read (booleans, integers within a
-        range of `MAX_UNIQUE_VALUES`, an enum of that many strings, integers or booleans)
-        are never null, at most as many as their values (and as `UNIQUE_WORK` allows), and
-        differ by a factor (`relations`); other items are at most one (a subset: an array of
-        at most one item is unique), unless ``minItems`` asks for two.
+        Its items differ by a factor (`relations`), as `jsonschema` compares them
+        (`factorspec_sdk.ir.unique`). Items with few values (`distinct_values`: at most
+        `MAX_UNIQUE_VALUES`, ``null`` included) are at most as many as their values, and as
+        `IRLimits.max_unique_work` allows (``minItems`` at least).
 
         Raises:
-            _NotNative: ``minItems`` is 2 or more and the items have no finite domain.
+            IRError: the items hold something the writer cannot compare (a grammar value, an
+                enum mixing value types).
             _NothingWritable: ``minItems`` asks for more items than there are values.
         """
         item = _dict(out["item"])
+        problem = incomparable(item)
+        if problem is not None:
+            self._incomparable(where, problem)
         lo = _int(out["min_length"])
-        domain = _domain(item)
-        if domain is None or domain > MAX_UNIQUE_VALUES:
-            if lo > 1:
-                raise _NotNative(
-                    f"{where}: uniqueItems with room for two items, minItems {lo} and items "
-                    f"without a finite domain of at most {MAX_UNIQUE_VALUES} values"
+        values = distinct_values(item, MAX_UNIQUE_VALUES)
+        if values is not None:
+            if lo > values:
+                raise _NothingWritable(
+                    f"{where}: uniqueItems, but minItems {lo} asks for more distinct items "
+                    f"than the {values} values an item can have"
                 )
-            out["max_length"], out["bounded_by_schema"] = 1, True
-            return
-        if lo > domain:
-            raise _NothingWritable(
-                f"{where}: uniqueItems, but minItems {lo} asks for more distinct items than "
-                f"the {domain} values an item can have"
-            )
-        most = min(domain, max(lo, UNIQUE_WORK // domain))
-        if _int(out["max_length"]) > most:
-            out["max_length"], out["bounded_by_schema"] = most, True
-        item["nullable"] = False  # two nulls would repeat
+            most = min(values, max(lo, self.limits.max_unique_work // values))
+            if _int(out["max_length"]) > most:
+                out["max_length"], out["bounded_by_schema"] = most, True
         if _int(out["max_length"]) > 1:
             self.unique[id(out)] = (out, where)
+
+    @staticmethod
+    def _incomparable(where: str, problem: str) -> None:
+        """Refuse ``uniqueItems`` with room for two items over items holding ``problem``.
+
+        Raises:
+            IRError: always, naming the place and what to write instead.
+        """
+        raise IRError(
+            f"{where}: uniqueItems over items holding {problem}: the writer cannot tell two "
+            "such items apart and llguidance does not implement uniqueItems; write "
+            "maxItems: 1 for at most one item, or give the items a schema the writer lays "
+            "out (integers, booleans, strings without pattern or format, enums of one type, "
+            "objects and arrays of those)"
+        )
 
     def _integer(self, s: JsonDict, kws: set[str], where: str, nullable: bool) -> JsonDict:
         if "multipleOf" in kws and s["multipleOf"] != 1:
@@ -1074,51 +1010,8 @@ class _Converter:
         return leaf
 
 
-def _domain(item: JsonDict) -> int | None:
-    """How many non-null values a leaf has that relations can read; None for other nodes."""
-    if item["type"] != "leaf":
-        return None
-    count = _DOMAINS.get(str(item["kind"]))
-    return None if count is None else count(item)
-
-
-def _int_domain(item: JsonDict) -> int:
-    return _int(item.get("le", INT_LIMIT)) - _int(item.get("ge", -INT_LIMIT)) + 1
-
-
-def _enum_domain(item: JsonDict) -> int | None:
-    choices = _list(item["choices"])
-    kinds = {bool if isinstance(c, bool) else type(c) for c in choices}
-    return len(choices) if len(kinds) == 1 else None  # relations read one type of values
-
-
-_DOMAINS: dict[str, Callable[[JsonDict], int | None]] = {
-    LeafKind.BOOL: lambda _: 2,
-    LeafKind.INT: _int_domain,
-    LeafKind.ENUM: _enum_domain,
-}
-"""The leaf kinds whose values relations can count, and how (other kinds: None)."""
-
-
-def _variable_kind(item: JsonDict) -> str:
-    """The kind of the variable of a leaf `_domain` counts: ``int``, ``bool`` or ``str``."""
-    if item["kind"] != LeafKind.ENUM:
-        return str(item["kind"])
-    first = _list(item["choices"])[0]
-    return "bool" if isinstance(first, bool) else "int" if isinstance(first, int) else "str"
-
-
 def _dict(v: object) -> JsonDict:
     assert isinstance(v, dict)  # a layout node this module built
-    return v
-
-
-def _dicts(v: object) -> list[JsonDict]:
-    return [_dict(x) for x in _list(v)]
-
-
-def _list(v: object) -> list[object]:
-    assert isinstance(v, list)  # a layout part this module built
     return v
 
 
@@ -1137,7 +1030,7 @@ def _extra_keys(s: JsonDict, kws: set[str], where: str) -> tuple[object, str]:
         return s["additionalProperties"], f"{where}/additionalProperties"
     if "unevaluatedProperties" in kws:
         return s["unevaluatedProperties"], f"{where}/unevaluatedProperties"
-    return True, where
+    return True, f"{where}/additionalProperties"  # absent: true (never the object's own place)
 
 
 def _integral(v: object) -> int | None:

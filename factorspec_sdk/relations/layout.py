@@ -66,10 +66,11 @@ DEFAULT_MAX_STRING_LENGTH = 256
 """Longest free str the writer produces when a relation reads its ``len()`` and the schema
 sets no ``max_length`` (see *Writing relations*)."""
 
-OTHER_TEXT = "\x00<other>"
+OTHER_TEXT = "\udfff<other>"
 """The value of a free str fact whose text no relation names (its code is the compiler's
-``OTHER_CODE``). A NUL cannot appear in a JSON string unescaped, and the writer never writes
-escapes in a free string, so no written text is this one."""
+``OTHER_CODE``). It holds a lone surrogate, which no JSON string holds for Pydantic (the
+writer never writes one: `factorspec_sdk.writer.escapes.writable`), so no written text is this
+one. (A NUL could be: a free string writes ``"\\x00<other>"`` as ``\\u0000<other>``.)"""
 
 DEFAULT_MAX_INT_DIGITS = 18
 """Longest integer (in digits) the writer produces for an int without bounds."""

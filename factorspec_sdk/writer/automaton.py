@@ -39,6 +39,7 @@ from factorspec_sdk.relations.layout import (
 )
 from factorspec_sdk.writer import sizes
 from factorspec_sdk.writer.digits import next_digits_in_range
+from factorspec_sdk.writer.escapes import NO_ESCAPE, decode
 from factorspec_sdk.writer.leaves import leaf_writer
 from factorspec_sdk.writer.state import (
     FINITE_LIMIT,
@@ -484,12 +485,28 @@ class Writer:
 
     # ------------------------------------------------------------------ free strings
 
-    def extend_free(self, free: FreeString, text: str) -> FreeString:
-        """The free string after appending ``text`` (which holds no quote or backslash)."""
-        written = free.written + text
+    def extend_free(self, free: FreeString, chars: str, escape: str = NO_ESCAPE) -> FreeString:
+        """The free string after ``chars`` of its value, ``escape`` then under way."""
+        written = free.written + chars
         return dataclasses.replace(
-            free, state=_replace(free.state, partial=written), written=written
+            free, state=_replace(free.state, partial=written), written=written, escape=escape
         )
+
+    def read_free(self, free: FreeString, text: str) -> tuple[FreeString, str | None]:
+        """A free string after ``text`` of its JSON text (`factorspec_sdk.writer.escapes`).
+
+        Returns the string after the text, and where an unescaped quote closes it, the text
+        after the quote (the string then holds what came before it); None if it stays open.
+
+        Raises:
+            ValueError: ``text`` cannot go on from the string (an invalid escape, a raw control
+                character, a lone surrogate).
+        """
+        piece = decode(free.escape, text)
+        if piece is None:
+            raise ValueError(f"{text!r} cannot go on in a JSON string after {free.escape!r}")
+        grown = self.extend_free(free, piece.chars, piece.escape)
+        return grown, None if piece.close is None else text[piece.close + 1 :]
 
     def close_free(
         self, free: FreeString, *, text: str | None = None, length: int | None = None

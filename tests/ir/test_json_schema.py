@@ -129,7 +129,14 @@ def test_null_only_where_every_keyword_allows_it() -> None:
         (obj({"abc": {}}, propertyNames={"maxLength": 2}, required=["abc"]), "propertyNames"),
         (obj({}, required=["k"], unevaluatedProperties=False), "unsatisfiable"),
         (obj({"t": {"type": "array", "contains": {"type": "integer"}}}), "contains"),
-        (obj({"t": {"type": "array", "uniqueItems": True, "minItems": 2}}), "uniqueItems"),
+        (
+            obj({"t": {"type": "array", "uniqueItems": True, "items": {"format": "email"}}}),
+            "uniqueItems over items holding a grammar value",
+        ),
+        (  # items: any JSON value, which the writer does not lay out (a grammar value)
+            obj({"t": {"type": "array", "uniqueItems": True, "minItems": 2}}),
+            "uniqueItems over items holding a grammar value",
+        ),
         (obj({"n": {"$dynamicRef": "#meta"}}), "dynamicRef"),
         (obj({"n": {"type": "integer", "anyOf": [{"type": "string"}]}}), "do not fit type"),
         (obj({"n": {"$ref": "other.json#/A"}}), "only local"),

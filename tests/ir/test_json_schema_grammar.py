@@ -356,8 +356,8 @@ def test_a_long_array_field_is_a_grammar_value_beside_native_fields() -> None:
         (obj({"n": {"not": {"enum": [1, 2]}}}), r"#/properties/n: 'not'.*Unimplemented"),
         (obj({"t": {"type": "array", "contains": INT}}), "#/properties/t.*contains"),
         (
-            obj({"t": {"type": "array", "uniqueItems": True, "minItems": 2}}),
-            "#/properties/t.*uniqueItems",
+            obj({"t": {"type": ["array", "string"], "uniqueItems": True, "minItems": 2}}),
+            "#/properties/t: uniqueItems with room for two items in a grammar value",
         ),
         # a format jsonschema asserts and llguidance does not know
         (obj({"s": {"type": "string", "format": "idn-email"}}), "Unknown format: idn-email"),
@@ -400,3 +400,39 @@ def test_grammar_records_hold_the_whole_schema() -> None:
     spec.model.model_validate(good)
     with pytest.raises(ValueError, match="JSON Schema"):
         spec.model.model_validate({"x": "zz", "n": 3})
+
+
+def test_uri_templates_close_every_brace() -> None:
+    # llguidance does not know uri-template; MaskBench's checker (jsonschema with the
+    # uri_template package) refuses an unclosed brace, which a free string could write
+    s = fields(obj({"u": {"type": "string", "format": "uri-template"}}))["u"]["schema"]
+    assert s == {"type": "string", "allOf": [{"pattern": STRICT_FORMATS["uri-template"]}]}
+    pattern = re.compile(STRICT_FORMATS["uri-template"])
+    valid = [
+        "",
+        "http://example.com/{id}",
+        "{+path}/here",
+        "{/a,b*}",
+        "{x:3}",
+        "{?q,lang}",
+        "{&q}",
+        "{a.b}",
+        "{a%41}",
+        "a b",
+    ]
+    invalid = [
+        "http://example.com/resource/{",
+        "x}",
+        "{}",
+        "{a,}",
+        "{x:0}",
+        "{x:1000}",
+        "{=a}",
+        "{!a}",
+        "{a*:3}",
+        "{{a}}",
+    ]
+    assert [t for t in valid if not pattern.match(t)] == []
+    assert [t for t in invalid if pattern.match(t)] == []
+    schema = obj({"u": {"type": "string", "format": "uri-template", "maxLength": 20}})
+    assert all(pattern.match(r["u"]) for r in records({**schema, "required": ["u"]}, 3))

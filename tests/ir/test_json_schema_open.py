@@ -278,6 +278,23 @@ def test_an_object_a_relation_reads_under_keeps_its_declared_keys() -> None:
     records(schema, 3)
 
 
+def test_items_a_unique_list_compares_keep_their_declared_keys() -> None:
+    # the factor that keeps the items apart reads them: open objects stay native
+    person = open_obj({"name": {"type": "string", "maxLength": 3}}, required=["name"])
+    people_schema = {"type": "array", "items": person, "uniqueItems": True}
+    schema = obj({"people": people_schema})
+    people = layout(schema)["fields"][0]["node"]
+    assert people["type"] == "list" and people["item"]["undeclared_keys"] is True
+    assert writable(schema, {"people": [{"name": "ab"}, {"name": "b"}]})
+    assert not writable(schema, {"people": [{"name": "ab"}, {"name": "ab"}]})
+    # a required key no property names is written natively there, as any JSON value
+    root = open_obj({"people": people_schema}, required=["n"])
+    fields = layout(root)["fields"]
+    assert [f["key"] for f in fields] == ["people", "n"]
+    assert fields[1]["node"] == {"type": "grammar", "schema": {}}
+    records(root, 3)
+
+
 def test_undeclared_keys_count_where_a_schema_has_unique_items_elsewhere() -> None:
     # uniqueItems in the document: objects are laid out before they are judged; a key set
     # that needs undeclared keys is then the grammar's, never narrowed or unsatisfiable
@@ -285,11 +302,15 @@ def test_undeclared_keys_count_where_a_schema_has_unique_items_elsewhere() -> No
     deps = open_obj({"a": INT, "t": one}, dependentRequired={"a": ["z"]}, required=["t"])
     assert layout(deps)["type"] == "grammar"
     assert writable(deps, {"a": 1, "z": None, "t": []})
-    unique = {"type": "array", "items": {"enum": ["a", "b"]}, "uniqueItems": True}
-    counts = open_obj({"tags": unique}, required=["tags"], minProperties=3)
+    tags = {"type": "array", "items": {"enum": ["a", "b"]}}
+    counts = open_obj({"tags": tags, "t": one}, required=["tags", "t"], minProperties=4)
     assert layout(counts)["type"] == "grammar"
-    assert writable(counts, {"tags": ["a"], "x": 1, "y": 2})
-    assert not writable(counts, {"tags": ["a"], "x": 1})
+    assert writable(counts, {"tags": ["a"], "t": [], "x": 1, "y": 2})
+    assert not writable(counts, {"tags": ["a"], "t": [], "x": 1})
+    # a list a factor keeps unique cannot go into the grammar: refused, by name
+    unique = {**tags, "uniqueItems": True}
+    with pytest.raises(IRError, match=r"#/properties/tags: uniqueItems .* in a grammar value"):
+        ir_from_json_schema(open_obj({"tags": unique}, required=["tags"], minProperties=3))
 
 
 def test_an_object_llguidance_refuses_keeps_its_declared_keys() -> None:

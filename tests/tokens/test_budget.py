@@ -238,6 +238,10 @@ def test_greedy_speculative_equals_plain_under_a_tight_budget(name: str, seed: i
 # ------------------------------------------------------------------ the segment decoder
 
 
+_REPLY_CHARS = [*"abcxyz ro", "\\n", '\\"', "\\u00e9"]
+"""Characters of a random reply's free string: letters, and a few escapes."""
+
+
 class RandomCompleter:
     """A `CompletionEngine` that answers each request with a random text it allows."""
 
@@ -281,7 +285,8 @@ class RandomCompleter:
                 n = int(low) + int(self.rng.integers(0, 20)) if comma else int(low)
                 n = min(n, int(high)) if high else n
                 n += int(self.rng.integers(0, 3))
-                tries.append("".join(self.rng.choice(list("abcxyz ro")) for _ in range(n)) + '"')
+                chars = self.rng.choice(_REPLY_CHARS, size=n).tolist()  # escapes among them
+                tries.append("".join(chars) + '"')
             text = next(t for t in tries if re.fullmatch(r.regex, t))
         else:  # one of the alternatives
             body, parts, part, escaped = r.regex[1:-1], [], "", False
