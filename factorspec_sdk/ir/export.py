@@ -145,6 +145,7 @@ def _layout(node: LayoutNode) -> JsonDict:
             "name": node.model.__name__,
             "fields": [_field(f) for f in node.fields],
             "nullable": node.nullable,
+            **({"undeclared_keys": True} if node.undeclared_keys else {}),
         }
     if isinstance(node, ListLayout):
         return {

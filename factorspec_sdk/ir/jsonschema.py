@@ -6,11 +6,15 @@ Its only relations keep the items of ``uniqueItems`` lists distinct.
 `jsonschema` package, against the schema the client sent (`json_schema_validator`: its
 ``$schema`` dialect, draft 2020-12 when absent, formats asserted). What the converter cannot
 guarantee is an `IRError` naming the place (``#/properties/a/items``), never silently
-dropped. The writer's values are a *subset* of what the schema accepts: it writes a
-property not ``required`` or leaves it out (always writes it where the relations read under
-it, a named restriction: `factorspec_sdk.relations.restrictions`), integers within
-``+-(10**18 - 1)``, fewer items in a ``uniqueItems`` array of items with few values than the
-schema allows where `IRLimits.max_unique_work` cuts them.
+dropped. The writer's values are a *subset* of what the schema accepts: it writes a property
+not ``required`` or leaves it out (always writes it where the relations read under it, a
+named restriction: `factorspec_sdk.relations.restrictions`), integers within ``+-(10**18 -
+1)``, fewer items in a ``uniqueItems`` array of items with few values than the schema allows
+where `IRLimits.max_unique_work` cuts them, and the declared keys only of an object marked
+``undeclared_keys`` (below: a relation reads under it, or llguidance refuses its grammar), a
+restriction its layout names. Elsewhere keys the schema allows but does not declare, any
+JSON value where a schema constrains nothing, and ``null`` where a node without ``type``
+accepts it are written: by llguidance, as grammar values.
 
 The writer lays out what it can itself (*native* nodes, which relations can read and whose
 certain tokens are drafted); every other sub-schema is one **grammar value**
@@ -23,7 +27,7 @@ under it, never unrolled; so is an array whose items are grammar values, and a c
 one of whose alternatives is. A grammar value is compiled by llguidance when the IR is
 built, so what llguidance refuses is an `IRError` naming the place and carrying
 llguidance's message. A root that is no object the writer lays out (an array, a string,
-``anyOf`` of objects, an object breaking one of the object keywords below, ...) makes the
+``anyOf`` of objects, an object that allows keys it does not declare, ...) makes the
 whole record one grammar value; so does a root object whose native layout would pass the
 limits (`IRLimits`: more than ``max_layout_nodes`` schema nodes, or more than
 ``max_unrolled_nodes`` once every array is unrolled to its bound). Such a record has no
@@ -41,27 +45,40 @@ values of that type, so ``minLength`` on an integer node is irrelevant, as JSON 
       An enum with none of those but objects, arrays or floats is a grammar value.
     * ``null``: the writer may write ``null`` exactly where `jsonschema` accepts ``null`` for
       the node (``type: [..., "null"]``, ``anyOf``/``oneOf`` with ``{"type": "null"}``,
-      an ``enum`` listing ``null``, a node that constrains nothing). OpenAPI's
+      an ``enum`` listing ``null``); a node without ``type`` is a grammar value, which
+      writes ``null`` and every other value its keywords allow. OpenAPI's
       ``nullable: true`` is not JSON Schema and `jsonschema` ignores it, so it allows no
       ``null`` here (a record without ``null`` is valid under both readings). A required
       property whose only value is ``null`` is a grammar value.
-    * ``properties`` (in schema order; a property not ``required`` is a choice the model
-      makes: written or left out, except where ``minProperties`` counts on it or a
-      dependency names it: then always written), ``required`` (a required
-      key not under ``properties`` is written after them, with the schema of
-      ``additionalProperties``, else ``unevaluatedProperties``; when neither is given or it
-      is ``true``, the value is a free string or ``null``; ``additionalProperties: false``
-      with such a key is unsatisfiable, an `IRError`), ``additionalProperties`` (it applies
-      only to those keys), ``patternProperties`` (a written key a pattern matches, by
-      `re.search` as `jsonschema` matches, holds the pattern's schema too: its value is the
-      grammar value of ``allOf`` of them), ``minProperties`` / ``maxProperties``
-      (the number of written keys is fixed), ``propertyNames`` (each written key is
-      validated), ``dependencies`` / ``dependentRequired`` with key lists (every key is
-      written), ``unevaluatedProperties`` (keys under ``properties`` are evaluated). An
-      object whose written keys break ``minProperties``, ``maxProperties``,
-      ``propertyNames`` or a dependency (a key list naming an undeclared key, a schema
-      dependency of a written key) is a grammar value.
-    * ``items`` (one schema; ``true``/absent: free strings or ``null``; ``false``: no items),
+    * Objects that allow no key they do not declare (``additionalProperties: false``, or
+      ``unevaluatedProperties: false`` without it, and no ``patternProperties``):
+      ``properties`` (in schema order; one not ``required`` is the model's choice: written
+      or left out), ``required``
+      (a required key not under ``properties`` is unsatisfiable, an `IRError`),
+      ``propertyNames`` (a declared key it rejects is never written),
+      ``dependencies`` / ``dependentRequired`` (a key whose list names a key never written
+      is never written itself), and ``minProperties``, ``maxProperties``, the other key
+      lists and schema dependencies where every key set the writer may write satisfies
+      them: the required keys are always written, another may be left out. Else the
+      object is a grammar value (the counts and dependencies hold for some key sets
+      only), or unsatisfiable (for none).
+    * An object that allows keys it does not declare (``additionalProperties`` absent,
+      ``true`` or a schema; ``patternProperties``; ``unevaluatedProperties`` not false;
+      ``{"type": "object"}``) is a grammar value, which writes them, unless a relation
+      reads it or under it (it is an item of a ``uniqueItems`` list, whose factor compares
+      the items, or holds such a list) or llguidance refuses its grammar
+      (``propertyNames``, ``minProperties`` / ``maxProperties`` beside more optional
+      properties than `standalone_schema` splits into branches, a ``oneOf`` it cannot
+      prove, ...). Then it is native with its declared keys only, and marked
+      ``undeclared_keys``: its properties, the required keys not
+      under ``properties`` after them (with the schemas of the patterns that match them,
+      else of ``additionalProperties``, else of ``unevaluatedProperties``), each declared
+      key holding the schemas of the patterns that match it (by `re.search`, as
+      `jsonschema` matches: the value is the grammar value of their ``allOf``), and the key
+      keywords as for a closed object; where those cannot hold (``minProperties`` above
+      the declared keys), it is refused with llguidance's reason.
+    * ``items`` (one schema; ``false``: no items; ``true`` or absent: any JSON values, so the
+      array is a grammar value),
       ``minItems`` / ``maxItems`` (no ``maxItems``: at most 16 items), ``uniqueItems``:
       one factor per list, ``uniqueItems of <path>``: ``len > j`` implies item ``j``
       differs from each item before it as `jsonschema` compares them
@@ -87,7 +104,10 @@ values of that type, so ``minLength`` on an integer node is irrelevant, as JSON 
       went through; that ``$ref`` is a grammar value.
     * ``format`` that neither `jsonschema` (its dialect's checker, with the libraries
       installed) nor llguidance knows: irrelevant, `jsonschema` ignores it.
-* **Grammar values** (llguidance): ``number``; unions of several types; ``pattern``;
+* **Grammar values** (llguidance): ``{}``, ``true`` and a node without ``type`` (any JSON
+  value its keywords allow, ``null`` included; beside a sibling ``type``, an untyped
+  ``allOf`` / ``anyOf`` / ``oneOf`` alternative takes that type); an object that allows
+  undeclared keys; an array without ``items``; ``number``; unions of several types; ``pattern``;
   ``format`` (outside an ``enum``; llguidance's formats: date, time, date-time, duration,
   email, hostname, ipv4, ipv6, uuid, uri, ...); ``multipleOf`` other than 1; ``allOf`` of
   several schemas; ``anyOf`` of several schemas; ``oneOf`` of several schemas proven
@@ -99,17 +119,23 @@ values of that type, so ``minLength`` on an integer node is irrelevant, as JSON 
   other validation keywords; ``$ref`` beside other keywords (draft 2019-09 and later);
   ``prefixItems`` and ``items`` as a list (tuples, with ``additionalItems``); ``not`` and
   ``if`` / ``then`` / ``else``, as `standalone_schema` negates them (a subset of the values
-  where a negation must leave some out); the object keywords above; recursion; ``$ref`` to
-  the root.
+  where a negation must leave some out); ``unevaluatedProperties`` / ``unevaluatedItems``
+  beside no keyword that evaluates in place (as ``additionalProperties`` / ``items``); the
+  object keywords above; recursion; ``$ref`` to the root.
 * **Refused** (an `IRError` where they would constrain a written value): what llguidance
   does not implement or cannot compile, by its message: ``uniqueItems`` with room for two
-  items over items holding a grammar value or an enum mixing value types, or in a grammar
-  value (llguidance does not implement it; the error says to write ``maxItems: 1`` for at
-  most one item), ``contains``, ``propertyNames`` / ``unevaluatedProperties`` / ``unevaluatedItems``
-  inside a grammar value, ``not`` of what `standalone_schema` cannot negate (``enum``,
-  ``const``, ``$ref``, ...), a ``oneOf`` neither proves exclusive (and one llguidance
-  would prove from branches the grammar narrows: a pattern matched whole, a negation, as
-  a value of one could pass the other's schema),
+  items over items holding a grammar value (``{}``, a node without ``type`` or without
+  ``items`` among them) or an enum mixing value types, or in a grammar value (llguidance
+  does not implement it; the error says to write ``maxItems: 1`` for at most one item),
+  ``contains``, ``propertyNames`` inside a grammar value (an object that allows undeclared
+  keys keeps its declared ones instead), ``unevaluatedProperties`` / ``unevaluatedItems``
+  beside ``allOf``, ``$ref``, ``if``, ... in a grammar value, ``minProperties`` /
+  ``maxProperties`` beside more than six optional properties in an object that allows
+  undeclared keys (but a ``minProperties`` one above its required keys; and where its
+  declared keys cannot hold them either), ``not`` of what `standalone_schema` cannot
+  negate (``enum``, ``const``, ``$ref``, ...), a ``oneOf`` neither proves exclusive (and
+  one llguidance would prove from branches the grammar narrows: a pattern matched whole, a
+  negation, as a value of one could pass the other's schema),
   formats it does not know that `jsonschema` asserts (``idn-email``, ``regex``, ...),
   regexes with look-around, recursion through a ``$ref`` with siblings; what the two
   readers would read differently (a non-integer ``multipleOf``, or one other than 1 on a
@@ -140,7 +166,6 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable
 from typing import TypeVar
 from urllib.parse import unquote
 
@@ -247,9 +272,9 @@ class _NotNative(IRError):
     """The writer does not lay this sub-schema out itself: it becomes a grammar value."""
 
 
-def _any_value() -> JsonDict:
-    """What the writer writes where the schema constrains nothing: a free string or null."""
-    return {"type": "leaf", "kind": "str", "nullable": True, "min_length": 0}
+def _never_written() -> JsonDict:
+    """The item of an array whose only value is ``[]``: a placeholder the writer never writes."""
+    return {"type": "leaf", "kind": "str", "nullable": False, "min_length": 0}
 
 
 def ir_from_json_schema(
@@ -258,12 +283,14 @@ def ir_from_json_schema(
     """A relation IR with the layout of ``schema`` (and the factors of its ``uniqueItems``).
 
     Every record the IR's writer produces validates against ``schema`` with `jsonschema`
-    (see the module docstring for each keyword). Properties are written in the order the
-    schema lists them, all of them, then the required keys not under ``properties``; a
-    property that can have no value the writer can write is left out (unless required).
-    Arrays without ``maxItems`` get the default bound of 16 items. A sub-schema the writer
-    does not lay out itself is one grammar value (``{"type": "grammar", "schema": ...}``,
-    self-contained, draft 2020-12), generated by llguidance.
+    (see the module docstring for each keyword). An object that allows no undeclared key
+    has its properties written in the order the schema lists them, all of them; a property
+    that can have no value the writer can write is left out (unless required). Arrays
+    without ``maxItems`` get the default bound of 16 items. A sub-schema the writer does
+    not lay out itself is one grammar value (``{"type": "grammar", "schema": ...}``,
+    self-contained, draft 2020-12), generated by llguidance: among them objects that allow
+    undeclared keys (unless a relation reads under one, or llguidance refuses it: then its
+    declared keys, marked ``undeclared_keys``), and nodes without ``type``.
 
     Raises:
         IRError: the schema uses something neither the writer nor llguidance can guarantee
@@ -319,6 +346,8 @@ class _Converter:
         self.legacy = cls in _LEGACY
         self.id_key = "id" if cls is jsonschema.Draft4Validator else "$id"
         self.unique: dict[int, tuple[JsonDict, str]] = {}  # lists whose items differ, by id
+        self.unique_anywhere = _mentions_unique(root)
+        self.reading = 0  # how many uniqueItems lists the node being laid out is an item of
 
     def relations(self, layout: JsonDict) -> JsonDict:
         """The IR's ``strings``, ``variables`` and ``factors``: the items of a unique list differ.
@@ -415,7 +444,7 @@ class _Converter:
         if depth > self.limits.max_layout_depth:
             raise IRError(f"{where}: the schema nests deeper than {self.limits.max_layout_depth}")
         if s is True:
-            return _any_value()
+            raise _NotNative(f"{where}: any JSON value (true)")
         if s is False:
             raise _NothingWritable(f"{where}: the schema false accepts no value")
         if not isinstance(s, dict):
@@ -459,10 +488,8 @@ class _Converter:
             t = types[0]
         elif t == "null":
             raise _NothingWritable(f"{where}: only null is allowed, and never written alone")
-        elif t is None:
-            t = _infer_type(kws)
-            if t is None:
-                return _any_value()
+        elif t is None:  # every value its keywords do not constrain passes, null included
+            raise _NotNative(f"{where}: no type (any JSON value the keywords allow)")
         if t == "number":
             raise _NotNative(f"{where}: a number (float)")
         if t not in _BY_TYPE:
@@ -505,6 +532,9 @@ class _Converter:
             if len(rest) != 1:
                 raise _NotNative(f"{where}: {key} of several schemas (other than X | null)")
             i, alt = rest[0]
+        if "type" in others and isinstance(alt, dict) and not {"type", "$ref"} & set(alt):
+            # the same instance: the sibling type is the untyped alternative's own
+            alt = {**alt, "type": s["type"]}
         try:
             out = self.node(alt, f"{where}/{key}/{i}", refs, depth + 1)
         except _NothingWritable:
@@ -605,7 +635,13 @@ class _Converter:
         if "" in props or "" in required:  # a field needs a name for its paths
             raise _NotNative(f"{where}: a property named by the empty string")
         patterns = self._patterns(s, kws, where)
-        written = self._always_written(s, kws, props, required, where)
+        extra, extra_at = _extra_keys(s, kws, where)
+        allows = extra is not False or any(p is not False for p in patterns.values())
+        refused: str | None = None  # why the grammar form of this object was refused
+        if allows and not self.unique_anywhere:  # no relation reads under it
+            grammar, refused = self._open_grammar(s, where)
+            if grammar is not None:
+                return grammar
         fields: list[JsonDict] = []
         for key, sub in props.items():
             at = f"{where}/properties/{pointer_part(key)}"
@@ -621,15 +657,9 @@ class _Converter:
                     ) from None
                 node = self._grammar(sub, at, exc.message)  # null, written by the grammar
             field: JsonDict = {"name": key, "key": key, "node": node}
-            if key not in required and key not in written:
+            if key not in required:
                 field["optional"] = True  # the writer may leave it out
             fields.append(field)
-        if "additionalProperties" in kws:
-            extra, extra_at = s["additionalProperties"], f"{where}/additionalProperties"
-        elif "unevaluatedProperties" in kws:
-            extra, extra_at = s["unevaluatedProperties"], f"{where}/unevaluatedProperties"
-        else:
-            extra, extra_at = True, where
         undeclared = [k for k in dict.fromkeys(required) if k not in props]
         for key in undeclared:
             if any(re.search(p, key) for p in patterns):  # additionalProperties is then moot
@@ -655,38 +685,58 @@ class _Converter:
                     f"value: {exc.message}"
                 ) from None
             fields.append({"name": key, "key": key, "node": node})
-        keys = [str(f["key"]) for f in fields]
-        self._check_keys(s, kws, keys, where)
+        complete = not allows or refused is not None  # the writer writes no other key
+        try:
+            fields = self._key_set(s, kws, fields, set(required), where, complete=complete)
+        except (_NotNative, _NothingWritable) as exc:
+            if refused is None:
+                raise
+            hint = (  # counts and dependencies over optional keys: llguidance's closed objects
+                "list every property in required, or set additionalProperties to false"
+                if isinstance(exc, _NotNative)
+                else "not supported"
+            )
+            raise IRError(
+                f"{refused}; and its declared keys alone: {exc.message}; {hint}"
+            ) from None
         title = s.get("title")
-        return {
+        out: JsonDict = {
             "type": "object",
             "name": title if isinstance(title, str) and title.isidentifier() else "Object",
             "fields": fields,
             "nullable": nullable,
         }
-
-    @staticmethod
-    def _always_written(
-        s: JsonDict, kws: set[str], props: JsonDict, required: list[object], where: str
-    ) -> set[str]:
-        """Properties not ``required`` that the writer writes all the same.
-
-        Every property a key list of ``dependencies`` / ``dependentRequired`` names (a key
-        written needs them: written always, they are there); and every property when the
-        required ones alone fall short of ``minProperties`` (the writer does not count the
-        keys it leaves out).
-        """
-        out: set[str] = set()
-        for kw in ("dependencies", "dependentRequired"):
-            if kw in kws:
-                for dep in _shaped(s[kw], dict, where, kw).values():
-                    if isinstance(dep, list):
-                        out.update(d for d in dep if isinstance(d, str))
-        lo = s.get("minProperties")
-        if "minProperties" in kws and isinstance(lo, int):
-            if len({k for k in required if k in props}) < lo:
-                out.update(props)
+        if allows:
+            if refused is None and not self.reading and not self._reads_below(out):
+                grammar, refused = self._open_grammar(s, where)
+                if grammar is not None:
+                    return grammar
+            # a relation reads under it, or the grammar refuses it: the declared keys only
+            out["undeclared_keys"] = True
         return out
+
+    def _open_grammar(self, s: JsonDict, where: str) -> tuple[JsonDict | None, str | None]:
+        """The grammar value of an object that allows undeclared keys, or why it has none."""
+        reason = f"{where}: an object that allows keys it does not declare"
+        try:
+            return self._grammar(s, where, reason), None
+        except IRError as exc:  # llguidance (or standalone_schema) refuses it
+            return None, exc.message
+
+    def _reads_below(self, node: JsonDict) -> bool:
+        """Whether a relation reads a value under layout ``node`` (a list laid out unique)."""
+        stack = [node]
+        while stack and self.unique:
+            n = stack.pop()
+            if id(n) in self.unique:
+                return True
+            if n["type"] == "object":
+                fields = n["fields"]
+                assert isinstance(fields, list)  # built by _object
+                stack += [_dict(_dict(f)["node"]) for f in fields]
+            elif n["type"] == "list":
+                stack.append(_dict(n["item"]))
+        return False
 
     def _patterns(self, s: JsonDict, kws: set[str], where: str) -> dict[str, object]:
         """The ``patternProperties`` of an object node (each pattern a Python regex)."""
@@ -713,44 +763,95 @@ class _Converter:
             return {"allOf": schemas}
         return schemas[0] if schemas else True
 
-    def _check_keys(self, s: JsonDict, kws: set[str], keys: list[str], where: str) -> None:
-        """The object keywords that constrain the (fixed) set of written keys.
+    def _key_set(
+        self,
+        s: JsonDict,
+        kws: set[str],
+        fields: list[JsonDict],
+        required: set[str],
+        where: str,
+        *,
+        complete: bool,
+    ) -> list[JsonDict]:
+        """The laid-out ``fields`` that can be written, under the keywords on an object's keys.
+
+        A key ``propertyNames`` rejects is never written (it is left out: absent-only); so is
+        one whose ``dependencies`` / ``dependentRequired`` list a key the layout does not
+        have, where the layout's keys are all the writer writes (``complete``: the object is
+        closed, or keeps its declared keys only). ``minProperties``, ``maxProperties``, a
+        dependency's key list and a schema dependency are held natively where every key set
+        the writer may write satisfies them: the required keys are always written, another
+        may be left out (a writer's choice).
 
         Raises:
-            _NotNative: the written keys break one: the object is then a grammar value.
+            _NothingWritable: a required key is never written, or (``complete``) no key set
+                the writer may write has a count within the bounds.
+            _NotNative: the bounds or dependencies hold for some of those key sets only, or
+                (not ``complete``) need keys the layout does not have: the object is then a
+                grammar value, whose grammar holds them.
         """
-        written = set(keys)
-        lo, hi = s.get("minProperties"), s.get("maxProperties")
-        if "minProperties" in kws and isinstance(lo, int) and len(keys) < lo:
-            raise _NotNative(
-                f"{where}: minProperties {lo} needs more keys than the {len(keys)} written "
-                "(properties and required)"
-            )
-        if "maxProperties" in kws and isinstance(hi, int) and len(keys) > hi:
-            raise _NotNative(
-                f"{where}: maxProperties {hi} allows fewer keys than the {len(keys)} the "
-                "writer may write (every property)"
-            )
-        if "propertyNames" in kws:
-            names = s["propertyNames"]
-            bad = [k for k in keys if not self._valid(names, k, f"{where}/propertyNames")]
-            if bad:
-                raise _NotNative(f"{where}/propertyNames: property {bad[0]!r} fails propertyNames")
+        deps: list[tuple[str, str, object]] = []
         for kw in ("dependencies", "dependentRequired", "dependentSchemas"):
-            if kw not in kws:
+            if kw in kws:
+                deps += [(kw, k, d) for k, d in _shaped(s[kw], dict, where, kw).items()]
+        for kw, key, dep in deps:
+            if isinstance(dep, list) and not _all_str(dep):
+                raise IRError(f"{where}/{kw}/{pointer_part(key)}: a dependency lists key names")
+        if "propertyNames" in kws:
+            names, at = s["propertyNames"], f"{where}/propertyNames"
+            rejected = {str(f["key"]) for f in fields if not self._valid(names, str(f["key"]), at)}
+            fields = self._without(fields, rejected, required, f"{at} rejects it")
+        while True:  # a key left out may be one another key depends on
+            keys = {str(f["key"]) for f in fields}
+            lacking = {
+                key: (kw, [d for d in dep if d not in keys])
+                for kw, key, dep in deps
+                if key in keys and isinstance(dep, list) and not set(dep) <= keys
+            }
+            if not lacking:
+                break
+            if not complete:  # an undeclared key may be the one it asks for
+                raise _NotNative(f"{where}: a dependency on a key the object does not declare")
+            for key, (kw, missing) in lacking.items():
+                why = f"{kw} asks for {missing[0]!r} beside it, which is never written"
+                fields = self._without(fields, {key}, required, f"{where}/{kw}: {why}")
+        keys = {str(f["key"]) for f in fields}
+        sure = keys & required
+        lo = _integral(s.get("minProperties")) if "minProperties" in kws else None
+        hi = _integral(s.get("maxProperties")) if "maxProperties" in kws else None
+        if lo is not None and len(keys) < lo:
+            if not complete:  # undeclared keys may make up the count
+                raise _NotNative(f"{where}: minProperties {lo} above the declared keys")
+            raise _NothingWritable(
+                f"{where}: minProperties {lo}, but at most {len(keys)} of its keys can be written"
+            )
+        if hi is not None and len(sure) > hi:
+            raise _NothingWritable(
+                f"{where}: maxProperties {hi}, but {len(sure)} keys are required"
+            )
+        if lo is not None and len(sure) < lo:
+            raise _NotNative(f"{where}: minProperties {lo} beside optional properties")
+        if hi is not None and len(keys) > hi:
+            raise _NotNative(f"{where}: maxProperties {hi} beside optional properties")
+        for kw, key, dep in deps:
+            if key not in keys or dep is True or dep == {}:
                 continue
-            deps = _shaped(s[kw], dict, where, kw)
-            for key, dep in deps.items():
-                if key not in written or dep is True or dep == {}:
-                    continue
-                at = f"{where}/{kw}/{pointer_part(key)}"
-                if not isinstance(dep, list):
-                    raise _NotNative(f"{at}: a schema dependency of a written key")
-                missing = [d for d in dep if d not in written]
-                if missing:
-                    raise _NotNative(
-                        f"{at}: {key!r} needs {missing[0]!r}, which the schema does not declare"
-                    )
+            at = f"{where}/{kw}/{pointer_part(key)}"
+            if not isinstance(dep, list):
+                raise _NotNative(f"{at}: a schema dependency of a key that may be written")
+            if not set(dep) <= sure:
+                raise _NotNative(f"{at}: {key!r} asks for keys that may be left out")
+        return fields
+
+    @staticmethod
+    def _without(
+        fields: list[JsonDict], keys: set[str], required: set[str], why: str
+    ) -> list[JsonDict]:
+        """``fields`` less those of ``keys``, which are never written (``why``)."""
+        needed = sorted(keys & required)
+        if needed:
+            raise _NothingWritable(f"{why}, and {needed[0]!r} is required")
+        return [f for f in fields if f["key"] not in keys]
 
     def _array(
         self,
@@ -771,7 +872,7 @@ class _Converter:
         elif "unevaluatedItems" in kws:
             items, items_at = s["unevaluatedItems"], f"{where}/unevaluatedItems"
         else:
-            items, items_at = True, where
+            items, items_at = True, f"{where}/items"  # absent: true
         lo = _count(s.get("minItems", 0), where, "minItems") if "minItems" in kws else 0
         bounded = "maxItems" in kws
         hi = (
@@ -781,6 +882,9 @@ class _Converter:
         )
         if hi < lo:
             raise _NothingWritable(f"{where}: maxItems {hi} is below minItems {lo}")
+        # uniqueItems: the factor that keeps the items apart reads everything in them
+        read = "uniqueItems" in kws and s["uniqueItems"] is True and hi > 1
+        self.reading += read
         try:
             item = self.node(items, items_at, refs, depth + 1)
         except _NothingWritable as exc:
@@ -788,8 +892,10 @@ class _Converter:
                 raise _NothingWritable(
                     f"{where}: minItems {lo}, but no item can be written: {exc.message}"
                 ) from None
-            item, hi, bounded = _any_value(), 0, True  # only the empty array
-        unique = "uniqueItems" in kws and s["uniqueItems"] is True and hi > 1
+            item, hi, bounded = _never_written(), 0, True  # only the empty array
+        finally:
+            self.reading -= read
+        unique = read and hi > 1
         if item["type"] == "grammar":  # one grammar value, not unrolled to its bound
             if unique:  # llguidance does not implement uniqueItems
                 self._incomparable(where, "a grammar value (llguidance writes it)")
@@ -919,13 +1025,38 @@ def _int(v: object) -> int:
     return v
 
 
-def _infer_type(kws: Iterable[str]) -> str | None:
-    """The type written for a node without ``type``: the one its keywords are about."""
-    present = set(kws)
-    for t in ("object", "array", "string", "integer"):
-        if present & _BY_TYPE[t]:
-            return t
-    return None
+def _extra_keys(s: JsonDict, kws: set[str], where: str) -> tuple[object, str]:
+    """The schema of an object's keys that no ``properties`` or pattern names, and its place.
+
+    ``additionalProperties``, else ``unevaluatedProperties`` (the keys under ``properties``
+    and ``patternProperties`` are evaluated), else ``true``: any key, any value.
+    """
+    if "additionalProperties" in kws:
+        return s["additionalProperties"], f"{where}/additionalProperties"
+    if "unevaluatedProperties" in kws:
+        return s["unevaluatedProperties"], f"{where}/unevaluatedProperties"
+    return True, f"{where}/additionalProperties"  # absent: true (never the object's own place)
+
+
+def _integral(v: object) -> int | None:
+    """An integer keyword's value (``2.0`` is 2, as meta-schemas since draft 6 allow)."""
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def _mentions_unique(root: object) -> bool:
+    """Whether ``uniqueItems: true`` appears anywhere in the document (a relation may read)."""
+    stack = [root]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, dict):
+            if x.get("uniqueItems") is True:
+                return True
+            stack += x.values()
+        elif isinstance(x, list):
+            stack += x
+    return False
 
 
 def _shaped(v: object, kind: type[_T], where: str, key: str) -> _T:

@@ -144,7 +144,7 @@ class _LayoutBuilder:
             _check_default(f, built, sub)
             fields.append(ObjectField(f.name, f.key, built, f.optional, f.default))
         model = _object_model(node.name, fields)
-        return ObjectLayout(model, tuple(fields), node.nullable)
+        return ObjectLayout(model, tuple(fields), node.nullable, node.undeclared_keys)
 
     def _union(self, node: IRUnion, depth: int, mult: int, where: str) -> UnionLayout:
         place = f"union {where or '<root>'}"

@@ -159,13 +159,19 @@ class IRField(BaseModel):
 
 
 class IRObject(BaseModel):
-    """An object: its fields, in the order the canonical JSON writes them."""
+    """An object: its fields, in the order the canonical JSON writes them.
+
+    ``undeclared_keys``: the object's JSON Schema allows keys it does not declare, which the
+    writer never writes (a named restriction: a relation reads under the object, or the
+    grammar cannot hold its keywords).
+    """
 
     model_config = _STRICT
     type: Literal["object"]
     name: str = "Record"
     fields: list[IRField]
     nullable: bool = False
+    undeclared_keys: bool = False
 
 
 class IRGrammar(BaseModel):

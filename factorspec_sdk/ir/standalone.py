@@ -44,6 +44,12 @@ and dialect:
   the ``$defs`` they use), as a branch narrowed by a rewrite below could leave out the
   values by which two branches overlap; else it is an `IRError`. So is a ``not`` kept over
   a narrowed copy (fewer values under ``not`` are more);
+* ``unevaluatedProperties`` / ``unevaluatedItems`` (which llguidance does not implement)
+  beside no keyword that evaluates in place are ``additionalProperties`` / ``items``,
+  and dropped beside those (they then apply to nothing); ``minProperties`` /
+  ``maxProperties`` of an object that allows undeclared keys beside optional properties
+  (which llguidance refuses) become ``anyOf`` branches that fix which optional properties
+  are present (`_property_counts`), exactly;
 * ``uniqueItems`` (which llguidance does not implement) is dropped where ``maxItems`` is at
   most 1 or it is false (an array of at most one item is unique); elsewhere it is an
   `IRError` naming the place (an array of at most one item would be fewer values than the
@@ -57,6 +63,7 @@ and dialect:
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable
 from urllib.parse import unquote
@@ -77,15 +84,23 @@ __all__ = ["STRICT_FORMATS", "asserted_format", "has_ref", "pointer_part", "stan
 
 JsonDict = dict[str, object]
 
-_ONE = frozenset(
+_ONE = frozenset({"additionalProperties", "contains", "propertyNames"})
+_UNEVALUATED = frozenset({"unevaluatedItems", "unevaluatedProperties"})
+_IN_PLACE = frozenset(
     {
-        "additionalProperties",
+        "allOf",
+        "anyOf",
+        "oneOf",
+        "if",
+        "$ref",
+        "$dynamicRef",
+        "$recursiveRef",
+        "dependentSchemas",
         "contains",
-        "propertyNames",
-        "unevaluatedItems",
-        "unevaluatedProperties",
     }
 )
+"""Keywords whose sub-schemas evaluate properties or items of the same instance in place
+(``contains`` evaluates items): ``unevaluated*`` beside them depends on what they evaluate."""
 _TYPES = ("null", "boolean", "object", "array", "number", "string")
 _LIST = frozenset({"allOf", "anyOf"})
 _MAP = frozenset({"properties", "patternProperties"})
@@ -159,6 +174,8 @@ class _Copier:
             if self.subsets > before:
                 self.subset_defs.add(name)
         self._check_exact()
+        if body is True:
+            body = {}  # any value
         out: JsonDict = body if isinstance(body, dict) else {"allOf": [body]}
         if self.defs:
             out["$defs"] = dict(sorted(self.defs.items()))
@@ -198,6 +215,8 @@ class _Copier:
                     out[key] = self.copy(v, at)  # additionalItems is then irrelevant
             elif key == "additionalItems":
                 continue  # read with a list of items, above
+            elif key in _UNEVALUATED:
+                self._unevaluated(s, key, v, at, out)
             elif key in _ONE:
                 out[key] = self.copy(v, at)
             elif key in _LIST:  # the same instance: the context grows
@@ -235,7 +254,7 @@ class _Copier:
                 out[exclusive if s.get(exclusive) is True else key] = v
             elif key == "multipleOf":
                 self._check_multiple(s, v, at)
-                out[key] = v
+                out[key] = 1 if v == 1 else v
             elif key == "pattern":
                 out[key] = _whole_match(_checked_pattern(v, at))
                 if out[key] != v:
@@ -250,9 +269,30 @@ class _Copier:
                     out[key] = v
             else:
                 out[key] = v  # data: type, enum, const, required, bounds, format, ...
+        extra += _property_counts(out)
         if extra:
             out["allOf"] = [*_shaped_list(out.get("allOf", []), where), *extra]
         return out
+
+    def _unevaluated(self, s: JsonDict, key: str, v: object, at: str, out: JsonDict) -> None:
+        """``unevaluatedProperties`` / ``unevaluatedItems``, which llguidance does not implement.
+
+        Beside no keyword that evaluates in place (``allOf``, ``$ref``, ``if``, ...), the
+        properties or items it applies to are those ``additionalProperties`` / ``items``
+        would: it is that keyword (exactly). Beside that keyword itself it applies to none
+        (dropped). Elsewhere it stays, and llguidance refuses it by name.
+        """
+        sibling = "additionalProperties" if key == "unevaluatedProperties" else "items"
+        if sibling in s and (key == "unevaluatedProperties" or not self._tuple(s)):
+            return  # every property (item) is evaluated by its sibling: it applies to none
+        if _IN_PLACE & self.keywords & set(s):
+            out[key] = self.copy(v, at)
+        else:
+            out[sibling] = self.copy(v, at)
+
+    def _tuple(self, s: JsonDict) -> bool:
+        """Whether ``items`` is a list without ``additionalItems`` (later items unevaluated)."""
+        return isinstance(s.get("items"), list) and "additionalItems" not in s
 
     def _one_of(
         self,
@@ -451,7 +491,8 @@ class _Copier:
 
     def _check_multiple(self, s: JsonDict, v: object, at: str) -> None:
         types = _type_names(s.get("type")) or set()
-        integral = not isinstance(v, bool) and isinstance(v, int)
+        # 1.0 is 1: every integer passes both readers, and no other number
+        integral = not isinstance(v, bool) and (isinstance(v, int) or v == 1.0)
         if not integral or (v != 1 and ("number" in types or not types)):
             raise IRError(
                 f"{at}: multipleOf {v!r} on values that may be non-integer numbers is not "
@@ -498,6 +539,61 @@ def _subset_error(at: str, key: str, what: str) -> IRError:
         "pattern matched whole, a negation): a value written could "
         "pass a schema the grammar narrowed; not supported"
     )
+
+
+MAX_COUNT_BRANCHES = 64
+"""Most ``anyOf`` branches `_property_counts` writes for an object's property counts."""
+
+
+def _property_counts(out: JsonDict) -> list[object]:
+    """``minProperties`` / ``maxProperties`` of an open object, as llguidance takes them.
+
+    llguidance holds them only where every key under ``properties`` is required (or
+    ``false``) or no other key is allowed. Elsewhere (a copy ``out`` that allows undeclared
+    keys beside optional properties) they move into ``anyOf`` branches that fix which
+    optional properties are present, each keeping the counts: one branch per set of them
+    (at most `MAX_COUNT_BRANCHES`), or, for ``minProperties`` that one more key than the
+    required ones satisfies, one per optional property and one with none of them. Exactly
+    the same objects. A ``minProperties`` the required keys already satisfy is dropped
+    (every object instance holds them); elsewhere the counts stay, and llguidance refuses
+    them by name. Returns the conjuncts to add; ``out`` loses the keywords they replace.
+    """
+    if not {"minProperties", "maxProperties"} & set(out):
+        return []
+    props = out.get("properties", {})
+    required = out.get("required", [])
+    if not isinstance(props, dict) or not isinstance(required, list) or not _all_names(required):
+        return []
+    closed = out.get("additionalProperties") is False and not out.get("patternProperties")
+    needed = {str(k) for k in required}
+    optional = sorted(k for k, v in props.items() if k not in needed and v is not False)
+    lo, hi = _integer(out.get("minProperties")), _integer(out.get("maxProperties"))
+    if lo is not None and lo <= len(needed):
+        del out["minProperties"]  # the required keys are at least that many
+        lo = None
+    if closed or not optional or (lo is None and hi is None):
+        return []  # llguidance holds them (or there are none left)
+    counts: JsonDict = {k: out.pop(k) for k in ("minProperties", "maxProperties") if k in out}
+    branches: list[JsonDict] = []
+    if 2 ** len(optional) <= MAX_COUNT_BRANCHES:
+        for n in range(len(optional) + 1):
+            for present in itertools.combinations(optional, n):
+                if hi is not None and len(needed) + n > hi:
+                    continue
+                absent: JsonDict = {k: False for k in optional if k not in present}
+                branches.append({"required": list(present), "properties": absent, **counts})
+    elif hi is None and lo == len(needed) + 1:
+        branches = [{"required": [k]} for k in optional]
+        none: JsonDict = dict.fromkeys(optional, False)
+        branches.append({"properties": none, **counts})
+    if not branches:
+        out.update(counts)  # too many branches, or none: llguidance refuses them by name
+        return []
+    return [{"anyOf": list(branches)}]
+
+
+def _all_names(v: object) -> bool:
+    return isinstance(v, list) and all(isinstance(x, str) for x in v)
 
 
 def _def_refs(copy: object) -> set[str]:

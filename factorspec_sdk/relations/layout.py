@@ -225,11 +225,22 @@ def omission(field: ObjectField, read: bool) -> Omission:
 
 @dataclass(frozen=True, slots=True)
 class ObjectLayout:
-    """A Pydantic model: its fields in declaration order."""
+    """A Pydantic model: its fields in declaration order.
+
+    Attributes:
+        model: the model (one the IR made, for an IR's object).
+        fields: the fields, in the order the writer writes them.
+        nullable: whether ``null`` is allowed.
+        undeclared_keys: the JSON Schema the layout was made from allows keys the object
+            does not declare; the writer writes the declared ones only (a restriction the
+            user is told of: a relation reads under the object, or the grammar cannot hold
+            the object's keywords).
+    """
 
     model: type[BaseModel]
     fields: tuple[ObjectField, ...]
     nullable: bool = False
+    undeclared_keys: bool = False
 
     def field(self, name: str) -> ObjectField:
         """The field called ``name`` (KeyError if absent)."""
