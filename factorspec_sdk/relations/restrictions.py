@@ -142,11 +142,25 @@ def _int_digits(place: Place) -> tuple[str, str] | None:
     )
 
 
+def _undeclared_keys(place: Place) -> tuple[str, str] | None:
+    node = place.node
+    if not isinstance(node, ObjectLayout) or not node.undeclared_keys:
+        return None
+    return (
+        "its declared keys only: the JSON Schema allows keys it does not declare, but a "
+        "relation reads under the object (or llguidance refuses its grammar), so the writer "
+        "lays it out itself",
+        "set additionalProperties to false (a Pydantic model ignores extra keys anyway), or "
+        "let no relation read under it",
+    )
+
+
 RULES: dict[str, Rule] = {
     "optional key written": _optional_written,
     "list bound": _list_bound,
     "string bound": _string_bound,
     "int digits": _int_digits,
+    "undeclared keys": _undeclared_keys,
 }
 """Every restriction's rule, by name: a new one is a function and one line here."""
 
