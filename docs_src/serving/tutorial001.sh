@@ -13,6 +13,7 @@ curl -s "$URL/v1/chat/completions" -H "Content-Type: application/json" -d '{
       "day": {"enum": ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday"]},
       "start_hour": {"type": "integer", "minimum": 9, "maximum": 17}
     },
-    "required": ["day", "start_hour"]
+    "required": ["day", "start_hour"],
+    "additionalProperties": false
   }}}
 }'

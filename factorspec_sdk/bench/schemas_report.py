@@ -19,7 +19,15 @@ import numpy as np
 
 from factorspec_sdk.bench.schemas import LIBRARIES, MAX_TOKENS, SchemaResult
 
-__all__ = ["FS_DECODER", "OUTCOMES", "SchemaBenchReport", "summarize", "write_outputs"]
+__all__ = [
+    "FS_DECODER",
+    "OUTCOMES",
+    "SchemaBenchReport",
+    "fmt_number",
+    "quantiles",
+    "summarize",
+    "write_outputs",
+]
 
 OUTCOMES = ("valid", "invalid", "max_tokens", "error")
 """What a decoded record can come out as."""
@@ -32,7 +40,11 @@ FS_DECODER = "factorspec-decoder"
 _MASK_ROWS = ("factorspec", FS_DECODER, *_MASKED)
 
 
-def _quantiles(values: Sequence[float], qs: Sequence[float], scale: float) -> dict[str, Any]:
+def quantiles(values: Sequence[float], qs: Sequence[float], scale: float) -> dict[str, Any]:
+    """The ``qs`` percentiles of ``values`` times ``scale`` (``p50`` named ``median``), and ``n``.
+
+    Rounded to 3 decimals; None each when there are no values.
+    """
     if not values:
         return {f"p{q:g}" if q != 50 else "median": None for q in qs} | {"n": 0}
     got = np.percentile(np.asarray(values, dtype=np.float64), list(qs)) * scale
@@ -72,17 +84,17 @@ def _summary(rows: Sequence[SchemaResult]) -> dict[str, Any]:
         "schemas": len(rows),
         "status": status,
         "accepted_with_warnings": warned,
-        "compile_ms": {lib: _quantiles(compile_s[lib], (50, 95), 1e3) for lib in LIBRARIES},
+        "compile_ms": {lib: quantiles(compile_s[lib], (50, 95), 1e3) for lib in LIBRARIES},
         "records": outcomes,
         "mask_us": {
-            "factorspec": _quantiles(fs_plan, (50, 99), 1e6),
-            FS_DECODER: _quantiles(fs_decoder, (50, 99), 1e6),
-            **{lib: _quantiles(mask_s[lib], (50, 99), 1e6) for lib in _MASKED},
+            "factorspec": quantiles(fs_plan, (50, 99), 1e6),
+            FS_DECODER: quantiles(fs_decoder, (50, 99), 1e6),
+            **{lib: quantiles(mask_s[lib], (50, 99), 1e6) for lib in _MASKED},
         },
         "mask_record_mean_us": {
-            "factorspec": _quantiles(fs_plan, (50,), 1e6),
-            FS_DECODER: _quantiles(fs_decoder, (50,), 1e6),
-            **{lib: _quantiles(mask_means[lib], (50,), 1e6) for lib in _MASKED},
+            "factorspec": quantiles(fs_plan, (50,), 1e6),
+            FS_DECODER: quantiles(fs_decoder, (50,), 1e6),
+            **{lib: quantiles(mask_means[lib], (50,), 1e6) for lib in _MASKED},
         },
         "records_accepted_whole": {
             lib: {"accepted": a, "tried": t} for lib, (a, t) in whole.items()
@@ -124,7 +136,8 @@ def _row_json(row: SchemaResult) -> dict[str, Any]:
     }
 
 
-def _fmt(value: object, digits: int = 1) -> str:
+def fmt_number(value: object, digits: int = 1) -> str:
+    """A number for a table (thousands separated, ``digits`` decimals), ``-`` for None."""
     return "-" if value is None else f"{value:,.{digits}f}"
 
 
@@ -183,8 +196,8 @@ class SchemaBenchReport:
             st, cm = o["status"][lib], o["compile_ms"][lib]
             lines.append(
                 f"| {lib} | {st['rejected']} | {st['timeout']} | {st['error']} "
-                f"| {o['accepted_with_warnings'][lib]} | {_fmt(cm['median'], 2)} "
-                f"| {_fmt(cm['p95'], 2)} |"
+                f"| {o['accepted_with_warnings'][lib]} | {fmt_number(cm['median'], 2)} "
+                f"| {fmt_number(cm['p95'], 2)} |"
             )
         lines += [
             "",
@@ -206,15 +219,15 @@ class SchemaBenchReport:
                 w = o["records_accepted_whole"][lib]
                 whole, count = f"{w['accepted']}/{w['tried']}", f"{mu['n']:,}"
             lines.append(
-                f"| {lib} | {_fmt(mu['median'])} | {_fmt(mu['p99'])} | {count} "
-                f"| {_fmt(mean['median'])} | {whole} |"
+                f"| {lib} | {fmt_number(mu['median'])} | {fmt_number(mu['p99'])} | {count} "
+                f"| {fmt_number(mean['median'])} | {whole} |"
             )
         lines += ["", "Compile time per dataset, ms (median / p95 over accepted schemas).", ""]
         lines += [f"| dataset | {libs} |", "|---|---:|---:|---:|"]
         for name, d in s.items():
             cells = " | ".join(
-                f"{_fmt(d['compile_ms'][lib]['median'], 2)} / "
-                f"{_fmt(d['compile_ms'][lib]['p95'], 2)}"
+                f"{fmt_number(d['compile_ms'][lib]['median'], 2)} / "
+                f"{fmt_number(d['compile_ms'][lib]['p95'], 2)}"
                 for lib in LIBRARIES
             )
             lines.append(f"| {name} | {cells} |")
@@ -222,8 +235,8 @@ class SchemaBenchReport:
         lines += [f"| dataset | {' | '.join(_MASK_ROWS)} |", "|---|---:|---:|---:|---:|"]
         for name, d in s.items():
             cells = " | ".join(
-                f"{_fmt(d['mask_us'][lib]['median'])} / {_fmt(d['mask_us'][lib]['p99'])}"
-                for lib in _MASK_ROWS
+                f"{fmt_number(mu['median'])} / {fmt_number(mu['p99'])}"
+                for mu in (d["mask_us"][lib] for lib in _MASK_ROWS)
             )
             lines.append(f"| {name} | {cells} |")
         return "\n".join(lines) + "\n"

@@ -9,7 +9,9 @@ cases against free generation, XGrammar and llguidance (`factorspec_sdk.bench.to
 goes (`factorspec_sdk.bench.user_models`). ``factorspec bench gen`` measures certain drafts
 and guesses against one token per forward (`factorspec_sdk.bench.gen_bench`). ``factorspec
 bench schemas DIR`` measures which JSON Schemas FactorSpec, llguidance and XGrammar accept,
-and decodes records of FactorSpec's.
+and decodes records of FactorSpec's. ``factorspec bench maskbench`` asks of MaskBench's test
+instances whether each engine's masks can write every valid one and no invalid one
+(`factorspec_sdk.bench.maskbench`).
 Heavy imports happen inside the commands.
 
 Exit codes follow ``factorspec``: 2 for a usage error (bad ``--cities`` / ``--methods``),
@@ -451,6 +453,107 @@ def schemas(
         files, records=records, timeout_s=timeout, progress=tty, log=None if tty else say
     )
     rep = SchemaBenchReport(facts, rows)
+    write_outputs(rep, out)
+    print(rep.markdown())
+    err.print(f"wrote {', '.join(str(p) for p in rep.files)}")
+
+
+@bench_app.command("maskbench")
+def maskbench(
+    data: Annotated[
+        Path | None,
+        typer.Option(
+            "--data",
+            help="Folder of MaskBench *.json files (default: ../shared/schemas/maskbench-dev "
+            "beside the repository).",
+        ),
+    ] = None,
+    per_category: Annotated[
+        int | None,
+        typer.Option(
+            "--per-category", min=1, help="A seeded sample of N files per category (default: all)."
+        ),
+    ] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the per-category sample.")] = 0,
+    engines: Annotated[
+        str,
+        typer.Option(
+            "--engines", help="all, or a comma list of: factorspec, llguidance, xgrammar."
+        ),
+    ] = "all",
+    out: Annotated[
+        Path, typer.Option("--out", help="Folder for results.json, results.md and the plot.")
+    ] = Path("bench-results/maskbench"),
+    timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--timeout",
+            min=0.001,
+            help="Seconds each engine may spend on one schema, compile and instances "
+            "(default 120); past it the rest are undecided.",
+        ),
+    ] = None,
+    budget: Annotated[
+        int | None,
+        typer.Option(
+            "--budget",
+            min=1,
+            help="Masks one candidate text's search may compute before it is undecided "
+            "(default 50,000).",
+        ),
+    ] = None,
+) -> None:
+    """MaskBench: can each engine write every valid instance, and no invalid one?
+
+    Searches every tokenization and key order of each test instance through the real masks
+    (SmolLM2's vocabulary) of FactorSpec, llguidance and XGrammar, and reports per category
+    the files compiled, MaskBench's pass, valid and invalid instances writable, undecided
+    searches and the mask time per token.
+    """
+    from rich.console import Console
+
+    from factorspec_sdk.bench.maskbench import (
+        DEFAULT_BUDGET,
+        DEFAULT_TIMEOUT_S,
+        ENGINES,
+        MaskBenchReport,
+        mask_files,
+        run_maskbench,
+        write_outputs,
+    )
+    from factorspec_sdk.bench.schemas import machine_facts, shared_schemas
+    from factorspec_sdk.bench.tools.names import parse_names
+
+    err = Console(stderr=True)
+    root = data if data is not None else shared_schemas("maskbench-dev")
+    timeout_s = DEFAULT_TIMEOUT_S if timeout is None else timeout
+    nodes = DEFAULT_BUDGET if budget is None else budget
+    try:
+        chosen = parse_names(engines, list(ENGINES), "engine")
+        files = mask_files(root, per_category=per_category, seed=seed)
+    except ValueError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(_USAGE_ERROR) from None
+    sample = "" if per_category is None else f" --per-category {per_category} --seed {seed}"
+    command = (
+        f"factorspec bench maskbench --data {root}{sample} --engines {','.join(chosen)} "
+        f"--timeout {timeout_s:g} --budget {nodes} --out {out}"
+    )
+
+    def say(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    tty = err.is_terminal
+    facts = {"command": command, **machine_facts(), "data": str(root), "files": len(files)}
+    rows = run_maskbench(
+        files,
+        engines=chosen,
+        timeout_s=timeout_s,
+        budget=nodes,
+        progress=tty,
+        log=None if tty else say,
+    )
+    rep = MaskBenchReport(facts, chosen, rows)
     write_outputs(rep, out)
     print(rep.markdown())
     err.print(f"wrote {', '.join(str(p) for p in rep.files)}")

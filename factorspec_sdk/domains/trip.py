@@ -18,24 +18,31 @@ passes every relation of the `Itinerary` model below.
 
 This module is the one home of the domain: ``examples/itinerary.py`` (``make run``), the
 benchmarks (``factorspec_sdk.bench``), the docs snippets and the tests import it from here,
-so an installed wheel can run all of them.
+so an installed wheel can run all of them. Two jobs live beside it and are imported from
+here too: the exhaustive solver (`factorspec_sdk.domains.trip_solver`: `solve`,
+`count_solutions`) and plans as records and back (`factorspec_sdk.domains.trip_records`:
+`itinerary_record`, `plan_of`, `Evaluation` and what `evaluate` reads an answer with).
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import itertools
-import json
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from functools import lru_cache
-from typing import Annotated, Any
+from typing import Any
 
-from pydantic import BaseModel, Field, TypeAdapter, ValidationError, model_validator
+from pydantic import BaseModel, Field, ValidationError, model_validator
 
-from factorspec_sdk.relations.decorator import distinct, relation, relations_of
-from factorspec_sdk.relations.decorator import evaluate as run_relation
+from factorspec_sdk.domains.trip_records import (
+    Evaluation,
+    itinerary_record,
+    parse_answer,
+    plan_of,
+    plan_spans,
+    violations_of,
+)
+from factorspec_sdk.domains.trip_solver import count_solutions, solutions, solve
+from factorspec_sdk.relations.decorator import distinct, relation
 
 __all__ = [
     "EUROPEAN_CITIES",
@@ -316,7 +323,7 @@ def generate_problem(num_cities: int, seed: int, *, unique: bool = True) -> Trip
     rng.shuffle(flights)
 
     events: list[Event] = []
-    spans = _spans(golden)
+    spans = plan_spans(golden)
     for i in sorted(rng.sample(range(num_cities), rng.randint(0, 2))):
         city, first, last = spans[i]
         start = rng.randint(first, last - 1)
@@ -336,7 +343,7 @@ def generate_problem(num_cities: int, seed: int, *, unique: bool = True) -> Trip
     )
     golden_pairs = set(itertools.pairwise(order))
     while unique:
-        other = next((p for p in _solutions(problem, 2) if p != golden), None)
+        other = next((p for p in solutions(problem, 2) if p != golden), None)
         if other is None:
             break
         names = [c for c, _ in other]
@@ -372,9 +379,9 @@ def with_stays(problem: TripProblem, stays: Sequence[int]) -> TripProblem:
     """
     if len(stays) != len(problem.golden) or min(stays, default=MIN_STAY) < MIN_STAY:
         raise ValueError(f"need {len(problem.golden)} stay lengths of at least {MIN_STAY}")
-    old = {c: (f, last) for c, f, last in _spans(problem.golden)}
+    old = {c: (f, last) for c, f, last in plan_spans(problem.golden)}
     golden = [(c, n) for (c, _), n in zip(problem.golden, stays, strict=True)]
-    new = {c: (f, last) for c, f, last in _spans(golden)}
+    new = {c: (f, last) for c, f, last in plan_spans(golden)}
     events = []
     for e in problem.events:
         (f0, _), (f1, l1) = old[e.city], new[e.city]
@@ -389,16 +396,6 @@ def with_stays(problem: TripProblem, stays: Sequence[int]) -> TripProblem:
         events=events,
         golden=golden,
     )
-
-
-def _spans(plan: Sequence[tuple[str, int]]) -> list[tuple[str, int, int]]:
-    """(city, first_day, last_day) of each stay of an ordered plan."""
-    out = []
-    day = 1
-    for city, length in plan:
-        out.append((city, day, day + length - 1))
-        day += length - 1
-    return out
 
 
 # --------------------------------------------------------------------------- prompt
@@ -441,175 +438,7 @@ def prompt_for(problem: TripProblem) -> str:
     )
 
 
-# --------------------------------------------------------------------------- solver
-
-
-def _placements(problem: TripProblem) -> tuple[list[str], list[int], list[list[bool]]]:
-    """Cities, their stay lengths and ``ok[mask][i]``: city i may start after the set mask."""
-    cities = list(problem.cities)
-    lengths = [problem.days[c] for c in cities]
-    n = len(cities)
-    ok = []
-    for mask in range(1 << n):
-        first = 1 + sum(lengths[j] - 1 for j in range(n) if mask >> j & 1)
-        row = []
-        for i, city in enumerate(cities):
-            last = first + lengths[i] - 1
-            row.append(
-                all(
-                    first <= e.first_day and e.last_day <= last
-                    for e in problem.events
-                    if e.city == city
-                )
-            )
-        ok.append(row)
-    return cities, lengths, ok
-
-
-def _table(problem: TripProblem) -> tuple[list[str], list[int], list[list[int]]]:
-    """``ways[mask][i]``: number of valid plans that visit exactly ``mask`` ending in city i."""
-    cities, lengths, ok = _placements(problem)
-    n = len(cities)
-    index = {c: i for i, c in enumerate(cities)}
-    succ: list[list[int]] = [[] for _ in cities]
-    for a, b in set(problem.direct_flights):
-        if a in index and b in index and a != b:
-            succ[index[a]].append(index[b])
-    ways = [[0] * n for _ in range(1 << n)]
-    for i in range(n):
-        if ok[0][i]:
-            ways[1 << i][i] = 1
-    for mask in range(1, 1 << n):
-        for i in range(n):
-            w = ways[mask][i]
-            if not w:
-                continue
-            for j in succ[i]:
-                if not mask >> j & 1 and ok[mask][j]:
-                    ways[mask | 1 << j][j] += w
-    return cities, lengths, ways
-
-
-def count_solutions(problem: TripProblem) -> int:
-    """Number of city orders that satisfy every constraint (dynamic programming over subsets)."""
-    _, _, ways = _table(problem)
-    return sum(ways[-1])
-
-
-def solve(problem: TripProblem) -> list[tuple[str, int]] | None:
-    """A valid ordered (city, stay length) plan, or ``None`` if there is none.
-
-    A reference solver independent of Z3: dynamic programming over (visited set, last city),
-    since the day a stay starts depends only on the set of cities already visited. When several
-    orders are valid it returns one of them (not necessarily the golden plan).
-    """
-    found = _solutions(problem, 1)
-    return found[0] if found else None
-
-
-def _solutions(problem: TripProblem, limit: int) -> list[list[tuple[str, int]]]:
-    """Up to ``limit`` valid plans, read back from the table from the last stay to the first."""
-    cities, lengths, ways = _table(problem)
-    n = len(cities)
-    pairs = set(problem.direct_flights)
-    out: list[list[tuple[str, int]]] = []
-
-    def back(mask: int, suffix: list[int]) -> None:
-        # ``suffix`` ends the plan (reversed); its head ``suffix[-1]`` ends the set ``mask``.
-        if len(out) >= limit:
-            return
-        cur = suffix[-1]
-        rest = mask & ~(1 << cur)
-        if not rest:
-            out.append([(cities[i], lengths[i]) for i in reversed(suffix)])
-            return
-        for i in range(n):
-            if ways[rest][i] and (cities[i], cities[cur]) in pairs:
-                back(rest, [*suffix, i])
-
-    full = (1 << n) - 1
-    for end in range(n):
-        if ways[full][end]:
-            back(full, [end])
-    return out
-
-
-# --------------------------------------------------------------------------- records
-
-
-def itinerary_record(plan: Sequence[tuple[str, int]]) -> dict[str, Any]:
-    """The JSON record (``{"stays": [...], "flights": [...]}``) of an ordered plan.
-
-    Consecutive stays share their boundary day, and each flight is on that day.
-    """
-    spans = _spans(plan)
-    return {
-        "stays": [{"city": c, "first_day": f, "last_day": last} for c, f, last in spans],
-        "flights": [
-            {"day": a[2], "origin": a[0], "destination": b[0]} for a, b in itertools.pairwise(spans)
-        ],
-    }
-
-
-def plan_of(record: Mapping[str, Any]) -> list[tuple[str, int]] | None:
-    """The ordered (city, days) list of a record's stays, or ``None`` if it has no such list.
-
-    Days are counted as the official evaluation reads "Day a-b": ``b - a + 1``. A dated
-    record's stays (``first_date``, ``last_date``) count their dates the same way.
-    """
-    stays = record.get("stays")
-    if not isinstance(stays, list):
-        return None
-    plan = []
-    for s in stays:
-        if not isinstance(s, Mapping):
-            return None
-        city, first, last = s.get("city"), s.get("first_day"), s.get("last_day")
-        if "first_date" in s:
-            first, last = _ordinal(s.get("first_date")), _ordinal(s.get("last_date"))
-        if (
-            not isinstance(city, str)
-            or not isinstance(first, int)
-            or not isinstance(last, int)
-            or isinstance(first, bool)
-            or isinstance(last, bool)
-        ):
-            return None
-        plan.append((city, last - first + 1))
-    return plan
-
-
-def _ordinal(text: object) -> int | None:
-    """The ordinal of an ISO date text (``YYYY-MM-DD``), or None."""
-    if not isinstance(text, str):
-        return None
-    try:
-        return dt.date.fromisoformat(text).toordinal()
-    except ValueError:
-        return None
-
-
 # --------------------------------------------------------------------------- evaluation
-
-
-@dataclass(frozen=True, slots=True)
-class Evaluation:
-    """The score of one answer.
-
-    Attributes:
-        valid: the record passes ``Itinerary.model_validate(data, context=problem)``.
-        exact_match: the ordered (city, days) list of its stays equals the golden plan.
-        parse_ok: the answer parsed as JSON (always true for a dict or a model instance).
-        violations: what failed: ``"parse: ..."``, ``"schema: <loc>: <msg>"`` or the names of
-            the violated relations (all of them, not only the first pydantic reports).
-        plan: the ordered (city, days) list read from the stays, when readable.
-    """
-
-    valid: bool
-    exact_match: bool
-    parse_ok: bool
-    violations: list[str] = field(default_factory=list)
-    plan: list[tuple[str, int]] | None = None
 
 
 def evaluate(
@@ -635,7 +464,7 @@ def evaluate(
             else record_or_text
         )
         try:
-            data = _parse_json(text)
+            data = parse_answer(text)
         except ValueError as exc:
             return Evaluation(False, False, False, [f"parse: {exc}"])
     else:
@@ -649,66 +478,8 @@ def evaluate(
         valid = True
     except ValidationError:
         valid = False
-    violations = [] if valid else _violations(model, data, problem)
+    violations = [] if valid else violations_of(model, data, problem)
     return Evaluation(valid, exact, True, violations, plan)
-
-
-def _parse_json(text: str) -> Any:
-    """``json.loads``, falling back to the outermost ``{...}`` in the text (code fences, prose)."""
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        start, end = text.find("{"), text.rfind("}")
-        if 0 <= start < end:
-            try:
-                return json.loads(text[start : end + 1])
-            except json.JSONDecodeError:
-                pass
-        raise ValueError(str(exc)) from exc
-
-
-@lru_cache(maxsize=32)
-def _field_adapters(model: type[BaseModel]) -> tuple[tuple[str, str, bool, TypeAdapter[Any]], ...]:
-    """(name, key, required, adapter) of each field; the adapter keeps the Field constraints."""
-    out = []
-    for name, info in model.model_fields.items():
-        annotation: Any = info.annotation
-        if info.metadata:
-            annotation = Annotated[(annotation, *info.metadata)]
-        out.append((name, info.alias or name, info.is_required(), TypeAdapter(annotation)))
-    return tuple(out)
-
-
-def _violations(model: type[BaseModel], data: Any, problem: TripProblem) -> list[str]:
-    """Schema errors, else the names of every relation that does not hold."""
-    if not isinstance(data, Mapping):
-        return [f"schema: the record must be a JSON object, got {type(data).__name__}"]
-    values: dict[str, Any] = {}
-    errors: list[str] = []
-    for name, key, required, adapter in _field_adapters(model):
-        if key not in data:
-            if required:
-                errors.append(f"schema: {key}: Field required")
-            continue
-        try:
-            values[name] = adapter.validate_python(data[key], context=problem)
-        except ValidationError as exc:
-            for err in exc.errors():
-                loc = ".".join(str(p) for p in (key, *err["loc"]))
-                errors.append(f"schema: {loc}: {err['msg']}")
-    if errors:
-        return errors
-    instance = model.model_construct(**values)
-    broken = [
-        info.name for info in relations_of(model) if not run_relation(info, instance, problem)
-    ]
-    if broken:
-        return broken
-    try:  # some other validator failed: report pydantic's own messages
-        model.model_validate(data, context=problem)
-    except ValidationError as exc:
-        return [f"schema: {err['msg']}" for err in exc.errors()]
-    return []  # pragma: no cover
 
 
 # --------------------------------------------------------------------------- sample

@@ -54,7 +54,7 @@ from factorspec_sdk.drafter.loop import DecodeJob, DecodeOutcome, DecoderConfig,
 from factorspec_sdk.drafter.overlap import Prefetch
 from factorspec_sdk.drafter.stats import DecoderClock, GenerationStats, RecordClock
 from factorspec_sdk.engines.completion import (
-    FREE_STRING_REGEX,
+    STRING_CHAR_REGEX,
     TAKES_TOKENS,
     Completion,
     CompletionEngine,
@@ -64,14 +64,9 @@ from factorspec_sdk.engines.completion import (
     regex_escape,
 )
 from factorspec_sdk.errors import EngineError, GenerationError, IncompleteGenerationError
-from factorspec_sdk.tokens.plan import (
-    Cursor,
-    Finished,
-    FreeCursor,
-    FreeTables,
-    GrammarCursor,
-    TrieNode,
-)
+from factorspec_sdk.tokens.free import FreeTables
+from factorspec_sdk.tokens.plan import Cursor, Finished, FreeCursor, GrammarCursor, TrieNode
+from factorspec_sdk.writer.escapes import json_body
 
 __all__ = ["SegmentDecoder", "continuations"]
 
@@ -267,6 +262,8 @@ class SegmentDecoder:
             return "token"
         cursor = a.cursor
         kind = _KINDS[style][type(cursor)]
+        if isinstance(cursor, FreeCursor) and cursor.free.escape and TAKES_TOKENS[style]:
+            return "token"  # a regex starts between characters: finish the escape first
         if isinstance(cursor, GrammarCursor) and cursor.segment.head_left(cursor.tokens) is None:
             if TAKES_TOKENS[style]:
                 return "token"  # inside a value the segment's rest has no grammar
@@ -559,7 +556,8 @@ def _close_tail(cursor: FreeCursor, tables: FreeTables) -> str:
     the planner, whose certain tokens write that text.
     """
     suffix = cursor.free.close_suffix
-    reach = max((len(t) for t in tables.quote_after if suffix.startswith(t)), default=0)
+    closers = [*tables.quote_after, *tables.moves("").after]  # plain, and after an escape
+    reach = max((len(t) for t in closers if suffix.startswith(t)), default=0)
     tail = ""
     for ch in reversed(suffix[:reach]):
         tail = "(" + regex_escape(ch) + tail + ")?"
@@ -569,11 +567,22 @@ def _close_tail(cursor: FreeCursor, tables: FreeTables) -> str:
 def _free_regex(cursor: FreeCursor, slack: int | None = None) -> str:
     """The rest of a free string: its length bounds, then the closing quote.
 
-    ``slack`` is the budget beyond the cheapest completion (None: the budget is loose); the
-    string may grow by that many characters past its minimum, which is about what fits (a
-    reply that does not fit anyway is cut and closed by `SegmentDecoder`).
+    A character is one of the value's: raw, or any JSON escape (`STRING_CHAR_REGEX`), so the
+    bounds count the value's characters. ``slack`` is the budget beyond the cheapest
+    completion (None: the budget is loose); the string may grow by that many characters
+    past its minimum, which is about what fits (a reply that does not fit anyway is cut and
+    closed by `SegmentDecoder`).
+
+    Raises:
+        GenerationError: the string is inside an escape (a request starts between
+            characters: after an option, or after the text a reply left closed).
     """
     free = cursor.free
+    if free.escape:
+        raise GenerationError(
+            f"string at {free.state.pending!r}: a regex request cannot start inside the escape "
+            f"{free.escape!r} (an internal error: please report it)"
+        )
     n = len(free.written)
     if free.texts is not None and free.texts.affixes is not None:
         return _affix_regex(cursor, slack)
@@ -589,7 +598,7 @@ def _free_regex(cursor: FreeCursor, slack: int | None = None) -> str:
         body = "{" + str(low) + ",}" if low else "*"
     else:
         body = "{" + f"{low},{high}" + "}"
-    return FREE_STRING_REGEX.replace("]*", "]" + body, 1)
+    return _CHAR + body + '"'
 
 
 def _lengths_regex(cursor: FreeCursor, slack: int | None) -> str:
@@ -609,8 +618,43 @@ def _lengths_regex(cursor: FreeCursor, slack: int | None) -> str:
     return _repeat(_CHAR, rest, None) + '"'
 
 
-_CHAR = FREE_STRING_REGEX[: FREE_STRING_REGEX.index("]") + 1]
-"""One character a free string holds unescaped, as a regex class."""
+_CHAR = STRING_CHAR_REGEX
+"""One character of a free string's value, raw or escaped, as a regex group."""
+
+_SHORT_ESCAPES = {
+    '"': '"',
+    "\\": "\\",
+    "/": "/",
+    "b": "\b",
+    "f": "\f",
+    "n": "\n",
+    "r": "\r",
+    "t": "\t",
+}
+"""The one-letter escapes and the characters they stand for."""
+
+
+def _other_char(excluded: frozenset[str]) -> str:
+    r"""One character of a value, not one of ``excluded``, as a regex group.
+
+    Raw, or a one-letter escape, or ``\u00XX`` for a control character: the other ``\u``
+    spellings are left out (a character a regex class of its own names cannot be told from
+    its ``\u`` spelling without spelling each one out), so this is a subset of what the
+    masks allow with the same values but for control characters where ``excluded`` holds one.
+    """
+    raw = "".join(_class_escape(c) for c in sorted(excluded) if c not in '"\\' and ord(c) >= 0x20)
+    alts = ['[^"\\\\\\x00-\\x1f' + raw + "]"]
+    letters = "".join(_class_escape(k) for k, c in _SHORT_ESCAPES.items() if c not in excluded)
+    if letters:
+        alts.append("\\\\[" + letters + "]")
+    if not any(ord(c) < 0x20 for c in excluded):
+        alts.append("\\\\u00[01][0-9a-fA-F]")
+    return "(" + "|".join(alts) + ")"
+
+
+def _literal(text: str) -> str:
+    """Characters of a value as they are written in JSON (escaped where JSON needs it)."""
+    return regex_escape(json_body(text))
 
 
 def _repeat(char: str, counts: list[int], open_from: int | None) -> str:
@@ -640,7 +684,9 @@ def _texts_regex(cursor: FreeCursor, slack: int | None) -> str:
     texts that start with what is written: off the trie any character leads to any text of
     a feasible length; on it, the string may close only where no banned text ends. The
     feasible named texts are alternatives of their own. ``slack`` bounds the lengths as in
-    `_free_regex`.
+    `_free_regex`. Off the trie, characters take any spelling (`_CHAR`) but the one that
+    leaves it (`_other_char`), and characters along it are spelled as JSON must
+    (`_literal`): the same values as the masks, in fewer spellings.
     """
     free = cursor.free
     texts = free.texts
@@ -677,18 +723,18 @@ def _texts_regex(cursor: FreeCursor, slack: int | None) -> str:
         later = [k - depth - 1 for k in rests if k > depth]
         start = None if open_from is None else max(0, open_from - depth - 1)
         if later or start is not None:
-            children = "".join(_class_escape(ch) for ch in sorted(node) if ch)
-            char = _CHAR[:-1] + children + "]" if children else _CHAR
+            children = frozenset(ch for ch in node if ch)
+            char = _other_char(children) if children else _CHAR
             alts.append(char + _repeat(_CHAR, later, start) + '"')
         for ch in sorted(node):
             if ch:
                 inner = walk(node[ch], depth + 1)
                 if inner:
-                    alts.append(regex_escape(ch) + _group(inner))
+                    alts.append(_literal(ch) + _group(inner))
         return alts
 
     alts = walk(trie, 0)
-    alts += [regex_escape(t[n:]) + '"' for t in texts.extending(free.written)]
+    alts += [_literal(t[n:]) + '"' for t in texts.extending(free.written)]
     if not alts:
         raise GenerationError(f"string at {free.state.pending!r} has no feasible completion")
     return _group(alts)
@@ -709,13 +755,12 @@ def _affix_regex(cursor: FreeCursor, slack: int | None) -> str:
     aff = texts.affixes
     w, n = free.written, len(free.written)
     alts = [
-        regex_escape(t[n:]) + '"'
+        _literal(t[n:]) + '"'
         for t in dict.fromkeys([*aff.tight(w), *texts.extending(w)])
         if free.closes(t)
     ]
     if texts.other:
-        outside = "".join(_class_escape(ch) for ch in sorted(texts.constant_chars()))
-        char = _CHAR[:-1] + outside + "]"
+        char = _other_char(texts.constant_chars())
         for m, e, least in aff.open_forms(w):
             lengths = aff.lengths(aff.open_profile(m, e)).lengths_from(least)
             xs = [k - least + 1 for k in lengths]  # characters of X
@@ -724,7 +769,7 @@ def _affix_regex(cursor: FreeCursor, slack: int | None) -> str:
             if slack is not None:
                 xs = [x for x in xs if x <= xs[0] + max(0, slack)]
             body = char + _repeat(char, [x - 1 for x in xs], None)
-            alts.append(regex_escape(m[n:]) + body + regex_escape(e) + '"')
+            alts.append(_literal(m[n:]) + body + _literal(e) + '"')
     if not alts:
         raise GenerationError(f"string at {free.state.pending!r} has no feasible completion")
     return _group(alts)

@@ -57,6 +57,7 @@ __all__ = [
     "CompletionReply",
     "ConstraintStyle",
     "FREE_STRING_REGEX",
+    "STRING_CHAR_REGEX",
     "HFTokenizer",
     "LocalCompletionEngine",
     "TAKES_TOKENS",
@@ -170,8 +171,24 @@ def is_completion_engine(engine: object) -> bool:
 
 _SPECIAL = set("\\.^$|?*+()[]{}/")
 
-FREE_STRING_REGEX = r'[^"\\\x00-\x1f\x7f]*"'
-"""A free JSON string's rest: characters FactorSpec writes unescaped, then the closing quote."""
+_HEX = "[0-9a-fA-F]"
+
+STRING_CHAR_REGEX = (
+    r'([^"\\\x00-\x1f]|\\(["\\\/bfnrt]|u([0-9a-cA-Ce-fE-F]'
+    + _HEX
+    + "{3}|[dD][0-7]"
+    + _HEX
+    + r"{2}|[dD][89abAB]"
+    + _HEX
+    + r"{2}\\u[dD][c-fC-F]"
+    + _HEX
+    + "{2})))"
+)
+r"""One character of a JSON string's value: raw (no quote, backslash or control character),
+or an escape (``\n``, ``\"``, ``\u00e9``, a surrogate pair; never a lone surrogate)."""
+
+FREE_STRING_REGEX = STRING_CHAR_REGEX + '*"'
+"""A free JSON string's rest: its characters, raw or escaped, then the closing quote."""
 
 
 def regex_escape(text: str) -> str:

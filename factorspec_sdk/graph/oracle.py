@@ -2,9 +2,10 @@
 
 One `Oracle` serves one request. It owns a private Z3 context (so that oracles of different
 requests may run in different threads) with one incremental solver per connected component
-of the spec. Facts are pushed one scope each; a query first pops back to the longest common
-prefix of the component's facts with the ones already pushed, then pushes the rest. Answers
-are cached (LRU) by the component's facts.
+of the spec (`factorspec_sdk.graph.component_solver.ComponentSolver`). Facts are pushed one
+scope each; a query first pops back to the longest common prefix of the component's facts
+with the ones already pushed, then pushes the rest. Answers are cached (LRU) by the
+component's facts.
 
 Models the solver returns are kept (a few per component) as *witnesses*: a model of the
 component's constraints that satisfies every fact of a later query is a completion of it, so
@@ -54,27 +55,27 @@ from factorspec_sdk.graph import z3check
 from factorspec_sdk.graph.assemble import bound_value
 from factorspec_sdk.graph.backbone import BACKBONE_ROUNDS, determined_nodes
 from factorspec_sdk.graph.compiled import AtLeast, AtMost, Fact, Value
+from factorspec_sdk.graph.component_solver import (
+    WITNESSES,
+    ComponentSolver,
+    fact_literal,
+    fact_value,
+)
 from factorspec_sdk.graph.z3context import private_context
 from factorspec_sdk.graph.z3raw import (
-    Node,
     TermBuilder,
     assert_all,
     true_under,
-    value_in,
 )
-from factorspec_sdk.relations.compiler import OTHER_CODE, OTHER_TEXT
-from factorspec_sdk.relations.kinds import BOOL_KINDS, LENGTH_KINDS, VAR_SORTS, Sort
 
 if TYPE_CHECKING:
     from factorspec_sdk.graph.compiled import Assignment, CompiledSpec
 
-__all__ = ["Oracle", "OracleStats", "fact_literal", "holds"]
+__all__ = ["Oracle", "OracleStats", "holds"]
 
 _CACHE_SIZE = 8192
 _NEXT_DIGITS_FAST_LIMIT = 32
 _MAX_DIGITS = 18
-_WITNESSES = 16
-"""Models kept per component solver as witnesses for later queries (the most recent)."""
 
 
 @dataclass(slots=True)
@@ -95,248 +96,6 @@ class OracleStats:
     cache_hits: int = 0
     restarts: int = 0
     seconds: float = 0.0
-
-
-class _Solver:
-    """The incremental solver of one component, in the oracle's private context."""
-
-    def __init__(self, oracle: Oracle, index: int) -> None:
-        spec = oracle.spec
-        comp = spec.component(index)
-        self.ctx = oracle.ctx
-        self.index = index
-        self._solver: z3.Solver | None = None
-        self.stale = False
-        """A check restarted away from the solver: replace it at the next `sync`."""
-        with spec.context_lock:  # translate reads the spec's context
-            known = [] if comp.witness is None else [comp.witness, *comp.models]
-            first = [m.translate(self.ctx) for m in known]
-        self.pushed: list[Fact] = []
-        self.terms: dict[str, z3.ExprRef] = {}
-        self.existence: dict[str, z3.BoolRef] = {}
-        # the spec and the counters, not the oracle: no reference cycle, so an oracle's
-        # private Z3 context (~16 MB) is freed as soon as its request ends, not at the next
-        # cyclic garbage collection
-        self.spec = spec
-        self.stats = oracle.stats
-        self.variables = comp.variables
-        self.witnesses: list[tuple[z3.ModelRef, tuple[Fact, ...]]] = []
-        """Models of the component found by earlier checks, each with facts it satisfies."""
-        for model in reversed(first):  # the spec's own check found them: no check for them
-            self.witnesses.append((model, ()))
-        self.backbones: list[tuple[tuple[Fact, ...], dict[str, Value]]] = []
-        """Facts, each with the variables they determine (`Oracle.determined`'s values)."""
-        self.backbone_at = -1
-        """How many facts the last backbone was computed under (-1: none yet)."""
-        if comp.determined is not None:  # the spec's check found what no facts determine
-            self.backbones.append(((), {v: self.value(v, x) for v, x in comp.determined.items()}))
-        if comp.searched:  # found, or its rounds did not settle it: no search again
-            self.backbone_at = 0
-
-    @property
-    def solver(self) -> z3.Solver:
-        """The component's solver, its constraints copied in at first use.
-
-        A record the spec's check found determined is answered from its witness and
-        backbone, and never needs one.
-        """
-        if self._solver is None:
-            spec = self.spec
-            solver = z3.SimpleSolver(ctx=self.ctx)
-            with spec.context_lock:  # translate reads the spec's context
-                assert_all(solver, spec.component(self.index).constraints)
-            self._solver = solver
-        return self._solver
-
-    def exists(self, var: str) -> z3.BoolRef:
-        """Whether ``var``'s item exists, in this solver's context."""
-        ex = self.existence.get(var)
-        if ex is None:
-            cond = self.spec.record(var).exists
-            if isinstance(cond, bool):
-                ex = z3.BoolVal(cond, self.ctx)
-            else:
-                with self.spec.context_lock:
-                    ex = cond.translate(self.ctx)
-            self.existence[var] = ex
-        return ex
-
-    def forced(self, facts: tuple[Fact, ...], var: str) -> Value | None:
-        """``var``'s value when some earlier facts that ``facts`` extend determine it.
-
-        Every completion of ``facts`` is one of those facts, so ``var`` has that value in it.
-        """
-        for known, values in reversed(self.backbones):
-            if var in values and facts[: len(known)] == known:
-                return values[var]
-        return None
-
-    def term(self, var: str) -> z3.ExprRef:
-        t = self.terms.get(var)
-        if t is None:
-            with self.spec.context_lock:
-                t = self.spec.record(var).term.translate(self.ctx)
-            self.terms[var] = t
-        return t
-
-    def sync(self, facts: Sequence[Fact]) -> None:
-        """Make the solver's scopes hold ``facts``: pop to their common prefix, push the rest.
-
-        A solver that a check had to restart (`z3check`) is dropped first: its learned
-        state is what got it stuck, so a fresh one takes its place, its facts pushed again.
-        """
-        if self.stale:
-            self.stale = False
-            self._solver = None
-            self.pushed.clear()
-        pushed = self.pushed
-        k = 0
-        n = min(len(pushed), len(facts))
-        while k < n and pushed[k] == facts[k]:
-            k += 1
-        if k < len(pushed):
-            self.solver.pop(len(pushed) - k)
-            del pushed[k:]
-        for fact in facts[k:]:
-            self.solver.push()
-            self.solver.add(self.literal(fact))
-            pushed.append(fact)
-
-    def literal(self, fact: Fact) -> z3.BoolRef:
-        return fact_literal(self.spec, self.term(fact[0]), fact, self.ctx)
-
-    def witness(self, facts: tuple[Fact, ...]) -> z3.ModelRef | None:
-        """A model found earlier that satisfies ``facts`` too (so they are feasible), or None.
-
-        A model of the component's constraints that agrees with every fact is a completion
-        of the assignment: exact, like a check. Each kept model remembers facts it satisfies;
-        only the facts past their common prefix are evaluated.
-        """
-        for i in range(len(self.witnesses) - 1, -1, -1):
-            if self._agrees(i, facts):
-                return self.witnesses[i][0]
-        return None
-
-    def witnesses_for(self, facts: tuple[Fact, ...]) -> list[z3.ModelRef]:
-        """Every model found earlier that satisfies ``facts`` too, the most recent first."""
-        n = len(self.witnesses)
-        return [self.witnesses[i][0] for i in range(n - 1, -1, -1) if self._agrees(i, facts)]
-
-    def _agrees(self, i: int, facts: tuple[Fact, ...]) -> bool:
-        model, agreed = self.witnesses[i]
-        k = 0
-        n = min(len(agreed), len(facts))
-        while k < n and agreed[k] == facts[k]:
-            k += 1
-        if all(self._holds_in(model, f) for f in facts[k:]):
-            if len(facts) > len(agreed):
-                self.witnesses[i] = (model, facts)
-            return True
-        return False
-
-    def _holds_in(self, model: z3.ModelRef, fact: Fact) -> bool:
-        """Whether ``model`` satisfies ``fact`` (`fact_literal`'s literal, by its value)."""
-        var, given = fact
-        boolean = self.spec.record(var).kind in BOOL_KINDS
-        x = value_in(model, self.term(var), boolean=boolean)
-        if x is None:  # not a value: leave it to a check
-            return False
-        if isinstance(given, AtMost):
-            return x <= given.n
-        if isinstance(given, AtLeast):
-            return x >= given.n
-        value = fact_value(self.spec, fact)
-        return value is not None and x == value
-
-    def remember(self, model: z3.ModelRef, facts: tuple[Fact, ...]) -> None:
-        """Keep ``model`` (which satisfies ``facts``) as a witness for later queries."""
-        self.witnesses.append((model, facts))
-        if len(self.witnesses) > _WITNESSES:
-            del self.witnesses[0]
-
-    def check(self) -> z3.ModelRef | None:
-        """A model of what the solver holds, or None where it is unsatisfiable.
-
-        Raises:
-            OracleError: undecided within the spec's ``solver_timeout_ms``.
-        """
-        self.stats.solver_checks += 1
-        out = z3check.check(self.solver, self.spec.solver_timeout_ms, warm=not self.stale)
-        if out.restarts:
-            self.stats.restarts += out.restarts
-            self.stale = True
-        if out.result == z3.unknown:
-            raise OracleError(f"the solver could not decide a query: {out.reason}")
-        return out.model
-
-    def decode(self, var: str, v: z3.ExprRef) -> Value:
-        if self.spec.record(var).kind in BOOL_KINDS:
-            return self.value(var, bool(z3.is_true(v)))
-        return self.value(var, cast(z3.IntNumRef, v).as_long())
-
-    def value(self, var: str, x: int | bool) -> Value:
-        """``var``'s value from its term's value (a str variable's is its text's code)."""
-        sort = VAR_SORTS[self.spec.record(var).kind]
-        if sort is Sort.BOOL:
-            return bool(x)
-        if sort is Sort.CODE:
-            return str(self.spec.strings.strings[int(x)])
-        return int(x)
-
-    def decode_node(self, tb: TermBuilder, var: str, node: Node) -> Value:
-        """`decode` for a raw value node of ``tb`` (`TermBuilder.eval`)."""
-        return self.value(var, tb.value(node, boolean=self.spec.record(var).kind in BOOL_KINDS))
-
-
-def fact_value(spec: CompiledSpec, fact: Fact) -> int | bool | None:
-    """The value a fact gives its variable's term: an int, a bool for a Boolean variable.
-
-    None: the fact is a bound (`AtLeast`, `AtMost`), or a text the variable can never hold.
-
-    Raises:
-        ValueError: the value's type is not the variable's.
-    """
-    var, value = fact
-    rec = spec.record(var)
-    if isinstance(value, AtLeast | AtMost):
-        if rec.kind not in LENGTH_KINDS:
-            name = type(value).__name__
-            raise ValueError(f"{name} applies to length variables, not {var}")
-        return None
-    sort = VAR_SORTS[rec.kind]
-    if sort is Sort.BOOL:
-        if not isinstance(value, bool):
-            raise ValueError(f"{var} is a bool variable, got {value!r}")
-        return value
-    if sort is Sort.CODE:
-        if not isinstance(value, str):
-            raise ValueError(f"{var} is a str variable, got {value!r}")
-        code = OTHER_CODE if value == OTHER_TEXT else spec.strings.codes.get(value)
-        if code is None and rec.free_str:
-            code = OTHER_CODE
-        return code
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"{var} is an int variable, got {value!r}")
-    return value
-
-
-def fact_literal(spec: CompiledSpec, t: z3.ExprRef, fact: Fact, ctx: z3.Context) -> z3.BoolRef:
-    """The Z3 literal of one fact, over ``t`` (the term of the fact's variable, in ``ctx``).
-
-    Raises:
-        ValueError: the value's type is not the variable's.
-    """
-    value = fact_value(spec, fact)
-    bound = fact[1]
-    if isinstance(bound, AtMost):
-        return cast(z3.BoolRef, t <= bound.n)
-    if isinstance(bound, AtLeast):
-        return cast(z3.BoolRef, t >= bound.n)
-    if value is None:  # a text the variable cannot hold
-        return z3.BoolVal(False, ctx)
-    if isinstance(value, bool):
-        return cast(z3.BoolRef, t == z3.BoolVal(value, ctx))
-    return cast(z3.BoolRef, t == value)
 
 
 def holds(spec: CompiledSpec, assignment: Assignment) -> bool:
@@ -392,15 +151,15 @@ class Oracle:
         self.spec = spec
         self.ctx = private_context()
         self.stats = OracleStats()
-        self._solvers: dict[int, _Solver] = {}
+        self._solvers: dict[int, ComponentSolver] = {}
         self._cache: OrderedDict[Hashable, object] = OrderedDict()
 
     # ------------------------------------------------------------------ plumbing
 
-    def _solver(self, index: int) -> _Solver:
+    def _solver(self, index: int) -> ComponentSolver:
         s = self._solvers.get(index)
         if s is None:
-            s = _Solver(self, index)
+            s = ComponentSolver(self, index)
             self._solvers[index] = s
         return s
 
@@ -522,7 +281,7 @@ class Oracle:
             self._learn_backbone(s, index, facts)
         return result
 
-    def _learn_backbone(self, s: _Solver, index: int, facts: tuple[Fact, ...]) -> None:
+    def _learn_backbone(self, s: ComponentSolver, index: int, facts: tuple[Fact, ...]) -> None:
         """Find what ``facts`` determine, for the later queries of facts that extend them."""
         s.backbone_at = len(facts)
         try:
@@ -531,7 +290,7 @@ class Oracle:
             return
         if found:
             s.backbones.append((facts, {v: value for v, (value, _) in found.items()}))
-            del s.backbones[:-_WITNESSES]
+            del s.backbones[:-WITNESSES]
 
     def next_digits(self, assignment: Assignment, var: str, prefix: str) -> frozenset[str]:
         """Chars that may follow ``prefix`` in the canonical decimal of a feasible value.

@@ -6,9 +6,15 @@ Its only relations keep the items of ``uniqueItems`` lists distinct.
 `jsonschema` package, against the schema the client sent (`json_schema_validator`: its
 ``$schema`` dialect, draft 2020-12 when absent, formats asserted). What the converter cannot
 guarantee is an `IRError` naming the place (``#/properties/a/items``), never silently
-dropped. The writer's values are a *subset* of what the schema accepts: it writes every
-property it keeps, integers within ``+-(10**18 - 1)``, free strings without escapes, at most
-one item in a ``uniqueItems`` array whose items have no small finite domain.
+dropped. The writer's values are a *subset* of what the schema accepts: it writes a property
+not ``required`` or leaves it out (always writes it where the relations read under it, a
+named restriction: `factorspec_sdk.relations.restrictions`), integers within ``+-(10**18 -
+1)``, fewer items in a ``uniqueItems`` array of items with few values than the schema allows
+where `IRLimits.max_unique_work` cuts them, and the declared keys only of an object marked
+``undeclared_keys`` (below: a relation reads under it, or llguidance refuses its grammar), a
+restriction its layout names. Elsewhere keys the schema allows but does not declare, any
+JSON value where a schema constrains nothing, and ``null`` where a node without ``type``
+accepts it are written: by llguidance, as grammar values.
 
 The writer lays out what it can itself (*native* nodes, which relations can read and whose
 certain tokens are drafted); every other sub-schema is one **grammar value**
@@ -21,7 +27,7 @@ under it, never unrolled; so is an array whose items are grammar values, and a c
 one of whose alternatives is. A grammar value is compiled by llguidance when the IR is
 built, so what llguidance refuses is an `IRError` naming the place and carrying
 llguidance's message. A root that is no object the writer lays out (an array, a string,
-``anyOf`` of objects, an object breaking one of the object keywords below, ...) makes the
+``anyOf`` of objects, an object that allows keys it does not declare, ...) makes the
 whole record one grammar value; so does a root object whose native layout would pass the
 limits (`IRLimits`: more than ``max_layout_nodes`` schema nodes, or more than
 ``max_unrolled_nodes`` once every array is unrolled to its bound). Such a record has no
@@ -39,37 +45,55 @@ values of that type, so ``minLength`` on an integer node is irrelevant, as JSON 
       An enum with none of those but objects, arrays or floats is a grammar value.
     * ``null``: the writer may write ``null`` exactly where `jsonschema` accepts ``null`` for
       the node (``type: [..., "null"]``, ``anyOf``/``oneOf`` with ``{"type": "null"}``,
-      an ``enum`` listing ``null``, a node that constrains nothing). OpenAPI's
+      an ``enum`` listing ``null``); a node without ``type`` is a grammar value, which
+      writes ``null`` and every other value its keywords allow. OpenAPI's
       ``nullable: true`` is not JSON Schema and `jsonschema` ignores it, so it allows no
       ``null`` here (a record without ``null`` is valid under both readings). A required
       property whose only value is ``null`` is a grammar value.
-    * ``properties`` (every property is written, in schema order), ``required`` (a required
-      key not under ``properties`` is written after them, with the schema of
-      ``additionalProperties``, else ``unevaluatedProperties``; when neither is given or it
-      is ``true``, the value is a free string or ``null``; ``additionalProperties: false``
-      with such a key is unsatisfiable, an `IRError`), ``additionalProperties`` (it applies
-      only to those keys), ``patternProperties`` (a written key a pattern matches, by
-      `re.search` as `jsonschema` matches, holds the pattern's schema too: its value is the
-      grammar value of ``allOf`` of them), ``minProperties`` / ``maxProperties``
-      (the number of written keys is fixed), ``propertyNames`` (each written key is
-      validated), ``dependencies`` / ``dependentRequired`` with key lists (every key is
-      written), ``unevaluatedProperties`` (keys under ``properties`` are evaluated). An
-      object whose written keys break ``minProperties``, ``maxProperties``,
-      ``propertyNames`` or a dependency (a key list naming an undeclared key, a schema
-      dependency of a written key) is a grammar value.
-    * ``items`` (one schema; ``true``/absent: free strings or ``null``; ``false``: no items),
+    * Objects that allow no key they do not declare (``additionalProperties: false``, or
+      ``unevaluatedProperties: false`` without it, and no ``patternProperties``):
+      ``properties`` (in schema order; one not ``required`` is the model's choice: written
+      or left out), ``required``
+      (a required key not under ``properties`` is unsatisfiable, an `IRError`),
+      ``propertyNames`` (a declared key it rejects is never written),
+      ``dependencies`` / ``dependentRequired`` (a key whose list names a key never written
+      is never written itself), and ``minProperties``, ``maxProperties``, the other key
+      lists and schema dependencies where every key set the writer may write satisfies
+      them: the required keys are always written, another may be left out. Else the
+      object is a grammar value (the counts and dependencies hold for some key sets
+      only), or unsatisfiable (for none).
+    * An object that allows keys it does not declare (``additionalProperties`` absent,
+      ``true`` or a schema; ``patternProperties``; ``unevaluatedProperties`` not false;
+      ``{"type": "object"}``) is a grammar value, which writes them, unless a relation
+      reads it or under it (it is an item of a ``uniqueItems`` list, whose factor compares
+      the items, or holds such a list) or llguidance refuses its grammar
+      (``propertyNames``, ``minProperties`` / ``maxProperties`` beside more optional
+      properties than `standalone_schema` splits into branches, a ``oneOf`` it cannot
+      prove, ...). Then it is native with its declared keys only, and marked
+      ``undeclared_keys``: its properties, the required keys not
+      under ``properties`` after them (with the schemas of the patterns that match them,
+      else of ``additionalProperties``, else of ``unevaluatedProperties``), each declared
+      key holding the schemas of the patterns that match it (by `re.search`, as
+      `jsonschema` matches: the value is the grammar value of their ``allOf``), and the key
+      keywords as for a closed object; where those cannot hold (``minProperties`` above
+      the declared keys), it is refused with llguidance's reason.
+    * ``items`` (one schema; ``false``: no items; ``true`` or absent: any JSON values, so the
+      array is a grammar value),
       ``minItems`` / ``maxItems`` (no ``maxItems``: at most 16 items), ``uniqueItems``:
-      items with a small finite domain (booleans, integers within a range of 64, an enum of at
-      most 64 strings, integers or booleans) are never null, at most as many as their values
-      (and as many as 256 values times items allow, ``minItems`` at least: the writer's
-      solver work grows with both) and distinct by one factor per list, ``uniqueItems of
-      <path>``: ``len > j`` implies item ``j`` differs from each item before it; other items
-      are at most one (an array of at most one item is unique, a subset), unless
-      ``minItems`` is 2 or more (refused). ``additionalItems`` (irrelevant beside a single
-      ``items`` schema), ``unevaluatedItems`` (the items schema when ``items`` is absent).
-    * ``minLength`` / ``maxLength``: the free-string writer emits whole UTF-8 tokens, never
-      a backslash escape or a control character, so the length `jsonschema` counts (code
-      points) is the number of characters written.
+      one factor per list, ``uniqueItems of <path>``: ``len > j`` implies item ``j``
+      differs from each item before it as `jsonschema` compares them
+      (`factorspec_sdk.ir.unique`: integers, booleans and one-type enums by their
+      variables, free strings by the writer's ``same`` variables, ``null`` by null-ness,
+      objects by some property, arrays by length or some item). Items with at most
+      `MAX_UNIQUE_VALUES` values (``null`` included) are at most as many as their values,
+      and as many as `IRLimits.max_unique_work` (values times items, 256) allows,
+      ``minItems`` at least: the writer's solver work grows with both. Items holding a
+      grammar value or an enum mixing value types are refused (the writer cannot compare
+      them). ``additionalItems`` (irrelevant beside a single ``items`` schema),
+      ``unevaluatedItems`` (the items schema when ``items`` is absent).
+    * ``minLength`` / ``maxLength``: the free-string writer counts the value's characters
+      (code points, as `jsonschema` counts them), its JSON escapes read (a surrogate pair is
+      one character; a lone surrogate is never written).
     * ``minimum`` / ``maximum`` / ``exclusiveMinimum`` / ``exclusiveMaximum`` (numbers, or
       draft 4's Boolean modifiers) on integers; ``multipleOf: 1``.
     * ``$ref`` to a place in the same document (``#``, ``#/$defs/A``, ``#/definitions/A``,
@@ -80,7 +104,10 @@ values of that type, so ``minLength`` on an integer node is irrelevant, as JSON 
       went through; that ``$ref`` is a grammar value.
     * ``format`` that neither `jsonschema` (its dialect's checker, with the libraries
       installed) nor llguidance knows: irrelevant, `jsonschema` ignores it.
-* **Grammar values** (llguidance): ``number``; unions of several types; ``pattern``;
+* **Grammar values** (llguidance): ``{}``, ``true`` and a node without ``type`` (any JSON
+  value its keywords allow, ``null`` included; beside a sibling ``type``, an untyped
+  ``allOf`` / ``anyOf`` / ``oneOf`` alternative takes that type); an object that allows
+  undeclared keys; an array without ``items``; ``number``; unions of several types; ``pattern``;
   ``format`` (outside an ``enum``; llguidance's formats: date, time, date-time, duration,
   email, hostname, ipv4, ipv6, uuid, uri, ...); ``multipleOf`` other than 1; ``allOf`` of
   several schemas; ``anyOf`` of several schemas; ``oneOf`` of several schemas proven
@@ -88,20 +115,27 @@ values of that type, so ``minLength`` on an integer node is irrelevant, as JSON 
   siblings of the ``oneOf`` and of the combinators it lies in, ``allOf`` members included;
   it is then exactly ``anyOf``), or that llguidance proves exclusive from branches the
   grammar copies exactly (never coerced to ``anyOf``, which could write a value two branches
-  accept); ``uniqueItems`` as at most one item (``minItems`` at most 1); a combinator beside
+  accept); a combinator beside
   other validation keywords; ``$ref`` beside other keywords (draft 2019-09 and later);
   ``prefixItems`` and ``items`` as a list (tuples, with ``additionalItems``); ``not`` and
   ``if`` / ``then`` / ``else``, as `standalone_schema` negates them (a subset of the values
-  where a negation must leave some out); the object keywords above; recursion; ``$ref`` to
-  the root.
+  where a negation must leave some out); ``unevaluatedProperties`` / ``unevaluatedItems``
+  beside no keyword that evaluates in place (as ``additionalProperties`` / ``items``); the
+  object keywords above; recursion; ``$ref`` to the root.
 * **Refused** (an `IRError` where they would constrain a written value): what llguidance
-  does not implement or cannot compile, by its message: ``uniqueItems`` with
-  ``minItems`` 2 or more over items without a small finite domain (or in a grammar value),
-  ``contains``, ``propertyNames`` / ``unevaluatedProperties`` / ``unevaluatedItems``
-  inside a grammar value, ``not`` of what `standalone_schema` cannot negate (``enum``,
-  ``const``, ``$ref``, ...), a ``oneOf`` neither proves exclusive (and one llguidance
-  would prove from branches the grammar narrows: a pattern matched whole, a negation,
-  ``uniqueItems`` as one item, as a value of one could pass the other's schema),
+  does not implement or cannot compile, by its message: ``uniqueItems`` with room for two
+  items over items holding a grammar value (``{}``, a node without ``type`` or without
+  ``items`` among them) or an enum mixing value types, or in a grammar value (llguidance
+  does not implement it; the error says to write ``maxItems: 1`` for at most one item),
+  ``contains``, ``propertyNames`` inside a grammar value (an object that allows undeclared
+  keys keeps its declared ones instead), ``unevaluatedProperties`` / ``unevaluatedItems``
+  beside ``allOf``, ``$ref``, ``if``, ... in a grammar value, ``minProperties`` /
+  ``maxProperties`` beside more than six optional properties in an object that allows
+  undeclared keys (but a ``minProperties`` one above its required keys; and where its
+  declared keys cannot hold them either), ``not`` of what `standalone_schema` cannot
+  negate (``enum``, ``const``, ``$ref``, ...), a ``oneOf`` neither proves exclusive (and
+  one llguidance would prove from branches the grammar narrows: a pattern matched whole, a
+  negation, as a value of one could pass the other's schema),
   formats it does not know that `jsonschema` asserts (``idn-email``, ``regex``, ...),
   regexes with look-around, recursion through a ``$ref`` with siblings; what the two
   readers would read differently (a non-integer ``multipleOf``, or one other than 1 on a
@@ -132,7 +166,6 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterable
 from typing import TypeVar
 from urllib.parse import unquote
 
@@ -148,13 +181,12 @@ from factorspec_sdk.ir.standalone import (
     pointer_part,
     standalone_schema,
 )
+from factorspec_sdk.ir.unique import distinct_values, incomparable, unique_relations
 from factorspec_sdk.relations.kinds import LeafKind
 from factorspec_sdk.relations.layout import (
     DEFAULT_MAX_LIST_LENGTH,
     INT_LIMIT,
     grammar_layout,
-    length_name,
-    path_name,
 )
 
 __all__ = ["ir_from_json_schema"]
@@ -223,12 +255,9 @@ _REFUSED = {
 
 
 MAX_UNIQUE_VALUES = 64
-"""Most values an item of a ``uniqueItems`` list may have for its items to differ by a factor
-(the writer's solver enumerates an item's feasible values, 64 at most at once)."""
-UNIQUE_WORK = 256
-"""Most values times items of a ``uniqueItems`` list with a factor: the writer's solver work
-grows with both (16 items of 16 values: ~5 s a record on the 2-core test machine; 8 of 8: 0.2 s), so
-beyond it the list holds fewer items, ``minItems`` at least."""
+"""Most values an item of a ``uniqueItems`` list may have for the list's bound to follow from
+them (at most as many items as values, and `IRLimits.max_unique_work`): the writer's solver
+enumerates an item's feasible values, 64 at most at once."""
 
 
 class _NothingWritable(IRError):
@@ -243,9 +272,9 @@ class _NotNative(IRError):
     """The writer does not lay this sub-schema out itself: it becomes a grammar value."""
 
 
-def _any_value() -> JsonDict:
-    """What the writer writes where the schema constrains nothing: a free string or null."""
-    return {"type": "leaf", "kind": "str", "nullable": True, "min_length": 0}
+def _never_written() -> JsonDict:
+    """The item of an array whose only value is ``[]``: a placeholder the writer never writes."""
+    return {"type": "leaf", "kind": "str", "nullable": False, "min_length": 0}
 
 
 def ir_from_json_schema(
@@ -254,12 +283,14 @@ def ir_from_json_schema(
     """A relation IR with the layout of ``schema`` (and the factors of its ``uniqueItems``).
 
     Every record the IR's writer produces validates against ``schema`` with `jsonschema`
-    (see the module docstring for each keyword). Properties are written in the order the
-    schema lists them, all of them, then the required keys not under ``properties``; a
-    property that can have no value the writer can write is left out (unless required).
-    Arrays without ``maxItems`` get the default bound of 16 items. A sub-schema the writer
-    does not lay out itself is one grammar value (``{"type": "grammar", "schema": ...}``,
-    self-contained, draft 2020-12), generated by llguidance.
+    (see the module docstring for each keyword). An object that allows no undeclared key
+    has its properties written in the order the schema lists them, all of them; a property
+    that can have no value the writer can write is left out (unless required). Arrays
+    without ``maxItems`` get the default bound of 16 items. A sub-schema the writer does
+    not lay out itself is one grammar value (``{"type": "grammar", "schema": ...}``,
+    self-contained, draft 2020-12), generated by llguidance: among them objects that allow
+    undeclared keys (unless a relation reads under one, or llguidance refuses it: then its
+    declared keys, marked ``undeclared_keys``), and nodes without ``type``.
 
     Raises:
         IRError: the schema uses something neither the writer nor llguidance can guarantee
@@ -315,103 +346,20 @@ class _Converter:
         self.legacy = cls in _LEGACY
         self.id_key = "id" if cls is jsonschema.Draft4Validator else "$id"
         self.unique: dict[int, tuple[JsonDict, str]] = {}  # lists whose items differ, by id
+        self.unique_anywhere = _mentions_unique(root)
+        self.reading = 0  # how many uniqueItems lists the node being laid out is an item of
 
     def relations(self, layout: JsonDict) -> JsonDict:
         """The IR's ``strings``, ``variables`` and ``factors``: the items of a unique list differ.
 
-        Each list laid out for ``uniqueItems`` (items with a finite domain, see `_unique`)
-        gets, at each place the layout puts it (every index of the lists around it), one
-        factor ``uniqueItems of <path>``: ``len(<path>) > j`` implies that item ``j``
-        differs from every item before it. Empty when no list is unique.
+        See `unique_relations`: one factor ``uniqueItems of <path>`` per place of each list
+        `_unique` laid out. Empty when no list is unique.
 
         Raises:
             IRError: the factors need more variables or factors than the limits allow, or
                 two places of the layout spell the same variable name (a key with a dot).
         """
-        if not self.unique:
-            return {}
-        below: dict[int, bool] = {}
-        variables: dict[str, JsonDict] = {}
-        strings: dict[str, None] = {}
-        factors: list[JsonDict] = []
-        first_where = next(iter(self.unique.values()))[1]
-
-        def holds_unique(node: JsonDict) -> bool:
-            key = id(node)
-            if key not in below:
-                if node["type"] == "object":
-                    kids = [f["node"] for f in _dicts(node["fields"])]
-                else:
-                    kids = [node["item"]] if node["type"] == "list" else []
-                below[key] = key in self.unique or any(holds_unique(_dict(k)) for k in kids)
-            return below[key]
-
-        def declare(path: tuple[str | int, ...], name: str, kind: str) -> None:
-            seen = variables.get(name)
-            if seen is not None and seen["path"] != list(path):
-                raise IRError(
-                    f"{first_where}: uniqueItems needs the variable {name!r} at two places of "
-                    "the layout (a key holds a dot or brackets); not supported"
-                )
-            variables[name] = {"name": name, "path": list(path), "kind": kind}
-            if len(variables) > self.limits.max_variables:
-                raise IRError(
-                    f"{first_where}: uniqueItems needs more than {self.limits.max_variables} "
-                    "solver variables"
-                )
-
-        def walk(node: JsonDict, path: tuple[str | int, ...]) -> None:
-            if not holds_unique(node):
-                return
-            if node["type"] == "object":
-                for f in _dicts(node["fields"]):
-                    walk(_dict(f["node"]), (*path, str(f["name"])))
-                return
-            count = _int(node["max_length"])
-            declare(path, length_name(path), "len")
-            if id(node) in self.unique:
-                factors.append(distinct_items(_dict(node["item"]), path, count))
-            for i in range(count):
-                walk(_dict(node["item"]), (*path, i))
-
-        def distinct_items(item: JsonDict, path: tuple[str | int, ...], count: int) -> JsonDict:
-            kind = _variable_kind(item)
-            if item["kind"] == LeafKind.ENUM:
-                strings.update((c, None) for c in _list(item["choices"]) if isinstance(c, str))
-            names = [path_name((*path, i)) for i in range(count)]
-            for i, name in enumerate(names):
-                declare((*path, i), name, kind)
-            length: JsonDict = {"var": length_name(path)}
-            clauses: list[JsonDict] = [
-                {
-                    "op": "implies",
-                    "args": [
-                        {"op": "gt", "args": [length, {"int": j}]},
-                        {
-                            "op": "and",
-                            "args": [
-                                {"op": "distinct", "args": [{"var": names[i]}, {"var": names[j]}]}
-                                for i in range(j)
-                            ],
-                        },
-                    ],
-                }
-                for j in range(1, count)
-            ]
-            return {
-                "name": f"uniqueItems of {path_name(path)}",
-                "variables": sorted([length_name(path), *names]),
-                "formula": {"op": "and", "args": clauses},
-            }
-
-        walk(layout, ())
-        if not factors:
-            return {}  # the unique lists were left out of the layout
-        if len(factors) > self.limits.max_factors:
-            raise IRError(
-                f"{first_where}: uniqueItems needs more than {self.limits.max_factors} factors"
-            )
-        return {"strings": list(strings), "variables": list(variables.values()), "factors": factors}
+        return unique_relations(layout, self.unique, self.limits)
 
     def _valid(self, s: object, value: str | int | bool | None, where: str) -> bool:
         """Whether `jsonschema` accepts ``value`` for the node ``s`` ($refs from the root)."""
@@ -496,7 +444,7 @@ class _Converter:
         if depth > self.limits.max_layout_depth:
             raise IRError(f"{where}: the schema nests deeper than {self.limits.max_layout_depth}")
         if s is True:
-            return _any_value()
+            raise _NotNative(f"{where}: any JSON value (true)")
         if s is False:
             raise _NothingWritable(f"{where}: the schema false accepts no value")
         if not isinstance(s, dict):
@@ -540,10 +488,8 @@ class _Converter:
             t = types[0]
         elif t == "null":
             raise _NothingWritable(f"{where}: only null is allowed, and never written alone")
-        elif t is None:
-            t = _infer_type(kws)
-            if t is None:
-                return _any_value()
+        elif t is None:  # every value its keywords do not constrain passes, null included
+            raise _NotNative(f"{where}: no type (any JSON value the keywords allow)")
         if t == "number":
             raise _NotNative(f"{where}: a number (float)")
         if t not in _BY_TYPE:
@@ -586,6 +532,9 @@ class _Converter:
             if len(rest) != 1:
                 raise _NotNative(f"{where}: {key} of several schemas (other than X | null)")
             i, alt = rest[0]
+        if "type" in others and isinstance(alt, dict) and not {"type", "$ref"} & set(alt):
+            # the same instance: the sibling type is the untyped alternative's own
+            alt = {**alt, "type": s["type"]}
         try:
             out = self.node(alt, f"{where}/{key}/{i}", refs, depth + 1)
         except _NothingWritable:
@@ -686,6 +635,13 @@ class _Converter:
         if "" in props or "" in required:  # a field needs a name for its paths
             raise _NotNative(f"{where}: a property named by the empty string")
         patterns = self._patterns(s, kws, where)
+        extra, extra_at = _extra_keys(s, kws, where)
+        allows = extra is not False or any(p is not False for p in patterns.values())
+        refused: str | None = None  # why the grammar form of this object was refused
+        if allows and not self.unique_anywhere:  # no relation reads under it
+            grammar, refused = self._open_grammar(s, where)
+            if grammar is not None:
+                return grammar
         fields: list[JsonDict] = []
         for key, sub in props.items():
             at = f"{where}/properties/{pointer_part(key)}"
@@ -700,13 +656,10 @@ class _Converter:
                         f"{at}: the property is required, but {exc.message}"
                     ) from None
                 node = self._grammar(sub, at, exc.message)  # null, written by the grammar
-            fields.append({"name": key, "key": key, "node": node})
-        if "additionalProperties" in kws:
-            extra, extra_at = s["additionalProperties"], f"{where}/additionalProperties"
-        elif "unevaluatedProperties" in kws:
-            extra, extra_at = s["unevaluatedProperties"], f"{where}/unevaluatedProperties"
-        else:
-            extra, extra_at = True, where
+            field: JsonDict = {"name": key, "key": key, "node": node}
+            if key not in required:
+                field["optional"] = True  # the writer may leave it out
+            fields.append(field)
         undeclared = [k for k in dict.fromkeys(required) if k not in props]
         for key in undeclared:
             if any(re.search(p, key) for p in patterns):  # additionalProperties is then moot
@@ -732,15 +685,58 @@ class _Converter:
                     f"value: {exc.message}"
                 ) from None
             fields.append({"name": key, "key": key, "node": node})
-        keys = [str(f["key"]) for f in fields]
-        self._check_keys(s, kws, keys, where)
+        complete = not allows or refused is not None  # the writer writes no other key
+        try:
+            fields = self._key_set(s, kws, fields, set(required), where, complete=complete)
+        except (_NotNative, _NothingWritable) as exc:
+            if refused is None:
+                raise
+            hint = (  # counts and dependencies over optional keys: llguidance's closed objects
+                "list every property in required, or set additionalProperties to false"
+                if isinstance(exc, _NotNative)
+                else "not supported"
+            )
+            raise IRError(
+                f"{refused}; and its declared keys alone: {exc.message}; {hint}"
+            ) from None
         title = s.get("title")
-        return {
+        out: JsonDict = {
             "type": "object",
             "name": title if isinstance(title, str) and title.isidentifier() else "Object",
             "fields": fields,
             "nullable": nullable,
         }
+        if allows:
+            if refused is None and not self.reading and not self._reads_below(out):
+                grammar, refused = self._open_grammar(s, where)
+                if grammar is not None:
+                    return grammar
+            # a relation reads under it, or the grammar refuses it: the declared keys only
+            out["undeclared_keys"] = True
+        return out
+
+    def _open_grammar(self, s: JsonDict, where: str) -> tuple[JsonDict | None, str | None]:
+        """The grammar value of an object that allows undeclared keys, or why it has none."""
+        reason = f"{where}: an object that allows keys it does not declare"
+        try:
+            return self._grammar(s, where, reason), None
+        except IRError as exc:  # llguidance (or standalone_schema) refuses it
+            return None, exc.message
+
+    def _reads_below(self, node: JsonDict) -> bool:
+        """Whether a relation reads a value under layout ``node`` (a list laid out unique)."""
+        stack = [node]
+        while stack and self.unique:
+            n = stack.pop()
+            if id(n) in self.unique:
+                return True
+            if n["type"] == "object":
+                fields = n["fields"]
+                assert isinstance(fields, list)  # built by _object
+                stack += [_dict(_dict(f)["node"]) for f in fields]
+            elif n["type"] == "list":
+                stack.append(_dict(n["item"]))
+        return False
 
     def _patterns(self, s: JsonDict, kws: set[str], where: str) -> dict[str, object]:
         """The ``patternProperties`` of an object node (each pattern a Python regex)."""
@@ -767,44 +763,95 @@ class _Converter:
             return {"allOf": schemas}
         return schemas[0] if schemas else True
 
-    def _check_keys(self, s: JsonDict, kws: set[str], keys: list[str], where: str) -> None:
-        """The object keywords that constrain the (fixed) set of written keys.
+    def _key_set(
+        self,
+        s: JsonDict,
+        kws: set[str],
+        fields: list[JsonDict],
+        required: set[str],
+        where: str,
+        *,
+        complete: bool,
+    ) -> list[JsonDict]:
+        """The laid-out ``fields`` that can be written, under the keywords on an object's keys.
+
+        A key ``propertyNames`` rejects is never written (it is left out: absent-only); so is
+        one whose ``dependencies`` / ``dependentRequired`` list a key the layout does not
+        have, where the layout's keys are all the writer writes (``complete``: the object is
+        closed, or keeps its declared keys only). ``minProperties``, ``maxProperties``, a
+        dependency's key list and a schema dependency are held natively where every key set
+        the writer may write satisfies them: the required keys are always written, another
+        may be left out (a writer's choice).
 
         Raises:
-            _NotNative: the written keys break one: the object is then a grammar value.
+            _NothingWritable: a required key is never written, or (``complete``) no key set
+                the writer may write has a count within the bounds.
+            _NotNative: the bounds or dependencies hold for some of those key sets only, or
+                (not ``complete``) need keys the layout does not have: the object is then a
+                grammar value, whose grammar holds them.
         """
-        written = set(keys)
-        lo, hi = s.get("minProperties"), s.get("maxProperties")
-        if "minProperties" in kws and isinstance(lo, int) and len(keys) < lo:
-            raise _NotNative(
-                f"{where}: minProperties {lo} needs more keys than the {len(keys)} written "
-                "(properties and required)"
-            )
-        if "maxProperties" in kws and isinstance(hi, int) and len(keys) > hi:
-            raise _NotNative(
-                f"{where}: maxProperties {hi} allows fewer keys than the {len(keys)} written "
-                "(every property is written)"
-            )
-        if "propertyNames" in kws:
-            names = s["propertyNames"]
-            bad = [k for k in keys if not self._valid(names, k, f"{where}/propertyNames")]
-            if bad:
-                raise _NotNative(f"{where}/propertyNames: property {bad[0]!r} fails propertyNames")
+        deps: list[tuple[str, str, object]] = []
         for kw in ("dependencies", "dependentRequired", "dependentSchemas"):
-            if kw not in kws:
+            if kw in kws:
+                deps += [(kw, k, d) for k, d in _shaped(s[kw], dict, where, kw).items()]
+        for kw, key, dep in deps:
+            if isinstance(dep, list) and not _all_str(dep):
+                raise IRError(f"{where}/{kw}/{pointer_part(key)}: a dependency lists key names")
+        if "propertyNames" in kws:
+            names, at = s["propertyNames"], f"{where}/propertyNames"
+            rejected = {str(f["key"]) for f in fields if not self._valid(names, str(f["key"]), at)}
+            fields = self._without(fields, rejected, required, f"{at} rejects it")
+        while True:  # a key left out may be one another key depends on
+            keys = {str(f["key"]) for f in fields}
+            lacking = {
+                key: (kw, [d for d in dep if d not in keys])
+                for kw, key, dep in deps
+                if key in keys and isinstance(dep, list) and not set(dep) <= keys
+            }
+            if not lacking:
+                break
+            if not complete:  # an undeclared key may be the one it asks for
+                raise _NotNative(f"{where}: a dependency on a key the object does not declare")
+            for key, (kw, missing) in lacking.items():
+                why = f"{kw} asks for {missing[0]!r} beside it, which is never written"
+                fields = self._without(fields, {key}, required, f"{where}/{kw}: {why}")
+        keys = {str(f["key"]) for f in fields}
+        sure = keys & required
+        lo = _integral(s.get("minProperties")) if "minProperties" in kws else None
+        hi = _integral(s.get("maxProperties")) if "maxProperties" in kws else None
+        if lo is not None and len(keys) < lo:
+            if not complete:  # undeclared keys may make up the count
+                raise _NotNative(f"{where}: minProperties {lo} above the declared keys")
+            raise _NothingWritable(
+                f"{where}: minProperties {lo}, but at most {len(keys)} of its keys can be written"
+            )
+        if hi is not None and len(sure) > hi:
+            raise _NothingWritable(
+                f"{where}: maxProperties {hi}, but {len(sure)} keys are required"
+            )
+        if lo is not None and len(sure) < lo:
+            raise _NotNative(f"{where}: minProperties {lo} beside optional properties")
+        if hi is not None and len(keys) > hi:
+            raise _NotNative(f"{where}: maxProperties {hi} beside optional properties")
+        for kw, key, dep in deps:
+            if key not in keys or dep is True or dep == {}:
                 continue
-            deps = _shaped(s[kw], dict, where, kw)
-            for key, dep in deps.items():
-                if key not in written or dep is True or dep == {}:
-                    continue
-                at = f"{where}/{kw}/{pointer_part(key)}"
-                if not isinstance(dep, list):
-                    raise _NotNative(f"{at}: a schema dependency of a written key")
-                missing = [d for d in dep if d not in written]
-                if missing:
-                    raise _NotNative(
-                        f"{at}: {key!r} needs {missing[0]!r}, which the schema does not declare"
-                    )
+            at = f"{where}/{kw}/{pointer_part(key)}"
+            if not isinstance(dep, list):
+                raise _NotNative(f"{at}: a schema dependency of a key that may be written")
+            if not set(dep) <= sure:
+                raise _NotNative(f"{at}: {key!r} asks for keys that may be left out")
+        return fields
+
+    @staticmethod
+    def _without(
+        fields: list[JsonDict], keys: set[str], required: set[str], why: str
+    ) -> list[JsonDict]:
+        """``fields`` less those of ``keys``, which are never written (``why``)."""
+        needed = sorted(keys & required)
+        if needed:
+            raise _NothingWritable(f"{why}, and {needed[0]!r} is required")
+        return [f for f in fields if f["key"] not in keys]
 
     def _array(
         self,
@@ -825,7 +872,7 @@ class _Converter:
         elif "unevaluatedItems" in kws:
             items, items_at = s["unevaluatedItems"], f"{where}/unevaluatedItems"
         else:
-            items, items_at = True, where
+            items, items_at = True, f"{where}/items"  # absent: true
         lo = _count(s.get("minItems", 0), where, "minItems") if "minItems" in kws else 0
         bounded = "maxItems" in kws
         hi = (
@@ -835,6 +882,9 @@ class _Converter:
         )
         if hi < lo:
             raise _NothingWritable(f"{where}: maxItems {hi} is below minItems {lo}")
+        # uniqueItems: the factor that keeps the items apart reads everything in them
+        read = "uniqueItems" in kws and s["uniqueItems"] is True and hi > 1
+        self.reading += read
         try:
             item = self.node(items, items_at, refs, depth + 1)
         except _NothingWritable as exc:
@@ -842,8 +892,13 @@ class _Converter:
                 raise _NothingWritable(
                     f"{where}: minItems {lo}, but no item can be written: {exc.message}"
                 ) from None
-            item, hi, bounded = _any_value(), 0, True  # only the empty array
+            item, hi, bounded = _never_written(), 0, True  # only the empty array
+        finally:
+            self.reading -= read
+        unique = read and hi > 1
         if item["type"] == "grammar":  # one grammar value, not unrolled to its bound
+            if unique:  # llguidance does not implement uniqueItems
+                self._incomparable(where, "a grammar value (llguidance writes it)")
             raise _NotNative(f"{items_at}: an array of grammar values")
         out: JsonDict = {
             "type": "list",
@@ -853,7 +908,7 @@ class _Converter:
             "bounded_by_schema": bounded,
             "nullable": nullable,
         }
-        if "uniqueItems" in kws and s["uniqueItems"] is True and hi > 1:
+        if unique:
             self._unique(out, where)  # may lower the bound
         if _int(out["max_length"]) > self.limits.max_list_length:
             raise _NotNative(
@@ -865,38 +920,48 @@ class _Converter:
     def _unique(self, out: JsonDict, where: str) -> None:
         """``uniqueItems`` on list ``out``, which has room for two items.
 
-        Items with a small finite domain that relations read (booleans, integers within a
-        range of `MAX_UNIQUE_VALUES`, an enum of that many strings, integers or booleans)
-        are never null, at most as many as their values (and as `UNIQUE_WORK` allows), and
-        differ by a factor (`relations`); other items are at most one (a subset: an array of
-        at most one item is unique), unless ``minItems`` asks for two.
+        Its items differ by a factor (`relations`), as `jsonschema` compares them
+        (`factorspec_sdk.ir.unique`). Items with few values (`distinct_values`: at most
+        `MAX_UNIQUE_VALUES`, ``null`` included) are at most as many as their values, and as
+        `IRLimits.max_unique_work` allows (``minItems`` at least).
 
         Raises:
-            _NotNative: ``minItems`` is 2 or more and the items have no finite domain.
+            IRError: the items hold something the writer cannot compare (a grammar value, an
+                enum mixing value types).
             _NothingWritable: ``minItems`` asks for more items than there are values.
         """
         item = _dict(out["item"])
+        problem = incomparable(item)
+        if problem is not None:
+            self._incomparable(where, problem)
         lo = _int(out["min_length"])
-        domain = _domain(item)
-        if domain is None or domain > MAX_UNIQUE_VALUES:
-            if lo > 1:
-                raise _NotNative(
-                    f"{where}: uniqueItems with room for two items, minItems {lo} and items "
-                    f"without a finite domain of at most {MAX_UNIQUE_VALUES} values"
+        values = distinct_values(item, MAX_UNIQUE_VALUES)
+        if values is not None:
+            if lo > values:
+                raise _NothingWritable(
+                    f"{where}: uniqueItems, but minItems {lo} asks for more distinct items "
+                    f"than the {values} values an item can have"
                 )
-            out["max_length"], out["bounded_by_schema"] = 1, True
-            return
-        if lo > domain:
-            raise _NothingWritable(
-                f"{where}: uniqueItems, but minItems {lo} asks for more distinct items than "
-                f"the {domain} values an item can have"
-            )
-        most = min(domain, max(lo, UNIQUE_WORK // domain))
-        if _int(out["max_length"]) > most:
-            out["max_length"], out["bounded_by_schema"] = most, True
-        item["nullable"] = False  # two nulls would repeat
+            most = min(values, max(lo, self.limits.max_unique_work // values))
+            if _int(out["max_length"]) > most:
+                out["max_length"], out["bounded_by_schema"] = most, True
         if _int(out["max_length"]) > 1:
             self.unique[id(out)] = (out, where)
+
+    @staticmethod
+    def _incomparable(where: str, problem: str) -> None:
+        """Refuse ``uniqueItems`` with room for two items over items holding ``problem``.
+
+        Raises:
+            IRError: always, naming the place and what to write instead.
+        """
+        raise IRError(
+            f"{where}: uniqueItems over items holding {problem}: the writer cannot tell two "
+            "such items apart and llguidance does not implement uniqueItems; write "
+            "maxItems: 1 for at most one item, or give the items a schema the writer lays "
+            "out (integers, booleans, strings without pattern or format, enums of one type, "
+            "objects and arrays of those)"
+        )
 
     def _integer(self, s: JsonDict, kws: set[str], where: str, nullable: bool) -> JsonDict:
         if "multipleOf" in kws and s["multipleOf"] != 1:
@@ -950,51 +1015,8 @@ class _Converter:
         return leaf
 
 
-def _domain(item: JsonDict) -> int | None:
-    """How many non-null values a leaf has that relations can read; None for other nodes."""
-    if item["type"] != "leaf":
-        return None
-    count = _DOMAINS.get(str(item["kind"]))
-    return None if count is None else count(item)
-
-
-def _int_domain(item: JsonDict) -> int:
-    return _int(item.get("le", INT_LIMIT)) - _int(item.get("ge", -INT_LIMIT)) + 1
-
-
-def _enum_domain(item: JsonDict) -> int | None:
-    choices = _list(item["choices"])
-    kinds = {bool if isinstance(c, bool) else type(c) for c in choices}
-    return len(choices) if len(kinds) == 1 else None  # relations read one type of values
-
-
-_DOMAINS: dict[str, Callable[[JsonDict], int | None]] = {
-    LeafKind.BOOL: lambda _: 2,
-    LeafKind.INT: _int_domain,
-    LeafKind.ENUM: _enum_domain,
-}
-"""The leaf kinds whose values relations can count, and how (other kinds: None)."""
-
-
-def _variable_kind(item: JsonDict) -> str:
-    """The kind of the variable of a leaf `_domain` counts: ``int``, ``bool`` or ``str``."""
-    if item["kind"] != LeafKind.ENUM:
-        return str(item["kind"])
-    first = _list(item["choices"])[0]
-    return "bool" if isinstance(first, bool) else "int" if isinstance(first, int) else "str"
-
-
 def _dict(v: object) -> JsonDict:
     assert isinstance(v, dict)  # a layout node this module built
-    return v
-
-
-def _dicts(v: object) -> list[JsonDict]:
-    return [_dict(x) for x in _list(v)]
-
-
-def _list(v: object) -> list[object]:
-    assert isinstance(v, list)  # a layout part this module built
     return v
 
 
@@ -1003,13 +1025,38 @@ def _int(v: object) -> int:
     return v
 
 
-def _infer_type(kws: Iterable[str]) -> str | None:
-    """The type written for a node without ``type``: the one its keywords are about."""
-    present = set(kws)
-    for t in ("object", "array", "string", "integer"):
-        if present & _BY_TYPE[t]:
-            return t
-    return None
+def _extra_keys(s: JsonDict, kws: set[str], where: str) -> tuple[object, str]:
+    """The schema of an object's keys that no ``properties`` or pattern names, and its place.
+
+    ``additionalProperties``, else ``unevaluatedProperties`` (the keys under ``properties``
+    and ``patternProperties`` are evaluated), else ``true``: any key, any value.
+    """
+    if "additionalProperties" in kws:
+        return s["additionalProperties"], f"{where}/additionalProperties"
+    if "unevaluatedProperties" in kws:
+        return s["unevaluatedProperties"], f"{where}/unevaluatedProperties"
+    return True, f"{where}/additionalProperties"  # absent: true (never the object's own place)
+
+
+def _integral(v: object) -> int | None:
+    """An integer keyword's value (``2.0`` is 2, as meta-schemas since draft 6 allow)."""
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def _mentions_unique(root: object) -> bool:
+    """Whether ``uniqueItems: true`` appears anywhere in the document (a relation may read)."""
+    stack = [root]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, dict):
+            if x.get("uniqueItems") is True:
+                return True
+            stack += x.values()
+        elif isinstance(x, list):
+            stack += x
+    return False
 
 
 def _shaped(v: object, kind: type[_T], where: str, key: str) -> _T:

@@ -37,6 +37,11 @@ class IRLimits:
         max_list_length: largest list bound.
         max_choices: values of one enum leaf.
         max_text_length: largest ``min_length``/``max_length`` of a free string.
+        max_unique_work: most values times items of a JSON Schema's ``uniqueItems`` list
+            whose items have at most 64 values (`factorspec_sdk.ir.jsonschema`): the
+            writer's solver work grows with both (16 items of 16 values: ~5 s a record on a
+            2-core machine; 8 of 8: 0.2 s), so beyond it the list holds fewer items than the
+            schema allows, ``minItems`` at least.
         max_int: largest magnitude of an integer constant in a formula (``2**128``: a
             UUID's 128-bit value, ``uuid.UUID.int``, is one).
         solver_timeout_ms: time the satisfiability checks of one spec may take.
@@ -56,6 +61,7 @@ class IRLimits:
     max_list_length: int = 256
     max_choices: int = 1024
     max_text_length: int = 100_000
+    max_unique_work: int = 256
     max_int: int = 2**128
     solver_timeout_ms: int = 20_000
 

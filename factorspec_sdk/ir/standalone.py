@@ -31,7 +31,8 @@ and dialect:
 * ``format: date`` is the pattern of the dates `jsonschema` accepts (`STRICT_FORMATS`:
   llguidance's allows February 29 of any year); ``format: time`` and ``date-time`` are RFC
   3339's with seconds 00-59 and at most six fractional digits (llguidance's allow a leap
-  second, which Pydantic refuses, and fractional digits without end);
+  second, which Pydantic refuses, and fractional digits without end); ``format:
+  uri-template`` is RFC 6570's, braces only around expressions (`URI_TEMPLATE_PATTERN`);
 * a ``format`` neither `jsonschema` (its dialect's format checker) nor llguidance knows is
   dropped: `jsonschema` ignores it (`asserted_format`);
 * ``oneOf`` (which llguidance takes only where it proves the branches exclusive itself)
@@ -43,10 +44,16 @@ and dialect:
   the ``$defs`` they use), as a branch narrowed by a rewrite below could leave out the
   values by which two branches overlap; else it is an `IRError`. So is a ``not`` kept over
   a narrowed copy (fewer values under ``not`` are more);
+* ``unevaluatedProperties`` / ``unevaluatedItems`` (which llguidance does not implement)
+  beside no keyword that evaluates in place are ``additionalProperties`` / ``items``,
+  and dropped beside those (they then apply to nothing); ``minProperties`` /
+  ``maxProperties`` of an object that allows undeclared keys beside optional properties
+  (which llguidance refuses) become ``anyOf`` branches that fix which optional properties
+  are present (`_property_counts`), exactly;
 * ``uniqueItems`` (which llguidance does not implement) is dropped where ``maxItems`` is at
-  most 1 or it is false; with ``minItems`` at most 1, ``maxItems`` becomes 1 (an array of at
-  most one item is unique: a subset); with ``minItems`` 2 or more it stays and llguidance
-  refuses it by name;
+  most 1 or it is false (an array of at most one item is unique); elsewhere it is an
+  `IRError` naming the place (an array of at most one item would be fewer values than the
+  schema allows; write ``maxItems: 1`` for that);
 * what the two readers would read differently is refused with an `IRError` naming the
   place: a ``multipleOf`` that is not an integer, or other than 1 on a node that allows
   non-integer numbers (`jsonschema` divides floats), a ``pattern`` Python's `re` cannot
@@ -56,6 +63,7 @@ and dialect:
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable
 from urllib.parse import unquote
@@ -65,34 +73,52 @@ from jsonschema.protocols import Validator
 
 from factorspec_sdk.ir.exclusive import exclusive, has_ref
 from factorspec_sdk.ir.limits import IRError
-from factorspec_sdk.relations.grammar_schema import FORMAT_PATTERNS, RFC3339_PATTERNS
+from factorspec_sdk.relations.grammar_schema import (
+    FORMAT_PATTERNS,
+    RFC3339_PATTERNS,
+    URI_TEMPLATE_PATTERN,
+)
 from factorspec_sdk.relations.layout import grammar_layout
 
 __all__ = ["STRICT_FORMATS", "asserted_format", "has_ref", "pointer_part", "standalone_schema"]
 
 JsonDict = dict[str, object]
 
-_ONE = frozenset(
+_ONE = frozenset({"additionalProperties", "contains", "propertyNames"})
+_UNEVALUATED = frozenset({"unevaluatedItems", "unevaluatedProperties"})
+_IN_PLACE = frozenset(
     {
-        "additionalProperties",
+        "allOf",
+        "anyOf",
+        "oneOf",
+        "if",
+        "$ref",
+        "$dynamicRef",
+        "$recursiveRef",
+        "dependentSchemas",
         "contains",
-        "propertyNames",
-        "unevaluatedItems",
-        "unevaluatedProperties",
     }
 )
+"""Keywords whose sub-schemas evaluate properties or items of the same instance in place
+(``contains`` evaluates items): ``unevaluated*`` beside them depends on what they evaluate."""
 _TYPES = ("null", "boolean", "object", "array", "number", "string")
 _LIST = frozenset({"allOf", "anyOf"})
 _MAP = frozenset({"properties", "patternProperties"})
 _DEPENDENCIES = frozenset({"dependencies", "dependentRequired", "dependentSchemas"})
 _LEGACY_REF = (jsonschema.Draft4Validator, jsonschema.Draft6Validator, jsonschema.Draft7Validator)
 _NAME = re.compile(r"[^A-Za-z0-9_.-]+")
-STRICT_FORMATS = {"date": FORMAT_PATTERNS["date"], **RFC3339_PATTERNS}
+STRICT_FORMATS = {
+    "date": FORMAT_PATTERNS["date"],
+    **RFC3339_PATTERNS,
+    "uri-template": URI_TEMPLATE_PATTERN,
+}
 """Formats llguidance reads more loosely than `jsonschema` and Pydantic, as a pattern both
 accept: llguidance's ``date`` allows February 29 of every year and year 0000, which
 ``datetime.date.fromisoformat`` refuses (the Pydantic path's pattern, one copy); its ``time``
 and ``date-time`` allow a leap second, which Pydantic refuses, and fractional seconds without
-end (`RFC3339_PATTERNS`: at most microseconds)."""
+end (`RFC3339_PATTERNS`: at most microseconds); and ``uri-template``, which llguidance does
+not know and `jsonschema` asserts where the `uri_template` package is installed
+(`URI_TEMPLATE_PATTERN`)."""
 _FLAGS = re.compile(r"(\(\?[aiLmsux]+\))+")
 
 
@@ -148,6 +174,8 @@ class _Copier:
             if self.subsets > before:
                 self.subset_defs.add(name)
         self._check_exact()
+        if body is True:
+            body = {}  # any value
         out: JsonDict = body if isinstance(body, dict) else {"allOf": [body]}
         if self.defs:
             out["$defs"] = dict(sorted(self.defs.items()))
@@ -187,6 +215,8 @@ class _Copier:
                     out[key] = self.copy(v, at)  # additionalItems is then irrelevant
             elif key == "additionalItems":
                 continue  # read with a list of items, above
+            elif key in _UNEVALUATED:
+                self._unevaluated(s, key, v, at, out)
             elif key in _ONE:
                 out[key] = self.copy(v, at)
             elif key in _LIST:  # the same instance: the context grows
@@ -224,16 +254,14 @@ class _Copier:
                 out[exclusive if s.get(exclusive) is True else key] = v
             elif key == "multipleOf":
                 self._check_multiple(s, v, at)
-                out[key] = v
+                out[key] = 1 if v == 1 else v
             elif key == "pattern":
                 out[key] = _whole_match(_checked_pattern(v, at))
                 if out[key] != v:
                     self.subsets += 1
             elif key == "uniqueItems":
-                if _unique_items(s) == "kept":
-                    out[key] = v  # llguidance refuses it, by name
-            elif key == "maxItems" and _unique_items(s) == "one item":
-                out[key] = 1
+                if _unique_items(s):  # llguidance does not implement it
+                    raise _unique_error(where)
             elif key == "format":
                 if isinstance(v, str) and v in STRICT_FORMATS:
                     extra.append({"pattern": STRICT_FORMATS[v]})
@@ -241,12 +269,30 @@ class _Copier:
                     out[key] = v
             else:
                 out[key] = v  # data: type, enum, const, required, bounds, format, ...
-        if _unique_items(s) == "one item":
-            self.subsets += 1
-            out["maxItems"] = 1
+        extra += _property_counts(out)
         if extra:
             out["allOf"] = [*_shaped_list(out.get("allOf", []), where), *extra]
         return out
+
+    def _unevaluated(self, s: JsonDict, key: str, v: object, at: str, out: JsonDict) -> None:
+        """``unevaluatedProperties`` / ``unevaluatedItems``, which llguidance does not implement.
+
+        Beside no keyword that evaluates in place (``allOf``, ``$ref``, ``if``, ...), the
+        properties or items it applies to are those ``additionalProperties`` / ``items``
+        would: it is that keyword (exactly). Beside that keyword itself it applies to none
+        (dropped). Elsewhere it stays, and llguidance refuses it by name.
+        """
+        sibling = "additionalProperties" if key == "unevaluatedProperties" else "items"
+        if sibling in s and (key == "unevaluatedProperties" or not self._tuple(s)):
+            return  # every property (item) is evaluated by its sibling: it applies to none
+        if _IN_PLACE & self.keywords & set(s):
+            out[key] = self.copy(v, at)
+        else:
+            out[sibling] = self.copy(v, at)
+
+    def _tuple(self, s: JsonDict) -> bool:
+        """Whether ``items`` is a list without ``additionalItems`` (later items unevaluated)."""
+        return isinstance(s.get("items"), list) and "additionalItems" not in s
 
     def _one_of(
         self,
@@ -445,7 +491,8 @@ class _Copier:
 
     def _check_multiple(self, s: JsonDict, v: object, at: str) -> None:
         types = _type_names(s.get("type")) or set()
-        integral = not isinstance(v, bool) and isinstance(v, int)
+        # 1.0 is 1: every integer passes both readers, and no other number
+        integral = not isinstance(v, bool) and (isinstance(v, int) or v == 1.0)
         if not integral or (v != 1 and ("number" in types or not types)):
             raise IRError(
                 f"{at}: multipleOf {v!r} on values that may be non-integer numbers is not "
@@ -462,11 +509,12 @@ def asserted_format(fmt: object, dialect: type[Validator]) -> bool:
 
     `jsonschema` asserts the formats of its dialect's checker (those whose libraries are
     installed) and ignores the others; a format llguidance knows is kept too (the values look
-    like what the client asked for). A format neither knows is irrelevant to validity.
+    like what the client asked for), and so is one of `STRICT_FORMATS` (``uri-template``,
+    which other validators assert). A format none of them knows is irrelevant to validity.
     """
     if not isinstance(fmt, str):
         return True  # the meta-schema check refuses it
-    if fmt in dialect.FORMAT_CHECKER.checkers:
+    if fmt in dialect.FORMAT_CHECKER.checkers or fmt in STRICT_FORMATS:
         return True
 
     def unknown(why: str) -> Exception:
@@ -488,9 +536,64 @@ def _subset_error(at: str, key: str, what: str) -> IRError:
     )
     return IRError(
         f"{at}: {why} the grammar of {what} keeps fewer values than the schema allows (a "
-        "pattern matched whole, a negation, uniqueItems as one item): a value written could "
+        "pattern matched whole, a negation): a value written could "
         "pass a schema the grammar narrowed; not supported"
     )
+
+
+MAX_COUNT_BRANCHES = 64
+"""Most ``anyOf`` branches `_property_counts` writes for an object's property counts."""
+
+
+def _property_counts(out: JsonDict) -> list[object]:
+    """``minProperties`` / ``maxProperties`` of an open object, as llguidance takes them.
+
+    llguidance holds them only where every key under ``properties`` is required (or
+    ``false``) or no other key is allowed. Elsewhere (a copy ``out`` that allows undeclared
+    keys beside optional properties) they move into ``anyOf`` branches that fix which
+    optional properties are present, each keeping the counts: one branch per set of them
+    (at most `MAX_COUNT_BRANCHES`), or, for ``minProperties`` that one more key than the
+    required ones satisfies, one per optional property and one with none of them. Exactly
+    the same objects. A ``minProperties`` the required keys already satisfy is dropped
+    (every object instance holds them); elsewhere the counts stay, and llguidance refuses
+    them by name. Returns the conjuncts to add; ``out`` loses the keywords they replace.
+    """
+    if not {"minProperties", "maxProperties"} & set(out):
+        return []
+    props = out.get("properties", {})
+    required = out.get("required", [])
+    if not isinstance(props, dict) or not isinstance(required, list) or not _all_names(required):
+        return []
+    closed = out.get("additionalProperties") is False and not out.get("patternProperties")
+    needed = {str(k) for k in required}
+    optional = sorted(k for k, v in props.items() if k not in needed and v is not False)
+    lo, hi = _integer(out.get("minProperties")), _integer(out.get("maxProperties"))
+    if lo is not None and lo <= len(needed):
+        del out["minProperties"]  # the required keys are at least that many
+        lo = None
+    if closed or not optional or (lo is None and hi is None):
+        return []  # llguidance holds them (or there are none left)
+    counts: JsonDict = {k: out.pop(k) for k in ("minProperties", "maxProperties") if k in out}
+    branches: list[JsonDict] = []
+    if 2 ** len(optional) <= MAX_COUNT_BRANCHES:
+        for n in range(len(optional) + 1):
+            for present in itertools.combinations(optional, n):
+                if hi is not None and len(needed) + n > hi:
+                    continue
+                absent: JsonDict = {k: False for k in optional if k not in present}
+                branches.append({"required": list(present), "properties": absent, **counts})
+    elif hi is None and lo == len(needed) + 1:
+        branches = [{"required": [k]} for k in optional]
+        none: JsonDict = dict.fromkeys(optional, False)
+        branches.append({"properties": none, **counts})
+    if not branches:
+        out.update(counts)  # too many branches, or none: llguidance refuses them by name
+        return []
+    return [{"anyOf": list(branches)}]
+
+
+def _all_names(v: object) -> bool:
+    return isinstance(v, list) and all(isinstance(x, str) for x in v)
 
 
 def _def_refs(copy: object) -> set[str]:
@@ -509,20 +612,27 @@ def _def_refs(copy: object) -> set[str]:
     return out
 
 
-def _unique_items(s: JsonDict) -> str:
-    """How the grammar holds ``uniqueItems`` of ``s`` (llguidance does not implement it).
+def _unique_items(s: JsonDict) -> bool:
+    """Whether ``uniqueItems`` of ``s`` constrains its arrays (true, room for two items).
 
-    ``"moot"``: it is absent, false or ``maxItems`` is at most 1 (it is dropped: an array of
-    at most one item is unique); ``"one item"``: ``minItems`` is at most 1 (it is dropped
-    and ``maxItems`` becomes 1, a subset); ``"kept"``: llguidance refuses it.
+    Where it does not (absent, false, ``maxItems`` at most 1: an array of at most one item
+    is unique), the copy drops it.
     """
     if s.get("uniqueItems") is not True:
-        return "moot"
+        return False
     hi = _integer(s.get("maxItems"))
-    if hi is not None and hi <= 1:
-        return "moot"
-    lo = _integer(s.get("minItems", 0))
-    return "one item" if lo is not None and lo <= 1 else "kept"
+    return hi is None or hi > 1
+
+
+def _unique_error(where: str) -> IRError:
+    """Why ``uniqueItems`` with room for two items in a grammar value is refused."""
+    return IRError(
+        f"{where}: uniqueItems with room for two items in a grammar value (a sub-schema the "
+        "writer does not lay out itself: under anyOf or oneOf of several schemas, a type "
+        "union, a root that is no object, ...): llguidance does not implement uniqueItems; "
+        "write maxItems: 1 for at most one item, or give the array a place and items the "
+        "writer lays out"
+    )
 
 
 def _integer(v: object) -> int | None:

@@ -15,6 +15,7 @@ from typing import Any
 __all__ = [
     "FORMAT_PATTERNS",
     "RFC3339_PATTERNS",
+    "URI_TEMPLATE_PATTERN",
     "decimal_pattern",
     "decimal_schema",
     "pydantic_grammar_schema",
@@ -58,6 +59,15 @@ microsecond, ISO durations in days, hours, minutes and seconds, plain e-mail add
 http(s) URLs under common top-level domains, with bounded parts (so no value runs on).
 UUIDs and IP addresses keep llguidance's formats.
 """
+
+_URI_VARSPEC = "[A-Za-z0-9_](?:\\.?(?:[A-Za-z0-9_]|%[0-9A-Fa-f]{2}))*(?::[1-9][0-9]{0,2}|\\*)?"
+URI_TEMPLATE_PATTERN = f"^(?:[^{{}}]|\\{{[+#./;?&]?{_URI_VARSPEC}(?:,{_URI_VARSPEC})*\\}})*$"
+"""JSON Schema's ``uri-template`` format (RFC 6570), as the `uri_template` package validates
+it (what `jsonschema` asserts where that package is installed, as MaskBench's checker does):
+literal text without braces, and expressions ``{x}``, ``{+path}``, ``{?q,lang}``,
+``{name:3}``, ``{list*}``. llguidance does not know the format, so without this pattern an
+unclosed ``{`` could be written. A subset of what the package accepts: its extensions (a
+default ``{a=1}``, ``{a[]}``, a ``,`` operator) are left out."""
 
 _RFC3339_OFFSET = "(?:[zZ]|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])"
 RFC3339_PATTERNS: dict[str, str] = {

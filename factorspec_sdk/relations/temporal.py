@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from factorspec_sdk.relations.layout import LeafLayout
 
 __all__ = [
+    "CLOCK_PARTS",
     "DATE_MAX",
     "DATE_MIN",
     "DAY_SECONDS",
@@ -69,6 +70,10 @@ DATE_MAX = dt.date.max.toordinal()
 """Ordinal of the last date Python has, 9999-12-31."""
 
 DAY_SECONDS = 86_400
+
+CLOCK_PARTS = ("hour", "minute", "second")
+"""The parts of a clock (a datetime's or time's seconds since midnight), in order: the part
+variables of a time leaf, and those the compiler's ``time of t`` ties to a clock."""
 
 DURATION_MAX = 2**32 - 1
 """The most seconds Pydantic parses from ``PT{n}S`` (about 136 years; more is an error)."""
@@ -207,13 +212,8 @@ def temporal_part(temporal: Temporal, value: int, part: str) -> int:
     is its value).
     """
     day, clock = (value, 0) if temporal == LeafKind.DATE else divmod(value, DAY_SECONDS)
-    clock_parts = {
-        "date": day,
-        "clock": clock,
-        "hour": clock // 3600,
-        "minute": clock // 60 % 60,
-        "second": clock % 60,
-    }
+    hms = (clock // 3600, clock // 60 % 60, clock % 60)
+    clock_parts = {"date": day, "clock": clock, **dict(zip(CLOCK_PARTS, hms, strict=True))}
     if part in clock_parts:
         return clock_parts[part]
     return int(getattr(dt.date.fromordinal(day), part))

@@ -29,7 +29,7 @@ from factorspec_sdk.relations.layout import (
     UnionLayout,
 )
 from factorspec_sdk.relations.leaves import LeafError
-from factorspec_sdk.relations.temporal import DATE_MAX, DATE_MIN, temporal_range
+from factorspec_sdk.relations.temporal import CLOCK_PARTS, DATE_MAX, DATE_MIN, temporal_range
 from factorspec_sdk.relations.uuids import UUID_MAX
 
 __all__ = [
@@ -171,7 +171,7 @@ _PARTS_OF: dict[LeafKind, frozenset[str]] = {
     LeafKind.DATE: frozenset({"year", "month", "day"}),
     LeafKind.DATETIME: frozenset(DATE_PARTS),
     LeafKind.AWARE: frozenset(DATE_PARTS),
-    LeafKind.TIME: frozenset({"hour", "minute", "second"}),
+    LeafKind.TIME: frozenset(CLOCK_PARTS),
 }
 
 

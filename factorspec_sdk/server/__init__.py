@@ -56,7 +56,7 @@ the engine cannot tokenize, a record cut short), 429 queue full, 500 an internal
 shutting down (with ``--upstream``, also a record the engine tier failed on every attempt:
 ``upstreams_unavailable``). A client that disconnects frees its decoder slot.
 The OpenAPI document is built in `factorspec_sdk.server.contract` from the models of
-`factorspec_sdk.server.protocol`.
+`factorspec_sdk.server.protocol` (requests) and `factorspec_sdk.server.answers`.
 """
 
 from __future__ import annotations

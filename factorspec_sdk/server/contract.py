@@ -1,9 +1,10 @@
 """The OpenAPI document of `factorspec serve`: every route's bodies and status codes.
 
-The request and answer bodies are the Pydantic models of `factorspec_sdk.server.protocol`;
-this module says which route takes and answers which, with which status codes, and builds
-the ``/openapi.json`` of one server (its model id and vocabulary size are part of the
-contract: another ``model`` is a 404, a token id beyond the vocabulary a 400).
+The request and answer bodies are the Pydantic models of `factorspec_sdk.server.protocol` and
+`factorspec_sdk.server.answers`; this module says which route takes and answers which, with
+which status codes, and builds the ``/openapi.json`` of one server (its model id and
+vocabulary size are part of the contract: another ``model`` is a 404, a token id beyond the
+vocabulary a 400).
 """
 
 from __future__ import annotations
@@ -16,18 +17,17 @@ from fastapi.responses import PlainTextResponse  # noqa: TID253
 from pydantic.json_schema import models_json_schema
 
 from factorspec_sdk.ir.model import RelationIR
-from factorspec_sdk.server.protocol import (
+from factorspec_sdk.server.answers import (
     ChatCompletion,
     ChatCompletionChunk,
-    ChatRequest,
     Completion,
     CompletionChunk,
-    CompletionRequest,
     ErrorResponse,
     Health,
     ModelCard,
     ModelList,
 )
+from factorspec_sdk.server.protocol import ChatRequest, CompletionRequest
 
 if TYPE_CHECKING:
     from fastapi import FastAPI

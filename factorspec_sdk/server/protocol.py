@@ -1,40 +1,38 @@
-"""The bodies `factorspec serve` accepts and answers, as Pydantic models (its OpenAPI contract).
+"""The bodies `factorspec serve` accepts, as Pydantic models (its OpenAPI contract's requests).
 
 Requests: every OpenAI parameter (and vLLM's sampling extras) is declared. Those the server
 honours change the answer (``temperature``, ``top_p``, ``seed``, ``n``, ``max_tokens``,
 ``tools``...); those it does not (``stop``, ``logit_bias``, the penalties, ``logprobs``,
-``top_k``...) are `Unhonoured`: their neutral values (``null``, ``0``, ``[]``, ``{}``, the
-defaults clients send) pass, any other is a 400 ``unsupported_parameter`` naming the
-parameter and what to do instead, never silently dropped; pure metadata (``user``,
-``metadata``, ``store``, ``service_tier``...) is accepted and ignored. Parameters nobody
-declared are ignored, as vLLM does, and named in the server's log. Every reason for a 400
-is stated by the request models' JSON schema (``/openapi.json``); a body the schema accepts
-is answered 200, or 404 (unknown model), or 422 when its *content* cannot be served (a
-relation IR or JSON schema that does not compile, an unsatisfiable spec, a prompt the engine
-cannot tokenize, a record cut short), or 429/503 (busy, shutting down).
+``top_k``...) are `Unhonoured` (`factorspec_sdk.server.unhonoured`): their neutral values
+(``null``, ``0``, ``[]``, ``{}``, the defaults clients send) pass, any other is a 400
+``unsupported_parameter`` naming the parameter and what to do instead, never silently dropped;
+pure metadata (``user``, ``metadata``, ``store``, ``service_tier``...) is accepted and ignored.
+Parameters nobody declared are ignored, as vLLM does, and named in the server's log. Every
+reason for a 400 is stated by the request models' JSON schema (``/openapi.json``; the rules a
+whole request follows are `factorspec_sdk.server.request_rules`'); a body the schema accepts is
+answered 200, or 404 (unknown model), or 422 when its *content* cannot be served (a relation IR
+or JSON schema that does not compile, an unsatisfiable spec, a prompt the engine cannot
+tokenize, a record cut short), or 429/503 (busy, shutting down).
 
 Two dialects of other servers are read too: an ``x-factorspec`` key at the root of a
 ``response_format`` JSON schema (the extension field's content, as llguidance reads
-``x-guidance``), and vLLM's ``structured_outputs`` (`StructuredOutputs`: ``json``, ``regex``
-or ``choice``), so code written for vLLM runs unchanged.
+``x-guidance``), and vLLM's ``structured_outputs`` (`StructuredOutputs`: ``json``, ``regex`` or
+``choice``), so code written for vLLM runs unchanged.
 
-Answers: `ChatCompletion`, `Completion`, `ModelList`, `ModelCard`, `Health`, and
-`ErrorResponse` for every error status.
+The answers' bodies are `factorspec_sdk.server.answers`'; an error answer is raised as
+`ApiError`.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import (
     AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
-    GetCoreSchemaHandler,
-    GetJsonSchemaHandler,
     StrictBool,
     StrictInt,
     StrictStr,
@@ -42,49 +40,53 @@ from pydantic import (
     WithJsonSchema,
     model_validator,
 )
-from pydantic.config import JsonDict, JsonValue
-from pydantic.json_schema import JsonSchemaValue
-from pydantic_core import CoreSchema, PydanticCustomError, core_schema
 
-from factorspec_sdk.provenance import Provenance
+from factorspec_sdk.server.request_rules import (
+    CALLS_WITHOUT_TOOLS,
+    CHAT_RULES,
+    CHOICE_WITHOUT_TOOLS,
+    NEEDS_A_SPEC,
+    ONE_CALL,
+    REQUEST_RULES,
+    TOOLS_AND_SPEC,
+    TWO_SPECS,
+)
+from factorspec_sdk.server.unhonoured import (
+    BIAS,
+    GUIDED,
+    LENGTH,
+    LOGPROBS,
+    ONE_SAMPLE,
+    PENALTY,
+    STOP,
+    TEXT,
+    TOP_P,
+    Unhonoured,
+)
 from factorspec_sdk.tools import X_FACTORSPEC
 
 __all__ = [
+    "DEFAULT_TOOL_CALLS",
+    "MAX_TOOL_CALLS",
+    "X_FACTORSPEC",
     "ApiError",
-    "AssistantMessage",
-    "ChatChoice",
-    "ChatChunkChoice",
-    "ChatCompletion",
-    "ChatCompletionChunk",
     "ChatMessageIn",
     "ChatRequest",
-    "ChoiceStats",
-    "ChunkDelta",
-    "Completion",
-    "CompletionChoice",
-    "CompletionChunk",
-    "CompletionChunkChoice",
     "CompletionRequest",
-    "DEFAULT_TOOL_CALLS",
-    "ErrorDetail",
-    "ErrorResponse",
     "FactorSpecExtension",
-    "Health",
+    "FunctionCallIn",
+    "FunctionIn",
+    "JsonObject",
     "JsonSchemaFormat",
-    "MAX_TOOL_CALLS",
-    "ModelCard",
-    "ModelList",
-    "PromptTokensDetails",
-    "RecordStats",
+    "Kind",
+    "NamedFunction",
+    "NamedToolChoice",
     "ResponseFormat",
     "StreamOptions",
     "StructuredOutputs",
     "TextPart",
-    "UNSUPPORTED_PARAMETER",
-    "Unhonoured",
-    "UpstreamStatus",
-    "Usage",
-    "X_FACTORSPEC",
+    "ToolCallIn",
+    "ToolIn",
 ]
 
 JsonObject = dict[str, object]
@@ -430,242 +432,8 @@ class StreamOptions(BaseModel):
     include_usage: StrictBool = False
 
 
-UNSUPPORTED_PARAMETER = "unsupported_parameter"
-"""The error type (and the 400's ``code``) of a value an `Unhonoured` parameter refuses."""
-
-
-def _same(value: object, neutral: JsonValue) -> bool:
-    """Whether ``value`` is the JSON value ``neutral`` (``0`` and ``0.0`` are; ``false`` is not)."""
-    if isinstance(neutral, bool) or isinstance(value, bool):
-        return value is neutral
-    if isinstance(neutral, (int, float)):
-        return isinstance(value, (int, float)) and value == neutral
-    return type(value) is type(neutral) and value == neutral
-
-
-@dataclass(frozen=True, slots=True, eq=False)  # by identity: typing caches Annotated[...]
-class Unhonoured:
-    """The metadata of a request parameter the server does not honour.
-
-    Its ``neutral`` values, which change nothing (``null``, and the defaults clients send:
-    ``0``, ``[]``, ``{}``...), are accepted; any other value would change the answer, so it
-    is a 400 (`UNSUPPORTED_PARAMETER`) saying what to do ``instead``, never silently
-    dropped. The field's JSON schema is the enum of the neutral values, so the OpenAPI
-    contract states the refusal.
-
-    Attributes:
-        neutral: the accepted values.
-        instead: what to do instead, as the error says it.
-    """
-
-    neutral: tuple[JsonValue, ...]
-    instead: str
-
-    def __get_pydantic_core_schema__(
-        self, source: Any, handler: GetCoreSchemaHandler
-    ) -> CoreSchema:
-        """Any JSON value, then `check`."""
-        return core_schema.no_info_after_validator_function(self.check, handler(source))
-
-    def __get_pydantic_json_schema__(
-        self, schema: CoreSchema, handler: GetJsonSchemaHandler
-    ) -> JsonSchemaValue:
-        """The enum of the neutral values, with the refusal as the description."""
-        return {"enum": list(self.neutral), "description": f"Not supported: {self.instead}."}
-
-    def check(self, value: object) -> object:
-        """``value`` when it is neutral.
-
-        Raises:
-            PydanticCustomError: `UNSUPPORTED_PARAMETER`, for any other value.
-        """
-        if any(_same(value, n) for n in self.neutral):
-            return value
-        accepted = " or ".join(json.dumps(n) for n in self.neutral)
-        shown = json.dumps(value)
-        shown = shown if len(shown) <= 60 else shown[:57] + "..."
-        raise PydanticCustomError(
-            UNSUPPORTED_PARAMETER,
-            "{value} is not supported ({accepted} is accepted): {instead}",
-            {"value": shown, "instead": self.instead, "accepted": accepted},
-        )
-
-
-_PENALTY = (
-    "factorspec serve applies no repetition penalty; leave it out (a relation such as "
-    "distinct() keeps values from repeating)"
-)
-_BIAS = (
-    "token biases are not applied; say which values are allowed in the schema (enum, "
-    "pattern, bounds) or in a relation"
-)
-_STOP = (
-    "a record ends when it is complete, never at a stop string (a cut record is not valid); "
-    "keep a text out of a value with the schema (pattern, enum, maxLength)"
-)
-_LOGPROBS = (
-    "logprobs are not returned (the record's token ids are in the answer's factorspec.token_ids)"
-)
-_TOP_P = "use top_p (nucleus sampling) and temperature"
-_LENGTH = "a record's length is its schema's: bound it with maxLength, maxItems or max_tokens"
-_ONE_SAMPLE = "each choice is one sample; ask for several with n"
-_GUIDED = (
-    'vLLM\'s older guided_* fields are not read: pass "structured_outputs": {"json" | "regex" '
-    '| "choice": ...} (vLLM 0.10+) or a json_schema response_format'
-)
-_TEXT = "the answer is text (a record or tool calls)"
-
-
-_NEEDS_A_SPEC = (
-    "factorspec serve writes structured records: pass response_format="
-    '{"type": "json_schema", "json_schema": {"name": ..., "schema": {...}}}, '
-    'a relation IR in the "factorspec" extension field, or vLLM\'s "structured_outputs"'
-)
-_TWO_SPECS = (
-    'pass either "structured_outputs" or a json_schema "response_format", not both '
-    '(a relation IR in "factorspec" may go with either, and wins)'
-)
-
-_TOOLS_AND_SPEC = (
-    'tools (with tool_choice not "none") make the answer tool calls: pass no {} with them'
-)
-_CALLS_WITHOUT_TOOLS = 'factorspec.max_tool_calls bounds tool calls: pass it with "tools"'
-_ONE_CALL = (
-    "parallel_tool_calls false allows one call: factorspec.max_tool_calls above 1 contradicts it"
-)
-_CHOICE_WITHOUT_TOOLS = (
-    'tool_choice "required" or a named function asks for tool calls: pass the functions in '
-    '"tools" (for a record, leave tool_choice out)'
-)
-_SPEC_SOURCES: list[JsonValue] = [
-    {
-        "required": ["factorspec"],
-        "properties": {
-            "factorspec": {
-                "type": "object",
-                "required": ["ir"],
-                "properties": {"ir": {"type": "object"}},
-            }
-        },
-    },
-    {
-        "required": ["response_format"],
-        "properties": {
-            "response_format": {
-                "type": "object",
-                "required": ["type", "json_schema"],
-                "properties": {
-                    "type": {"const": "json_schema"},
-                    "json_schema": {"type": "object"},
-                },
-            }
-        },
-    },
-    {
-        "required": ["structured_outputs"],
-        "properties": {"structured_outputs": {"type": "object"}},
-    },
-]
-"""The ways a request gives its record's spec (one of them is needed without tools)."""
-_ONE_STREAM: JsonDict = {
-    "description": "streaming supports n=1 only",
-    "anyOf": [
-        {"properties": {"stream": {"const": False}}},
-        {"properties": {"n": {"const": 1}}},
-    ],
-}
-_NO_CALLS_BOUND: JsonDict = {
-    "description": _CALLS_WITHOUT_TOOLS,
-    "not": {
-        "required": ["factorspec"],
-        "properties": {
-            "factorspec": {
-                "type": "object",
-                "required": ["max_tool_calls"],
-                "properties": {"max_tool_calls": {"type": "integer"}},
-            }
-        },
-    },
-}
-_REQUEST_RULES: JsonDict = {
-    "allOf": [
-        {
-            "description": _NEEDS_A_SPEC,
-            "anyOf": _SPEC_SOURCES,
-        },
-        _NO_CALLS_BOUND,
-        {
-            "description": _TWO_SPECS,
-            "not": {
-                "required": ["structured_outputs", "response_format"],
-                "properties": {
-                    "structured_outputs": {"type": "object"},
-                    "response_format": {
-                        "type": "object",
-                        "required": ["type"],
-                        "properties": {"type": {"const": "json_schema"}},
-                    },
-                },
-            },
-        },
-        _ONE_STREAM,
-    ]
-}
-
-_TOOLS_ACTIVE: JsonDict = {
-    "required": ["tools"],
-    "properties": {
-        "tools": {"type": "array", "minItems": 1},
-        "tool_choice": {"not": {"const": "none"}},
-    },
-}
-_ONE_CALL_RULE: JsonDict = {
-    "description": _ONE_CALL,
-    "not": {
-        "required": ["parallel_tool_calls", "factorspec"],
-        "properties": {
-            "parallel_tool_calls": {"const": False},
-            "factorspec": {
-                "type": "object",
-                "required": ["max_tool_calls"],
-                "properties": {"max_tool_calls": {"type": "integer", "minimum": 2}},
-            },
-        },
-    },
-}
-_CHAT_RULES: JsonDict = {
-    "anyOf": [
-        {
-            "allOf": [
-                _TOOLS_ACTIVE,
-                {"not": {"anyOf": _SPEC_SOURCES}},
-                _ONE_STREAM,
-                _ONE_CALL_RULE,
-            ]
-        },
-        {
-            "allOf": [
-                {"not": _TOOLS_ACTIVE},
-                _REQUEST_RULES,
-                {
-                    "description": _CHOICE_WITHOUT_TOOLS,
-                    "not": {
-                        "required": ["tool_choice"],
-                        "properties": {
-                            "tool_choice": {"anyOf": [{"const": "required"}, {"type": "object"}]}
-                        },
-                    },
-                },
-            ]
-        },
-    ]
-}
-"""Chat requests: tool calls (tools, and no other spec), or a record as `_REQUEST_RULES` say
-(and no ``tool_choice`` that asks for calls)."""
-
-
 class _Common(BaseModel):
-    model_config = ConfigDict(extra="ignore", strict=True, json_schema_extra=_REQUEST_RULES)
+    model_config = ConfigDict(extra="ignore", strict=True, json_schema_extra=REQUEST_RULES)
     model: StrictStr
     max_tokens: Annotated[StrictInt, Field(ge=1, le=1_000_000)] | None = None
     temperature: Annotated[float, Field(ge=0, le=2)] | None = None
@@ -677,31 +445,31 @@ class _Common(BaseModel):
     response_format: ResponseFormat | None = None
     factorspec: FactorSpecExtension | None = None
     structured_outputs: StructuredOutputs | None = None
-    logprobs: Annotated[object, Unhonoured((None, False), _LOGPROBS)] = None
+    logprobs: Annotated[object, Unhonoured((None, False), LOGPROBS)] = None
     echo: Annotated[
         object, Unhonoured((None, False), "the answer is the record alone; leave echo out")
     ] = None
-    stop: Annotated[object, Unhonoured((None, []), _STOP)] = None
-    logit_bias: Annotated[object, Unhonoured((None, {}), _BIAS)] = None
-    frequency_penalty: Annotated[object, Unhonoured((None, 0), _PENALTY)] = None
-    presence_penalty: Annotated[object, Unhonoured((None, 0), _PENALTY)] = None
-    best_of: Annotated[object, Unhonoured((None, 1), _ONE_SAMPLE)] = None
+    stop: Annotated[object, Unhonoured((None, []), STOP)] = None
+    logit_bias: Annotated[object, Unhonoured((None, {}), BIAS)] = None
+    frequency_penalty: Annotated[object, Unhonoured((None, 0), PENALTY)] = None
+    presence_penalty: Annotated[object, Unhonoured((None, 0), PENALTY)] = None
+    best_of: Annotated[object, Unhonoured((None, 1), ONE_SAMPLE)] = None
     # vLLM's sampling extras (extra_body), which code written for vLLM sends
-    top_k: Annotated[object, Unhonoured((None, -1, 0), _TOP_P)] = None
-    min_p: Annotated[object, Unhonoured((None, 0), _TOP_P)] = None
-    repetition_penalty: Annotated[object, Unhonoured((None, 1), _PENALTY)] = None
-    length_penalty: Annotated[object, Unhonoured((None, 1), _ONE_SAMPLE)] = None
-    use_beam_search: Annotated[object, Unhonoured((None, False), _ONE_SAMPLE)] = None
-    min_tokens: Annotated[object, Unhonoured((None, 0), _LENGTH)] = None
-    ignore_eos: Annotated[object, Unhonoured((None, False), _STOP)] = None
-    stop_token_ids: Annotated[object, Unhonoured((None, []), _STOP)] = None
-    bad_words: Annotated[object, Unhonoured((None, []), _BIAS)] = None
-    allowed_token_ids: Annotated[object, Unhonoured((None,), _BIAS)] = None
-    prompt_logprobs: Annotated[object, Unhonoured((None, 0), _LOGPROBS)] = None
-    guided_json: Annotated[object, Unhonoured((None,), _GUIDED)] = None
-    guided_regex: Annotated[object, Unhonoured((None,), _GUIDED)] = None
-    guided_choice: Annotated[object, Unhonoured((None,), _GUIDED)] = None
-    guided_grammar: Annotated[object, Unhonoured((None,), _GUIDED)] = None
+    top_k: Annotated[object, Unhonoured((None, -1, 0), TOP_P)] = None
+    min_p: Annotated[object, Unhonoured((None, 0), TOP_P)] = None
+    repetition_penalty: Annotated[object, Unhonoured((None, 1), PENALTY)] = None
+    length_penalty: Annotated[object, Unhonoured((None, 1), ONE_SAMPLE)] = None
+    use_beam_search: Annotated[object, Unhonoured((None, False), ONE_SAMPLE)] = None
+    min_tokens: Annotated[object, Unhonoured((None, 0), LENGTH)] = None
+    ignore_eos: Annotated[object, Unhonoured((None, False), STOP)] = None
+    stop_token_ids: Annotated[object, Unhonoured((None, []), STOP)] = None
+    bad_words: Annotated[object, Unhonoured((None, []), BIAS)] = None
+    allowed_token_ids: Annotated[object, Unhonoured((None,), BIAS)] = None
+    prompt_logprobs: Annotated[object, Unhonoured((None, 0), LOGPROBS)] = None
+    guided_json: Annotated[object, Unhonoured((None,), GUIDED)] = None
+    guided_regex: Annotated[object, Unhonoured((None,), GUIDED)] = None
+    guided_choice: Annotated[object, Unhonoured((None,), GUIDED)] = None
+    guided_grammar: Annotated[object, Unhonoured((None,), GUIDED)] = None
     # metadata: accepted and ignored (they do not change the answer)
     user: object = Field(default=None, description="Metadata; accepted and ignored.")
     metadata: object = Field(default=None, description="Metadata; accepted and ignored.")
@@ -737,20 +505,20 @@ class _Common(BaseModel):
             if self.factorspec is not None and self.factorspec.ir is not None:
                 given.append("factorspec.ir")
             if given:
-                raise ValueError(_TOOLS_AND_SPEC.format(", ".join(given)))
+                raise ValueError(TOOLS_AND_SPEC.format(", ".join(given)))
             if self.stream and self.n > 1:
                 raise ValueError("streaming supports n=1 only")
             return self
         if self.factorspec is not None and self.factorspec.max_tool_calls is not None:
-            raise ValueError(_CALLS_WITHOUT_TOOLS)
+            raise ValueError(CALLS_WITHOUT_TOOLS)
         rf = self.response_format
         if self.structured_outputs is not None and rf is not None and rf.type == "json_schema":
-            raise ValueError(_TWO_SPECS)
+            raise ValueError(TWO_SPECS)
         if (self.factorspec is None or self.factorspec.ir is None) and (
             self.structured_outputs is None
         ):
             if rf is None or rf.type == "text":
-                raise ValueError(_NEEDS_A_SPEC)
+                raise ValueError(NEEDS_A_SPEC)
             if rf.type == "json_object":
                 raise ValueError(
                     'response_format "json_object" is not supported: pass a json_schema'
@@ -765,7 +533,7 @@ class _Common(BaseModel):
 class ChatRequest(_Common):
     """``POST /v1/chat/completions``."""
 
-    model_config = ConfigDict(extra="ignore", strict=True, json_schema_extra=_CHAT_RULES)
+    model_config = ConfigDict(extra="ignore", strict=True, json_schema_extra=CHAT_RULES)
     messages: Annotated[list[ChatMessageIn], Field(min_length=1, max_length=256)]
     max_completion_tokens: Annotated[StrictInt, Field(ge=1, le=1_000_000)] | None = None
     tools: Annotated[list[ToolIn], Field(max_length=128)] | None = Field(
@@ -784,7 +552,7 @@ class ChatRequest(_Common):
         description="Allow several calls in one answer (default true, but false with a "
         "named tool_choice, which OpenAI answers with one call).",
     )
-    top_logprobs: Annotated[object, Unhonoured((None, 0), _LOGPROBS)] = None
+    top_logprobs: Annotated[object, Unhonoured((None, 0), LOGPROBS)] = None
     functions: Annotated[
         object, Unhonoured((None, []), "the deprecated functions are not read: pass tools")
     ] = None
@@ -795,8 +563,8 @@ class ChatRequest(_Common):
             "the deprecated function_call is not read: pass tools and tool_choice",
         ),
     ] = None
-    modalities: Annotated[object, Unhonoured((None, ["text"]), _TEXT)] = None
-    audio: Annotated[object, Unhonoured((None,), _TEXT)] = None
+    modalities: Annotated[object, Unhonoured((None, ["text"]), TEXT)] = None
+    audio: Annotated[object, Unhonoured((None,), TEXT)] = None
     reasoning_effort: Annotated[
         object,
         Unhonoured(
@@ -804,7 +572,7 @@ class ChatRequest(_Common):
             "the served model writes the record with no reasoning step; leave reasoning_effort out",
         ),
     ] = None
-    verbosity: Annotated[object, Unhonoured((None,), _LENGTH)] = None
+    verbosity: Annotated[object, Unhonoured((None,), LENGTH)] = None
     web_search_options: Annotated[
         object, Unhonoured((None,), "this server does not search the web")
     ] = None
@@ -837,10 +605,10 @@ class ChatRequest(_Common):
     def _one_call(self) -> ChatRequest:
         asked = None if self.factorspec is None else self.factorspec.max_tool_calls
         if self.parallel_tool_calls is False and asked is not None and asked > 1:
-            raise ValueError(_ONE_CALL)
+            raise ValueError(ONE_CALL)
         calls = self.tool_choice == "required" or isinstance(self.tool_choice, NamedToolChoice)
         if calls and not self.tools:
-            raise ValueError(_CHOICE_WITHOUT_TOOLS)
+            raise ValueError(CHOICE_WITHOUT_TOOLS)
         return self
 
 
@@ -854,278 +622,3 @@ class CompletionRequest(_Common):
     suffix: Annotated[
         object, Unhonoured((None,), "a record has no suffix; put the text in the prompt")
     ] = None
-
-
-# --------------------------------------------------------------------------- answers
-
-
-class ErrorDetail(BaseModel):
-    """The ``error`` object of an error answer (OpenAI's shape).
-
-    Attributes:
-        message: what went wrong, and how to fix it.
-        type: ``invalid_request_error``, ``rate_limit_error`` or ``server_error``.
-        param: the request field at fault, if one is.
-        code: a stable code (``model_not_found``, ``unsatisfiable_spec``, ...), if any.
-        factorspec: evidence, e.g. ``{"unsat_core": [...]}`` for an unsatisfiable spec.
-    """
-
-    message: str
-    type: str
-    param: str | None
-    code: str | None
-    factorspec: JsonObject | None = None
-
-
-class ErrorResponse(BaseModel):
-    """The body of every error answer: ``{"error": {...}}``."""
-
-    error: ErrorDetail
-
-
-class RecordStats(BaseModel):
-    """The ``factorspec`` stats of one choice.
-
-    A record has its decoding counts and where the server's time went: the ``*_seconds``
-    parts of ``factorspec_sdk.drafter.stats.GenerationStats`` (``PARTS``), which add up to
-    ``wall_seconds``, the server's time from the request's arrival to this answer.
-
-    Attributes:
-        valid: the record is complete and was checked against the spec.
-        stop_reason: ``complete`` (a record cut short, by ``max_tokens`` or by the time
-            limit, is an error answer, a 422 ``max_tokens_reached`` or ``timeout_reached``,
-            never a choice).
-        tokens: completion tokens.
-        oracle_seconds: ``plan_seconds`` under its older name.
-        critical_oracle_seconds: ``critical_plan_seconds`` under its older name.
-        provenance: the record's provenance, when the request asked for it
-            (``factorspec.provenance``) and the record is complete.
-    """
-
-    valid: bool
-    stop_reason: Literal["complete"]
-    queue_seconds: float
-    spec_seconds: float
-    tokens: int
-    verify_steps: int | None = None
-    tokens_per_step: float | None = None
-    drafted: int | None = None
-    certain_drafted: int | None = None
-    guesses_proposed: int | None = None
-    guesses_accepted: int | None = None
-    load_seconds: float | None = None
-    prompt_seconds: float | None = None
-    network_seconds: float | None = None
-    start_seconds: float | None = None
-    forward_seconds: float | None = None
-    cost_curve_seconds: float | None = None
-    critical_plan_seconds: float | None = None
-    grammar_seconds: float | None = None
-    draft_seconds: float | None = None
-    verify_seconds: float | None = None
-    stream_seconds: float | None = None
-    batch_seconds: float | None = None
-    validate_seconds: float | None = None
-    explain_seconds: float | None = None
-    other_seconds: float | None = None
-    wall_seconds: float | None = None
-    plan_seconds: float | None = None
-    background_plan_seconds: float | None = None
-    oracle_seconds: float | None = None
-    critical_oracle_seconds: float | None = None
-    token_ids: list[int] | None = None
-    provenance: Provenance | None = None
-
-
-class ChoiceStats(BaseModel):
-    """The top-level ``factorspec`` field when ``n > 1``: the stats of every choice."""
-
-    choices: list[RecordStats]
-
-
-class PromptTokensDetails(BaseModel):
-    """``usage.prompt_tokens_details``: how the prompt's tokens were served."""
-
-    cached_tokens: int
-
-
-class Usage(BaseModel):
-    """Token counts of an answer.
-
-    ``prompt_tokens_details.cached_tokens``: prompt tokens served from the engine's prefix
-    cache (0 on an engine without one).
-    """
-
-    prompt_tokens: int
-    completion_tokens: int
-    total_tokens: int
-    prompt_tokens_details: PromptTokensDetails | None = None
-
-
-class FunctionCallOut(BaseModel):
-    """A call's function: its name and its arguments as JSON text."""
-
-    name: str
-    arguments: str
-
-
-class ToolCallOut(BaseModel):
-    """One of ``message.tool_calls``."""
-
-    id: str
-    type: Literal["function"]
-    function: FunctionCallOut
-
-
-class ToolCallDelta(ToolCallOut):
-    """One of a chunk's ``delta.tool_calls``: a whole call, with its index."""
-
-    index: int
-
-
-class AssistantMessage(BaseModel):
-    """``choices[i].message``: the record as canonical JSON text, or the tool calls."""
-
-    role: Literal["assistant"]
-    content: str | None
-    tool_calls: list[ToolCallOut] | None = None
-
-
-FinishReason = Literal["stop", "length", "tool_calls"]
-
-
-class ChatChoice(BaseModel):
-    """One choice of a chat completion."""
-
-    index: int
-    finish_reason: FinishReason
-    logprobs: None
-    message: AssistantMessage
-    factorspec: RecordStats
-
-
-class CompletionChoice(BaseModel):
-    """One choice of a text completion."""
-
-    index: int
-    finish_reason: FinishReason
-    logprobs: None
-    text: str
-    factorspec: RecordStats
-
-
-class ChatCompletion(BaseModel):
-    """The answer of ``POST /v1/chat/completions`` (without ``stream``)."""
-
-    id: str
-    object: Literal["chat.completion"]
-    created: int
-    model: str
-    choices: list[ChatChoice]
-    usage: Usage
-    factorspec: RecordStats | ChoiceStats
-
-
-class Completion(BaseModel):
-    """The answer of ``POST /v1/completions`` (without ``stream``)."""
-
-    id: str
-    object: Literal["text_completion"]
-    created: int
-    model: str
-    choices: list[CompletionChoice]
-    usage: Usage
-    factorspec: RecordStats | ChoiceStats
-
-
-class ChunkDelta(BaseModel):
-    """``choices[0].delta`` of a chat chunk: more record text (the role on the first).
-
-    Tool calls come whole in the last chunk.
-    """
-
-    role: Literal["assistant"] | None = None
-    content: str | None = None
-    tool_calls: list[ToolCallDelta] | None = None
-
-
-class ChatChunkChoice(BaseModel):
-    """The one choice of a chat completion chunk."""
-
-    index: int
-    finish_reason: FinishReason | None
-    logprobs: None
-    delta: ChunkDelta
-
-
-class CompletionChunkChoice(BaseModel):
-    """The one choice of a text completion chunk."""
-
-    index: int
-    finish_reason: FinishReason | None
-    logprobs: None
-    text: str
-
-
-class ChatCompletionChunk(BaseModel):
-    """One server-sent event of a streamed chat completion.
-
-    The last chunk with a choice has its ``finish_reason`` and the ``factorspec`` stats;
-    with ``stream_options.include_usage`` one more chunk has no choice and the ``usage``.
-    """
-
-    id: str
-    object: Literal["chat.completion.chunk"]
-    created: int
-    model: str
-    choices: list[ChatChunkChoice]
-    usage: Usage | None = None
-    factorspec: RecordStats | None = None
-
-
-class CompletionChunk(BaseModel):
-    """One server-sent event of a streamed text completion (as `ChatCompletionChunk`)."""
-
-    id: str
-    object: Literal["text_completion"]
-    created: int
-    model: str
-    choices: list[CompletionChunkChoice]
-    usage: Usage | None = None
-    factorspec: RecordStats | None = None
-
-
-class ModelCard(BaseModel):
-    """One served model (``GET /v1/models/{model_id}``)."""
-
-    id: str
-    object: Literal["model"]
-    created: int
-    owned_by: str
-
-
-class ModelList(BaseModel):
-    """``GET /v1/models``: the one model this server serves."""
-
-    object: Literal["list"]
-    data: list[ModelCard]
-
-
-class UpstreamStatus(BaseModel):
-    """The engine tier behind ``factorspec serve --upstream`` (a router, or one server)."""
-
-    url: str
-    requests: int
-    failures: int
-    last_error: str | None
-
-
-class Health(BaseModel):
-    """``GET /health``: 200 while the engine thread runs, else 503."""
-
-    status: str
-    model: str
-    engine: str
-    active: int
-    queued: int
-    upstream: UpstreamStatus | None = None

@@ -1,6 +1,6 @@
 """The OpenAI answers of `factorspec serve`, as JSON objects and SSE frames.
 
-Owns the shapes of `factorspec_sdk.server.protocol`'s answers: the model card, chat
+Owns the shapes of `factorspec_sdk.server.answers`' models: the model card, chat
 completion and text completion bodies, their stream chunks, ``usage``, the ``factorspec``
 stats extension (top level and per choice: the record's stats, settled on the server's
 wall from the request's arrival, and its provenance when asked), and the SSE framing

@@ -36,7 +36,6 @@ from factorspec_sdk.ir import (
 )
 from factorspec_sdk.prompts import with_schema_hint
 from factorspec_sdk.server.protocol import (
-    UNSUPPORTED_PARAMETER,
     X_FACTORSPEC,
     ApiError,
     ChatRequest,
@@ -53,6 +52,7 @@ from factorspec_sdk.server.structured import (
     unexported_relations,
 )
 from factorspec_sdk.server.tool_calls import ToolPlan, plan_tools
+from factorspec_sdk.server.unhonoured import UNSUPPORTED_PARAMETER
 
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator

@@ -11,9 +11,11 @@ The bound, for a cursor ``c`` of the planner:
   planner allows, found by walking forward from ``c``. In each planned segment it takes the
   option of least rank: the option's tokens plus the characters of the shortest layout text
   after it (`Writer.shortest_rest`), so numbers end and lists close as soon as the relations
-  let them and optional leaves are null. In a free string it pads to the minimum length (for
-  a string whose ``len()`` a relation reads, to the least feasible length) with the longest
-  tokens that do not pass it, then takes the closing-quote token that costs least. The
+  let them, optional leaves are null and optional keys are left out. In a free string
+  (`factorspec_sdk.tokens.free_budget`) it finishes an escape under way, pads to the minimum
+  length (for a string whose ``len()`` a relation reads, to the least feasible length) with
+  the longest tokens that do not pass it, then takes the closing-quote token that costs
+  least. The
   planner's options are exactly the feasible ones (the oracle decides them), so the
   walk always ends in a valid record, and ``G(c)`` counts precisely the tokens it takes,
   relation-determined runs and token merges across value boundaries included (a closing
@@ -114,10 +116,10 @@ import weakref
 from typing import TYPE_CHECKING
 
 import numpy as np
-import numpy.typing as npt
 
 from factorspec_sdk.errors import GenerationError
 from factorspec_sdk.relations.layout import grammar_values
+from factorspec_sdk.tokens.free_budget import FreeStringBudget
 from factorspec_sdk.tokens.grammar import GrammarSegment
 from factorspec_sdk.tokens.plan import (
     Cursor,
@@ -129,10 +131,10 @@ from factorspec_sdk.tokens.plan import (
     TrieNode,
 )
 from factorspec_sdk.writer.closing import ClosingBound, closing_bound
+from factorspec_sdk.writer.escapes import ESCAPE_TAIL
 
 if TYPE_CHECKING:
     from factorspec_sdk.tokens.plan import Planner
-    from factorspec_sdk.writer.automaton import FreeString, WriterState
 
 __all__ = ["CompletionBound"]
 
@@ -178,7 +180,8 @@ class CompletionBound:
             self.ceiling = _NEVER  # a prefix may nest as deep as it likes: no budget is roomy
             # for every cursor, so each mask bounds its own cursor (`_segment_roomy`)
         else:
-            self.ceiling = planner.writer.longest_bytes() + 1
+            # a free string's escape under way may need `ESCAPE_TAIL` more tokens to finish
+            self.ceiling = planner.writer.longest_bytes() + 1 + ESCAPE_TAIL
         self._segment_room: dict[GrammarSegment, int] = {}
         self._segment_bounds_of: dict[GrammarSegment, _SegmentBounds] = {}
         self._segment_exit: dict[GrammarSegment, int] = {}
@@ -186,10 +189,8 @@ class CompletionBound:
         self._token_bytes: dict[bytes, list[int]] | None = None
         self._greedy: dict[Cursor, int] = {}
         self._upper: dict[TrieNode, int] = {}
-        self._close: dict[tuple[WriterState, str], tuple[int, int]] = {}
-        self._lengths: dict[int, int] | None = None
         self._roomy_cache: dict[TrieNode, int] = {}
-        self._pad_table: list[int] = [0]
+        self._free = FreeStringBudget(self)
 
     @property
     def planner(self) -> Planner:
@@ -234,9 +235,7 @@ class CompletionBound:
             ]
             return np.asarray(keep, dtype=np.int64)
         if isinstance(cursor, FreeCursor):
-            if self._free_roomy(cursor.free, budget):
-                return ids
-            return self._free_allowed(cursor, ids, budget)
+            return self._free.allowed(cursor.free, ids, budget)
         if isinstance(cursor, GrammarCursor) and 1 + self._segment_roomy(cursor) > budget:
             return self._grammar_allowed(cursor, ids, budget)
         return ids
@@ -259,7 +258,7 @@ class CompletionBound:
                 total = 0
                 break
             if isinstance(cur, FreeCursor):
-                total = self._free_greedy(cur)
+                total = self._free.greedy(cur.free)
                 self._greedy[cur] = total
                 break
             if isinstance(cur, GrammarCursor):
@@ -567,261 +566,7 @@ class CompletionBound:
         if isinstance(cursor, TrieNode):
             ids: list[int] = cursor.ids.tolist()
             return min(ids, key=lambda t: (self._after(cursor, t), t))
-        return self._target(cursor.free)[1]
-
-    def _by_length(self) -> dict[int, int]:
-        """The first safe token (no quote, no escape) of each length in characters."""
-        if self._lengths is None:
-            tables = self.planner.free_tables()
-            self._lengths = {}
-            for tid, n in zip(tables.safe_ids.tolist(), tables.safe_chars.tolist(), strict=True):
-                self._lengths.setdefault(n, tid)
-        return self._lengths
-
-    def _pad_step(self, missing: int) -> int:
-        """Length of the padding token for ``missing`` characters: the longest that fits."""
-        fits = [n for n in self._by_length() if 0 < n <= missing]
-        if not fits:
-            raise GenerationError(
-                "the vocabulary has no one-character token to pad a string to its "
-                "min_length, so a token budget cannot be guaranteed"
-            )
-        return max(fits)
-
-    def _padding(self, missing: int) -> npt.NDArray[np.int64]:
-        """Tokens the padding takes for 0..``missing`` characters (longest token first)."""
-        table = self._pad_table
-        while len(table) <= missing:
-            m = len(table)
-            table.append(1 + table[m - self._pad_step(m)])
-        return np.asarray(table[: missing + 1], dtype=np.int64)
-
-    def _free_greedy(self, cursor: FreeCursor) -> int:
-        """Pad to the shortest length it may close at (longest tokens first), then close.
-
-        That length is the minimum, or for a string whose ``len()`` a relation reads, the
-        least feasible length from here (`FreeString.shortest_close`). A string whose value
-        a relation reads may instead spell a feasible named text, where that costs less.
-        """
-        return self._target(cursor.free)[0]
-
-    def _target(self, free: FreeString) -> tuple[int, int]:
-        """The greedy completion of a free string: its token count and first token."""
-        if not free.reads_text:
-            target = free.shortest_close()
-            return self._padded(free, target - len(free.written))
-        if free.has_affixes:
-            return self._affix_target(free)
-        best: tuple[int, int] | None = None
-        n = len(free.written)
-        k = free.next_other(n)
-        while k is not None:  # the padded text must not be a banned named one
-            text = free.written + self._pad_text(k - n)
-            if not free.banned(text):
-                best = self._padded(free, k - n)
-                break
-            k = free.next_other(k + 1)
-        for named in free.named_ahead():
-            spelled = self._spell(named[n:])
-            if spelled is None:
-                continue
-            cost, close = self._closing(free, text=named)
-            option = (len(spelled) + cost, spelled[0] if spelled else close)
-            if best is None or option[0] < best[0]:
-                best = option
-        if best is None:
-            raise RuntimeError(f"string at {free.state.pending!r} has no feasible completion")
-        return best
-
-    def _affix_target(self, free: FreeString) -> tuple[int, int]:
-        """The greedy completion of a string with affixes (`factorspec_sdk.writer.affixes`).
-
-        The cheapest of: a text of constants that closes (spelled), padding to the first
-        length that closes, and padding followed by a constant suffix (spelled).
-        """
-        w, n = free.written, len(free.written)
-        options: list[tuple[int, int]] = []
-        for t in free.constant_texts():
-            spelled = self._spell(t[n:])
-            if spelled is not None and free.closes(t):
-                cost, close = self._closing(free, text=t)
-                options.append((len(spelled) + cost, spelled[0] if spelled else close))
-        for e, heads in free.suffix_heads():
-            spelled = self._spell(e)
-            if spelled is None:
-                continue
-            for k in heads:
-                text = w + self._pad_text(k - n) + e
-                if free.closes(text):
-                    cost, close = self._closing(free, text=text)
-                    pad = int(self._padding(k - n)[k - n])
-                    first = self._by_length()[self._pad_step(k - n)] if k > n else None
-                    if first is None:
-                        first = spelled[0] if spelled else close
-                    options.append((pad + len(spelled) + cost, first))
-                    break
-        if not options:
-            raise RuntimeError(f"string at {free.state.pending!r} has no feasible completion")
-        return min(options)
-
-    def _padded(self, free: FreeString, missing: int) -> tuple[int, int]:
-        """Pad ``missing`` characters, then close: its token count and first token."""
-        cost, close = self._closing(free, text=free.written + self._pad_text(missing))
-        if missing > 0:
-            return int(self._padding(missing)[missing]) + cost, self._by_length()[
-                self._pad_step(missing)
-            ]
-        return cost, close
-
-    def _pad_text(self, missing: int) -> str:
-        """The characters the padding of ``missing`` characters writes."""
-        vocab = self.planner.tok.vocab
-        out: list[str] = []
-        while missing > 0:
-            step = self._pad_step(missing)
-            out.append(vocab[self._by_length()[step]].decode("utf-8"))
-            missing -= step
-        return "".join(out)
-
-    def _spell(self, rest: str) -> list[int] | None:
-        """Safe tokens that write ``rest``, longest first; None if the vocabulary cannot."""
-        by_text = self.planner.free_tables().by_text
-        out: list[int] = []
-        i = 0
-        while i < len(rest):
-            j = next((j for j in range(len(rest), i, -1) if rest[i:j] in by_text), None)
-            if j is None:
-                return None
-            out.append(by_text[rest[i:j]][0])
-            i = j
-        return out
-
-    def _closing(
-        self, free: FreeString, *, text: str | None = None, length: int | None = None
-    ) -> tuple[int, int]:
-        """Least ``1 + G(after)`` over closing tokens with nothing before the quote, and one.
-
-        The string closes as ``text``, or at ``length`` characters (padded to it first).
-        """
-        after = self.planner.writer.close_free(free, text=text, length=length)
-        key = (after, free.close_suffix)
-        hit = self._close.get(key)
-        if hit is not None:
-            return hit
-        tables = self.planner.free_tables()
-        best: tuple[int, int] | None = None
-        cost: dict[str, int] = {}
-        for tid, before, rest in zip(
-            tables.quote_ids.tolist(), tables.quote_before, tables.quote_after, strict=True
-        ):
-            if before or not free.close_suffix.startswith(rest):
-                continue
-            if rest not in cost:
-                nxt = self.planner.resolve_state(after, rest, critical=False)
-                cost[rest] = 1 + self.greedy(nxt)
-            if best is None or (cost[rest], tid) < best:
-                best = (cost[rest], tid)
-        if best is None:
-            raise GenerationError(
-                "the vocabulary has no token that closes a string with its quote, so a token "
-                "budget cannot be guaranteed"
-            )
-        self._close[key] = best
-        return best
-
-    def _kept_allowed(self, cursor: FreeCursor, ids: TokenIds, budget: int) -> TokenIds:
-        """A tight budget in a string whose closing facts depend on its whole text.
-
-        A string later strings compare with (`StringTexts.keep`: a later one may copy it),
-        or one read with ``startswith``/``endswith``: no count per token length holds, so
-        the tokens allowed are those counted one by one, the one that starts the greedy
-        completion and those toward a named text or a text of constants, plus the closing
-        tokens that fit (each among ``ids``, the tokens the masks allow).
-        """
-        free = cursor.free
-        assert free.reads_text
-        if 1 + self.planner.writer.longest_rest_bytes(free.state) <= budget:
-            return ids  # every token fits: the rest has at most that many bytes (a length
-            # variable bounds such a string, so its rest shrinks as it grows)
-        tables = self.planner.free_tables()
-        n = len(free.written)
-        toward = tables.toward(free.toward(), n).tolist()
-        tried = {*toward, self.cheapest(cursor)} & set(ids.tolist())
-        vocab = self.planner.tok.vocab
-        fits: list[int] = []
-        for tid in sorted(tried):
-            text = vocab[tid].decode("utf-8")
-            q = text.find('"')
-            if q < 0:
-                grown = FreeCursor(self.planner.writer.extend_free(free, text))
-                if 1 + self.greedy(grown) <= budget:
-                    fits.append(tid)
-        for tid, before, rest in zip(
-            tables.quote_ids.tolist(), tables.quote_before, tables.quote_after, strict=True
-        ):
-            text = free.written + before
-            if free.closes(text) and free.close_suffix.startswith(rest):
-                after = self.planner.writer.close_free(free, text=text)
-                if (
-                    1 + self.greedy(self.planner.resolve_state(after, rest, critical=False))
-                    <= budget
-                ):
-                    fits.append(tid)
-        return np.asarray(sorted(set(fits) & set(ids.tolist())), dtype=np.int64)
-
-    def _free_roomy(self, free: FreeString, budget: int) -> bool:
-        """Whether every token of a free string fits, so the mask needs no count.
-
-        The rest has at most `Writer.longest_rest_bytes` bytes, which a token of the string
-        only shortens. For a string no relation reads the value of (`_kept_allowed` says the
-        same of one whose value a relation reads, where it holds).
-        """
-        if free.reads_text:
-            return False
-        return 1 + self.planner.writer.longest_rest_bytes(free.state) <= budget
-
-    def _free_allowed(self, cursor: FreeCursor, ids: TokenIds, budget: int) -> TokenIds:
-        """Within a free string: text tokens that leave room to pad and close, closers that fit."""
-        tables = self.planner.free_tables()
-        free = cursor.free
-        n = len(free.written)
-        if free.whole_text_counts:
-            return self._kept_allowed(cursor, ids, budget)
-        if free.lengths is None:
-            missing = max(0, free.min_length - n)
-            close = self._closing(free, length=max(n, free.min_length))[0]
-            pad = self._padding(missing)
-            need = 1 + pad[np.clip(missing - tables.safe_chars, 0, missing)] + close
-        else:  # where it may close next depends on the token's length: one count per length
-            need = np.full(len(tables.safe_chars), budget + 1, dtype=np.int64)
-            for c in self._by_length():
-                target = free.lengths.next_length(n + c)
-                if target is not None:
-                    gap = target - n - c
-                    count = 1 + int(self._padding(gap)[gap]) + self._closing(free, length=target)[0]
-                    need[tables.safe_chars == c] = count
-        if free.reads_text:  # toward a named text: each such token counted alone
-            toward = tables.toward(free.toward(), n)
-            for tid in toward[np.isin(toward, ids)].tolist():
-                text = self.planner.tok.vocab[tid].decode("utf-8")
-                grown = FreeCursor(self.planner.writer.extend_free(free, text))
-                need[np.searchsorted(tables.safe_ids, tid)] = 1 + self.greedy(grown)
-        closers: list[int] = []
-        cost: dict[tuple[str, str], int] = {}
-        for tid, before, rest in zip(
-            tables.quote_ids.tolist(), tables.quote_before, tables.quote_after, strict=True
-        ):
-            text = free.written + before
-            if not free.closes(text) or not free.close_suffix.startswith(rest):
-                continue
-            if (text, rest) not in cost:
-                after = self.planner.writer.close_free(free, text=text)
-                nxt = self.planner.resolve_state(after, rest, critical=False)
-                cost[text, rest] = 1 + self.greedy(nxt)
-            if cost[text, rest] <= budget:
-                closers.append(tid)
-        fits = np.concatenate([tables.safe_ids[need <= budget], np.asarray(closers, np.int64)])
-        return ids[np.isin(ids, fits)]
+        return self._free.cheapest(cursor.free)
 
 
 class _SegmentBounds:

@@ -6,7 +6,7 @@ natural) and the token sequences are merged into a trie. A trie node whose subtr
 option allows exactly one token: that token is *certain* and is drafted without a guess.
 Inside a forced span only the canonical token is allowed, so certain tokens are always
 accepted by verification. Free strings (leaves no relation reads) use vocabulary-wide masks
-precomputed once per tokenizer as numpy arrays.
+precomputed once per tokenizer as numpy arrays, escapes included (`factorspec_sdk.tokens.free`).
 
 Written by hand rather than with llguidance/XGrammar: those libraries compile a grammar over
 the whole record, but here the set of allowed values changes with every oracle answer, and we
@@ -21,18 +21,15 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import numpy as np
-import numpy.typing as npt
 
+from factorspec_sdk.tokens.free import FreeMasks, FreeTables, free_tables
 from factorspec_sdk.tokens.grammar import GrammarCursor, GrammarSegment, grammar_tables
-from factorspec_sdk.tokens.vocab import TokenizerInfo
+from factorspec_sdk.tokens.vocab import TokenIds, TokenizerInfo
 from factorspec_sdk.writer.automaton import FreeString, GrammarValue, Option, Writer, WriterState
-from factorspec_sdk.writer.texts import writable
 
 if TYPE_CHECKING:
     from factorspec_sdk.graph.compiled import CompiledSpec
@@ -49,8 +46,6 @@ __all__ = [
     "TrieNode",
     "planner_for",
 ]
-
-TokenIds = npt.NDArray[np.int64]
 
 
 @dataclass(eq=False, slots=True)
@@ -100,85 +95,6 @@ class Finished:
 Cursor = TrieNode | FreeCursor | GrammarCursor | Finished
 
 
-@dataclass(frozen=True, slots=True)
-class FreeTables:
-    """Vocabulary tables for free strings, built once per tokenizer.
-
-    Attributes:
-        safe_ids: tokens a JSON string may hold unescaped, without a quote.
-        safe_chars: characters of each safe token.
-        safe_text: text of each safe token.
-        quote_ids: tokens with a quote (they close the string).
-        quote_before: text of each quote token before its quote.
-        quote_after: text of each quote token after its quote.
-        by_text: the safe tokens of each text.
-    """
-
-    safe_ids: TokenIds
-    safe_chars: npt.NDArray[np.int64]
-    safe_text: tuple[str, ...]
-    quote_ids: TokenIds
-    quote_before: tuple[str, ...]
-    quote_after: tuple[str, ...]
-    by_text: Mapping[str, tuple[int, ...]]
-
-    def foreign(self, chars: frozenset[str]) -> npt.NDArray[np.bool_]:
-        """Per safe token: whether none of its characters is in ``chars``."""
-        return np.asarray([not (set(t) & chars) for t in self.safe_text], dtype=bool)
-
-    def ids_of(self, texts: Iterable[str]) -> TokenIds:
-        """The safe tokens whose text is one of ``texts``."""
-        ids = [t for text in texts for t in self.by_text.get(text, ())]
-        return np.asarray(sorted(set(ids)), dtype=np.int64)
-
-    def toward(self, texts: Iterable[str], n: int) -> TokenIds:
-        """The safe tokens that write on toward a text of ``texts``.
-
-        Each writes a non-empty part of such a text right after its first ``n`` characters.
-        """
-        return self.ids_of({t[n:k] for t in texts for k in range(n + 1, len(t) + 1)})
-
-
-@lru_cache(maxsize=8)
-def _free_tables(tok: TokenizerInfo) -> FreeTables:
-    safe_ids: list[int] = []
-    safe_chars: list[int] = []
-    safe_text: list[str] = []
-    q_ids: list[int] = []
-    q_before: list[str] = []
-    q_after: list[str] = []
-    for i, raw in enumerate(tok.vocab):
-        if not raw or i in tok.special_ids:
-            continue
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            continue
-        if not writable(text.replace('"', "")):  # a quote closes the string; others never
-            continue
-        q = text.find('"')
-        if q < 0:
-            safe_ids.append(i)
-            safe_chars.append(len(text))
-            safe_text.append(text)
-        else:
-            q_ids.append(i)
-            q_before.append(text[:q])
-            q_after.append(text[q + 1 :])
-    by_text: dict[str, tuple[int, ...]] = {}
-    for tid, text in zip(safe_ids, safe_text, strict=True):
-        by_text[text] = (*by_text.get(text, ()), tid)
-    return FreeTables(
-        np.asarray(safe_ids, dtype=np.int64),
-        np.asarray(safe_chars, dtype=np.int64),
-        tuple(safe_text),
-        np.asarray(q_ids, dtype=np.int64),
-        tuple(q_before),
-        tuple(q_after),
-        by_text,
-    )
-
-
 @dataclass(slots=True)
 class PlannerStats:
     """Where the planner's time went.
@@ -211,8 +127,7 @@ class Planner:
         self._plans: dict[tuple[WriterState, str, str], Cursor] = {}
         self._lock = threading.Lock()
         self.stats = PlannerStats()
-        self._free_tables: FreeTables | None = None
-        self._foreign: dict[frozenset[str], npt.NDArray[np.bool_]] = {}
+        self._free: FreeMasks | None = None
         self._bound: CompletionBound | None = None
 
     # ------------------------------------------------------------------ entry points
@@ -232,7 +147,7 @@ class Planner:
         if isinstance(cursor, TrieNode):
             return cursor.ids
         if isinstance(cursor, FreeCursor):
-            return self._free_allowed(cursor.free)
+            return self.free_masks().allowed(cursor.free)
         if isinstance(cursor, GrammarCursor):
             return self._grammar_allowed(cursor)
         return np.zeros(0, dtype=np.int64)
@@ -482,123 +397,20 @@ class Planner:
 
     def free_tables(self) -> FreeTables:
         """The vocabulary tables for free strings (built once per tokenizer)."""
-        if self._free_tables is None:
-            self._free_tables = _free_tables(self.tok)
-        return self._free_tables
+        return self.free_masks().tables
 
-    def _free_allowed(self, free: FreeString) -> TokenIds:
-        tables = self.free_tables()
-        n = len(free.written)
-        parts: list[TokenIds] = []
-        if free.texts is None:
-            longest = free.longest
-            if longest is None:
-                parts.append(tables.safe_ids)
-            elif longest > n:
-                parts.append(tables.safe_ids[tables.safe_chars <= longest - n])
-        elif free.texts.affixes is not None:
-            parts.append(self._affix_allowed(free))
-        else:
-            parts.extend(self._texts_allowed(free))
-        closing = [
-            tid
-            for tid, before, after in zip(
-                tables.quote_ids.tolist(), tables.quote_before, tables.quote_after, strict=True
-            )
-            if free.close_suffix.startswith(after) and free.closes(free.written + before)
-        ]
-        parts.append(np.asarray(closing, dtype=np.int64))
-        if free.texts is not None:  # the parts of `_texts_allowed` may overlap
-            return np.unique(np.concatenate(parts))
-        # a token holds a quote or not: the parts are disjoint, and sorting them is enough
-        # (np.unique's hashing took ~6 ms of the vocabulary per free-string step)
-        return np.sort(np.concatenate(parts), kind="stable")
-
-    def _affix_allowed(self, free: FreeString) -> TokenIds:
-        """Text tokens of a string read with ``startswith``/``endswith``, each completable.
-
-        See `factorspec_sdk.writer.affixes`. By token length: a token of characters no
-        constant (nor named text) has completes as ``X`` itself; any other token that runs
-        along no constant completes with one more such character; the tokens along a
-        constant, and the rest where that is not enough, are checked one by one.
-        """
-        tables = self.free_tables()
-        texts = free.texts
-        assert texts is not None and texts.affixes is not None
-        aff = texts.affixes
-        w, n = free.written, len(free.written)
-        chars = texts.constant_chars()
-        foreign = self._foreign.get(chars)
-        if foreign is None:
-            foreign = tables.foreign(chars)
-            self._foreign[chars] = foreign
-        toward = [*aff.open_prefixes(w), *aff.tight(w), *texts.named_from(w)]
-        special = set(tables.toward(toward, n).tolist())
-        for c in aff.open_prefixes(w):  # tokens that run past a prefix's end
-            rest = c[n:]
-            special |= {
-                tid
-                for tid, text in zip(tables.safe_ids.tolist(), tables.safe_text, strict=True)
-                if text.startswith(rest)
-            }
-        head = aff.deviating(w)
-        ok = np.zeros(len(tables.safe_ids), dtype=bool)
-        for size in np.unique(tables.safe_chars).tolist():
-            if n + size > aff.hi:
-                continue
-            sized = tables.safe_chars == size
-            as_x = texts.other and any(
-                aff.lengths(aff.open_profile(head, e)).longest >= n + size + len(e)
-                for e in aff.suffixes
-            )
-            plus = texts.other and aff.open_ok(w, size)
-            ok |= sized & ((foreign & as_x) | plus)
-        in_special = np.isin(tables.safe_ids, np.asarray(sorted(special), dtype=np.int64))
-        ok &= ~in_special
-        # a token along no constant keeps the prefixes of `head`: with no feasible profile of
-        # those, only the tokens along a constant can complete
-        todo = ~ok if texts.other and aff.head_feasible(head) else in_special
-        index = np.flatnonzero(todo).tolist()
-        checked = [
-            int(tables.safe_ids[i])
-            for i in index
-            if n + int(tables.safe_chars[i]) <= aff.hi and free.completable(w + tables.safe_text[i])
-        ]
-        return np.concatenate([tables.safe_ids[ok], np.asarray(checked, dtype=np.int64)])
-
-    def _texts_allowed(self, free: FreeString) -> list[TokenIds]:
-        """Text tokens of a string whose value a relation reads, each with a completion.
-
-        From ``w`` (what is written plus the token) the string can still close: as a text
-        no relation names of a feasible length above ``len(w)`` (there are more such texts
-        than named ones); as ``w`` itself at the longest such length, unless ``w`` is named
-        and banned; or as a feasible named text that starts with ``w``.
-        """
-        tables = self.free_tables()
-        texts = free.texts
-        assert texts is not None
-        n = len(free.written)
-        parts: list[TokenIds] = []
-        top = free.longest_other
-        if top is None:
-            parts.append(tables.safe_ids)
-        elif top > n:
-            parts.append(tables.safe_ids[tables.safe_chars < top - n])
-            edge = tables.safe_ids[tables.safe_chars == top - n]
-            banned = tables.ids_of(t[n:] for t in texts.banned_at(free.written, top))
-            parts.append(edge[~np.isin(edge, banned)])
-        parts.append(tables.toward(texts.extending(free.written), n))
-        return parts
+    def free_masks(self) -> FreeMasks:
+        """This request's free-string masks (`factorspec_sdk.tokens.free`)."""
+        if self._free is None:
+            self._free = FreeMasks(free_tables(self.tok))
+        return self._free
 
     def _free_advance(self, free: FreeString, token: int, *, critical: bool) -> Cursor:
-        raw = self.tok.vocab[token]
-        text = raw.decode("utf-8")
-        q = text.find('"')
-        if q < 0:
-            return FreeCursor(self.writer.extend_free(free, text))
-        closed = self.writer.extend_free(free, text[:q])
-        after = self.writer.close_free(closed)
-        return self.resolve_state(after, text[q + 1 :], critical=critical)
+        grown, rest = self.writer.read_free(free, self.tok.vocab[token].decode("utf-8"))
+        if rest is None:
+            return FreeCursor(grown)
+        after = self.writer.close_free(grown)
+        return self.resolve_state(after, rest, critical=critical)
 
 
 def planner_for(spec: CompiledSpec, tokenizer: TokenizerInfo) -> Planner:

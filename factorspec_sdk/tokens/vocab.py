@@ -21,7 +21,10 @@ import numpy.typing as npt
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
 
-__all__ = ["TokenizerInfo", "byte_level_decoder"]
+__all__ = ["TokenIds", "TokenizerInfo", "byte_level_decoder"]
+
+TokenIds = npt.NDArray[np.int64]
+"""Token ids, ascending (a mask), or in order (a sequence)."""
 
 
 @lru_cache(maxsize=1)

@@ -210,6 +210,9 @@ class _Bound:
         total = 2
         for key, sub in props.items():
             total += len(json_text(key).encode("utf-8")) + _KEY + _ITEM + self.of(sub, refs)
+        for key, subs in _undeclared(s):  # required keys its properties do not name
+            value = max((self.of(sub, refs) for sub in subs), default=0)
+            total += len(json_text(key).encode("utf-8")) + _KEY + _ITEM + value
         extra: list[int] = []
         additional = s.get("additionalProperties", True)
         if additional is not False:
@@ -378,6 +381,9 @@ class _Nested:
             total = 2
             for key, sub in _properties(node).items():
                 total += len(json_text(key).encode("utf-8")) + _KEY + _ITEM + self.start(sub)
+            for key, subs in _undeclared(node):  # required keys its properties do not name
+                value = max((self.start(sub) for sub in subs), default=0)
+                total += len(json_text(key).encode("utf-8")) + _KEY + _ITEM + value
             extra = _extras(node)
             if extra:
                 value = max(self.start(sub) for _, sub in extra)
@@ -476,9 +482,21 @@ def _extras(node: Mapping[str, Any]) -> list[tuple[int, object]]:
     return out
 
 
+def _undeclared(node: Mapping[str, Any]) -> list[tuple[str, list[object]]]:
+    """An object's required keys its properties do not name, and the schemas of their values.
+
+    Each value follows ``additionalProperties`` or a pattern's schema: the walk writes one.
+    """
+    props = _properties(node)
+    required = node.get("required", [])
+    names = [k for k in required if isinstance(k, str) and k not in props]
+    return [(k, [sub for _, sub in _extras(node)]) for k in dict.fromkeys(names)]
+
+
 def _key_bound(node: Mapping[str, Any]) -> int:
     """Most bytes of a key of an object node, its quotes left to `STRING_SLACK`."""
     names = [len(json_text(k).encode("utf-8")) for k in _properties(node)]
+    names += [len(json_text(k).encode("utf-8")) for k, _ in _undeclared(node)]
     return max([*names, *(k for k, _ in _extras(node))], default=0)
 
 

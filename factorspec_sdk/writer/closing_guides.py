@@ -138,6 +138,10 @@ def _collect(
     for key in (s.get("properties") or {}) if isinstance(s.get("properties"), dict) else {}:
         strings[StringGuide(literal=key)] = None
         plain = False
+    for key in s.get("required") or () if isinstance(s.get("required"), list) else ():
+        if isinstance(key, str):  # a required key the properties may not name
+            strings[StringGuide(literal=key)] = None
+            plain = False
     for pattern in s.get("patternProperties") or {}:
         strings[StringGuide(patterns=(pattern,))] = None
         plain = False

@@ -16,10 +16,12 @@ from factorspec_sdk.relations.layout import (
     LayoutNode,
     LeafLayout,
     ListLayout,
+    ObjectField,
     ObjectLayout,
     Path,
     UnionLayout,
 )
+from factorspec_sdk.writer.escapes import NO_ESCAPE, committed, next_chars
 from factorspec_sdk.writer.lengths import StringLengths
 from factorspec_sdk.writer.texts import StringTexts
 
@@ -35,6 +37,7 @@ __all__ = [
     "FreeString",
     "GrammarEvent",
     "GrammarValue",
+    "KeyDecision",
     "LeafEvent",
     "ListDecision",
     "ListFrame",
@@ -59,12 +62,17 @@ def value_text(value: object) -> str:
 
 @dataclass(frozen=True, slots=True)
 class ObjFrame:
-    """An open object: its path, the next field's index (``entry``: a dict's entry)."""
+    """An open object: its path, the next field's index (``entry``: a dict's entry).
+
+    ``wrote``: a key has been written in it (the next key follows ``", "``); an object
+    whose optional keys were all left out so far has written none.
+    """
 
     path: Path
     index: int
     node: ObjectLayout = field(compare=False, hash=False, repr=False)
     entry: bool = False  # a dict's entry: ``"k": v``, no braces, no field keys
+    wrote: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,11 +129,14 @@ class Option:
 
 @dataclass(frozen=True, slots=True)
 class FreeString:
-    """A free JSON string leaf being written (no relation reads it, or none names its text).
+    r"""A free JSON string leaf being written (no relation reads it, or none names its text).
+
+    The model writes its JSON text, escapes included (`factorspec_sdk.writer.escapes`);
+    what the string holds, and every length, text and affix asked of it, is the value.
 
     Attributes:
         state: the writer state inside the string.
-        written: characters written so far (unescaped; the writer never emits escapes).
+        written: characters of the value written so far (escapes read).
         min_length: fewest characters.
         max_length: most characters, or None.
         close_suffix: forced layout text after the closing quote.
@@ -134,6 +145,8 @@ class FreeString:
             None otherwise.
         texts: where a relation reads the string's value, the texts it may close at; None
             otherwise.
+        escape: the escape under way at the end of the JSON text (``\u00``), if any: one
+            more character of the value, not known yet.
     """
 
     state: WriterState
@@ -143,6 +156,12 @@ class FreeString:
     close_suffix: str
     lengths: StringLengths | None = None
     texts: StringTexts | None = None
+    escape: str = NO_ESCAPE
+
+    @property
+    def chars(self) -> int:
+        """Characters of the value so far, an escape under way counted as one."""
+        return committed(self.written, self.escape)
 
     def fits(self, n: int) -> bool:
         """Whether ``n`` characters are within the schema's ``min_length``/``max_length``."""
@@ -175,6 +194,33 @@ class FreeString:
             return True
         candidates = [*texts.affixes.tight(text), *texts.extending(text)]
         return any(self.closes(t) for t in candidates)
+
+    def can_finish(self, text: str, escape: str = NO_ESCAPE) -> bool:
+        """Whether the string, its value written up to ``text``, ``escape`` under way, can close.
+
+        An escape under way becomes one more character: some character it may become must
+        leave a text that can close (`next_chars`: the characters of named texts and affix
+        constants it may become, and one other, stand for all). A string no relation reads
+        the text of can grow to its longest length; one read with ``startswith``/``endswith``
+        is `completable`; one whose value a relation reads can pad to the longest length of
+        a text no relation names, close as itself at that length unless it is a banned named
+        text, or go on to a feasible named text.
+        """
+        if escape:
+            if self.texts is None:  # only the length counts
+                return self.can_finish(text + " ")
+            chars = next_chars(escape, self.texts.constant_chars())
+            return any(self.can_finish(text + c) for c in chars)
+        n = len(text)
+        if self.texts is None:
+            top = self.longest_other
+            return top is None or n <= top
+        if self.texts.affixes is not None:
+            return self.completable(text)
+        top = self.longest_other
+        if top is None or n < top or (n == top and not self.banned(text)):
+            return True
+        return any(t.startswith(text) for t in self.texts.feasible)
 
     @property
     def reads_text(self) -> bool:
@@ -338,6 +384,16 @@ class UnionDecision:
 
 
 @dataclass(frozen=True, slots=True)
+class KeyDecision:
+    """An optional key: written (``key`` is its text and the state after), or left out."""
+
+    frame: ObjFrame
+    field: ObjectField
+    key: Text
+    state: WriterState
+
+
+@dataclass(frozen=True, slots=True)
 class NullDecision:
     """A nullable object or list whose null-ness a relation reads, not decided yet."""
 
@@ -353,6 +409,15 @@ class Done:
     state: WriterState
 
 
-Event = Text | LeafEvent | GrammarEvent | ListDecision | UnionDecision | NullDecision | Done
+Event = (
+    Text
+    | LeafEvent
+    | GrammarEvent
+    | ListDecision
+    | UnionDecision
+    | NullDecision
+    | KeyDecision
+    | Done
+)
 Choice = list[Option] | FreeString | GrammarValue
 """What a choice point offers: whole options, a free string, or a grammar value."""

@@ -1,4 +1,4 @@
-"""Free ``str`` leaves: a `FreeString` the token level writes, or the named texts whole.
+r"""Free ``str`` leaves: a `FreeString` the token level writes, or the named texts whole.
 
 A free string no relation reads is written character by character by the token level (a
 `FreeString`), or, in a spec with grammar values, generated as a grammar value
@@ -7,6 +7,10 @@ oracle's (`StringLengths`); where a relation reads its value, the texts it may c
 (`StringTexts`, asked of the oracle once when it opens), and where only named texts are
 feasible, those texts are the options, whole. Where relations read its
 ``startswith``/``endswith``, the lengths per profile of affixes (`Affixes`).
+
+Either way the string holds any value JSON allows: its JSON text may hold every escape
+(``\n``, ``\"``, ``\u00e9``, a surrogate pair; `factorspec_sdk.writer.escapes`), and its
+lengths, texts and affixes are those of the value, escapes read.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from typing import TYPE_CHECKING
 from factorspec_sdk.relations.layout import OTHER_TEXT, GrammarLayout, LeafLayout, Path
 from factorspec_sdk.writer.affixes import Affixes
 from factorspec_sdk.writer.base import LeafWriter, utf8
+from factorspec_sdk.writer.escapes import writable
 from factorspec_sdk.writer.lengths import StringLengths
 from factorspec_sdk.writer.state import (
     Event,
@@ -28,7 +33,7 @@ from factorspec_sdk.writer.state import (
     Text,
     value_text,
 )
-from factorspec_sdk.writer.texts import StringTexts, writable
+from factorspec_sdk.writer.texts import StringTexts
 
 if TYPE_CHECKING:
     from factorspec_sdk.graph import CompiledSpec
@@ -42,12 +47,13 @@ __all__ = ["STR_WRITER", "string_chars", "string_grammar"]
 def string_grammar(node: LeafLayout) -> GrammarLayout:
     r"""A free string as a grammar value: the JSON string grammar, every escape included.
 
-    In a spec that has grammar values the token budget bounds them by its closing walk, not
-    exactly (`factorspec_sdk.tokens.budget`), so its free strings are grammar values too and
-    may hold quotes, backslashes, newlines and ``\u`` escapes. A spec without grammar values
-    writes free strings itself, without escapes, and keeps the exact budget bound; so do
-    the items of a list of free strings (the list's first item follows an empty option, and a
-    trie cannot end in a grammar segment there).
+    In a spec that has grammar values, a free string no relation reads is one too, so that it
+    joins the llguidance segment of the grammar values around it (one segment, no hand-over
+    between the writer's tries and the grammar) and the token budget bounds it by its closing
+    walk like them (`factorspec_sdk.tokens.budget`). The writer writes the other free
+    strings itself, escapes included, with the same language: those of a spec without
+    grammar values, and the items of a list of free strings (the list's first item follows
+    an empty option, and a trie cannot end in a grammar segment there).
     """
     schema: dict[str, object] = {"type": "string", "minLength": node.min_length}
     if node.max_length is not None:
@@ -77,7 +83,7 @@ def _string_texts(w: Writer, s: WriterState, var: str, path: Path) -> StringText
     Every named text is asked: the intern table is finite, and ``limit`` covers it. A text
     of a linked string written before is asked on its own, with its ``same`` true. Where
     texts no relation names are feasible, the string is written freely, and a named text
-    with a character the writer never writes unescaped (`writable`) counts as banned.
+    no JSON string holds for Pydantic (a lone surrogate: `writable`) counts as banned.
     """
     written = dict(s.assignment)
     links = w.spec.same_variables(path)
@@ -160,7 +166,7 @@ class _StrWriter(LeafWriter):
     ) -> int:
         n = 2 + string_chars(node, path, spec)
         if spec.variable_for(path) is not None:  # a relation reads it: a value of the table
-            n = max([n, *(utf8(value_text(v)) for v in strings)])
+            n = max([n, *(utf8(value_text(v)) for v in strings if writable(v))])
         return n
 
     def shortest_rest(self, node: LeafLayout, partial: str) -> int:
@@ -169,7 +175,10 @@ class _StrWriter(LeafWriter):
     def longest_rest(
         self, node: LeafLayout, path: Path, spec: CompiledSpec, partial: str, whole: int
     ) -> int:
-        return max(0, string_chars(node, path, spec) - len(partial)) + 1
+        rest = max(0, string_chars(node, path, spec) - len(partial)) + 1
+        if spec.variable_for(path) is not None:  # the budget may spell a named text, escaped
+            rest = max(rest, whole - 1)
+        return rest
 
 
 STR_WRITER = _StrWriter()

@@ -1,4 +1,4 @@
-"""The texts a free string may close at when a relation reads its value.
+r"""The texts a free string may close at when a relation reads its value.
 
 A free ``str`` leaf that a relation compares (``==``, ``!=``, ``in`` a constant set) has a
 code variable over the spec's intern table: one code per string some relation names, and
@@ -19,6 +19,10 @@ variable. When the second is written, the first one's text counts as named too: 
 it sets ``same`` true, any other text sets it false. So a string the relations make equal to
 an earlier one can only copy it (certain text), and one they make different can be anything
 but that text. Hand-written: no grammar library knows the relations.
+
+Texts are values, escapes read (`factorspec_sdk.writer.escapes`): a relation's ``'a"b'`` is
+the string the model writes as ``"a\"b"``, and a named text with a quote, a backslash or a
+newline is written freely like any other.
 """
 
 from __future__ import annotations
@@ -32,15 +36,7 @@ from factorspec_sdk.writer.affixes import Affixes
 if TYPE_CHECKING:
     from factorspec_sdk.graph import Fact
 
-__all__ = ["StringTexts", "writable"]
-
-
-def writable(text: str) -> bool:
-    """Whether a free string holds ``text`` as the writer writes it.
-
-    The writer never writes escapes, so no quote, backslash or control character.
-    """
-    return not any(c in '"\\' or ord(c) < 0x20 or c == "\x7f" for c in text)
+__all__ = ["StringTexts"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,12 +1,15 @@
 """Exactness of the decoding loop on a tiny random model with a hand-made vocabulary."""
 
 from collections import Counter
+from collections.abc import Sequence
 from typing import Literal
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 from pydantic import BaseModel, Field
 
+from factorspec_sdk import relation
 from factorspec_sdk.drafter.loop import DecodeJob, Decoder, DecoderConfig
 from factorspec_sdk.drafter.verify import SamplingParams, masked_probs
 from factorspec_sdk.engines.scripted import ScriptedEngine
@@ -43,7 +46,25 @@ def decode(
     return [(o.text, o.tokens) for o in outs]
 
 
-CASES = [(Pick, None), (Trip, TRIP_CONTEXT), (Note, None)]
+class Options(BaseModel):
+    """Optional keys: left out freely, left out as a default the relations read, or written."""
+
+    kind: Literal["a", "b"] = "a"
+    k: int = Field(ge=0, le=9)
+    note: str | None = Field(default=None, max_length=6)
+    tags: list[bool] = Field(default_factory=list, max_length=2)  # read: always written
+    size: int | None = Field(default=None, ge=0, le=3)
+
+    @relation
+    def tie(self) -> bool:
+        return (self.kind == "a") == (self.k < 5) and len(self.tags) <= self.k
+
+    @relation
+    def sized(self) -> bool:
+        return self.size is None or self.size < self.k
+
+
+CASES = [(Pick, None), (Trip, TRIP_CONTEXT), (Note, None), (Options, None)]
 
 
 @pytest.mark.parametrize(("model", "context"), CASES)
@@ -61,6 +82,36 @@ def test_greedy_speculative_equals_plain(
         )
         assert spec == plain
     assert engine.forward_calls - calls_plain < 2 * calls_plain
+
+
+class Letter(BaseModel):
+    body: str = Field(max_length=30)
+    title: str = Field(max_length=6)
+
+
+def escaping_model(seed: int) -> ScriptedEngine:
+    """A random bigram model that likes backslashes: its free strings are full of escapes."""
+    backslashes = [i for i, raw in enumerate(TOK.vocab) if b"\\" in raw]
+
+    def logits(prefix: Sequence[int]) -> npt.NDArray[np.float32]:
+        rng = np.random.default_rng([seed, *(t + 1 for t in prefix[-2:])])
+        row = (rng.standard_normal(TOK.vocab_size) * 3.0).astype(np.float32)
+        row[backslashes] += 2.5
+        return row
+
+    return ScriptedEngine(TOK, logits)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 3, 4, 5, 7])  # seeds whose records hold escapes
+def test_greedy_speculative_equals_plain_through_escapes(seed: int) -> None:
+    """Free strings written with escapes (``\\n``, ``\\u00e9``, ...): drafts change no token."""
+    engine = escaping_model(seed)
+    params = SamplingParams(max_tokens=300)
+    plain = decode(engine, Letter, None, DecoderConfig(speculative=False), params)
+    assert "\\" in plain[0][0]
+    for guesses in (0, 2):
+        config = DecoderConfig(speculative=True, max_guesses=guesses)
+        assert decode(engine, Letter, None, config, params) == plain
 
 
 class Motto(BaseModel):

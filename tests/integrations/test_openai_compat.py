@@ -30,6 +30,7 @@ from factorspec_sdk import (
     UnsatisfiableSpecError,
     relation,
 )
+from factorspec_sdk.engines.scripted import ScriptedEngine
 from factorspec_sdk.integrations.openai_compat import (
     REASK_PROMPT,
     AsyncStructuredOpenAI,
@@ -39,7 +40,7 @@ from factorspec_sdk.integrations.openai_compat import (
 )
 from factorspec_sdk.ir import to_ir
 from factorspec_sdk.server import create_app
-from tests.helpers import TRIP_CONTEXT, Pick, Trip
+from tests.helpers import TRIP_CONTEXT, Pick, Trip, tiny_tokenizer
 from tests.server.helpers import MODEL, Slow, running, scripted_engine, slow_engine
 
 MESSAGES = [{"role": "user", "content": "give me a record"}]
@@ -461,14 +462,20 @@ class Point(BaseModel):
 
 
 def test_create_iterable_gives_records_as_instructor_does(url: str) -> None:
-    raw = openai.OpenAI(base_url=url + "/v1", api_key="none", max_retries=0)
-    theirs = list(
-        instructor.from_openai(
-            raw, mode=instructor.Mode.JSON_SCHEMA
-        ).chat.completions.create_iterable(
-            model=MODEL, messages=MESSAGES, response_model=Point, max_retries=0
+    # Instructor's wrapper schema leaves "tasks" optional and its objects open: the random
+    # model may write a valid record without tasks, which Instructor cannot read, so its
+    # request goes to a model that writes what Instructor asks
+    writes = ScriptedEngine.from_script(tiny_tokenizer(), '{"tasks": [{"x": 1, "y": 2}]}')
+    with running(create_app(writes, model_name=MODEL)) as base:
+        asked = openai.OpenAI(base_url=base + "/v1", api_key="none", max_retries=0)
+        theirs = list(
+            instructor.from_openai(
+                asked, mode=instructor.Mode.JSON_SCHEMA
+            ).chat.completions.create_iterable(
+                model=MODEL, messages=MESSAGES, response_model=Point, max_retries=0
+            )
         )
-    )
+    raw = openai.OpenAI(base_url=url + "/v1", api_key="none", max_retries=0)
     ours = list(
         factorspec_sdk.from_openai(raw).chat.completions.create_iterable(
             model=MODEL, messages=MESSAGES, response_model=Point

@@ -171,6 +171,20 @@ def _pick_ir() -> dict[str, object]:
         (lambda ir: ir["layout"]["fields"][1]["node"].update(ge=5, le=1), "empty range"),
         (lambda ir: ir.update(variables=ir["variables"] * 2), "twice"),
         (lambda ir: ir["factors"].append(ir["factors"][0]), "repeats"),
+        (lambda ir: ir["layout"]["fields"][1].update(default="1"), "optional field only"),
+        (
+            lambda ir: ir["layout"]["fields"][1].update(optional=True, default="7"),
+            "not a value of the field",  # n is 0..3
+        ),
+        (
+            lambda ir: ir["layout"]["fields"][2].update(optional=True, default="null"),
+            "not a value of the field",  # big is not nullable
+        ),
+        (
+            lambda ir: ir["layout"]["fields"][0].update(optional=True, default='"\\u0078"'),
+            "not the text the writer writes",  # "x", spelled with an escape
+        ),
+        (lambda ir: ir["layout"]["fields"][1].update(optional=True, default="{"), "not JSON"),
     ],
 )
 def test_malformed_ir_is_an_ir_error(mutate: object, message: str) -> None:
@@ -213,14 +227,31 @@ def test_limits() -> None:
         spec_from_ir(big)
 
 
+def closed(schema: object) -> object:
+    """``schema`` with ``additionalProperties: false`` on every object that has properties."""
+    if isinstance(schema, list):
+        return [closed(x) for x in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: closed(v) for k, v in schema.items()}
+    if "properties" in out:
+        out.setdefault("additionalProperties", False)
+    return out
+
+
 def test_json_schema_to_ir() -> None:
-    ir = ir_from_json_schema(Itinerary.model_json_schema(), name="Itinerary")
+    # Pydantic leaves additionalProperties unset: a record may hold keys the model does not
+    # declare, so the writer does not lay it out, and it is one grammar value
+    assert ir_from_json_schema(Itinerary.model_json_schema())["layout"]["type"] == "grammar"  # type: ignore[index]
+    ir = ir_from_json_schema(closed(Itinerary.model_json_schema()), name="Itinerary")
     spec = spec_from_ir(ir)
     assert [f.key for f in spec.layout.fields] == ["stays", "flights"]
     assert not spec.factors
     text = sampled_record(spec, 0)
     check_record(spec, text)
-    number = ir_from_json_schema({"type": "object", "properties": {"x": {"type": "number"}}})
+    number = ir_from_json_schema(
+        {"type": "object", "properties": {"x": {"type": "number"}}, "additionalProperties": False}
+    )
     assert number["layout"]["fields"][0]["node"] == {
         "type": "grammar",
         "schema": {"type": "number"},

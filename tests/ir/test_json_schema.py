@@ -27,6 +27,16 @@ D7 = "http://json-schema.org/draft-07/schema#"
 
 
 def obj(props: dict[str, object], **kw: object) -> dict[str, object]:
+    """An object schema, closed unless ``kw`` says otherwise (``additionalProperties``).
+
+    Closed, as an object that allows keys it does not declare is one grammar value: the
+    tests that look at the layout of the values below need a root the writer lays out.
+    """
+    return {"type": "object", "properties": props, "additionalProperties": False, **kw}
+
+
+def open_obj(props: dict[str, object], **kw: object) -> dict[str, object]:
+    """An object schema that allows keys it does not declare (no ``additionalProperties``)."""
     return {"type": "object", "properties": props, **kw}
 
 
@@ -62,14 +72,12 @@ def records(schema: dict[str, object], n: int = 6) -> list[object]:
 
 
 def test_required_keys_not_under_properties_are_written() -> None:
-    schema = obj({"FXCPath": {"type": "string"}}, required=["FXCPath", "OutputDirectory"])
-    f = fields(schema)
-    assert list(f) == ["FXCPath", "OutputDirectory"]
-    assert f["OutputDirectory"]["kind"] == "str"  # any value: a free string (or null)
+    # the object allows keys it does not declare: one grammar value, which writes them
+    schema = open_obj({"FXCPath": {"type": "string"}}, required=["FXCPath", "OutputDirectory"])
+    assert ir_from_json_schema(schema)["layout"]["type"] == "grammar"  # type: ignore[index]
     for r in records(schema):
         assert isinstance(r, dict) and "OutputDirectory" in r
-    typed = obj({}, required=["n"], additionalProperties={"type": "integer", "minimum": 3})
-    assert fields(typed)["n"]["ge"] == 3
+    typed = open_obj({}, required=["n"], additionalProperties={"type": "integer", "minimum": 3})
     assert all(isinstance(r, dict) and r["n"] >= 3 for r in records(typed))
     with pytest.raises(IRError, match=r"unsatisfiable.*'OutputDirectory'.*additionalProperties"):
         ir_from_json_schema({**schema, "additionalProperties": False})
@@ -107,7 +115,8 @@ def test_null_only_where_every_keyword_allows_it() -> None:
     # both alternatives accept null, so oneOf rejects it
     both = {"oneOf": [{"type": ["integer", "null"]}, {"type": "null"}]}
     assert fields(obj({"n": both}))["n"]["nullable"] is False
-    assert all(r == {"kind": "StorageClass"} for r in records(obj({"kind": kind})))
+    # kind is not required: written as its one value, or left out
+    assert all(r in ({"kind": "StorageClass"}, {}) for r in records(obj({"kind": kind})))
 
 
 # --------------------------------------------------------------------------- keywords
@@ -117,11 +126,18 @@ def test_null_only_where_every_keyword_allows_it() -> None:
     ("schema", "match"),
     [
         (obj({"a": {"type": "integer"}}, minProperties=2), "minProperties 2"),
-        (obj({"a": {}, "b": {}}, maxProperties=1), "maxProperties 1"),
-        (obj({"abc": {}}, propertyNames={"maxLength": 2}), "propertyNames"),
+        (obj({"a": {}, "b": {}}, required=["a", "b"], maxProperties=1), "maxProperties 1"),
+        (obj({"abc": {}}, propertyNames={"maxLength": 2}, required=["abc"]), "propertyNames"),
         (obj({}, required=["k"], unevaluatedProperties=False), "unsatisfiable"),
         (obj({"t": {"type": "array", "contains": {"type": "integer"}}}), "contains"),
-        (obj({"t": {"type": "array", "uniqueItems": True, "minItems": 2}}), "uniqueItems"),
+        (
+            obj({"t": {"type": "array", "uniqueItems": True, "items": {"format": "email"}}}),
+            "uniqueItems over items holding a grammar value",
+        ),
+        (  # items: any JSON value, which the writer does not lay out (a grammar value)
+            obj({"t": {"type": "array", "uniqueItems": True, "minItems": 2}}),
+            "uniqueItems over items holding a grammar value",
+        ),
         (obj({"n": {"$dynamicRef": "#meta"}}), "dynamicRef"),
         (obj({"n": {"type": "integer", "anyOf": [{"type": "string"}]}}), "do not fit type"),
         (obj({"n": {"$ref": "other.json#/A"}}), "only local"),
@@ -156,6 +172,8 @@ def test_refused(schema: dict[str, object], match: str) -> None:
     [
         obj({"a": {"type": "integer"}}, minProperties=1, maxProperties=1),
         obj({"ab": {}}, propertyNames={"maxLength": 2}),
+        obj({"a": {}, "b": {}}, maxProperties=1),  # optional keys: a grammar value
+        obj({"abc": {}, "n": {"type": "integer"}}, propertyNames={"maxLength": 2}),  # never abc
         obj(
             {"a": {}, "b": {}},
             dependencies={"a": ["b"], "z": {"required": ["q"]}},
@@ -206,7 +224,7 @@ def test_integer_bounds() -> None:
 def test_empty_items_make_an_empty_array() -> None:
     schema = obj({"t": {"type": "array", "items": {"enum": ["a"], "type": "integer"}}})
     assert fields(schema)["t"]["max_length"] == 0
-    assert all(r == {"t": []} for r in records(schema, 3))
+    assert all(r in ({"t": []}, {}) for r in records(schema, 3))  # t is not required
     with pytest.raises(IRError, match="minItems 1"):
         ir_from_json_schema(
             obj({"t": {**schema["properties"]["t"], "minItems": 1}}, required=["t"])
@@ -222,3 +240,58 @@ def test_check_json_schema_record() -> None:
         check_json_schema_record(validator, '{"a": "x"}')
     with pytest.raises(RecordInvalidError, match="not JSON"):
         check_json_schema_record(validator, '{"a": ')
+
+
+# --------------------------------------------------------------------------- optional keys
+
+
+def texts_of(schema: dict[str, object]) -> list[str]:
+    """Every record the writer can write for ``schema``, each validated with `jsonschema`."""
+    from tests.helpers import enumerate_texts
+
+    texts = enumerate_texts(Writer(spec_from_ir(ir_from_json_schema(schema))))
+    validator = json_schema_validator(schema)
+    for t in texts:
+        check_json_schema_record(validator, t)
+    return texts
+
+
+def test_a_property_not_required_is_written_or_left_out() -> None:
+    schema = obj(
+        {"a": {"type": "integer", "minimum": 0, "maximum": 2}, "b": {"type": "boolean"}},
+        required=["b"],
+    )
+    layout = ir_from_json_schema(schema)["layout"]
+    assert [f.get("optional", False) for f in layout["fields"]] == [True, False]  # type: ignore[index]
+    texts = texts_of(schema)
+    want = [
+        ({"b": b} if a is None else {"a": a, "b": b})
+        for a in (None, 0, 1, 2)
+        for b in (False, True)
+    ]
+    assert sorted(texts) == sorted(json.dumps(d) for d in want)
+    assert all('"b"' in t for t in texts)
+
+
+def test_keys_a_dependency_or_min_properties_counts_on_are_the_grammars() -> None:
+    # a dependency or a count over keys the model may leave out holds for some key sets
+    # only: the object is a grammar value, which writes exactly the key sets that hold
+    # (writing such keys always would narrow the language: {"c": true} is valid here)
+    deps = obj(
+        {"a": {"type": "boolean"}, "b": {"type": "boolean"}, "c": {"type": "boolean"}},
+        dependentRequired={"a": ["b"]},
+    )
+    counted = obj({"a": {"type": "boolean"}, "b": {"type": "boolean"}}, minProperties=1)
+    for schema in (deps, counted):
+        layout = ir_from_json_schema(schema)["layout"]
+        assert isinstance(layout, dict) and layout["type"] == "grammar"
+        records(schema, 3)  # each validates with jsonschema
+
+
+def test_an_optional_property_a_relation_reads_is_written_and_named() -> None:
+    schema = obj({"xs": {"type": "array", "items": {"type": "boolean"}, "uniqueItems": True}})
+    spec = spec_from_ir(ir_from_json_schema(schema))
+    texts = texts_of(schema)
+    assert texts and all(t.startswith('{"xs": [') for t in texts)
+    found = {(r.rule, r.path) for r in spec.restrictions()}
+    assert ("optional key written", "xs") in found

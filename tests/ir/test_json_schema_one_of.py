@@ -189,8 +189,8 @@ def _json(s: object) -> str:
 _NAMED_DEFINITION = """
 import re
 from factorspec_sdk.ir import IRError, ir_from_json_schema
-items = {"type": "array", "items": {"type": "integer"}, "uniqueItems": True, "maxItems": 3}
-defs = {n: {"type": "object", "properties": {"v": items}} for n in ("gamma", "alpha", "beta")}
+v = {"type": "string", "pattern": "a"}  # matched whole in the grammar: fewer values
+defs = {n: {"type": "object", "properties": {"v": v}} for n in ("gamma", "alpha", "beta")}
 try:
     ir_from_json_schema({"$defs": defs, "oneOf": [{"$ref": f"#/$defs/{n}"} for n in defs]})
 except IRError as exc:

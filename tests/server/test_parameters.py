@@ -17,12 +17,8 @@ import pytest
 from pydantic import BaseModel
 
 from factorspec_sdk.server import create_app
-from factorspec_sdk.server.protocol import (
-    UNSUPPORTED_PARAMETER,
-    ChatRequest,
-    CompletionRequest,
-    Unhonoured,
-)
+from factorspec_sdk.server.protocol import ChatRequest, CompletionRequest
+from factorspec_sdk.server.unhonoured import UNSUPPORTED_PARAMETER, Unhonoured
 from tests.helpers import Pick
 from tests.server.helpers import MODEL, running, scripted_engine
 

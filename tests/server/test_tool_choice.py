@@ -41,15 +41,19 @@ from tests.test_relations_every_path import Hours
 if TYPE_CHECKING:
     from factorspec_sdk.engines.embedded import EmbeddedEngine
 
+# closed, as OpenAI's strict mode asks: open parameters allow keys they do not declare, and
+# the scripted models below (which prefer "," after a value) would write such keys
 WEATHER = {
     "type": "object",
     "properties": {"city": {"type": "string", "maxLength": 8}},
     "required": ["city"],
+    "additionalProperties": False,
 }
 CLOCK = {
     "type": "object",
     "properties": {"hour": {"type": "integer", "minimum": 0, "maximum": 23}},
     "required": ["hour"],
+    "additionalProperties": False,
 }
 TOOLS: list[Any] = [
     {"type": "function", "function": {"name": "clock", "parameters": CLOCK}},

@@ -14,6 +14,7 @@ import ipaddress
 import json
 import re
 import uuid
+from collections.abc import Callable
 from enum import Enum
 from typing import Annotated, Literal, Optional, Union
 
@@ -32,7 +33,7 @@ from factorspec_sdk.relations.grammar_schema import FORMAT_PATTERNS, decimal_pat
 from factorspec_sdk.relations.layout import GrammarLayout, LeafLayout
 from factorspec_sdk.relations.pydantic_layout import build_layout
 from factorspec_sdk.tokens.grammar import GrammarCursor, grammar_tables
-from factorspec_sdk.tokens.plan import Cursor, Finished, Planner
+from factorspec_sdk.tokens.plan import Cursor, Finished, FreeCursor, Planner
 from factorspec_sdk.tokens.vocab import TokenizerInfo
 from factorspec_sdk.writer.automaton import Writer
 
@@ -234,6 +235,35 @@ def test_escapes_round_trip(tok: TokenizerInfo) -> None:
         cursor = planner.advance(cursor, token)
     quote = Quote.model_validate_json(text)
     assert (quote.text, quote.author, quote.lines) == (line, 'A "B"', (line, "\\/"))
+
+
+class Lines(BaseModel):
+    ratio: float  # a grammar value: the spec's free strings are grammar values too...
+    lines: list[str] = Field(max_length=3)  # ...but a list's items stay the writer's
+
+
+def test_a_lists_free_strings_are_the_writers_and_take_escapes(tok: TokenizerInfo) -> None:
+    """In a spec with grammar values, a list's items are native free strings: escapes too."""
+    planner = Planner(Writer(compile_spec(Lines)), tok)
+    lines = ['a\nb "c"', "\\/\u00e9\t"]
+    # raw, a character split across tokens is not written (SmolLM2 has no token for the
+    # emoji): escaped, it is (``\ud83d\ude00``)
+    for ensure_ascii, more in ((False, []), (True, ["\U0001f600"])):
+        lines = [*lines, *more]
+        text = json.dumps({"ratio": 0.5, "lines": lines}, ensure_ascii=ensure_ascii)
+        cursor, native, rest = planner.start(), 0, text.encode()
+        while rest:  # the longest token the masks allow that writes on the text
+            allowed = [t for t in planner.allowed(cursor).tolist() if tok.vocab[t]]
+            token = max((t for t in allowed if rest.startswith(tok.vocab[t])), key=len_of(tok))
+            cursor = planner.advance(cursor, token)
+            rest = rest[len(tok.vocab[token]) :]
+            native += isinstance(cursor, FreeCursor)
+        assert isinstance(cursor, Finished) and native > 0
+        assert Lines.model_validate_json(text).lines == lines
+
+
+def len_of(tok: TokenizerInfo) -> Callable[[int], int]:
+    return lambda t: len(tok.vocab[t])
 
 
 def test_cursors_roll_back_exactly(tok: TokenizerInfo) -> None:

@@ -131,8 +131,16 @@ def test_a_required_prefix_is_certain_text() -> None:
     planner = Planner(Writer(compile_spec(Ticket)), TOK)
     free = _choice_after(planner.writer, {"region": "EU"}, "code")
     assert isinstance(free, FreeString)
-    allowed = {TOK.vocab[t].decode() for t in planner.allowed(FreeCursor(free)).tolist()}
-    assert allowed and all("EU-".startswith(a) or a.startswith("EU-") for a in allowed)
+    cursor: FreeCursor = FreeCursor(free)
+    allowed = {TOK.vocab[t].decode() for t in planner.allowed(cursor).tolist()}
+    # the prefix's characters, or a backslash: ``E`` may be written ``\u0045`` too
+    assert allowed == {"E", "\\"}
+    steps = [("\\", "u"), ("u", "0"), ("0", "0"), ("0", "4"), ("4", "5"), ("5", "U")]
+    for piece, only in steps:  # after the backslash, only the escape of ``E`` goes on
+        cursor = planner.advance(cursor, TOK.encode(piece)[0])  # type: ignore[assignment]
+        allowed = {TOK.vocab[t].decode() for t in planner.allowed(cursor).tolist()}
+        assert allowed == ({only, "\\"} if piece == "5" else {only}), (piece, allowed)
+    assert isinstance(cursor, FreeCursor) and cursor.free.written == "E"
 
 
 # ------------------------------------------------------------------ compiling

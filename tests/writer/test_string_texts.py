@@ -268,8 +268,8 @@ def test_the_relation_ir_carries_same_variables() -> None:
         check_record(back, good.replace('"again": "pw"', '"again": "pv"'))
 
 
-def test_a_named_text_the_writer_cannot_write_freely_is_no_dead_end() -> None:
-    """``'a"'`` needs an escape: a free string never heads for it (it would be stuck)."""
+def test_a_named_text_with_a_quote_is_written_escaped() -> None:
+    """``'a"'`` is the JSON text ``"a\\""``: written freely, escape and all, and no dead end."""
 
     class Quoted(BaseModel):
         s: str = Field(max_length=3)
@@ -280,12 +280,49 @@ def test_a_named_text_the_writer_cannot_write_freely_is_no_dead_end() -> None:
 
     planner = Planner(Writer(compile_spec(Quoted)), TOK)
     free = _choice_after(planner.writer, {}, "s")
-    assert isinstance(free, FreeString)
-    assert 'a"' in free.texts.banned if free.texts else False
-    assert TOK.encode("a")[0] not in set(planner.allowed(FreeCursor(free)).tolist())
+    assert isinstance(free, FreeString) and free.texts is not None
+    assert 'a"' in free.texts.feasible
+    cursor = FreeCursor(free)
+    for piece in ("a", "\\", '"'):  # toward 'a"': ``a``, then ``\"`` in two tokens
+        token = TOK.encode(piece)[0]
+        assert token in planner.allowed(cursor).tolist(), piece
+        cursor = planner.advance(cursor, token)
+    assert isinstance(cursor, FreeCursor) and cursor.free.written == 'a"'
+    closing = {TOK.vocab[t].decode() for t in planner.allowed(cursor).tolist()}
+    assert closing == {'"', '"}'}  # 'a"' is whole: only the quote may follow it
+    cursor = FreeCursor(free)
+    cursor = planner.advance(cursor, TOK.encode("a")[0])  # 'a' alone is banned
+    assert TOK.encode('"}')[0] not in planner.allowed(cursor).tolist()
+    text = '{"s": "a\\""}'
+    cursor = planner.start()
+    for token in TOK.encode(text):
+        assert token in planner.allowed(cursor).tolist(), (text, token)
+        cursor = planner.advance(cursor, token)
+    assert Quoted.model_validate_json(text).s == 'a"'
     rng = np.random.default_rng(0)
     for _ in range(10):
         Quoted.model_validate_json(random_record(planner, TOK, rng, close=0.5))
+
+
+def test_a_relations_nul_text_is_not_the_sentinel_of_other_texts() -> None:
+    """``"\\x00<other>"`` is a named text like any other (written ``"\\u0000<other>"``).
+
+    The value of a text no relation names (`OTHER_TEXT`) was that very string: the writer
+    took the relation's text for "any other text" and wrote records the relation refuses.
+    """
+
+    class Sentinel(BaseModel):
+        s: str = Field(max_length=12)
+
+        @relation
+        def rule(self) -> bool:
+            return self.s in ("\x00<other>", "b")
+
+    planner = Planner(Writer(compile_spec(Sentinel)), TOK)
+    rng = np.random.default_rng(0)
+    seen = {Sentinel.model_validate_json(random_record(planner, TOK, rng)).s for _ in range(12)}
+    assert seen == {"\x00<other>", "b"}
+    assert OTHER_TEXT != "\x00<other>"
 
 
 def test_the_segment_regex_escapes_what_a_character_class_needs() -> None:

@@ -23,7 +23,7 @@ Representation:
 - ``Optional`` nodes get a Bool ``null(path)`` variable.
 - ``datetime.date`` leaves are ``Int`` ordinals (``date.toordinal()``); their ``.year``,
   ``.month`` and ``.day`` are ``Int`` variables ``year(path)``... tied to the ordinal by a
-  ``calendar of path`` factor (`dates`).
+  ``calendar of path`` factor (`date_parts`).
 
 Modules, one job each (each imports only those above it, except `core`, which collects the
 rules of all of them):
@@ -32,16 +32,21 @@ rules of all of them):
 - `values`: the symbolic value classes (`SCode`, `SSeq`, `SMaybe`, `SChoice`...), results
   (`R`) and scopes.
 - `records`: what the graph stage receives: `VarRecord`, `InternTable`, `CompiledRelation`.
-- `ints`, `codes`, `dates`, `floats`, `uuids`: the rules of each *value kind* (see below).
+- `ints`, `codes`, `dates`, `floats`, `uuids`: the rules of each *value kind* (see below);
+  `date_parts`: the parts and methods of date values (``.year``, ``.hour``, ``.weekday()``)
+  and the factors that tie a field's part variables to it; `float_compare`: comparisons of
+  floats and Decimals, proved to give Python's answer.
 - `choices`: values under conditions (``a if c else b``, If-chains), truthiness.
 - `statements`: let-bindings, ``if``/``return`` chains, target binding.
 - `names`: literals, names (locals, closures, globals, builtins) and displays.
 - `fields`: the values of the record's nodes, and attribute access.
 - `operators`: boolean, arithmetic, comparison, membership and conditional operators.
 - `sequences`: subscripts, slices, comprehensions, iteration.
-- `builtin_calls`: ``len``/``sum``/``min``/``max``/``all``/``any``/``zip``/``enumerate``/
-  ``range``/``abs``/``bool``/``list``/``tuple``/``str`` (of constants)/``distinct`` and
-  methods of constants.
+- `reductions`: the builtins that fold an iterable into one value, ``all``/``any``/``sum``/
+  ``min``/``max``/``distinct``.
+- `builtin_calls`: calls: the dispatch, ``len``/``zip``/``enumerate``/``range``/``abs``/
+  ``round``/``int``/``float``/``bool``/``list``/``tuple``/``str`` (of constants)/
+  ``isinstance``, the rules of `reductions` (`CALLS`), and methods of constants.
 - `raises`: operations Python refuses for their operands' types whatever the values
   (``Decimal * float``, ``time + timedelta``), reported as `RelationRaisesError` with the
   fix instead of compiled as "violated".
@@ -62,7 +67,7 @@ of a constant, ``==``, membership, truthiness, merging under a condition), `date
 `floats` and `uuids` (``==`` only; the rest refused). A new kind is a new module of that
 shape, plus one line at each dispatch point that asks "is this value of the kind?": `fields.leaf`,
 `operators.eq`/`order`/`arith`/``in``, `choices.ite`/`truthy`, and the builtins that take
-numbers (``sum``/``min``/``max``/``abs`` in `builtin_calls`).
+numbers (``sum``/``min``/``max`` in `reductions`, ``abs`` in `builtin_calls`).
 """
 
 from factorspec_sdk.relations.compiler.builtin_calls import dict_key_factors
@@ -73,7 +78,7 @@ from factorspec_sdk.relations.compiler.codes import (
     text_links,
 )
 from factorspec_sdk.relations.compiler.core import RelationCompiler
-from factorspec_sdk.relations.compiler.dates import date_links
+from factorspec_sdk.relations.compiler.date_parts import date_links
 from factorspec_sdk.relations.compiler.records import (
     BOOL_KINDS,
     OTHER_CODE,

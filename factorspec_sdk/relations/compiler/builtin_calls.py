@@ -3,10 +3,12 @@
 The builtins are ``all``, ``any``, ``sum``, ``len``, ``min``, ``max``, ``zip``, ``enumerate``,
 ``range``, ``abs``, ``bool``, ``list``, ``tuple``, ``round``, ``int``, ``float``, ``str`` (of
 constants) and ``distinct`` (`SUPPORTED_CALLS`), plus ``math.isclose`` and ``Decimal(...)``
-of constants (their float and Decimal rules are in `floats`).
+of constants (their float and Decimal rules are in `floats` and `float_compare`).
 
 On constant arguments a call runs the Python function itself; on record values each builtin
-has a rule here (`CALLS`), over the items of `iterate`'s view of its argument.
+has a rule (`CALLS`), over the items of `iterate`'s view of its argument: those that fold an
+iterable into one value (``all``, ``any``, ``sum``, ``min``, ``max``, ``distinct``) are
+`reductions`', the others are here.
 """
 
 from __future__ import annotations
@@ -26,35 +28,28 @@ from factorspec_sdk.relations.checks import call_refusal
 from factorspec_sdk.relations.compiler.choices import (
     choice,
     choice_cond,
-    ite,
     map_choice,
     truthy,
     unwrap,
 )
 from factorspec_sdk.relations.compiler.codes import affix, str_length
-from factorspec_sdk.relations.compiler.dates import (
-    abs_delta,
-    as_numbers,
-    date_call,
-    date_method,
-)
+from factorspec_sdk.relations.compiler.date_parts import date_method
+from factorspec_sdk.relations.compiler.dates import abs_delta, date_call
 from factorspec_sdk.relations.compiler.fields import node_value
+from factorspec_sdk.relations.compiler.float_compare import isclose_floats
 from factorspec_sdk.relations.compiler.floats import (
-    isclose_floats,
-    minmax_floats,
     neg_abs_float,
     round_float,
-    sum_floats,
     to_float,
     truncate_float,
 )
 from factorspec_sdk.relations.compiler.ints import as_int_term
 from factorspec_sdk.relations.compiler.names import eval_each
 from factorspec_sdk.relations.compiler.operators import eq
-from factorspec_sdk.relations.compiler.sequences import count, iterate
+from factorspec_sdk.relations.compiler.reductions import REDUCTIONS, distinct_of, sum_of
+from factorspec_sdk.relations.compiler.sequences import consumed_ok, count, iterate, one_iterable
 from factorspec_sdk.relations.compiler.terms import (
     AND,
-    IMPLIES,
     ITE_COND,
     NOT,
     OR,
@@ -67,13 +62,10 @@ from factorspec_sdk.relations.compiler.uuids import refuse_uuid
 from factorspec_sdk.relations.compiler.values import (
     UNDEF,
     Item,
-    Iter,
     R,
     SChoice,
-    SClock,
     SCode,
     Scope,
-    SDate,
     SDict,
     SFloat,
     SFunc,
@@ -95,7 +87,7 @@ from factorspec_sdk.relations.layout import (
 )
 
 if TYPE_CHECKING:
-    from factorspec_sdk.relations.compiler.core import ExprRule, RelationCompiler
+    from factorspec_sdk.relations.compiler.core import CallRule, ExprRule, RelationCompiler
 
 __all__ = ["CALLS", "RULES"]
 
@@ -110,9 +102,6 @@ _CONSTRUCTORS = (
     math.isclose,
 )
 """The classes and functions a relation may call beside the builtins."""
-
-CallRule = Callable[["RelationCompiler", list[V], dict[str, V], ast.AST], R]
-"""The rule of one builtin on record values: (compiler, args, kwargs, node) -> result."""
 
 
 def _e_call(cx: RelationCompiler, node: ast.Call, scope: Scope) -> R:
@@ -203,7 +192,7 @@ def _method(
         return R(choice(cx, alts))
     if f.name == "count" and isinstance(obj, (list, tuple)) and len(args) == 1:
         terms = [eq(cx, args[0], e, node) for e in obj]
-        return _sum(cx, [[t for t in terms]], {}, node)
+        return sum_of(cx, [[t for t in terms]], {}, node)
     cx.fail(
         f"call to {f.name}()",
         f"{f.name}() of a constant with a value read from the record: such methods take "
@@ -255,7 +244,7 @@ def dict_key_factors(cx: RelationCompiler) -> list[tuple[str, frozenset[str], z3
         def build(path: Path = path, node: ListLayout = node) -> Cond:
             d = node_value(cx, path, node, check_null=False)
             assert isinstance(d, SDict)
-            return to_bool(_distinct(cx, [d.keys], {}, _KEYS).value)  # as `distinct(d)`
+            return to_bool(distinct_of(cx, [d.keys], {}, _KEYS).value)  # as `distinct(d)`
 
         formula, variables = cx.derive(build)
         if variables:
@@ -284,24 +273,6 @@ def _dict_paths(
         for i in range(cx.list_bound(path, node)):
             out += _dict_paths(cx, node.item, (*path, i))
     return out
-
-
-def _one_iter(cx: RelationCompiler, args: list[V], node: ast.AST, name: str) -> Iter:
-    if len(args) != 1:
-        cx.fail(f"call to {name}()", f"{name}() takes one iterable here", node)
-    return iterate(cx, args[0], node)
-
-
-def _consume_ok(it: Iter) -> Cond:
-    return AND(it.ok, *(NOT(x.err) for x in it.seq.items if x.err is not False))
-
-
-def _float_operand(cx: RelationCompiler, x: Item, node: ast.AST) -> V:
-    """An item of ``sum``/``min``/``max`` for the float rules (an Optional one is refused)."""
-    v, okv = unwrap(x.value)
-    if okv is not True and isinstance(v, SFloat):
-        cx.fail("sum/min/max of optional floats", "over Optional float values", node)
-    return v
 
 
 def _round(cx: RelationCompiler, args: list[V], kwargs: dict[str, V], node: ast.AST) -> R:
@@ -339,110 +310,6 @@ def _float_call(cx: RelationCompiler, args: list[V], kwargs: dict[str, V], node:
     if out is None:
         cx.fail("call to float()", "float() of a number (not of a string)", node)
     return R(out, ok)
-
-
-def _int_operand(
-    cx: RelationCompiler, x: Item, node: ast.AST, strs: tuple[str, str], optional: tuple[str, str]
-) -> z3.ArithRef | int | None:
-    """The int term of an item of ``sum``/``min``/``max`` (None: not a number, ok is false)."""
-    v, okv = unwrap(x.value)
-    refuse_uuid(cx, v, "sum/min/max of UUIDs", node)
-    t = as_int_term(v)
-    if t is None:
-        if isinstance(v, SCode):
-            cx.fail(*strs, node)
-        return None
-    if okv is not True:
-        cx.fail(*optional, node)
-    return t
-
-
-def _all(cx: RelationCompiler, args: list[V], kwargs: dict[str, V], node: ast.AST) -> R:
-    it = _one_iter(cx, args, node, "all")
-    value: list[Cond] = []
-    ok: list[Cond] = [it.ok]
-    reached: Cond = True
-    for x in it.seq.items:
-        t = truthy(cx, x.value)
-        if x.err is not False:
-            ok.append(NOT(AND(reached, x.err)))
-        if x.present is False:
-            continue
-        step = IMPLIES(x.present, t)
-        value.append(step)
-        if x.err is not False or any(y.err is not False for y in it.seq.items):
-            reached = AND(reached, step)
-    return R(AND(*value), AND(*ok))
-
-
-def _any(cx: RelationCompiler, args: list[V], kwargs: dict[str, V], node: ast.AST) -> R:
-    it = _one_iter(cx, args, node, "any")
-    value: list[Cond] = []
-    ok: list[Cond] = [it.ok]
-    reached: Cond = True
-    has_err = any(y.err is not False for y in it.seq.items)
-    for x in it.seq.items:
-        if x.err is not False:
-            ok.append(NOT(AND(reached, x.err)))
-        if x.present is False:
-            continue
-        step = AND(x.present, truthy(cx, x.value))
-        value.append(step)
-        if has_err:
-            reached = AND(reached, NOT(step))
-    return R(OR(*value), AND(*ok))
-
-
-def _sum(cx: RelationCompiler, args: list[V], kwargs: dict[str, V], node: ast.AST) -> R:
-    if not args:
-        cx.fail("call to sum()", "sum() needs an iterable", node)
-    start = kwargs.get("start", args[1] if len(args) > 1 else 0)
-    it = iterate(cx, args[0], node)
-    live = [x for x in it.seq.items if x.present is not False]
-    pairs = [(x.present, _float_operand(cx, x, node)) for x in live]
-    of_floats = sum_floats(cx, pairs, start, node)
-    if of_floats is not None:
-        return R(of_floats, _consume_ok(it))
-    numbers = as_numbers(cx, [x.value for x in live] + [start], "sum", node)
-    if numbers is not None:  # timedeltas (a sum of dates raises TypeError in Python)
-        nums, back = numbers
-        if isinstance(start, (dt.date, dt.time)) or any(
-            isinstance(x.value, (SDate, SClock)) for x in live
-        ):
-            cx.fail("sum() of dates", "dates and times do not add up; subtract them", node)
-        seq = SSeq([Item(x.present, n, x.err) for x, n in zip(live, nums, strict=False)], 0, False)
-        r = _sum(cx, [seq], {"start": nums[-1]}, node)
-        delta = back(cast("z3.ArithRef | int", r.value))
-        return R(delta.value, AND(r.ok, _consume_ok(it), delta.ok))
-    total: z3.ArithRef | int = 0
-    terms: list[z3.ArithRef] = []
-    for x in it.seq.items:
-        if x.present is False:
-            continue
-        t = _int_operand(
-            cx,
-            x,
-            node,
-            ("sum of strings", "sum() of str values"),
-            ("sum of optional values", "sum() over Optional values"),
-        )
-        if t is None:
-            return R(UNDEF, False)
-        if x.present is True:
-            if isinstance(t, int):
-                total += t
-            else:
-                terms.append(t)
-        else:
-            terms.append(cast(z3.ArithRef, z3.If(x.present, t, 0)))
-    st = as_int_term(start)
-    if st is None:
-        return R(UNDEF, False)
-    out: z3.ArithRef | int = total + st
-    if terms:
-        s = z3.Sum(*terms) if len(terms) > 1 else terms[0]
-        out = s + out if not (isinstance(out, int) and out == 0) else s
-    return R(out, _consume_ok(it))
 
 
 def _len(cx: RelationCompiler, args: list[V], kwargs: dict[str, V], node: ast.AST) -> R:
@@ -492,96 +359,6 @@ def _str(cx: RelationCompiler, args: list[V], kwargs: dict[str, V], node: ast.AS
         "text with a Literal field",
         node,
     )
-
-
-def _minmax(
-    cx: RelationCompiler, args: list[V], kwargs: dict[str, V], node: ast.AST, is_min: bool
-) -> R:
-    name = "min" if is_min else "max"
-    if "key" in kwargs:
-        cx.fail(f"{name}() with key=", "key= is not supported", node)
-    has_default = "default" in kwargs
-    if len(args) == 1:
-        it = iterate(cx, args[0], node)
-        items = it.seq.items
-        ok0 = _consume_ok(it)
-    else:
-        items = [Item(True, a) for a in args]
-        ok0 = True
-    items = [x for x in items if x.present is not False]
-    extra = [kwargs["default"]] if has_default else []
-    pairs = [(x.present, _float_operand(cx, x, node)) for x in items]
-    of_floats = minmax_floats(cx, pairs, is_min, node)
-    if of_floats is not None:
-        if has_default:
-            cx.fail(f"{name}() of floats with default=", "default= is not supported", node)
-        return R(of_floats, ok0)
-    numbers = as_numbers(cx, [x.value for x in items] + extra, name, node)
-    if numbers is not None:  # dates or timedeltas: their ordinals or days, and back
-        nums, back = numbers
-        items = [Item(x.present, n, x.err) for x, n in zip(items, nums, strict=False)]
-        kwargs = {**kwargs, "default": nums[-1]} if has_default else kwargs
-        r = _minmax(cx, [SSeq(items, len(items), False)], kwargs, node, is_min)
-        if r.value is UNDEF:
-            return r
-        out = back(cast("z3.ArithRef | int", r.value))
-        return R(out.value, AND(r.ok, ok0, out.ok))
-    best: z3.ArithRef | int | None = None
-    seen: Cond = False
-    for x in items:
-        if x.present is False:
-            continue
-        t = _int_operand(
-            cx,
-            x,
-            node,
-            (f"{name}() of strings", f"{name}() of str values"),
-            (f"{name}() of optional values", "Optional values"),
-        )
-        if t is None:
-            return R(UNDEF, False)
-        if best is None:
-            best = t
-            seen = x.present
-            continue
-        better = t < best if is_min else t > best
-        if isinstance(better, bool) and x.present is True:
-            if better:
-                best = t
-        else:
-            take = AND(x.present, OR(NOT(seen), better))
-            best = cast(z3.ArithRef, z3.If(to_bool(take), t, best))
-        seen = OR(seen, x.present)
-    if best is None:
-        if has_default:
-            return R(kwargs["default"], ok0)
-        return R(UNDEF, False)
-    if has_default:
-        d = as_int_term(kwargs["default"])
-        if d is None:
-            cx.fail(f"{name}() default", "default must be an int", node)
-        return R(ite(cx, seen, best, d), ok0)
-    return R(best, AND(ok0, seen))
-
-
-def _min(cx: RelationCompiler, args: list[V], kwargs: dict[str, V], node: ast.AST) -> R:
-    return _minmax(cx, args, kwargs, node, True)
-
-
-def _max(cx: RelationCompiler, args: list[V], kwargs: dict[str, V], node: ast.AST) -> R:
-    return _minmax(cx, args, kwargs, node, False)
-
-
-def _distinct(cx: RelationCompiler, args: list[V], kwargs: dict[str, V], node: ast.AST) -> R:
-    it = _one_iter(cx, args, node, "distinct")
-    items = [x for x in it.seq.items if x.present is not False]
-    conds: list[Cond] = []
-    contiguous = it.seq.contiguous
-    for j, b in enumerate(items):
-        for a in items[:j]:
-            guard = b.present if contiguous else AND(a.present, b.present)
-            conds.append(IMPLIES(guard, NOT(eq(cx, a.value, b.value, node))))
-    return R(AND(*conds), _consume_ok(it))
 
 
 def _zip(cx: RelationCompiler, args: list[V], kwargs: dict[str, V], node: ast.AST) -> R:
@@ -693,7 +470,7 @@ def _interval(cx: RelationCompiler, e: z3.ArithRef | int) -> tuple[int | None, i
 
 
 def _list(cx: RelationCompiler, args: list[V], kwargs: dict[str, V], node: ast.AST) -> R:
-    it = _one_iter(cx, args, node, "list")
+    it = one_iterable(cx, args, node, "list")
     seq = it.seq
     return R(
         SSeq(
@@ -701,7 +478,7 @@ def _list(cx: RelationCompiler, args: list[V], kwargs: dict[str, V], node: ast.A
             seq.length if seq.contiguous else count(seq.items),
             seq.contiguous,
         ),
-        _consume_ok(it),
+        consumed_ok(it),
     )
 
 
@@ -737,12 +514,8 @@ def _instance_of(cx: RelationCompiler, v: V, classes: tuple[type, ...], node: as
 
 
 CALLS: dict[str, CallRule] = {
-    "all": _all,
-    "any": _any,
-    "sum": _sum,
+    **REDUCTIONS,
     "len": _len,
-    "min": _min,
-    "max": _max,
     "zip": _zip,
     "enumerate": _enumerate,
     "range": _range,
@@ -754,7 +527,6 @@ CALLS: dict[str, CallRule] = {
     "str": _str,
     "list": _list,
     "tuple": _list,
-    "distinct": _distinct,
     "isinstance": _isinstance,
 }
 """The rule of each supported builtin on record values (one per name in `SUPPORTED_CALLS`)."""

@@ -57,6 +57,9 @@ __all__ = ["RelationCompiler"]
 ExprRule = Callable[["RelationCompiler", Any, Scope], R]
 """The rule of one AST node type: (compiler, node, scope) -> result."""
 
+CallRule = Callable[["RelationCompiler", list[V], dict[str, V], ast.AST], R]
+"""The rule of one builtin on record values: (compiler, args, kwargs, node) -> result."""
+
 _RULES: dict[type[ast.AST], ExprRule] = {
     **names.RULES,
     **fields.RULES,

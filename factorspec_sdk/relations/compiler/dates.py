@@ -18,32 +18,11 @@ exactly, with integer arithmetic only (no approximation anywhere):
   (only the timedelta's ``days`` count, as in Python); ``datetime ± timedelta`` a datetime,
   to the microsecond; ``OverflowError`` outside years 1-9999 makes ``ok`` false; timedeltas
   add, subtract, negate, take ``abs`` and multiply by ints; times take no arithmetic.
-- ``.year``/``.month``/``.day`` of a date field are variables of their own, ``year(d)``,
-  ``month(d)``, ``day(d)``, tied to the date by the factor ``calendar of d`` (`date_links`):
-  ``d == days_before_year(y) + days_before_month(y, m) + day`` with real month lengths and
-  leap years, which fixes exactly one (y, m, day) per ordinal. (Z3 solves that tie 10-60x
-  faster than the same parts as functions of the ordinal.) Of a computed date (``d +
-  timedelta(days=1)``, a datetime's ``.date()``) they are those functions: the
-  civil-from-days algorithm (H. Hinnant's; divisions by constants only, linear and exact
-  for every ordinal). ``.weekday()`` is ``(ordinal + 6) % 7``, ``.isoweekday()`` one more,
-  ``.toordinal()`` the ordinal. ``.hour``/``.minute``/``.second``/``.microsecond`` are
-  divisions of the count by constants; a datetime's ``.date()`` and ``.time()`` split it.
-  Of a datetime *field* ``t`` the split is two variables, ``date(t)`` and ``clock(t)``,
-  tied by the linear factor ``clock of t`` (``t == 86400 * date(t) + clock(t)``), and its
-  ``.year``/``.month``/``.day`` are tied to ``date(t)`` by ``calendar of t``: about 35x faster
-  for Z3 than the divisions (18-34 s per record before, under 1 s after). Likewise
-  ``.hour``/``.minute``/``.second`` of a datetime or time field (and of a datetime field's
-  ``.time()``) are variables ``hour(t)``, ``minute(t)``, ``second(t)``, tied to its seconds
-  since midnight (``clock(t)``, or a time field itself) by the linear factor ``time of t``
-  (``clock == 3600 * hour + 60 * minute + second``, each part within its range, which fixes
-  one (hour, minute, second) per clock): the same exact values as ``clock // 3600`` and
-  ``clock // 60 % 60``, without the divisions and modulos Z3 would otherwise reason about
-  (relations that compute minutes as ``.hour * 60 + .minute``, as rosters do).
-- A timedelta's ``.days`` (floor division, as Python normalizes), ``.seconds``,
-  ``.microseconds``; ``.total_seconds()`` of whole seconds is their count (Python returns it
-  as a float, exact below 2**53); of microseconds it is refused (a rounded float).
 - ``timedelta(...)`` of record ints takes any of its arguments, in microseconds exactly;
   ``date(...)``, ``datetime(...)`` and ``time(...)`` take constants only.
+
+Their parts (``.year``, ``.hour``, ``.days``, ``.date()``, ``.weekday()``...) and the factors
+that tie a field's part variables to it are `date_parts`'.
 
 Anything else on these values raises `RelationDefinitionError` naming the construct.
 """
@@ -52,14 +31,13 @@ from __future__ import annotations
 
 import ast
 import datetime as dt
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Literal, NoReturn, TypeAlias, cast
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Literal, TypeAlias, cast
 
 import z3
 
 from factorspec_sdk.relations.compiler.ints import ORDER_OPS, as_int_term
 from factorspec_sdk.relations.compiler.raises import BINARY, sample, type_name
-from factorspec_sdk.relations.compiler.records import VarRecord
 from factorspec_sdk.relations.compiler.terms import AND, Cond, in_codes, mk_cmp, mk_eq, mk_ite
 from factorspec_sdk.relations.compiler.values import (
     UNDEF,
@@ -67,31 +45,34 @@ from factorspec_sdk.relations.compiler.values import (
     SClock,
     SDate,
     SDelta,
-    SFunc,
     V,
     is_sym,
 )
-from factorspec_sdk.relations.kinds import LeafKind, VarKind
-from factorspec_sdk.relations.layout import LeafLayout, Path, path_name
+from factorspec_sdk.relations.kinds import LeafKind
+from factorspec_sdk.relations.layout import LeafLayout, Path
 from factorspec_sdk.relations.temporal import DATE_MAX, DATE_MIN, from_python
-from factorspec_sdk.relations.variables import DATE_PARTS, date_part_of, part_variable, parts_of
+from factorspec_sdk.relations.variables import parts_of
 
 if TYPE_CHECKING:
     from factorspec_sdk.relations.compiler.core import RelationCompiler
 
 __all__ = [
+    "DATETIMES",
+    "DAY_US",
+    "SEC_US",
+    "Clock",
+    "Term",
     "abs_delta",
     "arith_dates",
-    "as_numbers",
     "as_date",
-    "date_attr",
+    "as_numbers",
+    "clock_value",
     "date_call",
     "date_leaf",
+    "delta_days",
     "duration_leaf",
-    "date_links",
-    "calendar_tie",
-    "date_method",
     "eq_dates",
+    "floor_div",
     "is_date_like",
     "ite_dates",
     "member_dates",
@@ -99,27 +80,26 @@ __all__ = [
     "order_dates",
 ]
 
-_SEC_US = 10**6
-_DAY_US = 86_400 * _SEC_US
+SEC_US = 10**6
+"""Microseconds in a second: the unit of a datetime, time or timedelta leaf's count."""
+DAY_US = 86_400 * SEC_US
+"""Microseconds in a day: the unit of a date's ordinal, and of timedeltas of whole days."""
 _ONE_US = dt.timedelta(microseconds=1)
 _DELTA_MIN_US = dt.timedelta.min // _ONE_US
 _DELTA_MAX_US = dt.timedelta.max // _ONE_US
 """``timedelta``'s range in microseconds: beyond it, ``OverflowError``."""
 _CLOCK_US: dict[Clock, tuple[int, int]] = {
-    LeafKind.DATETIME: (DATE_MIN * _DAY_US, (DATE_MAX + 1) * _DAY_US - 1),
-    LeafKind.AWARE: (DATE_MIN * _DAY_US, (DATE_MAX + 1) * _DAY_US - 1),
-    LeafKind.TIME: (0, _DAY_US - 1),
+    LeafKind.DATETIME: (DATE_MIN * DAY_US, (DATE_MAX + 1) * DAY_US - 1),
+    LeafKind.AWARE: (DATE_MIN * DAY_US, (DATE_MAX + 1) * DAY_US - 1),
+    LeafKind.TIME: (0, DAY_US - 1),
 }
 _CMP_SYM: dict[type[ast.cmpop], str] = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
 Term: TypeAlias = "z3.ArithRef | int"
 Clock: TypeAlias = Literal[LeafKind.DATETIME, LeafKind.AWARE, LeafKind.TIME]
 """The kinds of a clock value (`SClock`)."""
-
-
-_CLOCK_PARTS = ("hour", "minute", "second")
-"""The parts of a clock (`DATE_PARTS`) tied to it by ``time of t``."""
-_DAYS_BEFORE_MONTH = (0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334)
-_MONTH_DAYS = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+DATETIMES = (LeafKind.DATETIME, LeafKind.AWARE)
+"""The clock kinds that have a date (a naive and an aware datetime)."""
+_CLOCKS: tuple[Clock, ...] = (LeafKind.DATETIME, LeafKind.AWARE, LeafKind.TIME)
 
 
 def date_leaf(cx: RelationCompiler, path: Path, node: LeafLayout) -> SDate | SClock:
@@ -133,112 +113,13 @@ def date_leaf(cx: RelationCompiler, path: Path, node: LeafLayout) -> SDate | SCl
     clock = cast(Clock, node.kind)
     # a datetime's date and clock, a time's hour, minute and second may become variables
     split = bool(parts_of(node.kind))
-    return SClock(term, _SEC_US, clock, path if split else None)
+    return SClock(term, SEC_US, clock, path if split else None)
 
 
 def duration_leaf(cx: RelationCompiler, path: Path, node: LeafLayout) -> SDelta:
     """The variable of a ``timedelta`` leaf: its whole seconds (an int variable)."""
     term = cast(z3.ArithRef, cx.leaf_var(path, node).term)
-    return SDelta(term, _SEC_US)
-
-
-def _vars(cx: RelationCompiler, path: Path, parts: tuple[str, ...]) -> list[z3.ArithRef]:
-    out = []
-    for part in parts:
-        name = f"{part}({path_name(path)})"
-        out.append(cast(z3.ArithRef, cx.var(path, part_variable(part), name=name).term))
-    return out
-
-
-def _part_vars(cx: RelationCompiler, path: Path) -> dict[str, z3.ArithRef]:
-    """``year(d)``, ``month(d)``, ``day(d)`` of the date (datetime) leaf at ``path``.
-
-    All three at once, marked as read: the tie that defines them needs each.
-    """
-    parts = ("year", "month", "day")
-    return dict(zip(parts, _vars(cx, path, parts), strict=True))
-
-
-def _split_vars(cx: RelationCompiler, path: Path) -> tuple[z3.ArithRef, z3.ArithRef]:
-    """``date(t)`` and ``clock(t)`` of the datetime leaf at ``path``: its ordinal and seconds.
-
-    Tied to the leaf by the factor ``clock of t``: ``t == 86400 * date(t) + clock(t)``.
-    """
-    d, c = _vars(cx, path, ("date", "clock"))
-    return d, c
-
-
-def _clock_part_vars(cx: RelationCompiler, path: Path) -> dict[str, z3.ArithRef]:
-    """``hour(t)``, ``minute(t)``, ``second(t)`` of the datetime or time leaf at ``path``.
-
-    All three at once, marked as read: the tie that defines them needs each. A datetime's
-    are tied to its ``clock(t)`` (read already: `_day_clock` made it), a time's to itself.
-    """
-    return dict(zip(_CLOCK_PARTS, _vars(cx, path, _CLOCK_PARTS), strict=True))
-
-
-def calendar_tie(e: z3.ArithRef, y: z3.ArithRef, m: z3.ArithRef, d: z3.ArithRef) -> z3.BoolRef:
-    """``e`` is the ordinal of the date (y, m, d), and (y, m, d) is a real calendar date."""
-    leap = z3.Or(z3.And(y % 4 == 0, y % 100 != 0), y % 400 == 0)
-    ctx = e.ctx  # the spec's context: the main one, or a server's own (`spec_from_ir`)
-    before: z3.ArithRef = z3.IntVal(_DAYS_BEFORE_MONTH[-1], ctx)
-    length: z3.ArithRef = z3.IntVal(_MONTH_DAYS[-1], ctx)
-    for k in range(10, -1, -1):
-        before = cast(z3.ArithRef, z3.If(m == k + 1, _DAYS_BEFORE_MONTH[k], before))
-        days = _MONTH_DAYS[k] + (z3.If(leap, 1, 0) if k == 1 else 0)
-        length = cast(z3.ArithRef, z3.If(m == k + 1, days, length))
-    y1 = y - 1
-    ordinal = 365 * y1 + y1 / 4 - y1 / 100 + y1 / 400 + before + z3.If(z3.And(m > 2, leap), 1, 0)
-    return cast(
-        z3.BoolRef,
-        z3.And(y >= 1, y <= 9999, m >= 1, m <= 12, d >= 1, d <= length, e == ordinal + d),
-    )
-
-
-def date_links(records: Mapping[str, VarRecord]) -> list[tuple[str, frozenset[str], z3.BoolRef]]:
-    """Factors that tie a date leaf to its parts where relations read them.
-
-    Returns (factor name, variables, formula): per datetime split into its date and clock,
-    ``clock of t`` (``t == 86400 * date(t) + clock(t)``, linear); per date (or datetime)
-    with a year, month and day, ``calendar of d`` (on the datetime's ``date(t)``); per
-    datetime or time with an hour, minute and second, ``time of t`` (``clock == 3600 *
-    hour + 60 * minute + second`` on the datetime's ``clock(t)`` or the time itself).
-    """
-    dates = {r.path: r for r in records.values() if r.kind == VarKind.DATE}
-    parts: dict[Path, dict[str, VarRecord]] = {}
-    for rec in records.values():
-        found = date_part_of(rec.name) if rec.kind == VarKind.DATEPART else None
-        if found is not None:
-            parts.setdefault(rec.path, {})[found] = rec
-    out: list[tuple[str, frozenset[str], z3.BoolRef]] = []
-    for path, ps in parts.items():
-        leaf = dates[path]
-        ordinal = cast(z3.ArithRef, leaf.term)
-        below = leaf.name
-        clock, seconds = ordinal, leaf.name  # a time's count is its clock
-        if "date" in ps:  # a datetime: its date and clock
-            day, clock = (cast(z3.ArithRef, ps[k].term) for k in ("date", "clock"))
-            tie = z3.And(ordinal == 86_400 * day + clock, clock >= 0, clock <= 86_399)
-            names = frozenset({leaf.name, ps["date"].name, ps["clock"].name})
-            out.append((f"clock of {path_name(path)}", names, cast(z3.BoolRef, tie)))
-            ordinal, below, seconds = day, ps["date"].name, ps["clock"].name
-        if "hour" in ps:
-            h, m, sec = (cast(z3.ArithRef, ps[k].term) for k in _CLOCK_PARTS)
-            tie = z3.And(
-                clock == 3600 * h + 60 * m + sec,
-                *(
-                    z3.And(t >= DATE_PARTS[k][0], t <= DATE_PARTS[k][1])
-                    for k, t in zip(_CLOCK_PARTS, (h, m, sec), strict=True)
-                ),
-            )
-            names = frozenset({seconds, *(ps[k].name for k in _CLOCK_PARTS)})
-            out.append((f"time of {path_name(path)}", names, cast(z3.BoolRef, tie)))
-        if "year" in ps:
-            y, m, d = (cast(z3.ArithRef, ps[k].term) for k in ("year", "month", "day"))
-            formula = calendar_tie(ordinal, y, m, d)
-            names = frozenset({below, ps["year"].name, ps["month"].name, ps["day"].name})
-            out.append((f"calendar of {path_name(path)}", names, formula))
-    return out
+    return SDelta(term, SEC_US)
 
 
 def _is_date(v: V) -> bool:
@@ -254,19 +135,19 @@ def as_date(v: V) -> Term | None:
     return None
 
 
-def _div(t: Term, k: int) -> Term:
+def floor_div(t: Term, k: int) -> Term:
     """``t // k`` for ``k > 0`` (Z3's integer division is floor division then)."""
     return t // k if isinstance(t, int) else cast(z3.ArithRef, t / k)
 
 
-def _days_of(n: Term, unit: int) -> Term:
+def delta_days(n: Term, unit: int) -> Term:
     """``.days`` of a timedelta of ``n * unit`` microseconds (floor, as Python normalizes)."""
-    return n if unit == _DAY_US else _div(n, _DAY_US // unit)
+    return n if unit == DAY_US else floor_div(n, DAY_US // unit)
 
 
 def _coarse(us: int) -> tuple[int, int]:
     """``(n, unit)`` of ``us`` microseconds with the coarsest unit that holds it exactly."""
-    for unit in (_DAY_US, _SEC_US):
+    for unit in (DAY_US, SEC_US):
         if us % unit == 0:
             return us // unit, unit
     return us, 1
@@ -304,7 +185,7 @@ def _clock_parts(v: V) -> tuple[Term, int, Clock] | None:
             micro = v.microsecond
             if kind == LeafKind.AWARE and isinstance(v, dt.datetime):  # of the UTC time
                 micro = v.astimezone(dt.UTC).microsecond
-            n, unit = _coarse(got[0] * _SEC_US + micro)
+            n, unit = _coarse(got[0] * SEC_US + micro)
             return n, unit, kind
     return None
 
@@ -332,7 +213,7 @@ def _operands(a: V, b: V) -> tuple[Term, Term, int] | Literal[False] | None:
     """
     if isinstance(a, SDate) or isinstance(b, SDate):
         x, y = as_date(a), as_date(b)
-        return False if x is None or y is None else (x, y, _DAY_US)
+        return False if x is None or y is None else (x, y, DAY_US)
     if isinstance(a, SClock) or isinstance(b, SClock):
         ca, cb = _clock_parts(a), _clock_parts(b)
         if ca is None or cb is None or ca[2] != cb[2]:
@@ -380,7 +261,7 @@ def _shift(e: Term, days: Term) -> R:
     return R(SDate(out), AND(mk_cmp(">=", out, DATE_MIN), mk_cmp("<=", out, DATE_MAX)))
 
 
-def _delta(n: Term, unit: int = _DAY_US) -> R:
+def _delta(n: Term, unit: int = DAY_US) -> R:
     """A timedelta of ``n * unit`` microseconds (OverflowError beyond ``timedelta.max``)."""
     lo, hi = _DELTA_MIN_US // unit, _DELTA_MAX_US // unit
     if isinstance(n, int):
@@ -388,14 +269,14 @@ def _delta(n: Term, unit: int = _DAY_US) -> R:
     return R(SDelta(n, unit), AND(mk_cmp(">=", n, lo), mk_cmp("<=", n, hi)))
 
 
-def _clock(n: Term, unit: int, temporal: Clock, zoned: bool = False) -> R:
+def clock_value(n: Term, unit: int, temporal: Clock, zoned: bool = False) -> R:
     """A datetime (OverflowError outside Python's) or time of ``n * unit`` microseconds."""
     lo, hi = _CLOCK_US[temporal]
     lo, hi = -(-lo // unit), hi // unit
     if isinstance(n, int):
         if not lo <= n <= hi:
             return R(UNDEF, False)
-        us = n * unit if temporal == LeafKind.TIME else n * unit - _DAY_US  # from 0001-01-01
+        us = n * unit if temporal == LeafKind.TIME else n * unit - DAY_US  # from 0001-01-01
         moment = dt.datetime.min + dt.timedelta(microseconds=us)
         if temporal == LeafKind.TIME:
             return R(moment.time())
@@ -447,10 +328,10 @@ def _arith(cx: RelationCompiler, op: type[ast.operator], a: V, b: V, node: ast.A
         return _delta(da - db)
     ta, tb = _delta_parts(a), _delta_parts(b)
     if op in (ast.Add, ast.Sub) and da is not None and tb is not None:
-        days = _days_of(*tb)
+        days = delta_days(*tb)
         return _shift(da, days if op is ast.Add else -days)  # Python keeps only the days
     if op is ast.Add and db is not None and ta is not None:
-        return _shift(db, _days_of(*ta))
+        return _shift(db, delta_days(*ta))
     if op in (ast.Add, ast.Sub) and ta is not None and tb is not None:
         (x, y), u = _common(ta, tb)
         return _delta(x + y if op is ast.Add else x - y, u)
@@ -474,15 +355,15 @@ def _arith_clocks(
     """Arithmetic with a datetime or a time (``ca``/``cb``) on one side (a time takes none)."""
     ta, tb = _delta_parts(a), _delta_parts(b)
     if op is ast.Sub and ca is not None and cb is not None:
-        if ca[2] == cb[2] and ca[2] in _DATETIMES:  # aware ones: by their UTC times
+        if ca[2] == cb[2] and ca[2] in DATETIMES:  # aware ones: by their UTC times
             (x, y), u = _common(ca[:2], cb[:2])
             return _delta(x - y, u)
-    elif op in (ast.Add, ast.Sub) and ca is not None and tb is not None and ca[2] in _DATETIMES:
+    elif op in (ast.Add, ast.Sub) and ca is not None and tb is not None and ca[2] in DATETIMES:
         (x, y), u = _common(ca[:2], tb)
-        return _clock(x + y if op is ast.Add else x - y, u, ca[2], _zoned(a))
-    elif op is ast.Add and cb is not None and ta is not None and cb[2] in _DATETIMES:
+        return clock_value(x + y if op is ast.Add else x - y, u, ca[2], _zoned(a))
+    elif op is ast.Add and cb is not None and ta is not None and cb[2] in DATETIMES:
         (x, y), u = _common(ta, cb[:2])
-        return _clock(x + y, u, cb[2], _zoned(b))
+        return clock_value(x + y, u, cb[2], _zoned(b))
     return _date_fail(cx, op, a, b, node)
 
 
@@ -500,175 +381,14 @@ def abs_delta(v: V) -> R | None:
     return None
 
 
-def _civil(e: z3.ArithRef) -> tuple[z3.ArithRef, z3.ArithRef, z3.ArithRef]:
-    """(year, month, day) of the ordinal ``e`` >= 1 (H. Hinnant's civil_from_days).
-
-    ``z`` counts days from 0000-03-01; every quantity is non-negative, so Z3's integer
-    division (Euclidean) is Python's floor division here.
-    """
-    z = e + 305
-    era = z / 146097
-    doe = z - era * 146097
-    yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365
-    doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-    mp = (5 * doy + 2) / 153
-    day = doy - (153 * mp + 2) / 5 + 1
-    month = cast(z3.ArithRef, z3.If(mp < 10, mp + 3, mp - 9))
-    year = yoe + era * 400 + z3.If(month <= 2, 1, 0)
-    return cast(z3.ArithRef, year), month, cast(z3.ArithRef, day)
-
-
-def _day_and_rest(n: Term, unit: int) -> tuple[Term, Term]:
-    """The ordinal of a datetime's date and the rest of its day, in ``unit``."""
-    if unit == _DAY_US:
-        return n, 0
-    per = _DAY_US // unit
-    return _div(n, per), n % per
-
-
-def _day_clock(cx: RelationCompiler, v: SClock) -> tuple[Term, Term, int]:
-    """The ordinal of a datetime's date, the rest of its day and that rest's unit.
-
-    Of a leaf, its variables ``date(t)`` and ``clock(t)`` (seconds); else divisions.
-    """
-    if v.path is not None and v.temporal in _DATETIMES:
-        day, clock = _split_vars(cx, v.path)
-        return day, clock, _SEC_US
-    day, rest = _day_and_rest(v.n, v.unit)
-    return day, rest, v.unit
-
-
-def _clock_field(rest: Term, unit: int, name: str) -> Term:
-    """``.hour``/``.minute``/``.second``/``.microsecond`` of ``rest`` units since midnight."""
-    if name == "microsecond":
-        return rest % _SEC_US if unit == 1 else 0
-    if unit == _DAY_US:
-        return 0
-    scale = {"hour": 3600, "minute": 60, "second": 1}[name] * _SEC_US // unit
-    count = _div(rest, scale)
-    return count if name == "hour" else count % 60
-
-
-_CLOCK_FIELDS = ("hour", "minute", "second", "microsecond")
-_WALL = ("year", "month", "day", "date", "time", "weekday", "isoweekday", "toordinal")
-"""A datetime's parts read off its wall clock (with `_CLOCK_FIELDS`)."""
-_DATETIMES = (LeafKind.DATETIME, LeafKind.AWARE)
-_CLOCKS: tuple[Clock, ...] = (LeafKind.DATETIME, LeafKind.AWARE, LeafKind.TIME)
-
-
-def _zoned_fail(cx: RelationCompiler, name: str, node: ast.AST) -> NoReturn:
-    cx.fail(
-        f"wall clock of a datetime in another time zone (.{name})",
-        "the value may come from an aware constant whose offset is not UTC, and its wall "
-        "clock is not its UTC time; read the parts of an aware field, or of a UTC constant",
-        node,
-    )
-
-
-def date_attr(cx: RelationCompiler, v: V, name: str, node: ast.AST) -> R | None:
-    """``v.name`` of a symbolic date-like value (a method becomes an `SFunc`), else None."""
-    if isinstance(v, SDate):
-        if name in ("year", "month", "day"):
-            if v.path is not None:
-                return R(_part_vars(cx, v.path)[name])
-            year, month, day = _civil(v.e)
-            return R({"year": year, "month": month, "day": day}[name])
-        if name in ("weekday", "isoweekday", "toordinal"):
-            return R(SFunc(name, v))
-        cx.fail(
-            f"attribute .{name} of a date",
-            "dates offer .year/.month/.day and .weekday()/.isoweekday()/.toordinal()",
-            node,
-        )
-    if isinstance(v, SClock):
-        if v.temporal in _DATETIMES:
-            if v.zoned and name in (*_WALL, *_CLOCK_FIELDS):
-                _zoned_fail(cx, name, node)
-            day, rest, unit = _day_clock(cx, v)
-            if name in ("year", "month", "day") and v.path is not None:
-                return R(_part_vars(cx, v.path)[name])  # tied to date(t)
-            if name in ("year", "month", "day"):
-                year, month, d = _civil(cast(z3.ArithRef, day))
-                return R({"year": year, "month": month, "day": d}[name])
-            if name in _CLOCK_PARTS and v.path is not None:
-                return R(_clock_part_vars(cx, v.path)[name])  # tied to clock(t)
-            if name in _CLOCK_FIELDS:
-                return R(_clock_field(rest, unit, name))
-            if name in ("date", "time", "weekday", "isoweekday", "toordinal"):
-                return R(SFunc(name, v))
-            offers = ".year/.month/.day/.hour/.minute/.second/.microsecond and .date()/"
-            offers += ".time()/.weekday()/.isoweekday()/.toordinal()"
-            cx.fail(f"attribute .{name} of a datetime", f"datetimes offer {offers}", node)
-        if name in _CLOCK_PARTS and v.path is not None:
-            return R(_clock_part_vars(cx, v.path)[name])  # tied to the time (its clock)
-        if name in _CLOCK_FIELDS:
-            return R(_clock_field(v.n, v.unit, name))
-        cx.fail(
-            f"attribute .{name} of a time",
-            "times offer .hour/.minute/.second/.microsecond",
-            node,
-        )
-    if isinstance(v, SDelta):
-        if name == "days":
-            return R(_days_of(v.n, v.unit))
-        if name == "seconds":
-            if v.unit == _DAY_US:
-                return R(0)
-            return R(_div(v.n % (_DAY_US // v.unit), _SEC_US // v.unit))
-        if name == "microseconds":
-            return R(v.n % _SEC_US if v.unit == 1 else 0)
-        if name == "total_seconds":
-            return R(SFunc(name, v))
-        cx.fail(
-            f"attribute .{name} of a timedelta",
-            "timedeltas offer .days/.seconds/.microseconds and .total_seconds()",
-            node,
-        )
-    return None
-
-
-def date_method(cx: RelationCompiler, f: SFunc, args: list[V], node: ast.AST) -> R | None:
-    """A method of a symbolic date-like value (``weekday()``...), else None."""
-    v = f.bound
-    if not is_date_like(v):
-        return None
-    if args:
-        cx.fail(f"call to {f.name}()", f"{f.name}() takes no arguments", node)
-    if isinstance(v, SDate):
-        weekday = (v.e + 6) % 7
-        return R({"weekday": weekday, "isoweekday": weekday + 1, "toordinal": v.e}[f.name])
-    if isinstance(v, SClock):
-        if v.zoned:
-            _zoned_fail(cx, f.name, node)
-        day, rest, unit = _day_clock(cx, v)
-        if f.name == "date":
-            return R(SDate(cast(z3.ArithRef, day), v.path))
-        if f.name == "time":
-            out = _clock(rest, unit, LeafKind.TIME)
-            if v.path is not None and isinstance(out.value, SClock):  # clock(t): parts too
-                return R(SClock(out.value.n, out.value.unit, LeafKind.TIME, v.path), out.ok)
-            return out
-        weekday = (day + 6) % 7
-        return R({"weekday": weekday, "isoweekday": weekday + 1, "toordinal": day}[f.name])
-    assert isinstance(v, SDelta)
-    if v.unit == 1:
-        cx.fail(
-            "total_seconds() of a timedelta with microseconds",
-            "total_seconds() of microseconds is a float decided by rounding; compare the "
-            "timedelta with timedelta(seconds=...) instead",
-            node,
-        )
-    return R(v.n * (v.unit // _SEC_US))
-
-
 _DELTA_SCALES = {
-    "days": _DAY_US,
-    "seconds": _SEC_US,
+    "days": DAY_US,
+    "seconds": SEC_US,
     "microseconds": 1,
     "milliseconds": 1000,
-    "minutes": 60 * _SEC_US,
-    "hours": 3600 * _SEC_US,
-    "weeks": 7 * _DAY_US,
+    "minutes": 60 * SEC_US,
+    "hours": 3600 * SEC_US,
+    "weeks": 7 * DAY_US,
 }
 """``timedelta``'s arguments in the order of its signature, each in microseconds."""
 
@@ -771,7 +491,7 @@ def as_numbers(
         nums, unit = _common(*(cast(tuple[Term, int, Clock], c)[:2] for c in clocks))
         temporal = kinds.pop()
         zoned = _zoned(*values)
-        return nums, lambda t: _clock(t, unit, temporal, zoned)
+        return nums, lambda t: clock_value(t, unit, temporal, zoned)
     deltas = [_delta_parts(v) for v in values]
     if all(d is not None for d in deltas):
         nums, unit = _common(*(cast(tuple[Term, int], d) for d in deltas))

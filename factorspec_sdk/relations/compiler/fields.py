@@ -4,7 +4,7 @@
 unrolled `SSeq` of a list (element ``i`` present iff ``i < len``), an `SMaybe` around an
 ``Optional`` node, and for a leaf the variable its value kind makes (`leaf`). Attribute
 access reads a field of a model, ``.value`` of an Enum field, a part of a date or timedelta
-(`dates.date_attr`), or an attribute of a constant (a method of a context value becomes an
+(`date_parts.date_attr`), or an attribute of a constant (a method of a context value becomes an
 `SFunc`).
 """
 
@@ -24,7 +24,7 @@ from factorspec_sdk.relations.checks import (
     SUPPORTED_METHODS,
     method_refusal,
 )
-from factorspec_sdk.relations.compiler import codes, dates, floats, ints, uuids
+from factorspec_sdk.relations.compiler import codes, date_parts, dates, floats, ints, uuids
 from factorspec_sdk.relations.compiler.choices import map_choice
 from factorspec_sdk.relations.compiler.terms import AND, NOT, Cond
 from factorspec_sdk.relations.compiler.values import (
@@ -217,7 +217,7 @@ def attr(cx: RelationCompiler, v: V, name: str, node: ast.AST) -> R:
             node,
         )
     uuids.refuse_uuid(cx, v, f"attribute .{name} of a UUID", node)
-    of_date = dates.date_attr(cx, v, name, node)
+    of_date = date_parts.date_attr(cx, v, name, node)
     if of_date is not None:
         return of_date
     if is_sym(v):

@@ -62,6 +62,8 @@ approximated:
 - ``sum`` folds ``+`` in order, with the recursive-summation bound plus ``2u`` of the total
   magnitude as slack, which also covers Python 3.12's compensated ``sum``.
 
+Comparisons and ``math.isclose`` (the proofs above that compare) are `float_compare`'s.
+
 Anything else on floats and Decimals (``//``, ``%``, ``**``, ``/`` by a record value, ``math``
 functions, truth of a computed float) raises `RelationDefinitionError` naming the construct.
 """
@@ -71,16 +73,14 @@ from __future__ import annotations
 import ast
 import decimal
 import math
-import struct
 from fractions import Fraction
 from math import lcm
-from typing import TYPE_CHECKING, NoReturn, cast
+from typing import TYPE_CHECKING, cast
 
 import z3
 
-from factorspec_sdk.relations.compiler.ints import ORDER_OPS, as_int_term
+from factorspec_sdk.relations.compiler.ints import as_int_term
 from factorspec_sdk.relations.compiler.raises import (
-    operand_texts,
     refuse_type_error,
     sample,
     type_name,
@@ -95,25 +95,30 @@ if TYPE_CHECKING:
     from factorspec_sdk.relations.compiler.core import RelationCompiler
 
 __all__ = [
+    "ROUNDOFF",
+    "SUBNORMAL",
+    "add_floats",
     "arith_floats",
     "as_float",
+    "digits15",
+    "divide_float",
     "float_leaf",
-    "isclose_floats",
+    "is_float",
     "ite_floats",
     "minmax_floats",
     "neg_abs_float",
-    "order_floats",
-    "truthy_float",
-    "divide_float",
+    "result_kind",
     "round_float",
+    "scaled_num",
     "sum_floats",
     "to_float",
     "truncate_float",
+    "truthy_float",
 ]
 
-_U = Fraction(1, 2**53)
+ROUNDOFF = Fraction(1, 2**53)
 """Unit roundoff of a double: ``|fl(x) - x| <= u |x|`` for normal results."""
-_ETA = Fraction(1, 2**1074)
+SUBNORMAL = Fraction(1, 2**1074)
 """The spacing of subnormal doubles: a bound on the absolute error of a tiny result."""
 _EXACT_INT = 2**53
 """Ints up to this magnitude convert to float exactly."""
@@ -129,7 +134,7 @@ def float_leaf(cx: RelationCompiler, path: Path, node: LeafLayout) -> SFloat:
     mag = Fraction(max(abs(rec.ge), abs(rec.le)), 10**node.places)
     if node.kind == LeafKind.DECIMAL:
         return SFloat(n, 10**node.places, mag, Fraction(0), True, Num.DECIMAL)
-    return SFloat(n, 10**node.places, mag, mag * _U + _ETA, True)
+    return SFloat(n, 10**node.places, mag, mag * ROUNDOFF + SUBNORMAL, True)
 
 
 def _const(c: float | int | decimal.Decimal) -> SFloat:
@@ -140,7 +145,7 @@ def _const(c: float | int | decimal.Decimal) -> SFloat:
     if isinstance(c, float):
         q = Fraction(c)
         return SFloat(z3.IntVal(q.numerator), q.denominator, abs(q), Fraction(0), True)
-    err = Fraction(0) if abs(c) <= _EXACT_INT else abs(c) * _U  # int -> float rounds above
+    err = Fraction(0) if abs(c) <= _EXACT_INT else abs(c) * ROUNDOFF  # int -> float rounds above
     return SFloat(z3.IntVal(c), 1, Fraction(abs(c)), err, err == 0, Num.INT)
 
 
@@ -179,15 +184,16 @@ def as_float(cx: RelationCompiler, v: V) -> SFloat | None:
     if t is None or isinstance(t, int):
         return None if t is None else _const(t)
     bound = _int_bound(cx, t)
-    err = Fraction(0) if bound <= _EXACT_INT else bound * _U
+    err = Fraction(0) if bound <= _EXACT_INT else bound * ROUNDOFF
     return SFloat(t, 1, Fraction(bound), err, err == 0, Num.INT)
 
 
-def _is_float(v: V) -> bool:
+def is_float(v: V) -> bool:
+    """Whether ``v`` is a float or Decimal (an `SFloat`, or a constant of either type)."""
     return isinstance(v, (SFloat, float, decimal.Decimal))
 
 
-def _kind(x: SFloat, y: SFloat) -> Num | None:
+def result_kind(x: SFloat, y: SFloat) -> Num | None:
     """The kind of ``x op y``; None when Python raises ``TypeError`` (Decimal with float)."""
     kinds = {x.kind, y.kind}
     if kinds == {Num.FLOAT, Num.DECIMAL}:
@@ -211,7 +217,7 @@ def _exact_decimal(cx: RelationCompiler, x: SFloat, node: ast.AST) -> SFloat:
     return SFloat(x.num, x.den, x.mag, Fraction(0), True, Num.DECIMAL)
 
 
-def _scaled(x: SFloat, den: int) -> z3.ArithRef:
+def scaled_num(x: SFloat, den: int) -> z3.ArithRef:
     """``x.num`` on the common denominator ``den`` (a multiple of ``x.den``)."""
     k = den // x.den
     return x.num if k == 1 else cast(z3.ArithRef, x.num * k)
@@ -219,12 +225,13 @@ def _scaled(x: SFloat, den: int) -> z3.ArithRef:
 
 def _rounding(mag: Fraction, err: Fraction) -> Fraction:
     """The error one rounding of a result of magnitude at most ``mag + err`` adds."""
-    return (mag + err) * _U + _ETA
+    return (mag + err) * ROUNDOFF + SUBNORMAL
 
 
-def _add(a: SFloat, b: SFloat, sign: int) -> SFloat:
+def add_floats(a: SFloat, b: SFloat, sign: int) -> SFloat:
+    """``a + b`` (``sign`` 1) or ``a - b`` (``sign`` -1), with the error one rounding adds."""
     den = lcm(a.den, b.den)
-    num = _scaled(a, den) + sign * _scaled(b, den)
+    num = scaled_num(a, den) + sign * scaled_num(b, den)
     mag = a.mag + b.mag
     exact = a.err == 0 and b.err == 0
     err = a.err + b.err + _rounding(mag, a.err + b.err)
@@ -258,7 +265,7 @@ def arith_floats(
     cx: RelationCompiler, op: type[ast.operator], a: V, b: V, ok: Cond, node: ast.AST
 ) -> R | None:
     """``a op b`` when either is a float (None when neither is: another kind's rule)."""
-    if not (_is_float(a) or _is_float(b)):
+    if not (is_float(a) or is_float(b)):
         return None
     x, y = as_float(cx, a), as_float(cx, b)
     if x is None or y is None:
@@ -268,11 +275,11 @@ def arith_floats(
             "(strings and dates do not mix with numbers)",
             node,
         )
-    kind = _kind(x, y)
+    kind = result_kind(x, y)
     if kind is None:
         return R(UNDEF, False)  # TypeError: a Decimal and a float do not mix
     if op in (ast.Add, ast.Sub, ast.Mult):
-        out = _add(x, y, 1 if op is ast.Add else -1) if op is not ast.Mult else _mul(x, y)
+        out = add_floats(x, y, 1 if op is ast.Add else -1) if op is not ast.Mult else _mul(x, y)
         if kind == Num.DECIMAL:
             return R(_exact_decimal(cx, out, node), ok)
         return R(out, ok)
@@ -304,7 +311,7 @@ def divide_float(cx: RelationCompiler, a: V, b: V, ok: Cond, node: ast.AST) -> R
             node,
         )
     y = _const(b)
-    kind = _kind(x, y)
+    kind = result_kind(x, y)
     if kind is None:
         return R(UNDEF, False)  # TypeError: a Decimal and a float do not mix
     if b == 0:
@@ -344,7 +351,7 @@ def neg_abs_float(x: SFloat, absolute: bool) -> SFloat:
     return SFloat(num, x.den, x.mag, x.err, x.rounded, x.kind)
 
 
-def _digits15(x: SFloat) -> bool:
+def digits15(x: SFloat) -> bool:
     """Whether every possible ``R`` has at most 15 significant digits (``fl`` is 1-1 there)."""
     d, k = x.den, 0
     while d % 10 == 0:
@@ -352,162 +359,6 @@ def _digits15(x: SFloat) -> bool:
     while d % 2 == 0 or d % 5 == 0:  # 1/2, 1/4, 1/5...: finite decimals with more places
         d, k = d // (2 if d % 2 == 0 else 5), k + 1
     return d == 1 and x.mag * 10**k <= FLOAT_LIMIT
-
-
-def _is_even(d: float) -> bool:
-    """Whether the double ``d`` has an even significand (round-half-even picks it on ties)."""
-    bits: int = struct.unpack("<q", struct.pack("<d", d))[0]
-    return bits % 2 == 0
-
-
-def _rounds_below(x: SFloat, q: Fraction) -> Cond:
-    """``fl(R) < q`` for a rounded ``x`` and any rational ``q``, exactly."""
-    t = float(q)  # the least double >= q: Python's float(Fraction) rounds to nearest
-    if Fraction(t) < q:
-        t = math.nextafter(t, math.inf)
-    before = math.nextafter(t, -math.inf)  # fl(R) < t  <=>  fl(R) <= before
-    mid = (Fraction(before) + Fraction(t)) / 2
-    scaled = mid * x.den  # compare num / den with mid: num * mid.den vs mid.num * den
-    lhs = x.num * scaled.denominator
-    rhs = scaled.numerator
-    if _is_even(before):  # a tie rounds down to `before`
-        return cast(z3.BoolRef, lhs <= rhs)
-    return cast(z3.BoolRef, lhs < rhs)
-
-
-def _exact_cmp(op: type[ast.cmpop], x: SFloat, y: SFloat) -> Cond:
-    den = lcm(x.den, y.den)
-    a, b = _scaled(x, den), _scaled(y, den)
-    if op is ast.Eq:
-        return cast(z3.BoolRef, a == b)
-    if op is ast.NotEq:
-        return cast(z3.BoolRef, a != b)
-    return cast(z3.BoolRef, ORDER_OPS[op](a, b))
-
-
-def order_floats(
-    cx: RelationCompiler, op: type[ast.cmpop], a: V, b: V, node: ast.AST
-) -> tuple[Cond, Cond] | None:
-    """``a op b`` (``== != < <= > >=``) when either is a float, as (result, ok); None else.
-
-    Exact where the proof settles it. Where one grid value of the exact difference lies
-    within the rounding error of the comparison's edge, an ordering (``<``...) is compiled
-    with that value excluded (``ok`` false there: such a record is never written; see the
-    module docstring). Raises `RelationDefinitionError` where rounding could decide more.
-    """
-    if not (_is_float(a) or _is_float(b)):
-        return None
-    x, y = as_float(cx, a), as_float(cx, b)
-    if x is None or y is None:
-        if op in (ast.Eq, ast.NotEq):
-            return op is ast.NotEq, True  # a float never equals a str, a date, None...
-        cx.fail(
-            "float comparison",
-            f"{ast.unparse(node)}: a float ordered against a non-number (Python raises "
-            "TypeError); compare floats with numbers",
-            node,
-        )
-    if x.err == 0 and y.err == 0:  # both are their R exactly (Python compares exactly)
-        return _exact_cmp(op, x, y), True
-    if {x.kind, y.kind} == {Num.FLOAT, Num.DECIMAL}:  # Decimal('0.1') != 0.1 in Python
-        cx.fail(
-            "comparison of a Decimal with a float",
-            f"{ast.unparse(node)}: Python compares the Decimal with the float's exact binary "
-            "value; give both fields the same type",
-            node,
-        )
-    const = _constant(a), _constant(b)
-    if const[0] is not None or const[1] is not None:
-        v, q, flipped = (y, const[0], True) if const[0] is not None else (x, const[1], False)
-        assert q is not None
-        if v.rounded:
-            return _against(op, v, q, flipped), True
-        edge, num, den, err = q, v.num, v.den, v.err
-    elif x.rounded and y.rounded and _digits15(x) and _digits15(y):
-        return _exact_cmp(op, x, y), True
-    else:  # compare the exact difference with 0; each double is within its own err
-        den = lcm(x.den, y.den)
-        edge, err = Fraction(0), x.err + y.err
-        num = cast(z3.ArithRef, _scaled(x, den) - _scaled(y, den))
-    lo = math.ceil((edge - err) * den)  # grid values num / den within err of the edge
-    hi = math.floor((edge + err) * den)
-    if lo > hi:  # none: the doubles are on the same side as the exact values
-        return _exact_cmp(op, x, y), True
-    if lo == hi and op not in (ast.Eq, ast.NotEq):  # one: excluded (never written)
-        return _exact_cmp(op, x, y), cast(z3.BoolRef, num != lo)
-    _decided_by_rounding(cx, op, node, x, y, edge, den, err, hi - lo + 1)
-
-
-def _decided_by_rounding(
-    cx: RelationCompiler,
-    op: type[ast.cmpop],
-    node: ast.AST,
-    x: SFloat,
-    y: SFloat,
-    edge: Fraction,
-    den: int,
-    err: Fraction,
-    count: int,
-) -> NoReturn:
-    """Refuse a comparison that rounding decides, saying why and what compiles instead."""
-    places = _grid_places(den)
-    step = f"1e-{places}" if places is not None else f"1/{den}"
-    lhs, rhs = operand_texts(node) or ("a", "b")
-    if op in (ast.Eq, ast.NotEq) and count == 1:
-        if places is None:
-            instead = "use Decimal fields (exact arithmetic)"
-        elif x.err == 0 or y.err == 0:  # a constant or an exact value on one side
-            computed, other = (rhs, lhs) if x.err == 0 else (lhs, rhs)
-            instead = f"write round({computed}, {places}) == {other} (exact)"
-        else:
-            instead = (
-                f"write abs({lhs} - {rhs}) < {5 * 10.0 ** -(places + 1)!r} (equal to within "
-                f"half a step) or round({lhs}, {places}) == round({rhs}, {places}) (both "
-                "exact)"
-            )
-        why = (
-            f"its sides are multiples of {step}, and where their exact values are equal "
-            "Python's doubles can still differ in the last bit (0.1 + 0.2 == 0.3 is False "
-            "in Python), so == and != of computed floats are decided by rounding"
-        )
-    else:
-        instead = (
-            "give the fields fewer decimals (Annotated[float, Places(n)]) or smaller bounds, "
-            "so that the rounding error stays below half a step, or use Decimal fields "
-            "(exact arithmetic)"
-        )
-        why = (
-            f"its exact values are multiples of {step} and Python's doubles can be up to "
-            f"{float(err):.2g} from them, so {count} possible values within that of "
-            f"{_shown(edge)} are decided by how the doubles round"
-        )
-    cx.fail(
-        "float comparison decided by rounding",
-        f"{ast.unparse(node)}: {why}; {instead}",
-        node,
-    )
-
-
-def _grid_places(den: int) -> int | None:
-    """The decimals ``k`` of a grid of step ``1 / den`` (``den`` divides ``10**k``), or None."""
-    k = 0
-    while 10**k % den:
-        if k > 30:
-            return None
-        k += 1
-    return k
-
-
-def _shown(q: Fraction) -> str:
-    """A rational as the user wrote it (a float constant's repr, an int)."""
-    return str(q.numerator) if q.denominator == 1 else repr(float(q))
-
-
-def _constant(v: V) -> Fraction | None:
-    """The exact value of a Python number (Python compares ints and floats exactly)."""
-    if isinstance(v, (bool, int, float)):
-        return Fraction(v)
-    return None
 
 
 def truthy_float(cx: RelationCompiler, v: SFloat) -> Cond:
@@ -518,29 +369,6 @@ def truthy_float(cx: RelationCompiler, v: SFloat) -> Cond:
             "a computed float can be a tiny non-zero rounding error where its decimals are 0",
         )
     return cast(z3.BoolRef, v.num != 0)
-
-
-def _against(op: type[ast.cmpop], v: SFloat, q: Fraction, flipped: bool) -> Cond:
-    """``fl(R) op q`` (or ``q op fl(R)`` when ``flipped``) for a rounded ``v``, exactly."""
-    if flipped:
-        op = {ast.Lt: ast.Gt, ast.Gt: ast.Lt, ast.LtE: ast.GtE, ast.GtE: ast.LtE}.get(op, op)
-    below = _rounds_below(v, q)  # fl(R) < q
-    t = float(q)
-    if Fraction(t) < q:
-        t = math.nextafter(t, math.inf)
-    # fl(R) <= q  <=>  fl(R) < the least double > q
-    above = math.nextafter(t, math.inf) if Fraction(t) == q else t
-    at_most = _rounds_below(v, Fraction(above))
-    if op is ast.Lt:
-        return below
-    if op is ast.LtE:
-        return at_most
-    if op is ast.Gt:
-        return NOT(at_most)
-    if op is ast.GtE:
-        return NOT(below)
-    eq = AND(at_most, NOT(below))
-    return eq if op is ast.Eq else NOT(eq)
 
 
 def ite_floats(cx: RelationCompiler, c: Cond, a: V, b: V) -> SFloat | None:
@@ -554,7 +382,7 @@ def ite_floats(cx: RelationCompiler, c: Cond, a: V, b: V) -> SFloat | None:
     if kinds == {Num.FLOAT, Num.DECIMAL}:
         return None  # a choice between a float and a Decimal stays a choice
     den = lcm(x.den, y.den)
-    num = mk_ite(c, _scaled(x, den), _scaled(y, den))
+    num = mk_ite(c, scaled_num(x, den), scaled_num(y, den))
     return SFloat(
         cast(z3.ArithRef, num),
         den,
@@ -569,7 +397,7 @@ def minmax_floats(
     cx: RelationCompiler, values: list[tuple[Cond, V]], is_min: bool, node: ast.AST
 ) -> SFloat | None:
     """``min``/``max`` of ``(present, value)`` pairs when one is a float (None otherwise)."""
-    if not any(_is_float(v) for _, v in values):
+    if not any(is_float(v) for _, v in values):
         return None
     best: SFloat | None = None
     seen: Cond = False
@@ -584,7 +412,7 @@ def minmax_floats(
         if best is None:
             best, seen = x, present
             continue
-        kind = _kind(x, best)
+        kind = result_kind(x, best)
         if kind is None:
             cx.fail(
                 "min/max of Decimals and floats",
@@ -592,7 +420,7 @@ def minmax_floats(
                 node,
             )
         den = lcm(x.den, best.den)
-        a, b = _scaled(x, den), _scaled(best, den)
+        a, b = scaled_num(x, den), scaled_num(best, den)
         better = a < b if is_min else a > b
         take = AND(present, OR(NOT(seen), better))
         exact = x.rounded and best.rounded  # fl is monotone: min(fl(a), fl(b)) = fl(min(a, b))
@@ -614,7 +442,7 @@ def sum_floats(
     cx: RelationCompiler, items: list[tuple[Cond, V]], start: V, node: ast.AST
 ) -> SFloat | None:
     """``sum(...)`` of ``(present, value)`` pairs when one is a float (None otherwise)."""
-    if not (_is_float(start) or any(_is_float(v) for _, v in items)):
+    if not (is_float(start) or any(is_float(v) for _, v in items)):
         return None
     total = as_float(cx, start)
     if total is None:
@@ -635,71 +463,23 @@ def sum_floats(
         if present is not True:
             num = cast(z3.ArithRef, mk_ite(present, x.num, 0))
             x = SFloat(num, x.den, x.mag, x.err, x.rounded, x.kind)
-        kind = _kind(total, x)
+        kind = result_kind(total, x)
         if kind is None:  # Python's + raises TypeError: reported with the fix
             refuse_type_error(cx, ast.Add, total, x, node)
             cx.fail("sum of Decimals and floats", f"{ast.unparse(node)}: give them one type", node)
         if n == 0 and _zero(total):  # Python's sum starts at int 0: 0 + x is x exactly
             total = SFloat(x.num, x.den, x.mag, x.err, x.rounded, kind)
         else:
-            total = _add(total, x, 1)
+            total = add_floats(total, x, 1)
             total = _exact_decimal(cx, total, node) if kind == Num.DECIMAL else total
         n += 1
     if n >= 2 and total.kind != Num.DECIMAL:  # slack for Python 3.12's compensated sum
-        total = SFloat(total.num, total.den, total.mag, total.err + 2 * _U * total.mag, False)
+        total = SFloat(total.num, total.den, total.mag, total.err + 2 * ROUNDOFF * total.mag, False)
     return total
 
 
 def _zero(x: SFloat) -> bool:
     return bool(z3.is_int_value(x.num)) and int(cast(z3.IntNumRef, x.num).as_long()) == 0
-
-
-def isclose_floats(cx: RelationCompiler, args: list[V], kwargs: dict[str, V], node: ast.AST) -> R:
-    """``math.isclose(a, b, rel_tol=..., abs_tol=...)`` of floats, exactly (or refused).
-
-    Python computes ``d = abs(b - a)`` and answers ``d <= rel_tol * abs(b) or d <=
-    rel_tol * abs(a) or d <= abs_tol`` (``a == b`` makes ``d`` 0). The relative terms are
-    at most ``rel_tol * max|a, b|`` (the default 1e-09 of values up to a million: 0.001). So
-    when no possible exact ``|b - a|`` lies between ``abs_tol - err`` and that bound ``+
-    err``, the answer is ``|b - a| <= abs_tol`` on the exact values. When one does, and
-    smaller differences are surely close, that one is excluded (``ok`` false there), as for
-    an ordering (`order_floats`); else it is refused.
-    """
-    names = ("a", "b", "rel_tol", "abs_tol")
-    given = dict(zip(names, args, strict=False)) | kwargs
-    if set(given) - set(names) or not {"a", "b"} <= set(given):
-        cx.fail("call to math.isclose()", "math.isclose(a, b, rel_tol=..., abs_tol=...)", node)
-    rel, tol = given.get("rel_tol", 1e-09), given.get("abs_tol", 0.0)
-    if not all(isinstance(t, (int, float)) and not isinstance(t, bool) for t in (rel, tol)):
-        cx.fail("call to math.isclose()", "rel_tol and abs_tol must be constants", node)
-    rel_q, tol_q = Fraction(cast(float, rel)), Fraction(cast(float, tol))
-    if rel_q < 0 or tol_q < 0:
-        return R(UNDEF, False)  # ValueError: tolerances must be non-negative
-    x, y = as_float(cx, given["a"]), as_float(cx, given["b"])
-    if x is None or y is None or _kind(x, y) != Num.FLOAT:
-        cx.fail("call to math.isclose()", "math.isclose() of floats (not Decimals)", node)
-    d = neg_abs_float(_add(y, x, -1), True)
-    relative = rel_q * max(x.mag + x.err, y.mag + y.err) * (1 + 4 * _U) + _ETA
-    lo = math.floor((tol_q - d.err) * d.den)  # grid points n / den with n <= lo: surely close
-    hi = math.floor((max(tol_q, relative) + d.err) * d.den) + 1  # n >= hi: surely not
-    close = cast(z3.BoolRef, d.num * tol_q.denominator <= tol_q.numerator * d.den)
-    if hi - lo <= 1 or (d.err == 0 and relative <= tol_q):
-        return R(close)
-    if hi - lo == 2 and lo >= 0:  # one difference undecided, and smaller ones are close
-        return R(close, cast(z3.BoolRef, d.num != lo + 1))
-    places = _grid_places(d.den)
-    step = f"1e-{places}" if places is not None else f"1/{d.den}"
-    half = f"abs_tol={5 * 10.0 ** -(places + 1)!r}" if places is not None else "abs_tol"
-    cx.fail(
-        "math.isclose() decided by rounding",
-        f"{ast.unparse(node)}: the exact differences are multiples of {step}, and "
-        f"{hi - lo - 1} of them lie within the rounding error of the tolerance (up to "
-        f"{float(max(tol_q, relative)):.2g}: abs_tol, or rel_tol times the values), "
-        "where how the doubles round decides Python's answer; give rel_tol=0 and "
-        f"{half} (equal to within half a step), or an abs_tol of at least one step, or "
-        "the fields fewer decimals",
-        node,
-    )
 
 
 def truncate_float(cx: RelationCompiler, v: V, node: ast.AST) -> V | None:
@@ -710,7 +490,7 @@ def truncate_float(cx: RelationCompiler, v: V, node: ast.AST) -> V | None:
     """
     if not isinstance(v, SFloat):
         return None
-    if not (v.rounded and (v.kind != Num.FLOAT or _digits15(v))):
+    if not (v.rounded and (v.kind != Num.FLOAT or digits15(v))):
         cx.fail(
             "int() of a computed float",
             f"{ast.unparse(node)}: a computed float can round across an integer; round() it first",
@@ -732,7 +512,7 @@ def to_float(cx: RelationCompiler, v: V) -> SFloat | None:
         return x
     if x.err == 0 and x.kind == Num.INT and x.den == 1:  # an exact int: the double is the int
         return SFloat(x.num, 1, x.mag, Fraction(0), True)
-    return SFloat(x.num, x.den, x.mag, x.mag * _U + _ETA + x.err, x.err == 0)
+    return SFloat(x.num, x.den, x.mag, x.mag * ROUNDOFF + SUBNORMAL + x.err, x.err == 0)
 
 
 def _half_even(num: z3.ArithRef, den: int) -> z3.ArithRef:
@@ -770,7 +550,7 @@ def round_float(cx: RelationCompiler, v: V, ndigits: V, node: ast.AST) -> V | No
         return out
     if scale % v.den != 0 or v.err >= Fraction(1, 2 * scale):
         _unround(cx, node)
-    return SFloat(v.num, v.den, v.mag, v.mag * _U + _ETA, True)
+    return SFloat(v.num, v.den, v.mag, v.mag * ROUNDOFF + SUBNORMAL, True)
 
 
 def _unround(cx: RelationCompiler, node: ast.AST) -> None:

@@ -34,12 +34,8 @@ from factorspec_sdk.relations.compiler.dates import (
     neg_delta,
     order_dates,
 )
-from factorspec_sdk.relations.compiler.floats import (
-    arith_floats,
-    divide_float,
-    neg_abs_float,
-    order_floats,
-)
+from factorspec_sdk.relations.compiler.float_compare import order_floats
+from factorspec_sdk.relations.compiler.floats import arith_floats, divide_float, neg_abs_float
 from factorspec_sdk.relations.compiler.ints import (
     ORDER_OPS,
     arith_terms,

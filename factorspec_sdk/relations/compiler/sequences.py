@@ -3,8 +3,9 @@
 A list of the record is unrolled to its bound (`SSeq`, element ``i`` present iff
 ``i < len``); a comprehension builds a sequence whose items carry their presence (the ``if``
 filters) and, for a generator, the condition that producing the item raises (met only when a
-consumer reaches it). `iterate` views any iterable value as an `SSeq`; `count` is the number
-of present items.
+consumer reaches it). `iterate` views any iterable value as an `SSeq` (`one_iterable` the one
+argument of a builtin); `count` is the number of present items; `consumed_ok` is the
+condition that consuming a view to its end raises nothing.
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ from factorspec_sdk.relations.compiler.values import (
 if TYPE_CHECKING:
     from factorspec_sdk.relations.compiler.core import ExprRule, RelationCompiler
 
-__all__ = ["RULES", "count", "index", "iterate", "slice_of"]
+__all__ = ["RULES", "consumed_ok", "count", "index", "iterate", "one_iterable", "slice_of"]
 
 
 # --------------------------------------------------------------------------- subscripts
@@ -389,3 +390,15 @@ RULES: dict[type[ast.AST], ExprRule] = {
     ast.ListComp: _e_list_comp,
 }
 """The expressions this module evaluates."""
+
+
+def one_iterable(cx: RelationCompiler, args: list[V], node: ast.AST, name: str) -> Iter:
+    """The one iterable argument of the builtin ``name`` (``all(xs)``), viewed by `iterate`."""
+    if len(args) != 1:
+        cx.fail(f"call to {name}()", f"{name}() takes one iterable here", node)
+    return iterate(cx, args[0], node)
+
+
+def consumed_ok(it: Iter) -> Cond:
+    """That consuming ``it`` to its end raises nothing: the view's ``ok`` and no item's error."""
+    return AND(it.ok, *(NOT(x.err) for x in it.seq.items if x.err is not False))

@@ -1,0 +1,404 @@
+"""`ir_from_json_schema` writes the schema's language: undeclared keys, any value, null.
+
+An object that allows keys it does not declare (``additionalProperties`` not false,
+``patternProperties``, no ``properties`` at all), a sub-schema that constrains nothing
+(``{}``, ``true``), a node without ``type`` (which accepts every type its keywords do not
+constrain, ``null`` included) and an array without ``items`` are grammar values: llguidance
+writes every value `jsonschema` accepts there. An object a relation reads under (a
+``uniqueItems`` list laid out with a factor), or whose grammar llguidance refuses, stays
+native with its declared keys only, and says so (``undeclared_keys``).
+
+MaskBench's criterion is checked as MaskBench states it: an instance is *writable* when some
+token sequence the planner's masks allow (`Planner.allowed` / `advance`, the tiny vocabulary)
+spells a JSON text that parses to it, in any key order and any tokenization; the search
+below walks both at once.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from factorspec_sdk.ir import IRError, ir_from_json_schema, json_schema_validator, spec_from_ir
+from factorspec_sdk.tokens.plan import Cursor, Finished, GrammarCursor, planner_for
+from tests.helpers import tiny_tokenizer
+from tests.ir.test_json_schema import obj, open_obj, records
+
+MASKBENCH = Path(__file__).resolve().parents[2].parent / "shared" / "schemas" / "maskbench-dev"
+INT = {"type": "integer", "minimum": 0, "maximum": 9}
+
+# --------------------------------------------------------------------------- the search
+
+_Item = bytes | tuple[Any, ...]
+_State = tuple[_Item, ...]
+
+
+def _spellings(v: object) -> list[bytes]:
+    """The JSON texts of a scalar (an integral float also as an integer: it parses equal)."""
+    if isinstance(v, float) and v.is_integer():
+        return [json.dumps(v).encode(), str(int(v)).encode()]
+    return [json.dumps(v, ensure_ascii=False).encode()]
+
+
+def _closure(stack: _State) -> Iterator[_State]:
+    """The states of a serialization whose next item is text (or that is done).
+
+    A state is a stack of what is left to write, its top last: text, ``("v", value)`` or
+    ``("k", object, keys left, first)``; an object's next key is any key left (every order).
+    """
+    todo = [stack]
+    while todo:
+        st = todo.pop()
+        if not st:
+            yield st
+            continue
+        top, rest = st[-1], st[:-1]
+        if isinstance(top, bytes):
+            if top:
+                yield st
+            else:
+                todo.append(rest)
+        elif top[0] == "v":
+            v = top[1]
+            if isinstance(v, dict):
+                todo.append((*rest, b"}", ("k", v, tuple(v), True), b"{"))
+            elif isinstance(v, list):
+                items: list[_Item] = []
+                for i, x in enumerate(v):
+                    items += [b", "] if i else []
+                    items.append(("v", x))
+                todo.append((*rest, b"]", *reversed(items), b"["))
+            else:
+                todo += [(*rest, s) for s in _spellings(v)]
+        else:
+            _, o, left, first = top
+            if not left:
+                todo.append(rest)
+            for k in left:
+                lead = (b"" if first else b", ") + json.dumps(k, ensure_ascii=False).encode()
+                others = tuple(x for x in left if x != k)
+                todo.append((*rest, ("k", o, others, False), ("v", o[k]), lead + b": "))
+
+
+def _feed(states: list[_State], data: bytes) -> list[_State]:
+    for byte in data:
+        states = [
+            nxt
+            for st in states
+            if st and isinstance(st[-1], bytes) and st[-1][0] == byte
+            for nxt in _closure((*st[:-1], st[-1][1:]))
+        ]
+        if not states:
+            break
+    return states
+
+
+def writable(schema: dict[str, Any], value: object, limit: int = 20_000) -> bool:
+    """Whether the masks of ``schema``'s planner let some tokens spell ``value`` (any order)."""
+    tok = tiny_tokenizer()
+    planner = planner_for(spec_from_ir(ir_from_json_schema(schema)), tok)
+    eos = tok.eos_ids[0]
+    steps = 0
+    failed: set[tuple[bytes, object]] = set()
+    seen: list[Cursor] = []  # alive, so that no two cursors of the search share an id
+
+    def finished(cursor: Cursor) -> bool:
+        if isinstance(cursor, Finished):
+            return True
+        # a root grammar value that may grow (a number) ends with the end-of-text token
+        return (
+            isinstance(cursor, GrammarCursor)
+            and eos in planner.allowed(cursor).tolist()
+            and isinstance(planner.advance(cursor, eos), Finished)
+        )
+
+    def search(cursor: Cursor, states: list[_State], written: bytes) -> bool:
+        nonlocal steps
+        # inside a grammar value the matcher's state follows from the text, not its tokens
+        seen.append(cursor)
+        key = (written, id(cursor.segment) if isinstance(cursor, GrammarCursor) else id(cursor))
+        if key in failed:
+            return False
+        steps += 1
+        assert steps < limit, "the search is too long for a test"
+        if any(not st for st in states) and finished(cursor):
+            return True
+        if not isinstance(cursor, Finished):
+            for t in planner.allowed(cursor).tolist():
+                text = tok.vocab[t]
+                nxt = _feed(states, text) if text else []
+                if nxt and search(planner.advance(cursor, t), nxt, written + text):
+                    return True
+        failed.add(key)
+        return False
+
+    return search(planner.start(), list(_closure((("v", value),))), b"")
+
+
+def layout(schema: dict[str, Any]) -> dict[str, Any]:
+    out = ir_from_json_schema(schema)["layout"]
+    assert isinstance(out, dict)
+    return out
+
+
+def test_the_search_follows_the_masks() -> None:
+    closed = obj({"a": INT, "b": {"type": "boolean"}}, required=["a", "b"])
+    assert writable(closed, {"b": True, "a": 3})  # any key order
+    assert not writable(closed, {"a": 3})
+    assert not writable(closed, {"a": 10, "b": True})
+    assert not writable(closed, {"a": 3, "b": True, "c": 1})
+
+
+# --------------------------------------------------------------------------- keys not declared
+
+
+OPEN_CASES: dict[str, tuple[dict[str, Any], list[object], list[object]]] = {
+    # name: (schema, valid instances, invalid instances)
+    "no additionalProperties": (
+        open_obj({"a": INT}, required=["a"]),
+        [{"a": 1, "zz": [True, None]}, {"a": 2}, {"q": {"r": "s"}, "a": 0}],
+        [{"zz": 1}, {"a": 11, "b": 1}],
+    ),
+    "object without properties": (
+        {"type": "object"},
+        [{}, {"k": 1.5}, {"k": {"l": [1, "x"]}}],
+        [[], "s"],
+    ),
+    "additionalProperties schema": (
+        obj({"a": INT}, additionalProperties={"type": "string"}),
+        [{"a": 1, "b": "x"}, {"b": "x", "c": "y"}],
+        [{"a": 1, "b": 2}, {"a": "x"}],
+    ),
+    "patternProperties": (
+        obj({}, patternProperties={"^x": INT}),
+        [{"xa": 1, "xb": 2}, {}],
+        [{"xa": "1"}, {"y": 1}],
+    ),
+    "unevaluatedProperties schema": (
+        open_obj({"a": INT}, unevaluatedProperties={"type": "boolean"}),
+        [{"a": 1, "b": True}],
+        [{"a": 1, "b": 1}],
+    ),
+    "minProperties": (
+        open_obj({"a": INT}, required=["a"], minProperties=2),
+        [{"a": 1, "b": None}],
+        [{"a": 1}],
+    ),
+    # llguidance holds counts beside optional properties of an open object in anyOf
+    # branches that fix which of them are present (ir.standalone)
+    "minProperties over optional keys": (
+        open_obj({"a": INT, "b": INT}, minProperties=1),
+        [{"b": 1}, {"z": None}, {"a": 2, "b": 3}],
+        [{}, {"a": 10}],
+    ),
+    "maxProperties over optional keys": (
+        open_obj({"a": INT}, maxProperties=1),
+        [{"a": 1}, {"z": 2}, {}],
+        [{"a": 1, "z": 2}],
+    ),
+    "nested": (
+        obj({"opts": open_obj({}), "n": INT}, required=["n"]),
+        [{"n": 1, "opts": {"stop": True, "k": [1]}}, {"n": 2, "opts": {}}],
+        [{"n": 1, "opts": 3}],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(OPEN_CASES))
+def test_keys_the_schema_allows_are_written(name: str) -> None:
+    schema, valid, invalid = OPEN_CASES[name]
+    for value in valid:
+        assert writable(schema, value), value
+    for value in invalid:
+        assert not writable(schema, value), value
+    records(schema, 3)  # each one validates with jsonschema
+
+
+def test_an_object_that_allows_undeclared_keys_is_one_grammar_value() -> None:
+    schema = obj({"opts": {"type": "object"}, "n": INT}, required=["n", "opts"])
+    opts, n = layout(schema)["fields"]
+    assert n["node"]["kind"] == "int"
+    assert opts["node"] == {"type": "grammar", "schema": {"type": "object"}}
+    root = layout({"type": "object", "properties": {"n": INT}})
+    assert root["type"] == "grammar"  # the whole record
+
+
+def test_a_closed_object_is_laid_out_as_before() -> None:
+    # OpenAI strict: every key declared and required, additionalProperties false
+    strict = obj(
+        {"name": {"type": "string"}, "n": INT, "tags": {"type": "array", "items": INT}},
+        required=["name", "n", "tags"],
+    )
+    assert layout(strict) == {
+        "type": "object",
+        "name": "Record",
+        "nullable": False,
+        "fields": [
+            {"name": "name", "key": "name", "node": {**_STR}},
+            {"name": "n", "key": "n", "node": {**_INT}},
+            {
+                "name": "tags",
+                "key": "tags",
+                "node": {
+                    "type": "list",
+                    "item": {**_INT},
+                    "min_length": 0,
+                    "max_length": 16,
+                    "bounded_by_schema": False,
+                    "nullable": False,
+                },
+            },
+        ],
+    }
+
+
+_STR = {"type": "leaf", "kind": "str", "nullable": False, "min_length": 0}
+_INT = {"type": "leaf", "kind": "int", "nullable": False, "ge": 0, "le": 9}
+
+
+# --------------------------------------------------------------------------- restrictions
+
+
+def test_an_object_a_relation_reads_under_keeps_its_declared_keys() -> None:
+    unique = {"type": "array", "items": {"enum": ["a", "b", "c"]}, "uniqueItems": True}
+    schema = open_obj({"tags": unique}, required=["tags"])
+    ir = ir_from_json_schema(schema)
+    root = ir["layout"]
+    assert isinstance(root, dict) and root["undeclared_keys"] is True
+    assert [f["name"] for f in ir["factors"]] == ["uniqueItems of tags"]  # type: ignore[index]
+    spec = spec_from_ir(ir)
+    assert spec.layout.undeclared_keys  # type: ignore[union-attr]
+    assert "<record>: its declared keys only" in spec.describe()  # `factorspec check` names it
+    assert writable(schema, {"tags": ["b", "a"]})
+    assert not writable(schema, {"tags": ["a"], "x": 1})  # the named restriction
+    assert not writable(schema, {"tags": ["a", "a"]})
+    records(schema, 3)
+
+
+def test_items_a_unique_list_compares_keep_their_declared_keys() -> None:
+    # the factor that keeps the items apart reads them: open objects stay native
+    person = open_obj({"name": {"type": "string", "maxLength": 3}}, required=["name"])
+    people_schema = {"type": "array", "items": person, "uniqueItems": True}
+    schema = obj({"people": people_schema})
+    people = layout(schema)["fields"][0]["node"]
+    assert people["type"] == "list" and people["item"]["undeclared_keys"] is True
+    assert writable(schema, {"people": [{"name": "ab"}, {"name": "b"}]})
+    assert not writable(schema, {"people": [{"name": "ab"}, {"name": "ab"}]})
+    # a required key no property names is written natively there, as any JSON value
+    root = open_obj({"people": people_schema}, required=["n"])
+    fields = layout(root)["fields"]
+    assert [f["key"] for f in fields] == ["people", "n"]
+    assert fields[1]["node"] == {"type": "grammar", "schema": {}}
+    records(root, 3)
+
+
+def test_undeclared_keys_count_where_a_schema_has_unique_items_elsewhere() -> None:
+    # uniqueItems in the document: objects are laid out before they are judged; a key set
+    # that needs undeclared keys is then the grammar's, never narrowed or unsatisfiable
+    one = {"type": "array", "uniqueItems": True, "maxItems": 1}
+    deps = open_obj({"a": INT, "t": one}, dependentRequired={"a": ["z"]}, required=["t"])
+    assert layout(deps)["type"] == "grammar"
+    assert writable(deps, {"a": 1, "z": None, "t": []})
+    tags = {"type": "array", "items": {"enum": ["a", "b"]}}
+    counts = open_obj({"tags": tags, "t": one}, required=["tags", "t"], minProperties=4)
+    assert layout(counts)["type"] == "grammar"
+    assert writable(counts, {"tags": ["a"], "t": [], "x": 1, "y": 2})
+    assert not writable(counts, {"tags": ["a"], "t": [], "x": 1})
+    # a list a factor keeps unique cannot go into the grammar: refused, by name
+    unique = {**tags, "uniqueItems": True}
+    with pytest.raises(IRError, match=r"#/properties/tags: uniqueItems .* in a grammar value"):
+        ir_from_json_schema(open_obj({"tags": unique}, required=["tags"], minProperties=3))
+
+
+def test_an_object_llguidance_refuses_keeps_its_declared_keys() -> None:
+    # propertyNames: llguidance does not implement it; the declared keys it allows stay
+    schema = open_obj({"ab": INT, "abc": INT}, propertyNames={"maxLength": 2})
+    root = layout(schema)
+    assert root["undeclared_keys"] is True
+    assert [f["key"] for f in root["fields"]] == ["ab"]
+    assert writable(schema, {"ab": 1}) and not writable(schema, {"abc": 1})
+    # where the declared keys cannot hold what llguidance refuses, it is refused by name
+    with pytest.raises(
+        IRError, match=r"#/properties/o: an object.*propertyNames.*declared keys alone"
+    ):
+        ir_from_json_schema(
+            obj({"o": open_obj({"abc": INT}, propertyNames={"maxLength": 2}, required=["abc"])})
+        )
+
+
+def test_closed_objects_hold_key_keywords_natively_or_as_grammar() -> None:
+    # propertyNames on a closed object: a key it rejects is never written
+    names = obj({"ab": INT, "abc": INT}, propertyNames={"maxLength": 2})
+    assert [f["key"] for f in layout(names)["fields"]] == ["ab"]
+    # dependentRequired naming an undeclared key: that key is never written
+    deps = obj({"a": INT, "b": INT}, dependentRequired={"a": ["z"]}, required=["b"])
+    assert [f["key"] for f in layout(deps)["fields"]] == ["b"]
+    # counts over optional keys: the grammar writes the key sets that pass
+    some = obj({"a": INT, "b": INT}, minProperties=1)
+    assert layout(some)["type"] == "grammar"
+    assert writable(some, {"b": 1}) and not writable(some, {})
+    fixed = obj({"a": INT}, required=["a"], maxProperties=1)
+    assert layout(fixed)["type"] == "object"  # every key required: the count is fixed
+    with pytest.raises(IRError, match=r"unsatisfiable.*maxProperties 1"):
+        ir_from_json_schema(obj({"a": INT, "b": INT}, required=["a", "b"], maxProperties=1))
+
+
+# --------------------------------------------------------------------------- any value, null
+
+
+def test_an_unconstrained_value_is_any_json_value() -> None:
+    for sub in ({}, True, {"description": "anything", "title": "Any"}):
+        schema = obj({"x": sub}, required=["x"])
+        assert layout(schema)["fields"][0]["node"] == {"type": "grammar", "schema": {}}
+        for value in (None, 1, -2.5, "s", True, [1, [None]], {"k": {"l": []}}):
+            assert writable(schema, {"x": value}), value
+        records(schema, 3)
+
+
+def test_a_node_without_type_accepts_null_and_every_other_type() -> None:
+    schema = obj({"m": {"minimum": 3}, "s": {"minLength": 2}}, required=["m", "s"])
+    for value in ({"m": None, "s": None}, {"m": "x", "s": 7}, {"m": 3.5, "s": "ab"}):
+        assert writable(schema, value), value
+    assert not writable(schema, {"m": 2, "s": "ab"})
+    assert not writable(schema, {"m": 3, "s": "a"})
+    # beside a sibling type, an untyped alternative takes it (the same instance)
+    typed = obj({"n": {"type": ["integer", "null"], "anyOf": [{"minimum": 1}]}}, required=["n"])
+    node = layout(typed)["fields"][0]["node"]
+    assert (node["kind"], node["ge"], node["nullable"]) == ("int", 1, True)
+    records(schema, 3)
+
+
+def test_an_array_without_items_holds_any_json_values() -> None:
+    schema = obj({"t": {"type": "array", "maxItems": 3}}, required=["t"])
+    assert layout(schema)["fields"][0]["node"]["type"] == "grammar"
+    assert writable(schema, {"t": [1, {"a": None}, "x"]})
+    assert not writable(schema, {"t": [1, 2, 3, 4]})
+    records(schema, 3)
+
+
+# --------------------------------------------------------------------------- MaskBench files
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "BFCL_java_36.json",  # "parts": an array of {} holding strings, numbers, booleans
+        "BFCL_javascript_20.json",  # "options": an object with additionalProperties true
+        "Github_trivial---o27032.json",  # patternProperties only
+        "Github_easy---o21847.json",  # patternProperties under additionalProperties false
+    ],
+)
+def test_maskbench_instances(name: str) -> None:
+    path = MASKBENCH / name
+    if not path.is_file():
+        pytest.skip(f"the MaskBench files are missing: {MASKBENCH} (CI places shared/ beside)")
+    data = json.loads(path.read_text(encoding="utf-8"))
+    schema = data["schema"]
+    validator = json_schema_validator(schema)
+    for test in data["tests"]:
+        assert validator.is_valid(test["data"]) == test["valid"]
+        assert writable(schema, test["data"]) == test["valid"], test
