@@ -279,6 +279,38 @@ def test_regex_engines_take_grammar_segments_as_one_request() -> None:
         assert "grammar" in kinds(engine.requests)
 
 
+def test_a_string_left_inside_an_escape_is_asked_a_token_at_a_time() -> None:
+    """A regex starts between characters: where the one-token answer to a refused reply
+    opens an escape (``\\``), its next token is asked alone too, then the string's rest goes
+    as a span again; the record is the logits decoder's."""
+    tok = TokenizerInfo.tiny_bytes(['{"', '": ', ', "', '",'])
+    target = b'{"body": "ab\\nc", "stars": 2}'
+    eos = tok.eos_ids[0]
+
+    def logits(prefix: Sequence[int]) -> np.ndarray:
+        row = np.zeros(tok.vocab_size, dtype=np.float32)
+        text = tok.decode(list(prefix))
+        if b'{"body": "' not in text:
+            return row
+        record = b'{"body": "' + text.rsplit(b'{"body": "', 1)[1]
+        if record == b'{"body": "ab':
+            row[0xC3], row[ord("\\")] = 10.0, 5.0  # the start of an "é", else an escape
+        elif record == target:
+            row[eos] = 10.0
+        elif target.startswith(record):
+            row[target[len(record)]] = 10.0
+        return row
+
+    engine = GuidedEngine(ScriptedEngine(tok, logits))
+    result = Client(engine).generate(Comment, "go", return_result=True, max_tokens=60)
+    assert result.value == Comment(body="ab\nc", stars=2)
+    assert kinds(engine.requests)[:4] == ["regex", "token", "token", "regex"]
+    by_logits = Client(ScriptedEngine(tok, logits)).generate(
+        Comment, "go", return_result=True, max_tokens=60
+    )
+    assert result.tokens == by_logits.tokens
+
+
 @pytest.mark.parametrize(("model", "context"), [(Comment, None), (Post, None), (Signup, None)])
 def test_a_free_strings_regex_allows_every_token_the_mask_allows(
     model: type[BaseModel], context: object
