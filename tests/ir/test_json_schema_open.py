@@ -371,6 +371,24 @@ def test_a_node_without_type_accepts_null_and_every_other_type() -> None:
     records(schema, 3)
 
 
+def test_a_list_or_object_the_schema_allows_null_for_is_written_null_too() -> None:
+    # the writer writes null for a list or object only where a relation reads its
+    # null-ness: elsewhere the node is a grammar value, which writes null and the value
+    tags = {"type": ["array", "null"], "items": {"type": "string", "maxLength": 2}}
+    point = obj({"x": INT}, required=["x"])
+    schema = obj({"tags": tags, "at": {"anyOf": [point, {"type": "null"}]}}, required=["tags"])
+    for value in ({"tags": None, "at": None}, {"tags": ["a"], "at": {"x": 1}}):
+        assert writable(schema, value), value
+    assert not writable(schema, {"tags": [None], "at": None})
+    # a list a factor reads (uniqueItems) stays native: null is not written there
+    unique = {**tags, "items": {"enum": ["a", "b"]}, "uniqueItems": True}
+    read = obj({"tags": unique}, required=["tags"])
+    node = layout(read)["fields"][0]["node"]
+    assert (node["type"], node["nullable"]) == ("list", True)
+    assert writable(read, {"tags": ["b", "a"]}) and not writable(read, {"tags": None})
+    records(schema, 3)
+
+
 def test_an_array_without_items_holds_any_json_values() -> None:
     schema = obj({"t": {"type": "array", "maxItems": 3}}, required=["t"])
     assert layout(schema)["fields"][0]["node"]["type"] == "grammar"
