@@ -44,11 +44,12 @@ def _spellings(v: object) -> list[bytes]:
     return [json.dumps(v, ensure_ascii=False).encode()]
 
 
-def _closure(stack: _State) -> Iterator[_State]:
+def _closure(stack: _State, any_order: bool = True) -> Iterator[_State]:
     """The states of a serialization whose next item is text (or that is done).
 
     A state is a stack of what is left to write, its top last: text, ``("v", value)`` or
-    ``("k", object, keys left, first)``; an object's next key is any key left (every order).
+    ``("k", object, keys left, first)``; an object's next key is any key left (every order),
+    or the next one in the instance's order.
     """
     todo = [stack]
     while todo:
@@ -78,27 +79,32 @@ def _closure(stack: _State) -> Iterator[_State]:
             _, o, left, first = top
             if not left:
                 todo.append(rest)
-            for k in left:
+            for k in left if any_order else left[:1]:
                 lead = (b"" if first else b", ") + json.dumps(k, ensure_ascii=False).encode()
                 others = tuple(x for x in left if x != k)
                 todo.append((*rest, ("k", o, others, False), ("v", o[k]), lead + b": "))
 
 
-def _feed(states: list[_State], data: bytes) -> list[_State]:
+def _feed(states: list[_State], data: bytes, any_order: bool) -> list[_State]:
     for byte in data:
         states = [
             nxt
             for st in states
             if st and isinstance(st[-1], bytes) and st[-1][0] == byte
-            for nxt in _closure((*st[:-1], st[-1][1:]))
+            for nxt in _closure((*st[:-1], st[-1][1:]), any_order)
         ]
         if not states:
             break
     return states
 
 
-def writable(schema: dict[str, Any], value: object, limit: int = 20_000) -> bool:
-    """Whether the masks of ``schema``'s planner let some tokens spell ``value`` (any order)."""
+def writable(
+    schema: dict[str, Any], value: object, limit: int = 20_000, *, any_order: bool = True
+) -> bool:
+    """Whether the masks of ``schema``'s planner let some tokens spell ``value``.
+
+    In any key order, or (``any_order`` false) in the instance's own.
+    """
     tok = tiny_tokenizer()
     planner = planner_for(spec_from_ir(ir_from_json_schema(schema)), tok)
     eos = tok.eos_ids[0]
@@ -130,13 +136,13 @@ def writable(schema: dict[str, Any], value: object, limit: int = 20_000) -> bool
         if not isinstance(cursor, Finished):
             for t in planner.allowed(cursor).tolist():
                 text = tok.vocab[t]
-                nxt = _feed(states, text) if text else []
+                nxt = _feed(states, text, any_order) if text else []
                 if nxt and search(planner.advance(cursor, t), nxt, written + text):
                     return True
         failed.add(key)
         return False
 
-    return search(planner.start(), list(_closure((("v", value),))), b"")
+    return search(planner.start(), list(_closure((("v", value),), any_order)), b"")
 
 
 def layout(schema: dict[str, Any]) -> dict[str, Any]:
@@ -225,6 +231,14 @@ def test_an_object_that_allows_undeclared_keys_is_one_grammar_value() -> None:
     assert opts["node"] == {"type": "grammar", "schema": {"type": "object"}}
     root = layout({"type": "object", "properties": {"n": INT}})
     assert root["type"] == "grammar"  # the whole record
+
+
+def test_a_grammar_object_writes_its_properties_in_schema_order() -> None:
+    inner = open_obj({"zeta": INT, "alpha": INT}, required=["zeta", "alpha"])
+    schema = obj({"o": inner}, required=["o"])
+    assert layout(schema)["fields"][0]["node"]["type"] == "grammar"
+    assert writable(schema, {"o": {"zeta": 1, "alpha": 2}}, any_order=False)
+    assert not writable(schema, {"o": {"alpha": 2, "zeta": 1}}, any_order=False)
 
 
 def test_a_closed_object_is_laid_out_as_before() -> None:
