@@ -204,6 +204,7 @@ def _kind_tables() -> dict[str, Mapping[object, object]]:
     from factorspec_sdk.ir.leaves import IR_LEAVES
     from factorspec_sdk.prompts import LEAF_HINTS
     from factorspec_sdk.relations.compiler.fields import LEAF_VALUES
+    from factorspec_sdk.relations.defaults import DEFAULT_TEXTS
     from factorspec_sdk.relations.display import LEAF_DISPLAY
     from factorspec_sdk.relations.kinds import PYTHON_TYPES
     from factorspec_sdk.relations.pydantic_layout import LEAF_BUILDERS
@@ -218,6 +219,7 @@ def _kind_tables() -> dict[str, Mapping[object, object]]:
         "compiler.fields.LEAF_VALUES (a relation's value of a leaf)": LEAF_VALUES,
         "display.LEAF_DISPLAY (a variable as the user reads it)": LEAF_DISPLAY,
         "sample.SAMPLE_VALUES (a sample record)": SAMPLE_VALUES,
+        "defaults.DEFAULT_TEXTS (a default as the writer writes it)": DEFAULT_TEXTS,
         "ir.leaves.IR_LEAVES (IR wire form, record checks and facts)": IR_LEAVES,
         "writer.leaves.LEAF_WRITERS (writer options and lengths)": LEAF_WRITERS,
         "prompts.LEAF_HINTS (the prompt's schema hint)": LEAF_HINTS,

@@ -93,6 +93,9 @@ EXPECT: dict[str, list[str]] = {
         "rating: grammar",
     ],
     "types/tutorial002.py": ["True True"],
+    "types/tutorial003.py": [
+        "None 10\noptional key written: rows\nlist bound: rows\nint digits: rows[]\n"
+    ],
     "relations/tutorial005.py": ["2027-01-08 to 2027-01-12", "dates ok: True"],
     "relations/tutorial006.py": [" 2026-12-07 ", "length: 1:30:00", "in hours: True"],
     "relations/tutorial007.py": ["Escalate(kind='escalate', team='shipping')"],

@@ -32,6 +32,7 @@ from factorspec_sdk.relations.layout import (
     node_at,
     path_name,
 )
+from factorspec_sdk.relations.restrictions import Restriction, restrictions
 
 if TYPE_CHECKING:
     from factorspec_sdk.graph.oracle import Oracle
@@ -210,6 +211,10 @@ class CompiledSpec:
                 for v in f.variables:
                     mentions.setdefault(v, []).append(f.name)
         self._mentions = {v: tuple(ns) for v, ns in mentions.items()}
+        self._reads = tuple(
+            (p, r.kind) for r in self._records.values() for p in (r.path, r.other) if p is not None
+        )
+        self._read_under = {p[:k] for p, _ in self._reads for k in range(len(p) + 1)}
 
     # ------------------------------------------------------------------ lookups
 
@@ -283,6 +288,18 @@ class CompiledSpec:
     def null_variable(self, path: Path) -> str | None:
         """The Bool variable ``null(path)`` of an Optional node, if relations read it."""
         return self._null_by_path.get(tuple(path))
+
+    def reads_under(self, path: Path) -> bool:
+        """Whether a variable of the spec lies at or under ``path`` (concrete indices).
+
+        Where none does, no relation reads anything there: the writer may leave an optional
+        key there out freely (`factorspec_sdk.relations.layout.omission`).
+        """
+        return tuple(path) in self._read_under
+
+    def restrictions(self) -> list[Restriction]:
+        """Where the writer writes less than the schema allows (`relations.restrictions`)."""
+        return restrictions(self.layout, self._reads)
 
     def max_length(self, path: Path) -> int:
         """The effective bound of the list at ``path`` (schema, default or tightened)."""
@@ -375,6 +392,11 @@ class CompiledSpec:
             lines.append("list bounds:")
             for p in lists:
                 lines.append(f"  {path_name(p)}: at most {self.max_length(p)} items")
+        found = self.restrictions()
+        lines.append(f"restrictions ({len(found)}): where the writer writes less than the schema")
+        for r in found:
+            lines.append(f"  {r.path}: {r.what}")
+            lines.append(f"    to lift it: {r.lift}")
         return "\n".join(lines)
 
     def __repr__(self) -> str:

@@ -21,6 +21,7 @@ from factorspec_sdk.relations.layout import (
     GrammarLayout,
     LayoutNode,
     ListLayout,
+    ObjectField,
     ObjectLayout,
     UnionLayout,
 )
@@ -142,9 +143,7 @@ def _layout(node: LayoutNode) -> JsonDict:
         return {
             "type": "object",
             "name": node.model.__name__,
-            "fields": [
-                {"name": f.name, "key": f.key, "node": _layout(f.node)} for f in node.fields
-            ],
+            "fields": [_field(f) for f in node.fields],
             "nullable": node.nullable,
             **({"undeclared_keys": True} if node.undeclared_keys else {}),
         }
@@ -168,6 +167,16 @@ def _layout(node: LayoutNode) -> JsonDict:
             "nullable": node.nullable,
         }
     return leaf_to_ir(node)
+
+
+def _field(f: ObjectField) -> JsonDict:
+    """A field; ``optional`` and ``default`` only where set (a required field's is as before)."""
+    out: JsonDict = {"name": f.name, "key": f.key, "node": _layout(f.node)}
+    if f.optional:
+        out["optional"] = True
+    if f.default is not None:
+        out["default"] = f.default
+    return out
 
 
 class _Encoder:

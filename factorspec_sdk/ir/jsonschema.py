@@ -6,14 +6,15 @@ Its only relations keep the items of ``uniqueItems`` lists distinct.
 `jsonschema` package, against the schema the client sent (`json_schema_validator`: its
 ``$schema`` dialect, draft 2020-12 when absent, formats asserted). What the converter cannot
 guarantee is an `IRError` naming the place (``#/properties/a/items``), never silently
-dropped. The writer's values are a *subset* of what the schema accepts: it writes every
-property it keeps, integers within ``+-(10**18 - 1)``, fewer items in a ``uniqueItems``
-array of items with few values than the schema allows where `IRLimits.max_unique_work` cuts
-them, and the declared keys only of an object marked ``undeclared_keys`` (below: a relation
-reads under it, or llguidance refuses its grammar), a restriction its layout names.
-Elsewhere keys the schema allows but does not declare, any JSON value where a schema
-constrains nothing, and ``null`` where a node without ``type`` accepts it are written: by
-llguidance, as grammar values.
+dropped. The writer's values are a *subset* of what the schema accepts: it writes a property
+not ``required`` or leaves it out (always writes it where the relations read under it, a
+named restriction: `factorspec_sdk.relations.restrictions`), integers within ``+-(10**18 -
+1)``, fewer items in a ``uniqueItems`` array of items with few values than the schema allows
+where `IRLimits.max_unique_work` cuts them, and the declared keys only of an object marked
+``undeclared_keys`` (below: a relation reads under it, or llguidance refuses its grammar), a
+restriction its layout names. Elsewhere keys the schema allows but does not declare, any
+JSON value where a schema constrains nothing, and ``null`` where a node without ``type``
+accepts it are written: by llguidance, as grammar values.
 
 The writer lays out what it can itself (*native* nodes, which relations can read and whose
 certain tokens are drafted); every other sub-schema is one **grammar value**
@@ -55,7 +56,8 @@ values of that type, so ``minLength`` on an integer node is irrelevant, as JSON 
       property whose only value is ``null`` is a grammar value.
     * Objects that allow no key they do not declare (``additionalProperties: false``, or
       ``unevaluatedProperties: false`` without it, and no ``patternProperties``):
-      ``properties`` (every property is written, in schema order), ``required``
+      ``properties`` (in schema order; one not ``required`` is the model's choice: written
+      or left out), ``required``
       (a required key not under ``properties`` is unsatisfiable, an `IRError`),
       ``propertyNames`` (a declared key it rejects is never written),
       ``dependencies`` / ``dependentRequired`` (a key whose list names a key never written
@@ -659,7 +661,10 @@ class _Converter:
                         f"{at}: the property is required, but {exc.message}"
                     ) from None
                 node = self._grammar(sub, at, exc.message)  # null, written by the grammar
-            fields.append({"name": key, "key": key, "node": node})
+            field: JsonDict = {"name": key, "key": key, "node": node}
+            if key not in required:
+                field["optional"] = True  # the writer may leave it out
+            fields.append(field)
         undeclared = [k for k in dict.fromkeys(required) if k not in props]
         for key in undeclared:
             if any(re.search(p, key) for p in patterns):  # additionalProperties is then moot

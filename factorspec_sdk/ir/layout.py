@@ -14,13 +14,32 @@ import json
 import typing
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Annotated, cast
+from typing import Annotated, Any, cast
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, RootModel, create_model
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    RootModel,
+    TypeAdapter,
+    ValidationError,
+    create_model,
+)
 
 from factorspec_sdk.ir.leaves import leaf_annotation, leaf_from_ir
 from factorspec_sdk.ir.limits import IRError, IRLimits
-from factorspec_sdk.ir.model import IRGrammar, IRLeaf, IRList, IRNode, IRObject, IRUnion, RelationIR
+from factorspec_sdk.ir.model import (
+    IRField,
+    IRGrammar,
+    IRLeaf,
+    IRList,
+    IRNode,
+    IRObject,
+    IRUnion,
+    RelationIR,
+)
+from factorspec_sdk.relations.floats import fixed_text, scaled_value
 from factorspec_sdk.relations.kinds import LeafKind
 from factorspec_sdk.relations.layout import (
     INT_LIMIT,
@@ -121,7 +140,9 @@ class _LayoutBuilder:
             names.add(f.name)
             keys.add(f.key)
             sub = f"{where}.{f.name}" if where else f.name
-            fields.append(ObjectField(f.name, f.key, self.build(f.node, depth + 1, mult, sub)))
+            built = self.build(f.node, depth + 1, mult, sub)
+            _check_default(f, built, sub)
+            fields.append(ObjectField(f.name, f.key, built, f.optional, f.default))
         model = _object_model(node.name, fields)
         return ObjectLayout(model, tuple(fields), node.nullable, node.undeclared_keys)
 
@@ -136,11 +157,14 @@ class _LayoutBuilder:
             first = obj.fields[0] if obj.fields else None
             tag = first.node if first is not None and first.name == node.tag else None
             if not (
-                isinstance(tag, LeafLayout) and tag.kind == LeafKind.ENUM and len(tag.choices) == 1
+                isinstance(tag, LeafLayout)
+                and tag.kind == LeafKind.ENUM
+                and len(tag.choices) == 1
+                and not obj.fields[0].optional
             ):
                 raise IRError(
                     f"{place}: branch {b.name!r} must begin with the tag field {node.tag!r}, "
-                    "an enum leaf of one choice"
+                    "an enum leaf of one choice, not optional"
                 )
             if tag.choices[0] in tags or tag.nullable:
                 raise IRError(f"{place}: the branches' tags must differ and not be null")
@@ -180,6 +204,45 @@ class _LayoutBuilder:
             raise bad(str(exc)) from None
 
 
+def _check_default(f: IRField, node: LayoutNode, where: str) -> None:
+    """A field's ``default``: on an optional field, a value of its node, in canonical text.
+
+    Raises:
+        IRError: a default on a required field, or one that is not the text the writer
+            writes for a value of the node (`leaf_annotation` checks the value; ``null``
+            needs a nullable node; no other value of an object, list or union).
+    """
+    if f.default is None:
+        return
+    if not f.optional:
+        raise IRError(f"field {where}: a default applies to an optional field only")
+    try:
+        value = json.loads(f.default)
+    except ValueError:
+        raise IRError(f"field {where}: its default {f.default!r} is not JSON") from None
+    if value is None and node.nullable:
+        return
+    problem = "is not a value of the field"
+    if isinstance(node, LeafLayout) and value is not None:
+        try:
+            TypeAdapter(cast(Any, leaf_annotation(node))).validate_python(value)
+        except ValidationError:
+            pass
+        else:
+            if _canonical(node, value) == f.default:
+                return
+            problem = "is not the text the writer writes for it"
+    raise IRError(f"field {where}: its default {f.default!r} {problem}")
+
+
+def _canonical(node: LeafLayout, value: object) -> str:
+    """The text the writer writes for a leaf's JSON value (a number's fixed-point text)."""
+    if node.kind in (LeafKind.FLOAT, LeafKind.DECIMAL):
+        n = scaled_value(value, node.places)
+        return "" if n is None else fixed_text(n, node.places)
+    return json.dumps(value, ensure_ascii=False)  # a string: escapes where JSON needs them
+
+
 def _entry_like(node: LayoutNode) -> bool:
     """Whether a dict's item is an entry: the fields ``key`` (`writable_key`) and ``value``."""
     if not isinstance(node, ObjectLayout) or [f.name for f in node.fields] != ["key", "value"]:
@@ -191,7 +254,11 @@ def _object_model(name: str, fields: Sequence[ObjectField]) -> type[BaseModel]:
     """A pydantic model that checks the structure and bounds of one object of the layout."""
     defs: dict[str, object] = {}
     for i, f in enumerate(fields):
-        defs[f"f{i}"] = (_annotation(f.node), Field(alias=f.key))
+        if f.optional:  # a record may leave the key out (its default, never validated)
+            default = None if f.default is None else json.loads(f.default)
+            defs[f"f{i}"] = (_annotation(f.node), Field(default=default, alias=f.key))
+        else:
+            defs[f"f{i}"] = (_annotation(f.node), Field(alias=f.key))
     cls_name = name if name.isidentifier() else "Record"
     config = ConfigDict(extra="forbid", strict=True, populate_by_name=False)
     model = create_model(cls_name, __config__=config, **defs)  # type: ignore[call-overload]

@@ -140,12 +140,22 @@ class IRList(BaseModel):
 
 
 class IRField(BaseModel):
-    """One field of an object: ``name`` (used in paths), ``key`` (the JSON key), its node."""
+    """One field of an object: ``name`` (used in paths), ``key`` (the JSON key), its node.
+
+    ``optional``: a record may leave the key out (a Pydantic field with a default, a JSON
+    Schema property not ``required``); absent in documents before optional keys, which
+    meant every key written. ``default``: the canonical JSON text (a JSON string holding
+    ``null``, ``0``, ``"a"``...) of the value a record that leaves the key out holds, where it
+    is a value of the field's node; the writer leaves such a key out only where that value is
+    feasible, and a record check reads the missing key as it.
+    """
 
     model_config = _STRICT
     name: str
     key: str
     node: IRNode
+    optional: bool = False
+    default: str | None = None
 
 
 class IRObject(BaseModel):

@@ -50,7 +50,11 @@ def _branch_of(node: UnionLayout, value: object) -> int | None:
 
 
 def _value_at(layout: LayoutNode, data: object, path: Path) -> tuple[LayoutNode, object]:
-    """The node at ``path`` and its value in ``data`` (`_ABSENT` when the record has none)."""
+    """The node at ``path`` and its value in ``data`` (`_ABSENT` when the record has none).
+
+    A key the record leaves out holds its field's default (`ObjectField.default`), as
+    Pydantic fills it and as the writer commits its facts.
+    """
     node, value = layout, data
     for part in path:
         if value is None:
@@ -73,9 +77,12 @@ def _value_at(layout: LayoutNode, data: object, path: Path) -> tuple[LayoutNode,
             if not isinstance(node, ObjectLayout) or not isinstance(value, dict):
                 return node, _ABSENT
             f = node.field(part)
-            if f.key not in value:
+            if f.key in value:
+                node, value = f.node, value[f.key]
+            elif f.default is not None:  # a key left out holds the field's default
+                node, value = f.node, json.loads(f.default)
+            else:
                 return node, _ABSENT
-            node, value = f.node, value[f.key]
     return node, value
 
 

@@ -25,6 +25,7 @@ __all__ = [
     "FLOAT_PLACES",
     "MAX_PLACES",
     "Places",
+    "fixed_text",
     "float_of",
     "float_range",
     "least_scaled",
@@ -57,6 +58,19 @@ class Places:
     def __post_init__(self) -> None:
         if not 0 <= self.places <= MAX_PLACES:
             raise ValueError(f"Places({self.places}): decimal places must be in 0..{MAX_PLACES}")
+
+
+def fixed_text(n: int, places: int) -> str:
+    """The canonical fixed-point text of the scaled value ``n`` (``n / 10**places``).
+
+    The writer writes this text (`factorspec_sdk.writer.floats`); so does a field's default
+    (`factorspec_sdk.relations.defaults`).
+    """
+    sign = "-" if n < 0 else ""
+    whole, frac = divmod(abs(n), 10**places)
+    if not frac:
+        return f"{sign}{whole}"
+    return f"{sign}{whole}." + str(frac).zfill(places).rstrip("0")
 
 
 def float_of(scaled: int, places: int) -> float:

@@ -13,6 +13,7 @@ the solver variable of a leaf   `factorspec_sdk.relations.variables.LEAF_VARIABL
 compiler: the leaf's value      `factorspec_sdk.relations.compiler.fields.LEAF_VALUES`
 display of a variable           `factorspec_sdk.relations.display.LEAF_DISPLAY`
 a sample record                 `factorspec_sdk.relations.sample.SAMPLE_VALUES`
+a default as the writer's text  `factorspec_sdk.relations.defaults.DEFAULT_TEXTS`
 IR: wire form, record checks    `factorspec_sdk.ir.leaves.IR_LEAVES`
 writer: options and lengths     `factorspec_sdk.writer.leaves.LEAF_WRITERS`
 prompt hint                     `factorspec_sdk.prompts.LEAF_HINTS`

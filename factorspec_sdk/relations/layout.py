@@ -41,6 +41,7 @@ __all__ = [
     "ListLayout",
     "ObjectField",
     "ObjectLayout",
+    "Omission",
     "Path",
     "RootLayout",
     "UnionLayout",
@@ -54,6 +55,7 @@ __all__ = [
     "is_branch_part",
     "length_name",
     "node_at",
+    "omission",
     "path_name",
     "same_name",
     "writable_key",
@@ -167,11 +169,58 @@ class ListLayout:
 
 @dataclass(frozen=True, slots=True)
 class ObjectField:
-    """One field of an object: its attribute name, JSON key and layout."""
+    """One field of an object: its attribute name, JSON key and layout.
+
+    Attributes:
+        name: the attribute's name (used in paths).
+        key: the JSON key.
+        node: the value's layout.
+        optional: whether a record may leave the key out (Pydantic: the field has a default
+            or a ``default_factory``; JSON Schema: the key is not ``required``). The writer
+            offers leaving it out as a choice where `omission` allows it.
+        default: the canonical JSON text the writer writes for the field's default (``null``,
+            ``0``, ``"a"``), where the default is a value of the node the writer can write
+            (`factorspec_sdk.relations.defaults.default_text`); None otherwise (no default,
+            a ``default_factory``, an object or list default). A record that leaves the key
+            out holds the default, so where relations read the field the writer commits the
+            facts of writing this text (and offers it only where they are feasible).
+    """
 
     name: str
     key: str
     node: LayoutNode
+    optional: bool = False
+    default: str | None = None
+
+
+class Omission(enum.Enum):
+    """Whether and how the writer may leave an object's key out (`omission`)."""
+
+    WRITTEN = "written"
+    """The key is always written: it is required, or it is optional but relations read
+    under it and it has no default the writer can stand in for (a named restriction:
+    `factorspec_sdk.relations.restrictions`)."""
+    FREE = "free"
+    """The key may be left out at any time: no relation reads anything under it."""
+    DEFAULT = "default"
+    """The key may be left out where its default is feasible: the writer commits the facts
+    of writing the default (`ObjectField.default`), so the relations see the value the
+    record holds."""
+
+
+def omission(field: ObjectField, read: bool) -> Omission:
+    """How the writer may leave ``field``'s key out; ``read``: a relation reads under it.
+
+    Pydantic's semantics: a record without the key holds the field's default. So an
+    optional field no relation reads is left out freely; one that relations read is left
+    out only as its default (a leaf value or ``null``: `ObjectField.default`), else always
+    written.
+    """
+    if not field.optional:
+        return Omission.WRITTEN
+    if not read:
+        return Omission.FREE
+    return Omission.WRITTEN if field.default is None else Omission.DEFAULT
 
 
 @dataclass(frozen=True, slots=True)

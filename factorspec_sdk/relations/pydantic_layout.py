@@ -18,7 +18,7 @@ import math
 import types
 import typing
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal, Union, cast, get_args, get_origin
 
 import annotated_types
@@ -28,6 +28,7 @@ from pydantic.types import UuidVersion
 
 from factorspec_sdk.errors import UnsupportedFieldTypeError
 from factorspec_sdk.relations.decorator import relations_of
+from factorspec_sdk.relations.defaults import default_text
 from factorspec_sdk.relations.floats import FLOAT_LIMIT, FLOAT_PLACES, Places, least_scaled
 from factorspec_sdk.relations.grammar_schema import decimal_schema, pydantic_grammar_schema
 from factorspec_sdk.relations.kinds import (
@@ -81,7 +82,9 @@ def build_layout(model: type[BaseModel]) -> ObjectLayout:
     ``Decimal``, ``datetime`` or ``time`` whose name a relation of the model or of a model in
     it reads as an attribute) become nodes the relations can read; any other field becomes a
     `GrammarLayout` from the JSON Schema Pydantic gives for it (a list of such values is one
-    grammar value, never unrolled).
+    grammar value, never unrolled). A field with a default or a ``default_factory`` is an
+    optional key (`ObjectField.optional`), its default as the writer's text where it is one
+    value of the field (`factorspec_sdk.relations.defaults`); a union's tag never is.
 
     Raises:
         UnsupportedFieldTypeError: a field whose type has no JSON Schema, or whose schema
@@ -144,7 +147,12 @@ def _object(
     fields = []
     for name, info in model.model_fields.items():
         node = _node(model, name, info.annotation, info, (*stack, model), read)
-        fields.append(ObjectField(name=name, key=info.alias or name, node=node))
+        optional = not info.is_required()  # a default or a default_factory
+        default = None
+        if optional and info.default_factory is None:
+            default = default_text(node, info.default)
+        key = info.alias or name
+        fields.append(ObjectField(name, key, node, optional=optional, default=default))
     return ObjectLayout(model=model, fields=tuple(fields), nullable=nullable)
 
 
@@ -429,7 +437,9 @@ def _union(
     branches = []
     for m in models:
         obj = _object(m, nullable=False, stack=stack, read=read)
-        first = [f for f in obj.fields if f.name == tag]
+        # the tag is always written, first: it tells the branches apart (Pydantic needs it
+        # to pick a discriminated union's branch)
+        first = [replace(f, optional=False, default=None) for f in obj.fields if f.name == tag]
         rest = [f for f in obj.fields if f.name != tag]
         branches.append(ObjectLayout(obj.model, (*first, *rest), False))
     return UnionLayout(tuple(branches), tag, nullable)

@@ -11,10 +11,11 @@ The bound, for a cursor ``c`` of the planner:
   planner allows, found by walking forward from ``c``. In each planned segment it takes the
   option of least rank: the option's tokens plus the characters of the shortest layout text
   after it (`Writer.shortest_rest`), so numbers end and lists close as soon as the relations
-  let them and optional leaves are null. In a free string (`factorspec_sdk.tokens.free_budget`)
-  it finishes an escape under way, pads to the minimum length (for a string whose ``len()``
-  a relation reads, to the least feasible length) with the longest tokens that do not pass
-  it, then takes the closing-quote token that costs least. The
+  let them, optional leaves are null and optional keys are left out. In a free string
+  (`factorspec_sdk.tokens.free_budget`) it finishes an escape under way, pads to the minimum
+  length (for a string whose ``len()`` a relation reads, to the least feasible length) with
+  the longest tokens that do not pass it, then takes the closing-quote token that costs
+  least. The
   planner's options are exactly the feasible ones (the oracle decides them), so the
   walk always ends in a valid record, and ``G(c)`` counts precisely the tokens it takes,
   relation-determined runs and token merges across value boundaries included (a closing

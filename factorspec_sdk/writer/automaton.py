@@ -2,9 +2,10 @@
 
 The writer produces exactly one serialization of a record: keys in field order and
 ``json.dumps`` separators (``", "`` and ``": "``). Structure text is always forced; the only
-choice points are leaf values, list continue/close and ``null`` for optional leaves. At a
-choice point the writer consults the compiled spec's oracle, so every continuation it offers
-can still be completed to a record that passes the schema and every relation.
+choice points are leaf values, list continue/close, ``null`` for optional leaves and an
+optional key's presence (written, or left out: its default, `Writer.omission`). At a choice
+point the writer consults the compiled spec's oracle, so every continuation it offers can
+still be completed to a record that passes the schema and every relation.
 
 This module is the writer's core: the walk over the layout (objects, lists, unions,
 null-ness), forced text and choices. What a leaf's text is belongs to its kind
@@ -31,11 +32,14 @@ from factorspec_sdk.relations.layout import (
     GrammarLayout,
     LeafLayout,
     ListLayout,
+    ObjectField,
     ObjectLayout,
+    Omission,
     Path,
     UnionLayout,
     branch_part,
     has_grammar,
+    omission,
 )
 from factorspec_sdk.writer import sizes
 from factorspec_sdk.writer.digits import next_digits_in_range
@@ -49,6 +53,7 @@ from factorspec_sdk.writer.state import (
     FreeString,
     GrammarEvent,
     GrammarValue,
+    KeyDecision,
     LeafEvent,
     ListDecision,
     ListFrame,
@@ -92,6 +97,8 @@ class Writer:
         """`_longest` per path: the spec fixes it, and the token budget asks it at every step."""
         self._shortest_cache: dict[int, int] = {}
         """`_shortest` per layout node, by ``id`` (the spec keeps its nodes alive)."""
+        self._omission_cache: dict[Path, Omission] = {}
+        self._left_out_cache: dict[WriterState, WriterState | None] = {}
         self.grammar_strings = has_grammar(spec.layout)
         """Whether free strings are grammar values too (see `string_grammar`)."""
 
@@ -138,10 +145,10 @@ class Writer:
                 if top.entry:  # the key's value, then ": " and the value
                     text = ": " if top.index else ""
                 else:
-                    sep = ", " if top.index else ""
+                    sep = ", " if top.wrote else ""
                     text = f"{sep}{value_text(f.key)}: "
-                frame = ObjFrame(top.path, top.index + 1, top.node, top.entry)
-                return Text(
+                frame = ObjFrame(top.path, top.index + 1, top.node, top.entry, wrote=True)
+                key = Text(
                     text,
                     _replace(
                         s,
@@ -149,8 +156,19 @@ class Writer:
                         pending=Pending((*top.path, f.name), f.node),
                     ),
                 )
+                if top.entry or self.omission(top.path, f) is Omission.WRITTEN:
+                    return key
+                return KeyDecision(top, f, key, s)
             return Text("" if top.entry else "}", _replace(s, stack=s.stack[:-1]))
         return ListDecision(top, s)
+
+    def omission(self, path: Path, f: ObjectField) -> Omission:
+        """How the key of ``f`` in the object at ``path`` may be left out (`omission`)."""
+        where = (*path, f.name)
+        hit = self._omission_cache.get(where)
+        if hit is None:
+            hit = self._omission_cache[where] = omission(f, self.spec.reads_under(where))
+        return hit
 
     def grammar_next(self, s: WriterState) -> bool:
         """Whether a grammar value is due right at ``s`` (no text, no oracle, before it)."""
@@ -174,7 +192,11 @@ class Writer:
         Relations are ignored, so this is a lower bound on the text of any valid completion;
         the token budget uses it only to rank options (`factorspec_sdk.tokens.budget`).
         """
-        return sizes.shortest_rest(s, self._shortest_cache)
+        return sizes.shortest_rest(s, self._shortest_cache, self._omittable)
+
+    def _omittable(self, path: Path, f: ObjectField) -> bool:
+        """Whether the writer may leave the key of ``f`` out of the object at ``path``."""
+        return self.omission(path, f) is not Omission.WRITTEN
 
     def longest_bytes(self) -> int:
         """UTF-8 bytes of the longest record whose free strings have their minimum length.
@@ -304,8 +326,11 @@ class Writer:
     # ------------------------------------------------------------------ leaves
 
     def _raw_options(
-        self, ev: LeafEvent | GrammarEvent | ListDecision | UnionDecision | NullDecision
+        self,
+        ev: LeafEvent | GrammarEvent | ListDecision | UnionDecision | NullDecision | KeyDecision,
     ) -> Choice:
+        if isinstance(ev, KeyDecision):
+            return self._key_options(ev)
         if isinstance(ev, ListDecision):
             return self._list_options(ev)
         if isinstance(ev, UnionDecision):
@@ -411,6 +436,77 @@ class Writer:
                 text = lead(c) if lead is not None and not prefix else c
                 options.append(Option(text, _replace(s, partial=prefix + c)))
         return options
+
+    # ------------------------------------------------------------------ optional keys
+
+    def _key_options(self, ev: KeyDecision) -> list[Option]:
+        """An optional key: written, or left out where `omission` and the relations allow.
+
+        Left out is an option of empty text: the next key (``", "`` only after a key
+        written), the next choice, or the object's ``}`` follows it (`choices` joins it to
+        them), so the optional keys in a row are one choice point among the keys that may
+        come next. A key no relation reads under is left out freely; one whose default the
+        relations read is left out as its default: the state after writing the default's
+        text, its facts included, where the oracle finds them feasible (not offered else).
+        """
+        options = [Option(ev.key.text, ev.key.state)]
+        left_out = self._left_out(ev)
+        if left_out is not None:
+            options.append(Option("", left_out))
+        return options
+
+    def _left_out(self, ev: KeyDecision) -> WriterState | None:
+        """The state after leaving the key out (None: the relations forbid its default)."""
+        if ev.state in self._left_out_cache:
+            return self._left_out_cache[ev.state]
+        top, f, s = ev.frame, ev.field, ev.state
+        frame = ObjFrame(top.path, top.index + 1, top.node, top.entry, top.wrote)
+        skipped = _replace(s, stack=(*s.stack[:-1], frame))
+        found: WriterState | None = skipped
+        if self.omission(top.path, f) is Omission.DEFAULT:
+            assert f.default is not None  # `omission`
+            at = _replace(skipped, pending=Pending((*top.path, f.name), f.node))
+            found = self._written_as(at, f.default)
+        self._left_out_cache[ev.state] = found
+        return found
+
+    def _written_as(self, s: WriterState, text: str) -> WriterState | None:
+        """The state after writing the value ``text`` at ``s`` (its facts), or None.
+
+        None where the writer does not offer ``text`` there: the oracle finds its facts
+        infeasible. The walk follows the writer's own options, so the facts are those of
+        writing the text, and each step is one the relations allow.
+        """
+        depth, rest = len(s.stack), text
+        while not (s.pending is None and s.partial is None and len(s.stack) == depth):
+            ev = self._event(s)
+            if isinstance(ev, Text):
+                if not rest.startswith(ev.text):
+                    return None
+                rest, s = rest[len(ev.text) :], ev.state
+                continue
+            if isinstance(ev, Done | GrammarEvent):
+                return None
+            options = self._raw_options(ev)
+            if isinstance(options, GrammarValue):
+                return None
+            if isinstance(options, FreeString):  # the rest is the string's text and quote
+                try:
+                    free, after = self.read_free(options, rest)
+                except ValueError:
+                    return None
+                if after != "" or not free.closes(free.written):
+                    return None
+                rest, s = "", self.close_free(free)
+                continue
+            ahead = [o for o in options if o.text and rest.startswith(o.text)]
+            if not ahead:  # the value ends here, or the writer does not write it
+                ahead = [o for o in options if not o.text and not rest]
+            if not ahead:
+                return None
+            o = max(ahead, key=lambda o: len(o.text))
+            rest, s = rest[len(o.text) :], o.state
+        return s if not rest else None
 
     # ------------------------------------------------------------------ lists
 

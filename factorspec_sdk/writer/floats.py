@@ -21,7 +21,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from factorspec_sdk.relations.floats import FLOAT_LIMIT, float_range
+from factorspec_sdk.relations.floats import FLOAT_LIMIT, fixed_text, float_range
 from factorspec_sdk.relations.layout import LeafLayout, Path
 from factorspec_sdk.writer.base import LeafWriter, leaf_bounds
 from factorspec_sdk.writer.state import Option
@@ -48,15 +48,6 @@ _CHARS = "-0123456789."
 _DIGITS = frozenset("0123456789")
 _MAX_TEXT = 2 * len(str(FLOAT_LIMIT)) + 2
 """More characters than any canonical text has (sign, 15 digits, point, leading ``0``)."""
-
-
-def fixed_text(n: int, places: int) -> str:
-    """The canonical fixed-point text of the scaled value ``n`` (``n / 10**places``)."""
-    sign = "-" if n < 0 else ""
-    whole, frac = divmod(abs(n), 10**places)
-    if not frac:
-        return f"{sign}{whole}"
-    return f"{sign}{whole}." + str(frac).zfill(places).rstrip("0")
 
 
 def fixed_value(text: str, places: int) -> int | None:

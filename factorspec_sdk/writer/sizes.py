@@ -1,15 +1,18 @@
 """How long a record's text can be: its shortest and its longest completions, from any state.
 
 Relations are ignored in both: `shortest_rest` is a lower bound on the characters of any
-valid completion (the token budget uses it only to rank options), `longest_rest_bytes` an
-upper bound on the UTF-8 bytes of the completions the token budget writes (free strings at
-their least length, every list at its bound, every number at its widest, every enumerated
-string at its longest value; `factorspec_sdk.tokens.budget`). A leaf's own lengths are its
-kind's (`factorspec_sdk.writer.leaves.LEAF_WRITERS`).
+valid completion, optional keys left out (the token budget uses it only to rank options),
+`longest_rest_bytes` an upper bound on the UTF-8 bytes of the completions the token budget
+writes (every optional key written, free strings at their least length, every list at its
+bound, every number at its widest, every enumerated string at its longest value;
+`factorspec_sdk.tokens.budget`). A leaf's own lengths are its kind's
+(`factorspec_sdk.writer.leaves.LEAF_WRITERS`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING
 
 from factorspec_sdk.relations.layout import (
@@ -17,6 +20,7 @@ from factorspec_sdk.relations.layout import (
     LayoutNode,
     LeafLayout,
     ListLayout,
+    ObjectField,
     ObjectLayout,
     Path,
     UnionLayout,
@@ -44,8 +48,7 @@ def shortest(node: LayoutNode, memo: dict[int, int]) -> int:
     if isinstance(node, GrammarLayout):
         n = 1  # a lower bound: every JSON value has a character
     elif isinstance(node, ObjectLayout):
-        n = 2 + sum(len(value_text(f.key)) + 2 + shortest(f.node, memo) for f in node.fields)
-        n += 2 * max(0, len(node.fields) - 1)
+        n = 2 + _keys_shortest(node.fields, False, memo)
     elif isinstance(node, ListLayout):
         m = node.min_length
         n = 2 + m * _item_shortest(node, memo) + 2 * max(0, m - 1)
@@ -59,6 +62,27 @@ def shortest(node: LayoutNode, memo: dict[int, int]) -> int:
     return n
 
 
+def _keys_shortest(
+    fields: Sequence[ObjectField],
+    wrote: bool,
+    memo: dict[int, int],
+    omittable: Callable[[ObjectField], bool] | None = None,
+) -> int:
+    """Characters of the shortest keys and values of ``fields``, optional ones left out.
+
+    ``wrote``: a key is written before them (the first of them follows ``", "``).
+    ``omittable``: which optional keys the writer may leave out there (default: all of
+    them, a lower bound wherever they are).
+    """
+    n = 0
+    for f in fields:
+        if f.optional and (omittable is None or omittable(f)):
+            continue
+        n += (2 if wrote else 0) + len(value_text(f.key)) + 2 + shortest(f.node, memo)
+        wrote = True
+    return n
+
+
 def _item_shortest(node: ListLayout, memo: dict[int, int]) -> int:
     """Characters of a list's shortest item: a dict's entry is ``"k": v``, no braces."""
     item = node.item
@@ -68,8 +92,17 @@ def _item_shortest(node: ListLayout, memo: dict[int, int]) -> int:
     return shortest(item, memo)
 
 
-def shortest_rest(s: WriterState, memo: dict[int, int]) -> int:
-    """Characters of the shortest layout text that completes the record from ``s``."""
+def shortest_rest(
+    s: WriterState,
+    memo: dict[int, int],
+    omittable: Callable[[Path, ObjectField], bool] | None = None,
+) -> int:
+    """Characters of the shortest layout text that completes the record from ``s``.
+
+    ``omittable``: which optional keys of the open objects the writer may leave out (by
+    the object's path; `Writer.omission`); nested objects not begun count every optional
+    key as left out.
+    """
     total = 0
     p = s.pending
     if p is not None:
@@ -83,9 +116,9 @@ def shortest_rest(s: WriterState, memo: dict[int, int]) -> int:
             for k, f in enumerate(frame.node.fields[frame.index :], start=frame.index):
                 total += (2 if k else 0) + shortest(f.node, memo)
         elif isinstance(frame, ObjFrame):
-            for k, f in enumerate(frame.node.fields[frame.index :], start=frame.index):
-                total += (2 if k else 0) + len(value_text(f.key)) + 2 + shortest(f.node, memo)
-            total += 1
+            rest = frame.node.fields[frame.index :]
+            here = None if omittable is None else partial(omittable, frame.path)
+            total += _keys_shortest(rest, frame.wrote, memo, here) + 1
         else:
             missing = max(0, frame.node.min_length - frame.index)
             total += missing * (2 + _item_shortest(frame.node, memo)) + 1
@@ -161,10 +194,12 @@ def longest_rest_bytes(spec: CompiledSpec, s: WriterState, memo: dict[Path, int]
             total += max(0, whole - len(s.partial))
     for frame in reversed(s.stack):
         if isinstance(frame, ObjFrame):
-            for k, f in enumerate(frame.node.fields[frame.index :], start=frame.index):
+            wrote = frame.wrote or (frame.entry and frame.index > 0)
+            for f in frame.node.fields[frame.index :]:
                 key = utf8(value_text(f.key))
-                total += (2 if k else 0) + key + 2
+                total += (2 if wrote else 0) + key + 2
                 total += longest(f.node, (*frame.path, f.name), spec, strings, memo)
+                wrote = True
             total += 1
         else:
             m = min(frame.node.max_length, spec.max_length(frame.path))

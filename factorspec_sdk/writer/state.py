@@ -16,6 +16,7 @@ from factorspec_sdk.relations.layout import (
     LayoutNode,
     LeafLayout,
     ListLayout,
+    ObjectField,
     ObjectLayout,
     Path,
     UnionLayout,
@@ -36,6 +37,7 @@ __all__ = [
     "FreeString",
     "GrammarEvent",
     "GrammarValue",
+    "KeyDecision",
     "LeafEvent",
     "ListDecision",
     "ListFrame",
@@ -60,12 +62,17 @@ def value_text(value: object) -> str:
 
 @dataclass(frozen=True, slots=True)
 class ObjFrame:
-    """An open object: its path, the next field's index (``entry``: a dict's entry)."""
+    """An open object: its path, the next field's index (``entry``: a dict's entry).
+
+    ``wrote``: a key has been written in it (the next key follows ``", "``); an object
+    whose optional keys were all left out so far has written none.
+    """
 
     path: Path
     index: int
     node: ObjectLayout = field(compare=False, hash=False, repr=False)
     entry: bool = False  # a dict's entry: ``"k": v``, no braces, no field keys
+    wrote: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -377,6 +384,16 @@ class UnionDecision:
 
 
 @dataclass(frozen=True, slots=True)
+class KeyDecision:
+    """An optional key: written (``key`` is its text and the state after), or left out."""
+
+    frame: ObjFrame
+    field: ObjectField
+    key: Text
+    state: WriterState
+
+
+@dataclass(frozen=True, slots=True)
 class NullDecision:
     """A nullable object or list whose null-ness a relation reads, not decided yet."""
 
@@ -392,6 +409,15 @@ class Done:
     state: WriterState
 
 
-Event = Text | LeafEvent | GrammarEvent | ListDecision | UnionDecision | NullDecision | Done
+Event = (
+    Text
+    | LeafEvent
+    | GrammarEvent
+    | ListDecision
+    | UnionDecision
+    | NullDecision
+    | KeyDecision
+    | Done
+)
 Choice = list[Option] | FreeString | GrammarValue
 """What a choice point offers: whole options, a free string, or a grammar value."""

@@ -490,3 +490,35 @@ def test_serve_passes_device_and_dtype_to_the_engine(monkeypatch: pytest.MonkeyP
     seen.clear()
     assert runner.invoke(app, ["serve", "--engine", "scripted"]).exit_code == 0
     assert "dtype" not in seen and "device" not in seen  # the engine's own defaults
+
+
+RESTRICTED = """
+from pydantic import BaseModel, Field
+
+from factorspec_sdk import relation
+
+
+class Basket(BaseModel):
+    items: list[int] = Field(default_factory=list)
+    coupon: str | None = None
+    total: int = Field(ge=0, le=9)
+
+    @relation
+    def counted(self) -> bool:
+        return self.total == len(self.items)
+"""
+
+
+def test_check_lists_where_the_writer_writes_less_than_the_schema(tmp_path: Path) -> None:
+    """Issue #41: each restriction is named with how to lift it, not a silent narrowing."""
+    path = write(tmp_path, "restricted_spec.py", RESTRICTED)
+    result = runner.invoke(app, ["check", f"{path}:Basket"])
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    section = out[out.index("restrictions (3):") :]
+    assert "items: an optional key always written" in section  # read, a default_factory
+    assert "items: at most 16 items" in section  # no max_length
+    assert "items[]: at most 18 digits" in section  # ints without bounds
+    assert "coupon" not in section  # left out freely: no relation reads it
+    assert section.count("to lift it:") == 3
+    assert "Field(max_length=...)" in section

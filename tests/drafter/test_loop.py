@@ -9,6 +9,7 @@ import numpy.typing as npt
 import pytest
 from pydantic import BaseModel, Field
 
+from factorspec_sdk import relation
 from factorspec_sdk.drafter.loop import DecodeJob, Decoder, DecoderConfig
 from factorspec_sdk.drafter.verify import SamplingParams, masked_probs
 from factorspec_sdk.engines.scripted import ScriptedEngine
@@ -45,7 +46,25 @@ def decode(
     return [(o.text, o.tokens) for o in outs]
 
 
-CASES = [(Pick, None), (Trip, TRIP_CONTEXT), (Note, None)]
+class Options(BaseModel):
+    """Optional keys: left out freely, left out as a default the relations read, or written."""
+
+    kind: Literal["a", "b"] = "a"
+    k: int = Field(ge=0, le=9)
+    note: str | None = Field(default=None, max_length=6)
+    tags: list[bool] = Field(default_factory=list, max_length=2)  # read: always written
+    size: int | None = Field(default=None, ge=0, le=3)
+
+    @relation
+    def tie(self) -> bool:
+        return (self.kind == "a") == (self.k < 5) and len(self.tags) <= self.k
+
+    @relation
+    def sized(self) -> bool:
+        return self.size is None or self.size < self.k
+
+
+CASES = [(Pick, None), (Trip, TRIP_CONTEXT), (Note, None), (Options, None)]
 
 
 @pytest.mark.parametrize(("model", "context"), CASES)

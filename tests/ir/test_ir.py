@@ -171,6 +171,20 @@ def _pick_ir() -> dict[str, object]:
         (lambda ir: ir["layout"]["fields"][1]["node"].update(ge=5, le=1), "empty range"),
         (lambda ir: ir.update(variables=ir["variables"] * 2), "twice"),
         (lambda ir: ir["factors"].append(ir["factors"][0]), "repeats"),
+        (lambda ir: ir["layout"]["fields"][1].update(default="1"), "optional field only"),
+        (
+            lambda ir: ir["layout"]["fields"][1].update(optional=True, default="7"),
+            "not a value of the field",  # n is 0..3
+        ),
+        (
+            lambda ir: ir["layout"]["fields"][2].update(optional=True, default="null"),
+            "not a value of the field",  # big is not nullable
+        ),
+        (
+            lambda ir: ir["layout"]["fields"][0].update(optional=True, default='"\\u0078"'),
+            "not the text the writer writes",  # "x", spelled with an escape
+        ),
+        (lambda ir: ir["layout"]["fields"][1].update(optional=True, default="{"), "not JSON"),
     ],
 )
 def test_malformed_ir_is_an_ir_error(mutate: object, message: str) -> None:

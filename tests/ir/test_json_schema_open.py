@@ -286,6 +286,7 @@ def test_an_object_a_relation_reads_under_keeps_its_declared_keys() -> None:
     assert [f["name"] for f in ir["factors"]] == ["uniqueItems of tags"]  # type: ignore[index]
     spec = spec_from_ir(ir)
     assert spec.layout.undeclared_keys  # type: ignore[union-attr]
+    assert "<record>: its declared keys only" in spec.describe()  # `factorspec check` names it
     assert writable(schema, {"tags": ["b", "a"]})
     assert not writable(schema, {"tags": ["a"], "x": 1})  # the named restriction
     assert not writable(schema, {"tags": ["a", "a"]})

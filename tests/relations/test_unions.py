@@ -258,8 +258,12 @@ def test_a_branch_the_relations_fix_is_certain_text() -> None:
     choice = writer.choices(state)
     assert isinstance(choice, list)
     (seven,) = [o for o in choice if o.text.startswith("7")]
-    forced, _ = writer.forced(seven.state)
-    assert seven.text + forced == '7, "action": {"kind": "stop", "code": 0}, "fallback": '
+    forced, at = writer.forced(seven.state)
+    assert seven.text + forced == '7, "action": {"kind": "stop", "code": 0}'
+    # then the optional fallback: written, or left out (its default, None) before steps
+    keys = writer.choices(at)
+    assert isinstance(keys, list)
+    assert sorted(o.text for o in keys) == [', "fallback": ', ', "steps": [']
     (three,) = [o for o in choice if o.text.startswith("3")]
     assert writer.forced(three.state)[0] == ""  # three branches are feasible: a choice
 

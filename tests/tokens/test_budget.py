@@ -12,13 +12,14 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from functools import cache
+from typing import Literal
 
 import numpy as np
 import pytest
 from pydantic import BaseModel, Field
 
 from examples import invoice, itinerary, meeting
-from factorspec_sdk import TokenBudgetError
+from factorspec_sdk import TokenBudgetError, relation
 from factorspec_sdk.domains.trip import Itinerary
 from factorspec_sdk.drafter.loop import DecodeJob, DecodeOutcome, Decoder, DecoderConfig
 from factorspec_sdk.drafter.segments import SegmentDecoder
@@ -46,6 +47,18 @@ class Memo(BaseModel):
     tags: list[bool] = Field(min_length=2, max_length=4)
 
 
+class Options(BaseModel):
+    """Optional keys: one whose default the relation reads, one it does not, one it forbids."""
+
+    a: int = Field(default=0, ge=0, le=3)
+    b: bool | None = None
+    c: Literal["x", "y"] = "x"
+
+    @relation
+    def a_or_y(self) -> bool:
+        return self.a != 0 or self.c == "y"  # both left out (0, "x") is no record
+
+
 EXAMPLES: dict[str, tuple[type[BaseModel], object]] = {
     "itinerary": (Itinerary, itinerary.SAMPLE_CONTEXT),
     "invoice": (invoice.Invoice, invoice.SAMPLE_CONTEXT),
@@ -56,6 +69,7 @@ EXAMPLES: dict[str, tuple[type[BaseModel], object]] = {
     "post": (Post, None),  # free strings closed at lengths the relations allow
     "signup": (Signup, None),  # free strings compared by value, one copying another
     "tagged": (Tagged, None),  # free strings read with startswith / endswith
+    "options": (Options, None),  # optional keys left out, as their defaults
 }
 # the shortest record of each, in tiny-vocabulary tokens (exhaustive search agrees where
 # it is feasible: test_the_bound_is_the_true_shortest_record)
@@ -66,9 +80,10 @@ SHORTEST = {
     "trip": 62,
     "pick": 27,
     "memo": 37,
-    "post": 31,
+    "post": 24,  # the note left out (its default, None): 7 tokens of `, "note": null` fewer
     "signup": 45,
     "tagged": 17,
+    "options": 6,  # {"a": 1}: a left out is 0, and c then must be written "y"
 }
 
 
@@ -115,13 +130,13 @@ def test_the_shortest_record(name: str) -> None:
     assert p.bound.ceiling > SHORTEST[name]
 
 
-@pytest.mark.parametrize("name", ["itinerary", "meeting", "trip", "pick"])
+@pytest.mark.parametrize("name", ["itinerary", "meeting", "trip", "pick", "options"])
 def test_the_bound_is_the_true_shortest_record(name: str) -> None:
     p = planner(name)
     assert true_shortest(p) == p.min_tokens(p.start())
 
 
-@pytest.mark.parametrize("name", ["trip", "memo", "invoice", "post", "signup", "tagged"])
+@pytest.mark.parametrize("name", ["trip", "memo", "invoice", "post", "signup", "tagged", "options"])
 @pytest.mark.parametrize("extra", [0, 1, 5])
 def test_random_walks_under_a_budget_always_finish(name: str, extra: int) -> None:
     """Any token the budget mask allows leads to a complete record within the budget."""
@@ -304,7 +319,9 @@ class RandomCompleter:
 
 
 @pytest.mark.parametrize("style", ["tokens", "regex"])
-@pytest.mark.parametrize("name", ["trip", "memo", "meeting", "invoice", "post", "signup", "tagged"])
+@pytest.mark.parametrize(
+    "name", ["trip", "memo", "meeting", "invoice", "post", "signup", "tagged", "options"]
+)
 @pytest.mark.parametrize("extra", [0, 1, 5])
 def test_the_segment_decoder_keeps_tight_budgets(
     style: ConstraintStyle, name: str, extra: int

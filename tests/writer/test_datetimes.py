@@ -455,10 +455,11 @@ def test_random_walks_write_valid_durations_and_the_server_checks_them() -> None
     planner = Planner(Writer(compile_spec(Lap)), TOK)
     served = spec_from_ir(to_ir(Lap))
     rng = np.random.default_rng(4)
-    seen_rest = False
-    for _ in range(8):
+    seen_rest = seen_left_out = False
+    for _ in range(16):  # rest: a duration, null or left out
         text = random_record(planner, TOK, rng)
         lap = Lap.model_validate_json(text)
+        seen_left_out |= '"rest"' not in text
         assert lap.took.seconds % 2 == 1 or lap.took < timedelta(0)
         if lap.rest is not None:
             seen_rest = True
@@ -466,7 +467,7 @@ def test_random_walks_write_valid_durations_and_the_server_checks_them() -> None
         check_record(served, text)
         facts = dict(record_facts(served, json.loads(text)))
         assert facts["took"] == lap.took // timedelta(seconds=1)
-    assert seen_rest
+    assert seen_rest and seen_left_out
     with pytest.raises(RecordInvalidError):
         check_record(served, '{"took": "PT2S", "rest": null}')  # even seconds
 

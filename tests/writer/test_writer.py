@@ -35,16 +35,24 @@ class Num(BaseModel):
 
 def test_schema_only_texts_are_canonical_and_complete() -> None:
     texts = enumerate_texts(Writer(compile_spec(Shape)))
-    assert len(texts) == len(set(texts)) == 2 * 3 * 2 * 2 * 2 * 3
+    # note: null, 0, 1 or left out (its default, None)
+    assert len(texts) == len(set(texts)) == 2 * 3 * 2 * 2 * 2 * 4
     for t in texts:
         obj = Shape.model_validate_json(t)
-        assert t == obj.model_dump_json().replace(",", ", ").replace(":", ": ")
+        dumped = obj.model_dump_json(exclude_unset=True)
+        assert t == dumped.replace(",", ", ").replace(":", ": ")
+    assert sum('"note"' not in t for t in texts) == 2 * 3 * 2 * 2 * 2
 
 
 def test_wide_int_is_written_digit_by_digit() -> None:
     writer = Writer(compile_spec(Num))
     forced, at = writer.forced(writer.start())
-    assert forced == '{"note": '
+    assert forced == "{"  # the optional key is written, or left out (its default, None)
+    keys = writer.choices(at)
+    assert isinstance(keys, list)
+    assert sorted(o.text for o in keys) == ['"note": ', "}"]
+    forced, at = writer.forced(next(o for o in keys if o.text == '"note": ').state)
+    assert forced == ""
     choice = writer.choices(at)
     assert isinstance(choice, list)
     assert sorted(o.text[0] for o in choice) == sorted("-0123456789n")
@@ -87,8 +95,15 @@ class Opt(BaseModel):
 
 def test_optional_leaf_read_by_a_relation() -> None:
     texts = enumerate_texts(Writer(compile_spec(Opt)))
+    # a left out is its default, None: as feasible as a null, with the same facts (b == 0)
     assert sorted(texts) == sorted(
-        ['{"a": null, "b": 0}', '{"a": 0, "b": 1}', '{"a": 1, "b": 2}', '{"a": 2, "b": 3}']
+        [
+            '{"a": null, "b": 0}',
+            '{"b": 0}',
+            '{"a": 0, "b": 1}',
+            '{"a": 1, "b": 2}',
+            '{"a": 2, "b": 3}',
+        ]
     )
 
 
@@ -156,4 +171,6 @@ def test_optional_lists_and_models_are_null_exactly_where_relations_allow() -> N
                 except ValueError:
                     continue
                 expect.add(json.dumps(data))
+                for key in [k for k in ("xs", "at") if data[k] is None]:  # left out: None
+                    expect.add(json.dumps({k: v for k, v in data.items() if k != key}))
     assert set(enumerate_texts(Writer(compile_spec(Notes)))) == expect
