@@ -139,8 +139,8 @@ values of that type, so ``minLength`` on an integer node is irrelevant, as JSON 
   undeclared keys (but a ``minProperties`` one above its required keys; and where its
   declared keys cannot hold them either), ``not`` of what `standalone_schema` cannot
   negate (``enum``, ``const``, ``$ref``, ...), a ``oneOf`` neither proves exclusive (and
-  one llguidance would prove from branches the grammar narrows: a pattern matched whole, a
-  negation, as a value of one could pass the other's schema),
+  one llguidance would prove from branches the grammar narrows, a negation, as a value of
+  one could pass the other's schema),
   formats it does not know that `jsonschema` asserts (``idn-email``, ``regex``, ...),
   regexes with look-around, recursion through a ``$ref`` with siblings; what the two
   readers would read differently (a non-integer ``multipleOf``, or one other than 1 on a

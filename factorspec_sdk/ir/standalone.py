@@ -24,10 +24,11 @@ and dialect:
   ``enum``, is left out of the ``anyOf`` of the negated keywords), never more; where none
   can be written, ``not`` stays and llguidance refuses it by name, and ``if`` keeps only its
   ``then`` branch;
-* a ``pattern`` must match the whole string (``^(?:p)$``): a string that is one match of
-  the pattern contains a match, as `jsonschema`'s `re.search` asks, so the values are a
-  subset; without it llguidance lets any text surround the match, and a model (a random one
-  above all) rarely reaches a match within free text;
+* a ``pattern`` stays as it is: llguidance searches it as `jsonschema`'s `re.search` does
+  (any text around a match, unless ``^`` / ``$`` anchor it), so the values are exactly the
+  schema's (anchored whole, as before, it wrote the strings that are one match only: no
+  ``mailto:a@b.c`` for ``^mailto:``); the token budget's closing walk completes a match from
+  any text (`factorspec_sdk.writer.closing_strings`);
 * ``format: date`` is the pattern of the dates `jsonschema` accepts (`STRICT_FORMATS`:
   llguidance's allows February 29 of any year); ``format: time`` and ``date-time`` are RFC
   3339's with seconds 00-59 and at most six fractional digits (llguidance's allow a leap
@@ -256,9 +257,7 @@ class _Copier:
                 self._check_multiple(s, v, at)
                 out[key] = 1 if v == 1 else v
             elif key == "pattern":
-                out[key] = _whole_match(_checked_pattern(v, at))
-                if out[key] != v:
-                    self.subsets += 1
+                out[key] = _checked_pattern(v, at)  # llguidance searches it, as jsonschema
             elif key == "uniqueItems":
                 if _unique_items(s):  # llguidance does not implement it
                     raise _unique_error(where)
@@ -536,8 +535,7 @@ def _subset_error(at: str, key: str, what: str) -> IRError:
     )
     return IRError(
         f"{at}: {why} the grammar of {what} keeps fewer values than the schema allows (a "
-        "pattern matched whole, a negation): a value written could "
-        "pass a schema the grammar narrowed; not supported"
+        "negation): a value written could pass a schema the grammar narrowed; not supported"
     )
 
 
@@ -640,28 +638,6 @@ def _integer(v: object) -> int | None:
     if isinstance(v, float) and v.is_integer():
         return int(v)
     return v if isinstance(v, int) and not isinstance(v, bool) else None
-
-
-def _whole_match(pattern: str) -> str:
-    """``pattern`` anchored at both ends, once (llguidance takes anchors only there).
-
-    The pattern's own leading ``^`` and trailing unescaped ``$`` are dropped first: a string
-    the rest matches whole still holds a match of the pattern. Global flags (``(?i)``) stay in
-    front, as Python asks.
-    """
-    flags = _FLAGS.match(pattern)
-    head = flags.group(0) if flags else ""
-    core = pattern[len(head) :].removeprefix("^")
-    if core.endswith("$"):
-        backslashes = len(core[:-1]) - len(core[:-1].rstrip("\\"))
-        if backslashes % 2 == 0:  # not an escaped dollar
-            core = core[:-1]
-    anchored = f"{head}^(?:{core})$"
-    try:
-        re.compile(anchored)
-    except re.error:
-        return pattern
-    return anchored
 
 
 def _checked_pattern(v: object, at: str) -> str:
