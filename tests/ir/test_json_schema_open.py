@@ -22,7 +22,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import BaseModel, Field
 
+from factorspec_sdk import relation
+from factorspec_sdk.graph import compile_spec
 from factorspec_sdk.ir import IRError, ir_from_json_schema, json_schema_validator, spec_from_ir
 from factorspec_sdk.tokens.plan import Cursor, Finished, GrammarCursor, planner_for
 from tests.helpers import tiny_tokenizer
@@ -401,7 +404,29 @@ def test_a_list_or_object_the_schema_allows_null_for_is_written_null_too() -> No
     node = layout(read)["fields"][0]["node"]
     assert (node["type"], node["nullable"]) == ("list", True)
     assert writable(read, {"tags": ["b", "a"]}) and not writable(read, {"tags": None})
+    found = {(r.rule, r.path) for r in spec_from_ir(ir_from_json_schema(read)).restrictions()}
+    assert ("null unwritten", "tags") in found
     records(schema, 3)
+
+
+class _Inner(BaseModel):
+    a: int = Field(ge=0, le=3)
+
+
+class _Maybe(BaseModel):
+    xs: list[int] | None
+    inner: _Inner | None
+    read: _Inner | None
+
+    @relation
+    def read_is_none_or_small(self) -> bool:
+        return self.read is None or self.read.a < 2
+
+
+def test_a_model_s_optional_list_or_model_names_its_null_restriction() -> None:
+    # the Pydantic path lays these out natively; null only where a relation reads it
+    found = {(r.rule, r.path) for r in compile_spec(_Maybe).restrictions()}
+    assert {p for rule, p in found if rule == "null unwritten"} == {"xs", "inner"}
 
 
 def test_an_array_without_items_holds_any_json_values() -> None:
