@@ -25,6 +25,10 @@ import pytest
 from pydantic import BaseModel, Field
 
 from factorspec_sdk import relation
+from factorspec_sdk.drafter.loop import DecodeJob, Decoder
+from factorspec_sdk.drafter.verify import SamplingParams
+from factorspec_sdk.engines.scripted import ScriptedEngine
+from factorspec_sdk.errors import GenerationError
 from factorspec_sdk.graph import compile_spec
 from factorspec_sdk.ir import IRError, ir_from_json_schema, json_schema_validator, spec_from_ir
 from factorspec_sdk.tokens.plan import Cursor, Finished, GrammarCursor, planner_for
@@ -435,6 +439,23 @@ def test_an_array_without_items_holds_any_json_values() -> None:
     assert writable(schema, {"t": [1, {"a": None}, "x"]})
     assert not writable(schema, {"t": [1, 2, 3, 4]})
     records(schema, 3)
+
+
+def test_a_value_past_llguidance_s_lexer_limit_fails_the_record_never_writes_it() -> None:
+    # up to 100 words within 5,000 characters: llguidance's lexer gives up inside the string
+    # ('too many expressions constructed'); the matcher stops, which read as complete wrote
+    # '{"q": ' as a finished record, or failed with a bare ValueError
+    words = {"type": "string", "minLength": 1, "maxLength": 5000}
+    words["pattern"] = "^(?:\\S+\\s+){0,99}\\S+$"
+    spec = spec_from_ir(ir_from_json_schema(obj({"q": words}, required=["q"])))
+    tok = tiny_tokenizer()
+    for seed in range(3):
+        job = DecodeJob(
+            planner_for(spec, tok), tok.encode("go"), SamplingParams(temperature=1.0, seed=seed)
+        )
+        (res,) = Decoder(ScriptedEngine.random(tok, seed=seed, temperature_scale=2.0)).run([job])
+        assert isinstance(res.error, GenerationError), (res.text, res.error)
+        assert "too many expressions" in str(res.error)
 
 
 # --------------------------------------------------------------------------- MaskBench files
