@@ -231,6 +231,12 @@ def test_patterns_are_searched_as_jsonschema_searches_them() -> None:
     assert fields(obj({"s": flagged}))["s"]["schema"]["pattern"] == "(?i)ab"
     for r in records(obj({"s": s, "t": flagged}, required=["s", "t"]), 4):
         assert re.search("[0-9]{3}-x|y", r["s"]) and re.search("(?i)ab", r["t"])
+    # anchors only at the pattern's ends (the closing walk reads them there): a group around
+    # the whole anchored pattern moves them out; anchors inside are refused, saying so
+    grouped = {"type": "string", "pattern": "(^[0-9]+\\.[0-9]+$)"}
+    assert fields(obj({"s": grouped}))["s"]["schema"]["pattern"] == "^([0-9]+\\.[0-9]+)$"
+    with pytest.raises(IRError, match=r"\^ or \$ inside it.*\^\(\?:a\|b\)\$"):
+        ir_from_json_schema(obj({"s": {"type": "string", "pattern": "^a$|^b$"}}))
 
 
 def test_null_alone_and_pattern_properties() -> None:
