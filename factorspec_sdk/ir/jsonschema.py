@@ -46,7 +46,11 @@ values of that type, so ``minLength`` on an integer node is irrelevant, as JSON 
     * ``null``: the writer may write ``null`` exactly where `jsonschema` accepts ``null`` for
       the node (``type: [..., "null"]``, ``anyOf``/``oneOf`` with ``{"type": "null"}``,
       an ``enum`` listing ``null``); a node without ``type`` is a grammar value, which
-      writes ``null`` and every other value its keywords allow. OpenAPI's
+      writes ``null`` and every other value its keywords allow; so is a list or object
+      the node allows ``null`` for (the writer writes ``null`` for those only where a
+      relation reads the null-ness), unless a relation reads it or under it (a
+      ``uniqueItems`` factor) or llguidance refuses it: then it is native and ``null`` is
+      not written there (its layout shows it: nullable, no null variable). OpenAPI's
       ``nullable: true`` is not JSON Schema and `jsonschema` ignores it, so it allows no
       ``null`` here (a record without ``null`` is valid under both readings). A required
       property whose only value is ``null`` is a grammar value.
@@ -107,9 +111,10 @@ values of that type, so ``minLength`` on an integer node is irrelevant, as JSON 
 * **Grammar values** (llguidance): ``{}``, ``true`` and a node without ``type`` (any JSON
   value its keywords allow, ``null`` included; beside a sibling ``type``, an untyped
   ``allOf`` / ``anyOf`` / ``oneOf`` alternative takes that type); an object that allows
-  undeclared keys; an array without ``items``; ``number``; unions of several types; ``pattern``;
-  ``format`` (outside an ``enum``; llguidance's formats: date, time, date-time, duration,
-  email, hostname, ipv4, ipv6, uuid, uri, ...); ``multipleOf`` other than 1; ``allOf`` of
+  undeclared keys; a list or object that may be ``null``; an array without ``items``;
+  ``number``; unions of several types; ``pattern``; ``format`` (outside an ``enum``;
+  llguidance's formats: date, time, date-time, duration, email, hostname, ipv4, ipv6, uuid,
+  uri, ...); ``multipleOf`` other than 1; ``allOf`` of
   several schemas; ``anyOf`` of several schemas; ``oneOf`` of several schemas proven
   exclusive (`factorspec_sdk.ir.exclusive`: no instance satisfies two branches beside the
   siblings of the ``oneOf`` and of the combinators it lies in, ``allOf`` members included;
@@ -134,8 +139,8 @@ values of that type, so ``minLength`` on an integer node is irrelevant, as JSON 
   undeclared keys (but a ``minProperties`` one above its required keys; and where its
   declared keys cannot hold them either), ``not`` of what `standalone_schema` cannot
   negate (``enum``, ``const``, ``$ref``, ...), a ``oneOf`` neither proves exclusive (and
-  one llguidance would prove from branches the grammar narrows: a pattern matched whole, a
-  negation, as a value of one could pass the other's schema),
+  one llguidance would prove from branches the grammar narrows, a negation, as a value of
+  one could pass the other's schema),
   formats it does not know that `jsonschema` asserts (``idn-email``, ``regex``, ...),
   regexes with look-around, recursion through a ``$ref`` with siblings; what the two
   readers would read differently (a non-integer ``multipleOf``, or one other than 1 on a
@@ -550,7 +555,7 @@ class _Converter:
         # a value of `alt` matches no null-only alternative, so oneOf holds for it too;
         # null is written only where the whole node (its type included) accepts it
         out["nullable"] = nullable
-        return out
+        return self._writable_null(s, where, out)
 
     def _fit_type(self, t: object, out: JsonDict, where: str) -> None:
         """Check that the values of layout ``out`` all have JSON type ``t`` (a sibling)."""
@@ -638,7 +643,7 @@ class _Converter:
         extra, extra_at = _extra_keys(s, kws, where)
         allows = extra is not False or any(p is not False for p in patterns.values())
         refused: str | None = None  # why the grammar form of this object was refused
-        if allows and not self.unique_anywhere:  # no relation reads under it
+        if (allows or nullable) and not self.unique_anywhere:  # no relation reads under it
             grammar, refused = self._open_grammar(s, where)
             if grammar is not None:
                 return grammar
@@ -706,22 +711,42 @@ class _Converter:
             "fields": fields,
             "nullable": nullable,
         }
-        if allows:
-            if refused is None and not self.reading and not self._reads_below(out):
+        if (allows or nullable) and refused is None and not self.reading:
+            if not self._reads_below(out):
                 grammar, refused = self._open_grammar(s, where)
                 if grammar is not None:
                     return grammar
-            # a relation reads under it, or the grammar refuses it: the declared keys only
+        if allows:  # a relation reads under it, or the grammar refuses it: declared keys only
             out["undeclared_keys"] = True
         return out
 
     def _open_grammar(self, s: JsonDict, where: str) -> tuple[JsonDict | None, str | None]:
-        """The grammar value of an object that allows undeclared keys, or why it has none."""
-        reason = f"{where}: an object that allows keys it does not declare"
+        """The grammar value of an object whose native layout would narrow it, or why not.
+
+        The writer writes no key an object does not declare, and no ``null`` for an object
+        or list whose null-ness no relation reads.
+        """
+        reason = f"{where}: an object that allows keys it does not declare, or null"
         try:
             return self._grammar(s, where, reason), None
         except IRError as exc:  # llguidance (or standalone_schema) refuses it
             return None, exc.message
+
+    def _writable_null(self, s: JsonDict, where: str, out: JsonDict) -> JsonDict:
+        """``out``, a native list or object, or where it may be ``null``, ``s`` as a grammar value.
+
+        The writer writes ``null`` for a list or object only where a relation reads its
+        null-ness, so one the schema allows ``null`` for is the grammar value of ``s`` (which
+        writes ``null`` too) where no relation reads it or under it. Where one does, or
+        llguidance refuses the grammar, it stays native: ``null`` never written there, a
+        restriction its layout shows (a nullable list or object without a null variable).
+        """
+        if out["type"] not in ("object", "list") or not out["nullable"]:
+            return out  # a leaf writes its null itself
+        if self.reading or self._reads_below(out):
+            return out
+        grammar, _ = self._open_grammar(s, where)
+        return out if grammar is None else grammar
 
     def _reads_below(self, node: JsonDict) -> bool:
         """Whether a relation reads a value under layout ``node`` (a list laid out unique)."""
@@ -915,7 +940,7 @@ class _Converter:
                 f"{where}: room for {out['max_length']} items (the writer lays out at most "
                 f"{self.limits.max_list_length})"
             )
-        return out
+        return self._writable_null(s, where, out)
 
     def _unique(self, out: JsonDict, where: str) -> None:
         """``uniqueItems`` on list ``out``, which has room for two items.

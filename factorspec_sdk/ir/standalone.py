@@ -24,10 +24,12 @@ and dialect:
   ``enum``, is left out of the ``anyOf`` of the negated keywords), never more; where none
   can be written, ``not`` stays and llguidance refuses it by name, and ``if`` keeps only its
   ``then`` branch;
-* a ``pattern`` must match the whole string (``^(?:p)$``): a string that is one match of
-  the pattern contains a match, as `jsonschema`'s `re.search` asks, so the values are a
-  subset; without it llguidance lets any text surround the match, and a model (a random one
-  above all) rarely reaches a match within free text;
+* a ``pattern`` stays as it is: llguidance searches it as `jsonschema`'s `re.search` does
+  (any text around a match, unless ``^`` / ``$`` anchor it), so the values are exactly the
+  schema's (anchored whole, as before, it wrote the strings that are one match only: no
+  ``mailto:a@b.c`` for ``^mailto:``); the token budget's closing walk completes a match from
+  any text (`factorspec_sdk.writer.closing_strings`), reading anchors at the pattern's ends,
+  so a ``^`` or ``$`` inside it is refused (`_searched`);
 * ``format: date`` is the pattern of the dates `jsonschema` accepts (`STRICT_FORMATS`:
   llguidance's allows February 29 of any year); ``format: time`` and ``date-time`` are RFC
   3339's with seconds 00-59 and at most six fractional digits (llguidance's allow a leap
@@ -256,9 +258,7 @@ class _Copier:
                 self._check_multiple(s, v, at)
                 out[key] = 1 if v == 1 else v
             elif key == "pattern":
-                out[key] = _whole_match(_checked_pattern(v, at))
-                if out[key] != v:
-                    self.subsets += 1
+                out[key] = _searched(_checked_pattern(v, at), at)
             elif key == "uniqueItems":
                 if _unique_items(s):  # llguidance does not implement it
                     raise _unique_error(where)
@@ -536,8 +536,7 @@ def _subset_error(at: str, key: str, what: str) -> IRError:
     )
     return IRError(
         f"{at}: {why} the grammar of {what} keeps fewer values than the schema allows (a "
-        "pattern matched whole, a negation): a value written could "
-        "pass a schema the grammar narrowed; not supported"
+        "negation): a value written could pass a schema the grammar narrowed; not supported"
     )
 
 
@@ -642,26 +641,77 @@ def _integer(v: object) -> int | None:
     return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
-def _whole_match(pattern: str) -> str:
-    """``pattern`` anchored at both ends, once (llguidance takes anchors only there).
+def _searched(pattern: str, at: str) -> str:
+    """``pattern``, which llguidance searches as `jsonschema` does, anchors at its ends only.
 
-    The pattern's own leading ``^`` and trailing unescaped ``$`` are dropped first: a string
-    the rest matches whole still holds a match of the pattern. Global flags (``(?i)``) stay in
-    front, as Python asks.
+    The token budget's closing walk reads a pattern's ``^`` and ``$`` at its ends
+    (`factorspec_sdk.writer.closing_strings`), so one inside it (``^a$|^b$``, ``(^a$)``)
+    could leave a value the walk cannot finish: refused, as llguidance refused it anchored.
+
+    Raises:
+        IRError: ``^`` or ``$`` inside the pattern (outside a character class).
     """
     flags = _FLAGS.match(pattern)
     head = flags.group(0) if flags else ""
-    core = pattern[len(head) :].removeprefix("^")
-    if core.endswith("$"):
-        backslashes = len(core[:-1]) - len(core[:-1].rstrip("\\"))
-        if backslashes % 2 == 0:  # not an escaped dollar
-            core = core[:-1]
-    anchored = f"{head}^(?:{core})$"
-    try:
-        re.compile(anchored)
-    except re.error:
-        return pattern
-    return anchored
+    body = pattern[len(head) :]
+    wrapped = body[1:-1]
+    backslashes = len(wrapped[:-1]) - len(wrapped[:-1].rstrip("\\"))
+    if _wraps(body) and wrapped.startswith("^") and wrapped.endswith("$") and backslashes % 2 == 0:
+        # (^a$) is ^(a)$: the group holds the whole pattern, its anchors at its ends
+        body = f"^({wrapped[1:-1]})$"
+        pattern = head + body
+    if _inner_anchor(body):
+        raise IRError(
+            f"{at}: pattern {pattern!r} has ^ or $ inside it, not only at its ends; not "
+            "supported (write the anchors at its ends: ^(?:a|b)$ for ^a$|^b$)"
+        )
+    return pattern
+
+
+def _wraps(body: str) -> bool:
+    """Whether ``body`` is one group, ``(...)``, around the whole regex."""
+    if not (body.startswith("(") and body.endswith(")")) or body.startswith("(?"):
+        return False
+    depth, i, in_class = 0, 0, False
+    while i < len(body):
+        c = body[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0 and i < len(body) - 1:
+                return False  # the first group closes before the end
+        i += 1
+    return depth == 0
+
+
+def _inner_anchor(body: str) -> bool:
+    """Whether regex ``body`` has ``^`` or ``$`` (unescaped, outside a class) inside it."""
+    i, last, in_class = 0, len(body) - 1, False
+    while i <= last:
+        c = body[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+            if body[i + 1 : i + 2] == "^":
+                i += 1  # a negated class
+            if body[i + 1 : i + 2] == "]":
+                i += 1  # a literal ] first in the class
+        elif (c == "^" and i > 0) or (c == "$" and i < last):
+            return True
+        i += 1
+    return False
 
 
 def _checked_pattern(v: object, at: str) -> str:

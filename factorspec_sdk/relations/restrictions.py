@@ -155,12 +155,27 @@ def _undeclared_keys(place: Place) -> tuple[str, str] | None:
     )
 
 
+def _null_unwritten(place: Place) -> tuple[str, str] | None:
+    node = place.node
+    if not isinstance(node, ObjectLayout | ListLayout) or not node.nullable:
+        return None
+    if VarKind.BOOL in place.reads:  # a relation reads its null-ness: null is a choice
+        return None
+    return (
+        "never null: the schema allows null here, but the writer writes null for a list or "
+        "object only where a relation reads its null-ness",
+        "read it in a relation (x is None), or give it = None (left out, it is None); on "
+        "the JSON Schema path, let no relation read under it (a grammar value writes null)",
+    )
+
+
 RULES: dict[str, Rule] = {
     "optional key written": _optional_written,
     "list bound": _list_bound,
     "string bound": _string_bound,
     "int digits": _int_digits,
     "undeclared keys": _undeclared_keys,
+    "null unwritten": _null_unwritten,
 }
 """Every restriction's rule, by name: a new one is a function and one line here."""
 

@@ -314,9 +314,10 @@ class GrammarSegment:
                 return hit
             self._goto(tokens)
             m = self._matcher
-            out = GrammarStep(
-                self._tables.ids(m.compute_bitmask()), bool(m.is_accepting()), bool(m.is_stopped())
-            )
+            mask = m.compute_bitmask()
+            if m.is_error():  # a lexer or parser limit: the matcher stops, but not complete
+                raise GenerationError(f"{self.where}: llguidance failed here: {m.get_error()}")
+            out = GrammarStep(self._tables.ids(mask), bool(m.is_accepting()), bool(m.is_stopped()))
             self._steps[tokens] = out
             if len(self._steps) > 8:
                 self._steps.popitem(last=False)

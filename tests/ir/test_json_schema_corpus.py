@@ -57,6 +57,10 @@ ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT.parent / "shared" / "schemas" / "jsonschemabench-dev"
 RECORDS = 2
 STRIDE = 30
+LEXER_LIMIT = "too many expressions constructed"
+"""llguidance's lexer limit, which a pattern intersected with a long length can pass mid-value
+(Github_easy/o21053: up to 100 words within 5,000 characters); the record then fails with a
+`GenerationError` naming it, never an invalid record, as llguidance alone fails there."""
 
 
 @cache
@@ -88,6 +92,7 @@ def test_accepted_schemas_decode_to_valid_records() -> None:
     records = 0
     stopped: list[str] = []
     invalid: list[str] = []
+    limited: list[str] = []
     for path in corpus_files():
         tried[path.parent.name] += 1
         schema = json.loads(path.read_text(encoding="utf-8"))
@@ -101,6 +106,9 @@ def test_accepted_schemas_decode_to_valid_records() -> None:
             if check.outcome == "max_tokens":
                 stopped.append(str(path.relative_to(CORPUS)))
                 continue
+            if check.outcome == "error" and LEXER_LIMIT in check.detail:
+                limited.append(str(path.relative_to(CORPUS)))
+                continue
             assert check.outcome != "error", (path, check.detail)
             if check.outcome == "invalid":
                 invalid.append(f"{path.relative_to(CORPUS)}: {check.detail}")
@@ -109,10 +117,12 @@ def test_accepted_schemas_decode_to_valid_records() -> None:
     print(
         f"\n{sum(accepted.values())} of {sum(tried.values())} schemas accepted ({per_folder}); "
         f"{records} records, {len(stopped)} hit max_tokens={MAX_TOKENS} ({', '.join(stopped)}), "
-        f"{len(invalid)} invalid; vocabulary {tok.vocab_size} tokens; prompt {PROMPT!r}; "
+        f"{len(invalid)} invalid, {len(limited)} past llguidance's lexer limit "
+        f"({', '.join(limited)}); vocabulary {tok.vocab_size} tokens; prompt {PROMPT!r}; "
         f"{seconds:.1f} s"
     )
     assert not invalid, "\n".join(invalid)
+    assert len(limited) <= max(2, records // 100), limited
     assert sum(accepted.values()) >= sum(tried.values()) // 4  # 37% when this was written
     # large schemas (hundreds of properties, each written) fill max_tokens with random text;
     # a record cut by max_tokens is never returned as valid, so this bounds only the waste

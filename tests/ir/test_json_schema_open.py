@@ -22,7 +22,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import BaseModel, Field
 
+from factorspec_sdk import relation
+from factorspec_sdk.drafter.loop import DecodeJob, Decoder
+from factorspec_sdk.drafter.verify import SamplingParams
+from factorspec_sdk.engines.scripted import ScriptedEngine
+from factorspec_sdk.errors import GenerationError
+from factorspec_sdk.graph import compile_spec
 from factorspec_sdk.ir import IRError, ir_from_json_schema, json_schema_validator, spec_from_ir
 from factorspec_sdk.tokens.plan import Cursor, Finished, GrammarCursor, planner_for
 from tests.helpers import tiny_tokenizer
@@ -44,11 +51,12 @@ def _spellings(v: object) -> list[bytes]:
     return [json.dumps(v, ensure_ascii=False).encode()]
 
 
-def _closure(stack: _State) -> Iterator[_State]:
+def _closure(stack: _State, any_order: bool = True) -> Iterator[_State]:
     """The states of a serialization whose next item is text (or that is done).
 
     A state is a stack of what is left to write, its top last: text, ``("v", value)`` or
-    ``("k", object, keys left, first)``; an object's next key is any key left (every order).
+    ``("k", object, keys left, first)``; an object's next key is any key left (every order),
+    or the next one in the instance's order.
     """
     todo = [stack]
     while todo:
@@ -78,27 +86,32 @@ def _closure(stack: _State) -> Iterator[_State]:
             _, o, left, first = top
             if not left:
                 todo.append(rest)
-            for k in left:
+            for k in left if any_order else left[:1]:
                 lead = (b"" if first else b", ") + json.dumps(k, ensure_ascii=False).encode()
                 others = tuple(x for x in left if x != k)
                 todo.append((*rest, ("k", o, others, False), ("v", o[k]), lead + b": "))
 
 
-def _feed(states: list[_State], data: bytes) -> list[_State]:
+def _feed(states: list[_State], data: bytes, any_order: bool) -> list[_State]:
     for byte in data:
         states = [
             nxt
             for st in states
             if st and isinstance(st[-1], bytes) and st[-1][0] == byte
-            for nxt in _closure((*st[:-1], st[-1][1:]))
+            for nxt in _closure((*st[:-1], st[-1][1:]), any_order)
         ]
         if not states:
             break
     return states
 
 
-def writable(schema: dict[str, Any], value: object, limit: int = 20_000) -> bool:
-    """Whether the masks of ``schema``'s planner let some tokens spell ``value`` (any order)."""
+def writable(
+    schema: dict[str, Any], value: object, limit: int = 20_000, *, any_order: bool = True
+) -> bool:
+    """Whether the masks of ``schema``'s planner let some tokens spell ``value``.
+
+    In any key order, or (``any_order`` false) in the instance's own.
+    """
     tok = tiny_tokenizer()
     planner = planner_for(spec_from_ir(ir_from_json_schema(schema)), tok)
     eos = tok.eos_ids[0]
@@ -130,13 +143,13 @@ def writable(schema: dict[str, Any], value: object, limit: int = 20_000) -> bool
         if not isinstance(cursor, Finished):
             for t in planner.allowed(cursor).tolist():
                 text = tok.vocab[t]
-                nxt = _feed(states, text) if text else []
+                nxt = _feed(states, text, any_order) if text else []
                 if nxt and search(planner.advance(cursor, t), nxt, written + text):
                     return True
         failed.add(key)
         return False
 
-    return search(planner.start(), list(_closure((("v", value),))), b"")
+    return search(planner.start(), list(_closure((("v", value),), any_order)), b"")
 
 
 def layout(schema: dict[str, Any]) -> dict[str, Any]:
@@ -225,6 +238,14 @@ def test_an_object_that_allows_undeclared_keys_is_one_grammar_value() -> None:
     assert opts["node"] == {"type": "grammar", "schema": {"type": "object"}}
     root = layout({"type": "object", "properties": {"n": INT}})
     assert root["type"] == "grammar"  # the whole record
+
+
+def test_a_grammar_object_writes_its_properties_in_schema_order() -> None:
+    inner = open_obj({"zeta": INT, "alpha": INT}, required=["zeta", "alpha"])
+    schema = obj({"o": inner}, required=["o"])
+    assert layout(schema)["fields"][0]["node"]["type"] == "grammar"
+    assert writable(schema, {"o": {"zeta": 1, "alpha": 2}}, any_order=False)
+    assert not writable(schema, {"o": {"alpha": 2, "zeta": 1}}, any_order=False)
 
 
 def test_a_closed_object_is_laid_out_as_before() -> None:
@@ -372,12 +393,69 @@ def test_a_node_without_type_accepts_null_and_every_other_type() -> None:
     records(schema, 3)
 
 
+def test_a_list_or_object_the_schema_allows_null_for_is_written_null_too() -> None:
+    # the writer writes null for a list or object only where a relation reads its
+    # null-ness: elsewhere the node is a grammar value, which writes null and the value
+    tags = {"type": ["array", "null"], "items": {"type": "string", "maxLength": 2}}
+    point = obj({"x": INT}, required=["x"])
+    schema = obj({"tags": tags, "at": {"anyOf": [point, {"type": "null"}]}}, required=["tags"])
+    for value in ({"tags": None, "at": None}, {"tags": ["a"], "at": {"x": 1}}):
+        assert writable(schema, value), value
+    assert not writable(schema, {"tags": [None], "at": None})
+    # a list a factor reads (uniqueItems) stays native: null is not written there
+    unique = {**tags, "items": {"enum": ["a", "b"]}, "uniqueItems": True}
+    read = obj({"tags": unique}, required=["tags"])
+    node = layout(read)["fields"][0]["node"]
+    assert (node["type"], node["nullable"]) == ("list", True)
+    assert writable(read, {"tags": ["b", "a"]}) and not writable(read, {"tags": None})
+    found = {(r.rule, r.path) for r in spec_from_ir(ir_from_json_schema(read)).restrictions()}
+    assert ("null unwritten", "tags") in found
+    records(schema, 3)
+
+
+class _Inner(BaseModel):
+    a: int = Field(ge=0, le=3)
+
+
+class _Maybe(BaseModel):
+    xs: list[int] | None
+    inner: _Inner | None
+    read: _Inner | None
+
+    @relation
+    def read_is_none_or_small(self) -> bool:
+        return self.read is None or self.read.a < 2
+
+
+def test_a_model_s_optional_list_or_model_names_its_null_restriction() -> None:
+    # the Pydantic path lays these out natively; null only where a relation reads it
+    found = {(r.rule, r.path) for r in compile_spec(_Maybe).restrictions()}
+    assert {p for rule, p in found if rule == "null unwritten"} == {"xs", "inner"}
+
+
 def test_an_array_without_items_holds_any_json_values() -> None:
     schema = obj({"t": {"type": "array", "maxItems": 3}}, required=["t"])
     assert layout(schema)["fields"][0]["node"]["type"] == "grammar"
     assert writable(schema, {"t": [1, {"a": None}, "x"]})
     assert not writable(schema, {"t": [1, 2, 3, 4]})
     records(schema, 3)
+
+
+def test_a_value_past_llguidance_s_lexer_limit_fails_the_record_never_writes_it() -> None:
+    # up to 100 words within 5,000 characters: llguidance's lexer gives up inside the string
+    # ('too many expressions constructed'); the matcher stops, which read as complete wrote
+    # '{"q": ' as a finished record, or failed with a bare ValueError
+    words = {"type": "string", "minLength": 1, "maxLength": 5000}
+    words["pattern"] = "^(?:\\S+\\s+){0,99}\\S+$"
+    spec = spec_from_ir(ir_from_json_schema(obj({"q": words}, required=["q"])))
+    tok = tiny_tokenizer()
+    for seed in range(3):
+        job = DecodeJob(
+            planner_for(spec, tok), tok.encode("go"), SamplingParams(temperature=1.0, seed=seed)
+        )
+        (res,) = Decoder(ScriptedEngine.random(tok, seed=seed, temperature_scale=2.0)).run([job])
+        assert isinstance(res.error, GenerationError), (res.text, res.error)
+        assert "too many expressions" in str(res.error)
 
 
 # --------------------------------------------------------------------------- MaskBench files
