@@ -56,6 +56,7 @@ __all__ = [
     "structured",
     "tool_extension",
     "unexported_relations",
+    "whole_match",
 ]
 
 VALUE_KEY = "value"
@@ -359,10 +360,31 @@ def bare_text(record: str) -> str:
     return value
 
 
+_GLOBAL_FLAGS = re.compile(r"(\(\?[aiLmsux]+\))+")
+
+
+def whole_match(pattern: str) -> str:
+    """``pattern`` anchored at both ends, as vLLM and SGLang read a ``regex`` constraint.
+
+    A JSON Schema ``pattern`` is searched (any text around a match), while a request's
+    ``regex`` is the whole answer; so the pattern of its wrapper record is anchored. The
+    regex's own leading ``^`` and trailing unescaped ``$`` are dropped first (anchors only
+    at the ends, as the writer reads them); global flags (``(?i)``) stay in front.
+    """
+    flags = _GLOBAL_FLAGS.match(pattern)
+    head = flags.group(0) if flags else ""
+    core = pattern[len(head) :].removeprefix("^")
+    if core.endswith("$"):
+        backslashes = len(core[:-1]) - len(core[:-1].rstrip("\\"))
+        if backslashes % 2 == 0:  # not an escaped dollar
+            core = core[:-1]
+    return f"{head}^(?:{core})$"
+
+
 def _pattern_wrapper(pattern: str) -> JsonObject:
     return {
         "type": "object",
-        "properties": {VALUE_KEY: {"type": "string", "pattern": pattern}},
+        "properties": {VALUE_KEY: {"type": "string", "pattern": whole_match(pattern)}},
         "required": [VALUE_KEY],
         "additionalProperties": False,
     }

@@ -17,7 +17,7 @@ import pytest
 from factorspec_sdk import plain_json_schema
 from factorspec_sdk.ir import to_ir
 from factorspec_sdk.server.protocol import ApiError
-from factorspec_sdk.server.structured import misplaced_extension, regex_language
+from factorspec_sdk.server.structured import misplaced_extension, regex_language, whole_match
 from tests.helpers import TRIP_CONTEXT, Pick, Trip
 from tests.server.helpers import MODEL
 
@@ -209,7 +209,9 @@ def test_nulls_beside_the_one_constraint_are_constraints_not_given(url: str) -> 
     assert r.json()["choices"][0]["message"]["content"] in {"cat", "dog"}
 
 
-@pytest.mark.parametrize("pattern", [r"\d+", r"[a-z]{3}", r"[A-Z][a-z]*", r"\d{3}-\d{4}"])
+@pytest.mark.parametrize(
+    "pattern", [r"\d+", r"[a-z]{3}", r"[A-Z][a-z]*", r"\d{3}-\d{4}", r"^[a-z]+ \d$", r"(?i)x\d+"]
+)
 def test_regex_beyond_a_finite_list_is_generated_by_its_pattern(url: str, pattern: str) -> None:
     body = {"model": MODEL, "messages": MESSAGES, "structured_outputs": {"regex": pattern}}
     r = httpx.post(url + "/v1/chat/completions", json=body, timeout=60)
@@ -270,3 +272,19 @@ def test_an_x_factorspec_below_the_root_is_found_and_a_field_of_that_name_is_not
     assert misplaced_extension(nested) == "#/$defs/A~0B"
     assert misplaced_extension({"anyOf": [{"type": "null"}, ir]}) == "#/anyOf/1"
     assert misplaced_extension({"items": {"properties": {"p": ir}}}) == "#/items/properties/p"
+
+
+@pytest.mark.parametrize(
+    ("pattern", "anchored"),
+    [
+        (r"\d+", r"^(?:\d+)$"),
+        (r"^\d+$", r"^(?:\d+)$"),
+        (r"(?i)^ab$", r"(?i)^(?:ab)$"),
+        (r"a\$", r"^(?:a\$)$"),  # an escaped dollar stays
+        (r"a|b", r"^(?:a|b)$"),
+    ],
+)
+def test_a_request_regex_is_matched_whole(pattern: str, anchored: str) -> None:
+    """A request's regex is the whole answer (a JSON Schema pattern is searched)."""
+    assert whole_match(pattern) == anchored
+    assert not re.search(anchored, "x1x" if "a" not in pattern else "xab-a$x")
