@@ -13,7 +13,7 @@ import math
 from factorspec_sdk.ir.jsonschema_base import ConverterBase, NothingWritable, NotNative
 from factorspec_sdk.ir.jsonschema_keywords import NOT_NATIVE, JsonDict, keyword_count, shaped
 from factorspec_sdk.ir.limits import IRError
-from factorspec_sdk.ir.standalone import asserted_format
+from factorspec_sdk.ir.standalone_strings import asserted_format
 from factorspec_sdk.relations.layout import INT_LIMIT
 
 __all__ = ["LeafConverter"]
