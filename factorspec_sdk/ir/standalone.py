@@ -29,7 +29,8 @@ and dialect:
   schema's (anchored whole, as before, it wrote the strings that are one match only: no
   ``mailto:a@b.c`` for ``^mailto:``); the token budget's closing walk completes a match from
   any text (`factorspec_sdk.writer.closing_strings`), reading anchors at the pattern's ends,
-  so a ``^`` or ``$`` inside it is refused (`_searched`);
+  so a ``^`` or ``$`` inside it is refused
+  (`factorspec_sdk.ir.standalone_strings.searched_pattern`);
 * ``format: date`` is the pattern of the dates `jsonschema` accepts (`STRICT_FORMATS`:
   llguidance's allows February 29 of any year); ``format: time`` and ``date-time`` are RFC
   3339's with seconds 00-59 and at most six fractional digits (llguidance's allow a leap
@@ -75,12 +76,12 @@ from jsonschema.protocols import Validator
 
 from factorspec_sdk.ir.exclusive import exclusive, has_ref
 from factorspec_sdk.ir.limits import IRError
-from factorspec_sdk.relations.grammar_schema import (
-    FORMAT_PATTERNS,
-    RFC3339_PATTERNS,
-    URI_TEMPLATE_PATTERN,
+from factorspec_sdk.ir.standalone_strings import (
+    STRICT_FORMATS,
+    asserted_format,
+    checked_pattern,
+    searched_pattern,
 )
-from factorspec_sdk.relations.layout import grammar_layout
 
 __all__ = ["STRICT_FORMATS", "asserted_format", "has_ref", "pointer_part", "standalone_schema"]
 
@@ -109,19 +110,6 @@ _MAP = frozenset({"properties", "patternProperties"})
 _DEPENDENCIES = frozenset({"dependencies", "dependentRequired", "dependentSchemas"})
 _LEGACY_REF = (jsonschema.Draft4Validator, jsonschema.Draft6Validator, jsonschema.Draft7Validator)
 _NAME = re.compile(r"[^A-Za-z0-9_.-]+")
-STRICT_FORMATS = {
-    "date": FORMAT_PATTERNS["date"],
-    **RFC3339_PATTERNS,
-    "uri-template": URI_TEMPLATE_PATTERN,
-}
-"""Formats llguidance reads more loosely than `jsonschema` and Pydantic, as a pattern both
-accept: llguidance's ``date`` allows February 29 of every year and year 0000, which
-``datetime.date.fromisoformat`` refuses (the Pydantic path's pattern, one copy); its ``time``
-and ``date-time`` allow a leap second, which Pydantic refuses, and fractional seconds without
-end (`RFC3339_PATTERNS`: at most microseconds); and ``uri-template``, which llguidance does
-not know and `jsonschema` asserts where the `uri_template` package is installed
-(`URI_TEMPLATE_PATTERN`)."""
-_FLAGS = re.compile(r"(\(\?[aiLmsux]+\))+")
 
 
 def standalone_schema(
@@ -258,7 +246,7 @@ class _Copier:
                 self._check_multiple(s, v, at)
                 out[key] = 1 if v == 1 else v
             elif key == "pattern":
-                out[key] = _searched(_checked_pattern(v, at), at)
+                out[key] = searched_pattern(checked_pattern(v, at), at)
             elif key == "uniqueItems":
                 if _unique_items(s):  # llguidance does not implement it
                     raise _unique_error(where)
@@ -500,33 +488,6 @@ class _Copier:
             )
 
 
-class _Unknown(Exception):
-    pass
-
-
-def asserted_format(fmt: object, dialect: type[Validator]) -> bool:
-    """Whether a string ``format`` constrains the value: `jsonschema` or llguidance checks it.
-
-    `jsonschema` asserts the formats of its dialect's checker (those whose libraries are
-    installed) and ignores the others; a format llguidance knows is kept too (the values look
-    like what the client asked for), and so is one of `STRICT_FORMATS` (``uri-template``,
-    which other validators assert). A format none of them knows is irrelevant to validity.
-    """
-    if not isinstance(fmt, str):
-        return True  # the meta-schema check refuses it
-    if fmt in dialect.FORMAT_CHECKER.checkers or fmt in STRICT_FORMATS:
-        return True
-
-    def unknown(why: str) -> Exception:
-        return _Unknown(why)
-
-    try:
-        grammar_layout({"type": "string", "format": fmt}, unknown)
-    except _Unknown:
-        return False
-    return True
-
-
 def _subset_error(at: str, key: str, what: str) -> IRError:
     """Why a ``oneOf`` or ``not`` over a copy that keeps fewer values than its schema is refused."""
     why = (
@@ -639,94 +600,6 @@ def _integer(v: object) -> int | None:
     if isinstance(v, float) and v.is_integer():
         return int(v)
     return v if isinstance(v, int) and not isinstance(v, bool) else None
-
-
-def _searched(pattern: str, at: str) -> str:
-    """``pattern``, which llguidance searches as `jsonschema` does, anchors at its ends only.
-
-    The token budget's closing walk reads a pattern's ``^`` and ``$`` at its ends
-    (`factorspec_sdk.writer.closing_strings`), so one inside it (``^a$|^b$``, ``(^a$)``)
-    could leave a value the walk cannot finish: refused, as llguidance refused it anchored.
-
-    Raises:
-        IRError: ``^`` or ``$`` inside the pattern (outside a character class).
-    """
-    flags = _FLAGS.match(pattern)
-    head = flags.group(0) if flags else ""
-    body = pattern[len(head) :]
-    wrapped = body[1:-1]
-    backslashes = len(wrapped[:-1]) - len(wrapped[:-1].rstrip("\\"))
-    if _wraps(body) and wrapped.startswith("^") and wrapped.endswith("$") and backslashes % 2 == 0:
-        # (^a$) is ^(a)$: the group holds the whole pattern, its anchors at its ends
-        body = f"^({wrapped[1:-1]})$"
-        pattern = head + body
-    if _inner_anchor(body):
-        raise IRError(
-            f"{at}: pattern {pattern!r} has ^ or $ inside it, not only at its ends; not "
-            "supported (write the anchors at its ends: ^(?:a|b)$ for ^a$|^b$)"
-        )
-    return pattern
-
-
-def _wraps(body: str) -> bool:
-    """Whether ``body`` is one group, ``(...)``, around the whole regex."""
-    if not (body.startswith("(") and body.endswith(")")) or body.startswith("(?"):
-        return False
-    depth, i, in_class = 0, 0, False
-    while i < len(body):
-        c = body[i]
-        if c == "\\":
-            i += 2
-            continue
-        if in_class:
-            in_class = c != "]"
-        elif c == "[":
-            in_class = True
-        elif c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-            if depth == 0 and i < len(body) - 1:
-                return False  # the first group closes before the end
-        i += 1
-    return depth == 0
-
-
-def _inner_anchor(body: str) -> bool:
-    """Whether regex ``body`` has ``^`` or ``$`` (unescaped, outside a class) inside it."""
-    i, last, in_class = 0, len(body) - 1, False
-    while i <= last:
-        c = body[i]
-        if c == "\\":
-            i += 2
-            continue
-        if in_class:
-            in_class = c != "]"
-        elif c == "[":
-            in_class = True
-            if body[i + 1 : i + 2] == "^":
-                i += 1  # a negated class
-            if body[i + 1 : i + 2] == "]":
-                i += 1  # a literal ] first in the class
-        elif (c == "^" and i > 0) or (c == "$" and i < last):
-            return True
-        i += 1
-    return False
-
-
-def _checked_pattern(v: object, at: str) -> str:
-    if not isinstance(v, str):
-        raise IRError(f"{at}: pattern must be a string")
-    if "[:" in v:
-        raise IRError(
-            f"{at}: pattern {v!r} may hold a POSIX class ([:alpha:]), which Python's re and "
-            "the grammar's regex read differently; not supported"
-        )
-    try:
-        re.compile(v)
-    except re.error as exc:
-        raise IRError(f"{at}: {v!r} is not a Python regex: {exc}") from None
-    return v
 
 
 def _type_names(t: object) -> set[str] | None:

@@ -57,10 +57,24 @@ import numpy.typing as npt
 
 from factorspec_sdk.errors import GenerationError
 from factorspec_sdk.relations.layout import GRAMMAR_OPTIONS, path_name
+from factorspec_sdk.tokens.json_scan import (
+    ESCAPE_ORDER,
+    IN_ESCAPE,
+    IN_NUMBER,
+    IN_STRING,
+    IN_UTF8,
+    STRING_ORDER,
+    UTF8_ORDER,
+    VALUE_ORDER,
+    JsonScan,
+    Lex,
+    lex,
+    lex_start,
+    lex_value,
+)
 from factorspec_sdk.tokens.vocab import TokenizerInfo
 from factorspec_sdk.writer.closing import LITERALS
 from factorspec_sdk.writer.closing_guides import ClosingGuides, closing_guides
-from factorspec_sdk.writer.closing_strings import COMPLETION_CHARS
 
 if TYPE_CHECKING:
     from factorspec_sdk.writer.automaton import GrammarValue, WriterState
@@ -303,7 +317,7 @@ class GrammarSegment:
         self._lock = threading.Lock()
         self._text_bytes = tuple(len(t.encode("utf-8")) for t in self.texts)
         self._lexed: tuple[int, ...] = ()
-        self._lex_states: list[_Lex] = [_lex_start(self._text_bytes[0])]
+        self._lex_states: list[Lex] = [lex_start(self._text_bytes[0])]
         self._lex_lock = threading.Lock()
 
     def step(self, tokens: tuple[int, ...]) -> GrammarStep:
@@ -363,7 +377,7 @@ class GrammarSegment:
             m = self._matcher.deep_copy()
         tables = self._tables
         vocab = tables.tok.vocab
-        scan = _Scan()
+        scan = JsonScan()
         scan.feed(b"".join(vocab[t] for t in tokens))
         out: list[int] = []
         while not m.is_accepting():
@@ -387,7 +401,7 @@ class GrammarSegment:
             scan.feed(b"".join(vocab[t] for t in run))
         return out
 
-    def _completion(self, m: Any, scan: _Scan, mask: bytes) -> list[int]:
+    def _completion(self, m: Any, scan: JsonScan, mask: bytes) -> list[int]:
         """The shortest completion of what is under way that llguidance takes.
 
         In a string or a number, each guide (`factorspec_sdk.writer.closing_guides`) proposes one;
@@ -407,13 +421,13 @@ class GrammarSegment:
                 if m.validate_tokens(literal) == len(literal) and self._ends(m, literal):
                     return literal
             return []
-        content = scan.content() if scan.kind == _STRING else None
+        content = scan.content() if scan.kind == IN_STRING else None
         if content is not None:
             for text in guides.string_completions(content):
                 ids = tables.byte_tokens((text + '"').encode("utf-8"))
                 if ids is not None and m.validate_tokens(ids) == len(ids):
                     return ids
-        elif scan.kind == _NUMBER:
+        elif scan.kind == IN_NUMBER:
             for text in guides.number_completions(scan.number()):
                 ids = tables.byte_tokens(text.encode("ascii"))
                 if ids is not None and m.validate_tokens(ids) == len(ids) and self._ends(m, ids):
@@ -442,22 +456,22 @@ class GrammarSegment:
             self._guides = closing_guides(tuple(v.node.schema for v in self.values))
         return self._guides
 
-    def _order(self, scan: _Scan) -> list[int]:
+    def _order(self, scan: JsonScan) -> list[int]:
         """The single-byte tokens the walk tries where no guide completes, in order."""
         kind = scan.kind
         hit = self._orders.get(kind)
         if hit is not None:
             return hit
         byte_ids = self._tables.byte_ids
-        if kind == _STRING:
-            order = _STRING_ORDER
-        elif kind == _ESCAPE:
-            order = _ESCAPE_ORDER
-        elif kind == _UTF8:
-            order = _UTF8_ORDER
+        if kind == IN_STRING:
+            order = STRING_ORDER
+        elif kind == IN_ESCAPE:
+            order = ESCAPE_ORDER
+        elif kind == IN_UTF8:
+            order = UTF8_ORDER
         else:
             firsts = bytes(t.encode("utf-8")[0] for t in self.texts[1:] if t)
-            order = b"}]" + firsts + (b"," if kind == _NUMBER else b"") + _VALUE_ORDER
+            order = b"}]" + firsts + (b"," if kind == IN_NUMBER else b"") + VALUE_ORDER
         hit = self._orders[kind] = [byte_ids[b] for b in dict.fromkeys(order) if b in byte_ids]
         return hit
 
@@ -475,7 +489,7 @@ class GrammarSegment:
     def value_index(self, tokens: tuple[int, ...]) -> int:
         """The index of the first value ``tokens`` leave incomplete (``len(values)`` if none).
 
-        Lexed value by value (`_lex`): each value's end found by the JSON lexer and the text
+        Lexed value by value (`lex`): each value's end found by the JSON lexer and the text
         after it skipped.
         """
         return min(self._lex_at(tokens)[0], len(self.values))
@@ -500,8 +514,8 @@ class GrammarSegment:
         k, skip, _, in_str, escape, utf8, *_ = self._lex_at(tokens)
         return k < len(self.values) and not skip and bool(in_str) and not escape and not utf8
 
-    def _lex_at(self, tokens: tuple[int, ...]) -> _Lex:
-        """Where the segment's bytes stand after ``tokens`` (see `_lex`).
+    def _lex_at(self, tokens: tuple[int, ...]) -> Lex:
+        """Where the segment's bytes stand after ``tokens`` (see `lex`).
 
         Kept per token of the last tokens asked (decoding asks them one token further, or
         a few back after a rejected draft), so each token's bytes are read once.
@@ -524,7 +538,7 @@ class GrammarSegment:
                 del states[k + 1 :]
             state = states[k]
             for t in tokens[k:]:
-                state = _lex(state, vocab[t], self._text_bytes)
+                state = lex(state, vocab[t], self._text_bytes)
                 states.append(state)
             self._lexed = tokens
             return state
@@ -543,180 +557,6 @@ class GrammarSegment:
                 f"{self.where}: a token outside the grammar reached the matcher: {m.get_error()}"
             )
         self._at = tokens
-
-
-_SCALAR = frozenset(b"0123456789+-.eEtrufalsn")
-_BEFORE_VALUE = frozenset([-1, *b"[,:"])
-_OPEN = frozenset(b"[{")
-_CLOSE = frozenset(b"]}")
-_NUMBER_START = frozenset(b"-0123456789")
-_STRING, _ESCAPE, _UTF8, _NUMBER, _OTHER = range(5)
-_STRING_ORDER = b'"\\' + COMPLETION_CHARS.encode("ascii")
-"""In a string no guide completes: close it, else a low surrogate's escape, else a character."""
-_ESCAPE_ORDER = b'ntrbf/\\"u0123456789abcdefABCDEF'
-_UTF8_ORDER = bytes(range(0x80, 0xC0))
-_VALUE_ORDER = b'0"[{ntf-123456789' + bytes(range(0x20, 0x7F)) + bytes(range(0x80, 0xF5))
-"""Between values: the shortest value first (``0``, ``""``, ``[]``, ``{}``, ``null``)."""
-
-
-class _Scan:
-    """Where the closing walk is in a segment's JSON text: in a string, a number, or between.
-
-    Fed the segment's bytes as they are written (layout text and values alike: the layout
-    text holds whole keys, so strings open and close in it as in the values).
-    """
-
-    __slots__ = ("data", "escape", "in_str", "last", "scalar", "start")
-
-    def __init__(self) -> None:
-        self.data = bytearray()
-        self.in_str = False
-        self.escape = 0  # bytes of an escape still to come (1 after a backslash, 4 after \u)
-        self.start = 0  # where the open string's content starts
-        self.scalar = -1  # where the scalar under way (a number, true, ...) starts
-        self.last = -1  # the last byte outside strings other than a space (-1: none yet)
-
-    def feed(self, chunk: bytes) -> None:
-        """Read ``chunk``, the next bytes of the segment."""
-        data = self.data
-        for b in chunk:
-            data.append(b)
-            if self.in_str:
-                if self.escape:
-                    self.escape = 4 if self.escape == 1 and b == ord("u") else self.escape - 1
-                elif b == ord("\\"):
-                    self.escape = 1
-                elif b == ord('"'):
-                    self.in_str = False
-            elif b == ord('"'):
-                self.in_str, self.start, self.scalar, self.last = True, len(data), -1, b
-            elif b in _SCALAR:
-                if self.scalar < 0:
-                    self.scalar = len(data) - 1
-                self.last = b
-            else:
-                self.scalar = -1
-                if b != ord(" "):
-                    self.last = b
-
-    @property
-    def value_expected(self) -> bool:
-        """Whether a value starts here.
-
-        After ``[``, ``,`` (or a key: no literal is one) or ``:``, or before anything.
-        """
-        return not self.in_str and self.last in _BEFORE_VALUE
-
-    @property
-    def kind(self) -> int:
-        """Where the text is: in a string, an escape, a UTF-8 character, a number, elsewhere."""
-        if self.in_str:
-            if self.escape:
-                return _ESCAPE
-            return _UTF8 if _splits_a_character(bytes(self.data), len(self.data)) else _STRING
-        if self.scalar >= 0 and self.data[self.scalar] in _NUMBER_START:
-            return _NUMBER
-        return _OTHER
-
-    def content(self) -> str | None:
-        """The open string's characters so far, escapes decoded (None if they do not)."""
-        try:
-            text = json.loads(b'"' + bytes(self.data[self.start :]) + b'"')
-        except ValueError:
-            return None
-        return text if isinstance(text, str) else None
-
-    def number(self) -> str:
-        """The number under way."""
-        return bytes(self.data[self.scalar :]).decode("ascii")
-
-
-_Lex = tuple[int, int, int, int, int, int, int, int]
-"""Where a segment's bytes stand (`_lex`): the value under way or next, the layout text's bytes
-still to pass before it, the arrays and objects open in it, whether in a string, the escape's
-bytes still due (1 after a backslash, 4 after ``\\u``), the UTF-8 character's bytes still due,
-the bytes read, and the bytes read when the last value ended."""
-
-_FAR = 1 << 62
-"""The layout text after a value that `lex_value` reads alone: longer than any data."""
-
-
-def _lex_start(text: int) -> _Lex:
-    """Before the first byte, ``text`` bytes of layout text before the first value."""
-    return (0, text, 0, 0, 0, 0, 0, 0)
-
-
-def _lex(state: _Lex, data: bytes, texts: tuple[int, ...]) -> _Lex:
-    """``state`` after ``data``, for ``texts[k]`` bytes of layout text before value ``k``.
-
-    ``texts[-1]`` is the text after the last value. A value ends with a string's or the
-    outer array's or object's closing byte, or before the first byte after a scalar that
-    cannot continue it (that byte starts the text after).
-    """
-    k, skip, depth, in_str, escape, utf8, n, ended = state
-    last = len(texts) - 1
-    i, size = 0, len(data)
-    while i < size:
-        if skip:
-            step = min(skip, size - i)
-            skip -= step
-            i += step
-            continue
-        if k >= last:  # all values written: the rest is the text after the last
-            i = size
-            break
-        b = data[i]
-        if in_str:
-            if utf8:
-                utf8 -= 1
-            elif escape:
-                escape = 4 if escape == 1 and b == 0x75 else escape - 1
-            elif b == 0x5C:
-                escape = 1
-            elif b == 0x22:
-                in_str = 0
-                if not depth:
-                    k, skip, ended = k + 1, texts[k + 1], n + i + 1
-            elif b >= 0xC0:
-                utf8 = 1 if b < 0xE0 else 2 if b < 0xF0 else 3
-        elif b == 0x22:
-            in_str = 1
-        elif b in _OPEN:
-            depth += 1
-        elif b in _CLOSE:
-            depth -= 1
-            if not depth:
-                k, skip, ended = k + 1, texts[k + 1], n + i + 1
-        elif not depth and b not in _SCALAR:
-            k, skip, ended = k + 1, texts[k + 1], n + i
-            continue  # the scalar ended: this byte is the text after it
-        i += 1
-    return (k, skip, depth, in_str, escape, utf8, n + size, ended)
-
-
-def lex_value(data: bytes, pos: int) -> tuple[int | None, bool]:
-    """Lex the JSON value at ``data[pos:]``: its end, or ``None`` and whether in a string.
-
-    The end is known once the value closes: a string's or the outer list's closing byte,
-    or the first byte after a scalar that cannot continue it. A value still open at the end
-    of ``data`` gives ``(None, inside)``: ``inside`` when ``data`` ends inside a string,
-    ready for a character (no escape pending, no UTF-8 character begun).
-    """
-    k, _, _, in_str, escape, utf8, _, ended = _lex(_lex_start(0), data[pos:], (0, _FAR))
-    if k:
-        return pos + ended, False
-    return None, bool(in_str) and not escape and not utf8
-
-
-def _splits_a_character(data: bytes, n: int) -> bool:
-    """Whether ``data[:n]`` ends inside a UTF-8 character."""
-    k = n - 1
-    while k >= 0 and data[k] & 0xC0 == 0x80 and n - k < 4:
-        k -= 1
-    if k < 0 or data[k] < 0xC0:
-        return False
-    need = 2 if data[k] < 0xE0 else 3 if data[k] < 0xF0 else 4
-    return n - k < need
 
 
 @dataclass(frozen=True, slots=True)
