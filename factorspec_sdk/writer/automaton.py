@@ -8,7 +8,10 @@ point the writer consults the compiled spec's oracle, so every continuation it o
 still be completed to a record that passes the schema and every relation.
 
 This module is the writer's core: the walk over the layout (objects, lists, unions,
-null-ness), forced text and choices. What a leaf's text is belongs to its kind
+null-ness), forced text and choices. The options of a choice point come from its part: a
+list's and a union's from `factorspec_sdk.writer.structures`, an optional key's from
+`factorspec_sdk.writer.optional_keys`, joined to be prefix-free by
+`factorspec_sdk.writer.prefix_free`. What a leaf's text is belongs to its kind
 (`factorspec_sdk.writer.leaves.LEAF_WRITERS`), which the core asks through the helpers below
 (`Writer.after_leaf`, `Writer.open_quote`, `Writer.whole_values`, `Writer.digit_options`,
 `Writer.null_options`); how long a record's text can be is `factorspec_sdk.writer.sizes`'.
@@ -24,8 +27,7 @@ rolls back by keeping old states.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator
-from itertools import pairwise
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from factorspec_sdk.relations.layout import (
@@ -37,14 +39,14 @@ from factorspec_sdk.relations.layout import (
     Omission,
     Path,
     UnionLayout,
-    branch_part,
     has_grammar,
-    omission,
 )
 from factorspec_sdk.writer import sizes
 from factorspec_sdk.writer.digits import next_digits_in_range
 from factorspec_sdk.writer.escapes import NO_ESCAPE, decode
 from factorspec_sdk.writer.leaves import leaf_writer
+from factorspec_sdk.writer.optional_keys import OptionalKeys
+from factorspec_sdk.writer.prefix_free import non_empty, prefix_free
 from factorspec_sdk.writer.state import (
     FINITE_LIMIT,
     Choice,
@@ -67,6 +69,7 @@ from factorspec_sdk.writer.state import (
     value_text,
 )
 from factorspec_sdk.writer.strings import string_grammar
+from factorspec_sdk.writer.structures import list_options, union_options
 
 if TYPE_CHECKING:
     from factorspec_sdk.graph import CompiledSpec, Fact, Oracle, Value
@@ -97,8 +100,8 @@ class Writer:
         """`_longest` per path: the spec fixes it, and the token budget asks it at every step."""
         self._shortest_cache: dict[int, int] = {}
         """`_shortest` per layout node, by ``id`` (the spec keeps its nodes alive)."""
-        self._omission_cache: dict[Path, Omission] = {}
-        self._left_out_cache: dict[WriterState, WriterState | None] = {}
+        self.keys = OptionalKeys(spec)
+        """The spec's optional keys: how each may be left out, and the state after it."""
         self.grammar_strings = has_grammar(spec.layout)
         """Whether free strings are grammar values too (see `string_grammar`)."""
 
@@ -109,7 +112,8 @@ class Writer:
         layout = self.spec.layout
         return WriterState(assignment=(), stack=(), pending=Pending((), layout))
 
-    def _event(self, s: WriterState) -> Event:
+    def event(self, s: WriterState) -> Event:
+        """What comes at ``s``: forced text, a choice point, or the record's end."""
         p = s.pending
         if p is not None:
             node = p.node
@@ -164,21 +168,17 @@ class Writer:
 
     def omission(self, path: Path, f: ObjectField) -> Omission:
         """How the key of ``f`` in the object at ``path`` may be left out (`omission`)."""
-        where = (*path, f.name)
-        hit = self._omission_cache.get(where)
-        if hit is None:
-            hit = self._omission_cache[where] = omission(f, self.spec.reads_under(where))
-        return hit
+        return self.keys.omission(path, f)
 
     def grammar_next(self, s: WriterState) -> bool:
         """Whether a grammar value is due right at ``s`` (no text, no oracle, before it)."""
-        return isinstance(self._event(s), GrammarEvent)
+        return isinstance(self.event(s), GrammarEvent)
 
     def layout_text(self, s: WriterState) -> tuple[str, WriterState]:
         """The structure text forced from ``s`` without consulting the oracle."""
         parts: list[str] = []
         while True:
-            ev = self._event(s)
+            ev = self.event(s)
             if not isinstance(ev, Text):
                 return "".join(parts), s
             parts.append(ev.text)
@@ -227,14 +227,14 @@ class Writer:
         start = s
         parts: list[str] = []
         while True:
-            ev = self._event(s)
+            ev = self.event(s)
             if isinstance(ev, Text):
                 parts.append(ev.text)
                 s = ev.state
                 continue
             if isinstance(ev, Done):
                 break
-            options = self._raw_options(ev)
+            options = self.raw_options(ev)
             if isinstance(options, GrammarValue):
                 break
             if isinstance(options, list) and len(options) == 1:
@@ -257,88 +257,38 @@ class Writer:
         hit = self._choice_cache.get(s)
         if hit is not None:
             return hit
-        ev = self._event(s)
+        ev = self.event(s)
         if isinstance(ev, Text | Done):
             raise ValueError("choices() needs a state at a choice point")
-        raw = self._raw_options(ev)
+        raw = self.raw_options(ev)
         result: Choice
         if isinstance(raw, FreeString | GrammarValue):
             result = raw
         else:
             result = []
             for o in raw:
-                result.extend(self._non_empty(o))
-            result = self._prefix_free(result)
+                result.extend(non_empty(self, o))
+            result = prefix_free(self, result)
         self._choice_cache[s] = result
         return result
 
-    def _prefix_free(self, options: list[Option]) -> list[Option]:
-        """``options`` with each one whose text begins another's joined to what follows it.
-
-        A list item is followed by a choice (another item or the end), not by forced text,
-        so item values ``6`` and ``63`` would end where the other goes on; ``6`` becomes
-        ``6, `` and ``6]`` (the choices after it, with their forced text), which no other
-        option's text begins. An option followed by forced text is first joined to that
-        text alone (a union's branches, all ``{"kind": `` up to their tags, part there, even
-        where a free string follows). Options whose texts are already prefix-free are kept.
-        """
-        for _ in range(8):  # each round joins one more choice; real clashes end in one
-            texts = sorted(o.text for o in options)
-            clash = {a for a, b in pairwise(texts) if b.startswith(a)}
-            if not clash:
-                return options
-            joined: list[Option] = []
-            for o in options:
-                if o.text not in clash:
-                    joined.append(o)
-                    continue
-                forced, at = self.forced(o.state)
-                if forced and not at.done:  # the forced text may tell them apart already
-                    joined.append(Option(o.text + forced, at))
-                    continue
-                if at.done:
-                    if not forced:
-                        raise RuntimeError(f"option {o.text!r} ends the record, begins another")
-                    joined.append(Option(o.text + forced, at))
-                    continue
-                sub = self.choices(at)
-                if isinstance(sub, FreeString | GrammarValue):
-                    raise RuntimeError(f"option {o.text!r} begins another and a free value follows")
-                joined.extend(Option(o.text + forced + x.text, x.state) for x in sub)
-            options = joined
-        raise RuntimeError("option texts stay not prefix-free")
-
-    def _non_empty(self, o: Option) -> Iterator[Option]:
-        suffix, after = self.layout_text(o.state)
-        text = o.text + suffix
-        if text:
-            yield Option(text, after)
-            return
-        forced, at = self.forced(after)
-        if forced:
-            yield Option(forced, at)
-            return
-        sub = self.choices(at)
-        if isinstance(sub, FreeString | GrammarValue):
-            raise RuntimeError("an empty option cannot be followed by a free value")
-        yield from sub
-
     # ------------------------------------------------------------------ leaves
 
-    def _raw_options(
+    def raw_options(
         self,
         ev: LeafEvent | GrammarEvent | ListDecision | UnionDecision | NullDecision | KeyDecision,
     ) -> Choice:
+        """The options of the choice point ``ev`` as its part gives them (not yet joined)."""
         if isinstance(ev, KeyDecision):
-            return self._key_options(ev)
+            return self.keys.options(self, ev)
         if isinstance(ev, ListDecision):
-            return self._list_options(ev)
+            return list_options(self, ev)
         if isinstance(ev, UnionDecision):
-            return self._union_options(ev)
+            return union_options(self, ev)
         if isinstance(ev, NullDecision):  # null, or the object's or list's opening
             options, present = self.decide_null(ev.state, ev.path, ev.null_var)
             if present is not None:
-                opening = self._event(present)
+                opening = self.event(present)
                 assert isinstance(opening, Text)
                 options.append(Option(opening.text, opening.state))
             return options
@@ -435,148 +385,6 @@ class Writer:
             else:
                 text = lead(c) if lead is not None and not prefix else c
                 options.append(Option(text, _replace(s, partial=prefix + c)))
-        return options
-
-    # ------------------------------------------------------------------ optional keys
-
-    def _key_options(self, ev: KeyDecision) -> list[Option]:
-        """An optional key: written, or left out where `omission` and the relations allow.
-
-        Left out is an option of empty text: the next key (``", "`` only after a key
-        written), the next choice, or the object's ``}`` follows it (`choices` joins it to
-        them), so the optional keys in a row are one choice point among the keys that may
-        come next. A key no relation reads under is left out freely; one whose default the
-        relations read is left out as its default: the state after writing the default's
-        text, its facts included, where the oracle finds them feasible (not offered else).
-        """
-        options = [Option(ev.key.text, ev.key.state)]
-        left_out = self._left_out(ev)
-        if left_out is not None:
-            options.append(Option("", left_out))
-        return options
-
-    def _left_out(self, ev: KeyDecision) -> WriterState | None:
-        """The state after leaving the key out (None: the relations forbid its default)."""
-        if ev.state in self._left_out_cache:
-            return self._left_out_cache[ev.state]
-        top, f, s = ev.frame, ev.field, ev.state
-        frame = ObjFrame(top.path, top.index + 1, top.node, top.entry, top.wrote)
-        skipped = _replace(s, stack=(*s.stack[:-1], frame))
-        found: WriterState | None = skipped
-        if self.omission(top.path, f) is Omission.DEFAULT:
-            assert f.default is not None  # `omission`
-            at = _replace(skipped, pending=Pending((*top.path, f.name), f.node))
-            found = self._written_as(at, f.default)
-        self._left_out_cache[ev.state] = found
-        return found
-
-    def _written_as(self, s: WriterState, text: str) -> WriterState | None:
-        """The state after writing the value ``text`` at ``s`` (its facts), or None.
-
-        None where the writer does not offer ``text`` there: the oracle finds its facts
-        infeasible. The walk follows the writer's own options, so the facts are those of
-        writing the text, and each step is one the relations allow.
-        """
-        depth, rest = len(s.stack), text
-        while not (s.pending is None and s.partial is None and len(s.stack) == depth):
-            ev = self._event(s)
-            if isinstance(ev, Text):
-                if not rest.startswith(ev.text):
-                    return None
-                rest, s = rest[len(ev.text) :], ev.state
-                continue
-            if isinstance(ev, Done | GrammarEvent):
-                return None
-            options = self._raw_options(ev)
-            if isinstance(options, GrammarValue):
-                return None
-            if isinstance(options, FreeString):  # the rest is the string's text and quote
-                try:
-                    free, after = self.read_free(options, rest)
-                except ValueError:
-                    return None
-                if after != "" or not free.closes(free.written):
-                    return None
-                rest, s = "", self.close_free(free)
-                continue
-            ahead = [o for o in options if o.text and rest.startswith(o.text)]
-            if not ahead:  # the value ends here, or the writer does not write it
-                ahead = [o for o in options if not o.text and not rest]
-            if not ahead:
-                return None
-            o = max(ahead, key=lambda o: len(o.text))
-            rest, s = rest[len(o.text) :], o.state
-        return s if not rest else None
-
-    # ------------------------------------------------------------------ lists
-
-    def _list_options(self, ev: ListDecision) -> list[Option]:
-        frame, s = ev.frame, ev.state
-        i, node, path = frame.index, frame.node, frame.path
-        var = self.spec.length_variable(path)
-        can_close = i >= node.min_length
-        can_continue = i < min(node.max_length, self.spec.max_length(path))
-        if var is not None:
-            lengths = self.oracle.feasible_values(s.assignment, var, limit=node.max_length + 1)
-            if lengths is None:
-                raise RuntimeError(f"length of {path!r} has more values than its bound")
-            can_close = can_close and i in lengths
-            can_continue = can_continue and any(int(n) > i for n in lengths)
-        options = []
-        popped = _replace(s, stack=s.stack[:-1])
-        if can_close:
-            fact = None if var is None else (var, i)
-            closed = popped if fact is None else _replace(popped, assignment=(*s.assignment, fact))
-            options.append(Option("}" if node.mapping else "]", closed))
-        if can_continue:
-            frame2 = ListFrame(path, i + 1, node)
-            assignment = s.assignment
-            if var is not None:
-                from factorspec_sdk.graph import AtLeast
-
-                assignment = (*assignment, (var, AtLeast(i + 1)))
-            cont = WriterState(
-                assignment,
-                (*s.stack[:-1], frame2),
-                Pending((*path, i), node.item),
-                None,
-            )
-            options.append(Option(", " if i else "", cont))
-        return options
-
-    # ------------------------------------------------------------------ unions
-
-    def _union_options(self, ev: UnionDecision) -> list[Option]:
-        """A union: ``null`` if allowed, and each branch the oracle finds feasible.
-
-        A branch's option is empty text; the branch's object follows, its tag first, so the
-        options become different text at the tag's value (`_prefix_free` joins them to it).
-        With a branch variable (a relation reads the union) the branch is a fact; a branch
-        the relations fix is the only option, hence certain text.
-        """
-        s, node, path = ev.state, ev.node, ev.path
-        options: list[Option] = []
-        if node.nullable:
-            nv = self.spec.null_variable(path)
-            if nv is None:
-                options.append(Option("null", self.after_leaf(s, None)))
-            else:
-                options, present = self.decide_null(s, path, nv)
-                if present is None:
-                    return options
-                s = present
-        assignment = s.assignment
-        var = self.spec.variable_for(path)
-        if var is None:
-            feasible = list(range(len(node.branches)))
-        else:
-            values = self.oracle.feasible_values(assignment, var) or []
-            feasible = sorted(int(k) for k in values)
-        for k in feasible:
-            b = node.branches[k]
-            facts = assignment if var is None else (*assignment, (var, k))
-            pending = Pending((*path, branch_part(b.model)), b)
-            options.append(Option("", WriterState(facts, s.stack, pending, None)))
         return options
 
     # ------------------------------------------------------------------ free strings
