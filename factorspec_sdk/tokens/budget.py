@@ -78,7 +78,7 @@ arrays, unions and ``allOf`` that merge, ``$ref`` that do not recurse.
 Values of unbounded nesting (``Any``, ``dict[str, Any]``, an untyped list, ``JsonValue``, a
 recursive model): a prefix may open any number of arrays and objects, each of which needs a
 byte to close, so no number bounds the walk from every prefix and such a spec has no
-``ceiling`` (``_NEVER``: no budget constrains nothing). But the walk from a prefix is bounded
+``ceiling`` (``NEVER``: no budget constrains nothing). But the walk from a prefix is bounded
 by what is open in it: ``base + per_level * depth`` bytes (`ClosingBound.at`), ``depth`` the
 arrays and objects open in the value under way (`GrammarSegment.nesting`, kept token by
 token). The walk finishes what the innermost container has under way (a string, a number, a
@@ -120,7 +120,7 @@ import numpy as np
 from factorspec_sdk.errors import GenerationError
 from factorspec_sdk.relations.layout import grammar_values
 from factorspec_sdk.tokens.free_budget import FreeStringBudget
-from factorspec_sdk.tokens.grammar import GrammarSegment
+from factorspec_sdk.tokens.grammar_budget import NEVER, GrammarSegmentBudget
 from factorspec_sdk.tokens.plan import (
     Cursor,
     Finished,
@@ -130,24 +130,13 @@ from factorspec_sdk.tokens.plan import (
     TokenIds,
     TrieNode,
 )
-from factorspec_sdk.writer.closing import ClosingBound, closing_bound
+from factorspec_sdk.writer.closing import closing_bound
 from factorspec_sdk.writer.escapes import ESCAPE_TAIL
 
 if TYPE_CHECKING:
     from factorspec_sdk.tokens.plan import Planner
 
 __all__ = ["CompletionBound"]
-
-
-_FEW = 64
-"""A grammar segment's tokens under a tight budget are all counted one by one up to this many."""
-
-_NEVER = 1 << 40
-"""``G`` of a cursor from which the closing walk finds no completion within its bound; the
-``ceiling`` of a spec with a value of unbounded nesting (no budget constrains nothing)."""
-
-_NO_WALK: tuple[tuple[int, ...], int] = ((), -1)
-"""The memo of such a cursor's walk."""
 
 
 class CompletionBound:
@@ -177,20 +166,17 @@ class CompletionBound:
         if not self.enforced:
             self.ceiling = 0
         elif self.nested:
-            self.ceiling = _NEVER  # a prefix may nest as deep as it likes: no budget is roomy
-            # for every cursor, so each mask bounds its own cursor (`_segment_roomy`)
+            self.ceiling = NEVER  # a prefix may nest as deep as it likes: no budget is roomy
+            # for every cursor, so each mask bounds its own cursor (`GrammarSegmentBudget.roomy`)
         else:
             # a free string's escape under way may need `ESCAPE_TAIL` more tokens to finish
             self.ceiling = planner.writer.longest_bytes() + 1 + ESCAPE_TAIL
-        self._segment_room: dict[GrammarSegment, int] = {}
-        self._segment_bounds_of: dict[GrammarSegment, _SegmentBounds] = {}
-        self._segment_exit: dict[GrammarSegment, int] = {}
-        self._walks: dict[GrammarCursor, tuple[tuple[int, ...], int]] = {}
-        self._token_bytes: dict[bytes, list[int]] | None = None
         self._greedy: dict[Cursor, int] = {}
         self._upper: dict[TrieNode, int] = {}
         self._roomy_cache: dict[TrieNode, int] = {}
         self._free = FreeStringBudget(self)
+        self.grammar = GrammarSegmentBudget(self)
+        """The grammar-segment part: closing walks, segment bounds, tight masks."""
 
     @property
     def planner(self) -> Planner:
@@ -211,7 +197,7 @@ class CompletionBound:
         if not self.enforced:
             raise GenerationError("a spec with grammar values has no token budget bound")
         found = self._upper_of(cursor) if isinstance(cursor, TrieNode) else self.greedy(cursor)
-        if found >= _NEVER:
+        if found >= NEVER:
             raise GenerationError(
                 "the token budget's closing walk found no completion of a grammar value within "
                 "its bound (an internal error: please report it)"
@@ -236,8 +222,8 @@ class CompletionBound:
             return np.asarray(keep, dtype=np.int64)
         if isinstance(cursor, FreeCursor):
             return self._free.allowed(cursor.free, ids, budget)
-        if isinstance(cursor, GrammarCursor) and 1 + self._segment_roomy(cursor) > budget:
-            return self._grammar_allowed(cursor, ids, budget)
+        if isinstance(cursor, GrammarCursor) and 1 + self.grammar.roomy(cursor) > budget:
+            return self.grammar.allowed(cursor, ids, budget)
         return ids
 
     @property
@@ -262,7 +248,8 @@ class CompletionBound:
                 self._greedy[cur] = total
                 break
             if isinstance(cur, GrammarCursor):
-                total = self._grammar_greedy(cur)
+                total = self.grammar.greedy(cur)
+                self._greedy[cur] = total
                 break
             depth, nxt = self._greedy_step(cur)
             walked.append((cur, depth))
@@ -271,175 +258,6 @@ class CompletionBound:
             total += depth
             self._greedy[c] = total
         return total
-
-    # ------------------------------------------------------------------ grammar segments
-
-    def _grammar_greedy(self, cursor: GrammarCursor) -> int:
-        """``G`` in a grammar segment: its closing walk, then ``G`` after the segment."""
-        walk, i = self._walk(cursor)
-        total = _NEVER if i < 0 else len(walk) - i + self._exit_greedy(cursor.segment)
-        self._greedy[cursor] = total
-        return total
-
-    def _walk(self, cursor: GrammarCursor) -> tuple[tuple[int, ...], int]:
-        """The closing walk from ``cursor``: ``walk[i:]`` of the ``(walk, i)`` returned.
-
-        Memoized per cursor. A cursor one token along a memoized cursor's walk takes the rest
-        of that walk (each step of a walk depends on the matcher's state alone, so the walk
-        after its first token is the rest of it: ``G`` drops by one, the invariant the masks
-        rest on), so following a walk token by token walks nothing again.
-        """
-        hit = self._walks.get(cursor)
-        if hit is not None:
-            return hit
-        segment = cursor.segment
-        tokens = cursor.tokens
-        if tokens:
-            parent = self._walks.get(GrammarCursor(segment, tokens[:-1]))
-            if parent is not None:
-                walk, i = parent
-                if 0 <= i < len(walk) and walk[i] == tokens[-1]:
-                    hit = self._walks[cursor] = (walk, i + 1)
-                    return hit
-        found = segment.closing(tokens, self._rest_bytes_at(cursor, token=False) + 1)
-        # no walk within the bound: no completion is counted from here (a token leading
-        # here is left out of tight masks; see the module)
-        hit = self._walks[cursor] = (tuple(found), 0) if found is not None else _NO_WALK
-        return hit
-
-    def _exit_greedy(self, segment: GrammarSegment) -> int:
-        """``G`` after ``segment`` (the same from every cursor in it: its exit is fixed)."""
-        hit = self._segment_exit.get(segment)
-        if hit is None:
-            planner = self.planner
-            after = planner.resolve_state(segment.exit_state, "", critical=False, owe=segment.owe)
-            hit = self._segment_exit[segment] = self.greedy(after)
-        return hit
-
-    def _grammar_allowed(self, cursor: GrammarCursor, ids: TokenIds, budget: int) -> TokenIds:
-        """A tight budget in a grammar segment: the tokens counted to fit, some by a rule.
-
-        A token that stays in the segment leaves at most the segment's closing bound from the
-        value under way (`GrammarSegment.value_index`: the values before it are complete)
-        plus ``G`` after the segment (its exit is fixed), so while that fits every such token
-        is allowed without a walk; a token that leaves a complete value is counted at the
-        exit.
-
-        Nearer the end, tokens are counted one by one (``1 + G`` after each): every token when
-        there are few, else the tokens along the closing walk (a prefix of its bytes: the
-        walk's first token, a merged ``"]``). Inside a string of a value of a segment whose
-        strings are all plain (`ClosingGuides.plain`: no pattern, format, key or enumerated
-        text; `GrammarSegment.in_string`), where the walk pads with ``]`` to the string's
-        ``minLength`` and closes it, a token of ``k`` plain characters (no quote, backslash or
-        control character) leaves ``G`` less ``min(k, padding)``: the string closes the same
-        way after it. Other tokens (a quote with text after it, an escape) are left out while
-        the budget is this tight: a conservative mask, never an empty one (the walk's first
-        token fits).
-        """
-        planner = self.planner
-        segment = cursor.segment
-        step = cursor.step()
-        after = planner.resolve_state(segment.exit_state, "", critical=False, owe=segment.owe)
-        rest = self._rest_bytes_at(cursor, token=True)
-        if 2 + rest + self._exit_greedy(segment) <= budget:
-            if not step.accepting:
-                return ids
-            return np.union1d(step.ids, self.allowed(after, budget)).astype(np.int64)
-        total = self.greedy(cursor)
-        walk, i = self._walk(cursor)
-        vocab = planner.tok.vocab
-        path = b"".join(vocab[t] for t in walk[max(i, 0) :])
-        if len(ids) <= _FEW:
-            candidates: list[int] = ids.tolist()
-        else:
-            by_bytes = self._by_bytes()
-            prefixes = {t for k in range(1, len(path) + 1) for t in by_bytes.get(path[:k], ())}
-            on_path = np.asarray(sorted(prefixes), dtype=np.int64)
-            candidates = np.intersect1d(ids, on_path, assume_unique=True).tolist()
-        fits = [
-            t
-            for t in candidates
-            if 1 + self.greedy(planner.advance(cursor, t, critical=False)) <= budget
-        ]
-        keep = np.isin(ids, np.asarray(fits, dtype=np.int64), assume_unique=True)
-        if i == len(walk):  # complete here (a number that could grow): the walk goes on after it
-            keep |= np.isin(ids, self.allowed(after, budget), assume_unique=True)
-        quote = path.find(b'"')
-        lengths_only = segment.guides.plain  # no pattern, key or enumerated text
-        if len(ids) > _FEW and lengths_only and quote >= 0 and path[:quote] == b"]" * quote:
-            if segment.in_string(cursor.tokens):
-                tables = planner.free_tables()
-                need = 1 + total - np.minimum(tables.safe_chars, quote)
-                plain = np.zeros(len(vocab), dtype=np.bool_)
-                plain[tables.safe_ids[need <= budget]] = True
-                keep |= plain[ids]
-        return ids[keep]
-
-    def _by_bytes(self) -> dict[bytes, list[int]]:
-        """The vocabulary's token ids by their bytes (special tokens left out)."""
-        if self._token_bytes is None:
-            tok = self.planner.tok
-            table: dict[bytes, list[int]] = {}
-            for i, raw in enumerate(tok.vocab):
-                if raw and i not in tok.special_ids:
-                    table.setdefault(raw, []).append(i)
-            self._token_bytes = table
-        return self._token_bytes
-
-    def _segment_bounds(self, segment: GrammarSegment) -> _SegmentBounds:
-        """The closing bounds of ``segment``'s values, summed from each value on."""
-        hit = self._segment_bounds_of.get(segment)
-        if hit is None:
-            bounds: list[ClosingBound] = []
-            for v in segment.values:
-                bound = closing_bound(v.node)
-                if bound is None:  # unreachable: not `enforced`
-                    raise GenerationError(f"{segment.where}: a grammar value has no budget bound")
-                bounds.append(bound)
-            hit = self._segment_bounds_of[segment] = _SegmentBounds(segment, bounds)
-        return hit
-
-    def _rest_bytes_at(self, cursor: GrammarCursor, *, token: bool) -> int:
-        """Most bytes the closing walk writes in the segment from ``cursor``.
-
-        With ``token``: from one token further, whatever the token. A segment of values of
-        bounded nesting: its bound from the value under way (`GrammarSegment.value_index`)
-        with ``token``, from its first value without (the walk's limit, asked once per
-        walk). A value of unbounded nesting adds ``per_level`` bytes for each array or
-        object open in it (`GrammarSegment.nesting`), and one token opens at most
-        `GrammarTables.most_opens` more.
-        """
-        segment = cursor.segment
-        table = self._segment_bounds(segment)
-        if not table.nested:
-            return table.sizes[segment.value_index(cursor.tokens) if token else 0]
-        k, depth = segment.nesting(cursor.tokens)
-        rest = table.sizes[k]
-        if k < len(table.per_level):
-            rest += table.per_level[k] * depth
-            if token:
-                rest += table.levels[k] * segment.most_opens
-        return rest
-
-    def _segment_roomy(self, cursor: GrammarCursor) -> int:
-        """A bound on ``U`` after any token of ``cursor``'s segment, without a walk.
-
-        The segment's texts and values as the closing walk writes them at most (from the
-        cursor, for a value of unbounded nesting), the owed text, and the longest rest after
-        the segment.
-        """
-        segment = cursor.segment
-        outside = self._segment_room.get(segment)
-        if outside is None:
-            writer = self.planner.writer
-            outside = len(segment.owe.encode("utf-8")) + writer.longest_rest_bytes(
-                segment.exit_state
-            )
-            self._segment_room[segment] = outside
-        table = self._segment_bounds(segment)
-        if table.nested:
-            return self._rest_bytes_at(cursor, token=True) + outside
-        return table.sizes[0] + outside
 
     # ------------------------------------------------------------------ segments
 
@@ -548,7 +366,7 @@ class CompletionBound:
             GenerationError: the closing walk found no completion from ``cursor``.
         """
         if isinstance(cursor, GrammarCursor):
-            walk, i = self._walk(cursor)
+            walk, i = self.grammar.walk(cursor)
             if i < 0:
                 raise GenerationError(
                     f"{cursor.segment.where}: the closing walk found no completion (an "
@@ -567,31 +385,3 @@ class CompletionBound:
             ids: list[int] = cursor.ids.tolist()
             return min(ids, key=lambda t: (self._after(cursor, t), t))
         return self._free.cheapest(cursor.free)
-
-
-class _SegmentBounds:
-    """The closing bounds of a grammar segment's values, summed from each value on.
-
-    Attributes:
-        sizes: for each value ``k`` (and ``len(values)``), the texts from the one before
-            value ``k`` and the values' ``base`` bounds from ``k`` on.
-        per_level: each value's bytes per open array or object.
-        levels: the most ``per_level`` from each value on.
-        nested: some value nests without bound.
-    """
-
-    __slots__ = ("levels", "nested", "per_level", "sizes")
-
-    def __init__(self, segment: GrammarSegment, bounds: list[ClosingBound]) -> None:
-        texts = [len(t.encode("utf-8")) for t in segment.texts]
-        sizes = [texts[-1]]
-        levels = [0]
-        for text, bound in zip(reversed(texts[:-1]), reversed(bounds), strict=True):
-            sizes.append(sizes[-1] + bound.base + text)
-            levels.append(max(levels[-1], bound.per_level))
-        sizes.reverse()
-        levels.reverse()
-        self.sizes = sizes
-        self.levels = levels
-        self.per_level = [b.per_level for b in bounds]
-        self.nested = levels[0] > 0

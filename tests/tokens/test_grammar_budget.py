@@ -419,14 +419,14 @@ def test_the_walk_from_a_deep_prefix_fits_its_bound(tok: TokenizerInfo) -> None:
         walk = segment.closing(cursor.tokens, 10_000)
         assert walk is not None
         written = sum(len(tok.vocab[t]) for t in walk)
-        assert written <= p.bound._rest_bytes_at(cursor, token=False)
+        assert written <= p.bound.grammar.rest_bytes_at(cursor, token=False)
         for t in rng.choice(p.allowed(cursor), size=3).tolist():
             after = p.advance(cursor, t, critical=False)
             if isinstance(after, GrammarCursor) and after.segment is segment:
                 walk = segment.closing(after.tokens, 10_000)
                 assert walk is not None
                 written = sum(len(tok.vocab[t]) for t in walk)
-                assert written <= p.bound._rest_bytes_at(cursor, token=True)
+                assert written <= p.bound.grammar.rest_bytes_at(cursor, token=True)
     assert deepest >= 4
 
 
