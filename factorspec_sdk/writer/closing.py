@@ -40,11 +40,11 @@ The walk's other knowledge lives beside this module, one job each:
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypeVar
 
 from factorspec_sdk.relations.layout import GRAMMAR_OPTIONS, GrammarLayout
 from factorspec_sdk.writer.closing_numbers import in_range, number_bound, number_guide
@@ -72,6 +72,8 @@ _ITEM = len(GRAMMAR_OPTIONS["item_separator"])
 _TYPES = ("null", "boolean", "number", "string", "array", "object")
 """The types a schema without ``type`` allows (llguidance's ``TYPES``; ``number`` holds the
 integers)."""
+
+_T = TypeVar("_T")
 
 
 # ---------------------------------------------------------------------- the bound
@@ -125,40 +127,21 @@ class _Bound:
             raise Unbounded
         s = {k: v for k, v in s.items() if k not in ANNOTATIONS}
         if "$ref" in s:
-            ref = s.pop("$ref")
-            if not isinstance(ref, str) or ref in refs:
-                raise Unbounded  # recursion: nesting without end
-            target = resolve_ref(self.root, ref)
-            s = merge_schemas(s, target) if s else target
-            return self.of(s, (*refs, ref))
+            return self.of(*_with_ref(self.root, s, refs))
         if "allOf" in s:
             parts = s.pop("allOf")
             for p in parts if isinstance(parts, list) else []:
                 if isinstance(p, dict) and "$ref" in p:
-                    ref = p["$ref"]
-                    if not isinstance(ref, str) or ref in refs:
-                        raise Unbounded
-                    refs = (*refs, ref)
-                    p = merge_schemas(
-                        {k: v for k, v in p.items() if k != "$ref"}, resolve_ref(self.root, ref)
-                    )
+                    p, refs = _with_ref(self.root, p, refs)
                 s = merge_schemas(s, p)
             return self.of(s, refs)
-        for union in ("anyOf", "oneOf"):
-            if union in s:
-                parts = s.pop(union)
-                if not isinstance(parts, list) or not parts:
-                    raise Unbounded
-                return max(
-                    satisfiable(lambda p: self.of(merge_schemas(s, p) if s else p, refs), parts)
-                )
+        found = _union(s, lambda p: self.of(p, refs))
+        if found is not None:
+            return max(found)
         if "not" in s or "if" in s:
             raise Unbounded
         if "enum" in s or "const" in s:
-            values = s["enum"] if "enum" in s else [s["const"]]
-            if not isinstance(values, list) or not values:
-                raise Unbounded
-            return max(len(json_text(v).encode("utf-8")) for v in values)
+            return _enum_bytes(s)
         kind = s.get("type")
         if isinstance(kind, list):
             if not kind:
@@ -169,19 +152,11 @@ class _Bound:
             if not s:
                 raise Unbounded
             return max(self.of({**s, "type": k}, refs) for k in _TYPES)
-        if kind in ("number", "integer"):
-            return number_bound(s)
-        if kind == "boolean":
-            return 5
-        if kind == "null":
-            return 4
-        if kind == "string":
-            return string_bound(s)
         if kind == "array":
             return self._array(s, refs)
         if kind == "object":
             return self._object(s, refs)
-        raise Unbounded
+        return _scalar_bytes(s)
 
     def _array(self, s: dict[str, Any], refs: tuple[str, ...]) -> int:
         prefix = s.get("prefixItems", [])
@@ -204,24 +179,8 @@ class _Bound:
         return total
 
     def _object(self, s: dict[str, Any], refs: tuple[str, ...]) -> int:
-        props = s.get("properties", {})
-        if not isinstance(props, dict):
-            raise Unbounded
-        total = 2
-        for key, sub in props.items():
-            total += len(json_text(key).encode("utf-8")) + _KEY + _ITEM + self.of(sub, refs)
-        for key, subs in _undeclared(s):  # required keys its properties do not name
-            value = max((self.of(sub, refs) for sub in subs), default=0)
-            total += len(json_text(key).encode("utf-8")) + _KEY + _ITEM + value
-        extra: list[int] = []
-        additional = s.get("additionalProperties", True)
-        if additional is not False:
-            extra.append(STRING_SLACK + self.of(additional, refs))
-        for pattern, sub in (s.get("patternProperties") or {}).items():
-            key = pattern_bound(pattern, 0, None)
-            if key is None:
-                raise Unbounded
-            extra.append(key + STRING_SLACK + self.of(sub, refs))
+        total = 2 + _entries_bytes(s, lambda sub: self.of(sub, refs))
+        extra = [key + STRING_SLACK + self.of(sub, refs) for key, sub in _extras(s)]
         if extra:
             entries = 1 + int(s.get("minProperties", 0))
             total += entries * (max(extra) + _KEY + _ITEM)
@@ -372,19 +331,11 @@ class _Nested:
     def shape(self, node: dict[str, Any]) -> int:
         """Most bytes of a concrete node's shortest shape (no literal: see `closing_bound`)."""
         if "enum" in node or "const" in node:
-            values = node["enum"] if "enum" in node else [node["const"]]
-            if not isinstance(values, list) or not values:
-                raise Unbounded
-            return max(len(json_text(v).encode("utf-8")) for v in values)
+            return _enum_bytes(node)
         kind = node.get("type")
         if kind == "object":
-            total = 2
-            for key, sub in _properties(node).items():
-                total += len(json_text(key).encode("utf-8")) + _KEY + _ITEM + self.start(sub)
-            for key, subs in _undeclared(node):  # required keys its properties do not name
-                value = max((self.start(sub) for sub in subs), default=0)
-                total += len(json_text(key).encode("utf-8")) + _KEY + _ITEM + value
-            extra = _extras(node)
+            total = 2 + _entries_bytes(node, self.start)
+            extra = list(_extras(node))
             if extra:
                 value = max(self.start(sub) for _, sub in extra)
                 most = max(k for k, _ in extra)
@@ -402,15 +353,7 @@ class _Nested:
                     raise Unbounded
                 total += self.start(item) + _ITEM
             return total
-        if kind in ("number", "integer"):
-            return number_bound(node)
-        if kind == "string":
-            return string_bound(node)
-        if kind == "boolean":
-            return 5
-        if kind == "null":
-            return 4
-        raise Unbounded
+        return _scalar_bytes(node)
 
     def branches(self, s: object, refs: tuple[str, ...] = ()) -> list[dict[str, Any]]:
         """The concrete schemas a value of ``s`` may follow (llguidance's reading).
@@ -426,26 +369,16 @@ class _Nested:
         if not isinstance(s, dict):
             raise Unbounded
         s = {k: v for k, v in s.items() if k not in ANNOTATIONS}
-        if "$ref" in s:
-            ref = s.pop("$ref")
-            if not isinstance(ref, str) or ref in refs:
-                raise Unbounded  # a reference to itself with nothing in between
-            target = resolve_ref(self.root, ref)
-            return self.branches(merge_schemas(s, target) if s else target, (*refs, ref))
+        if "$ref" in s:  # a reference to itself with nothing in between: `Unbounded`
+            return self.branches(*_with_ref(self.root, s, refs))
         if "allOf" in s:
             parts = s.pop("allOf")
             for p in parts if isinstance(parts, list) else []:
                 s = merge_schemas(s, p)
             return self.branches(s, refs)
-        for union in ("anyOf", "oneOf"):
-            if union in s:
-                parts = s.pop(union)
-                if not isinstance(parts, list) or not parts:
-                    raise Unbounded
-                found = satisfiable(
-                    lambda p: self.branches(merge_schemas(s, p) if s else p, refs), parts
-                )
-                return [b for branch in found for b in branch]
+        found = _union(s, lambda p: self.branches(p, refs))
+        if found is not None:
+            return [b for branch in found for b in branch]
         if "not" in s or "if" in s:
             raise Unbounded
         if "enum" in s or "const" in s:
@@ -455,6 +388,85 @@ class _Nested:
             kinds = _TYPES if kind is None else kind
             return [b for k in kinds for b in self.branches({**s, "type": k}, refs)]
         return [s]
+
+
+# ---------------------------------------------------------------------- both readings
+
+
+def _with_ref(
+    root: object, s: dict[str, Any], refs: tuple[str, ...]
+) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """``s`` with the schema its ``$ref`` names merged in, and ``refs`` with the reference.
+
+    Raises:
+        Unbounded: the reference is not a local one, or one ``refs`` already follows (a
+            recursion: nesting without end).
+    """
+    rest = {k: v for k, v in s.items() if k != "$ref"}
+    ref = s["$ref"]
+    if not isinstance(ref, str) or ref in refs:
+        raise Unbounded
+    target = resolve_ref(root, ref)
+    return (merge_schemas(rest, target) if rest else target), (*refs, ref)
+
+
+def _union(s: dict[str, Any], each: Callable[[object], _T]) -> list[_T] | None:
+    """``each`` of the satisfiable parts of ``s``'s ``anyOf`` or ``oneOf``, or None without one.
+
+    The union is taken out of ``s``, and each part is merged with the rest of ``s``.
+
+    Raises:
+        Unbounded: the union is not a list of parts.
+        Unsatisfiable: no part is satisfiable (`satisfiable`).
+    """
+    for union in ("anyOf", "oneOf"):
+        if union in s:
+            parts = s.pop(union)
+            if not isinstance(parts, list) or not parts:
+                raise Unbounded
+            return satisfiable(lambda p: each(merge_schemas(s, p) if s else p), parts)
+    return None
+
+
+def _enum_bytes(s: Mapping[str, Any]) -> int:
+    """Most bytes of the text of an ``enum`` or ``const`` value; `Unbounded` without one."""
+    values = s["enum"] if "enum" in s else [s["const"]]
+    if not isinstance(values, list) or not values:
+        raise Unbounded
+    return max(len(json_text(v).encode("utf-8")) for v in values)
+
+
+_SCALARS: dict[str, Callable[[Mapping[str, Any]], int]] = {
+    "number": number_bound,
+    "integer": number_bound,
+    "string": string_bound,
+    "boolean": lambda _: 5,  # false
+    "null": lambda _: 4,
+}
+"""The bound of a value of each scalar type, from its schema."""
+
+
+def _scalar_bytes(s: Mapping[str, Any]) -> int:
+    """Most bytes of a value of a scalar ``type``; `Unbounded` for another type."""
+    kind = s.get("type")
+    if not isinstance(kind, str) or kind not in _SCALARS:
+        raise Unbounded
+    return _SCALARS[kind](s)
+
+
+def _entries_bytes(node: Mapping[str, Any], value: Callable[[object], int]) -> int:
+    """Most bytes of an object's named keys, each written once with its value.
+
+    Its properties, and the required keys its properties do not name (`_undeclared`);
+    ``value`` bounds a value of a schema.
+    """
+    total = 0
+    for key, sub in _properties(node).items():
+        total += len(json_text(key).encode("utf-8")) + _KEY + _ITEM + value(sub)
+    for key, subs in _undeclared(node):
+        most = max((value(sub) for sub in subs), default=0)
+        total += len(json_text(key).encode("utf-8")) + _KEY + _ITEM + most
+    return total
 
 
 def _canon(s: object) -> str:
@@ -468,18 +480,16 @@ def _properties(node: Mapping[str, Any]) -> dict[str, Any]:
     return props
 
 
-def _extras(node: Mapping[str, Any]) -> list[tuple[int, object]]:
+def _extras(node: Mapping[str, Any]) -> Iterator[tuple[int, object]]:
     """An object's entries beyond its properties: (most bytes of the key's rest, schema)."""
-    out: list[tuple[int, object]] = []
     additional = node.get("additionalProperties", True)
     if additional is not False:
-        out.append((0, additional))
+        yield 0, additional
     for pattern, sub in (node.get("patternProperties") or {}).items():
         key = pattern_bound(pattern, 0, None)
         if key is None:
             raise Unbounded
-        out.append((key, sub))
-    return out
+        yield key, sub
 
 
 def _undeclared(node: Mapping[str, Any]) -> list[tuple[str, list[object]]]:

@@ -183,6 +183,67 @@ def test_closing_bound(text: str, bound: ClosingBound | None) -> None:
     assert closing_bound(schema(text)) == bound
 
 
+@pytest.mark.parametrize(
+    ("text", "bytes_", "bound"),
+    [
+        ('{"oneOf":[{"type":"boolean"},{"type":"null"}]}', 5, ClosingBound(5, 5)),
+        (  # a $ref beside other keywords: both merged
+            '{"$defs":{"S":{"type":"string","maxLength":9}},"$ref":"#/$defs/S","minLength":3}',
+            11,
+            ClosingBound(11, 11),
+        ),
+        (
+            '{"$defs":{"S":{"type":"string","maxLength":9}},'
+            '"allOf":[{"$ref":"#/$defs/S","minLength":3},{"maxLength":5}]}',
+            11,
+            ClosingBound(11, 11),
+        ),
+        (  # a required key no property names: its value follows additionalProperties
+            '{"type":"object","required":["x"],"additionalProperties":{"type":"null"}}',
+            29,
+            ClosingBound(29, 29),
+        ),
+        (
+            '{"type":"object","properties":{"a":{"type":"null"}},"patternProperties":'
+            '{"^b+$":{"type":"boolean"}},"additionalProperties":false,"minProperties":2}',
+            67,
+            ClosingBound(67, 67),
+        ),
+        ('{"anyOf":[]}', None, None),
+        ('{"enum":[]}', None, None),
+        ('{"type":{"a":1}}', None, None),
+        (  # unbounded nesting from here on: the per-prefix reading
+            '{"anyOf":[{"type":"array","items":{"$ref":"#"}},{"enum":["abcdef",null]}]}',
+            None,
+            ClosingBound(5, 8, 2),
+        ),
+        (
+            '{"type":"object","properties":{"e":{"enum":["abcdef"]}},"required":["e"]}',
+            None,
+            ClosingBound(17, 21, 17),
+        ),
+        (
+            '{"oneOf":[{"$ref":"#/$defs/N","required":["k"]},{"type":"null"}],'
+            '"$defs":{"N":{"type":"object"}}}',
+            None,
+            ClosingBound(5, 18, 14),
+        ),
+        ('{"type":"object","required":["xy"]}', None, ClosingBound(15, 19, 15)),
+        (
+            '{"type":"object","properties":{"n":{"type":"number","minimum":10}},"required":["n"]}',
+            None,
+            ClosingBound(19, 23, 19),
+        ),
+    ],
+)
+def test_both_readings_agree_on_refs_unions_enums_and_keys(
+    text: str, bytes_: int | None, bound: ClosingBound | None
+) -> None:
+    """The bounded reading (`closing_bytes`) and the per-prefix one share these parts."""
+    assert closing_bytes(schema(text)) == bytes_
+    assert closing_bound(schema(text)) == bound
+
+
 def test_the_lexer_knows_when_it_is_inside_a_string() -> None:
     assert lex_value(b'"ab', 0) == (None, True)
     assert lex_value(b'"a\\', 0) == (None, False)  # an escape is due
