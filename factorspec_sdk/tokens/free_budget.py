@@ -25,20 +25,19 @@ only shortens the rest, but may leave an escape to finish.
 
 from __future__ import annotations
 
-import weakref
 from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
 from factorspec_sdk.errors import GenerationError
+from factorspec_sdk.tokens.budget_part import BudgetPart
 from factorspec_sdk.tokens.plan import FreeCursor
 from factorspec_sdk.tokens.vocab import TokenIds
 from factorspec_sdk.writer.escapes import ESCAPE_TAIL, class_of, json_body
 
 if TYPE_CHECKING:
     from factorspec_sdk.tokens.budget import CompletionBound
-    from factorspec_sdk.tokens.plan import Planner
     from factorspec_sdk.writer.automaton import FreeString, WriterState
 
 __all__ = ["FreeStringBudget"]
@@ -48,7 +47,7 @@ _FEW_MOVES = 64
 many; past it, the greedy one alone."""
 
 
-class FreeStringBudget:
+class FreeStringBudget(BudgetPart):
     """The free-string part of one `CompletionBound` (which owns it and is referred to weakly).
 
     Args:
@@ -56,23 +55,10 @@ class FreeStringBudget:
     """
 
     def __init__(self, bound: CompletionBound) -> None:
-        self._bound = weakref.ref(bound)
+        super().__init__(bound, "a free string's budget")
         self._close: dict[tuple[WriterState, str], tuple[int, int]] = {}
         self._lengths: dict[int, int] | None = None
         self._pad_table: list[int] = [0]
-
-    @property
-    def bound(self) -> CompletionBound:
-        """The bound this part belongs to."""
-        bound = self._bound()
-        if bound is None:  # the bound owns this part: it cannot be gone while in use
-            raise GenerationError("internal error: a free string's budget outlived its bound")
-        return bound
-
-    @property
-    def planner(self) -> Planner:
-        """The planner whose cursors are measured."""
-        return self.bound.planner
 
     def cheapest(self, free: FreeString) -> int:
         """The token that starts the greedy completion of ``free``."""

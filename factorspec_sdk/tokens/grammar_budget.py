@@ -11,19 +11,18 @@ hold for values of unbounded nesting.
 
 from __future__ import annotations
 
-import weakref
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from factorspec_sdk.errors import GenerationError
+from factorspec_sdk.tokens.budget_part import BudgetPart
 from factorspec_sdk.tokens.grammar import GrammarSegment
 from factorspec_sdk.tokens.plan import GrammarCursor, TokenIds
 from factorspec_sdk.writer.closing import ClosingBound, closing_bound
 
 if TYPE_CHECKING:
     from factorspec_sdk.tokens.budget import CompletionBound
-    from factorspec_sdk.tokens.plan import Planner
 
 __all__ = ["NEVER", "GrammarSegmentBudget"]
 
@@ -39,7 +38,7 @@ _NO_WALK: tuple[tuple[int, ...], int] = ((), -1)
 """The memo of such a cursor's walk."""
 
 
-class GrammarSegmentBudget:
+class GrammarSegmentBudget(BudgetPart):
     """The grammar-segment part of one `CompletionBound` (which owns it and is referred to weakly).
 
     Args:
@@ -47,25 +46,12 @@ class GrammarSegmentBudget:
     """
 
     def __init__(self, bound: CompletionBound) -> None:
-        self._bound = weakref.ref(bound)
+        super().__init__(bound, "a grammar segment's budget")
         self._segment_room: dict[GrammarSegment, int] = {}
         self._segment_bounds_of: dict[GrammarSegment, _SegmentBounds] = {}
         self._segment_exit: dict[GrammarSegment, int] = {}
         self._walks: dict[GrammarCursor, tuple[tuple[int, ...], int]] = {}
         self._token_bytes: dict[bytes, list[int]] | None = None
-
-    @property
-    def bound(self) -> CompletionBound:
-        """The bound this part belongs to."""
-        bound = self._bound()
-        if bound is None:  # the bound owns this part: it cannot be gone while in use
-            raise GenerationError("internal error: a grammar segment's budget outlived its bound")
-        return bound
-
-    @property
-    def planner(self) -> Planner:
-        """The planner whose cursors are measured."""
-        return self.bound.planner
 
     def greedy(self, cursor: GrammarCursor) -> int:
         """``G`` in a grammar segment: its closing walk, then ``G`` after the segment."""
