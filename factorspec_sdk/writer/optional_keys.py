@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from factorspec_sdk.graph import CompiledSpec
     from factorspec_sdk.writer.automaton import Writer
 
-__all__ = ["OptionalKeys"]
+__all__ = ["OptionalKeys", "written_as"]
 
 _replace = dataclasses.replace
 
