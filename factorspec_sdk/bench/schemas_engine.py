@@ -18,6 +18,13 @@ the same engine:
   Embedded: `baselines.syntax_ngram_steps`. vLLM: a ``vllm.LLM`` with vLLM's ``ngram``
   speculator.
 
+The embedded baselines write FactorSpec's compact text (``", "`` and ``": "``, no free
+whitespace). vLLM's do not: vLLM 0.32 reads ``disable_any_whitespace`` from the engine's
+``structured_outputs_config`` only (the per-request ``StructuredOutputsParams`` field that
+`completion_baselines.structured_runs` sets is never read), and refuses it with the ``auto``
+backend, so the vLLM baselines write JSON with vLLM's default whitespace (newlines and
+indentation count among their tokens), as a vLLM user gets by default.
+
 The prompt of a schema (`schema_prompt`) names its title and description and asks for one
 JSON record; FactorSpec's schema hint is appended as the client appends it, and the
 baselines get the same token ids. Every record is checked with the `jsonschema` package
@@ -445,6 +452,7 @@ def run_schema_records(
     timeout_s: float = 10.0,
     log: Callable[[str], None] | None = None,
     facts: dict[str, Any] | None = None,
+    warm_up: bool = True,
 ) -> SchemaRecordsReport:
     """Every method on the same sampled schemas (see the module docstring).
 
@@ -458,6 +466,8 @@ def run_schema_records(
         timeout_s: each screen's time limit.
         log: called with one line per record as it ends (and per schema screened out).
         facts: what the report says of the run (command, machine); the run adds its own.
+        warm_up: decode the warm-up schema first (False: the first timed records pay the
+            first-use costs; for tests).
 
     Returns:
         The `factorspec_sdk.bench.schemas_engine_report.SchemaRecordsReport`.
@@ -476,12 +486,13 @@ def run_schema_records(
         raise ValueError(f"unknown methods {unknown}; known: {', '.join(METHODS)}")
     libraries = list(dict.fromkeys(LIBRARY_OF[m] for m in methods))
     tok = engine.tokenizer
-    chosen, skipped = draw_sample(files, sample + 1, seed, libraries, tok, timeout_s, log)
+    drawn = sample + warm_up  # the first schema drawn warms up, the others are timed
+    chosen, skipped = draw_sample(files, drawn, seed, libraries, tok, timeout_s, log)
     client = Client(engine)
     setup = Setup(engine, client, max_tokens)
     tasks = _tasks(client, chosen)
-    warm = tasks[0] if tasks else None
-    if len(tasks) > sample:  # the first schema drawn warms up, the others are timed
+    warm = tasks[0] if tasks and warm_up else None
+    if len(tasks) > sample:
         tasks = tasks[1:]
     config: dict[str, Any] = {
         **(facts or {}),

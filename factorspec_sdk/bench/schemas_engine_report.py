@@ -37,7 +37,8 @@ def _centre(values: Sequence[float]) -> tuple[float | None, float | None]:
 def summarize(records: Sequence[SchemaRecord]) -> dict[str, dict[str, Any]]:
     """One summary per method, in `METHODS` order.
 
-    Keys: ``records``, ``valid``, ``errors``, ``tokens`` (total), ``tokens_mean``,
+    Keys: ``records``, ``valid``, ``errors``, ``at_max_tokens`` (records the budget ended),
+    ``tokens`` (total), ``tokens_mean``,
     ``forwards_mean``, ``requests_mean``, the walls of `WALLS` (per record in seconds, per
     token in ms over the records with tokens; None without any).
     """
@@ -56,6 +57,7 @@ def summarize(records: Sequence[SchemaRecord]) -> dict[str, dict[str, Any]]:
             "records": n,
             "valid": sum(r.valid for r in rows),
             "errors": sum(r.stopped == "error" for r in rows),
+            "at_max_tokens": sum(r.stopped == "max_tokens" for r in rows),
             "tokens": sum(r.tokens for r in rows),
             "tokens_mean": sum(r.tokens for r in rows) / n,
             "forwards_mean": sum(r.forwards for r in rows) / n,
@@ -132,16 +134,19 @@ class SchemaRecordsReport:
         ]
         if c.get("command"):
             lines += ["", f"`{c['command']}`"]
+        if c.get("warm_up"):
+            lines += ["", f"Warm-up (every method, dropped): `{c['warm_up']}`."]
         lines += [
             "",
-            f"| method | valid | tokens / record | {calls} | s / record (median, mean) "
-            "| ms / token (median, mean) |",
-            "|---|---:|---:|---:|---:|---:|",
+            f"| method | valid | at max_tokens | errors | tokens / record | {calls} "
+            "| s / record (median, mean) | ms / token (median, mean) |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|",
         ]
         for method, s in summaries.items():
             per_call = s["requests_mean"] if vllm else s["forwards_mean"]
             lines.append(
-                f"| {method} | {s['valid']}/{s['records']} | {fmt_number(s['tokens_mean'])} "
+                f"| {method} | {s['valid']}/{s['records']} | {s['at_max_tokens']} "
+                f"| {s['errors']} | {fmt_number(s['tokens_mean'])} "
                 f"| {fmt_number(per_call)} "
                 f"| {fmt_number(s['record_median_s'], 2)}, {fmt_number(s['record_mean_s'], 2)} "
                 f"| {fmt_number(s['token_median_ms'])}, {fmt_number(s['token_mean_ms'])} |"

@@ -20,6 +20,7 @@ from factorspec_sdk.bench.schemas import shared_schemas
 from factorspec_sdk.bench.schemas_engine import (
     METHODS,
     SchemaRecord,
+    draw_sample,
     parse_methods,
     run_schema_records,
     schema_prompt,
@@ -135,26 +136,32 @@ def test_runner_every_method_on_a_scripted_engine(corpus: Path, tmp_path: Path) 
     assert [p.name for p in files] == ["results.json", "results.md"]
     data = json.loads((tmp_path / "results.json").read_text())
     assert len(data["records"]) == 2 * len(methods) and data["config"]["seed"] == 0
-    assert "| factorspec | 2/2 |" in (tmp_path / "results.md").read_text()
+    text = (tmp_path / "results.md").read_text()
+    assert "| factorspec | 2/2 | 0 | 0 |" in text
+    assert f"Warm-up (every method, dropped): `{config['warm_up']}`" in text
+    assert config["warm_up"] in PICKED[:2]
 
 
 def test_the_sample_is_seeded(corpus: Path) -> None:
-    def sampled(seed: int) -> list[str]:
-        report = run_schema_records(
-            tiny_scripted_engine(), _files(corpus), ["factorspec"], sample=1, seed=seed
-        )
-        return [r.schema for r in report.records]
+    tok = tiny_scripted_engine().tokenizer
 
-    firsts = [sampled(s) for s in range(4)]
-    assert sampled(3) == firsts[3]
-    assert {tuple(f) for f in firsts} == {(PICKED[0],), (PICKED[1],)}
+    def drawn(seed: int) -> tuple[str, ...]:
+        chosen, skipped = draw_sample(_files(corpus), 2, seed, ["factorspec"], tok, 10.0)
+        assert sum(skipped.values()) <= 1
+        return tuple(key for key, _ in chosen)
+
+    orders = [drawn(seed) for seed in range(3)]
+    assert drawn(2) == orders[2]
+    assert set(orders) == {PICKED[:2], PICKED[1::-1]}
 
 
 # ------------------------------------------------------------------ the report
 
 
-def _record(method: str, wall: float, tokens: int, valid: bool = True) -> SchemaRecord:
-    return SchemaRecord(method, "d/s.json", valid, tokens, tokens, 0, wall, "eos")
+def _record(
+    method: str, wall: float, tokens: int, valid: bool = True, stopped: str = "eos"
+) -> SchemaRecord:
+    return SchemaRecord(method, "d/s.json", valid, tokens, tokens, 0, wall, stopped)
 
 
 def test_summaries_and_ratios_from_known_records() -> None:
@@ -163,7 +170,7 @@ def test_summaries_and_ratios_from_known_records() -> None:
         _record("factorspec", 3.0, 30),
         _record("factorspec", 2.0, 40),
         _record("syntax", 2.0, 10),
-        _record("syntax", 6.0, 20, valid=False),
+        _record("syntax", 6.0, 20, valid=False, stopped="max_tokens"),
         _record("syntax", 7.0, 28),
     ]
     summaries = summarize(records)
@@ -184,7 +191,7 @@ def test_summaries_and_ratios_from_known_records() -> None:
     report = SchemaRecordsReport({"engine": "embedded", "screened_out": {"x refuses": 2}}, records)
     text = report.markdown()
     assert "| syntax | 3.00x | 2.50x | 2.50x | 3.00x |" in text
-    assert "| syntax | 2/3 |" in text and "forwards / record" in text
+    assert "| syntax | 2/3 | 1 | 0 | 19.3 | 19.3 |" in text and "forwards / record" in text
     assert "Screened out before the sample was full (2): x refuses: 2." in text
     vllm = SchemaRecordsReport({"engine": "vllm"}, records).markdown()
     assert "requests / record" in vllm
@@ -246,10 +253,14 @@ def test_smollm2_one_schema_two_methods(corpus: Path, embedded_engine: object) -
 
     assert isinstance(embedded_engine, Engine)
     report = run_schema_records(
-        embedded_engine, _files(corpus)[:1], ["factorspec", "llguidance"], max_tokens=60
+        embedded_engine,
+        _files(corpus)[:1],
+        ["factorspec", "llguidance"],
+        max_tokens=60,
+        warm_up=False,
     )
     fs, llg = report.records
     assert (fs.method, llg.method) == ("factorspec", "llguidance")
     assert fs.valid, fs.detail
     assert fs.forwards < fs.tokens  # certain drafts: the keys and punctuation are free
-    assert llg.forwards >= llg.tokens
+    assert llg.forwards >= llg.tokens and report.config["warm_up"] is None
