@@ -9,9 +9,11 @@ cases against free generation, XGrammar and llguidance (`factorspec_sdk.bench.to
 goes (`factorspec_sdk.bench.user_models`). ``factorspec bench gen`` measures certain drafts
 and guesses against one token per forward (`factorspec_sdk.bench.gen_bench`). ``factorspec
 bench schemas DIR`` measures which JSON Schemas FactorSpec, llguidance and XGrammar accept,
-and decodes records of FactorSpec's. ``factorspec bench maskbench`` asks of MaskBench's test
-instances whether each engine's masks can write every valid one and no invalid one
-(`factorspec_sdk.bench.maskbench`).
+and decodes records of FactorSpec's; with ``--engine embedded|vllm`` it decodes a seeded
+sample of them end to end on a real model, FactorSpec against the engine's own structured
+outputs (`factorspec_sdk.bench.schemas_engine`). ``factorspec bench maskbench`` asks of
+MaskBench's test instances whether each engine's masks can write every valid one and no
+invalid one (`factorspec_sdk.bench.maskbench`).
 Heavy imports happen inside the commands.
 
 Exit codes follow ``factorspec``: 2 for a usage error (bad ``--cities`` / ``--methods``),
@@ -411,10 +413,14 @@ def report(
 @bench_app.command("schemas")
 def schemas(
     corpus: Annotated[
-        Path, typer.Argument(help="Folder of dataset folders of *.json schemas (JSONSchemaBench).")
-    ],
+        Path | None,
+        typer.Argument(
+            help="Folder of dataset folders of *.json schemas (JSONSchemaBench; default: "
+            "../shared/schemas/jsonschemabench-dev beside the repository)."
+        ),
+    ] = None,
     out: Annotated[
-        Path, typer.Option("--out", help="Folder for results.json, results.md and the plot.")
+        Path, typer.Option("--out", help="Folder for results.json, results.md (and the plot).")
     ] = Path("bench-results/schemas"),
     records: Annotated[
         int, typer.Option("--records", min=0, help="Records decoded per schema FactorSpec accepts.")
@@ -423,25 +429,100 @@ def schemas(
         int | None, typer.Option("--limit", min=1, help="First N schemas of each dataset only.")
     ] = None,
     timeout: Annotated[
-        float, typer.Option("--timeout", min=0.001, help="Time limit of each compile, seconds.")
+        float,
+        typer.Option(
+            "--timeout",
+            min=0.001,
+            help="Time limit of each compile (of each screen with --engine).",
+        ),
     ] = 10.0,
+    engine: Annotated[
+        str | None,
+        typer.Option(
+            "--engine",
+            help="End to end on a real model: embedded or vllm (also scripted). Without it, the "
+            "acceptance benchmark (compile, a random scripted model, mask time).",
+        ),
+    ] = None,
+    model: ModelOption = None,
+    methods: Annotated[
+        str | None,
+        typer.Option(
+            "--methods",
+            help="With --engine: all, or a comma list of: factorspec, syntax (XGrammar; vLLM's "
+            "default backend), llguidance, syntax+ngram (k=3,5,8), syntax+ngram-k3/-k5/-k8.",
+        ),
+    ] = None,
+    sample: Annotated[
+        int | None,
+        typer.Option("--sample", min=1, help="With --engine: schemas in the seeded sample (20)."),
+    ] = None,
+    seed: Annotated[
+        int | None, typer.Option("--seed", help="With --engine: seed of the sample (0).")
+    ] = None,
+    max_tokens: Annotated[
+        int | None,
+        typer.Option("--max-tokens", min=1, help="With --engine: every record's budget (512)."),
+    ] = None,
+    threads: ThreadsOption = None,
 ) -> None:
-    """JSON Schemas: acceptance, compile and mask time of FactorSpec, llguidance, XGrammar."""
+    """JSON Schemas: acceptance, compile and mask time of FactorSpec, llguidance, XGrammar.
+
+    With --engine embedded|vllm, the end-to-end mode instead: on a seeded sample of the
+    schemas every method accepts, one greedy record per method and schema on a real model,
+    FactorSpec against the engine's own structured outputs (and with n-gram drafts): valid
+    records, tokens, forwards or requests, wall per record and per token, and the ratios.
+    """
     from rich.console import Console
 
-    from factorspec_sdk.bench.schemas import run_facts, run_schema_bench, schema_files
+    from factorspec_sdk.bench.schemas import (
+        run_facts,
+        run_schema_bench,
+        schema_files,
+        shared_schemas,
+    )
     from factorspec_sdk.bench.schemas_report import SchemaBenchReport, write_outputs
 
     err = Console(stderr=True)
+    root = corpus if corpus is not None else shared_schemas("jsonschemabench-dev")
+    engine_options = {
+        "--methods": methods,
+        "--sample": sample,
+        "--seed": seed,
+        "--max-tokens": max_tokens,
+        "--model": model,
+        "--threads": threads,
+    }
     try:
-        files = schema_files(corpus, limit)
+        files = schema_files(root, limit)
+        if engine is None:
+            given = [name for name, value in engine_options.items() if value is not None]
+            if given:
+                raise ValueError(f"{', '.join(given)}: only with --engine (embedded or vllm)")
     except ValueError as exc:
         err.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(_USAGE_ERROR) from None
-    facts = run_facts(corpus, records=records, timeout_s=timeout, limit=limit)
+    if engine is not None:
+        _schemas_end_to_end(
+            err,
+            files,
+            root,
+            out,
+            engine,
+            model,
+            threads,
+            methods or "all",
+            sample,
+            seed or 0,
+            max_tokens,
+            timeout,
+            limit,
+        )
+        return
+    facts = run_facts(root, records=records, timeout_s=timeout, limit=limit)
     limit_option = "" if limit is None else f" --limit {limit}"
     facts["command"] = (
-        f"factorspec bench schemas {corpus} --out {out} --records {records}{limit_option} "
+        f"factorspec bench schemas {root} --out {out} --records {records}{limit_option} "
         f"--timeout {timeout:g}"
     )
 
@@ -453,6 +534,70 @@ def schemas(
         files, records=records, timeout_s=timeout, progress=tty, log=None if tty else say
     )
     rep = SchemaBenchReport(facts, rows)
+    write_outputs(rep, out)
+    print(rep.markdown())
+    err.print(f"wrote {', '.join(str(p) for p in rep.files)}")
+
+
+def _schemas_end_to_end(
+    err: Console,
+    files: list[Path],
+    root: Path,
+    out: Path,
+    engine: str,
+    model: str | None,
+    threads: int | None,
+    methods: str,
+    sample: int | None,
+    seed: int,
+    max_tokens: int | None,
+    timeout: float,
+    limit: int | None,
+) -> None:
+    """``factorspec bench schemas --engine ...``: `run_schema_records`, its report written."""
+    from factorspec_sdk.bench.schemas_engine import (
+        DEFAULT_MAX_TOKENS,
+        DEFAULT_SAMPLE,
+        parse_methods,
+        run_schema_records,
+    )
+    from factorspec_sdk.bench.schemas_engine_report import write_outputs
+
+    try:
+        chosen = parse_methods(methods)
+    except ValueError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(_USAGE_ERROR) from None
+    n = DEFAULT_SAMPLE if sample is None else sample
+    budget = DEFAULT_MAX_TOKENS if max_tokens is None else max_tokens
+    eng = _bench_engine(engine, model, threads, err)
+    command = (
+        f"factorspec bench schemas {root} --engine {engine} --methods {','.join(chosen)} "
+        f"--sample {n} --seed {seed} --max-tokens {budget} --timeout {timeout:g} --out {out}"
+        + ("" if limit is None else f" --limit {limit}")
+        + ("" if model is None else f" --model {model}")
+        + ("" if threads is None else f" --threads {threads}")
+    )
+
+    def say(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    try:
+        rep = run_schema_records(
+            eng,
+            files,
+            chosen,
+            sample=n,
+            seed=seed,
+            max_tokens=budget,
+            timeout_s=timeout,
+            log=say,
+            facts={"command": command, "corpus": str(root)},
+        )
+    finally:
+        closer = getattr(eng, "close", None)
+        if callable(closer):
+            closer()
     write_outputs(rep, out)
     print(rep.markdown())
     err.print(f"wrote {', '.join(str(p) for p in rep.files)}")

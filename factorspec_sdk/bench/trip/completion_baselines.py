@@ -45,10 +45,11 @@ __all__ = [
     "close_ngram_engines",
     "prepare",
     "run_completion_baseline",
+    "second_llm",
     "structured_runs",
 ]
 
-_NGRAM_LLMS: dict[tuple[int, int], Any] = {}
+_NGRAM_LLMS: dict[tuple[int, int | None], Any] = {}
 
 
 def accepted_draft_tokens(llm: Any) -> int:
@@ -61,12 +62,27 @@ def accepted_draft_tokens(llm: Any) -> int:
     return total
 
 
-def _ngram_llm(engine: VLLMEngine, k: int) -> Any:
-    """A second ``vllm.LLM`` on the same model with vLLM's n-gram speculator (cached)."""
+def second_llm(engine: VLLMEngine, k: int | None = None) -> Any:
+    """A second ``vllm.LLM`` on the engine's model with vLLM's own defaults (cached).
+
+    Its structured outputs run under vLLM's default backend (``auto``: XGrammar where it
+    supports the schema), not the guidance backend FactorSpec's engine starts vLLM with.
+    ``k``: vLLM's n-gram speculator proposes up to ``k`` draft tokens per step (the
+    ``syntax+ngram-kK`` baselines); None: no speculator (vLLM's plain structured outputs).
+    Started once per engine and ``k``; `close_ngram_engines` shuts them down.
+    """
     key = (id(engine), k)
     if key not in _NGRAM_LLMS:
         import vllm
 
+        speculative: dict[str, Any] = {}
+        if k is not None:
+            speculative["speculative_config"] = {
+                "method": "ngram",
+                "num_speculative_tokens": k,
+                "prompt_lookup_max": 4,
+                "prompt_lookup_min": 1,
+            }
         _NGRAM_LLMS[key] = vllm.LLM(
             model=engine.model_path,
             dtype=engine.dtype,
@@ -74,12 +90,7 @@ def _ngram_llm(engine: VLLMEngine, k: int) -> Any:
             max_model_len=4096,
             enable_prefix_caching=True,
             disable_log_stats=False,
-            speculative_config={
-                "method": "ngram",
-                "num_speculative_tokens": k,
-                "prompt_lookup_max": 4,
-                "prompt_lookup_min": 1,
-            },
+            **speculative,
             **engine.executor_options,
         )
     return _NGRAM_LLMS[key]
@@ -170,7 +181,7 @@ def run_completion_baseline(
         return list(structured_runs(llm, engine, prompts, setup.max_tokens, schemas))
     k = ngram_k(method)
     if k is not None:
-        ngram = _ngram_llm(engine, k)
+        ngram = second_llm(engine, k)
         return list(structured_runs(ngram, engine, prompts, setup.max_tokens, schemas, True))
     if method != "syntax+retry":
         raise ValueError(f"unknown method {method!r}")
@@ -231,13 +242,13 @@ def prepare(setup: Setup, methods: Sequence[str], prompt_ids: list[int]) -> None
     for method in methods:
         k = ngram_k(method)
         if k is not None:
-            llms.append(_ngram_llm(engine, k))
+            llms.append(second_llm(engine, k))
     for llm in llms:
         structured_runs(llm, engine, [prompt_ids], 4, [None])
 
 
 def close_ngram_engines() -> None:
-    """Shut down the n-gram engines `prepare` started."""
+    """Shut down the second engines `prepare` (or `second_llm`) started."""
     while _NGRAM_LLMS:
         _, llm = _NGRAM_LLMS.popitem()
         core = getattr(getattr(llm, "llm_engine", None), "engine_core", None)
