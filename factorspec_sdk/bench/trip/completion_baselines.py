@@ -4,10 +4,13 @@ On a completion engine the baselines are what a vLLM user runs, on the same ``vl
 instance that FactorSpec uses (prompts as token ids, greedy, the same budget):
 
 * ``free`` — ``LLM.generate`` without a constraint;
-* ``syntax`` — vLLM structured outputs, ``StructuredOutputsParams(json=schema,
-  disable_any_whitespace=True)``, under the backend FactorSpec's engine starts vLLM with
-  (llguidance, `factorspec_sdk.engines.vllm_engine.STRUCTURED_BACKEND`; vLLM runs one
-  backend per engine), the same schema as the embedded baseline;
+* ``syntax`` — vLLM structured outputs, ``StructuredOutputsParams(json=schema)``, under the
+  backend FactorSpec's engine starts vLLM with (llguidance,
+  `factorspec_sdk.engines.vllm_engine.STRUCTURED_BACKEND`; vLLM runs one backend per
+  engine), the same schema as the embedded baseline, with vLLM's default whitespace (vLLM
+  0.32 reads ``disable_any_whitespace`` from the engine's ``structured_outputs_config``
+  only: the field of the same name in a request's ``StructuredOutputsParams`` is never
+  read), so its records may hold newlines and indentation where FactorSpec's are compact;
 * ``syntax+retry`` — the same, then up to 3 retries whose user message names the violated
   relations (the first attempt is the ``syntax`` record, reused);
 * ``syntax+ngram-kK`` — the same schema on a second ``vllm.LLM`` started with
@@ -91,7 +94,6 @@ def second_llm(engine: VLLMEngine, k: int | None = None) -> Any:
             enable_prefix_caching=True,
             disable_log_stats=False,
             **speculative,
-            **engine.executor_options,
         )
     return _NGRAM_LLMS[key]
 
@@ -106,8 +108,8 @@ def structured_runs(
 ) -> list[DecodeRun]:
     """Greedy runs of ``prompts`` on ``llm``, each under vLLM's structured outputs.
 
-    ``schema[i]`` is prompt ``i`` 's JSON schema (``StructuredOutputsParams(json=...,
-    disable_any_whitespace=True)``; None: no constraint); one ``LLM.generate`` call for all,
+    ``schema[i]`` is prompt ``i`` 's JSON schema (``StructuredOutputsParams(json=...)``, the
+    engine's whitespace setting; None: no constraint); one ``LLM.generate`` call for all,
     its wall shared evenly. ``speculative``: ``llm`` drafts (n-gram), whose accepted draft
     tokens are taken off the forwards.
     """
@@ -119,9 +121,7 @@ def structured_runs(
         SamplingParams(
             max_tokens=max_tokens,
             temperature=0.0,
-            structured_outputs=None
-            if s is None
-            else StructuredOutputsParams(json=s, disable_any_whitespace=True),
+            structured_outputs=None if s is None else StructuredOutputsParams(json=s),
         )
         for s in schema
     ]
