@@ -11,6 +11,7 @@ value at all.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 from jsonschema.protocols import Validator
 
@@ -93,34 +94,15 @@ def searched_pattern(pattern: str, at: str) -> str:
     return pattern
 
 
-def _wraps(body: str) -> bool:
-    """Whether ``body`` is one group, ``(...)``, around the whole regex."""
-    if not (body.startswith("(") and body.endswith(")")) or body.startswith("(?"):
-        return False
-    depth, i, in_class = 0, 0, False
+def _syntax(body: str) -> Iterator[tuple[int, str]]:
+    """The characters of regex ``body`` that are syntax: unescaped and outside a class.
+
+    A class starts at ``[``; a ``^`` right after it negates it and a ``]`` first in it is a
+    literal (as Python's `re`, which `jsonschema` uses, reads it); it ends at the next
+    unescaped ``]``. Yields each such character with its index.
+    """
+    i, in_class = 0, False
     while i < len(body):
-        c = body[i]
-        if c == "\\":
-            i += 2
-            continue
-        if in_class:
-            in_class = c != "]"
-        elif c == "[":
-            in_class = True
-        elif c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-            if depth == 0 and i < len(body) - 1:
-                return False  # the first group closes before the end
-        i += 1
-    return depth == 0
-
-
-def _inner_anchor(body: str) -> bool:
-    """Whether regex ``body`` has ``^`` or ``$`` (unescaped, outside a class) inside it."""
-    i, last, in_class = 0, len(body) - 1, False
-    while i <= last:
         c = body[i]
         if c == "\\":
             i += 2
@@ -133,10 +115,30 @@ def _inner_anchor(body: str) -> bool:
                 i += 1  # a negated class
             if body[i + 1 : i + 2] == "]":
                 i += 1  # a literal ] first in the class
-        elif (c == "^" and i > 0) or (c == "$" and i < last):
-            return True
+        else:
+            yield i, c
         i += 1
-    return False
+
+
+def _wraps(body: str) -> bool:
+    """Whether ``body`` is one group, ``(...)``, around the whole regex."""
+    if not (body.startswith("(") and body.endswith(")")) or body.startswith("(?"):
+        return False
+    depth = 0
+    for i, c in _syntax(body):
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0 and i < len(body) - 1:
+                return False  # the first group closes before the end
+    return depth == 0
+
+
+def _inner_anchor(body: str) -> bool:
+    """Whether regex ``body`` has ``^`` or ``$`` (unescaped, outside a class) inside it."""
+    last = len(body) - 1
+    return any((c == "^" and i > 0) or (c == "$" and i < last) for i, c in _syntax(body))
 
 
 def checked_pattern(v: object, at: str) -> str:

@@ -237,6 +237,10 @@ def test_patterns_are_searched_as_jsonschema_searches_them() -> None:
     assert fields(obj({"s": grouped}))["s"]["schema"]["pattern"] == "^([0-9]+\\.[0-9]+)$"
     with pytest.raises(IRError, match=r"\^ or \$ inside it.*\^\(\?:a\|b\)\$"):
         ir_from_json_schema(obj({"s": {"type": "string", "pattern": "^a$|^b$"}}))
+    # a ] first in a class is a literal, as Python's re reads it: ( and ) there are not groups
+    literal = {"type": "string", "pattern": "(^[]a)(]+$)"}
+    assert fields(obj({"s": literal}))["s"]["schema"]["pattern"] == "^([]a)(]+)$"
+    assert fields(obj({"s": {"type": "string", "pattern": "[$^]x"}}))["s"]["type"] == "grammar"
 
 
 def test_null_alone_and_pattern_properties() -> None:
