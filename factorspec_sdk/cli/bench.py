@@ -155,7 +155,7 @@ def models(
     """User models: where a record's time goes on the models users write.
 
     Decodes one record of each model of the suite (`factorspec_sdk.bench.models`: meeting
-    plans, invoices, tickets, stays, rosters, expenses, a form, an order) and prints per
+    plans, invoices, tickets, stays, rosters, expenses, a form, an order, a workout) and prints per
     model the spec's compile, the oracle's checks and time, planning and its part on the
     critical path, forwards, the wall and the parts that add up to it.
     """

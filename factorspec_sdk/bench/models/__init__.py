@@ -8,7 +8,8 @@ decodes them (``factorspec bench models``) and says where each record's time goe
 `NAMES` lists them, with what each has: meeting plans with datetimes chained by travel
 times from a nested context, an invoice and expenses in ``Decimal`` at context rates, a
 ticket and a sign-up form with ``Optional``/``Literal``/``Enum``/patterns, hotel stays with
-dates, a roster of shifts with times, an order with nested stock look-ups.
+dates, a roster of shifts with times, an order with nested stock look-ups, a workout whose
+minutes cover a sum of products of two fields.
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ NAMES: dict[str, str] = {
     "expenses": "1-8 Decimal expenses at context rates, dates, order, limit, total",
     "signup": "form: Optional list, Literal, str Enum, e-mail pattern, distinct names",
     "order": "1-8 lines with nested stock look-ups, prices, weights, one warehouse",
+    "workout": "2-6 exercises: sets x (reps x context pace + rest) summed, Optional note, "
+    "str Enum, no group twice in a row",
 }
 """Each model of the suite, by module name, with what it has."""
 
