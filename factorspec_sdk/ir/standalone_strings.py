@@ -19,6 +19,7 @@ from factorspec_sdk.ir.limits import IRError
 from factorspec_sdk.relations.grammar_schema import (
     FORMAT_PATTERNS,
     RFC3339_PATTERNS,
+    URI_REFERENCE_PATTERN,
     URI_TEMPLATE_PATTERN,
 )
 from factorspec_sdk.relations.layout import grammar_layout
@@ -28,15 +29,17 @@ __all__ = ["STRICT_FORMATS", "asserted_format", "checked_pattern", "searched_pat
 STRICT_FORMATS = {
     "date": FORMAT_PATTERNS["date"],
     **RFC3339_PATTERNS,
+    "uri-reference": URI_REFERENCE_PATTERN,
     "uri-template": URI_TEMPLATE_PATTERN,
 }
 """Formats llguidance reads more loosely than `jsonschema` and Pydantic, as a pattern both
 accept: llguidance's ``date`` allows February 29 of every year and year 0000, which
 ``datetime.date.fromisoformat`` refuses (the Pydantic path's pattern, one copy); its ``time``
 and ``date-time`` allow a leap second, which Pydantic refuses, and fractional seconds without
-end (`RFC3339_PATTERNS`: at most microseconds); and ``uri-template``, which llguidance does
-not know and `jsonschema` asserts where the `uri_template` package is installed
-(`URI_TEMPLATE_PATTERN`)."""
+end (`RFC3339_PATTERNS`: at most microseconds); and ``uri-reference`` and ``uri-template``,
+which llguidance does not know and `jsonschema` asserts where the `rfc3987` (or
+`rfc3986-validator`) and `uri_template` packages are installed (`URI_REFERENCE_PATTERN`,
+`URI_TEMPLATE_PATTERN`)."""
 _FLAGS = re.compile(r"(\(\?[aiLmsux]+\))+")
 
 
