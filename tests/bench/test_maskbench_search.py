@@ -10,9 +10,11 @@ from __future__ import annotations
 import json
 from collections.abc import Hashable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
+from jsonschema.validators import validator_for
 
 from factorspec_sdk.bench.maskbench import candidate_texts, category_of, mask_files, search
 from factorspec_sdk.bench.maskbench.engines import InstanceResult
@@ -218,3 +220,40 @@ def test_the_sample_per_category_is_seeded(tmp_path: Path) -> None:
     assert len(mask_files(tmp_path)) == 7
     with pytest.raises(ValueError, match="not a folder"):
         mask_files(tmp_path / "missing")
+
+
+@pytest.mark.parametrize(
+    ("draft", "one_instance"),
+    [
+        ("http://json-schema.org/draft-04/schema#", False),
+        ("http://json-schema.org/draft-06/schema#", True),
+        ("https://json-schema.org/draft/2020-12/schema", True),
+    ],
+)
+def test_candidates_parse_back_to_the_instance_under_the_schemas_draft(
+    draft: str, one_instance: bool
+) -> None:
+    """MaskBench's Github_easy---o24544: under draft 4 ``12345.0`` is not an ``integer``
+    (an invalid instance) and ``12345`` is, so a text spelling the float as an int is
+    another, valid, instance: a writer of it has not written the invalid one."""
+    schema = {"$schema": draft, "properties": {"id": {"type": "integer"}, "x": {}}}
+    value = {"id": 12345.0, "x": [1e16, 2.0, 3, 1e-05, True]}
+    texts = candidate_texts(value, schema)
+    types = validator_for(schema).TYPE_CHECKER
+
+    def integers(v: Any) -> list[bool]:
+        return [types.is_type(n, "integer") for n in (v["id"], *v["x"][:4])]
+
+    assert all(json.loads(t) == value for t in texts)
+    assert '{"id": 12345.0, "x": [1e+16, 2.0, 3, 1e-05, true]}' in texts
+    if one_instance:  # the shortest spellings
+        assert '{"id": 12345, "x": [1e16, 2, 3, 1e-5, true]}' in texts
+    else:  # the shortest that keep a float a float: a fraction or an exponent
+        assert '{"id": 12345.0, "x": [1e16, 2.0, 3, 1e-5, true]}' in texts
+    int_spelled = '{"id": 12345, "x": [10000000000000000, 2, 3, 1e-05, true]}'
+    assert (int_spelled in texts) is one_instance
+    if not one_instance:  # each number keeps the instance's integer-ness under draft 4
+        assert [t for t in texts if integers(json.loads(t)) != integers(value)] == []
+    assert number_spellings(12345.0, integral_floats=False) == ["12345.0"]
+    assert number_spellings(1e16, integral_floats=False) == ["1e+16", "10000000000000000.0", "1e16"]
+    assert number_spellings(7, integral_floats=False) == ["7"]

@@ -2,8 +2,8 @@ r"""The texts that serialize one test instance: key orders and number spellings.
 
 MaskBench asks whether an engine can write a JSON *value*, so neither key order nor the
 spelling of a number may decide the verdict: an engine that writes keys in the schema's
-order must not fail an instance listed in another order, and one that writes ``1.0`` must
-not fail an instance that says ``1``. The writer's whitespace is fixed (``", "`` and
+order must not fail an instance listed in another order, and one that writes ``1e-5`` must
+not fail an instance that says ``0.00001``. The writer's whitespace is fixed (``", "`` and
 ``": "``, no other blanks: FactorSpec's, and the one the grammar libraries are asked for),
 so `candidate_texts` lists, in this order and without repeats:
 
@@ -12,13 +12,21 @@ so `candidate_texts` lists, in this order and without repeats:
   other keys in its order), the instance's own, sorted, the schema's with the branches'
   properties first —
 * each number spelling — as parsed (an int as written, a float as ``repr``), integral
-  floats as ints (``1.0`` as ``1``), positional (no exponent: ``1e-05`` as ``0.00001``,
+  floats as ints (``1.0`` as ``1``, where the draft reads them as one instance: below),
+  positional (no exponent: ``1e-05`` as ``0.00001``,
   ``1.0`` as ``1.0``), the shortest of those and a compact exponent (``1e-5``) —
 * each string spelling — UTF-8 as is, and ``\u`` escapes for non-ASCII characters;
 
 then, when the instance's objects are small (each at most `PERMUTED_KEYS` keys, all their
 orders together at most `MAX_PERMUTATIONS`), every key order of every object. At most
 `MAX_TEXTS` texts; the search tries them in this order and stops at the first it can write.
+
+Every text parses back to exactly the instance as the schema's draft reads it. Draft 4
+(and 3) tells an integral float from an int (``12345.0`` is not an ``integer`` there), so
+under it a float is never spelled as an int: it keeps its fraction or exponent (``12345.0``,
+``1e+16``, ``1e16``; the shortest of the float spellings), and an engine that writes
+``12345`` has written another instance. From draft 6 on the two are one instance, and both
+spellings are tried.
 """
 
 from __future__ import annotations
@@ -30,6 +38,9 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from decimal import Decimal
 from typing import Any
+
+import jsonschema
+from jsonschema.validators import validator_for
 
 __all__ = [
     "MAX_PERMUTATIONS",
@@ -197,16 +208,35 @@ def _shortest(x: int | float) -> str:
     return min((_plain(x), _positional(x), _integral(x), _exponent(x)), key=len)
 
 
+def _shortest_float(x: int | float) -> str:
+    """`_shortest` among the spellings that keep a float a float."""
+    if isinstance(x, int):
+        return str(x)
+    return min((_plain(x), _positional(x), _exponent(x)), key=len)
+
+
 def _positional_number(x: int | float) -> str:
     return str(x) if isinstance(x, int) else _positional(x)
 
 
 _SPELLINGS: tuple[Spell, ...] = (_plain, _integral, _positional_number, _shortest)
+_FLOAT_SPELLINGS: tuple[Spell, ...] = (_plain, _positional_number, _shortest_float)
+"""The spellings under a draft where an integral float is not an integer (draft 4)."""
 
 
-def number_spellings(x: int | float) -> list[str]:
-    """Every spelling of ``x`` the candidates use (see the module docstring), no repeats."""
-    return list(dict.fromkeys(spell(x) for spell in _SPELLINGS))
+def number_spellings(x: int | float, *, integral_floats: bool = True) -> list[str]:
+    """Every spelling of ``x`` the candidates use (see the module docstring), no repeats.
+
+    Args:
+        x: the number.
+        integral_floats: whether an integral float may be spelled as an int (``1.0`` as
+            ``1``): the schema's draft reads them as one instance (draft 6 and later).
+    """
+    return list(dict.fromkeys(spell(x) for spell in _spellings(integral_floats)))
+
+
+def _spellings(integral_floats: bool) -> tuple[Spell, ...]:
+    return _SPELLINGS if integral_floats else _FLOAT_SPELLINGS
 
 
 # ------------------------------------------------------------------ serializing
@@ -297,16 +327,46 @@ def _permuted(value: Any) -> list[dict[Where, Sequence[str]]]:
     return [dict(zip(places, combo, strict=True)) for combo in itertools.product(*choices)]
 
 
+def _integer(schema: Any) -> Callable[[Any], bool]:
+    """Whether a number is an ``integer`` in ``schema``'s draft.
+
+    The draft follows ``$schema`` (2020-12 when it is absent or unknown), as `jsonschema`
+    and `factorspec_sdk.ir.json_schema_validator` choose it.
+    """
+    types = validator_for(schema, default=jsonschema.Draft202012Validator).TYPE_CHECKER
+    return lambda x: bool(types.is_type(x, "integer"))
+
+
+def _same(a: Any, b: Any, integer: Callable[[Any], bool]) -> bool:
+    """Whether JSON values ``a`` and ``b`` are one instance.
+
+    Equal, with numbers of the same types: ``integer`` is the draft's, and ``true`` is no
+    ``1`` (JSON's types).
+    """
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k], integer) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y, integer) for x, y in zip(a, b))
+    if isinstance(a, bool | str | None) or isinstance(b, bool | str | None):
+        return type(a) is type(b) and a == b
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return a == b and integer(a) == integer(b)
+    return False
+
+
 def candidate_texts(value: Any, schema: Any, *, limit: int = MAX_TEXTS) -> list[str]:
     """The texts of ``value`` the search tries, in order (see the module docstring).
 
     A text that cannot be encoded as UTF-8 (a lone surrogate) is left out; its escaped
-    spelling stays.
+    spelling stays. Each text parses back to ``value`` under the schema's draft (see the
+    module docstring).
 
     Raises:
         ValueError: ``value`` is not a JSON value (a NaN, an infinity).
+        RuntimeError: a text parses back to another instance (a fault of this module).
     """
-    view = SchemaView(schema)
+    view, integer = SchemaView(schema), _integer(schema)
+    spellings = _spellings(integral_floats=integer(1.0))
     texts: dict[str, None] = {}
 
     def add(order: KeyOrder, spell: Spell, ascii_only: bool) -> None:
@@ -315,6 +375,8 @@ def candidate_texts(value: Any, schema: Any, *, limit: int = MAX_TEXTS) -> list[
             text.encode("utf-8")
         except UnicodeEncodeError:
             return
+        if not _same(json.loads(text), value, integer):
+            raise RuntimeError(f"a candidate text is another instance than {value!r}: {text}")
         texts.setdefault(text)
 
     policies = (
@@ -324,7 +386,7 @@ def candidate_texts(value: Any, schema: Any, *, limit: int = MAX_TEXTS) -> list[
         _schema_order(view, branches_first=True),
     )
     for order in policies:
-        for spell in _SPELLINGS:
+        for spell in spellings:
             for ascii_only in (False, True):
                 add(order, spell, ascii_only)
     for orders in _permuted(value):
