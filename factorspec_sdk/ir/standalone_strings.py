@@ -24,7 +24,13 @@ from factorspec_sdk.relations.grammar_schema import (
 )
 from factorspec_sdk.relations.layout import grammar_layout
 
-__all__ = ["STRICT_FORMATS", "asserted_format", "checked_pattern", "searched_pattern"]
+__all__ = [
+    "STRICT_FORMATS",
+    "asserted_format",
+    "checked_pattern",
+    "searched_pattern",
+    "split_flags",
+]
 
 STRICT_FORMATS = {
     "date": FORMAT_PATTERNS["date"],
@@ -41,6 +47,17 @@ which llguidance does not know and `jsonschema` asserts where the `rfc3987` (or
 `rfc3986-validator`) and `uri_template` packages are installed (`URI_REFERENCE_PATTERN`,
 `URI_TEMPLATE_PATTERN`)."""
 _FLAGS = re.compile(r"(\(\?[aiLmsux]+\))+")
+
+
+def split_flags(pattern: str) -> tuple[str, str]:
+    """``pattern``'s global flags in front (``(?i)``, ``(?i)(?s)``; empty when none) and the rest.
+
+    The anchors of a pattern are read after its flags (`searched_pattern`, and the server's
+    ``regex`` wrapper, which anchors the rest and keeps the flags in front).
+    """
+    flags = _FLAGS.match(pattern)
+    head = flags.group(0) if flags else ""
+    return head, pattern[len(head) :]
 
 
 class _Unknown(Exception):
@@ -80,9 +97,7 @@ def searched_pattern(pattern: str, at: str) -> str:
     Raises:
         IRError: ``^`` or ``$`` inside the pattern (outside a character class).
     """
-    flags = _FLAGS.match(pattern)
-    head = flags.group(0) if flags else ""
-    body = pattern[len(head) :]
+    head, body = split_flags(pattern)
     wrapped = body[1:-1]
     backslashes = len(wrapped[:-1]) - len(wrapped[:-1].rstrip("\\"))
     if _wraps(body) and wrapped.startswith("^") and wrapped.endswith("$") and backslashes % 2 == 0:
