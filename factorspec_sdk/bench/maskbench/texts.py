@@ -21,12 +21,13 @@ then, when the instance's objects are small (each at most `PERMUTED_KEYS` keys, 
 orders together at most `MAX_PERMUTATIONS`), every key order of every object. At most
 `MAX_TEXTS` texts; the search tries them in this order and stops at the first it can write.
 
-Every text parses back to exactly the instance as the schema's draft reads it. Draft 4
-(and 3) tells an integral float from an int (``12345.0`` is not an ``integer`` there), so
-under it a float is never spelled as an int: it keeps its fraction or exponent (``12345.0``,
-``1e+16``, ``1e16``; the shortest of the float spellings), and an engine that writes
-``12345`` has written another instance. From draft 6 on the two are one instance, and both
-spellings are tried.
+Every text parses back to the instance, and to one the schema judges as it judges the
+instance. Draft 4 (and 3) tells an integral float from an int (``12345.0`` is not an
+``integer`` there, ``12345`` is), so under it an int spelling of a float is a candidate only
+where the schema's verdict on the two is the same (``6000`` for ``6000.0`` under ``type:
+number``, not ``12345`` for the invalid ``12345.0`` under ``type: integer``: an engine
+that writes it has written a valid instance); the shortest spelling that keeps a float a
+float (``12345.0``, ``1e16``) is one more. From draft 6 on the two are one instance.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from decimal import Decimal
 from typing import Any
 
 import jsonschema
+from jsonschema.protocols import Validator
 from jsonschema.validators import validator_for
 
 __all__ = [
@@ -220,23 +222,21 @@ def _positional_number(x: int | float) -> str:
 
 
 _SPELLINGS: tuple[Spell, ...] = (_plain, _integral, _positional_number, _shortest)
-_FLOAT_SPELLINGS: tuple[Spell, ...] = (_plain, _positional_number, _shortest_float)
+_DRAFT4_SPELLINGS: tuple[Spell, ...] = (*_SPELLINGS, _shortest_float)
 """The spellings under a draft where an integral float is not an integer (draft 4)."""
 
 
-def number_spellings(x: int | float, *, integral_floats: bool = True) -> list[str]:
+def number_spellings(x: int | float) -> list[str]:
     """Every spelling of ``x`` the candidates use (see the module docstring), no repeats.
 
-    Args:
-        x: the number.
-        integral_floats: whether an integral float may be spelled as an int (``1.0`` as
-            ``1``): the schema's draft reads them as one instance (draft 6 and later).
+    Under draft 4 one more: `_shortest_float`.
     """
-    return list(dict.fromkeys(spell(x) for spell in _spellings(integral_floats)))
+    return list(dict.fromkeys(spell(x) for spell in _SPELLINGS))
 
 
 def _spellings(integral_floats: bool) -> tuple[Spell, ...]:
-    return _SPELLINGS if integral_floats else _FLOAT_SPELLINGS
+    """The spellings under a draft that reads an integral float as an integer, or not."""
+    return _SPELLINGS if integral_floats else _DRAFT4_SPELLINGS
 
 
 # ------------------------------------------------------------------ serializing
@@ -327,14 +327,19 @@ def _permuted(value: Any) -> list[dict[Where, Sequence[str]]]:
     return [dict(zip(places, combo, strict=True)) for combo in itertools.product(*choices)]
 
 
-def _integer(schema: Any) -> Callable[[Any], bool]:
-    """Whether a number is an ``integer`` in ``schema``'s draft.
+def _validator(schema: Any) -> Validator:
+    """``schema``'s `jsonschema` validator, formats asserted, as MaskBench's checker.
 
-    The draft follows ``$schema`` (2020-12 when it is absent or unknown), as `jsonschema`
-    and `factorspec_sdk.ir.json_schema_validator` choose it.
+    The draft follows ``$schema`` (2020-12 when it is absent or unknown), as
+    `factorspec_sdk.ir.json_schema_validator` chooses it.
     """
-    types = validator_for(schema, default=jsonschema.Draft202012Validator).TYPE_CHECKER
-    return lambda x: bool(types.is_type(x, "integer"))
+    cls = validator_for(schema, default=jsonschema.Draft202012Validator)
+    return cls(schema, format_checker=cls.FORMAT_CHECKER)
+
+
+def _any_number(x: Any) -> bool:
+    del x
+    return True
 
 
 def _same(a: Any, b: Any, integer: Callable[[Any], bool]) -> bool:
@@ -358,14 +363,18 @@ def candidate_texts(value: Any, schema: Any, *, limit: int = MAX_TEXTS) -> list[
     """The texts of ``value`` the search tries, in order (see the module docstring).
 
     A text that cannot be encoded as UTF-8 (a lone surrogate) is left out; its escaped
-    spelling stays. Each text parses back to ``value`` under the schema's draft (see the
-    module docstring).
+    spelling stays. Each text parses back to ``value``, or under draft 4 to a value the
+    schema judges alike (see the module docstring).
 
     Raises:
         ValueError: ``value`` is not a JSON value (a NaN, an infinity).
-        RuntimeError: a text parses back to another instance (a fault of this module).
+        RuntimeError: a text parses back to another value (a fault of this module).
     """
-    view, integer = SchemaView(schema), _integer(schema)
+    view, validator = SchemaView(schema), _validator(schema)
+
+    def integer(x: Any) -> bool:
+        return bool(validator.is_type(x, "integer"))
+
     spellings = _spellings(integral_floats=integer(1.0))
     texts: dict[str, None] = {}
 
@@ -375,8 +384,12 @@ def candidate_texts(value: Any, schema: Any, *, limit: int = MAX_TEXTS) -> list[
             text.encode("utf-8")
         except UnicodeEncodeError:
             return
-        if not _same(json.loads(text), value, integer):
-            raise RuntimeError(f"a candidate text is another instance than {value!r}: {text}")
+        parsed = json.loads(text)
+        if not _same(parsed, value, integer):
+            if not _same(parsed, value, _any_number):
+                raise RuntimeError(f"a candidate text is another value than {value!r}: {text}")
+            if validator.is_valid(parsed) != validator.is_valid(value):
+                return  # draft 4: 12345 for 12345.0, which the schema judges otherwise
         texts.setdefault(text)
 
     policies = (
