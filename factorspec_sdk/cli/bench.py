@@ -63,6 +63,11 @@ ThreadsOption = Annotated[
 ]
 
 
+def _say(line: str) -> None:
+    """Print a progress line on stderr at once (for runs without a terminal)."""
+    print(line, file=sys.stderr, flush=True)
+
+
 def _bench_engine(
     engine: str, model: str | None, threads: int | None, err: Console, *, logits: bool = False
 ) -> Engine | CompletionEngine:
@@ -267,9 +272,6 @@ def trip(
         raise typer.Exit(_USAGE_ERROR) from None
     eng = _bench_engine(engine, model, threads, err)
 
-    def say(line: str) -> None:
-        print(line, file=sys.stderr, flush=True)
-
     try:
         report = run_trip_bench(
             n,
@@ -282,7 +284,7 @@ def trip(
             max_tokens=max_tokens,
             max_retries=retries,
             progress=sys.stderr.isatty(),
-            log=say if log or not sys.stderr.isatty() else None,
+            log=_say if log or not sys.stderr.isatty() else None,
             shard=shard_km,
             batch=batch,
             resume=resume,
@@ -341,9 +343,6 @@ def tools(
     eng = _bench_engine(engine, model, threads, err, logits=True)
     assert not isinstance(eng, CompletionEngine)  # refused by _bench_engine
 
-    def say(line: str) -> None:
-        print(line, file=sys.stderr, flush=True)
-
     command = (
         f"factorspec bench tools --n {n} --categories {','.join(cats)} "
         f"--methods {','.join(chosen)} --engine {engine} --max-tokens {max_tokens} --out {out}"
@@ -358,7 +357,7 @@ def tools(
             out,
             max_tokens=max_tokens,
             progress=sys.stderr.isatty(),
-            log=say if log or not sys.stderr.isatty() else None,
+            log=_say if log or not sys.stderr.isatty() else None,
             command=command,
         )
     except ImportError as exc:
@@ -526,12 +525,9 @@ def schemas(
         f"--timeout {timeout:g}"
     )
 
-    def say(line: str) -> None:
-        print(line, file=sys.stderr, flush=True)
-
     tty = err.is_terminal
     rows = run_schema_bench(
-        files, records=records, timeout_s=timeout, progress=tty, log=None if tty else say
+        files, records=records, timeout_s=timeout, progress=tty, log=None if tty else _say
     )
     rep = SchemaBenchReport(facts, rows)
     write_outputs(rep, out)
@@ -579,9 +575,6 @@ def _schemas_end_to_end(
         + ("" if threads is None else f" --threads {threads}")
     )
 
-    def say(line: str) -> None:
-        print(line, file=sys.stderr, flush=True)
-
     try:
         rep = run_schema_records(
             eng,
@@ -591,7 +584,7 @@ def _schemas_end_to_end(
             seed=seed,
             max_tokens=budget,
             timeout_s=timeout,
-            log=say,
+            log=_say,
             facts={"command": command, "corpus": str(root)},
         )
     finally:
@@ -685,9 +678,6 @@ def maskbench(
         f"--timeout {timeout_s:g} --budget {nodes} --out {out}"
     )
 
-    def say(line: str) -> None:
-        print(line, file=sys.stderr, flush=True)
-
     tty = err.is_terminal
     facts = {"command": command, **machine_facts(), "data": str(root), "files": len(files)}
     rows = run_maskbench(
@@ -696,7 +686,7 @@ def maskbench(
         timeout_s=timeout_s,
         budget=nodes,
         progress=tty,
-        log=None if tty else say,
+        log=None if tty else _say,
     )
     rep = MaskBenchReport(facts, chosen, rows)
     write_outputs(rep, out)

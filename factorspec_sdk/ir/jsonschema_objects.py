@@ -64,9 +64,9 @@ class ObjectConverter(ConverterBase):
                 sub = self._key_schema(key, [sub], patterns)
                 node = self.node(sub, at, refs, depth + 1)
             except NothingWritable as exc:
-                if key not in required:
-                    continue  # absent-only: the writer never writes it
                 if not self.valid(sub, None, at):
+                    if key not in required:
+                        continue  # absent-only: no value of it can be written
                     raise NothingWritable(
                         f"{at}: the property is required, but {exc.message}"
                     ) from None

@@ -35,7 +35,8 @@ and dialect:
   llguidance's allows February 29 of any year); ``format: time`` and ``date-time`` are RFC
   3339's with seconds 00-59 and at most six fractional digits (llguidance's allow a leap
   second, which Pydantic refuses, and fractional digits without end); ``format:
-  uri-template`` is RFC 6570's, braces only around expressions (`URI_TEMPLATE_PATTERN`);
+  uri-reference`` is RFC 3986's (`URI_REFERENCE_PATTERN`) and ``uri-template`` RFC 6570's,
+  braces only around expressions (`URI_TEMPLATE_PATTERN`): llguidance knows neither;
 * a ``format`` neither `jsonschema` (its dialect's format checker) nor llguidance knows is
   dropped: `jsonschema` ignores it (`asserted_format`);
 * ``oneOf`` (which llguidance takes only where it proves the branches exclusive itself)

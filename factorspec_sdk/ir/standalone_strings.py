@@ -19,25 +19,45 @@ from factorspec_sdk.ir.limits import IRError
 from factorspec_sdk.relations.grammar_schema import (
     FORMAT_PATTERNS,
     RFC3339_PATTERNS,
+    URI_REFERENCE_PATTERN,
     URI_TEMPLATE_PATTERN,
 )
 from factorspec_sdk.relations.layout import grammar_layout
 
-__all__ = ["STRICT_FORMATS", "asserted_format", "checked_pattern", "searched_pattern"]
+__all__ = [
+    "STRICT_FORMATS",
+    "asserted_format",
+    "checked_pattern",
+    "searched_pattern",
+    "split_flags",
+]
 
 STRICT_FORMATS = {
     "date": FORMAT_PATTERNS["date"],
     **RFC3339_PATTERNS,
+    "uri-reference": URI_REFERENCE_PATTERN,
     "uri-template": URI_TEMPLATE_PATTERN,
 }
 """Formats llguidance reads more loosely than `jsonschema` and Pydantic, as a pattern both
 accept: llguidance's ``date`` allows February 29 of every year and year 0000, which
 ``datetime.date.fromisoformat`` refuses (the Pydantic path's pattern, one copy); its ``time``
 and ``date-time`` allow a leap second, which Pydantic refuses, and fractional seconds without
-end (`RFC3339_PATTERNS`: at most microseconds); and ``uri-template``, which llguidance does
-not know and `jsonschema` asserts where the `uri_template` package is installed
-(`URI_TEMPLATE_PATTERN`)."""
+end (`RFC3339_PATTERNS`: at most microseconds); and ``uri-reference`` and ``uri-template``,
+which llguidance does not know and `jsonschema` asserts where the `rfc3987` (or
+`rfc3986-validator`) and `uri_template` packages are installed (`URI_REFERENCE_PATTERN`,
+`URI_TEMPLATE_PATTERN`)."""
 _FLAGS = re.compile(r"(\(\?[aiLmsux]+\))+")
+
+
+def split_flags(pattern: str) -> tuple[str, str]:
+    """``pattern``'s global flags in front (``(?i)``, ``(?i)(?s)``; empty when none) and the rest.
+
+    The anchors of a pattern are read after its flags (`searched_pattern`, and the server's
+    ``regex`` wrapper, which anchors the rest and keeps the flags in front).
+    """
+    flags = _FLAGS.match(pattern)
+    head = flags.group(0) if flags else ""
+    return head, pattern[len(head) :]
 
 
 class _Unknown(Exception):
@@ -77,9 +97,7 @@ def searched_pattern(pattern: str, at: str) -> str:
     Raises:
         IRError: ``^`` or ``$`` inside the pattern (outside a character class).
     """
-    flags = _FLAGS.match(pattern)
-    head = flags.group(0) if flags else ""
-    body = pattern[len(head) :]
+    head, body = split_flags(pattern)
     wrapped = body[1:-1]
     backslashes = len(wrapped[:-1]) - len(wrapped[:-1].rstrip("\\"))
     if _wraps(body) and wrapped.startswith("^") and wrapped.endswith("$") and backslashes % 2 == 0:

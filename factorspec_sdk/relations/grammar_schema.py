@@ -15,6 +15,7 @@ from typing import Any
 __all__ = [
     "FORMAT_PATTERNS",
     "RFC3339_PATTERNS",
+    "URI_REFERENCE_PATTERN",
     "URI_TEMPLATE_PATTERN",
     "decimal_pattern",
     "decimal_schema",
@@ -68,6 +69,51 @@ literal text without braces, and expressions ``{x}``, ``{+path}``, ``{?q,lang}``
 ``{name:3}``, ``{list*}``. llguidance does not know the format, so without this pattern an
 unclosed ``{`` could be written. A subset of what the package accepts: its extensions (a
 default ``{a=1}``, ``{a[]}``, a ``,`` operator) are left out."""
+
+_HEX = "[0-9A-Fa-f]"
+_PCT = f"%{_HEX}{{2}}"
+_PCHAR = f"(?:[A-Za-z0-9._~!$&'()*+,;=:@-]|{_PCT})"
+_H16 = f"{_HEX}{{1,4}}"
+_OCTET = "(?:25[0-5]|2[0-4][0-9]|[01]?[0-9][0-9]?)"
+_LS32 = f"(?:{_H16}:{_H16}|(?:{_OCTET}\\.){{3}}{_OCTET})"
+_IPV6 = "|".join(
+    (
+        f"(?:{_H16}:){{6}}{_LS32}",
+        f"::(?:{_H16}:){{5}}{_LS32}",
+        f"(?:{_H16})?::(?:{_H16}:){{4}}{_LS32}",
+        f"(?:(?:{_H16}:){{0,1}}{_H16})?::(?:{_H16}:){{3}}{_LS32}",
+        f"(?:(?:{_H16}:){{0,2}}{_H16})?::(?:{_H16}:){{2}}{_LS32}",
+        f"(?:(?:{_H16}:){{0,3}}{_H16})?::{_H16}:{_LS32}",
+        f"(?:(?:{_H16}:){{0,4}}{_H16})?::{_LS32}",
+        f"(?:(?:{_H16}:){{0,5}}{_H16})?::{_H16}",
+        f"(?:(?:{_H16}:){{0,6}}{_H16})?::",
+    )
+)
+_AUTHORITY = (
+    f"(?:(?:[A-Za-z0-9._~!$&'()*+,;=:-]|{_PCT})*@)?"  # userinfo
+    f"(?:\\[(?:{_IPV6}|v{_HEX}+\\.[A-Za-z0-9._~!$&'()*+,;=:-]+)\\]"  # IP-literal
+    f"|(?:[A-Za-z0-9._~!$&'()*+,;=-]|{_PCT})*)"  # reg-name (IPv4 addresses among them)
+    "(?::[0-9]*)?"  # port
+)
+_SEGMENTS = f"(?:/{_PCHAR}*)*"
+_TAIL = f"(?:\\?(?:{_PCHAR}|[/?])*)?(?:#(?:{_PCHAR}|[/?])*)?"  # query, fragment
+_URI = (
+    f"[A-Za-z][A-Za-z0-9+.-]*:"  # scheme
+    f"(?://{_AUTHORITY}{_SEGMENTS}|/(?:{_PCHAR}+{_SEGMENTS})?|{_PCHAR}+{_SEGMENTS}|){_TAIL}"
+)
+_RELATIVE_REF = (
+    f"(?://{_AUTHORITY}{_SEGMENTS}|/(?:{_PCHAR}+{_SEGMENTS})?"
+    f"|(?:[A-Za-z0-9._~!$&'()*+,;=@-]|{_PCT})+{_SEGMENTS}|){_TAIL}"  # path-noscheme: no ':'
+)
+URI_REFERENCE_PATTERN = f"^(?:{_URI}|{_RELATIVE_REF})$"
+"""JSON Schema's ``uri-reference`` format (RFC 3986's ``URI-reference``: a URI or a relative
+reference), as `jsonschema` asserts it where `rfc3987` or `rfc3986-validator` is installed (as
+MaskBench's checker does; the two read the same grammar): written from RFC 3986's ABNF, with
+their one looseness kept (an IPv4 part of an IPv6 literal may have leading zeros). llguidance
+does not know the format, so without this pattern any string could be written (``://``, which
+the checkers refuse: a relative reference's first segment has no ``:``). The checkers match
+with Python's ``$``, which also accepts one line feed at the very end; the writer does not write
+it."""
 
 _RFC3339_OFFSET = "(?:[zZ]|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])"
 RFC3339_PATTERNS: dict[str, str] = {

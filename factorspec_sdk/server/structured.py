@@ -35,6 +35,7 @@ from typing import Protocol, cast
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from factorspec_sdk.ir.standalone_strings import split_flags
 from factorspec_sdk.relations.schema import DATA_KEYWORDS, NAME_MAPS, UNEXPORTED
 from factorspec_sdk.server.protocol import (
     X_FACTORSPEC,
@@ -360,9 +361,6 @@ def bare_text(record: str) -> str:
     return value
 
 
-_GLOBAL_FLAGS = re.compile(r"(\(\?[aiLmsux]+\))+")
-
-
 def whole_match(pattern: str) -> str:
     """``pattern`` anchored at both ends, as vLLM and SGLang read a ``regex`` constraint.
 
@@ -371,9 +369,8 @@ def whole_match(pattern: str) -> str:
     regex's own leading ``^`` and trailing unescaped ``$`` are dropped first (anchors only
     at the ends, as the writer reads them); global flags (``(?i)``) stay in front.
     """
-    flags = _GLOBAL_FLAGS.match(pattern)
-    head = flags.group(0) if flags else ""
-    core = pattern[len(head) :].removeprefix("^")
+    head, core = split_flags(pattern)
+    core = core.removeprefix("^")
     if core.endswith("$"):
         backslashes = len(core[:-1]) - len(core[:-1].rstrip("\\"))
         if backslashes % 2 == 0:  # not an escaped dollar

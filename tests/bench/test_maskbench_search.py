@@ -218,3 +218,42 @@ def test_the_sample_per_category_is_seeded(tmp_path: Path) -> None:
     assert len(mask_files(tmp_path)) == 7
     with pytest.raises(ValueError, match="not a folder"):
         mask_files(tmp_path / "missing")
+
+
+@pytest.mark.parametrize(
+    ("draft", "one_instance"),
+    [
+        ("http://json-schema.org/draft-04/schema#", False),
+        ("http://json-schema.org/draft-06/schema#", True),
+        ("https://json-schema.org/draft/2020-12/schema", True),
+    ],
+)
+def test_candidates_parse_back_to_the_instance_under_the_schemas_draft(
+    draft: str, one_instance: bool
+) -> None:
+    """MaskBench's Github_easy---o24544: under draft 4 ``12345.0`` is not an ``integer``
+    (an invalid instance) and ``12345`` is, so a text spelling the float as an int is
+    another, valid, instance: a writer of it has not written the invalid one."""
+    schema = {"$schema": draft, "properties": {"id": {"type": "integer"}, "x": {}}}
+    value = {"id": 12345.0, "x": [1e16, 2.0, 3, 1e-05, True]}
+    texts = candidate_texts(value, schema)
+    assert all(json.loads(t) == value for t in texts)
+    assert '{"id": 12345.0, "x": [1e+16, 2.0, 3, 1e-05, true]}' in texts
+    int_spelled = '{"id": 12345, "x": [10000000000000000, 2, 3, 1e-05, true]}'
+    assert (int_spelled in texts) is one_instance
+    if one_instance:  # the shortest spellings
+        assert '{"id": 12345, "x": [1e16, 2, 3, 1e-5, true]}' in texts
+    else:  # every text keeps the floats floats; the shortest such is one of them
+        floats = [t for t in texts if isinstance(json.loads(t)["id"], float)]
+        assert floats == texts
+        assert '{"id": 12345.0, "x": [1e16, 2.0, 3, 1e-5, true]}' in texts
+
+
+def test_draft4_int_spellings_stay_where_the_schema_judges_them_alike() -> None:
+    """MaskBench's Github_ultra---o46322 (draft 4): ``6000.0`` under ``type: number,
+    multipleOf: 1`` is valid and so is ``6000``, which llguidance writes: a text of it."""
+    schema = {
+        "$schema": "http://json-schema.org/draft-04/schema#",
+        "properties": {"n": {"type": "number", "multipleOf": 1}},
+    }
+    assert candidate_texts({"n": 6000.0}, schema) == ['{"n": 6000.0}', '{"n": 6000}', '{"n": 6e3}']

@@ -6,6 +6,8 @@ import json
 
 import pytest
 
+from factorspec_sdk.bench.maskbench import candidate_texts, judge
+from factorspec_sdk.bench.maskbench.engines import FactorSpecEngine
 from factorspec_sdk.drafter.loop import DecodeJob, Decoder
 from factorspec_sdk.drafter.verify import SamplingParams
 from factorspec_sdk.engines.scripted import ScriptedEngine
@@ -295,3 +297,18 @@ def test_an_optional_property_a_relation_reads_is_written_and_named() -> None:
     assert texts and all(t.startswith('{"xs": [') for t in texts)
     found = {(r.rule, r.path) for r in spec.restrictions()}
     assert ("optional key written", "xs") in found
+
+
+def test_an_optional_property_only_null_satisfies_is_written_as_null_or_left_out() -> None:
+    """``{"type": "null"}`` under a key not required: ``null`` is written where `jsonschema`
+    accepts it (MaskBench's Github_hard---o21202 writes ``"base_path": null``); the key was
+    dropped from the layout, so only its absence could be written."""
+    schema = obj({"a": {"type": "null"}, "b": {"type": "integer", "minimum": 0, "maximum": 9}})
+    assert fields(schema)["a"] == {"type": "grammar", "schema": {"type": "null"}}
+    engine = FactorSpecEngine(tiny_tokenizer())
+    assert engine.compile(schema).status == "accepted"
+    for value in ({"a": None, "b": 1}, {"b": 1}, {"a": None}, {}):
+        assert judge(engine, candidate_texts(value, schema)).verdict == "writable", value
+    for value in ({"a": 0}, {"a": "null"}, {"a": None, "b": None}):
+        assert judge(engine, candidate_texts(value, schema)).verdict == "unwritable", value
+    assert list(fields(obj({"c": False, "b": {"type": "integer"}}))) == ["b"]  # no value at all

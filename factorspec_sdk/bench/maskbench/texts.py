@@ -2,8 +2,8 @@ r"""The texts that serialize one test instance: key orders and number spellings.
 
 MaskBench asks whether an engine can write a JSON *value*, so neither key order nor the
 spelling of a number may decide the verdict: an engine that writes keys in the schema's
-order must not fail an instance listed in another order, and one that writes ``1.0`` must
-not fail an instance that says ``1``. The writer's whitespace is fixed (``", "`` and
+order must not fail an instance listed in another order, and one that writes ``1e-5`` must
+not fail an instance that says ``0.00001``. The writer's whitespace is fixed (``", "`` and
 ``": "``, no other blanks: FactorSpec's, and the one the grammar libraries are asked for),
 so `candidate_texts` lists, in this order and without repeats:
 
@@ -12,13 +12,22 @@ so `candidate_texts` lists, in this order and without repeats:
   other keys in its order), the instance's own, sorted, the schema's with the branches'
   properties first —
 * each number spelling — as parsed (an int as written, a float as ``repr``), integral
-  floats as ints (``1.0`` as ``1``), positional (no exponent: ``1e-05`` as ``0.00001``,
+  floats as ints (``1.0`` as ``1``, where the draft reads them as one instance: below),
+  positional (no exponent: ``1e-05`` as ``0.00001``,
   ``1.0`` as ``1.0``), the shortest of those and a compact exponent (``1e-5``) —
 * each string spelling — UTF-8 as is, and ``\u`` escapes for non-ASCII characters;
 
 then, when the instance's objects are small (each at most `PERMUTED_KEYS` keys, all their
 orders together at most `MAX_PERMUTATIONS`), every key order of every object. At most
 `MAX_TEXTS` texts; the search tries them in this order and stops at the first it can write.
+
+Every text parses back to the instance, and to one the schema judges as it judges the
+instance. Draft 4 (and 3) tells an integral float from an int (``12345.0`` is not an
+``integer`` there, ``12345`` is), so under it an int spelling of a float is a candidate only
+where the schema's verdict on the two is the same (``6000`` for ``6000.0`` under ``type:
+number``, not ``12345`` for the invalid ``12345.0`` under ``type: integer``: an engine
+that writes it has written a valid instance); the shortest spelling that keeps a float a
+float (``12345.0``, ``1e16``) is one more. From draft 6 on the two are one instance.
 """
 
 from __future__ import annotations
@@ -30,6 +39,10 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from decimal import Decimal
 from typing import Any
+
+import jsonschema
+from jsonschema.protocols import Validator
+from jsonschema.validators import validator_for
 
 __all__ = [
     "MAX_PERMUTATIONS",
@@ -197,16 +210,33 @@ def _shortest(x: int | float) -> str:
     return min((_plain(x), _positional(x), _integral(x), _exponent(x)), key=len)
 
 
+def _shortest_float(x: int | float) -> str:
+    """`_shortest` among the spellings that keep a float a float."""
+    if isinstance(x, int):
+        return str(x)
+    return min((_plain(x), _positional(x), _exponent(x)), key=len)
+
+
 def _positional_number(x: int | float) -> str:
     return str(x) if isinstance(x, int) else _positional(x)
 
 
 _SPELLINGS: tuple[Spell, ...] = (_plain, _integral, _positional_number, _shortest)
+_DRAFT4_SPELLINGS: tuple[Spell, ...] = (*_SPELLINGS, _shortest_float)
+"""The spellings under a draft where an integral float is not an integer (draft 4)."""
 
 
 def number_spellings(x: int | float) -> list[str]:
-    """Every spelling of ``x`` the candidates use (see the module docstring), no repeats."""
+    """Every spelling of ``x`` the candidates use (see the module docstring), no repeats.
+
+    Under draft 4 one more: `_shortest_float`.
+    """
     return list(dict.fromkeys(spell(x) for spell in _SPELLINGS))
+
+
+def _spellings(integral_floats: bool) -> tuple[Spell, ...]:
+    """The spellings under a draft that reads an integral float as an integer, or not."""
+    return _SPELLINGS if integral_floats else _DRAFT4_SPELLINGS
 
 
 # ------------------------------------------------------------------ serializing
@@ -297,16 +327,55 @@ def _permuted(value: Any) -> list[dict[Where, Sequence[str]]]:
     return [dict(zip(places, combo, strict=True)) for combo in itertools.product(*choices)]
 
 
+def _validator(schema: Any) -> Validator:
+    """``schema``'s `jsonschema` validator, formats asserted, as MaskBench's checker.
+
+    The draft follows ``$schema`` (2020-12 when it is absent or unknown), as
+    `factorspec_sdk.ir.json_schema_validator` chooses it.
+    """
+    cls = validator_for(schema, default=jsonschema.Draft202012Validator)
+    return cls(schema, format_checker=cls.FORMAT_CHECKER)
+
+
+def _any_number(x: Any) -> bool:
+    del x
+    return True
+
+
+def _same(a: Any, b: Any, integer: Callable[[Any], bool]) -> bool:
+    """Whether JSON values ``a`` and ``b`` are one instance.
+
+    Equal, with numbers of the same types: ``integer`` is the draft's, and ``true`` is no
+    ``1`` (JSON's types).
+    """
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k], integer) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y, integer) for x, y in zip(a, b))
+    if isinstance(a, bool | str | None) or isinstance(b, bool | str | None):
+        return type(a) is type(b) and a == b
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return a == b and integer(a) == integer(b)
+    return False
+
+
 def candidate_texts(value: Any, schema: Any, *, limit: int = MAX_TEXTS) -> list[str]:
     """The texts of ``value`` the search tries, in order (see the module docstring).
 
     A text that cannot be encoded as UTF-8 (a lone surrogate) is left out; its escaped
-    spelling stays.
+    spelling stays. Each text parses back to ``value``, or under draft 4 to a value the
+    schema judges alike (see the module docstring).
 
     Raises:
         ValueError: ``value`` is not a JSON value (a NaN, an infinity).
+        RuntimeError: a text parses back to another value (a fault of this module).
     """
-    view = SchemaView(schema)
+    view, validator = SchemaView(schema), _validator(schema)
+
+    def integer(x: Any) -> bool:
+        return bool(validator.is_type(x, "integer"))
+
+    spellings = _spellings(integral_floats=integer(1.0))
     texts: dict[str, None] = {}
 
     def add(order: KeyOrder, spell: Spell, ascii_only: bool) -> None:
@@ -315,6 +384,12 @@ def candidate_texts(value: Any, schema: Any, *, limit: int = MAX_TEXTS) -> list[
             text.encode("utf-8")
         except UnicodeEncodeError:
             return
+        parsed = json.loads(text)
+        if not _same(parsed, value, integer):
+            if not _same(parsed, value, _any_number):
+                raise RuntimeError(f"a candidate text is another value than {value!r}: {text}")
+            if validator.is_valid(parsed) != validator.is_valid(value):
+                return  # draft 4: 12345 for 12345.0, which the schema judges otherwise
         texts.setdefault(text)
 
     policies = (
@@ -324,7 +399,7 @@ def candidate_texts(value: Any, schema: Any, *, limit: int = MAX_TEXTS) -> list[
         _schema_order(view, branches_first=True),
     )
     for order in policies:
-        for spell in _SPELLINGS:
+        for spell in spellings:
             for ascii_only in (False, True):
                 add(order, spell, ascii_only)
     for orders in _permuted(value):
