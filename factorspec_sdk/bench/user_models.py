@@ -5,9 +5,10 @@ models``, ``make bench-models``) decodes one record of each model of the suite
 (`factorspec_sdk.bench.models`: meeting plans with datetimes, invoices and expenses in
 ``Decimal``, a ticket and a form with ``Optional``/``Literal``/``Enum``/patterns, dated
 stays, a shift roster, an order with nested look-ups, a workout with products of two
-fields) through `Client.generate`, as a user calls it, and prints per model: the spec's compile, the oracle's checks and time, the
-planning (oracle + masks) and the part of it on the critical path, the forwards, the wall,
-and the call's parts (`GenerationStats.parts`, which add up to the wall).
+fields) through `Client.generate`, as a user calls it, and prints per model: the spec's
+compile, the oracle's checks and time, the planning (oracle + masks) and the part of it on
+the critical path, the forwards, the wall, and the call's parts (`GenerationStats.parts`,
+which add up to the wall).
 
 Engines:
 
