@@ -23,8 +23,10 @@ gives them the same guarantee with one request per genuine choice or free span:
    constraint allows every token the masks allow, so greedy decoding takes the embedded
    engine's tokens. At the first token the masks refuse, an engine that takes token
    constraints is asked that position as one token (the embedded engine's choice), then
-   spans resume; one that does not has the rest of the reply tokenized canonically, and a
-   span the budget cut is closed the cheapest way.
+   spans resume (a grammar segment's from inside a value with a superset of its rest,
+   `GrammarSegment.rest_grammar`; a segment whose span was refused at its first token goes
+   on one token per request); one that does not has the rest of the reply tokenized
+   canonically, and a span the budget cut is closed the cheapest way.
 
 All active requests of a batch send their next completion together, so the engine batches
 them. Every request of one record carries the same affinity key (`Completion.session`, a
@@ -63,6 +65,7 @@ from factorspec_sdk.engines.completion import (
     regex_alternatives,
 )
 from factorspec_sdk.errors import EngineError, GenerationError, IncompleteGenerationError
+from factorspec_sdk.tokens.grammar import GrammarSegment
 from factorspec_sdk.tokens.plan import Cursor, Finished, FreeCursor, GrammarCursor, TrieNode
 
 __all__ = ["SegmentDecoder", "continuations"]
@@ -112,6 +115,7 @@ class _Active:
     request: Completion | None = None
     paths: list[tuple[str, list[int]]] | None = None
     exact: bool = False  # the next request asks one token: a span's reply was refused
+    by_token: GrammarSegment | None = None  # its span was refused at its first token
     session: str = field(default_factory=lambda: uuid.uuid4().hex)  # the record's affinity key
 
     @property
@@ -263,36 +267,40 @@ class SegmentDecoder:
         if not self.config.speculative or a.exact:
             return "token"
         cursor = a.cursor
+        if isinstance(cursor, GrammarCursor) and cursor.segment is a.by_token:
+            return "token"  # a span of it was refused at its first token: the masks decide
         kind = _KINDS[style][type(cursor)]
         if isinstance(cursor, FreeCursor) and cursor.free.escape and TAKES_TOKENS[style]:
             return "token"  # a regex starts between characters: finish the escape first
-        if isinstance(cursor, GrammarCursor) and cursor.segment.head_left(cursor.tokens) is None:
+        if isinstance(cursor, GrammarCursor) and cursor.segment.rest_grammar(cursor.tokens) is None:
             if TAKES_TOKENS[style]:
-                return "token"  # inside a value the segment's rest has no grammar
+                return "token"  # inside an escape or a character: finish it first
             raise GenerationError(
                 f"the {self.engine.name} engine's reply left {cursor.segment.where} "
-                "unfinished inside a value, where no grammar of the rest exists, and the "
-                "engine takes no token constraints to finish it; use an engine with token "
-                "constraints (vLLM, the embedded engine)"
+                "unfinished inside an escape or a character, where no grammar of the rest "
+                "exists, and the engine takes no token constraints to finish it; use an "
+                "engine with token constraints (vLLM, the embedded engine)"
             )
         return kind
 
     def _keeps_for_span(self, a: _Active, token: int) -> bool:
         """Whether certain ``token`` is left to the grammar span the next request sends.
 
-        A grammar segment goes as one request from the layout text before its first value
-        (`GrammarSegment.rest_grammar`): certain tokens of that text are appended as usual,
-        the first one that enters a value is the engine's to write under the same mask.
+        A grammar segment goes as one request from the layout text before a value, where
+        its rest grammar is exact (`GrammarSegment.rest_grammar`): certain tokens of that
+        text are appended as usual, the first one that enters a value is the engine's to
+        write under the same mask. Inside a value (after a refused reply) the rest grammar
+        is a superset of the masks, so its certain tokens are appended, never left to it.
         """
         cursor = a.cursor
-        if not isinstance(cursor, GrammarCursor) or a.exact:
+        if not isinstance(cursor, GrammarCursor) or a.exact or cursor.segment is a.by_token:
             return False
         if _KINDS[self.engine.constraint_style][GrammarCursor] != "grammar":
             return False
         segment = cursor.segment
         return (
-            segment.head_left(cursor.tokens) is not None
-            and segment.head_left((*cursor.tokens, token)) is None
+            segment.layout_left(cursor.tokens) is not None
+            and segment.layout_left((*cursor.tokens, token)) is None
         )
 
     def _completion(
@@ -411,6 +419,8 @@ class SegmentDecoder:
                     continue
                 if TAKES_TOKENS[self.engine.constraint_style]:
                     a.exact = True
+                    if k == 0 and isinstance(a.cursor, GrammarCursor):
+                        a.by_token = a.cursor.segment
                 elif token in planner.allowed(a.cursor):
                     self._close_span(a, within)  # cut by the budget
                 else:

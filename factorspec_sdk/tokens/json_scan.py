@@ -28,6 +28,7 @@ __all__ = [
     "lex",
     "lex_start",
     "lex_value",
+    "splits_a_character",
 ]
 
 _SCALAR = frozenset(b"0123456789+-.eEtrufalsn")
@@ -102,7 +103,7 @@ class JsonScan:
         if self.in_str:
             if self.escape:
                 return IN_ESCAPE
-            return IN_UTF8 if _splits_a_character(bytes(self.data), len(self.data)) else IN_STRING
+            return IN_UTF8 if splits_a_character(bytes(self.data), len(self.data)) else IN_STRING
         if self.scalar >= 0 and self.data[self.scalar] in _NUMBER_START:
             return IN_NUMBER
         return IN_OTHER
@@ -197,7 +198,7 @@ def lex_value(data: bytes, pos: int) -> tuple[int | None, bool]:
     return None, bool(in_str) and not escape and not utf8
 
 
-def _splits_a_character(data: bytes, n: int) -> bool:
+def splits_a_character(data: bytes, n: int) -> bool:
     """Whether ``data[:n]`` ends inside a UTF-8 character."""
     k = n - 1
     while k >= 0 and data[k] & 0xC0 == 0x80 and n - k < 4:

@@ -311,6 +311,75 @@ def test_a_string_left_inside_an_escape_is_asked_a_token_at_a_time() -> None:
     assert result.tokens == by_logits.tokens
 
 
+class Fetch(BaseModel):
+    """o20375's shape: an object of strings, then a float: one grammar segment."""
+
+    headers: dict[str, str]
+    size: float
+
+
+FETCH = {
+    "headers": {"note": BODY, "etag": "5d41402abc4b2a76b9719d911017c592", "type": "text/html"},
+    "size": 1234.5,
+}
+
+
+class MisreadsOnce(GuidedEngine):
+    """A `GuidedEngine` whose first grammar reply has, at its ``at`` -th token, a token its
+    grammar allowed and FactorSpec's masks refuse (a control byte in a string: a tokenizer
+    the engine reads differently, as vLLM's may), the reply cut there."""
+
+    def __init__(self, engine: ScriptedEngine, at: int) -> None:
+        super().__init__(engine)
+        self.at = at
+
+    def _one(self, r: Completion) -> CompletionReply:
+        reply = super()._one(r)
+        if r.grammar is None or self.at < 0 or reply.token_ids is None:
+            return reply
+        ids = [*reply.token_ids[: self.at], 1]  # b"\x01"
+        self.at = -1
+        return CompletionReply(self.tokenizer.decode(ids).decode(), ids, len(ids))
+
+
+def test_a_grammar_value_refused_inside_goes_on_as_a_span_of_its_rest() -> None:
+    """A grammar segment whose reply is refused inside a value: that position is asked as
+    one token, then the segment's rest goes as one request again (the rest of the open
+    string, the object's members and the number as any JSON, then the segment's own text),
+    where it went one token per request (125 requests for this record); the record is the
+    logits decoder's."""
+    tok = TokenizerInfo.tiny_bytes(['{"', '": ', ', "', '",', '"}', "the ", "and "])
+    script = json.dumps(FETCH)
+    engine = MisreadsOnce(ScriptedEngine.from_script(tok, script), at=20)
+    result = Client(engine).generate(Fetch, "go", return_result=True, max_tokens=400)
+    assert result.value == Fetch.model_validate(FETCH)
+    assert kinds(engine.requests) == ["grammar", "token", "grammar"]
+    assert engine.requests[2].grammar is not None
+    assert "STRING_REST" in engine.requests[2].grammar  # it starts inside the note
+    by_logits = Client(ScriptedEngine.from_script(tok, script)).generate(
+        Fetch, "go", return_result=True, max_tokens=400
+    )
+    assert result.tokens == by_logits.tokens
+
+
+def test_a_span_refused_at_its_first_token_leaves_the_segment_to_the_masks() -> None:
+    """Under a tight budget the model writes on where the budget masks must close the
+    value, and a span of the rest is refused at its first token: from there the segment
+    goes one token per request (as many requests as before rest spans existed, plus the
+    refused one), not a span and a token in turn; the record is the logits decoder's."""
+    script = json.dumps({"headers": {"note": BODY, "etag": "abc"}, "size": 7})
+    engine = GuidedEngine(ScriptedEngine.from_script(TOK, script))
+    result = Client(engine).generate(Fetch, "go", return_result=True, max_tokens=50)
+    asked = kinds(engine.requests)
+    assert asked[:4] == ["grammar", "token", "grammar", "token"]
+    assert set(asked[4:]) == {"token"}
+    assert engine.replies[2].token_ids  # the second span wrote tokens, none of them taken
+    by_logits = Client(ScriptedEngine.from_script(TOK, script)).generate(
+        Fetch, "go", return_result=True, max_tokens=50
+    )
+    assert result.tokens == by_logits.tokens
+
+
 @pytest.mark.parametrize(("model", "context"), [(Comment, None), (Post, None), (Signup, None)])
 def test_a_free_strings_regex_allows_every_token_the_mask_allows(
     model: type[BaseModel], context: object
