@@ -356,12 +356,24 @@ class SegmentDecoder:
     def _grammar_request(
         self, a: _Active, prompt: list[int], budget: int, seed: int | None
     ) -> Completion:
-        """A grammar segment's rest as one request with its llguidance Lark grammar."""
+        """A grammar segment's rest as one request with its llguidance Lark grammar.
+
+        ``max_tokens`` is what the segment can still take: the budget left less the
+        fewest tokens after the segment (the budget masks take no more of the reply), and
+        no more than the most bytes the segment can still write, where its values are
+        bounded (`GrammarSegment.most_bytes_left`: a token holds a byte at least).
+        """
         cursor = a.cursor
         assert isinstance(cursor, GrammarCursor)
-        grammar = cursor.segment.rest_grammar(cursor.tokens)
+        segment = cursor.segment
+        grammar = segment.rest_grammar(cursor.tokens)
         assert grammar is not None  # `_kind` asks one token where there is none
-        return self._completion(a, prompt, budget, seed, grammar=grammar)
+        planner = a.job.planner
+        limit = budget - planner.min_tokens(planner.segment_exit(cursor, critical=False))
+        most = segment.most_bytes_left(cursor.tokens)
+        if most is not None:
+            limit = min(limit, most)
+        return self._completion(a, prompt, max(1, limit), seed, grammar=grammar)
 
     def _apply(self, a: _Active, reply: CompletionReply) -> None:
         request = a.request

@@ -57,6 +57,7 @@ import numpy.typing as npt
 
 from factorspec_sdk.errors import GenerationError
 from factorspec_sdk.relations.layout import GRAMMAR_OPTIONS, path_name
+from factorspec_sdk.tokens.json_longest import longest_bytes
 from factorspec_sdk.tokens.json_rest import LarkPart, value_rest
 from factorspec_sdk.tokens.json_scan import (
     ESCAPE_ORDER,
@@ -327,6 +328,7 @@ class GrammarSegment:
         self._lexed: tuple[int, ...] = ()
         self._lex_states: list[Lex] = [lex_start(self._text_bytes[0])]
         self._lex_lock = threading.Lock()
+        self._most_bytes: int | None = None  # -1: unbounded
 
     def step(self, tokens: tuple[int, ...]) -> GrammarStep:
         """The segment after ``tokens`` (a few recent answers are kept)."""
@@ -385,6 +387,23 @@ class GrammarSegment:
         if lead is None:
             return None
         return lark_grammar(self.texts[k + 1 :], self.schemas[k + 1 :], lead)
+
+    def most_bytes_left(self, tokens: tuple[int, ...]) -> int | None:
+        """The most bytes the segment can still write after ``tokens``, or None if unbounded.
+
+        Its texts and each value's longest text (`factorspec_sdk.tokens.json_longest`), less
+        what ``tokens`` wrote: a token holds at least one byte, so it bounds the tokens a
+        request for the segment's rest can need.
+        """
+        if self._most_bytes is None:
+            longest = [longest_bytes(json.loads(s)) for s in self.schemas]
+            known = [n for n in longest if n is not None]
+            total = sum(self._text_bytes) + sum(known)
+            self._most_bytes = total if len(known) == len(longest) else -1
+        if self._most_bytes < 0:
+            return None
+        written = sum(len(self._tables.tok.vocab[t]) for t in tokens)
+        return max(0, self._most_bytes - written)
 
     def _value_bytes(self, tokens: tuple[int, ...]) -> bytes:
         """The bytes of the value ``tokens`` leave incomplete (from the segment's text on)."""

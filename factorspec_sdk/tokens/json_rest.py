@@ -24,7 +24,12 @@ import re
 from dataclasses import dataclass
 
 from factorspec_sdk.relations.layout import GRAMMAR_OPTIONS
-from factorspec_sdk.tokens.json_scan import splits_a_character
+from factorspec_sdk.tokens.json_scan import (
+    CLOSE_BYTES,
+    OPEN_BYTES,
+    SCALAR_BYTES,
+    splits_a_character,
+)
 
 __all__ = ["LarkPart", "value_rest"]
 
@@ -87,9 +92,6 @@ _NUMBER_RESTS: tuple[tuple[re.Pattern[str], str, bool], ...] = (
 must be written (else the number may end here)."""
 
 _LITERALS = ("true", "false", "null")
-_OPEN = frozenset(b"[{")
-_CLOSE = frozenset(b"]}")
-_SCALAR = frozenset(b"0123456789+-.eEtrufalsn")
 
 
 def value_rest(data: bytes) -> LarkPart | None:
@@ -114,12 +116,12 @@ def value_rest(data: bytes) -> LarkPart | None:
                 in_str = False
             continue
         if scalar is not None:
-            if b in _SCALAR:
+            if b in SCALAR_BYTES:
                 scalar.append(b)
                 continue
             scalar = None  # the scalar ended before this byte
         top = frames[-1] if frames else None
-        if b == ord('"') or b in _OPEN or b in _SCALAR:
+        if b == ord('"') or b in OPEN_BYTES or b in SCALAR_BYTES:
             if top is not None:
                 key = b == ord('"') and top[0] == ord("{") and top[1] in ("open", "key")
                 if top[0] == ord("{") and not key and top[1] != "value":
@@ -127,11 +129,11 @@ def value_rest(data: bytes) -> LarkPart | None:
                 top[1] = "colon" if key else "after"
             if b == ord('"'):
                 in_str = True
-            elif b in _OPEN:
+            elif b in OPEN_BYTES:
                 frames.append([b, "open"])
             else:
                 scalar = bytearray([b])
-        elif b in _CLOSE and top is not None:
+        elif b in CLOSE_BYTES and top is not None:
             frames.pop()
         elif b == ord(",") and top is not None and top[1] == "after":
             top[1] = "sep"

@@ -380,6 +380,36 @@ def test_a_span_refused_at_its_first_token_leaves_the_segment_to_the_masks() -> 
     assert result.tokens == by_logits.tokens
 
 
+class Stamp(BaseModel):
+    """Bounded grammar values (a pair of booleans, a string of at most 8 characters), then
+    a choice."""
+
+    pair: tuple[bool, bool]
+    code: str = Field(max_length=8)
+    stars: int = Field(ge=1, le=5)
+
+
+def test_a_grammar_spans_max_tokens_is_what_the_segment_can_still_take() -> None:
+    """A grammar span's ``max_tokens`` is not the record's whole budget: at most the bytes
+    the segment can still write where its values are bounded (two booleans, 8 characters
+    of at most 12 bytes each, and the texts after them, the space owed to the stars aside),
+    and at most the budget less the fewest tokens after it (the space, the digit, the
+    brace), so a reply the model runs on with stops there."""
+    script = json.dumps({"pair": [True, False], "code": "ab12", "stars": 4})
+    by_logits = Client(ScriptedEngine.from_script(TOK, script)).generate(
+        Stamp, "go", return_result=True, max_tokens=500
+    )
+    longest = len("[false, false]" + ', "code": ' + '"' + "x" * 12 * 8 + '"' + ', "stars":')
+    for budget, most in [(500, longest), (40, 40 - 6 - 3)]:
+        engine = GuidedEngine(ScriptedEngine.from_script(TOK, script))
+        result = Client(engine).generate(Stamp, "go", return_result=True, max_tokens=budget)
+        assert kinds(engine.requests) == ["grammar", "token"]
+        prompt = result.stats.prompt_tokens
+        assert len(engine.requests[0].prompt_ids) - prompt == len(TOK.encode('{"pair": '))
+        assert engine.requests[0].max_tokens == most
+        assert result.tokens == by_logits.tokens
+
+
 @pytest.mark.parametrize(("model", "context"), [(Comment, None), (Post, None), (Signup, None)])
 def test_a_free_strings_regex_allows_every_token_the_mask_allows(
     model: type[BaseModel], context: object
