@@ -24,9 +24,9 @@ gives them the same guarantee with one request per genuine choice or free span:
    engine's tokens. At the first token the masks refuse, an engine that takes token
    constraints is asked that position as one token (the embedded engine's choice), then
    spans resume (a grammar segment's from inside a value with a superset of its rest,
-   `GrammarSegment.rest_grammar`; a segment whose span was refused at its first token goes
-   on one token per request); one that does not has the rest of the reply tokenized
-   canonically, and a span the budget cut is closed the cheapest way.
+   `GrammarSegment.rest_grammar`; a segment whose span was refused by the budget or at
+   its first token goes on one token per request); one that does not has the rest of the
+   reply tokenized canonically, and a span the budget cut is closed the cheapest way.
 
 All active requests of a batch send their next completion together, so the engine batches
 them. Every request of one record carries the same affinity key (`Completion.session`, a
@@ -115,7 +115,7 @@ class _Active:
     request: Completion | None = None
     paths: list[tuple[str, list[int]]] | None = None
     exact: bool = False  # the next request asks one token: a span's reply was refused
-    by_token: GrammarSegment | None = None  # its span was refused at its first token
+    by_token: GrammarSegment | None = None  # goes on one token per request: `_by_token`
     session: str = field(default_factory=lambda: uuid.uuid4().hex)  # the record's affinity key
 
     @property
@@ -267,8 +267,8 @@ class SegmentDecoder:
         if not self.config.speculative or a.exact:
             return "token"
         cursor = a.cursor
-        if isinstance(cursor, GrammarCursor) and cursor.segment is a.by_token:
-            return "token"  # a span of it was refused at its first token: the masks decide
+        if isinstance(cursor, GrammarCursor) and self._by_token(a, cursor):
+            return "token"
         kind = _KINDS[style][type(cursor)]
         if isinstance(cursor, FreeCursor) and cursor.free.escape and TAKES_TOKENS[style]:
             return "token"  # a regex starts between characters: finish the escape first
@@ -293,7 +293,7 @@ class SegmentDecoder:
         is a superset of the masks, so its certain tokens are appended, never left to it.
         """
         cursor = a.cursor
-        if not isinstance(cursor, GrammarCursor) or a.exact or cursor.segment is a.by_token:
+        if not isinstance(cursor, GrammarCursor) or a.exact:
             return False
         if _KINDS[self.engine.constraint_style][GrammarCursor] != "grammar":
             return False
@@ -301,7 +301,19 @@ class SegmentDecoder:
         return (
             segment.layout_left(cursor.tokens) is not None
             and segment.layout_left((*cursor.tokens, token)) is None
+            and not self._by_token(a, cursor)
         )
+
+    def _by_token(self, a: _Active, cursor: GrammarCursor) -> bool:
+        """Whether the grammar segment goes on one token per request.
+
+        Where a span of it was refused by the budget (a token the masks allow, the budget
+        masks not: the model writes on where the record must close, and a span of the rest
+        would be refused again, its decode steps lost), or refused at its first token
+        (it took nothing). Other refusals (a token the engine's tokenizer or the rest
+        grammar's superset allows, the masks not) go on as a span of the rest.
+        """
+        return cursor.segment is a.by_token
 
     def _completion(
         self, a: _Active, prompt: list[int], max_tokens: int, seed: int | None, **constraint: Any
@@ -431,8 +443,10 @@ class SegmentDecoder:
                     continue
                 if TAKES_TOKENS[self.engine.constraint_style]:
                     a.exact = True
-                    if k == 0 and isinstance(a.cursor, GrammarCursor):
-                        a.by_token = a.cursor.segment
+                    if isinstance(a.cursor, GrammarCursor) and (
+                        k == 0 or token in planner.allowed(a.cursor)
+                    ):
+                        a.by_token = a.cursor.segment  # see `_by_token`
                 elif token in planner.allowed(a.cursor):
                     self._close_span(a, within)  # cut by the budget
                 else:

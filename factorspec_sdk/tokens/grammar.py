@@ -329,6 +329,7 @@ class GrammarSegment:
         self._lex_states: list[Lex] = [lex_start(self._text_bytes[0])]
         self._lex_lock = threading.Lock()
         self._most_bytes: int | None = None  # -1: unbounded
+        self._rest_memo: tuple[tuple[int, ...], str | None] | None = None  # the last asked
 
     def step(self, tokens: tuple[int, ...]) -> GrammarStep:
         """The segment after ``tokens`` (a few recent answers are kept)."""
@@ -377,6 +378,14 @@ class GrammarSegment:
         masks then refuse. None inside an escape or a UTF-8 character, and once the segment
         is written.
         """
+        memo = self._rest_memo
+        if memo is not None and memo[0] == tokens:
+            return memo[1]
+        grammar = self._rest_grammar(tokens)
+        self._rest_memo = (tokens, grammar)
+        return grammar
+
+    def _rest_grammar(self, tokens: tuple[int, ...]) -> str | None:
         layout = self.layout_left(tokens)
         k = min(self._lex_at(tokens)[0], len(self.values))
         if layout is not None:

@@ -324,21 +324,24 @@ FETCH = {
 }
 
 
-class MisreadsOnce(GuidedEngine):
-    """A `GuidedEngine` whose first grammar reply has, at its ``at`` -th token, a token its
-    grammar allowed and FactorSpec's masks refuse (a control byte in a string: a tokenizer
-    the engine reads differently, as vLLM's may), the reply cut there."""
+class Misreads(GuidedEngine):
+    """A `GuidedEngine` whose grammar replies have, at the given token of each (by reply,
+    -1 for none), a token its grammar allowed and FactorSpec's masks refuse (a control
+    byte in a string: a tokenizer the engine reads differently, as vLLM's may), the reply
+    cut there."""
 
-    def __init__(self, engine: ScriptedEngine, at: int) -> None:
+    def __init__(self, engine: ScriptedEngine, at: Sequence[int]) -> None:
         super().__init__(engine)
-        self.at = at
+        self.at = list(at)
 
     def _one(self, r: Completion) -> CompletionReply:
         reply = super()._one(r)
-        if r.grammar is None or self.at < 0 or reply.token_ids is None:
+        if r.grammar is None or not self.at or reply.token_ids is None:
             return reply
-        ids = [*reply.token_ids[: self.at], 1]  # b"\x01"
-        self.at = -1
+        at = self.at.pop(0)
+        if at < 0:
+            return reply
+        ids = [*reply.token_ids[:at], 1]  # b"\x01"
         return CompletionReply(self.tokenizer.decode(ids).decode(), ids, len(ids))
 
 
@@ -350,7 +353,7 @@ def test_a_grammar_value_refused_inside_goes_on_as_a_span_of_its_rest() -> None:
     logits decoder's."""
     tok = TokenizerInfo.tiny_bytes(['{"', '": ', ', "', '",', '"}', "the ", "and "])
     script = json.dumps(FETCH)
-    engine = MisreadsOnce(ScriptedEngine.from_script(tok, script), at=20)
+    engine = Misreads(ScriptedEngine.from_script(tok, script), [20])
     result = Client(engine).generate(Fetch, "go", return_result=True, max_tokens=400)
     assert result.value == Fetch.model_validate(FETCH)
     assert kinds(engine.requests) == ["grammar", "token", "grammar"]
@@ -362,20 +365,30 @@ def test_a_grammar_value_refused_inside_goes_on_as_a_span_of_its_rest() -> None:
     assert result.tokens == by_logits.tokens
 
 
-def test_a_span_refused_at_its_first_token_leaves_the_segment_to_the_masks() -> None:
-    """Under a tight budget the model writes on where the budget masks must close the
-    value, and a span of the rest is refused at its first token: from there the segment
-    goes one token per request (as many requests as before rest spans existed, plus the
-    refused one), not a span and a token in turn; the record is the logits decoder's."""
+def test_a_span_refused_by_the_budget_or_at_once_leaves_the_rest_to_the_masks() -> None:
+    """A grammar span refused by the budget (the model writes on where the budget masks
+    must close the value) or at its first token goes on one token per request, as before
+    rest spans existed, not a span and a token in turn (a span of the rest would be refused
+    again, its decode steps lost); the records are the logits decoder's."""
     script = json.dumps({"headers": {"note": BODY, "etag": "abc"}, "size": 7})
     engine = GuidedEngine(ScriptedEngine.from_script(TOK, script))
     result = Client(engine).generate(Fetch, "go", return_result=True, max_tokens=50)
     asked = kinds(engine.requests)
-    assert asked[:4] == ["grammar", "token", "grammar", "token"]
-    assert set(asked[4:]) == {"token"}
-    assert engine.replies[2].token_ids  # the second span wrote tokens, none of them taken
+    assert asked[0] == "grammar" and set(asked[1:]) == {"token"}
+    assert len(asked) > 10
     by_logits = Client(ScriptedEngine.from_script(TOK, script)).generate(
         Fetch, "go", return_result=True, max_tokens=50
+    )
+    assert result.tokens == by_logits.tokens
+    tok = TokenizerInfo.tiny_bytes(['{"', '": ', ', "', '",', '"}', "the ", "and "])
+    script = json.dumps(FETCH)
+    engine = Misreads(ScriptedEngine.from_script(tok, script), [20, 0])
+    result = Client(engine).generate(Fetch, "go", return_result=True, max_tokens=400)
+    asked = kinds(engine.requests)
+    assert asked[:4] == ["grammar", "token", "grammar", "token"]
+    assert set(asked[4:]) == {"token"}
+    by_logits = Client(ScriptedEngine.from_script(tok, script)).generate(
+        Fetch, "go", return_result=True, max_tokens=400
     )
     assert result.tokens == by_logits.tokens
 
