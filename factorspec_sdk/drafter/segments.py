@@ -23,8 +23,10 @@ gives them the same guarantee with one request per genuine choice or free span:
    constraint allows every token the masks allow, so greedy decoding takes the embedded
    engine's tokens. At the first token the masks refuse, an engine that takes token
    constraints is asked that position as one token (the embedded engine's choice), then
-   spans resume; one that does not has the rest of the reply tokenized canonically, and a
-   span the budget cut is closed the cheapest way.
+   spans resume (a grammar segment's from inside a value with a superset of its rest,
+   `GrammarSegment.rest_grammar`; a segment whose span was refused by the budget or at
+   its first token goes on one token per request); one that does not has the rest of the
+   reply tokenized canonically, and a span the budget cut is closed the cheapest way.
 
 All active requests of a batch send their next completion together, so the engine batches
 them. Every request of one record carries the same affinity key (`Completion.session`, a
@@ -63,6 +65,7 @@ from factorspec_sdk.engines.completion import (
     regex_alternatives,
 )
 from factorspec_sdk.errors import EngineError, GenerationError, IncompleteGenerationError
+from factorspec_sdk.tokens.grammar import GrammarSegment
 from factorspec_sdk.tokens.plan import Cursor, Finished, FreeCursor, GrammarCursor, TrieNode
 
 __all__ = ["SegmentDecoder", "continuations"]
@@ -112,6 +115,7 @@ class _Active:
     request: Completion | None = None
     paths: list[tuple[str, list[int]]] | None = None
     exact: bool = False  # the next request asks one token: a span's reply was refused
+    by_token: GrammarSegment | None = None  # goes on one token per request: `_by_token`
     session: str = field(default_factory=lambda: uuid.uuid4().hex)  # the record's affinity key
 
     @property
@@ -263,26 +267,30 @@ class SegmentDecoder:
         if not self.config.speculative or a.exact:
             return "token"
         cursor = a.cursor
+        if isinstance(cursor, GrammarCursor) and self._by_token(a, cursor):
+            return "token"
         kind = _KINDS[style][type(cursor)]
         if isinstance(cursor, FreeCursor) and cursor.free.escape and TAKES_TOKENS[style]:
             return "token"  # a regex starts between characters: finish the escape first
-        if isinstance(cursor, GrammarCursor) and cursor.segment.head_left(cursor.tokens) is None:
+        if isinstance(cursor, GrammarCursor) and cursor.segment.rest_grammar(cursor.tokens) is None:
             if TAKES_TOKENS[style]:
-                return "token"  # inside a value the segment's rest has no grammar
+                return "token"  # inside an escape or a character: finish it first
             raise GenerationError(
                 f"the {self.engine.name} engine's reply left {cursor.segment.where} "
-                "unfinished inside a value, where no grammar of the rest exists, and the "
-                "engine takes no token constraints to finish it; use an engine with token "
-                "constraints (vLLM, the embedded engine)"
+                "unfinished inside an escape or a character, where no grammar of the rest "
+                "exists, and the engine takes no token constraints to finish it; use an "
+                "engine with token constraints (vLLM, the embedded engine)"
             )
         return kind
 
     def _keeps_for_span(self, a: _Active, token: int) -> bool:
         """Whether certain ``token`` is left to the grammar span the next request sends.
 
-        A grammar segment goes as one request from the layout text before its first value
-        (`GrammarSegment.rest_grammar`): certain tokens of that text are appended as usual,
-        the first one that enters a value is the engine's to write under the same mask.
+        A grammar segment goes as one request from the layout text before a value, where
+        its rest grammar is exact (`GrammarSegment.rest_grammar`): certain tokens of that
+        text are appended as usual, the first one that enters a value is the engine's to
+        write under the same mask. Inside a value (after a refused reply) the rest grammar
+        is a superset of the masks, so its certain tokens are appended, never left to it.
         """
         cursor = a.cursor
         if not isinstance(cursor, GrammarCursor) or a.exact:
@@ -291,9 +299,21 @@ class SegmentDecoder:
             return False
         segment = cursor.segment
         return (
-            segment.head_left(cursor.tokens) is not None
-            and segment.head_left((*cursor.tokens, token)) is None
+            segment.layout_left(cursor.tokens) is not None
+            and segment.layout_left((*cursor.tokens, token)) is None
+            and not self._by_token(a, cursor)
         )
+
+    def _by_token(self, a: _Active, cursor: GrammarCursor) -> bool:
+        """Whether the grammar segment goes on one token per request.
+
+        Where a span of it was refused by the budget (a token the masks allow, the budget
+        masks not: the model writes on where the record must close, and a span of the rest
+        would be refused again, its decode steps lost), or refused at its first token
+        (it took nothing). Other refusals (a token the engine's tokenizer or the rest
+        grammar's superset allows, the masks not) go on as a span of the rest.
+        """
+        return cursor.segment is a.by_token
 
     def _completion(
         self, a: _Active, prompt: list[int], max_tokens: int, seed: int | None, **constraint: Any
@@ -348,12 +368,24 @@ class SegmentDecoder:
     def _grammar_request(
         self, a: _Active, prompt: list[int], budget: int, seed: int | None
     ) -> Completion:
-        """A grammar segment's rest as one request with its llguidance Lark grammar."""
+        """A grammar segment's rest as one request with its llguidance Lark grammar.
+
+        ``max_tokens`` is what the segment can still take: the budget left less the
+        fewest tokens after the segment (the budget masks take no more of the reply), and
+        no more than the most bytes the segment can still write, where its values are
+        bounded (`GrammarSegment.most_bytes_left`: a token holds a byte at least).
+        """
         cursor = a.cursor
         assert isinstance(cursor, GrammarCursor)
-        grammar = cursor.segment.rest_grammar(cursor.tokens)
+        segment = cursor.segment
+        grammar = segment.rest_grammar(cursor.tokens)
         assert grammar is not None  # `_kind` asks one token where there is none
-        return self._completion(a, prompt, budget, seed, grammar=grammar)
+        planner = a.job.planner
+        limit = budget - planner.min_tokens(planner.segment_exit(cursor, critical=False))
+        most = segment.most_bytes_left(cursor.tokens)
+        if most is not None:
+            limit = min(limit, most)
+        return self._completion(a, prompt, max(1, limit), seed, grammar=grammar)
 
     def _apply(self, a: _Active, reply: CompletionReply) -> None:
         request = a.request
@@ -411,6 +443,10 @@ class SegmentDecoder:
                     continue
                 if TAKES_TOKENS[self.engine.constraint_style]:
                     a.exact = True
+                    if isinstance(a.cursor, GrammarCursor) and (
+                        k == 0 or token in planner.allowed(a.cursor)
+                    ):
+                        a.by_token = a.cursor.segment  # see `_by_token`
                 elif token in planner.allowed(a.cursor):
                     self._close_span(a, within)  # cut by the budget
                 else:

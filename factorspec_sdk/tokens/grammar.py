@@ -57,6 +57,8 @@ import numpy.typing as npt
 
 from factorspec_sdk.errors import GenerationError
 from factorspec_sdk.relations.layout import GRAMMAR_OPTIONS, path_name
+from factorspec_sdk.tokens.json_longest import longest_bytes
+from factorspec_sdk.tokens.json_rest import LarkPart, value_rest
 from factorspec_sdk.tokens.json_scan import (
     ESCAPE_ORDER,
     IN_ESCAPE,
@@ -91,12 +93,19 @@ __all__ = [
 TokenIds = npt.NDArray[np.int64]
 
 
-def lark_grammar(texts: Sequence[str], schemas: Sequence[str]) -> str:
-    """The Lark grammar of a segment: ``texts[0] schemas[0] texts[1] ... texts[-1]``."""
+def lark_grammar(texts: Sequence[str], schemas: Sequence[str], lead: LarkPart | None = None) -> str:
+    """The Lark grammar of a segment: ``texts[0] schemas[0] texts[1] ... texts[-1]``.
+
+    With ``lead``, its expression first (the rest of a value written in part, `value_rest`).
+    """
     if len(texts) != len(schemas) + 1:
         raise ValueError("a segment has one more text than values")
     rules: list[str] = []
     parts: list[str] = []
+    if lead is not None and lead.expr:
+        parts.append(lead.expr)
+    if lead is not None:
+        rules.extend(lead.rules)
     for i, text in enumerate(texts):
         if text:
             parts.append(f"T{i}")
@@ -319,6 +328,8 @@ class GrammarSegment:
         self._lexed: tuple[int, ...] = ()
         self._lex_states: list[Lex] = [lex_start(self._text_bytes[0])]
         self._lex_lock = threading.Lock()
+        self._most_bytes: int | None = None  # -1: unbounded
+        self._rest_memo: tuple[tuple[int, ...], str | None] | None = None  # the last asked
 
     def step(self, tokens: tuple[int, ...]) -> GrammarStep:
         """The segment after ``tokens`` (a few recent answers are kept)."""
@@ -337,34 +348,79 @@ class GrammarSegment:
                 self._steps.popitem(last=False)
             return out
 
-    def head_left(self, tokens: tuple[int, ...]) -> str | None:
-        """The layout text before the first value still to write after ``tokens``, or None.
+    def layout_left(self, tokens: tuple[int, ...]) -> str | None:
+        """The layout text still to write before the next value after ``tokens``, or None.
 
-        None once ``tokens`` leave that text (the first value has begun, or they end inside
-        one of its characters).
+        ``""`` where ``tokens`` end right where a value starts; None inside a value (or a
+        character of the text), and once the segment's last text is written.
         """
-        head = self.texts[0].encode("utf-8")
-        done = b"".join(self._tables.tok.vocab[t] for t in tokens)
-        if not head.startswith(done):
+        k, skip, *_ = self._lex_at(tokens)
+        if k >= len(self.values) and not skip:
             return None
+        if not skip and len(self._value_bytes(tokens)):
+            return None
+        text = self.texts[min(k, len(self.values))].encode("utf-8")
         try:
-            return head[len(done) :].decode("utf-8")
+            return text[len(text) - skip :].decode("utf-8")
         except UnicodeDecodeError:
             return None
 
     def rest_grammar(self, tokens: tuple[int, ...]) -> str | None:
         """The Lark grammar of the segment's rest after ``tokens``, or None.
 
-        It exists while ``tokens`` spell a prefix of the layout text before the first value
-        (`head_left`): the rest of that text, then the segment as it is. Inside a value the
-        rest has no grammar of its own. Its language is the segment's after ``tokens``, so
-        llguidance allows the same tokens under both, which an engine that decodes the rest
-        as one request relies on (`factorspec_sdk.drafter.segments`).
+        In the layout text before a value (`layout_left`) it is the segment's own from
+        there: the rest of that text, then the values and texts as they are; its language is
+        the segment's after ``tokens``, so llguidance allows the same tokens under both.
+        Inside a value it is the rest of that value as any JSON with the writer's separators
+        (`factorspec_sdk.tokens.json_rest.value_rest`), then the segment's texts and values
+        after it as they are: a superset of the segment's rest, which an engine that decodes
+        the rest as one request (`factorspec_sdk.drafter.segments`) may leave at a token the
+        masks then refuse. None inside an escape or a UTF-8 character, and once the segment
+        is written.
         """
-        head = self.head_left(tokens)
-        if head is None:
+        memo = self._rest_memo
+        if memo is not None and memo[0] == tokens:
+            return memo[1]
+        grammar = self._rest_grammar(tokens)
+        self._rest_memo = (tokens, grammar)
+        return grammar
+
+    def _rest_grammar(self, tokens: tuple[int, ...]) -> str | None:
+        layout = self.layout_left(tokens)
+        k = min(self._lex_at(tokens)[0], len(self.values))
+        if layout is not None:
+            return lark_grammar((layout, *self.texts[k + 1 :]), self.schemas[k:])
+        if k >= len(self.values):
             return None
-        return lark_grammar((head, *self.texts[1:]), self.schemas)
+        lead = value_rest(self._value_bytes(tokens))
+        if lead is None:
+            return None
+        return lark_grammar(self.texts[k + 1 :], self.schemas[k + 1 :], lead)
+
+    def most_bytes_left(self, tokens: tuple[int, ...]) -> int | None:
+        """The most bytes the segment can still write after ``tokens``, or None if unbounded.
+
+        Its texts and each value's longest text (`factorspec_sdk.tokens.json_longest`), less
+        what ``tokens`` wrote: a token holds at least one byte, so it bounds the tokens a
+        request for the segment's rest can need.
+        """
+        if self._most_bytes is None:
+            longest = [longest_bytes(json.loads(s)) for s in self.schemas]
+            known = [n for n in longest if n is not None]
+            total = sum(self._text_bytes) + sum(known)
+            self._most_bytes = total if len(known) == len(longest) else -1
+        if self._most_bytes < 0:
+            return None
+        written = sum(len(self._tables.tok.vocab[t]) for t in tokens)
+        return max(0, self._most_bytes - written)
+
+    def _value_bytes(self, tokens: tuple[int, ...]) -> bytes:
+        """The bytes of the value ``tokens`` leave incomplete (from the segment's text on)."""
+        k, skip, *_, ended = self._lex_at(tokens)
+        if skip or k >= len(self.values):
+            return b""
+        data = b"".join(self._tables.tok.vocab[t] for t in tokens)
+        return data[ended + self._text_bytes[k] :]
 
     def closing(self, tokens: tuple[int, ...], limit: int) -> list[int] | None:
         """The closing walk's tokens from ``tokens`` to the segment's end (see the module).

@@ -14,6 +14,7 @@ import json
 from factorspec_sdk.writer.closing_strings import COMPLETION_CHARS
 
 __all__ = [
+    "CLOSE_BYTES",
     "ESCAPE_ORDER",
     "IN_ESCAPE",
     "IN_NUMBER",
@@ -23,17 +24,23 @@ __all__ = [
     "STRING_ORDER",
     "UTF8_ORDER",
     "VALUE_ORDER",
+    "OPEN_BYTES",
+    "SCALAR_BYTES",
     "JsonScan",
     "Lex",
     "lex",
     "lex_start",
     "lex_value",
+    "splits_a_character",
 ]
 
-_SCALAR = frozenset(b"0123456789+-.eEtrufalsn")
+SCALAR_BYTES = frozenset(b"0123456789+-.eEtrufalsn")
+"""Bytes of a number or a literal (``true``, ``false``, ``null``)."""
 _BEFORE_VALUE = frozenset([-1, *b"[,:"])
-_OPEN = frozenset(b"[{")
-_CLOSE = frozenset(b"]}")
+OPEN_BYTES = frozenset(b"[{")
+"""Bytes that open an array or an object."""
+CLOSE_BYTES = frozenset(b"]}")
+"""Bytes that close one."""
 _NUMBER_START = frozenset(b"-0123456789")
 IN_STRING, IN_ESCAPE, IN_UTF8, IN_NUMBER, IN_OTHER = range(5)
 """Where `JsonScan.kind` says the text is: in a string, an escape, a UTF-8 character, a number,
@@ -79,7 +86,7 @@ class JsonScan:
                     self.in_str = False
             elif b == ord('"'):
                 self.in_str, self.start, self.scalar, self.last = True, len(data), -1, b
-            elif b in _SCALAR:
+            elif b in SCALAR_BYTES:
                 if self.scalar < 0:
                     self.scalar = len(data) - 1
                 self.last = b
@@ -102,7 +109,7 @@ class JsonScan:
         if self.in_str:
             if self.escape:
                 return IN_ESCAPE
-            return IN_UTF8 if _splits_a_character(bytes(self.data), len(self.data)) else IN_STRING
+            return IN_UTF8 if splits_a_character(bytes(self.data), len(self.data)) else IN_STRING
         if self.scalar >= 0 and self.data[self.scalar] in _NUMBER_START:
             return IN_NUMBER
         return IN_OTHER
@@ -170,13 +177,13 @@ def lex(state: Lex, data: bytes, texts: tuple[int, ...]) -> Lex:
                 utf8 = 1 if b < 0xE0 else 2 if b < 0xF0 else 3
         elif b == 0x22:
             in_str = 1
-        elif b in _OPEN:
+        elif b in OPEN_BYTES:
             depth += 1
-        elif b in _CLOSE:
+        elif b in CLOSE_BYTES:
             depth -= 1
             if not depth:
                 k, skip, ended = k + 1, texts[k + 1], n + i + 1
-        elif not depth and b not in _SCALAR:
+        elif not depth and b not in SCALAR_BYTES:
             k, skip, ended = k + 1, texts[k + 1], n + i
             continue  # the scalar ended: this byte is the text after it
         i += 1
@@ -197,7 +204,7 @@ def lex_value(data: bytes, pos: int) -> tuple[int | None, bool]:
     return None, bool(in_str) and not escape and not utf8
 
 
-def _splits_a_character(data: bytes, n: int) -> bool:
+def splits_a_character(data: bytes, n: int) -> bool:
     """Whether ``data[:n]`` ends inside a UTF-8 character."""
     k = n - 1
     while k >= 0 and data[k] & 0xC0 == 0x80 and n - k < 4:

@@ -311,6 +311,118 @@ def test_a_string_left_inside_an_escape_is_asked_a_token_at_a_time() -> None:
     assert result.tokens == by_logits.tokens
 
 
+class Fetch(BaseModel):
+    """o20375's shape: an object of strings, then a float: one grammar segment."""
+
+    headers: dict[str, str]
+    size: float
+
+
+FETCH = {
+    "headers": {"note": BODY, "etag": "5d41402abc4b2a76b9719d911017c592", "type": "text/html"},
+    "size": 1234.5,
+}
+
+
+class Misreads(GuidedEngine):
+    """A `GuidedEngine` whose grammar replies have, at the given token of each (by reply,
+    -1 for none), a token its grammar allowed and FactorSpec's masks refuse (a control
+    byte in a string: a tokenizer the engine reads differently, as vLLM's may), the reply
+    cut there."""
+
+    def __init__(self, engine: ScriptedEngine, at: Sequence[int]) -> None:
+        super().__init__(engine)
+        self.at = list(at)
+
+    def _one(self, r: Completion) -> CompletionReply:
+        reply = super()._one(r)
+        if r.grammar is None or not self.at or reply.token_ids is None:
+            return reply
+        at = self.at.pop(0)
+        if at < 0:
+            return reply
+        ids = [*reply.token_ids[:at], 1]  # b"\x01"
+        return CompletionReply(self.tokenizer.decode(ids).decode(), ids, len(ids))
+
+
+def test_a_grammar_value_refused_inside_goes_on_as_a_span_of_its_rest() -> None:
+    """A grammar segment whose reply is refused inside a value: that position is asked as
+    one token, then the segment's rest goes as one request again (the rest of the open
+    string, the object's members and the number as any JSON, then the segment's own text),
+    where it went one token per request (125 requests for this record); the record is the
+    logits decoder's."""
+    tok = TokenizerInfo.tiny_bytes(['{"', '": ', ', "', '",', '"}', "the ", "and "])
+    script = json.dumps(FETCH)
+    engine = Misreads(ScriptedEngine.from_script(tok, script), [20])
+    result = Client(engine).generate(Fetch, "go", return_result=True, max_tokens=400)
+    assert result.value == Fetch.model_validate(FETCH)
+    assert kinds(engine.requests) == ["grammar", "token", "grammar"]
+    assert engine.requests[2].grammar is not None
+    assert "STRING_REST" in engine.requests[2].grammar  # it starts inside the note
+    by_logits = Client(ScriptedEngine.from_script(tok, script)).generate(
+        Fetch, "go", return_result=True, max_tokens=400
+    )
+    assert result.tokens == by_logits.tokens
+
+
+def test_a_span_refused_by_the_budget_or_at_once_leaves_the_rest_to_the_masks() -> None:
+    """A grammar span refused by the budget (the model writes on where the budget masks
+    must close the value) or at its first token goes on one token per request, as before
+    rest spans existed, not a span and a token in turn (a span of the rest would be refused
+    again, its decode steps lost); the records are the logits decoder's."""
+    script = json.dumps({"headers": {"note": BODY, "etag": "abc"}, "size": 7})
+    engine = GuidedEngine(ScriptedEngine.from_script(TOK, script))
+    result = Client(engine).generate(Fetch, "go", return_result=True, max_tokens=50)
+    asked = kinds(engine.requests)
+    assert asked[0] == "grammar" and set(asked[1:]) == {"token"}
+    assert len(asked) > 10
+    by_logits = Client(ScriptedEngine.from_script(TOK, script)).generate(
+        Fetch, "go", return_result=True, max_tokens=50
+    )
+    assert result.tokens == by_logits.tokens
+    tok = TokenizerInfo.tiny_bytes(['{"', '": ', ', "', '",', '"}', "the ", "and "])
+    script = json.dumps(FETCH)
+    engine = Misreads(ScriptedEngine.from_script(tok, script), [20, 0])
+    result = Client(engine).generate(Fetch, "go", return_result=True, max_tokens=400)
+    asked = kinds(engine.requests)
+    assert asked[:4] == ["grammar", "token", "grammar", "token"]
+    assert set(asked[4:]) == {"token"}
+    by_logits = Client(ScriptedEngine.from_script(tok, script)).generate(
+        Fetch, "go", return_result=True, max_tokens=400
+    )
+    assert result.tokens == by_logits.tokens
+
+
+class Stamp(BaseModel):
+    """Bounded grammar values (a pair of booleans, a string of at most 8 characters), then
+    a choice."""
+
+    pair: tuple[bool, bool]
+    code: str = Field(max_length=8)
+    stars: int = Field(ge=1, le=5)
+
+
+def test_a_grammar_spans_max_tokens_is_what_the_segment_can_still_take() -> None:
+    """A grammar span's ``max_tokens`` is not the record's whole budget: at most the bytes
+    the segment can still write where its values are bounded (two booleans, 8 characters
+    of at most 12 bytes each, and the texts after them, the space owed to the stars aside),
+    and at most the budget less the fewest tokens after it (the space, the digit, the
+    brace), so a reply the model runs on with stops there."""
+    script = json.dumps({"pair": [True, False], "code": "ab12", "stars": 4})
+    by_logits = Client(ScriptedEngine.from_script(TOK, script)).generate(
+        Stamp, "go", return_result=True, max_tokens=500
+    )
+    longest = len("[false, false]" + ', "code": ' + '"' + "x" * 12 * 8 + '"' + ', "stars":')
+    for budget, most in [(500, longest), (40, 40 - 6 - 3)]:
+        engine = GuidedEngine(ScriptedEngine.from_script(TOK, script))
+        result = Client(engine).generate(Stamp, "go", return_result=True, max_tokens=budget)
+        assert kinds(engine.requests) == ["grammar", "token"]
+        prompt = result.stats.prompt_tokens
+        assert len(engine.requests[0].prompt_ids) - prompt == len(TOK.encode('{"pair": '))
+        assert engine.requests[0].max_tokens == most
+        assert result.tokens == by_logits.tokens
+
+
 @pytest.mark.parametrize(("model", "context"), [(Comment, None), (Post, None), (Signup, None)])
 def test_a_free_strings_regex_allows_every_token_the_mask_allows(
     model: type[BaseModel], context: object

@@ -367,16 +367,29 @@ class Visit(BaseModel):
         return self.nights < 5 or self.paid
 
 
-@pytest.mark.parametrize("model", [Visit, Receipt, Quote, Slot, Misc], ids=lambda m: m.__name__)
+class Nested(BaseModel):
+    """A grammar value that nests objects and lists with strings and numbers in them."""
+
+    meta: dict[str, list[float]] = Field(max_length=3)
+    tags: dict[str, str] = Field(max_length=2)
+    score: float
+
+
+@pytest.mark.parametrize(
+    "model", [Visit, Receipt, Quote, Slot, Misc, Nested], ids=lambda m: m.__name__
+)
 def test_the_rest_of_a_segment_has_a_grammar_of_its_own(
     model: type[BaseModel], tok: TokenizerInfo
 ) -> None:
     """`GrammarSegment.rest_grammar`: a fresh llguidance matcher on the rest of a segment
-    (after tokens of its first text) allows what the segment's matcher allows there, and
-    takes the record's tokens to the segment's end. An engine that decodes a segment as one
-    request (vLLM's guidance backend) is then allowed exactly FactorSpec's masks: the same
-    holds with llguidance's tokenizer built as vLLM builds it, from the Hugging Face
-    tokenizer (``llguidance.hf.from_tokenizer``)."""
+    after any of its tokens, and it takes the record's tokens to the segment's end. In the
+    layout text before a value it allows exactly what the segment's matcher allows there;
+    inside a value (the rest of the value as any JSON) every token the segment's matcher
+    allows, and more. An engine that decodes a segment as one request (vLLM's guidance
+    backend) is then allowed what FactorSpec's masks allow (exactly, where the segment goes
+    from a layout text): the same holds with llguidance's tokenizer built as vLLM builds it,
+    from the Hugging Face tokenizer (``llguidance.hf.from_tokenizer``). Only inside an
+    escape or a UTF-8 character is there none."""
     import llguidance
     import llguidance.hf
 
@@ -384,7 +397,7 @@ def test_the_rest_of_a_segment_has_a_grammar_of_its_own(
     tables = grammar_tables(tok)
     as_vllm = llguidance.hf.from_tokenizer(load_hf_tokenizer(), len(tok.vocab))
     rng = np.random.default_rng(3)
-    checked = inside = 0
+    exact = inside = 0
     for _ in range(4):
         cursor = planner.start()
         walked: list[tuple[Cursor, int]] = []
@@ -400,16 +413,27 @@ def test_the_rest_of_a_segment_has_a_grammar_of_its_own(
                 continue
             grammar = at.segment.rest_grammar(at.tokens)
             if grammar is None:
-                inside += 1
+                assert at.segment.layout_left(at.tokens) is None
+                data = b"".join(tok.vocab[t] for t in at.tokens)
+                assert b"\\" in data or not data.decode("utf-8", "ignore").encode() == data
                 continue
+            ours = at.step().ids
             m = llguidance.LLMatcher(tables.tokenizer, llguidance.grammar_from("lark", grammar))
-            assert np.array_equal(tables.ids(m.compute_bitmask()), at.step().ids)
+            assert not m.is_error(), (m.get_error(), grammar)
             theirs = llguidance.LLMatcher(as_vllm, llguidance.grammar_from("grammar", grammar))
-            assert np.array_equal(tables.ids(theirs.compute_bitmask()), at.step().ids)
+            for matcher in (m, theirs):
+                rest = tables.ids(matcher.compute_bitmask())
+                if at.segment.layout_left(at.tokens) is not None:
+                    assert np.array_equal(rest, ours)
+                else:
+                    assert np.isin(ours, rest).all(), grammar
+            if at.segment.layout_left(at.tokens) is None:
+                inside += 1
+            else:
+                exact += 1
             for later, token in walked[i:]:
                 if not (isinstance(later, GrammarCursor) and later.segment is at.segment):
                     assert m.is_accepting()  # the segment ended where the record left it
                     break
-                assert m.consume_token(token), m.get_error()
-            checked += 1
-    assert checked and inside, (checked, inside)  # heads with a grammar, values without
+                assert m.consume_token(token), (m.get_error(), grammar)
+    assert exact and inside, (exact, inside)  # between values and inside them
