@@ -49,14 +49,14 @@ class GrammarSegmentBudget(BudgetPart):
         super().__init__(bound, "a grammar segment's budget")
         self._segment_room: dict[GrammarSegment, int] = {}
         self._segment_bounds_of: dict[GrammarSegment, _SegmentBounds] = {}
-        self._segment_exit: dict[GrammarSegment, int] = {}
+        self._segment_exit: dict[tuple[GrammarSegment, bool], int] = {}
         self._walks: dict[GrammarCursor, tuple[tuple[int, ...], int]] = {}
         self._token_bytes: dict[bytes, list[int]] | None = None
 
     def greedy(self, cursor: GrammarCursor) -> int:
         """``G`` in a grammar segment: its closing walk, then ``G`` after the segment."""
         walk, i = self.walk(cursor)
-        return NEVER if i < 0 else len(walk) - i + self._exit_greedy(cursor.segment)
+        return NEVER if i < 0 else len(walk) - i + self._walk_exit(cursor, walk, i)
 
     def walk(self, cursor: GrammarCursor) -> tuple[tuple[int, ...], int]:
         """The closing walk from ``cursor``: ``walk[i:]`` of the ``(walk, i)`` returned.
@@ -84,14 +84,32 @@ class GrammarSegmentBudget(BudgetPart):
         hit = self._walks[cursor] = (tuple(found), 0) if found is not None else _NO_WALK
         return hit
 
-    def _exit_greedy(self, segment: GrammarSegment) -> int:
-        """``G`` after ``segment`` (the same from every cursor in it: its exit is fixed)."""
-        hit = self._segment_exit.get(segment)
+    def _exit_greedy(self, segment: GrammarSegment, *, stopped: bool = False) -> int:
+        """``G`` after ``segment`` where it is complete (`Planner.exit_after`).
+
+        The same from every cursor of the segment where it is complete and could go on
+        (``stopped`` false, every cursor the masks meet: a stopped one is left at once):
+        the record's end token counts where the record ends after the segment.
+        """
+        key = (segment, stopped)
+        hit = self._segment_exit.get(key)
         if hit is None:
-            planner = self.planner
-            after = planner.resolve_state(segment.exit_state, "", critical=False, owe=segment.owe)
-            hit = self._segment_exit[segment] = self.bound.greedy(after)
+            after = self.planner.exit_after(segment, stopped=stopped, critical=False)
+            hit = self._segment_exit[key] = self.bound.greedy(after)
         return hit
+
+    def _walk_exit(self, cursor: GrammarCursor, walk: tuple[int, ...], i: int) -> int:
+        """``G`` after the segment where the closing walk ``walk[i:]`` from ``cursor`` ends.
+
+        Where the walk's last token leaves a value that cannot go on and the record ends
+        after the segment, no end token is needed (`Planner.exit_after`).
+        """
+        segment = cursor.segment
+        open_exit = self._exit_greedy(segment)
+        if i == len(walk) or open_exit == self._exit_greedy(segment, stopped=True):
+            return open_exit
+        end = GrammarCursor(segment, (*cursor.tokens, *walk[i:]))
+        return self._exit_greedy(segment, stopped=end.step().stopped)
 
     def allowed(self, cursor: GrammarCursor, ids: TokenIds, budget: int) -> TokenIds:
         """A tight budget in a grammar segment: the tokens counted to fit, some by a rule.
@@ -116,11 +134,11 @@ class GrammarSegmentBudget(BudgetPart):
         planner = self.planner
         segment = cursor.segment
         step = cursor.step()
-        after = planner.resolve_state(segment.exit_state, "", critical=False, owe=segment.owe)
         rest = self.rest_bytes_at(cursor, token=True)
         if 2 + rest + self._exit_greedy(segment) <= budget:
             if not step.accepting:
                 return ids
+            after = planner.segment_exit(cursor, critical=False)
             return np.union1d(step.ids, self.bound.allowed(after, budget)).astype(np.int64)
         total = self.bound.greedy(cursor)
         walk, i = self.walk(cursor)
@@ -140,6 +158,7 @@ class GrammarSegmentBudget(BudgetPart):
         ]
         keep = np.isin(ids, np.asarray(fits, dtype=np.int64), assume_unique=True)
         if i == len(walk):  # complete here (a number that could grow): the walk goes on after it
+            after = planner.segment_exit(cursor, critical=False)
             keep |= np.isin(ids, self.bound.allowed(after, budget), assume_unique=True)
         quote = path.find(b'"')
         lengths_only = segment.guides.plain  # no pattern, key or enumerated text
@@ -202,15 +221,19 @@ class GrammarSegmentBudget(BudgetPart):
         """A bound on ``U`` after any token of ``cursor``'s segment, without a walk.
 
         The segment's texts and values as the closing walk writes them at most (from the
-        cursor, for a value of unbounded nesting), the owed text, and the longest rest after
-        the segment.
+        cursor, for a value of unbounded nesting), the owed text, the longest rest after
+        the segment, and the record's end token where the record ends after a value that
+        could go on (`Planner.exit_after`).
         """
         segment = cursor.segment
         outside = self._segment_room.get(segment)
         if outside is None:
             writer = self.planner.writer
-            outside = len(segment.owe.encode("utf-8")) + writer.longest_rest_bytes(
-                segment.exit_state
+            end_token = self._exit_greedy(segment) - self._exit_greedy(segment, stopped=True)
+            outside = (
+                len(segment.owe.encode("utf-8"))
+                + writer.longest_rest_bytes(segment.exit_state)
+                + end_token
             )
             self._segment_room[segment] = outside
         table = self._segment_bounds(segment)

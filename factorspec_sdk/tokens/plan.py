@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from factorspec_sdk.errors import GenerationError
 from factorspec_sdk.tokens.free import FreeMasks, FreeTables, free_tables
 from factorspec_sdk.tokens.grammar import GrammarCursor, GrammarSegment, grammar_tables
 from factorspec_sdk.tokens.vocab import TokenIds, TokenizerInfo
@@ -129,6 +130,7 @@ class Planner:
         self.stats = PlannerStats()
         self._free: FreeMasks | None = None
         self._bound: CompletionBound | None = None
+        self._ends: dict[Finished, TrieNode] = {}
 
     # ------------------------------------------------------------------ entry points
 
@@ -362,10 +364,47 @@ class Planner:
         """The cursor after ``cursor`` 's grammar segment, where decoding goes on once it ends.
 
         Where the segment accepts at ``cursor`` (its values complete), a token of this
-        cursor is a token at ``cursor`` too: the segment ends there.
+        cursor is a token at ``cursor`` too: the segment ends there (`exit_after`).
         """
-        segment = cursor.segment
-        return self.resolve_state(segment.exit_state, "", critical=critical, owe=segment.owe)
+        return self.exit_after(cursor.segment, stopped=cursor.step().stopped, critical=critical)
+
+    def exit_after(
+        self, segment: GrammarSegment, *, stopped: bool, critical: bool = True
+    ) -> Cursor:
+        """The cursor after ``segment`` where it is complete.
+
+        ``stopped``: nothing can follow inside the segment there. Where the record ends
+        after the segment with no text left to write (a root number: its last digit may
+        be followed by another), the record ends as any record does, with a token that
+        leads to `Finished`: here an end-of-sequence token the model picks (`_record_end`),
+        which a value that is complete and stopped does not need.
+        """
+        after = self.resolve_state(segment.exit_state, "", critical=critical, owe=segment.owe)
+        if stopped or not isinstance(after, Finished):
+            return after
+        return self._record_end(after, segment.where)
+
+    def _record_end(self, end: Finished, where: str) -> TrieNode:
+        """The trie of the tokenizer's end-of-sequence tokens, each leading to ``end``.
+
+        Raises:
+            GenerationError: the tokenizer has no end-of-sequence token to end the record.
+        """
+        with self._lock:
+            hit = self._ends.get(end)
+            if hit is None:
+                if not self.tok.eos_ids:
+                    raise GenerationError(
+                        f"{where}: the record ends after a value that could go on (a number), "
+                        "and the tokenizer has no end-of-sequence token to end it; give the "
+                        "tokenizer one (`TokenizerInfo.eos_ids`)"
+                    )
+                hit = TrieNode()
+                for eos in self.tok.eos_ids:
+                    self._insert(hit, [eos], TrieNode(terminal=end))
+                self._seal(hit)
+                self._ends[end] = hit
+        return hit
 
     def _grammar_allowed(self, cursor: GrammarCursor) -> TokenIds:
         step = cursor.step()

@@ -39,6 +39,8 @@ FILES = ("JME_10.json", "Github_easy---o10013.json")
 """A file of required numbers (floats written ``1250000.0``) and a ``oneOf`` of two branches
 with valid and invalid instances; FactorSpec and llguidance both write exactly their valid
 instances (and must keep doing so)."""
+ROOT_FILE = "Github_trivial---o89637.json"
+"""A bounded number as the whole record (it ends with an end token), judged as `FILES` are."""
 
 SCHEMA = {
     "type": "object",
@@ -84,6 +86,20 @@ def test_a_valid_instance_is_written_and_invalid_ones_are_not(name: str) -> None
     assert verdict(name, SCHEMA, {"name": "Ada", "count": 4, "mode": "fast", "x": 1}) == (
         "unwritable"
     )
+
+
+@pytest.mark.parametrize("name", ["factorspec", "llguidance"])
+def test_a_record_that_is_one_number_is_written_and_ends(name: str) -> None:
+    """A number as the whole record ends where it is complete, with an end token; a number
+    out of its bounds is not written."""
+    unit = {"type": "number", "minimum": 0, "maximum": 1}
+    assert verdict(name, unit, 0.5) == "writable"
+    assert verdict(name, unit, 1) == "writable"
+    assert verdict(name, unit, 1.5) == "unwritable"
+    assert verdict(name, unit, -0.25) == "unwritable"
+    assert verdict(name, {"type": "number"}, 2.5) == "writable"
+    assert verdict(name, {"type": "integer", "minimum": 1}, 1643723400) == "writable"
+    assert verdict(name, {"type": "integer", "minimum": 1}, 0) == "unwritable"
 
 
 @pytest.mark.parametrize("name", ["factorspec", "llguidance"])
@@ -160,7 +176,7 @@ def corpus_file(name: str) -> Path:
     return path
 
 
-@pytest.mark.parametrize("file", FILES)
+@pytest.mark.parametrize("file", [*FILES, ROOT_FILE])
 @pytest.mark.parametrize("name", ["factorspec", "llguidance"])
 def test_real_files(name: str, file: str) -> None:
     f = load_mask_file(corpus_file(file))

@@ -15,6 +15,7 @@ from factorspec_sdk.drafter.verify import SamplingParams, masked_probs
 from factorspec_sdk.engines.scripted import ScriptedEngine
 from factorspec_sdk.errors import TokenBudgetError
 from factorspec_sdk.graph import compile_spec
+from factorspec_sdk.ir import ir_from_json_schema, spec_from_ir
 from factorspec_sdk.tokens.plan import Finished, Planner
 from factorspec_sdk.writer.automaton import Writer
 from tests.helpers import TRIP_CONTEXT, Pick, Trip, tiny_tokenizer
@@ -258,3 +259,18 @@ def test_continuous_batching_submit_step_cancel() -> None:
     assert set(ended) == {first, late}
     assert (ended[first].text, ended[first].tokens) == alone
     assert (ended[late].text, ended[late].tokens) == alone
+
+
+@pytest.mark.parametrize("speculative", [False, True])
+def test_a_root_number_ends_when_the_model_picks_the_end_token(speculative: bool) -> None:
+    """A record that is one number (a JSON Schema ``{"type": "number"}``) may end after any
+    complete number: the model that wants ``0.25`` and then its end token writes ``0.25``,
+    ending with that token, long before ``max_tokens``."""
+    spec = spec_from_ir(ir_from_json_schema({"type": "number", "minimum": 0, "maximum": 1}))
+    engine = ScriptedEngine.from_script(TOK, "0.25")
+    job = DecodeJob(Planner(Writer(spec), TOK), PROMPT, SamplingParams(max_tokens=100))
+    (out,) = Decoder(engine, DecoderConfig(speculative=speculative)).run([job])
+    assert out.error is None, out.error
+    assert out.text == "0.25"
+    assert out.tokens == [*TOK.encode("0.25"), TOK.eos_ids[0]]
+    assert out.stats.tokens == len(out.tokens)

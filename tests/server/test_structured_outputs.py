@@ -85,6 +85,8 @@ def test_a_schema_whose_root_is_no_object(client: openai.OpenAI) -> None:
     roots = [
         {"type": "array", "items": {"type": "integer", "minimum": 0}, "minItems": 1, "maxItems": 3},
         {"anyOf": [{"type": "string", "format": "date"}, {"type": "boolean"}]},
+        {"type": "number", "minimum": 0, "maximum": 1},  # it ends with the end token
+        {"anyOf": [{"type": "string", "maxLength": 4}, {"type": "integer"}]},
     ]
     for schema in roots:
         for seed in range(2):

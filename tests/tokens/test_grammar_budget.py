@@ -11,9 +11,11 @@ walk counts, and that greedy decoding is the same with and without speculation.
 
 from __future__ import annotations
 
+import json
 from functools import cache
 from typing import Any, Literal, Optional
 
+import jsonschema
 import numpy as np
 import pytest
 from pydantic import BaseModel, Field
@@ -26,6 +28,7 @@ from factorspec_sdk.drafter.verify import SamplingParams
 from factorspec_sdk.engines.completion import ConstraintStyle
 from factorspec_sdk.engines.scripted import ScriptedEngine
 from factorspec_sdk.graph import compile_spec
+from factorspec_sdk.ir import ir_from_json_schema, spec_from_ir
 from factorspec_sdk.relations.layout import GrammarLayout
 from factorspec_sdk.tokens.grammar import GrammarCursor, lex_value
 from factorspec_sdk.tokens.plan import Cursor, Finished, Planner
@@ -535,3 +538,125 @@ def test_random_span_replies_under_a_tight_budget_finish_and_validate(
         assert o.error is None, o.error
         assert len(o.tokens) <= budget
         MODELS[name].model_validate_json(o.text)
+
+
+# ------------------------------------------------------------------ a record that is one value
+
+ROOTS: dict[str, dict[str, Any]] = {
+    "number": {"type": "number"},
+    "unit": {"type": "number", "minimum": 0, "maximum": 1},
+    "count": {"type": "integer", "minimum": 1},
+    "word or number": {"anyOf": [{"type": "string", "maxLength": 6}, {"type": "number"}]},
+}
+"""JSON Schemas whose whole record is a grammar value that may end or go on (a number)."""
+
+
+@cache
+def root_planner(name: str, tok: TokenizerInfo) -> Planner:
+    return Planner(Writer(spec_from_ir(ir_from_json_schema(ROOTS[name]))), tok)
+
+
+def test_a_root_number_ends_with_an_end_token_where_it_is_complete(tok: TokenizerInfo) -> None:
+    """After ``0.5`` the record may end (an end-of-sequence token) or the number go on; the
+    end token leads to `Finished`, and the shortest record counts it (``0``, then the end)."""
+    p = root_planner("unit", tok)
+    cursor: Cursor = p.start()
+    assert not np.isin(tok.eos_ids, p.allowed(cursor)).any()  # nothing written: no end yet
+    for token in tok.encode("0.5"):
+        cursor = p.advance(cursor, token)
+    allowed = p.allowed(cursor)
+    assert set(tok.eos_ids) <= set(allowed.tolist())
+    assert len(allowed) > len(tok.eos_ids)  # more digits too
+    assert isinstance(p.advance(cursor, tok.eos_ids[0]), Finished)
+    assert p.allowed(cursor, 1).tolist() == sorted(tok.eos_ids)  # one token left: the end
+    assert p.min_tokens(p.start()) == 2
+
+
+def test_a_root_value_that_cannot_go_on_ends_on_its_last_token(tok: TokenizerInfo) -> None:
+    """A value complete and stopped (``true``) needs no end token: its token finishes it."""
+    p = Planner(Writer(spec_from_ir(ir_from_json_schema({"type": "boolean"}))), tok)
+    cursor: Cursor = p.start()
+    for token in tok.encode("true"):
+        cursor = p.advance(cursor, token)
+    assert isinstance(cursor, Finished)
+    assert p.min_tokens(p.start()) == len(tok.encode("true"))
+
+
+@pytest.mark.parametrize("name", list(ROOTS))
+@pytest.mark.parametrize("extra", [0, 1, 4, 12])
+def test_root_values_under_a_tight_budget_end_and_validate(
+    name: str, extra: int, tok: TokenizerInfo
+) -> None:
+    p = root_planner(name, tok)
+    budget = min(p.min_tokens(p.start()) + extra, p.bound.ceiling - 1)
+    rng = np.random.default_rng(extra)
+    for _ in range(6):
+        ids = walk(p, budget, rng)
+        assert len(ids) <= budget
+        jsonschema.validate(json.loads(tok.decode(ids)), ROOTS[name])
+
+
+@pytest.mark.parametrize("name", list(ROOTS))
+def test_every_token_a_budget_allows_at_a_root_value_fits(name: str, tok: TokenizerInfo) -> None:
+    p = root_planner(name, tok)
+    counter = Planner(p.writer, tok)  # counts each token's completion from scratch
+    for cursor in grammar_cursors(p, np.random.default_rng(4), 3):
+        g = p.bound.greedy(cursor)
+        for slack in (1, 2, 8):
+            budget = g + slack
+            if budget >= p.bound.ceiling:
+                continue
+            allowed = p.allowed(cursor, budget)
+            assert len(allowed), "the budget mask left no token"
+            for t in allowed.tolist()[:16]:
+                assert 1 + counter.bound.greedy(p.advance(cursor, t)) <= budget
+
+
+@pytest.mark.parametrize("name", list(ROOTS))
+@pytest.mark.parametrize("max_tokens", [6, 200])
+def test_greedy_speculative_equals_plain_on_a_root_value(
+    name: str, max_tokens: int, tok: TokenizerInfo
+) -> None:
+    """The record ends where the model picks the end token (or the budget makes it), the
+    same with and without drafts; on ``main`` it never ended before ``max_tokens``."""
+    p = root_planner(name, tok)
+    prompt = tok.encode("a value")
+    outs = []
+    for seed in range(2):
+        engine = ScriptedEngine.random(tok, seed=seed, temperature_scale=3.0)
+        params = SamplingParams(temperature=0.0, max_tokens=max_tokens)
+        for config in (
+            DecoderConfig(speculative=False),
+            DecoderConfig(max_guesses=0),
+            DecoderConfig(max_guesses=2),
+        ):
+            [o] = Decoder(engine, config).run([DecodeJob(p, prompt, params)])
+            assert o.error is None, o.error
+            assert len(o.tokens) <= max_tokens
+            jsonschema.validate(json.loads(o.text), ROOTS[name])
+            outs.append((seed, o.text, o.tokens))
+    for seed in range(2):
+        mine = [(text, tokens) for s, text, tokens in outs if s == seed]
+        assert mine[0] == mine[1] == mine[2]
+
+
+@pytest.mark.parametrize("style", ["spans", "regex"])
+@pytest.mark.parametrize("name", ["unit", "word or number"])
+def test_span_replies_at_a_root_value_end_and_validate(
+    style: ConstraintStyle, name: str, tok: TokenizerInfo
+) -> None:
+    """An engine that ends the value with its end token (vLLM's guidance backend) ends the
+    record there; greedy, the record is the logits decoder's, end token included."""
+    p = root_planner(name, tok)
+    prompt = tok.encode("a value")
+    for seed in range(3):
+        params = SamplingParams(temperature=0.0, seed=seed, max_tokens=40)
+        engine = ScriptedEngine.random(tok, seed=seed, temperature_scale=3.0)
+        [by_logits] = Decoder(engine).run([DecodeJob(p, prompt, params)])
+        spans = GuidedEngine(ScriptedEngine.random(tok, seed=seed, temperature_scale=3.0), style)
+        [o] = SegmentDecoder(spans).run([DecodeJob(p, prompt, params)])
+        assert o.error is None, o.error
+        assert len(o.tokens) <= params.max_tokens
+        jsonschema.validate(json.loads(o.text), ROOTS[name])
+        if style == "spans":
+            assert o.tokens == by_logits.tokens

@@ -4,7 +4,9 @@
   (`factorspec_sdk.bench.schemas.compile_factorspec`: `ir_from_json_schema`, then
   `spec_from_ir`; a refusal is not compiled), the masks of the planner
   `factorspec_sdk.tokens.plan.planner_for` builds (`Planner.allowed` at each cursor,
-  `Planner.advance`); the record may end where the cursor is `Finished`.
+  `Planner.advance`); the record may end where the cursor is `Finished`, or where the
+  mask allows an end token (after a root value that could go on, a number:
+  `Planner.exit_after`).
 * **llguidance** and **xgrammar**: the JSON-schema masks of
   `factorspec_sdk.bench.baselines.LLGuidanceBackend` and `XGrammarBackend` (the writer's
   separators ``", "`` / ``": "``, no free whitespace: FactorSpec's `GRAMMAR_OPTIONS`; the
@@ -166,6 +168,7 @@ class _PlannerWalker:
     def __init__(self, planner: Planner) -> None:
         self.planner = planner
         self.vocab = planner.tok.vocab
+        self.eos = np.asarray(sorted(planner.tok.eos_ids), dtype=np.int64)
 
     def root(self) -> Cursor:
         return self.planner.start()
@@ -180,8 +183,7 @@ class _PlannerWalker:
         pass
 
     def ended(self, state: Cursor, allowed: TokenIds) -> bool:
-        del allowed
-        return isinstance(state, Finished)
+        return isinstance(state, Finished) or bool(np.isin(self.eos, allowed).any())
 
     def key(self, state: Cursor) -> Hashable:
         if isinstance(state, GrammarCursor):
