@@ -381,7 +381,9 @@ class SegmentDecoder:
         grammar = segment.rest_grammar(cursor.tokens)
         assert grammar is not None  # `_kind` asks one token where there is none
         planner = a.job.planner
-        limit = budget - planner.min_tokens(planner.segment_exit(cursor, critical=False))
+        # the fewest tokens after it: a completion that stops needs no end token after it
+        after = planner.exit_after(segment, stopped=True, critical=False)
+        limit = budget - planner.min_tokens(after)
         most = segment.most_bytes_left(cursor.tokens)
         if most is not None:
             limit = min(limit, most)
