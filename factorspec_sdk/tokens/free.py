@@ -100,10 +100,22 @@ class FreeTables:
     finish: tuple[int, ...]
     finishers: tuple[tuple[int, ...], ...]
     _moves: dict[int, EscapeMoves] = field(default_factory=dict, compare=False, repr=False)
+    _foreign: dict[frozenset[str], npt.NDArray[np.bool_]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     def foreign(self, chars: frozenset[str]) -> npt.NDArray[np.bool_]:
-        """Per plain token: whether none of its characters is in ``chars``."""
-        return np.asarray([not (set(t) & chars) for t in self.safe_text], dtype=bool)
+        """Per plain token: whether none of its characters is in ``chars`` (read-only).
+
+        Built on first use per set of characters, then kept with the tokenizer's tables
+        (every request of a spec asks the same sets: its strings' affix constants).
+        """
+        hit = self._foreign.get(chars)
+        if hit is None:
+            hit = np.asarray([not (set(t) & chars) for t in self.safe_text], dtype=bool)
+            hit.flags.writeable = False
+            self._foreign[chars] = hit
+        return hit
 
     def ids_of(self, texts: Iterable[str]) -> TokenIds:
         """The plain tokens whose text is one of ``texts``."""
@@ -279,7 +291,7 @@ class FreeMaskStats:
 
 
 class FreeMasks:
-    """The masks of one request's free strings (the foreign-token arrays it keeps).
+    """The masks of one request's free strings.
 
     A free string's mask depends on the string alone (its state, what is written, the
     escape under way), so each is computed once per request and kept.
@@ -291,7 +303,6 @@ class FreeMasks:
     def __init__(self, tables: FreeTables) -> None:
         self.tables = tables
         self.stats = FreeMaskStats()
-        self._foreign: dict[frozenset[str], npt.NDArray[np.bool_]] = {}
         self._masks: dict[FreeString, TokenIds] = {}
 
     def allowed(self, free: FreeString) -> TokenIds:
@@ -396,10 +407,7 @@ class FreeMasks:
         aff = texts.affixes
         w, n = free.written, len(free.written)
         chars = aff.constant_chars()
-        foreign = self._foreign.get(chars)
-        if foreign is None:
-            foreign = tables.foreign(chars)
-            self._foreign[chars] = foreign
+        foreign = tables.foreign(chars)
         toward = [*aff.open_prefixes(w), *aff.tight(w), *texts.named_from(w)]
         special = set(tables.toward(toward, n).tolist())
         for c in aff.open_prefixes(w):  # tokens that run past a prefix's end

@@ -312,3 +312,13 @@ def test_a_free_strings_mask_is_computed_once_per_request() -> None:
     assert again is first and not first.flags.writeable
     assert planner.free_masks().stats.masks == 1 and planner.free_masks().stats.hits == 1
     assert set(first.tolist()) >= _completable_tokens(grown, planner.free_masks().tables)
+
+
+def test_the_foreign_tokens_of_a_set_of_characters_are_kept_with_the_tokenizers_tables() -> None:
+    spec = compile_spec(Order)
+    first, second = (Planner(Writer(spec), WORD_TOK) for _ in range(2))
+    chars = frozenset("ORD-")
+    kept = first.free_tables().foreign(chars)
+    assert second.free_tables().foreign(chars) is kept and not kept.flags.writeable
+    texts = first.free_tables().safe_text
+    assert kept.tolist() == [not set(t) & chars for t in texts]
