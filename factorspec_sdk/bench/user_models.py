@@ -314,11 +314,16 @@ def run(
     """One record of each model of the suite (``names``: these; None: all) on ``engine``.
 
     ``engine``: None, the scripted engine. ``warm_up``: decode one record of the first model
-    on another compiler first (imports, the engine's first call, the vocabulary's tables).
+    on another compiler first (imports, the engine's first call), and build the vocabulary's
+    tables (free strings', grammar values'), built once per tokenizer as a server builds
+    them before its first request; else the first record that writes a free string or a
+    grammar value would count them.
     """
     from factorspec_sdk.bench.models import suite
     from factorspec_sdk.client import Client
     from factorspec_sdk.graph import SpecCompiler
+    from factorspec_sdk.tokens.free import free_tables
+    from factorspec_sdk.tokens.grammar import grammar_tables
 
     cases = suite(names)
     eng = engine if engine is not None else scripted_engine()
@@ -326,6 +331,8 @@ def run(
         Client(eng, compiler=SpecCompiler()).generate(
             cases[0].model, cases[0].prompt, context=cases[0].context, max_tokens=MAX_TOKENS
         )
+        free_tables(eng.tokenizer)
+        grammar_tables(eng.tokenizer)
     client = Client(eng, compiler=SpecCompiler())  # each model's first compile is cold
     out = []
     for case in cases:

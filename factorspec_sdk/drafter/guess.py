@@ -18,35 +18,38 @@ __all__ = ["PromptLookupGuesser"]
 
 
 class PromptLookupGuesser:
-    """N-gram prompt lookup over the prompt and the record so far, restricted to a mask."""
+    """N-gram prompt lookup over the prompt and the record so far, restricted to a mask.
+
+    A mask may hold most of the vocabulary (a free string's): membership is read for the
+    tokens of the context alone (`numpy.isin`), never by making a set of the mask.
+    """
 
     def __init__(self, prompt: Sequence[int], max_ngram: int = 3) -> None:
         self.prompt = list(prompt)
         self.max_ngram = max_ngram
-        self._first_pos: dict[int, int] = {}
+        first_pos: dict[int, int] = {}
         for i, t in enumerate(self.prompt):
-            self._first_pos.setdefault(t, i)
+            first_pos.setdefault(t, i)
+        self._by_position = sorted((pos, t) for t, pos in first_pos.items())
+        """The prompt's tokens, each at its first position, in the order the prompt has them."""
 
     def guess(self, allowed: npt.NDArray[np.int64], record: Sequence[int]) -> int | None:
         """A token from ``allowed`` likely to come next after ``record``, or None."""
         if len(allowed) == 0:
             return None
-        allowed_set = set(allowed.tolist())
         context = self.prompt + list(record)
         n_ctx = len(context)
+        member = np.isin(np.asarray(context, dtype=np.int64), allowed).tolist()
         for n in range(min(self.max_ngram, n_ctx - 1), 0, -1):
             suffix = context[n_ctx - n :]
             first = suffix[0]
             for j in range(n_ctx - n - 1, -1, -1):
                 if context[j] != first or context[j : j + n] != suffix:
                     continue
-                nxt = context[j + n]
-                if nxt in allowed_set:
-                    return nxt
+                if member[j + n]:
+                    return context[j + n]
         used = set(record)
-        best: tuple[int, int] | None = None
-        for t in allowed_set:
-            pos = self._first_pos.get(t)
-            if pos is not None and t not in used and (best is None or pos < best[0]):
-                best = (pos, t)
-        return None if best is None else best[1]
+        for pos, t in self._by_position:  # the first the prompt mentions, not used yet
+            if member[pos] and t not in used:
+                return t
+        return None

@@ -125,9 +125,27 @@ class _Active:
 
 @dataclass(slots=True)
 class _Draft:
+    """A draft: its tokens, the cursor before each (and after the last), which are certain.
+
+    ``cursors`` lacks the cursor after the last token where that token, a guess or after
+    one, leads into a segment not planned yet (`Planner.advance_is_planned`): the segment is planned
+    only once the model takes the draft that far (`end`), never for a guess it rejects.
+    """
+
     tokens: list[int]
     cursors: list[Cursor]
     certain: list[bool]
+
+    @property
+    def unplanned(self) -> int | None:
+        """The last token, where the draft left the cursor after it (its segment unplanned)."""
+        return self.tokens[-1] if len(self.cursors) == len(self.tokens) else None
+
+    def end(self, planner: Planner) -> Cursor:
+        """The cursor after the draft's last token (planned here, if the draft left it)."""
+        if len(self.cursors) > len(self.tokens):
+            return self.cursors[len(self.tokens)]
+        return planner.advance(self.cursors[-1], self.tokens[-1])
 
     @property
     def lead(self) -> int:
@@ -328,7 +346,9 @@ class Decoder:
         if not active:
             return []
         prefetch = Prefetch(
-            pool, [(a.job.planner, d.cursors[-1]) for a, d in zip(active, drafts, strict=True)]
+            pool,
+            [(a.job.planner, d.cursors[-1]) for a, d in zip(active, drafts, strict=True)],
+            [d.unplanned for d in drafts],
         )
         if prefetch.pool_gone:  # the planning worker is gone: plan on this thread
             self._pool = None
@@ -423,6 +443,8 @@ class Decoder:
             else:
                 certain.append(True)
             tokens.append(t)
+            if guesses and not planner.advance_is_planned(cur, t):
+                break  # past a guess, a segment not planned: planned if the model goes there
             cur = planner.advance(cur, t)
             cursors.append(cur)
         return _Draft(tokens, cursors, certain)
@@ -473,7 +495,7 @@ class Decoder:
         a.policy.record(proposed, accepted_guesses)
         a.stats.guesses_proposed += proposed
         a.stats.guesses_accepted += accepted_guesses
-        end = d.cursors[len(d.tokens)]
+        end = d.end(planner)
         if isinstance(end, Finished):
             a.cursor = end
             return True

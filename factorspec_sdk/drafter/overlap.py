@@ -9,6 +9,10 @@ the one in progress, and counts that wait as planning on the critical path of ev
 of the step (each of them waited for it). A segment not planned by then is planned by the
 decoding thread itself, as critical planning too. Prefetching only fills the planner's
 caches, so what is decoded does not depend on how far it got.
+
+A draft that stops at a token whose segment is not planned yet (a guess, or a token after
+one: `factorspec_sdk.drafter.loop`) names that token (``first``): its segment is planned
+first, the one the decoding thread needs if the model takes the draft.
 """
 
 from __future__ import annotations
@@ -31,6 +35,8 @@ class Prefetch:
     Args:
         pool: the worker thread (None: no overlap, nothing is prefetched).
         work: each record's planner and the cursor whose next segments to plan.
+        first: per record of ``work``, a token at its cursor whose segment to plan before
+            the others (None: none).
 
     Attributes:
         pool_gone: the pool refused work (it was shut down); the caller drops it and plans
@@ -40,7 +46,10 @@ class Prefetch:
     """
 
     def __init__(
-        self, pool: ThreadPoolExecutor | None, work: Sequence[tuple[Planner, Cursor]]
+        self,
+        pool: ThreadPoolExecutor | None,
+        work: Sequence[tuple[Planner, Cursor]],
+        first: Sequence[int | None] | None = None,
     ) -> None:
         self.stop = threading.Event()
         self.futures: list[Future[None]] = []
@@ -51,13 +60,16 @@ class Prefetch:
             return
         try:
             for i, (planner, cursor) in enumerate(work):
-                self.futures.append(pool.submit(self._prefetch, i, planner, cursor))
+                token = None if first is None else first[i]
+                self.futures.append(pool.submit(self._prefetch, i, planner, cursor, token))
         except RuntimeError:  # the pool was shut down
             self.pool_gone = True
 
-    def _prefetch(self, i: int, planner: Planner, cursor: Cursor) -> None:
+    def _prefetch(self, i: int, planner: Planner, cursor: Cursor, first: int | None) -> None:
         t0 = time.perf_counter()
         try:
+            if first is not None and not self.stop.is_set():
+                planner.advance(cursor, first, critical=False)
             planner.prefetch(cursor, 1, self.stop)
         finally:
             self.background[i] += time.perf_counter() - t0

@@ -40,7 +40,7 @@ from factorspec_sdk.writer.escapes import ESCAPE_CLASSES, class_of, decode
 if TYPE_CHECKING:
     from factorspec_sdk.writer.state import FreeString
 
-__all__ = ["EscapeMoves", "FreeMasks", "FreeTables", "free_tables"]
+__all__ = ["EscapeMoves", "FreeMaskStats", "FreeMasks", "FreeTables", "free_tables"]
 
 _SPELLING = frozenset('\\u0123456789abcdefABCDEF"/bfnrt')
 """The characters escapes are spelled with: each needs a token of its own for escapes."""
@@ -100,10 +100,22 @@ class FreeTables:
     finish: tuple[int, ...]
     finishers: tuple[tuple[int, ...], ...]
     _moves: dict[int, EscapeMoves] = field(default_factory=dict, compare=False, repr=False)
+    _foreign: dict[frozenset[str], npt.NDArray[np.bool_]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     def foreign(self, chars: frozenset[str]) -> npt.NDArray[np.bool_]:
-        """Per plain token: whether none of its characters is in ``chars``."""
-        return np.asarray([not (set(t) & chars) for t in self.safe_text], dtype=bool)
+        """Per plain token: whether none of its characters is in ``chars`` (read-only).
+
+        Built on first use per set of characters, then kept with the tokenizer's tables
+        (every request of a spec asks the same sets: its strings' affix constants).
+        """
+        hit = self._foreign.get(chars)
+        if hit is None:
+            hit = np.asarray([not (set(t) & chars) for t in self.safe_text], dtype=bool)
+            hit.flags.writeable = False
+            self._foreign[chars] = hit
+        return hit
 
     def ids_of(self, texts: Iterable[str]) -> TokenIds:
         """The plain tokens whose text is one of ``texts``."""
@@ -261,8 +273,28 @@ def _escape_moves(tables: FreeTables, k: int) -> EscapeMoves:
     )
 
 
+@dataclass(slots=True)
+class FreeMaskStats:
+    """What one request's free-string masks cost, as counts.
+
+    Attributes:
+        masks: masks computed (each free string once: the drafter and the verifier ask
+            the same cursor again, and a rejected draft's cursors come back).
+        hits: masks asked again and answered from the request's cache.
+        checked: plain tokens of strings with affixes checked one by one
+            (`FreeString.completable`); the rest are decided as arrays.
+    """
+
+    masks: int = 0
+    hits: int = 0
+    checked: int = 0
+
+
 class FreeMasks:
-    """The masks of one request's free strings (the foreign-token arrays it keeps).
+    """The masks of one request's free strings.
+
+    A free string's mask depends on the string alone (its state, what is written, the
+    escape under way), so each is computed once per request and kept.
 
     Args:
         tables: the tokenizer's `FreeTables`.
@@ -270,19 +302,35 @@ class FreeMasks:
 
     def __init__(self, tables: FreeTables) -> None:
         self.tables = tables
-        self._foreign: dict[frozenset[str], npt.NDArray[np.bool_]] = {}
+        self.stats = FreeMaskStats()
+        self._masks: dict[FreeString, TokenIds] = {}
 
     def allowed(self, free: FreeString) -> TokenIds:
-        """The tokens allowed inside ``free``: each leaves a string that can still close."""
+        """The tokens allowed inside ``free``: each leaves a string that can still close.
+
+        The array is the request's cached one: read-only.
+        """
+        hit = self._masks.get(free)
+        if hit is not None:
+            self.stats.hits += 1
+            return hit
+        mask = self._mask(free)
+        mask.flags.writeable = False
+        self._masks[free] = mask
+        self.stats.masks += 1
+        return mask
+
+    def _mask(self, free: FreeString) -> TokenIds:
         parts: list[TokenIds] = []
         if not free.escape:
             parts.extend(self._plain_allowed(free))
         parts.append(self._escape_allowed(free))
-        if free.texts is not None:  # the parts of `_texts_allowed` may overlap
-            return np.unique(np.concatenate(parts))
-        # a token is plain, a plain closer or an escape move: the parts are disjoint, and
-        # sorting them is enough (np.unique's hashing took ~6 ms of the vocabulary per step)
-        return np.sort(np.concatenate(parts), kind="stable")
+        # the parts may overlap (`_texts_allowed`'s): marked in a table of the vocabulary,
+        # read back in order (np.unique's hashing took ~6-10 ms of the vocabulary a mask)
+        marked = np.zeros(len(self.tables.texts), dtype=bool)
+        for part in parts:
+            marked[part] = True
+        return np.flatnonzero(marked).astype(np.int64)
 
     def _plain_allowed(self, free: FreeString) -> list[TokenIds]:
         """Plain tokens and plain closers, between characters."""
@@ -346,21 +394,20 @@ class FreeMasks:
     def _affix_allowed(self, free: FreeString) -> TokenIds:
         """Plain tokens of a string read with ``startswith``/``endswith``, each completable.
 
-        See `factorspec_sdk.writer.affixes`. By token length: a token of characters no
-        constant (nor named text) has completes as ``X`` itself; any other token that runs
-        along no constant completes with one more such character; the tokens along a
-        constant, and the rest where that is not enough, are checked one by one.
+        See `factorspec_sdk.writer.affixes`. By token length: a token of characters no affix
+        constant has completes as ``X`` itself; any other token that runs along no constant
+        completes with one more such character; the tokens along a constant or a named text,
+        and the rest where that is not enough, are checked one by one. (A named text's
+        characters do not count against ``X``: a text that extends what is written plus a
+        token along no named text is no named text.)
         """
         tables = self.tables
         texts = free.texts
         assert texts is not None and texts.affixes is not None
         aff = texts.affixes
         w, n = free.written, len(free.written)
-        chars = texts.constant_chars()
-        foreign = self._foreign.get(chars)
-        if foreign is None:
-            foreign = tables.foreign(chars)
-            self._foreign[chars] = foreign
+        chars = aff.constant_chars()
+        foreign = tables.foreign(chars)
         toward = [*aff.open_prefixes(w), *aff.tight(w), *texts.named_from(w)]
         special = set(tables.toward(toward, n).tolist())
         for c in aff.open_prefixes(w):  # tokens that run past a prefix's end
@@ -387,11 +434,11 @@ class FreeMasks:
         # a token along no constant keeps the prefixes of `head`: with no feasible profile of
         # those, only the tokens along a constant can complete
         todo = ~ok if texts.other and aff.head_feasible(head) else in_special
+        todo &= tables.safe_chars <= aff.hi - n  # a longer token overruns every text
         index = np.flatnonzero(todo).tolist()
+        self.stats.checked += len(index)
         checked = [
-            int(tables.safe_ids[i])
-            for i in index
-            if n + int(tables.safe_chars[i]) <= aff.hi and free.completable(w + tables.safe_text[i])
+            int(tables.safe_ids[i]) for i in index if free.completable(w + tables.safe_text[i])
         ]
         return np.concatenate([tables.safe_ids[ok], np.asarray(checked, dtype=np.int64)])
 

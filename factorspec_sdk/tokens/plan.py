@@ -214,6 +214,28 @@ class Planner:
             return self._grammar_advance(cursor, token, critical=critical)
         raise ValueError("the record is finished; no token can follow")
 
+    def advance_is_planned(self, cursor: Cursor, token: int) -> bool:
+        """Whether `advance` from ``cursor`` by ``token`` plans no segment (asks no oracle).
+
+        True where the cursor after ``token`` is inside the same segment, or its segment is
+        planned already; False where advancing would plan one first. (A grammar segment's
+        end is taken as planned: its exit is planned with the segment's first step.)
+        """
+        if isinstance(cursor, TrieNode):
+            child = cursor.children.get(token)
+            term = None if child is None else child.terminal
+            if term is None or isinstance(term, FreeCursor | GrammarCursor | Finished):
+                return True
+            if isinstance(term, Owed):
+                return (term.state, "", term.text) in self._plans
+            state, skip = term
+            return (state, skip, "") in self._plans
+        if isinstance(cursor, FreeCursor):
+            text = self.tok.vocab[token].decode("utf-8")
+            grown, rest = self.writer.read_free(cursor.free, text)
+            return rest is None or (self.writer.close_free(grown), rest, "") in self._plans
+        return True
+
     def prefetch(self, cursor: Cursor, depth: int = 1, stop: threading.Event | None = None) -> None:
         """Plan the segments reachable from ``cursor`` through up to ``depth`` choices.
 

@@ -85,6 +85,14 @@ class Affixes:
         """The constant suffixes and the empty one, shortest first."""
         return ["", *sorted({c for _, m, c in self.variables if m == "endswith"}, key=len)]
 
+    def constant_chars(self) -> frozenset[str]:
+        """The characters of the affix constants.
+
+        A text written on with characters outside them keeps the affixes it has: its
+        profile is its ends' (`open_profile`).
+        """
+        return frozenset("".join(c for _, _, c in self.variables))
+
     def profile(self, text: str) -> Profile:
         """The affixes of ``text``."""
         return profile(text, self.affixes)

@@ -86,8 +86,8 @@ class StringTexts:
         A character outside them makes a text no relation names, with no affix beyond
         those of its ends.
         """
-        affixes = "" if self.affixes is None else "".join(c for _, _, c in self.affixes.variables)
-        return frozenset("".join(self.feasible | self.banned) + affixes)
+        affixes = frozenset() if self.affixes is None else self.affixes.constant_chars()
+        return frozenset("".join(self.feasible | self.banned)) | affixes
 
     def extending(self, written: str) -> list[str]:
         """The feasible named texts that start with ``written``, shortest first."""

@@ -56,3 +56,16 @@ def test_an_unknown_model_is_a_usage_error() -> None:
     result = runner.invoke(app, ["bench", "models", "--models", "tickets"])
     assert result.exit_code == 2
     assert "no model 'tickets' in the suite" in result.output
+
+
+def test_the_warm_up_builds_the_vocabularys_tables_before_the_first_record() -> None:
+    from factorspec_sdk.tokens.free import free_tables
+
+    free_tables.cache_clear()
+    engine = scripted_engine("tiny")
+    (r,) = run(["hotel_stays"], engine, warm_up=True)  # writes no free string itself
+    assert r.golden
+    assert free_tables.cache_info().currsize == 1  # built once, before the record
+    hits = free_tables.cache_info().hits
+    free_tables(engine.tokenizer)
+    assert free_tables.cache_info().hits == hits + 1

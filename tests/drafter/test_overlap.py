@@ -106,3 +106,27 @@ def test_no_pool_prefetches_nothing_and_a_closed_pool_is_reported() -> None:
     pool.shutdown()
     gone = Prefetch(pool, [(planner, planner.start())])
     assert gone.pool_gone and gone.finish() == 0.0
+
+
+class NoSiblings(Planner):
+    """Prefetches no option of a choice (only what `Prefetch` plans before them)."""
+
+    def prefetch(self, cursor: Cursor, depth: int = 1, stop: threading.Event | None = None) -> None:
+        return None
+
+
+def test_the_token_a_draft_left_unplanned_is_planned_first_off_the_critical_path() -> None:
+    planner = NoSiblings(Writer(compile_spec(Trip, TRIP_CONTEXT)), TOK)
+    node = choice(planner)
+    while not any(c.terminal is not None for c in node.children.values()):
+        node = node.children[int(node.ids[0])]
+    token = next(t for t, c in node.children.items() if c.terminal is not None)
+    assert not planner.advance_is_planned(node, token)
+    critical = planner.stats.critical_segments
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        prefetch = Prefetch(pool, [(planner, node)], [token])
+        for f in prefetch.futures:
+            f.result()
+        prefetch.finish()
+    assert planner.advance_is_planned(node, token)
+    assert planner.stats.critical_segments == critical

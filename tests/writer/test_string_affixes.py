@@ -24,9 +24,11 @@ from factorspec_sdk import relation
 from factorspec_sdk.drafter.segments import _free_regex
 from factorspec_sdk.graph import compile_spec
 from factorspec_sdk.ir import check_record, spec_from_ir, to_ir
+from factorspec_sdk.tokens.free import FreeTables
 from factorspec_sdk.tokens.plan import FreeCursor, Planner
+from factorspec_sdk.tokens.vocab import TokenizerInfo
 from factorspec_sdk.writer.automaton import FreeString, Writer
-from tests.helpers import random_record, tiny_tokenizer
+from tests.helpers import CHARS, MULTI, random_record, tiny_tokenizer
 from tests.relations.helpers import refused
 from tests.relations.test_differential import assert_agree
 from tests.writer.test_string_texts import _choice_after, _closes
@@ -249,3 +251,74 @@ def test_the_relation_ir_carries_affix_variables() -> None:
             else:
                 with pytest.raises(Exception, match=r"relations|schema"):
                     check_record(back, text)
+
+
+class Order(BaseModel):
+    """A prefix, and named texts (their characters are common letters) the code may not be."""
+
+    code: str = Field(max_length=10)
+
+    @relation
+    def rules(self) -> bool:
+        return self.code.startswith("ORD-") and self.code not in ("ORD-refund", "ORD-missing")
+
+
+WORDS = ["".join(p) for p in itertools.product("adefgimnorsu", repeat=2)]
+WORDS += ["refund", "missing", "ref", "und", "miss", "ing", "order", "item", "jar", "party"]
+WORDS += ["20", "204", "518", "ORD", "RD-", "-r", "D-", "O-", "sRD", "ORD-r"]
+WORD_TOK = TokenizerInfo.tiny(sorted({*CHARS, *MULTI, *WORDS}))
+
+
+def _completable_tokens(free: FreeString, tables: FreeTables) -> set[int]:
+    """Brute force: the plain tokens after which the string can still close."""
+    hi = free.max_length
+    assert hi is not None
+    return {
+        tid
+        for tid, text in zip(tables.safe_ids.tolist(), tables.safe_text, strict=True)
+        if len(free.written + text) <= hi and free.completable(free.written + text)
+    }
+
+
+def test_affix_masks_check_only_the_tokens_along_a_constant_or_a_named_text() -> None:
+    planner = Planner(Writer(compile_spec(Order)), WORD_TOK)
+    free = _choice_after(planner.writer, {}, "code")
+    assert isinstance(free, FreeString)
+    masks = planner.free_masks()
+    tables = masks.tables
+    along = {  # tokens with a character of the prefix, or toward a named text
+        tid
+        for tid, text in zip(tables.safe_ids.tolist(), tables.safe_text, strict=True)
+        if set(text) & set("ORD-")
+        or any(n.startswith(text, 4) for n in ("ORD-refund", "ORD-missing"))
+    }
+    for written in ["", "O", "ORD", "ORD-", "ORD-r", "ORD-ref", "ORD-refun", "ORD-2", "ORD-20mi"]:
+        grown = planner.writer.extend_free(free, written) if written else free
+        checked = masks.stats.checked
+        plain = set(planner.allowed(FreeCursor(grown)).tolist()) & set(tables.safe_ids.tolist())
+        assert plain == _completable_tokens(grown, tables), written
+        # the letters of the named texts do not send every word to the one-by-one check
+        assert masks.stats.checked - checked <= len(along), written
+    assert masks.stats.masks == 9 and masks.stats.hits == 0
+
+
+def test_a_free_strings_mask_is_computed_once_per_request() -> None:
+    planner = Planner(Writer(compile_spec(Order)), WORD_TOK)
+    free = _choice_after(planner.writer, {}, "code")
+    assert isinstance(free, FreeString)
+    grown = planner.writer.extend_free(free, "ORD-2")
+    first = planner.allowed(FreeCursor(grown))
+    again = planner.allowed(FreeCursor(planner.writer.extend_free(free, "ORD-2")))
+    assert again is first and not first.flags.writeable
+    assert planner.free_masks().stats.masks == 1 and planner.free_masks().stats.hits == 1
+    assert set(first.tolist()) >= _completable_tokens(grown, planner.free_masks().tables)
+
+
+def test_the_foreign_tokens_of_a_set_of_characters_are_kept_with_the_tokenizers_tables() -> None:
+    spec = compile_spec(Order)
+    first, second = (Planner(Writer(spec), WORD_TOK) for _ in range(2))
+    chars = frozenset("ORD-")
+    kept = first.free_tables().foreign(chars)
+    assert second.free_tables().foreign(chars) is kept and not kept.flags.writeable
+    texts = first.free_tables().safe_text
+    assert kept.tolist() == [not set(t) & chars for t in texts]
