@@ -7,7 +7,7 @@ found so far kept as witnesses (`ComponentSolver.witness`), and the backbones le
 earlier facts determine, `ComponentSolver.forced`). `fact_value` and `fact_literal` turn a
 fact into the value or the Z3 literal it gives its variable's term.
 
-A component's solver starts with `TUNED_PARAMS` (faster checks on linear arithmetic); the
+A linear component's solver starts with `TUNED_PARAMS` (faster checks); the
 first check it does not decide within `TUNED_BUDGET_MS` moves the component's facts and the
 running query's scopes into a solver with Z3's defaults, which later checks use warm.
 """
@@ -46,10 +46,12 @@ WITNESSES = 16
 TUNED_PARAMS: dict[str, int] = {"arith.solver": 2}
 """Parameters of a component's first solver (`ComponentSolver.tuned`): Z3's older simplex
 arithmetic solver, several times faster per check on the linear integer constraints of
-clock times (a roster's quarter hours and shift lengths). Where one of its checks runs
-past `TUNED_BUDGET_MS` (it met one on the meeting plan and on the Decimal invoice of the
-user-models suite), the component falls back to Z3's defaults for good. Either way each
-answer is the solver's own, sat with a model or unsat."""
+clock times (a roster's quarter hours and shift lengths), and slower on products of
+variables (an invoice line's ``quantity * unit_price``): a component whose constraints are
+not linear (`Component.linear`) starts with Z3's defaults. Where one of its checks runs past
+`TUNED_BUDGET_MS` (the meeting plan of the user-models suite met one), the component falls
+back to Z3's defaults for good. Either way each answer is the solver's own, sat with a
+model or unsat."""
 
 TUNED_BUDGET_MS = 100
 """The tuned solver's share of a check before it restarts fresh (`z3check.check`'s
@@ -74,7 +76,8 @@ class ComponentSolver:
         self.stale = False
         """A check restarted away from the solver: replace it at the next `sync`."""
         self.tuned = True
-        """The solver runs with `TUNED_PARAMS`; the first check it does not decide within
+        """The solver runs with `TUNED_PARAMS` (where the component is linear: settled when
+        the solver is built); the first check it does not decide within
         `TUNED_BUDGET_MS` turns this off for good: its assertions and scopes move into a
         solver with Z3's defaults (`_untune`), which the next check uses warm."""
         with spec.context_lock:  # translate reads the spec's context
@@ -112,11 +115,15 @@ class ComponentSolver:
         if self._solver is None:
             spec = self.spec
             solver = z3.SimpleSolver(ctx=self.ctx)
-            if self.tuned:
-                for name, value in TUNED_PARAMS.items():
-                    solver.set(name, value)
             with spec.context_lock:  # translate reads the spec's context
-                assert_all(solver, spec.component(self.index).constraints)
+                comp = spec.component(self.index)
+                if self.tuned and comp.linear is None:
+                    comp.linear = _linear(comp.constraints)
+                self.tuned = self.tuned and bool(comp.linear)
+                if self.tuned:
+                    for name, value in TUNED_PARAMS.items():
+                        solver.set(name, value)
+                assert_all(solver, comp.constraints)
             self._solver = solver
         return self._solver
 
@@ -258,9 +265,10 @@ class ComponentSolver:
             OracleError: undecided within the spec's ``solver_timeout_ms``.
         """
         self.stats.solver_checks += 1
+        solver = self.solver  # built first: it settles `tuned`
         budget = TUNED_BUDGET_MS if self.tuned else z3check.FIRST_BUDGET_MS
         out = z3check.check(
-            self.solver, self.spec.solver_timeout_ms, warm=not self.stale, first_budget_ms=budget
+            solver, self.spec.solver_timeout_ms, warm=not self.stale, first_budget_ms=budget
         )
         if out.restarts:
             self.stats.restarts += out.restarts
@@ -291,6 +299,16 @@ class ComponentSolver:
     def decode_node(self, tb: TermBuilder, var: str, node: Node) -> Value:
         """`decode` for a raw value node of ``tb`` (`TermBuilder.eval`)."""
         return self.value(var, tb.value(node, boolean=self.spec.record(var).kind in BOOL_KINDS))
+
+
+def _linear(constraints: Sequence[z3.BoolRef]) -> bool:
+    """Whether ``constraints`` are linear integer arithmetic (Z3's ``is-lia`` probe)."""
+    if not constraints:
+        return True
+    ctx = constraints[0].ctx
+    goal = z3.Goal(ctx=ctx)
+    goal.add(*constraints)
+    return bool(z3.Probe("is-lia", ctx=ctx)(goal))
 
 
 def fact_value(spec: CompiledSpec, fact: Fact) -> int | bool | None:

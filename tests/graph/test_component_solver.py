@@ -30,6 +30,16 @@ class Line(BaseModel):
     amount: int = Field(ge=1, le=400)
 
     @relation
+    def amount_is_sum(self) -> bool:
+        return self.amount == 6 * self.quantity + self.price
+
+
+class Product(BaseModel):
+    quantity: int = Field(ge=1, le=20)
+    price: int = Field(ge=1, le=20)
+    amount: int = Field(ge=1, le=400)
+
+    @relation
     def amount_is_product(self) -> bool:
         return self.amount == self.quantity * self.price
 
@@ -99,14 +109,14 @@ def test_a_stuck_tuned_check_moves_the_query_into_a_warm_default_solver() -> Non
     plain, oracle = _untuned(spec), spec.new_oracle()
     index = spec.component_of("amount")
     s = oracle._solver(index)
-    assert s.tuned
+    assert s.solver is not None and s.tuned
     stuck = StuckAt(ctx=s.ctx)
     stuck.add(*s.solver.assertions())
     stuck.stuck_at = 6  # inside the enumeration: five values blocked in its own scope
     s._solver = stuck
     facts: tuple[Fact, ...] = (("quantity", 6),)
     want = plain.feasible_values(facts, "amount", limit=64)
-    assert want == [6 * p for p in range(1, 21)]
+    assert want == [36 + p for p in range(1, 21)]
     assert oracle.feasible_values(facts, "amount", limit=64) == want
     # one restart, then the rest of the query ran warm on the default solver that took the
     # tuned one's place at once, with the facts and the values blocked so far: no value
@@ -118,9 +128,20 @@ def test_a_stuck_tuned_check_moves_the_query_into_a_warm_default_solver() -> Non
     # later queries pop and push on it as on any solver
     for facts, var in [
         ((("quantity", 7), ("price", 3)), "amount"),
-        ((("amount", 36),), "price"),
+        ((("amount", 50),), "price"),
         ((("quantity", 6),), "price"),
     ]:
         assert oracle.feasible_values(facts, var) == plain.feasible_values(facts, var)
     assert not oracle.feasible((("quantity", 7), ("amount", 22)))
     assert oracle.stats.restarts == 1
+
+
+def test_a_component_with_products_of_variables_starts_untuned() -> None:
+    spec = compile_spec(Product)
+    oracle = spec.new_oracle()
+    s = oracle._solver(spec.component_of("amount"))
+    assert oracle.feasible_values((("quantity", 6),), "amount") == [6 * p for p in range(1, 21)]
+    assert not s.tuned and spec.component(s.index).linear is False
+    linear = compile_spec(Line)
+    t = linear.new_oracle()._solver(linear.component_of("amount"))
+    assert t.solver is not None and t.tuned and linear.component(t.index).linear
