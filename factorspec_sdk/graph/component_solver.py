@@ -6,6 +6,10 @@ one scope each (`ComponentSolver.sync` pops back to the longest common prefix), 
 found so far kept as witnesses (`ComponentSolver.witness`), and the backbones learned (what
 earlier facts determine, `ComponentSolver.forced`). `fact_value` and `fact_literal` turn a
 fact into the value or the Z3 literal it gives its variable's term.
+
+A linear component's solver starts with `TUNED_PARAMS` (faster checks); the
+first check it does not decide within `TUNED_BUDGET_MS` moves the component's facts and the
+running query's scopes into a solver with Z3's defaults, which later checks use warm.
 """
 
 from __future__ import annotations
@@ -26,11 +30,33 @@ if TYPE_CHECKING:
     from factorspec_sdk.graph.compiled import CompiledSpec
     from factorspec_sdk.graph.oracle import Oracle
 
-__all__ = ["WITNESSES", "ComponentSolver", "fact_literal", "fact_value"]
+__all__ = [
+    "TUNED_BUDGET_MS",
+    "TUNED_PARAMS",
+    "WITNESSES",
+    "ComponentSolver",
+    "fact_literal",
+    "fact_value",
+]
 
 
 WITNESSES = 16
 """Models kept per component solver as witnesses for later queries (the most recent)."""
+
+TUNED_PARAMS: dict[str, int] = {"arith.solver": 2}
+"""Parameters of a component's first solver (`ComponentSolver.tuned`): Z3's older simplex
+arithmetic solver, several times faster per check on the linear integer constraints of
+clock times (a roster's quarter hours and shift lengths), and slower on products of
+variables (an invoice line's ``quantity * unit_price``): a component whose constraints are
+not linear (`Component.linear`) starts with Z3's defaults. Where one of its checks runs past
+`TUNED_BUDGET_MS` (the meeting plan of the user-models suite met one), the component falls
+back to Z3's defaults for good. Either way each answer is the solver's own, sat with a
+model or unsat."""
+
+TUNED_BUDGET_MS = 100
+"""The tuned solver's share of a check before it restarts fresh (`z3check.check`'s
+``first_budget_ms``): a healthy check of it takes a few ms, and one that gets stuck costs its
+component this much once, not `z3check.FIRST_BUDGET_MS`."""
 
 
 class ComponentSolver:
@@ -49,6 +75,11 @@ class ComponentSolver:
         self._solver: z3.Solver | None = None
         self.stale = False
         """A check restarted away from the solver: replace it at the next `sync`."""
+        self.tuned = True
+        """The solver runs with `TUNED_PARAMS` (where the component is linear: settled when
+        the solver is built); the first check it does not decide within
+        `TUNED_BUDGET_MS` turns this off for good: its assertions and scopes move into a
+        solver with Z3's defaults (`_untune`), which the next check uses warm."""
         with spec.context_lock:  # translate reads the spec's context
             known = [] if comp.witness is None else [comp.witness, *comp.models]
             first = [m.translate(self.ctx) for m in known]
@@ -85,9 +116,39 @@ class ComponentSolver:
             spec = self.spec
             solver = z3.SimpleSolver(ctx=self.ctx)
             with spec.context_lock:  # translate reads the spec's context
-                assert_all(solver, spec.component(self.index).constraints)
+                comp = spec.component(self.index)
+                if self.tuned and comp.linear is None:
+                    comp.linear = _linear(comp.constraints)
+                self.tuned = self.tuned and bool(comp.linear)
+                if self.tuned:
+                    for name, value in TUNED_PARAMS.items():
+                        solver.set(name, value)
+                assert_all(solver, comp.constraints)
             self._solver = solver
         return self._solver
+
+    def _untune(self) -> None:
+        """Rebuild the tuned solver's state, scope by scope, in one with Z3's defaults.
+
+        Its constraints and one scope per pushed fact are built again from their sources;
+        the scopes the running query pushed past those (`Oracle` adds to a scope of its own
+        only) get everything the tuned solver holds now, in the first of them, so that
+        popping them gives back the facts' state as before.
+        """
+        old = self.solver
+        extra = old.num_scopes() - len(self.pushed)
+        held = old.assertions() if extra > 0 else None
+        new = z3.SimpleSolver(ctx=self.ctx)
+        with self.spec.context_lock:  # translate reads the spec's context
+            assert_all(new, self.spec.component(self.index).constraints)
+        for fact in self.pushed:
+            new.push()
+            new.add(self.literal(fact))
+        for k in range(extra):
+            new.push()
+            if k == 0 and held is not None:
+                new.add(held)
+        self._solver = new
 
     def exists(self, var: str) -> z3.BoolRef:
         """Whether ``var``'s item exists, in this solver's context."""
@@ -204,10 +265,18 @@ class ComponentSolver:
             OracleError: undecided within the spec's ``solver_timeout_ms``.
         """
         self.stats.solver_checks += 1
-        out = z3check.check(self.solver, self.spec.solver_timeout_ms, warm=not self.stale)
+        solver = self.solver  # built first: it settles `tuned`
+        budget = TUNED_BUDGET_MS if self.tuned else z3check.FIRST_BUDGET_MS
+        out = z3check.check(
+            solver, self.spec.solver_timeout_ms, warm=not self.stale, first_budget_ms=budget
+        )
         if out.restarts:
             self.stats.restarts += out.restarts
-            self.stale = True
+            if self.tuned:  # the same state in Z3's default solver, warm from the next check
+                self.tuned = False
+                self._untune()
+            else:
+                self.stale = True
         if out.result == z3.unknown:
             raise OracleError(f"the solver could not decide a query: {out.reason}")
         return out.model
@@ -230,6 +299,16 @@ class ComponentSolver:
     def decode_node(self, tb: TermBuilder, var: str, node: Node) -> Value:
         """`decode` for a raw value node of ``tb`` (`TermBuilder.eval`)."""
         return self.value(var, tb.value(node, boolean=self.spec.record(var).kind in BOOL_KINDS))
+
+
+def _linear(constraints: Sequence[z3.BoolRef]) -> bool:
+    """Whether ``constraints`` are linear integer arithmetic (Z3's ``is-lia`` probe)."""
+    if not constraints:
+        return True
+    ctx = constraints[0].ctx
+    goal = z3.Goal(ctx=ctx)
+    goal.add(*constraints)
+    return bool(z3.Probe("is-lia", ctx=ctx)(goal))
 
 
 def fact_value(spec: CompiledSpec, fact: Fact) -> int | bool | None:

@@ -1,0 +1,147 @@
+"""A component's tuned first solver (`component_solver.TUNED_PARAMS`) and its fallback.
+
+The tuned solver must answer what Z3's default one answers (the oracle stays exact), must
+stay in use where it decides every check (or the speed-up is silently gone), and a check it
+gets stuck on must move the component, facts and running query included, into a default
+solver that the next check uses warm.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import z3
+from pydantic import BaseModel, Field
+
+from examples.invoice import SAMPLE_CONTEXT, Invoice
+from factorspec_sdk import relation
+from factorspec_sdk.bench.models import shifts
+from factorspec_sdk.bench.solver_tail import random_facts
+from factorspec_sdk.graph import compile_spec, component_solver
+from factorspec_sdk.graph.compiled import CompiledSpec, Fact
+from factorspec_sdk.graph.component_solver import TUNED_PARAMS
+from factorspec_sdk.graph.oracle import Oracle
+
+
+class Line(BaseModel):
+    quantity: int = Field(ge=1, le=20)
+    price: int = Field(ge=1, le=20)
+    amount: int = Field(ge=1, le=400)
+
+    @relation
+    def amount_is_sum(self) -> bool:
+        return self.amount == 6 * self.quantity + self.price
+
+
+class Product(BaseModel):
+    quantity: int = Field(ge=1, le=20)
+    price: int = Field(ge=1, le=20)
+    amount: int = Field(ge=1, le=400)
+
+    @relation
+    def amount_is_product(self) -> bool:
+        return self.amount == self.quantity * self.price
+
+
+class StuckAt(z3.Solver):
+    """A real solver whose ``stuck_at``-th check runs out of its time (the tuned one)."""
+
+    checks = 0
+    stuck_at = 0
+
+    def check(self, *assumptions: z3.ExprRef) -> z3.CheckSatResult:
+        self.checks += 1
+        if self.checks == self.stuck_at:
+            return z3.unknown
+        return super().check(*assumptions)
+
+    def reason_unknown(self) -> str:
+        return "timeout"
+
+
+def _untuned(spec: CompiledSpec) -> Oracle:
+    """An oracle whose components use Z3's default solver from the start."""
+    oracle = spec.new_oracle()
+    for i in range(len(spec.components)):
+        oracle._solver(i).tuned = False
+    return oracle
+
+
+def _queries(spec: CompiledSpec, n: int, seed: int) -> list[tuple[tuple[Fact, ...], str]]:
+    rng = random.Random(seed)
+    names = sorted(spec.variables)
+    return [(tuple(random_facts(spec, rng)), rng.choice(names)) for _ in range(n)]
+
+
+def test_the_tuned_solver_answers_as_the_default_one_and_stays_in_use(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert TUNED_PARAMS  # the tuning is on
+    # a check that a loaded machine slows past the budget falls back too: only one the
+    # tuned solver cannot decide may here
+    monkeypatch.setattr(component_solver, "TUNED_BUDGET_MS", 60_000)
+    roster = compile_spec(shifts.Roster, shifts.CONTEXT)
+    invoice = compile_spec(Invoice, SAMPLE_CONTEXT)
+    for spec, n in ((roster, 24), (invoice, 12)):
+        tuned, plain = spec.new_oracle(), _untuned(spec)
+        for facts, var in _queries(spec, n, seed=5):
+            want = plain.feasible_values(facts, var, limit=64)
+            assert tuned.feasible_values(facts, var, limit=64) == want, (facts, var)
+        assert tuned.stats.solver_checks > 0
+    # the roster's checks are the ones the tuning speeds up: none of them fell back
+    oracle = roster.new_oracle()
+    golden = [
+        ("len(shifts)", 3),
+        ("shifts[0].employee", shifts.GOLDEN.shifts[0].employee),
+        ("shifts[0].role", shifts.GOLDEN.shifts[0].role),
+    ]
+    for k in range(len(golden) + 1):
+        for var in ("shifts[0].start", "shifts[0].end", "shifts[1].start"):
+            assert oracle.feasible_values(tuple(golden[:k]), var, limit=64)
+    assert oracle.stats.solver_checks > 0 and oracle.stats.restarts == 0
+    used = [s for s in oracle._solvers.values() if s._solver is not None]
+    assert used and all(s.tuned for s in used)
+
+
+def test_a_stuck_tuned_check_moves_the_query_into_a_warm_default_solver() -> None:
+    spec = compile_spec(Line)
+    plain, oracle = _untuned(spec), spec.new_oracle()
+    index = spec.component_of("amount")
+    s = oracle._solver(index)
+    assert s.solver is not None and s.tuned
+    stuck = StuckAt(ctx=s.ctx)
+    stuck.add(*s.solver.assertions())
+    stuck.stuck_at = 6  # inside the enumeration: five values blocked in its own scope
+    s._solver = stuck
+    facts: tuple[Fact, ...] = (("quantity", 6),)
+    want = plain.feasible_values(facts, "amount", limit=64)
+    assert want == [36 + p for p in range(1, 21)]
+    assert oracle.feasible_values(facts, "amount", limit=64) == want
+    # one restart, then the rest of the query ran warm on the default solver that took the
+    # tuned one's place at once, with the facts and the values blocked so far: no value
+    # found twice, so no check more than the default oracle's
+    assert stuck.checks == 6 and oracle.stats.restarts == 1
+    assert not s.tuned and s._solver is not stuck
+    assert oracle.stats.solver_checks == plain.stats.solver_checks
+    assert s.solver.num_scopes() == len(s.pushed) == 1  # the query's scope popped
+    # later queries pop and push on it as on any solver
+    for facts, var in [
+        ((("quantity", 7), ("price", 3)), "amount"),
+        ((("amount", 50),), "price"),
+        ((("quantity", 6),), "price"),
+    ]:
+        assert oracle.feasible_values(facts, var) == plain.feasible_values(facts, var)
+    assert not oracle.feasible((("quantity", 7), ("amount", 22)))
+    assert oracle.stats.restarts == 1
+
+
+def test_a_component_with_products_of_variables_starts_untuned() -> None:
+    spec = compile_spec(Product)
+    oracle = spec.new_oracle()
+    s = oracle._solver(spec.component_of("amount"))
+    assert oracle.feasible_values((("quantity", 6),), "amount") == [6 * p for p in range(1, 21)]
+    assert not s.tuned and spec.component(s.index).linear is False
+    linear = compile_spec(Line)
+    t = linear.new_oracle()._solver(linear.component_of("amount"))
+    assert t.solver is not None and t.tuned and linear.component(t.index).linear
