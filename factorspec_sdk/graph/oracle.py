@@ -243,6 +243,10 @@ class Oracle:
         hit, val = self._cached(key)
         if hit:
             return cast("list[Value] | None", val)
+        seen = self._seen(index, facts, var)
+        if seen is not None and len(seen) > limit:  # more than ``limit`` found already
+            self._store(key, None)
+            return None
         result: list[Value] | None
         s = self._solver(index)
         value = s.forced(facts, var)
@@ -276,6 +280,8 @@ class Oracle:
             s.solver.pop()
         result = None if len(found) > limit else _sorted(found)
         self._store(key, result)
+        if result is None:
+            self._store(("seen", index, facts, var), tuple(found))
         single = result is not None and len(result) == 1
         if s.backbone_at < 0 or (single and len(facts) > s.backbone_at):
             self._learn_backbone(s, index, facts)
@@ -398,9 +404,18 @@ class Oracle:
         if values is not None:
             result = frozenset(c for v in values if (c := class_of(int(v))) is not None)
         else:
-            result = self._classes_by_search(index, facts, var, class_of, conditions)
+            seen = self._seen(index, facts, var) or ()
+            result = self._classes_by_search(index, facts, var, class_of, conditions, seen)
         self._store(key, result)
         return result
+
+    def _seen(self, index: int, facts: tuple[Fact, ...], var: str) -> tuple[Value, ...] | None:
+        """Values of ``var`` an enumeration under exactly ``facts`` found past its limit.
+
+        All are feasible, and more than that limit exist (None: no enumeration stopped).
+        """
+        hit, val = self._cached(("seen", index, facts, var))
+        return cast("tuple[Value, ...]", val) if hit else None
 
     def _classes_by_search(
         self,
@@ -409,12 +424,22 @@ class Oracle:
         var: str,
         class_of: Callable[[int], Hashable | None],
         conditions: Callable[[z3.ArithRef, z3.Context], dict[Hashable, z3.BoolRef]],
+        seen: tuple[Value, ...] = (),
     ) -> frozenset[Hashable]:
+        """The classes of ``var``'s feasible values, a check per class not in ``seen``.
+
+        ``seen``: values found feasible under ``facts`` already; their classes need no check.
+        """
         s = self._solver(index)
         s.sync(facts)
         t = cast(z3.ArithRef, s.term(var))
         left = conditions(t, s.ctx)
         found: set[Hashable] = set()
+        for v in seen:
+            c = class_of(int(v))
+            if c in left:
+                found.add(c)
+                del left[c]
         while left:
             s.solver.push()
             try:

@@ -503,3 +503,34 @@ def test_a_finished_record_is_rechecked_by_evaluation(monkeypatch: pytest.Monkey
             broken += 1
             assert not holds(spec, whole(record))  # evaluation says no; the solver decides
     assert broken and made
+
+
+def test_values_an_enumeration_found_past_its_limit_settle_classes_without_checks() -> None:
+    """An enumeration stopped past its limit keeps the values it found (more than the limit
+    exist under those facts): a smaller limit answers None at once, and the classes of
+    ``next_digits`` / ``feasible_ranges`` those values fall in need no check. The answers
+    are the brute-force ones, and the checks are the classes not seen (plus one)."""
+
+    class Wide(BaseModel):
+        a: int
+        b: int = Field(ge=-5000, le=5000)
+
+        @relation
+        def rel(self) -> bool:
+            return self.a == 3 * self.b + 1
+
+    values: list[Value] = [3 * b + 1 for b in range(-5000, 5001)]
+    o = compile_spec(Wide).new_oracle()
+    assert o.feasible_values((), "a", limit=64) is None
+    found = o.stats.solver_checks
+    assert o.feasible_values((), "a", limit=32) is None  # the 65 values found answer it
+    assert o.stats.solver_checks == found
+    fresh = compile_spec(Wide).new_oracle()  # the same questions without the values found
+    for oracle in (o, fresh):
+        for prefix in ("", "-", "1", "14"):
+            assert oracle.next_digits((), "a", prefix) == digits_of(values, prefix), prefix
+        ranges = [(-20000, -1), (0, 99), (100, 20000)]
+        assert oracle.feasible_ranges((), "a", ranges) == frozenset({0, 1, 2})
+    # the fresh oracle enumerates 33 values before its first search (a limit of 32), and
+    # checks every class; the other one neither enumerates nor checks a class it has seen
+    assert o.stats.solver_checks - found <= fresh.stats.solver_checks - 33
