@@ -430,17 +430,19 @@ def test_every_known_completion_gives_its_value_without_a_check() -> None:
     assert oracle.stats.solver_checks == 4 - known + 1
 
 
+class Wide(BaseModel):
+    """``a`` has 10,001 values, too many to enumerate."""
+
+    a: int
+    b: int = Field(ge=-5000, le=5000)
+
+    @relation
+    def rel(self) -> bool:
+        return self.a == 3 * self.b + 1
+
+
 def test_next_digits_wide_domain() -> None:
     """next_digits by interval search (too many values to enumerate)."""
-
-    class Wide(BaseModel):
-        a: int
-        b: int = Field(ge=-5000, le=5000)
-
-        @relation
-        def rel(self) -> bool:
-            return self.a == 3 * self.b + 1
-
     spec = compile_spec(Wide)
     o = spec.new_oracle()
     values: list[Value] = [3 * b + 1 for b in range(-5000, 5001)]
@@ -510,14 +512,6 @@ def test_values_an_enumeration_found_past_its_limit_settle_classes_without_check
     exist under those facts): a smaller limit answers None at once, and the classes of
     ``next_digits`` / ``feasible_ranges`` those values fall in need no check. The answers
     are the brute-force ones, and the checks are the classes not seen (plus one)."""
-
-    class Wide(BaseModel):
-        a: int
-        b: int = Field(ge=-5000, le=5000)
-
-        @relation
-        def rel(self) -> bool:
-            return self.a == 3 * self.b + 1
 
     values: list[Value] = [3 * b + 1 for b in range(-5000, 5001)]
     o = compile_spec(Wide).new_oracle()
