@@ -221,7 +221,9 @@ class SegmentDecoder:
                 a.stats.verify_steps += reply.forwards
                 try:
                     with clock.part(a.clock, "verify_seconds"):
+                        before = (len(a.record), a.cursor)
                         self._apply(a, reply)
+                        self._check_progress(a, reply, before)
                     if a.job.watch is not None:
                         with clock.part(a.clock, "stream_seconds"):
                             a.job.watch(list(a.record))
@@ -230,6 +232,24 @@ class SegmentDecoder:
                     continue
                 active.append(a)
         return [results[i] for i in range(len(jobs))]
+
+    def _check_progress(
+        self, a: _Active, reply: CompletionReply, before: tuple[int, Cursor]
+    ) -> None:
+        """Fail a record that a reply moved by nothing, so the next request is the same one.
+
+        An engine that answers it the same way would be asked forever.
+
+        Raises:
+            GenerationError: nothing of the reply was taken and nothing else changed.
+        """
+        if len(a.record) == before[0] and a.cursor is before[1] and not a.exact:
+            raise GenerationError(
+                f"the {self.engine.name} engine replied {reply.text!r} (tokens "
+                f"{reply.token_ids!r}), of which FactorSpec could take nothing, and the next "
+                "request would be the same one; this is a bug in the span protocol, please "
+                "report it with the schema"
+            )
 
     # ------------------------------------------------------------------ one request
 
@@ -456,7 +476,9 @@ class SegmentDecoder:
                     break
                 return
             else:
-                self._end_span(a, within)
+                request = a.request
+                ended = request is None or len(ids) < request.max_tokens
+                self._end_span(a, within, ended)
                 return
         try:
             text = rest.decode("utf-8")
@@ -467,19 +489,21 @@ class SegmentDecoder:
             ) from None
         self._take_text(a, text, within)
 
-    def _end_span(self, a: _Active, within: _Within) -> None:
+    def _end_span(self, a: _Active, within: _Within, ended: bool) -> None:
         """After a reply taken whole: where the engine ended a grammar segment, it ends.
 
-        An end token where a value may end or grow ends the segment on an engine that takes
-        no token constraints; one that does is asked that position as one token.
+        ``ended``: the engine stopped the reply itself (before its ``max_tokens``). An end
+        token where a value may end or grow ends the segment on an engine that takes no
+        token constraints; one that does is asked the position where it stopped as one
+        token (a span request of the segment's rest would stop there again, taking nothing).
+        A reply cut by its ``max_tokens`` goes on as the segment's rest.
         """
         cursor = a.cursor
-        if (
-            isinstance(cursor, GrammarCursor)
-            and within(cursor)
-            and not TAKES_TOKENS[self.engine.constraint_style]
-            and cursor.step().accepting
-        ):
+        if not (isinstance(cursor, GrammarCursor) and within(cursor)):
+            return
+        if TAKES_TOKENS[self.engine.constraint_style]:
+            a.exact = a.exact or ended
+        elif cursor.step().accepting:
             a.cursor = a.job.planner.segment_exit(cursor)
 
     def _take_text(self, a: _Active, text: str, within: _Within) -> None:
