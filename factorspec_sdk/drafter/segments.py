@@ -439,10 +439,12 @@ class SegmentDecoder:
                 f"the {name} engine returned {reply.text!r} for a free string, which its "
                 f"regex {request.regex!r} does not match: it ignored the constraint"
             )
-        self._take_span(a, reply)
+        self._take_span(a, reply, ended=not cut)
 
-    def _take_span(self, a: _Active, reply: CompletionReply) -> None:
+    def _take_span(self, a: _Active, reply: CompletionReply, ended: bool) -> None:
         """Take a span's reply by the engine's token ids, while FactorSpec's masks allow them.
+
+        ``ended``: the engine stopped the reply itself, before its ``max_tokens``.
 
         Past the span's end (a free string's closing quote) the rest of the reply is forced
         text, which the planner's certain tokens write. At the first token the masks refuse
@@ -476,8 +478,6 @@ class SegmentDecoder:
                     break
                 return
             else:
-                request = a.request
-                ended = request is None or len(ids) < request.max_tokens
                 self._end_span(a, within, ended)
                 return
         try:
