@@ -129,7 +129,12 @@ class ConverterBase(ABC):
     def _checked_grammar(self, s: object, where: str, reason: str) -> JsonDict:
         """``s`` made self-contained as a grammar value, compiled by llguidance to check it."""
         schema = standalone_schema(
-            s, where, root=self.root, dialect=type(self.validator), resolve=self.resolve
+            s,
+            where,
+            root=self.root,
+            dialect=type(self.validator),
+            resolve=self.resolve,
+            valid=self.valid,
         )
 
         def fail(why: str) -> IRError:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 
+from factorspec_sdk.ir.finite_keys import closed_keys, key_schema
 from factorspec_sdk.ir.jsonschema_base import ConverterBase, NothingWritable, NotNative
 from factorspec_sdk.ir.jsonschema_keywords import JsonDict, all_str, shaped
 from factorspec_sdk.ir.limits import IRError
@@ -43,6 +44,7 @@ class ObjectConverter(ConverterBase):
             IRError: the schema is unsatisfiable or malformed there, or llguidance refuses
                 the grammar of an object whose declared keys cannot hold its keywords.
         """
+        s, kws = self._finite_keys(s, kws, where)
         props = shaped(s.get("properties", {}), dict, where, "properties")
         required = shaped(s.get("required", []), list, where, "required")
         if not all(isinstance(k, str) for k in required):
@@ -61,7 +63,7 @@ class ObjectConverter(ConverterBase):
         for key, sub in props.items():
             at = f"{where}/properties/{pointer_part(key)}"
             try:
-                sub = self._key_schema(key, [sub], patterns)
+                sub = key_schema(key, [sub], patterns)
                 node = self.node(sub, at, refs, depth + 1)
             except NothingWritable as exc:
                 if not self.valid(sub, None, at):
@@ -83,7 +85,7 @@ class ObjectConverter(ConverterBase):
                     {
                         "name": key,
                         "key": key,
-                        "node": self.node(self._key_schema(key, [], patterns), at, refs, depth + 1),
+                        "node": self.node(key_schema(key, [], patterns), at, refs, depth + 1),
                     }
                 )
                 continue
@@ -130,6 +132,20 @@ class ObjectConverter(ConverterBase):
             out["undeclared_keys"] = True
         return out
 
+    def _finite_keys(self, s: JsonDict, kws: set[str], where: str) -> tuple[JsonDict, set[str]]:
+        """``s`` and its keywords, as the closed object it is where its key set is finite.
+
+        A ``propertyNames`` that is an ``enum`` or ``const`` (`closed_keys`); any other
+        object is returned as it is.
+        """
+        if "propertyNames" not in kws:
+            return s, kws
+        applicable = {k: v for k, v in s.items() if k in kws}
+        closed = closed_keys(applicable, resolve=self.resolve, valid=self.valid, where=where)
+        if closed is None:
+            return s, kws
+        return {**{k: v for k, v in s.items() if k not in kws}, **closed}, set(closed)
+
     def _patterns(self, s: JsonDict, kws: set[str], where: str) -> dict[str, object]:
         """The ``patternProperties`` of an object node (each pattern a Python regex)."""
         if "patternProperties" not in kws:
@@ -143,17 +159,6 @@ class ObjectConverter(ConverterBase):
                     f"{where}/patternProperties: {pattern!r} is not a regex: {exc}"
                 ) from None
         return patterns
-
-    @staticmethod
-    def _key_schema(key: str, own: list[object], patterns: dict[str, object]) -> object:
-        """A written key's schema: its own and those of the patterns that match it, all held."""
-        schemas = own + [sub for p, sub in patterns.items() if re.search(p, key)]
-        if any(x is False for x in schemas):
-            return False  # no value: the key is absent-only (or the schema unsatisfiable)
-        schemas = [x for x in schemas if x is not True and x != {}]
-        if len(schemas) > 1:  # allOf of several: a grammar value
-            return {"allOf": schemas}
-        return schemas[0] if schemas else True
 
     def _key_set(
         self,

@@ -76,6 +76,7 @@ import jsonschema
 from jsonschema.protocols import Validator
 
 from factorspec_sdk.ir.exclusive import exclusive, has_ref
+from factorspec_sdk.ir.finite_keys import closed_keys
 from factorspec_sdk.ir.limits import IRError
 from factorspec_sdk.ir.standalone_strings import (
     STRICT_FORMATS,
@@ -120,6 +121,7 @@ def standalone_schema(
     root: JsonDict,
     dialect: type[Validator],
     resolve: Callable[[str, str], object],
+    valid: Callable[[object, str, str], bool] | None = None,
 ) -> JsonDict:
     """The self-contained draft 2020-12 schema of sub-schema ``s`` (at ``where``).
 
@@ -129,19 +131,28 @@ def standalone_schema(
         root: the document (its own ``$id`` does not move the base of its ``$ref``).
         dialect: the document's `jsonschema` validator class.
         resolve: ``resolve(ref, where)`` is the schema a ``$ref`` points to in the document.
+        valid: ``valid(schema, name, where)``, whether `jsonschema` accepts the string
+            ``name`` for a schema of the document: given, an object whose ``propertyNames``
+            names finitely many keys is copied as the closed object it is
+            (`factorspec_sdk.ir.finite_keys`), which llguidance implements.
 
     Raises:
         IRError: the two readers would read something differently (see the module docstring),
             ``resolve`` refused a ``$ref``, or ``$ref`` chains loop (``A`` is ``$ref: A``).
     """
-    return _Copier(root, dialect, resolve).build(s, where)
+    return _Copier(root, dialect, resolve, valid).build(s, where)
 
 
 class _Copier:
     def __init__(
-        self, root: JsonDict, dialect: type[Validator], resolve: Callable[[str, str], object]
+        self,
+        root: JsonDict,
+        dialect: type[Validator],
+        resolve: Callable[[str, str], object],
+        valid: Callable[[object, str, str], bool] | None,
     ) -> None:
         self.root = root
+        self.valid = valid
         self.dialect = dialect
         self.keywords = frozenset(dialect.VALIDATORS)
         self.legacy_ref = dialect in _LEGACY_REF
@@ -189,6 +200,9 @@ class _Copier:
             )
         if "$ref" in s and self.legacy_ref:
             s = {"$ref": s["$ref"]}  # drafts 4 to 7 ignore the siblings of $ref
+        if self.valid is not None and "propertyNames" in self.keywords:
+            closed = closed_keys(s, resolve=self._resolve_any, valid=self.valid, where=where)
+            s = s if closed is None else closed
         out: JsonDict = {}
         extra: list[object] = []  # conjuncts translated from keywords llguidance lacks
         for key, v in s.items():
@@ -262,6 +276,12 @@ class _Copier:
         if extra:
             out["allOf"] = [*_shaped_list(out.get("allOf", []), where), *extra]
         return out
+
+    def _resolve_any(self, ref: object, where: str) -> object:
+        """The schema a ``$ref`` points to (a non-string one is refused by ``resolve``)."""
+        if not isinstance(ref, str):
+            raise IRError(f"{where}: $ref must be a string")
+        return self.resolve(ref, where)
 
     def _unevaluated(self, s: JsonDict, key: str, v: object, at: str, out: JsonDict) -> None:
         """``unevaluatedProperties`` / ``unevaluatedItems``, which llguidance does not implement.
