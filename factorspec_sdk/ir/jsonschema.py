@@ -59,7 +59,10 @@ values of that type, so ``minLength`` on an integer node is irrelevant, as JSON 
       ``properties`` (in schema order; one not ``required`` is the model's choice: written
       or left out), ``required``
       (a required key not under ``properties`` is unsatisfiable, an `IRError`),
-      ``propertyNames`` (a declared key it rejects is never written),
+      ``propertyNames`` (a declared key it rejects is never written; one that is an
+      ``enum`` or ``const``, through ``$ref``, makes any object the closed object of the
+      names it accepts, each under its own schema, the patterns that match it, else
+      ``additionalProperties``: `factorspec_sdk.ir.finite_keys`, also in grammar values),
       ``dependencies`` / ``dependentRequired`` (a key whose list names a key never written
       is never written itself), and ``minProperties``, ``maxProperties``, the other key
       lists and schema dependencies where every key set the writer may write satisfies
@@ -71,7 +74,8 @@ values of that type, so ``minLength`` on an integer node is irrelevant, as JSON 
       ``{"type": "object"}``) is a grammar value, which writes them, unless a relation
       reads it or under it (it is an item of a ``uniqueItems`` list, whose factor compares
       the items, or holds such a list) or llguidance refuses its grammar
-      (``propertyNames``, ``minProperties`` / ``maxProperties`` beside more optional
+      (``propertyNames`` that is no ``enum`` / ``const``, ``minProperties`` /
+      ``maxProperties`` beside more optional
       properties than `standalone_schema` splits into branches, a ``oneOf`` it cannot
       prove, ...). Then it is native with its declared keys only, and marked
       ``undeclared_keys``: its properties, the required keys not
@@ -132,15 +136,15 @@ values of that type, so ``minLength`` on an integer node is irrelevant, as JSON 
   items over items holding a grammar value (``{}``, a node without ``type`` or without
   ``items`` among them) or an enum mixing value types, or in a grammar value (llguidance
   does not implement it; the error says to write ``maxItems: 1`` for at most one item),
-  ``contains``, ``propertyNames`` inside a grammar value (an object that allows undeclared
-  keys keeps its declared ones instead), ``unevaluatedProperties`` / ``unevaluatedItems``
-  beside ``allOf``, ``$ref``, ``if``, ... in a grammar value, ``minProperties`` /
-  ``maxProperties`` beside more than six optional properties in an object that allows
-  undeclared keys (but a ``minProperties`` one above its required keys; and where its
-  declared keys cannot hold them either), ``not`` of what `standalone_schema` cannot
-  negate (``enum``, ``const``, ``$ref``, ...), a ``oneOf`` neither proves exclusive (and
-  one llguidance would prove from branches the grammar narrows, a negation, as a value of
-  one could pass the other's schema),
+  ``contains``, ``propertyNames`` that is no ``enum`` / ``const`` inside a grammar value
+  (an object that allows undeclared keys keeps its declared ones instead),
+  ``unevaluatedProperties`` / ``unevaluatedItems`` beside ``allOf``, ``$ref``, ``if``,
+  ... in a grammar value, ``minProperties`` / ``maxProperties`` beside more than six
+  optional properties in an object that allows undeclared keys (but a ``minProperties``
+  one above its required keys; and where its declared keys cannot hold them either),
+  ``not`` of what `standalone_schema` cannot negate (``enum``, ``const``, ``$ref``,
+  ...), a ``oneOf`` neither proves exclusive (and one llguidance would prove from branches
+  the grammar narrows, a negation, as a value of one could pass the other's schema),
   formats it does not know that `jsonschema` asserts (``idn-email``, ``regex``, ...),
   regexes with look-around, recursion through a ``$ref`` with siblings; what the two
   readers would read differently (a non-integer ``multipleOf``, or one other than 1 on a

@@ -441,6 +441,38 @@ def test_an_array_without_items_holds_any_json_values() -> None:
     records(schema, 3)
 
 
+def test_a_property_names_enum_makes_the_object_the_closed_one_it_is() -> None:
+    # propertyNames an enum (through $ref): the keys are finitely many, so the object is the
+    # closed object of those names, each under its patterns or additionalProperties
+    names = {"$ref": "#/$defs/names"}
+    flow = {
+        "type": "object",
+        "propertyNames": names,
+        "patternProperties": {"^p": INT},
+        "additionalProperties": {"type": "boolean"},
+    }
+    defs = {"names": {"type": "string", "enum": ["p1", "p2", "q", 7]}}
+    schema = obj({"flow": flow}, required=["flow"], **{"$defs": defs})
+    node = layout(schema)["fields"][0]["node"]
+    assert node["type"] == "object" and "undeclared_keys" not in node
+    assert [(f["key"], f.get("optional")) for f in node["fields"]] == [
+        ("p1", True),
+        ("p2", True),
+        ("q", True),
+    ]
+    assert writable(schema, {"flow": {"q": True, "p2": 3}})
+    assert writable(schema, {"flow": {}})
+    assert not writable(schema, {"flow": {"p1": True}})
+    assert not writable(schema, {"flow": {"r": 1}})
+    records(schema, 3)
+    # inside a grammar value (its parent allows undeclared keys), llguidance gets the same
+    # closed object, which it implements: the parent is no longer refused and narrowed
+    parent = open_obj({"flow": flow}, required=["flow"], **{"$defs": defs})
+    assert layout(parent)["type"] == "grammar"
+    assert writable(parent, {"flow": {"p1": 1}, "x": [1]})
+    assert not writable(parent, {"flow": {"r": 1}})
+
+
 def test_a_value_past_llguidance_s_lexer_limit_fails_the_record_never_writes_it() -> None:
     # up to 100 words within 5,000 characters: llguidance's lexer gives up inside the string
     # ('too many expressions constructed'); the matcher stops, which read as complete wrote
