@@ -88,6 +88,18 @@ class Trip(BaseModel):
 TRIP_CONTEXT = {"Paris": 3, "Rome": 2, "Parma": 4}
 
 
+class Product(BaseModel):
+    """An invoice line whose amount is a product of two fields (nonlinear arithmetic)."""
+
+    quantity: int = Field(ge=1, le=20)
+    price: int = Field(ge=1, le=20)
+    amount: int = Field(ge=1, le=400)
+
+    @relation
+    def amount_is_product(self) -> bool:
+        return self.amount == self.quantity * self.price
+
+
 class Post(BaseModel):
     """A title of odd length fixed by ``n``, a body longer than the title, an optional note."""
 

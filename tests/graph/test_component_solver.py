@@ -22,6 +22,7 @@ from factorspec_sdk.graph import compile_spec, component_solver
 from factorspec_sdk.graph.compiled import CompiledSpec, Fact
 from factorspec_sdk.graph.component_solver import TUNED_PARAMS
 from factorspec_sdk.graph.oracle import Oracle
+from tests.helpers import Product
 
 
 class Line(BaseModel):
@@ -32,16 +33,6 @@ class Line(BaseModel):
     @relation
     def amount_is_sum(self) -> bool:
         return self.amount == 6 * self.quantity + self.price
-
-
-class Product(BaseModel):
-    quantity: int = Field(ge=1, le=20)
-    price: int = Field(ge=1, le=20)
-    amount: int = Field(ge=1, le=400)
-
-    @relation
-    def amount_is_product(self) -> bool:
-        return self.amount == self.quantity * self.price
 
 
 class StuckAt(z3.Solver):

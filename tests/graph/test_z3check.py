@@ -11,12 +11,11 @@ import time
 
 import pytest
 import z3
-from pydantic import BaseModel, Field
 
-from factorspec_sdk import relation
 from factorspec_sdk.errors import OracleError
 from factorspec_sdk.graph import compile_spec, z3check
 from factorspec_sdk.graph.compiled import Fact
+from tests.helpers import Product
 
 
 class Stuck(z3.Solver):
@@ -103,18 +102,8 @@ def test_a_solver_that_cannot_decide_gives_up(monkeypatch: pytest.MonkeyPatch) -
     assert out.restarts == len(made) == z3check.GIVE_UP_AFTER
 
 
-class Line(BaseModel):
-    quantity: int = Field(ge=1, le=20)
-    price: int = Field(ge=1, le=20)
-    amount: int = Field(ge=1, le=400)
-
-    @relation
-    def amount_is_product(self) -> bool:
-        return self.amount == self.quantity * self.price
-
-
 def test_an_oracle_whose_solver_gets_stuck_answers_the_same_and_replaces_it() -> None:
-    spec = compile_spec(Line)
+    spec = compile_spec(Product)
     plain, stuck = spec.new_oracle(), spec.new_oracle()
     index = spec.component_of("amount")
     s = stuck._solver(index)
@@ -135,7 +124,7 @@ def test_an_oracle_whose_solver_gets_stuck_answers_the_same_and_replaces_it() ->
 
 
 def test_an_oracle_check_no_solver_decides_raises(monkeypatch: pytest.MonkeyPatch) -> None:
-    spec = compile_spec(Line)
+    spec = compile_spec(Product)
     oracle = spec.new_oracle()
     s = oracle._solver(spec.component_of("amount"))
     s._solver = _stuck_with(*s.solver.assertions())
