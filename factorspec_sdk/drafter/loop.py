@@ -161,6 +161,9 @@ class _Draft:
 def check_budget(job: DecodeJob, start: Cursor) -> None:
     """Refuse a job whose ``max_tokens`` is below the shortest record, before any token.
 
+    The bound is walked only as far as it takes to tell (`CompletionBound.fits`), and
+    counted in full for a refusal, which names it.
+
     Raises:
         TokenBudgetError: no record of the spec fits in ``job.params.max_tokens`` tokens.
     """
@@ -168,9 +171,8 @@ def check_budget(job: DecodeJob, start: Cursor) -> None:
     budget = job.params.max_tokens
     if budget >= planner.bound.ceiling:  # no record the masks guarantee is longer
         return
-    need = planner.min_tokens(start)
-    if need > budget:
-        raise TokenBudgetError(max_tokens=budget, min_tokens=need)
+    if not planner.bound.fits(start, budget):  # walks only as far as it needs to tell
+        raise TokenBudgetError(max_tokens=budget, min_tokens=planner.min_tokens(start))
 
 
 class Decoder:

@@ -50,6 +50,20 @@ without a budget (the default ``max_tokens``, 2048, does so for the bundled exam
 token whose segment plus longest rest fits what is left is allowed without a walk, so walks
 start only near the end of the budget.
 
+A mask, and the check before the first token, ask only whether ``U`` (``G`` after a segment's
+end) fits what is left, not what it is (`CompletionBound.fits`,
+`CompletionBound.greedy_at_most`): the walk takes the greedy option of each segment as ``G``
+does, and stops as soon as its tokens so far plus the longest rest in bytes after the option
+it takes fit (before it plans the segment after that option: the same bound as above, from
+a cursor further on), or as soon as its tokens so far exceed what is left; only where neither
+settles it does it go on to the record's end and compare the exact count. A closing quote's
+count is asked the same way, closing token by closing token (``G`` there is the least of
+them). So every answer is the exact comparison, and masks and refusals are those of the exact
+``U`` above; only the walks are shorter. A budget a little below the ceiling (the user-models
+suite's expense report: ``max_tokens=1024`` under a ceiling of 1,083) asks the walk a few
+segments deep instead of to the end of the record, past no leaf whose values the oracle must
+enumerate. `min_tokens` still counts ``U`` in full (a refusal names it).
+
 Grammar values (`factorspec_sdk.tokens.grammar`): llguidance does not say how many tokens
 the shortest completion of a JSON Schema takes, so in a grammar segment ``G`` is the
 segment's closing walk (`GrammarSegment.closing`) followed by ``G`` after the segment. The
@@ -172,6 +186,8 @@ class CompletionBound:
             # a free string's escape under way may need `ESCAPE_TAIL` more tokens to finish
             self.ceiling = planner.writer.longest_bytes() + 1 + ESCAPE_TAIL
         self._greedy: dict[Cursor, int] = {}
+        self._greedy_below: dict[Cursor, int] = {}  # G(c) <= this (a partial walk's proof)
+        self._greedy_above: dict[Cursor, int] = {}  # G(c) > this (a partial walk's proof)
         self._upper: dict[TrieNode, int] = {}
         self._roomy_cache: dict[TrieNode, int] = {}
         self._free = FreeStringBudget(self)
@@ -204,6 +220,22 @@ class CompletionBound:
             )
         return found
 
+    def fits(self, cursor: Cursor, limit: int) -> bool:
+        """Whether ``U(cursor) <= limit``: `min_tokens` compared, walking only as far as needed.
+
+        The same answer as ``min_tokens(cursor) <= limit``, settled by partial walks
+        (`greedy_at_most`): the check before the first token (`Planner.min_tokens` of the
+        start against ``max_tokens``) needs no walk to the end of the record.
+
+        Raises:
+            GenerationError: the spec has grammar values, so no bound exists (not ``enforced``).
+        """
+        if not self.enforced:
+            raise GenerationError("a spec with grammar values has no token budget bound")
+        if isinstance(cursor, TrieNode):
+            return self._upper_at_most(cursor, limit)
+        return self.greedy_at_most(cursor, limit)
+
     def allowed(self, cursor: Cursor, budget: int) -> TokenIds:
         """The planner's allowed ids at ``cursor`` that leave a completion within ``budget``.
 
@@ -217,7 +249,7 @@ class CompletionBound:
                 t
                 for t in ids.tolist()
                 if 1 + self._roomy(cursor.children[t]) <= budget
-                or 1 + self._after(cursor, t) <= budget
+                or self._after_at_most(cursor, t, budget - 1)
             ]
             return np.asarray(keep, dtype=np.int64)
         if isinstance(cursor, FreeCursor):
@@ -259,7 +291,93 @@ class CompletionBound:
             self._greedy[c] = total
         return total
 
+    def greedy_at_most(self, cursor: Cursor, limit: int) -> bool:
+        """Whether ``G(cursor) <= limit``, walking the greedy completion only as far as needed.
+
+        The walk takes the greedy option of each segment as `greedy` does, and stops as
+        soon as the tokens so far plus the longest rest in bytes after the option it takes
+        (`_rest_bytes`, an upper bound on ``G`` there: every token has at least one byte)
+        fit in ``limit``, before planning the segment after it; or as soon as the tokens so
+        far pass ``limit``. Where neither settles it, it walks on to the end and compares
+        the exact count. So the answer is exactly ``greedy(cursor) <= limit``. What a walk
+        proves is remembered per cursor along it (an upper or a lower bound on ``G``).
+        """
+        walked: list[tuple[Cursor, int]] = []
+        acc, cur = 0, cursor
+        while True:
+            exact = self._greedy.get(cur)
+            below = self._greedy_below.get(cur)
+            above = self._greedy_above.get(cur)
+            if exact is not None:
+                ok = acc + exact <= limit
+                break
+            if below is not None and acc + below <= limit:
+                ok = True
+                break
+            if (above is not None and acc + above >= limit) or acc > limit:
+                ok = False
+                break
+            if isinstance(cur, Finished):
+                ok = acc <= limit
+                break
+            if isinstance(cur, FreeCursor):
+                ok = self._free.greedy_at_most(cur.free, limit - acc)
+                break
+            if isinstance(cur, GrammarCursor):
+                ok = acc + self.greedy(cur) <= limit
+                break
+            depth, parent, token, leaf = self._greedy_leaf(cur)
+            walked.append((cur, acc))
+            if acc + depth + self._rest_bytes(leaf) <= limit:
+                ok = True
+                break
+            acc += depth
+            cur = self.planner.advance(parent, token, critical=False)
+        walked.append((cur, acc))
+        for c, at in walked:  # along the greedy path, G(cursor) = at + G(c)
+            if ok:
+                self._greedy_below[c] = min(limit - at, self._greedy_below.get(c, limit - at))
+            else:
+                self._greedy_above[c] = max(limit - at, self._greedy_above.get(c, limit - at))
+        return ok
+
     # ------------------------------------------------------------------ segments
+
+    def _after_at_most(self, node: TrieNode, token: int, limit: int) -> bool:
+        """Whether `_after` ``(node, token) <= limit``, walking only as far as needed."""
+        child = node.children[token]
+        if child.terminal is None:
+            return self._upper_at_most(child, limit)
+        return self.greedy_at_most(self.planner.advance(node, token, critical=False), limit)
+
+    def _upper_at_most(self, node: TrieNode, limit: int) -> bool:
+        """Whether ``U(node) <= limit``: some option below ``node`` whose cost fits.
+
+        ``U(node)`` is the least over the options below ``node`` of (tokens to the option's
+        end + ``G`` after it), so it fits iff one of them does; they are tried in the order
+        of their bound in bytes (`_roomy`'s), each with `greedy_at_most`.
+        """
+        hit = self._upper.get(node)
+        if hit is not None:
+            return hit <= limit
+        if self._roomy(node) <= limit:
+            return True
+        ends: list[tuple[int, int, TrieNode, int]] = []
+        stack: list[tuple[TrieNode, int]] = [(node, 0)]
+        while stack:
+            n, depth = stack.pop()
+            for t, child in n.children.items():
+                if child.terminal is None:
+                    stack.append((child, depth + 1))
+                else:
+                    ends.append((depth + 1 + self._rest_bytes(child), depth + 1, n, t))
+        ends.sort(key=lambda e: e[:2])
+        for _, depth, parent, token in ends:
+            if depth <= limit and self.greedy_at_most(
+                self.planner.advance(parent, token, critical=False), limit - depth
+            ):
+                return True
+        return False
 
     def _after(self, node: TrieNode, token: int) -> int:
         """Tokens to finish after ``token`` at ``node``: ``U`` inside the segment, else ``G``."""
@@ -325,6 +443,15 @@ class CompletionBound:
 
     def _greedy_step(self, node: TrieNode) -> tuple[int, Cursor]:
         """The greedy option of the segment at ``node``: its tokens and the cursor after it."""
+        depth, parent, token, _ = self._greedy_leaf(node)
+        return depth, self.planner.advance(parent, token, critical=False)
+
+    def _greedy_leaf(self, node: TrieNode) -> tuple[int, TrieNode, int, TrieNode]:
+        """The greedy option below ``node``: its tokens, its last token (at ``parent``), its end.
+
+        Nothing is planned: the segment after it is planned by advancing ``parent`` by the
+        token.
+        """
         best: tuple[tuple[int, int], int, TrieNode, int] | None = None
         stack: list[tuple[TrieNode, int]] = [(node, 0)]
         while stack:
@@ -339,7 +466,7 @@ class CompletionBound:
         if best is None:
             raise RuntimeError("a planned segment has no option")
         _, depth, parent, token = best
-        return depth, self.planner.advance(parent, token, critical=False)
+        return depth, parent, token, parent.children[token]
 
     def _rest(self, leaf: TrieNode) -> int:
         """Shortest layout text after a segment's end (relations ignored), for ranking."""

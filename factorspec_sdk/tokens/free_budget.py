@@ -17,8 +17,11 @@ escapes.
 Under a tight budget, plain tokens and plain closers are counted per token length; escape
 moves (`factorspec_sdk.tokens.free.EscapeMoves`) per move, by counts where no relation reads
 the string's text (the escape the move leaves is finished as the greedy walk finishes it),
-else each walked; a string whose closing facts depend on its whole text counts the tokens
-toward its named texts and the greedy one. Every token of a string is allowed without a
+else each walked. Where a count ends in the greedy completion after the closing quote, the
+mask asks only whether it fits (`CompletionBound.greedy_at_most`, which walks after the
+quote only as far as it needs to tell; the answer is the exact count's). A string whose
+closing facts depend on its whole text counts the tokens toward its named texts and the
+greedy one. Every token of a string is allowed without a
 count while its longest rest (`Writer.longest_rest_bytes`) plus `ESCAPE_TAIL` fits: a token
 only shortens the rest, but may leave an escape to finish.
 """
@@ -99,6 +102,20 @@ class FreeStringBudget(BudgetPart):
         a relation reads may instead spell a feasible named text, where that costs less.
         """
         return self._target(free)[0]
+
+    def greedy_at_most(self, free: FreeString, limit: int) -> bool:
+        """Whether `greedy` ``(free) <= limit``, walking after the string only as needed.
+
+        A string no relation reads, no escape under way: its padding, then any closing
+        token whose ``1 + G`` after it fits (`CompletionBound.greedy_at_most`), the greedy
+        completion taking the least of them. Any other string: its exact count.
+        """
+        if free.escape or free.reads_text:
+            return self.greedy(free) <= limit
+        missing = free.shortest_close() - len(free.written)
+        pad = int(self._padding(missing)[missing]) if missing > 0 else 0
+        text = free.written + self._pad_text(missing)
+        return self._close_at_most(free, limit - pad, text=text)
 
     def _target(self, free: FreeString) -> tuple[int, int]:
         """The greedy completion of a free string: its token count and first token.
@@ -260,6 +277,34 @@ class FreeStringBudget(BudgetPart):
         self._close[key] = best
         return best
 
+    def _close_at_most(
+        self, free: FreeString, limit: int, *, text: str | None = None, length: int | None = None
+    ) -> bool:
+        """Whether `_closing` ``(free, text=text, length=length)[0] <= limit``, lazily.
+
+        The least over the closing tokens of ``1 + G`` after each fits iff one of them does:
+        each is tried with `CompletionBound.greedy_at_most`, which walks only as far as it
+        needs.
+        """
+        after = self.planner.writer.close_free(free, text=text, length=length)
+        hit = self._close.get((after, free.close_suffix))
+        if hit is not None:
+            return hit[0] <= limit
+        tables = self.planner.free_tables()
+        rests = {
+            rest
+            for before, rest in zip(tables.quote_before, tables.quote_after, strict=True)
+            if not before and free.close_suffix.startswith(rest)
+        }
+        if not rests:  # no closing token: `_closing` says so
+            self._closing(free, text=text, length=length)
+        return any(
+            self.bound.greedy_at_most(
+                self.planner.resolve_state(after, rest, critical=False), limit - 1
+            )
+            for rest in sorted(rests)
+        )
+
     def _kept_allowed(self, free: FreeString, ids: TokenIds, budget: int) -> TokenIds:
         """A tight budget in a string whose closing facts depend on its whole text.
 
@@ -320,15 +365,20 @@ class FreeStringBudget(BudgetPart):
         n = len(free.written)
         if free.lengths is None:
             missing = max(0, free.min_length - n)
-            close = self._closing(free, length=max(n, free.min_length))[0]
-            pad = self._padding(missing)
-            need = 1 + pad[np.clip(missing - tables.safe_chars, 0, missing)] + close
+            pads = self._padding(missing)[np.clip(missing - tables.safe_chars, 0, missing)]
+            # a token fits iff 1 + its padding + the closing count fit: the most padding
+            # that still fits, from the least up (the closing count is asked lazily)
+            most = -1
+            for pad in sorted(set(pads.tolist())):
+                if not self._close_at_most(free, budget - 1 - pad, length=max(n, free.min_length)):
+                    break
+                most = pad
+            need = np.where(pads <= most, 0, budget + 1)
         else:  # where it may close next depends on the token's length: one count per length
             need = np.full(len(tables.safe_chars), budget + 1, dtype=np.int64)
             for c in self._by_length():
-                count = self._pad_close(free, n + c)
-                if count is not None:
-                    need[tables.safe_chars == c] = 1 + count
+                if self._pad_close_at_most(free, n + c, budget - 1):
+                    need[tables.safe_chars == c] = 0
         if free.reads_text:  # toward a named text: each such token counted alone
             toward = tables.toward(free.toward(), n)
             for tid in toward[np.isin(toward, ids)].tolist():
@@ -336,37 +386,38 @@ class FreeStringBudget(BudgetPart):
                 grown = FreeCursor(self.planner.writer.extend_free(free, text))
                 need[np.searchsorted(tables.safe_ids, tid)] = 1 + self.bound.greedy(grown)
         closers: list[int] = []
-        cost: dict[tuple[str, str], int] = {}
+        fits: dict[tuple[str, str], bool] = {}
         for tid, before, rest in zip(
             tables.quote_ids.tolist(), tables.quote_before, tables.quote_after, strict=True
         ):
             text = free.written + before
             if not free.closes(text) or not free.close_suffix.startswith(rest):
                 continue
-            if (text, rest) not in cost:
+            if (text, rest) not in fits:
                 after = self.planner.writer.close_free(free, text=text)
                 nxt = self.planner.resolve_state(after, rest, critical=False)
-                cost[text, rest] = 1 + self.bound.greedy(nxt)
-            if cost[text, rest] <= budget:
+                fits[text, rest] = self.bound.greedy_at_most(nxt, budget - 1)
+            if fits[text, rest]:
                 closers.append(tid)
         return np.concatenate([tables.safe_ids[need <= budget], np.asarray(closers, np.int64)])
 
-    def _pad_close(self, free: FreeString, chars: int) -> int | None:
-        """Tokens to pad a string of ``chars`` characters and close it, as the greedy walk does.
+    def _pad_close_at_most(self, free: FreeString, chars: int, limit: int) -> bool:
+        """Whether padding ``chars`` characters and closing, as ``G`` does, fits ``limit``.
 
-        For a string whose text no relation reads (its closing facts are its length's); None
-        where it cannot close at ``chars`` characters or more.
+        `_close_at_most` walks after the quote only as far as it needs to tell. For a string
+        whose text no relation reads (its closing facts are its length's); False where it
+        cannot close at ``chars`` characters or more.
         """
         if free.lengths is not None:
             target = free.lengths.next_length(chars)
         else:
             target = max(chars, free.min_length)
             if free.max_length is not None and target > free.max_length:
-                return None
+                return False
         if target is None:
-            return None
+            return False
         gap = target - chars
-        return int(self._padding(gap)[gap]) + self._closing(free, length=target)[0]
+        return self._close_at_most(free, limit - int(self._padding(gap)[gap]), length=target)
 
     def _escape_fits(self, free: FreeString, ids: TokenIds, budget: int) -> TokenIds:
         """The escape moves from ``free``'s escape under way that fit.
@@ -385,19 +436,18 @@ class FreeStringBudget(BudgetPart):
             ]
             return np.asarray(keep, dtype=np.int64)
         n = free.chars
-        counts: dict[tuple[int, int, str], int | None] = {}
+        fits: dict[tuple[int, int, str], bool] = {}
         ok: npt.NDArray[np.bool_] = np.zeros(len(moves.ids), dtype=np.bool_)
         for i in np.flatnonzero(allowed).tolist():
             end, chars, after = int(moves.ends[i]), n + int(moves.adds[i]), moves.after[i]
             key = (end, chars, after)
-            if key not in counts:
+            if key not in fits:
                 if end >= 0:
-                    rest = self._pad_close(free, chars)
-                    counts[key] = None if rest is None else tables.finish[end] + rest
+                    left = budget - 1 - int(tables.finish[end])
+                    fits[key] = self._pad_close_at_most(free, chars, left)
                 else:
                     state = self.planner.writer.close_free(free, length=chars)
                     nxt = self.planner.resolve_state(state, after, critical=False)
-                    counts[key] = self.bound.greedy(nxt)
-            count = counts[key]
-            ok[i] = count is not None and 1 + count <= budget
+                    fits[key] = self.bound.greedy_at_most(nxt, budget - 1)
+            ok[i] = fits[key]
         return moves.ids[ok]
