@@ -1,22 +1,16 @@
 """The incremental solver of one component of a spec, in an oracle's private context.
 
 An `Oracle` holds one `ComponentSolver` per connected component it has been asked about:
-the component's constraints copied into the oracle's context at first use, the facts of the
-query (`ComponentSolver.sync`: the older ones at the solver's base level, `ComponentSolver.base`,
-the last few one scope each, popped back to the longest common prefix), the models found so
-far kept as witnesses (`ComponentSolver.witness`), and the backbones learned (what earlier
-facts determine, `ComponentSolver.forced`). `fact_value` and `fact_literal` turn a fact into
-the value or the Z3 literal it gives its variable's term.
-
-Z3 simplifies what a solver holds at its base level (a fact's value put into the constraints
-that read its variable) and not what it holds in scopes, so a query whose facts go
-`REBASE_DEPTH` past the base moves to a new solver with all but its last `REBASE_LAG` facts
-at the base level (`ComponentSolver.rebase`), and one whose facts leave the base moves to a
-solver with what they share with it.
+the component's constraints copied into the oracle's context at first use, the facts pushed
+one scope each (`ComponentSolver.sync` pops back to the longest common prefix), the models
+found so far kept as witnesses (`ComponentSolver.witness`), and the backbones learned (what
+earlier facts determine, `ComponentSolver.forced`). `fact_value` and `fact_literal` turn a
+fact into the value or the Z3 literal it gives its variable's term.
 
 A linear component's solver starts with `TUNED_PARAMS` (faster checks); the first check it
-does not decide within `TUNED_BUDGET_MS` restarts fresh (`z3check`), and the next query gets
-a solver with Z3's defaults, which later checks use warm.
+does not decide within `TUNED_BUDGET_MS` restarts fresh (`z3check`), the rest of the running
+query checks fresh too (it keeps the solver whose scopes it pops), and the next query gets a
+solver with Z3's defaults, which later checks use warm.
 """
 
 from __future__ import annotations
@@ -60,14 +54,6 @@ not linear (`Component.linear`) starts with Z3's defaults. Where one of its chec
 back to Z3's defaults for good. Either way each answer is the solver's own, sat with a
 model or unsat."""
 
-REBASE_DEPTH = 6
-"""Facts a query may hold in scopes past the solver's base facts before `ComponentSolver.sync`
-moves it to a new solver with more of them at its base level."""
-
-REBASE_LAG = 2
-"""Facts of a query that `ComponentSolver.sync` leaves in scopes when it rebases: the last
-ones, which the next queries (a sibling's, a draft's other guess) change."""
-
 TUNED_BUDGET_MS = 100
 """The tuned solver's share of a check before it restarts fresh (`z3check.check`'s
 ``first_budget_ms``): a healthy check of it takes a few ms, and one that gets stuck costs its
@@ -88,19 +74,14 @@ class ComponentSolver:
         self.ctx = oracle.ctx
         self.index = index
         self._solver: z3.Solver | None = None
-        self._constraints: z3.AstVector | None = None
-        """The component's constraints in this context (copied at the first build)."""
-        self.base: tuple[Fact, ...] = ()
-        """Facts asserted at the solver's base level (`sync`), under its scopes."""
         self.stale = False
         """A check restarted away from the solver: replace it at the next `sync`."""
         self.tuned = True
         """The solver runs with `TUNED_PARAMS` (where the component is linear: settled when
-        the solver is first built); the first check it does not decide within
+        the solver is built); the first check it does not decide within
         `TUNED_BUDGET_MS` turns this off for good: the rest of the running query checks
-        fresh (`stale`), and the next `sync` builds a solver with Z3's defaults. The query
-        keeps the solver it holds, whose scopes it pops (`backbone.determined_nodes` holds
-        it through its search)."""
+        fresh (`stale`), and the next `sync` builds a solver with Z3's defaults, which the
+        later checks use warm."""
         with spec.context_lock:  # translate reads the spec's context
             known = [] if comp.witness is None else [comp.witness, *comp.models]
             first = [m.translate(self.ctx) for m in known]
@@ -128,44 +109,25 @@ class ComponentSolver:
 
     @property
     def solver(self) -> z3.Solver:
-        """The component's solver, its constraints and `base` facts at its base level.
+        """The component's solver, its constraints copied in at first use.
 
-        Built at first use (a record the spec's check found determined is answered from
-        its witness and backbone, and never needs one), and again after each `rebase`.
+        A record the spec's check found determined is answered from its witness and
+        backbone, and never needs one.
         """
         if self._solver is None:
-            self._solver = self._build()
-        return self._solver
-
-    def _build(self) -> z3.Solver:
-        """A new solver: the component's constraints and the `base` facts.
-
-        Its parameters are set before anything is asserted, as the first solver always had
-        them: set after the constraints, the roster's planning ran at about the speed of Z3's
-        default arithmetic (the user-models bench's shifts, ~2.2 s of oracle against ~5 s).
-        """
-        solver = z3.SimpleSolver(ctx=self.ctx)
-        if self._constraints is None:
-            with self.spec.context_lock:  # translate reads the spec's context
-                comp = self.spec.component(self.index)
+            spec = self.spec
+            solver = z3.SimpleSolver(ctx=self.ctx)
+            with spec.context_lock:  # translate reads the spec's context
+                comp = spec.component(self.index)
                 if self.tuned and comp.linear is None:
                     comp.linear = _linear(comp.constraints)
                 self.tuned = self.tuned and bool(comp.linear)
-                self._tune(solver)
+                if self.tuned:
+                    for name, value in TUNED_PARAMS.items():
+                        solver.set(name, value)
                 assert_all(solver, comp.constraints)
-            self._constraints = solver.assertions()
-        else:
-            self._tune(solver)
-            solver.add(self._constraints)
-        for fact in self.base:
-            solver.add(self.literal(fact))
-        return solver
-
-    def _tune(self, solver: z3.Solver) -> None:
-        """Set `TUNED_PARAMS` on ``solver`` where the component is `tuned`."""
-        if self.tuned:
-            for name, value in TUNED_PARAMS.items():
-                solver.set(name, value)
+            self._solver = solver
+        return self._solver
 
     def exists(self, var: str) -> z3.BoolRef:
         """Whether ``var``'s item exists, in this solver's context."""
@@ -200,29 +162,15 @@ class ComponentSolver:
         return t
 
     def sync(self, facts: Sequence[Fact]) -> None:
-        """Make the solver hold ``facts``: pop to their common prefix, push the rest.
+        """Make the solver's scopes hold ``facts``: pop to their common prefix, push the rest.
 
-        The solver holds `base` at its base level and the facts past it a scope each.
-        Facts that do not extend `base`, or extend it by more than `REBASE_DEPTH`, move the
-        solver to a new one (`rebase`) whose base is the facts but the last `REBASE_LAG`
-        (or what they share with `base`). A solver that a check had to restart
-        (`z3check`) is dropped first: its learned state is what got it stuck, so a fresh
-        one takes its place, its facts asserted again.
+        A solver that a check had to restart (`z3check`) is dropped first: its learned
+        state is what got it stuck, so a fresh one takes its place, its facts pushed again.
         """
         if self.stale:
             self.stale = False
             self._solver = None
             self.pushed.clear()
-        base = self.base
-        n = len(base)
-        if tuple(facts[:n]) != base:
-            k = 0
-            while k < min(n, len(facts)) and base[k] == facts[k]:
-                k += 1
-            self.rebase(tuple(facts[:k]))
-        elif len(facts) - n > REBASE_DEPTH:
-            self.rebase(tuple(facts[: len(facts) - REBASE_LAG]))
-        facts = facts[len(self.base) :]
         pushed = self.pushed
         k = 0
         n = min(len(pushed), len(facts))
@@ -235,18 +183,6 @@ class ComponentSolver:
             self.solver.push()
             self.solver.add(self.literal(fact))
             pushed.append(fact)
-
-    def rebase(self, base: tuple[Fact, ...]) -> None:
-        """Hold ``base`` at the base level of a new solver (built at its first use).
-
-        Z3 simplifies what a solver holds at its base level (a fact's value substituted into
-        the constraints that read its variable) and not what it holds in scopes: checks
-        under facts at the base level took a third of the time of the same checks with the
-        facts in scopes, on a roster's shifts, once the record had a few facts.
-        """
-        self.base = base
-        self._solver = None
-        self.pushed.clear()
 
     def literal(self, fact: Fact) -> z3.BoolRef:
         """The Z3 literal of ``fact`` in this solver's context (`fact_literal`)."""
@@ -311,15 +247,13 @@ class ComponentSolver:
         solver = self.solver  # built first: it settles `tuned`
         budget = TUNED_BUDGET_MS if self.tuned else z3check.FIRST_BUDGET_MS
         out = z3check.check(
-            solver,
-            self.spec.solver_timeout_ms,
-            warm=not self.stale,
-            first_budget_ms=budget,
+            solver, self.spec.solver_timeout_ms, warm=not self.stale, first_budget_ms=budget
         )
         if out.restarts:
-            # the query goes on with this solver's scopes (its caller may hold the solver),
-            # each later check of it in a fresh one; the next `sync` replaces it (with Z3's
-            # defaults where it was tuned)
+            # the query goes on with this solver and its scopes (its caller may hold the
+            # solver: `backbone.determined_nodes` pushes and pops on the one it was given),
+            # each later check of it in a fresh one; the next `sync` replaces it, with Z3's
+            # defaults where it was tuned
             self.stats.restarts += out.restarts
             self.tuned = False
             self.stale = True

@@ -2,11 +2,9 @@
 
 One `Oracle` serves one request. It owns a private Z3 context (so that oracles of different
 requests may run in different threads) with one incremental solver per connected component
-of the spec (`factorspec_sdk.graph.component_solver.ComponentSolver`). A query's facts are
-the solver's: the older ones at its base level, where Z3 simplifies the constraints with
-them, the last few a scope each; a query first pops back to the longest common prefix of the
-component's facts with the ones already pushed, then pushes the rest (a new solver where its
-facts leave the base level's, or go far past it). Answers are cached (LRU) by the
+of the spec (`factorspec_sdk.graph.component_solver.ComponentSolver`). Facts are pushed one
+scope each; a query first pops back to the longest common prefix of the component's facts
+with the ones already pushed, then pushes the rest. Answers are cached (LRU) by the
 component's facts.
 
 Models the solver returns are kept (a few per component) as *witnesses*: a model of the

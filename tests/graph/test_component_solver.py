@@ -3,8 +3,7 @@
 The tuned solver must answer what Z3's default one answers (the oracle stays exact), must
 stay in use where it decides every check (or the speed-up is silently gone), and a check it
 gets stuck on must move the component into a default solver at the next query, leaving the
-running query's scopes where the query pops them. Facts held at a solver's base level
-(`ComponentSolver.rebase`) must leave it for a query that does not hold them.
+running query's scopes where the query pops them.
 """
 
 from __future__ import annotations
@@ -162,47 +161,6 @@ def test_a_check_stuck_inside_a_backbone_search_leaves_no_scope_of_it_behind() -
     assert p in plain.feasible_values(facts, "price")
     assert oracle.feasible_values(facts, "price") == plain.feasible_values(facts, "price")
     assert s.solver.num_scopes() == len(s.pushed)
-
-
-def test_facts_at_the_base_level_leave_it_for_a_query_that_does_not_extend_them() -> None:
-    """A long record's facts move to the base level of a new solver (`REBASE_DEPTH`); a
-    query whose facts differ in one of them, or hold fewer, is answered without them."""
-
-    class Steps(BaseModel):
-        x0: int = Field(ge=0, le=12)
-        x1: int = Field(ge=0, le=12)
-        x2: int = Field(ge=0, le=12)
-        x3: int = Field(ge=0, le=12)
-        x4: int = Field(ge=0, le=12)
-        x5: int = Field(ge=0, le=12)
-        x6: int = Field(ge=0, le=12)
-        x7: int = Field(ge=0, le=12)
-        x8: int = Field(ge=0, le=12)
-        x9: int = Field(ge=0, le=12)
-
-        @relation
-        def rising(self) -> bool:
-            return (
-                self.x0 <= self.x1 <= self.x2 <= self.x3 <= self.x4
-                and self.x4 <= self.x5 <= self.x6 <= self.x7 <= self.x8 <= self.x9
-            )
-
-    spec = compile_spec(Steps)
-    oracle = spec.new_oracle()
-    s = oracle._solver(spec.component_of("x9"))
-    record: tuple[Fact, ...] = tuple((f"x{i}", i) for i in range(9))
-    assert oracle.feasible_values(record, "x9") == list(range(8, 13))
-    assert s.base == record[: len(record) - component_solver.REBASE_LAG]  # moved
-    queries: list[tuple[tuple[Fact, ...], str, list[int]]] = [
-        ((*record[:3], ("x3", 5), ("x4", 5), ("x5", 6)), "x6", list(range(6, 13))),
-        (record[:2], "x2", list(range(1, 13))),  # fewer facts than the base
-        (record, "x9", list(range(8, 13))),
-        ((*record[:8], ("x8", 11)), "x9", [11, 12]),
-        ((*record[:4], ("x4", 2)), "x5", []),  # x3 is 3
-        ((*record[:4], ("x4", 3)), "x5", list(range(3, 13))),
-    ]
-    for facts, var, want in queries:
-        assert oracle.feasible_values(facts, var) == want, (facts, var)
 
 
 def test_a_component_with_products_of_variables_starts_untuned() -> None:
