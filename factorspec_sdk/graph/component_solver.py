@@ -7,9 +7,10 @@ found so far kept as witnesses (`ComponentSolver.witness`), and the backbones le
 earlier facts determine, `ComponentSolver.forced`). `fact_value` and `fact_literal` turn a
 fact into the value or the Z3 literal it gives its variable's term.
 
-A linear component's solver starts with `TUNED_PARAMS` (faster checks); the
-first check it does not decide within `TUNED_BUDGET_MS` moves the component's facts and the
-running query's scopes into a solver with Z3's defaults, which later checks use warm.
+A linear component's solver starts with `TUNED_PARAMS` (faster checks); the first check it
+does not decide within `TUNED_BUDGET_MS` restarts fresh (`z3check`), the rest of the running
+query checks fresh too (it keeps the solver whose scopes it pops), and the next query gets a
+solver with Z3's defaults, which later checks use warm.
 """
 
 from __future__ import annotations
@@ -78,8 +79,9 @@ class ComponentSolver:
         self.tuned = True
         """The solver runs with `TUNED_PARAMS` (where the component is linear: settled when
         the solver is built); the first check it does not decide within
-        `TUNED_BUDGET_MS` turns this off for good: its assertions and scopes move into a
-        solver with Z3's defaults (`_untune`), which the next check uses warm."""
+        `TUNED_BUDGET_MS` turns this off for good: the rest of the running query checks
+        fresh (`stale`), and the next `sync` builds a solver with Z3's defaults, which the
+        later checks use warm."""
         with spec.context_lock:  # translate reads the spec's context
             known = [] if comp.witness is None else [comp.witness, *comp.models]
             first = [m.translate(self.ctx) for m in known]
@@ -126,29 +128,6 @@ class ComponentSolver:
                 assert_all(solver, comp.constraints)
             self._solver = solver
         return self._solver
-
-    def _untune(self) -> None:
-        """Rebuild the tuned solver's state, scope by scope, in one with Z3's defaults.
-
-        Its constraints and one scope per pushed fact are built again from their sources;
-        the scopes the running query pushed past those (`Oracle` adds to a scope of its own
-        only) get everything the tuned solver holds now, in the first of them, so that
-        popping them gives back the facts' state as before.
-        """
-        old = self.solver
-        extra = old.num_scopes() - len(self.pushed)
-        held = old.assertions() if extra > 0 else None
-        new = z3.SimpleSolver(ctx=self.ctx)
-        with self.spec.context_lock:  # translate reads the spec's context
-            assert_all(new, self.spec.component(self.index).constraints)
-        for fact in self.pushed:
-            new.push()
-            new.add(self.literal(fact))
-        for k in range(extra):
-            new.push()
-            if k == 0 and held is not None:
-                new.add(held)
-        self._solver = new
 
     def exists(self, var: str) -> z3.BoolRef:
         """Whether ``var``'s item exists, in this solver's context."""
@@ -271,12 +250,13 @@ class ComponentSolver:
             solver, self.spec.solver_timeout_ms, warm=not self.stale, first_budget_ms=budget
         )
         if out.restarts:
+            # the query goes on with this solver and its scopes (its caller may hold the
+            # solver: `backbone.determined_nodes` pushes and pops on the one it was given),
+            # each later check of it in a fresh one; the next `sync` replaces it, with Z3's
+            # defaults where it was tuned
             self.stats.restarts += out.restarts
-            if self.tuned:  # the same state in Z3's default solver, warm from the next check
-                self.tuned = False
-                self._untune()
-            else:
-                self.stale = True
+            self.tuned = False
+            self.stale = True
         if out.result == z3.unknown:
             raise OracleError(f"the solver could not decide a query: {out.reason}")
         return out.model

@@ -2,8 +2,8 @@
 
 The tuned solver must answer what Z3's default one answers (the oracle stays exact), must
 stay in use where it decides every check (or the speed-up is silently gone), and a check it
-gets stuck on must move the component, facts and running query included, into a default
-solver that the next check uses warm.
+gets stuck on must move the component into a default solver at the next query, leaving the
+running query's scopes where the query pops them.
 """
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ def test_the_tuned_solver_answers_as_the_default_one_and_stays_in_use(
     assert used and all(s.tuned for s in used)
 
 
-def test_a_stuck_tuned_check_moves_the_query_into_a_warm_default_solver() -> None:
+def test_a_stuck_tuned_check_moves_the_component_to_a_default_solver() -> None:
     spec = compile_spec(Line)
     plain, oracle = _untuned(spec), spec.new_oracle()
     index = spec.component_of("amount")
@@ -109,22 +109,49 @@ def test_a_stuck_tuned_check_moves_the_query_into_a_warm_default_solver() -> Non
     want = plain.feasible_values(facts, "amount", limit=64)
     assert want == [36 + p for p in range(1, 21)]
     assert oracle.feasible_values(facts, "amount", limit=64) == want
-    # one restart, then the rest of the query ran warm on the default solver that took the
-    # tuned one's place at once, with the facts and the values blocked so far: no value
-    # found twice, so no check more than the default oracle's
-    assert stuck.checks == 6 and oracle.stats.restarts == 1
-    assert not s.tuned and s._solver is not stuck
+    # the stuck check restarted, and so did each later check of the query, in a fresh
+    # solver with the assertions of the one its scopes are in: no value found twice, so no
+    # check more than the default oracle's
+    assert stuck.checks == 6 and oracle.stats.restarts == oracle.stats.solver_checks - 5
+    assert not s.tuned and s.stale and s._solver is stuck
     assert oracle.stats.solver_checks == plain.stats.solver_checks
-    assert s.solver.num_scopes() == len(s.pushed) == 1  # the query's scope popped
-    # later queries pop and push on it as on any solver
+    assert stuck.num_scopes() == len(s.pushed) == 1  # the query's scope popped
+    # the next query replaces it with a default solver, on which later ones pop and push
     for facts, var in [
         ((("quantity", 7), ("price", 3)), "amount"),
         ((("amount", 50),), "price"),
         ((("quantity", 6),), "price"),
     ]:
         assert oracle.feasible_values(facts, var) == plain.feasible_values(facts, var)
+        assert s._solver is not stuck and not s.stale
+    restarts = oracle.stats.restarts
     assert not oracle.feasible((("quantity", 7), ("amount", 22)))
-    assert oracle.stats.restarts == 1
+    assert oracle.stats.restarts == restarts
+
+
+def test_a_check_stuck_inside_a_backbone_search_leaves_no_scope_of_it_behind() -> None:
+    """The backbone search (`Oracle.determined`) pushes its own scope on the solver it was
+    given and pops it there; a check of it that restarts must not move that scope into
+    another solver, where no one pops it (every later answer would be under it)."""
+    spec = compile_spec(Line)
+    plain, oracle = _untuned(spec), spec.new_oracle()
+    s = oracle._solver(spec.component_of("amount"))
+    model = s.witness(())
+    assert model is not None and s.solver is not None and s.tuned  # the spec's own model
+    q = model.eval(s.term("quantity")).as_long()
+    p = model.eval(s.term("price")).as_long()
+    stuck = StuckAt(ctx=s.ctx)
+    stuck.add(*s.solver.assertions())
+    stuck.stuck_at = 1  # the search's first check: "a value differs from the model's"
+    s._solver = stuck
+    assert oracle.determined(()) == plain.determined(()) == {}
+    assert stuck.checks >= 1 and oracle.stats.restarts >= 1
+    # the model's own completion is still feasible (asked of the solver: no witness)
+    s.witnesses.clear()
+    facts: tuple[Fact, ...] = (("quantity", q),)
+    assert p in plain.feasible_values(facts, "price")
+    assert oracle.feasible_values(facts, "price") == plain.feasible_values(facts, "price")
+    assert s.solver.num_scopes() == len(s.pushed)
 
 
 def test_a_component_with_products_of_variables_starts_untuned() -> None:
