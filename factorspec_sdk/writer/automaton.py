@@ -49,7 +49,6 @@ from factorspec_sdk.writer.optional_keys import OptionalKeys
 from factorspec_sdk.writer.prefix_free import non_empty, prefix_free
 from factorspec_sdk.writer.state import (
     FINITE_LIMIT,
-    READ_WHOLE_LIMIT,
     Choice,
     Done,
     Event,
@@ -351,13 +350,12 @@ class Writer:
         return leaf_writer(node).options(self, s, path, node, self.spec.variable_for(path))
 
     def whole_values(self, s: WriterState, var: str | None, lo: int, hi: int) -> list[Value] | None:
-        """The values a leaf may take, when few; else None.
+        """The values a leaf may take, when at most `FINITE_LIMIT`; else None.
 
-        The oracle's feasible values when a relation reads the leaf (at most
-        `READ_WHOLE_LIMIT`), else ``lo..hi`` (at most `FINITE_LIMIT`).
+        The oracle's feasible values when a relation reads the leaf, else ``lo..hi``.
         """
         if var is not None:
-            return self.oracle.feasible_values(s.assignment, var, limit=READ_WHOLE_LIMIT)
+            return self.oracle.feasible_values(s.assignment, var, limit=FINITE_LIMIT)
         return list(range(lo, hi + 1)) if hi - lo + 1 <= FINITE_LIMIT else None
 
     def digit_options(

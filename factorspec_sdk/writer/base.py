@@ -156,8 +156,7 @@ class QuotedWriter(LeafWriter):
 class FixedWidthWriter(QuotedWriter):
     """A quoted leaf whose texts all have one width: whole values when few are feasible.
 
-    At most `READ_WHOLE_LIMIT` feasible values (`FINITE_LIMIT` where no relation reads the
-    leaf) are offered whole (a value the relations fix is
+    At most `FINITE_LIMIT` feasible values are offered whole (a value the relations fix is
     one option: certain tokens); more are written character by character (`next_chars`),
     keeping, when a relation reads the leaf, only prefixes whose range of values the oracle
     finds a feasible value in. The last character carries the closing quote and the fact. A

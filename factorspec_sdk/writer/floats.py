@@ -218,8 +218,7 @@ def shortest_text_length(lo: int, hi: int, places: int) -> int:
 class _FloatWriter(LeafWriter):
     """A float (Decimal): whole values when few are feasible, else character by character.
 
-    At the start, at most `READ_WHOLE_LIMIT` feasible scaled values (`FINITE_LIMIT` where no
-    relation reads it) are offered whole, as their
+    At the start, at most `FINITE_LIMIT` feasible scaled values are offered whole, as their
     canonical fixed-point text (a value the relations fix is one option: certain tokens),
     and ``null`` when the leaf is nullable. More are written character by character, from
     `next_float_chars`: only canonical texts of values within the bounds, and, when a

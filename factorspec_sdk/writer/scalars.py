@@ -1,9 +1,8 @@
 """Bool, enum and int leaves: whole values when few are feasible, else an int digit by digit.
 
 A bool or a Literal/Enum leaf is one option per value (the oracle's feasible values where a
-relation reads it); an int too when few values are left (`READ_WHOLE_LIMIT` where a relation
-reads it, else `FINITE_LIMIT`), else it is written digit by digit (`Writer.digit_options`:
-the oracle's `next_digits`, or the bounds').
+relation reads it); an int too when at most `FINITE_LIMIT` values are left, else it is
+written digit by digit (`Writer.digit_options`: the oracle's `next_digits`, or the bounds').
 """
 
 from __future__ import annotations
@@ -13,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from factorspec_sdk.relations.layout import INT_LIMIT, LeafLayout, Path
 from factorspec_sdk.writer.base import LeafWriter, utf8
-from factorspec_sdk.writer.state import FINITE_LIMIT, READ_WHOLE_LIMIT, Option, value_text
+from factorspec_sdk.writer.state import FINITE_LIMIT, Option, value_text
 
 if TYPE_CHECKING:
     from factorspec_sdk.graph import CompiledSpec, Value
@@ -31,9 +30,6 @@ def few_values(lo: int, hi: int) -> list[Value] | None:
 class _ScalarWriter(LeafWriter):
     """A leaf written as one JSON value: its values whole, or (an int) its digits."""
 
-    read_limit = FINITE_LIMIT
-    """The most feasible values offered whole where a relation reads the leaf."""
-
     def schema_values(self, node: LeafLayout) -> list[Value] | None:
         """The values the schema allows, when few (None: write the digits)."""
         raise NotImplementedError
@@ -45,7 +41,7 @@ class _ScalarWriter(LeafWriter):
             return w.digit_options(s, var, node.ge, node.le)
         values: list[Value] | None
         if var is not None:
-            values = w.oracle.feasible_values(s.assignment, var, limit=self.read_limit)
+            values = w.oracle.feasible_values(s.assignment, var, limit=FINITE_LIMIT)
         else:
             values = self.schema_values(node)
         if values is None:  # a wide int: write it digit by digit
@@ -92,8 +88,6 @@ def int_digits(node: LeafLayout) -> int:
 
 
 class _IntWriter(_ScalarWriter):
-    read_limit = READ_WHOLE_LIMIT  # more: digit by digit, a check per feasible digit
-
     def schema_values(self, node: LeafLayout) -> list[Value] | None:
         lo = -INT_LIMIT if node.ge is None else node.ge
         hi = INT_LIMIT if node.le is None else node.le

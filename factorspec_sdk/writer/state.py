@@ -30,7 +30,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FINITE_LIMIT",
-    "READ_WHOLE_LIMIT",
     "Choice",
     "Done",
     "Event",
@@ -54,16 +53,6 @@ __all__ = [
 
 FINITE_LIMIT = 64
 """A leaf with at most this many feasible values is offered as a set of whole values."""
-
-READ_WHOLE_LIMIT = 16
-"""An int, date, time, duration or float leaf a relation reads is offered whole where at most
-this many values are feasible (`FINITE_LIMIT` where none reads it). Each value found costs
-the oracle a check, so a wide feasible set (a roster's 41 quarter hours, an expense's
-amounts) is written digit by digit or character by character instead, which asks the
-oracle one check per feasible class of the next character: on the user-models suite
-(scripted engine) 20-25% fewer checks on the roster, the invoice and the expenses than at
-64, and the same records. A value the relations fix is still one whole option (certain
-tokens)."""
 
 
 def value_text(value: object) -> str:

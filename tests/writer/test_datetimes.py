@@ -32,7 +32,6 @@ from factorspec_sdk.relations.temporal import (
 from factorspec_sdk.tokens.plan import Planner
 from factorspec_sdk.writer.automaton import Writer
 from factorspec_sdk.writer.dates import next_date_chars
-from factorspec_sdk.writer.state import READ_WHOLE_LIMIT
 from tests.helpers import next_char, random_record, tiny_tokenizer, walk_to
 
 TOK = tiny_tokenizer()
@@ -487,34 +486,3 @@ def test_every_bound_holds_when_several_are_given() -> None:
     fields = {f.name: f.node for f in build_layout(Shifted).fields}
     for name in ("clock", "late"):
         assert fields[name].ge == _value(time(10)), name  # type: ignore[union-attr]
-
-
-class _Opening(BaseModel):
-    start: time = Field(ge=time(8), le=time(18))
-
-    @relation
-    def on_quarter_hours(self) -> bool:
-        return self.start.minute % 15 == 0 and self.start.second == 0
-
-
-def test_a_read_time_with_many_feasible_values_is_written_by_characters_not_enumerated() -> None:
-    # 41 quarter hours feasible: past READ_WHOLE_LIMIT, so the writer asks the oracle for the
-    # first character's classes (two: "0", "1") instead of enumerating 41 values, a check each
-    writer = Writer(compile_spec(_Opening))
-    state, rest = walk_to(writer, '{"start": "')
-    assert rest == ""
-    checks = writer.oracle.stats.solver_checks
-    choice = writer.choices(state)
-    assert isinstance(choice, list)
-    assert sorted(o.text for o in choice) == ["0", "1"]
-    assert writer.oracle.stats.solver_checks - checks <= READ_WHOLE_LIMIT
-    quarters = {f"{h:02d}:{m:02d}:00" for h in range(8, 18) for m in (0, 15, 30, 45)} | {"18:00:00"}
-    for k in range(8):
-        for p in sorted({v[:k] for v in quarters}):
-            want = {(v + '"')[k] for v in quarters if v.startswith(p)}
-            assert next_char(writer, '{"start": "' + p) == want, p
-    # then character by character: after "08:" the minutes' tens of 00, 15, 30 and 45
-    state, rest = walk_to(writer, '{"start": "08:')
-    choice = writer.choices(state)
-    assert isinstance(choice, list)
-    assert sorted(o.text for o in choice) == ["0", "1", "3", "4"]
