@@ -127,6 +127,7 @@ on one string, and ``allOf`` parts, are bounded as llguidance intersects them
 from __future__ import annotations
 
 import weakref
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -362,15 +363,10 @@ class CompletionBound:
             return hit <= limit
         if self._roomy(node) <= limit:
             return True
-        ends: list[tuple[int, int, TrieNode, int]] = []
-        stack: list[tuple[TrieNode, int]] = [(node, 0)]
-        while stack:
-            n, depth = stack.pop()
-            for t, child in n.children.items():
-                if child.terminal is None:
-                    stack.append((child, depth + 1))
-                else:
-                    ends.append((depth + 1 + self._rest_bytes(child), depth + 1, n, t))
+        ends = [
+            (depth + self._rest_bytes(child), depth, parent, t)
+            for depth, parent, t, child in _option_ends(node)
+        ]
         ends.sort(key=lambda e: e[:2])
         for _, depth, parent, token in ends:
             if depth <= limit and self.greedy_at_most(
@@ -453,16 +449,10 @@ class CompletionBound:
         token.
         """
         best: tuple[tuple[int, int], int, TrieNode, int] | None = None
-        stack: list[tuple[TrieNode, int]] = [(node, 0)]
-        while stack:
-            n, depth = stack.pop()
-            for t, child in n.children.items():
-                if child.terminal is None:
-                    stack.append((child, depth + 1))
-                    continue
-                rank = (depth + 1 + self._rest(child), depth + 1)
-                if best is None or rank < best[0]:
-                    best = (rank, depth + 1, n, t)
+        for depth, parent, t, child in _option_ends(node):
+            rank = (depth + self._rest(child), depth)
+            if best is None or rank < best[0]:
+                best = (rank, depth, parent, t)
         if best is None:
             raise RuntimeError("a planned segment has no option")
         _, depth, parent, token = best
@@ -512,3 +502,18 @@ class CompletionBound:
             ids: list[int] = cursor.ids.tolist()
             return min(ids, key=lambda t: (self._after(cursor, t), t))
         return self._free.cheapest(cursor.free)
+
+
+def _option_ends(node: TrieNode) -> Iterator[tuple[int, TrieNode, int, TrieNode]]:
+    """Each option's end below ``node``: its tokens, its last token (at ``parent``), its end.
+
+    Depth first, as the options' trie holds them (the callers rank them).
+    """
+    stack: list[tuple[TrieNode, int]] = [(node, 0)]
+    while stack:
+        n, depth = stack.pop()
+        for t, child in n.children.items():
+            if child.terminal is None:
+                stack.append((child, depth + 1))
+            else:
+                yield depth + 1, n, t, child
