@@ -256,26 +256,41 @@ class FreeStringBudget(BudgetPart):
         hit = self._close.get(key)
         if hit is not None:
             return hit
-        tables = self.planner.free_tables()
         best: tuple[int, int] | None = None
         cost: dict[str, int] = {}
-        for tid, before, rest in zip(
-            tables.quote_ids.tolist(), tables.quote_before, tables.quote_after, strict=True
-        ):
-            if before or not free.close_suffix.startswith(rest):
-                continue
+        for tid, rest in self._closers(free):
             if rest not in cost:
                 nxt = self.planner.resolve_state(after, rest, critical=False)
                 cost[rest] = 1 + self.bound.greedy(nxt)
             if best is None or (cost[rest], tid) < best:
                 best = (cost[rest], tid)
-        if best is None:
+        assert best is not None  # `_closers` has one at least
+        self._close[key] = best
+        return best
+
+    def _closers(self, free: FreeString) -> list[tuple[int, str]]:
+        """The closing tokens a string may take, each as (its id, its text after the quote).
+
+        Those with nothing before the quote, whose text after it the closing suffix starts
+        with (`_closing` counts them, `_close_at_most` tries them).
+
+        Raises:
+            GenerationError: the vocabulary has none.
+        """
+        tables = self.planner.free_tables()
+        found = [
+            (tid, rest)
+            for tid, before, rest in zip(
+                tables.quote_ids.tolist(), tables.quote_before, tables.quote_after, strict=True
+            )
+            if not before and free.close_suffix.startswith(rest)
+        ]
+        if not found:
             raise GenerationError(
                 "the vocabulary has no token that closes a string with its quote, so a token "
                 "budget cannot be guaranteed"
             )
-        self._close[key] = best
-        return best
+        return found
 
     def _close_at_most(
         self, free: FreeString, limit: int, *, text: str | None = None, length: int | None = None
@@ -290,14 +305,7 @@ class FreeStringBudget(BudgetPart):
         hit = self._close.get((after, free.close_suffix))
         if hit is not None:
             return hit[0] <= limit
-        tables = self.planner.free_tables()
-        rests = {
-            rest
-            for before, rest in zip(tables.quote_before, tables.quote_after, strict=True)
-            if not before and free.close_suffix.startswith(rest)
-        }
-        if not rests:  # no closing token: `_closing` says so
-            self._closing(free, text=text, length=length)
+        rests = {rest for _, rest in self._closers(free)}
         return any(
             self.bound.greedy_at_most(
                 self.planner.resolve_state(after, rest, critical=False), limit - 1
