@@ -328,10 +328,10 @@ class CompletionBound:
                 ok = acc + self.greedy(cur) <= limit
                 break
             depth, parent, token, leaf = self._greedy_leaf(cur)
-            walked.append((cur, acc))
             if acc + depth + self._rest_bytes(leaf) <= limit:
                 ok = True
                 break
+            walked.append((cur, acc))
             acc += depth
             cur = self.planner.advance(parent, token, critical=False)
         walked.append((cur, acc))
