@@ -124,10 +124,11 @@ class Component:
             settle it, an oracle does not search again at no facts (the same search from
             the same model, a few of the hardest checks of a record); where the check was
             skipped, an oracle finds it itself at its first query.
-        linear: the constraints are linear integer arithmetic (Z3's ``is-lia`` probe:
-            products and divisions by constants only), found at an oracle's first solver
-            of the component (None: not yet); such a component's oracle solvers start
-            tuned (`factorspec_sdk.graph.component_solver.TUNED_PARAMS`).
+        tunable: the constraints are linear integer arithmetic (Z3's ``is-lia`` probe:
+            products and divisions by constants only) over constants that fit in 32 bits
+            (`factorspec_sdk.graph.component_solver.tunable`), found at an oracle's first
+            solver of the component (None: not yet); such a component's oracle solvers
+            start tuned (`factorspec_sdk.graph.component_solver.TUNED_PARAMS`).
     """
 
     index: int
@@ -138,7 +139,7 @@ class Component:
     determined: dict[str, int | bool] | None = None
     searched: bool = False
     models: tuple[z3.ModelRef, ...] = ()
-    linear: bool | None = None
+    tunable: bool | None = None
 
 
 class CompiledSpec:

@@ -7,7 +7,8 @@ found so far kept as witnesses (`ComponentSolver.witness`), and the backbones le
 earlier facts determine, `ComponentSolver.forced`). `fact_value` and `fact_literal` turn a
 fact into the value or the Z3 literal it gives its variable's term.
 
-A linear component's solver starts with `TUNED_PARAMS` (faster checks); the first check it
+A linear component whose numbers fit in 32 bits (`tunable`) starts with `TUNED_PARAMS`
+(faster checks); the first check it
 does not decide within `TUNED_BUDGET_MS` restarts fresh (`z3check`), the rest of the running
 query checks fresh too (it keeps the solver whose scopes it pops), and the next query gets a
 solver with Z3's defaults, which later checks use warm.
@@ -34,10 +35,12 @@ if TYPE_CHECKING:
 __all__ = [
     "TUNED_BUDGET_MS",
     "TUNED_PARAMS",
+    "TUNED_NUMBERS",
     "WITNESSES",
     "ComponentSolver",
     "fact_literal",
     "fact_value",
+    "tunable",
 ]
 
 
@@ -48,11 +51,22 @@ TUNED_PARAMS: dict[str, int] = {"arith.solver": 2}
 """Parameters of a component's first solver (`ComponentSolver.tuned`): Z3's older simplex
 arithmetic solver, several times faster per check on the linear integer constraints of
 clock times (a roster's quarter hours and shift lengths), and slower on products of
-variables (an invoice line's ``quantity * unit_price``): a component whose constraints are
-not linear (`Component.linear`) starts with Z3's defaults. Where one of its checks runs past
+variables (an invoice line's ``quantity * unit_price``) and on numbers past `TUNED_NUMBERS`
+(a meeting plan's datetimes, seconds since year 1: 4-10x slower per check there, 100x on
+some): a component that is not `tunable` (`Component.tunable`) starts with Z3's defaults.
+Where one of its checks runs past
 `TUNED_BUDGET_MS` (the meeting plan of the user-models suite met one), the component falls
 back to Z3's defaults for good. Either way each answer is the solver's own, sat with a
 model or unsat."""
+
+TUNED_NUMBERS = 2**31
+"""The magnitude every integer constant of a component stays below for its solver to start
+tuned (`tunable`). The older simplex computes with machine integers while its numbers fit
+and with big numbers past them: measured here, enumerating 30 five-minute marks of a
+datetime split into date, hour, minute and second took 9-11 ms with values near 2**31 and
+150-160 ms near 2**33 and 6e10 (Z3's default solver: 13-23 ms throughout); every bound of a
+datetime in seconds since year 1 is past it, every bound of a date, a clock time or an
+amount in cents under 10 million is below it."""
 
 TUNED_BUDGET_MS = 100
 """The tuned solver's share of a check before it restarts fresh (`z3check.check`'s
@@ -77,8 +91,8 @@ class ComponentSolver:
         self.stale = False
         """A check restarted away from the solver: replace it at the next `sync`."""
         self.tuned = True
-        """The solver runs with `TUNED_PARAMS` (where the component is linear: settled when
-        the solver is built); the first check it does not decide within
+        """The solver runs with `TUNED_PARAMS` (where the component is `tunable`: settled
+        when the solver is built); the first check it does not decide within
         `TUNED_BUDGET_MS` turns this off for good: the rest of the running query checks
         fresh (`stale`), and the next `sync` builds a solver with Z3's defaults, which the
         later checks use warm."""
@@ -119,9 +133,9 @@ class ComponentSolver:
             solver = z3.SimpleSolver(ctx=self.ctx)
             with spec.context_lock:  # translate reads the spec's context
                 comp = spec.component(self.index)
-                if self.tuned and comp.linear is None:
-                    comp.linear = _linear(comp.constraints)
-                self.tuned = self.tuned and bool(comp.linear)
+                if self.tuned and comp.tunable is None:
+                    comp.tunable = tunable(comp.constraints)
+                self.tuned = self.tuned and bool(comp.tunable)
                 if self.tuned:
                     for name, value in TUNED_PARAMS.items():
                         solver.set(name, value)
@@ -281,14 +295,33 @@ class ComponentSolver:
         return self.value(var, tb.value(node, boolean=self.spec.record(var).kind in BOOL_KINDS))
 
 
-def _linear(constraints: Sequence[z3.BoolRef]) -> bool:
-    """Whether ``constraints`` are linear integer arithmetic (Z3's ``is-lia`` probe)."""
+def tunable(constraints: Sequence[z3.BoolRef]) -> bool:
+    """Whether a solver of ``constraints`` starts with `TUNED_PARAMS`.
+
+    It does where they are linear integer arithmetic (Z3's ``is-lia`` probe) and each
+    integer constant in them is below `TUNED_NUMBERS` in magnitude.
+    """
     if not constraints:
         return True
     ctx = constraints[0].ctx
     goal = z3.Goal(ctx=ctx)
     goal.add(*constraints)
-    return bool(z3.Probe("is-lia", ctx=ctx)(goal))
+    if not z3.Probe("is-lia", ctx=ctx)(goal):
+        return False
+    seen: set[int] = set()
+    stack: list[z3.ExprRef] = list(constraints)
+    while stack:
+        e = stack.pop()
+        key = e.get_id()
+        if key in seen:
+            continue
+        seen.add(key)
+        if z3.is_int_value(e):
+            if abs(cast(z3.IntNumRef, e).as_long()) >= TUNED_NUMBERS:
+                return False
+        elif z3.is_app(e):
+            stack.extend(e.children())
+    return True
 
 
 def fact_value(spec: CompiledSpec, fact: Fact) -> int | bool | None:

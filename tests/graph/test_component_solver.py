@@ -8,6 +8,7 @@ running query's scopes where the query pops them.
 
 from __future__ import annotations
 
+import datetime as dt
 import random
 
 import pytest
@@ -159,7 +160,42 @@ def test_a_component_with_products_of_variables_starts_untuned() -> None:
     oracle = spec.new_oracle()
     s = oracle._solver(spec.component_of("amount"))
     assert oracle.feasible_values((("quantity", 6),), "amount") == [6 * p for p in range(1, 21)]
-    assert not s.tuned and spec.component(s.index).linear is False
+    assert not s.tuned and spec.component(s.index).tunable is False
     linear = compile_spec(Line)
     t = linear.new_oracle()._solver(linear.component_of("amount"))
-    assert t.solver is not None and t.tuned and linear.component(t.index).linear
+    assert t.solver is not None and t.tuned and linear.component(t.index).tunable
+
+
+class Meeting(BaseModel):
+    start: dt.datetime
+    end: dt.datetime
+
+    @relation
+    def on_the_hour(self) -> bool:
+        return self.start.minute == 0 and self.end > self.start
+
+
+class Shift(BaseModel):
+    start: dt.time
+    end: dt.time
+
+    @relation
+    def on_the_hour(self) -> bool:
+        return self.start.minute == 0 and self.end > self.start
+
+
+def test_a_component_with_numbers_past_32_bits_starts_untuned() -> None:
+    """A datetime's seconds since year 1 are past `TUNED_NUMBERS`, a clock time's are not;
+    both solvers answer alike."""
+    meeting, shift = compile_spec(Meeting), compile_spec(Shift)
+    for spec, tuned in ((meeting, False), (shift, True)):
+        oracle = spec.new_oracle()
+        s = oracle._solver(spec.component_of("start"))
+        assert s.solver is not None and s.tuned is tuned
+        assert spec.component(s.index).tunable is tuned
+    x = z3.Int("x")
+    below = component_solver.TUNED_NUMBERS - 1
+    assert component_solver.tunable([x <= below, x >= -below, x % 300 == 0])
+    assert not component_solver.tunable([x <= below + 1, x % 300 == 0])
+    assert not component_solver.tunable([x * x == 4])
+    assert component_solver.tunable([])
