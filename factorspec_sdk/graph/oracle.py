@@ -219,32 +219,47 @@ class Oracle:
             self.stats.seconds += time.perf_counter() - t0
 
     def feasible_values(
-        self, assignment: Assignment, var: str, limit: int = 64
+        self, assignment: Assignment, var: str, limit: int = 64, span: int | None = None
     ) -> list[Value] | None:
-        """The exact sorted set of feasible values of ``var``; None if more than ``limit``."""
+        """The exact sorted set of feasible values of ``var``; None if more than ``limit``.
+
+        ``span`` (an int variable's): None too where two feasible values lie more than
+        ``span`` apart. One check past the first value found tells a set that wide (a value
+        farther than ``span`` from it), where telling more than ``limit`` values takes
+        ``limit + 1`` checks.
+        """
         t0 = time.perf_counter()
         self.stats.queries += 1
         try:
-            return self._feasible_values(assignment, var, limit)
+            return self._feasible_values(assignment, var, limit, span)
         finally:
             self.stats.seconds += time.perf_counter() - t0
 
-    def _feasible_values(self, assignment: Assignment, var: str, limit: int) -> list[Value] | None:
+    def _feasible_values(
+        self, assignment: Assignment, var: str, limit: int, span: int | None
+    ) -> list[Value] | None:
         index = self.spec.component_of(var)
         groups = self._split(assignment)
         if not self._others_feasible(groups, index):
             return []
-        return self._component_values(index, groups.get(index, ()), var, limit)
+        return self._component_values(index, groups.get(index, ()), var, limit, span)
 
     def _component_values(
-        self, index: int, facts: tuple[Fact, ...], var: str, limit: int
+        self,
+        index: int,
+        facts: tuple[Fact, ...],
+        var: str,
+        limit: int,
+        span: int | None = None,
     ) -> list[Value] | None:
-        key = ("fv", index, facts, var, limit)
+        key = ("fv", index, facts, var, limit, span)
         hit, val = self._cached(key)
         if hit:
             return cast("list[Value] | None", val)
         seen = self._seen(index, facts, var)
-        if seen is not None and len(seen) > limit:  # more than ``limit`` found already
+        if seen is not None and (  # more than ``limit`` found already, or too far apart
+            len(seen) > limit or (span is not None and _spread(seen) > span)
+        ):
             self._store(key, None)
             return None
         result: list[Value] | None
@@ -258,34 +273,55 @@ class Oracle:
         s.sync(facts)
         t = s.term(var)
         found: list[Value] = []
+        probed = span is None
         s.solver.push()
         try:
             while True:
                 if known:
                     model = known.pop(0)
-                elif (checked := s.check()) is not None:
+                else:
+                    if not probed and found:  # one check tells a set wider than ``span``
+                        probed = True
+                        far = self._far_value(s, t, int(cast(int, found[0])), cast(int, span))
+                        if far is not None:
+                            s.remember(far, facts)
+                            found.append(s.decode(var, far.eval(t, model_completion=True)))
+                            break
+                    checked = s.check()
+                    if checked is None:
+                        break
                     model = checked
                     s.remember(model, facts)
-                else:
-                    break
                 v = model.eval(t, model_completion=True)
                 value = s.decode(var, v)
                 if value in found:  # a known completion's value, found already
                     continue
                 found.append(value)
-                if len(found) > limit:
+                if len(found) > limit or (span is not None and _spread(found) > span):
                     break
                 s.solver.add(t != v)
         finally:
             s.solver.pop()
-        result = None if len(found) > limit else _sorted(found)
+        wide = len(found) > limit or (span is not None and _spread(found) > span)
+        result = None if wide else _sorted(found)
         self._store(key, result)
         if result is None:
-            self._store(("seen", index, facts, var), tuple(found))
+            self._saw(index, facts, var, found)
         single = result is not None and len(result) == 1
         if s.backbone_at < 0 or (single and len(facts) > s.backbone_at):
             self._learn_backbone(s, index, facts)
         return result
+
+    @staticmethod
+    def _far_value(s: ComponentSolver, t: z3.ExprRef, first: int, span: int) -> z3.ModelRef | None:
+        """A model of ``s`` whose ``t`` is more than ``span`` from ``first`` (None: none)."""
+        term = cast(z3.ArithRef, t)
+        s.solver.push()
+        try:
+            s.solver.add(z3.Or(term < first - span, term > first + span))
+            return s.check()
+        finally:
+            s.solver.pop()
 
     def _learn_backbone(self, s: ComponentSolver, index: int, facts: tuple[Fact, ...]) -> None:
         """Find what ``facts`` determine, for the later queries of facts that extend them."""
@@ -400,7 +436,8 @@ class Oracle:
         hit, val = self._cached(key)
         if hit:
             return cast(frozenset[Hashable], val)
-        values = self._component_values(index, facts, var, _NEXT_DIGITS_FAST_LIMIT)
+        fast = _NEXT_DIGITS_FAST_LIMIT
+        values = self._component_values(index, facts, var, fast, span=fast)
         if values is not None:
             result = frozenset(c for v in values if (c := class_of(int(v))) is not None)
         else:
@@ -410,12 +447,20 @@ class Oracle:
         return result
 
     def _seen(self, index: int, facts: tuple[Fact, ...], var: str) -> tuple[Value, ...] | None:
-        """Values of ``var`` an enumeration under exactly ``facts`` found past its limit.
+        """Values of ``var`` found feasible under exactly ``facts`` (None: none kept).
 
-        All are feasible, and more than that limit exist (None: no enumeration stopped).
+        An enumeration that stopped keeps what it found, a search of classes the values its
+        models gave; more than that many exist, at least that far apart.
         """
         hit, val = self._cached(("seen", index, facts, var))
         return cast("tuple[Value, ...]", val) if hit else None
+
+    def _saw(self, index: int, facts: tuple[Fact, ...], var: str, values: list[Value]) -> None:
+        """Keep ``values`` (feasible under ``facts``) with the ones `_seen` has."""
+        kept = self._seen(index, facts, var) or ()
+        new = [v for v in values if v not in kept]
+        if new:
+            self._store(("seen", index, facts, var), (*kept, *new))
 
     def _classes_by_search(
         self,
@@ -440,6 +485,7 @@ class Oracle:
             if c in left:
                 found.add(c)
                 del left[c]
+        values: list[Value] = []
         while left:
             s.solver.push()
             try:
@@ -450,11 +496,14 @@ class Oracle:
                 v = cast(z3.IntNumRef, found_model.eval(t, model_completion=True)).as_long()
             finally:
                 s.solver.pop()
+            s.remember(found_model, facts)
+            values.append(s.value(var, v))
             c = class_of(v)
             if c not in left:  # pragma: no cover - guarded by the conditions
                 raise OracleError(f"the search found {v} outside the classes asked of {var}")
             found.add(c)
             del left[c]
+        self._saw(index, facts, var, values)  # the next character's classes start from them
         return frozenset(found)
 
     def determined(self, assignment: Assignment) -> dict[str, tuple[Value, tuple[str, ...]]]:
@@ -512,6 +561,12 @@ class Oracle:
                 result[v] = (s.decode_node(tb, v, node), self.spec.relations_mentioning(v))
         self._store(key, result)
         return result
+
+
+def _spread(values: Sequence[Value]) -> int:
+    """How far apart the farthest two of ``values`` (ints) lie (0: fewer than two)."""
+    ints = [int(v) for v in values]
+    return max(ints) - min(ints) if ints else 0
 
 
 def _sorted(values: list[Value]) -> list[Value]:

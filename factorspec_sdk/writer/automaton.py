@@ -349,14 +349,18 @@ class Writer:
                 return options
         return leaf_writer(node).options(self, s, path, node, self.spec.variable_for(path))
 
-    def whole_values(self, s: WriterState, var: str | None, lo: int, hi: int) -> list[Value] | None:
-        """The values a leaf may take, when at most `FINITE_LIMIT`; else None.
+    def whole_values(
+        self, s: WriterState, var: str | None, lo: int, hi: int, span: int | None = None
+    ) -> list[Value] | None:
+        """The values a leaf may take, when few; else None.
 
-        The oracle's feasible values when a relation reads the leaf, else ``lo..hi``.
+        Few: at most `FINITE_LIMIT`, and, given ``span``, within it of each other. The
+        oracle's feasible values when a relation reads the leaf, else ``lo..hi``.
         """
         if var is not None:
-            return self.oracle.feasible_values(s.assignment, var, limit=FINITE_LIMIT)
-        return list(range(lo, hi + 1)) if hi - lo + 1 <= FINITE_LIMIT else None
+            return self.oracle.feasible_values(s.assignment, var, limit=FINITE_LIMIT, span=span)
+        few = hi - lo + 1 <= FINITE_LIMIT and (span is None or hi - lo <= span)
+        return list(range(lo, hi + 1)) if few else None
 
     def digit_options(
         self,

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from factorspec_sdk.relations.floats import FLOAT_LIMIT, fixed_text, float_range
 from factorspec_sdk.relations.layout import LeafLayout, Path
 from factorspec_sdk.writer.base import LeafWriter, leaf_bounds
-from factorspec_sdk.writer.state import Option
+from factorspec_sdk.writer.state import WHOLE_SPAN, Option
 
 if TYPE_CHECKING:
     from factorspec_sdk.graph import CompiledSpec
@@ -232,7 +232,7 @@ class _FloatWriter(LeafWriter):
         lo, hi = leaf_bounds(node, var, w.spec)
         if s.partial is not None:
             return self._chars(w, s, node, var, lo, hi)
-        values = w.whole_values(s, var, lo, hi)
+        values = w.whole_values(s, var, lo, hi, WHOLE_SPAN)
         if values is None:
             options = self._chars(w, dataclasses.replace(s, partial=""), node, var, lo, hi)
         else:

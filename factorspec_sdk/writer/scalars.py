@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from factorspec_sdk.relations.layout import INT_LIMIT, LeafLayout, Path
 from factorspec_sdk.writer.base import LeafWriter, utf8
-from factorspec_sdk.writer.state import FINITE_LIMIT, Option, value_text
+from factorspec_sdk.writer.state import FINITE_LIMIT, WHOLE_SPAN, Option, value_text
 
 if TYPE_CHECKING:
     from factorspec_sdk.graph import CompiledSpec, Value
@@ -28,7 +28,14 @@ def few_values(lo: int, hi: int) -> list[Value] | None:
 
 
 class _ScalarWriter(LeafWriter):
-    """A leaf written as one JSON value: its values whole, or (an int) its digits."""
+    """A leaf written as one JSON value: its values whole, or (an int) its digits.
+
+    Attributes:
+        span: how far apart the feasible values may lie to be offered whole (an int's
+            `WHOLE_SPAN`; None: a bool's and an enum's, any).
+    """
+
+    span: int | None = None
 
     def schema_values(self, node: LeafLayout) -> list[Value] | None:
         """The values the schema allows, when few (None: write the digits)."""
@@ -41,7 +48,7 @@ class _ScalarWriter(LeafWriter):
             return w.digit_options(s, var, node.ge, node.le)
         values: list[Value] | None
         if var is not None:
-            values = w.oracle.feasible_values(s.assignment, var, limit=FINITE_LIMIT)
+            values = w.oracle.feasible_values(s.assignment, var, limit=FINITE_LIMIT, span=self.span)
         else:
             values = self.schema_values(node)
         if values is None:  # a wide int: write it digit by digit
@@ -88,6 +95,8 @@ def int_digits(node: LeafLayout) -> int:
 
 
 class _IntWriter(_ScalarWriter):
+    span = WHOLE_SPAN
+
     def schema_values(self, node: LeafLayout) -> list[Value] | None:
         lo = -INT_LIMIT if node.ge is None else node.ge
         hi = INT_LIMIT if node.le is None else node.le

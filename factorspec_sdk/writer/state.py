@@ -47,12 +47,22 @@ __all__ = [
     "Pending",
     "Text",
     "UnionDecision",
+    "WHOLE_SPAN",
     "WriterState",
     "value_text",
 ]
 
 FINITE_LIMIT = 64
 """A leaf with at most this many feasible values is offered as a set of whole values."""
+
+WHOLE_SPAN = FINITE_LIMIT
+"""An int or a float (in its scaled units: cents for two places) is offered whole only where
+its feasible values also lie within this span of each other; a wider set is written digit
+by digit, as a larger one is. The same values are written either way; the span saves the
+oracle an enumeration that would stop past `FINITE_LIMIT`: one check past the first value
+tells a set this wide (`Oracle.feasible_values`), where telling more than `FINITE_LIMIT`
+values takes that many checks and one more (an invoice line's quantity and unit price,
+an expense's amount)."""
 
 
 def value_text(value: object) -> str:
