@@ -9,6 +9,9 @@ edge in decimals, ties of ``round``, long fractions (six places) and constants s
 from __future__ import annotations
 
 import math
+import shutil
+import tempfile
+from collections.abc import Iterator
 from decimal import Decimal
 from fractions import Fraction
 from typing import Annotated, Any, cast
@@ -211,13 +214,23 @@ def test_float_constructs_rounding_could_decide_are_refused(body: str, construct
     assert "M.r" in str(error)
 
 
+_SOURCES = tempfile.mkdtemp(prefix="factorspec_numbers_")
+"""The real files `_model` writes its relations to (removed when the module ends)."""
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _remove_sources() -> Iterator[None]:
+    yield
+    shutil.rmtree(_SOURCES, ignore_errors=True)
+
+
 def _model(base: type[BaseModel], body: str, context: str = "") -> type[BaseModel]:
     """``base`` with one relation ``return body`` (from a real file); ``context``: its param."""
     namespace: dict[str, Any] = {}
     params = f"self, {context}" if context else "self"
     source = f"class M(_Base):\n    @relation\n    def r({params}) -> bool:\n"
     source += f"        return {body}\n"
-    path = f"/tmp/_factorspec_numbers_{abs(hash((base.__name__, body, context)))}.py"
+    path = f"{_SOURCES}/m{abs(hash((base.__name__, body, context)))}.py"
     with open(path, "w") as f:
         f.write(source)
     scope = {"_Base": base, "relation": relation, "Decimal": Decimal, "math": math}
@@ -537,7 +550,7 @@ def test_decimal_times_a_context_float_raises_before_solving() -> None:
     )
     assert e.construct == "Decimal * float"
     assert (e.relation, e.lineno) == ("M.r", 4)
-    assert e.filename.startswith("/tmp/_factorspec_numbers_")
+    assert e.filename.startswith(_SOURCES)
     assert "Decimal(str(rules.rate))" in str(e)
     assert "clashing" not in str(e)
     fixed_body = "self.tax == round(self.subtotal * Decimal(str(rules.rate)), 2)"
