@@ -8,10 +8,10 @@ earlier facts determine, `ComponentSolver.forced`). `fact_value` and `fact_liter
 fact into the value or the Z3 literal it gives its variable's term.
 
 A linear component whose numbers fit in 32 bits (`tunable`) starts with `TUNED_PARAMS`
-(faster checks); the first check it
-does not decide within `TUNED_BUDGET_MS` restarts fresh (`z3check`), the rest of the running
-query checks fresh too (it keeps the solver whose scopes it pops), and the next query gets a
-solver with Z3's defaults, which later checks use warm.
+(faster checks); a check it does not decide within `TUNED_BUDGET_MS` restarts fresh
+(`z3check`), the rest of the running query checks fresh too (it keeps the solver whose
+scopes it pops), and the next query gets a fresh tuned solver, or, after `TUNED_STRIKES`
+such checks, one with Z3's defaults, which later checks use warm.
 """
 
 from __future__ import annotations
@@ -34,8 +34,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "TUNED_BUDGET_MS",
-    "TUNED_PARAMS",
     "TUNED_NUMBERS",
+    "TUNED_PARAMS",
+    "TUNED_STRIKES",
     "WITNESSES",
     "ComponentSolver",
     "fact_literal",
@@ -54,9 +55,8 @@ clock times (a roster's quarter hours and shift lengths), and slower on products
 variables (an invoice line's ``quantity * unit_price``) and on numbers past `TUNED_NUMBERS`
 (a meeting plan's datetimes, seconds since year 1: 4-10x slower per check there, 100x on
 some): a component that is not `tunable` (`Component.tunable`) starts with Z3's defaults.
-Where one of its checks runs past
-`TUNED_BUDGET_MS` (the meeting plan of the user-models suite met one), the component falls
-back to Z3's defaults for good. Either way each answer is the solver's own, sat with a
+Where `TUNED_STRIKES` of its checks run past `TUNED_BUDGET_MS`, the component falls back
+to Z3's defaults for good. Either way each answer is the solver's own, sat with a
 model or unsat."""
 
 TUNED_NUMBERS = 2**31
@@ -67,6 +67,13 @@ datetime split into date, hour, minute and second took 9-11 ms with values near 
 150-160 ms near 2**33 and 6e10 (Z3's default solver: 13-23 ms throughout); every bound of a
 datetime in seconds since year 1 is past it, every bound of a date, a clock time or an
 amount in cents under 10 million is below it."""
+
+TUNED_STRIKES = 3
+"""Tuned checks of a component that may run past `TUNED_BUDGET_MS` before its solvers take
+Z3's defaults for good. One is the incremental solver's learned state gone astray, which a
+fresh tuned solver leaves behind: measured on the roster of the user-models suite (scripted
+engine, six runs), a run that met one and fell back at once spent 2.2-2.7x the oracle time
+of one that did not (the default solver is that much slower on clock times)."""
 
 TUNED_BUDGET_MS = 100
 """The tuned solver's share of a check before it restarts fresh (`z3check.check`'s
@@ -92,10 +99,13 @@ class ComponentSolver:
         """A check restarted away from the solver: replace it at the next `sync`."""
         self.tuned = True
         """The solver runs with `TUNED_PARAMS` (where the component is `tunable`: settled
-        when the solver is built); the first check it does not decide within
-        `TUNED_BUDGET_MS` turns this off for good: the rest of the running query checks
-        fresh (`stale`), and the next `sync` builds a solver with Z3's defaults, which the
-        later checks use warm."""
+        when the solver is built). A check it does not decide within `TUNED_BUDGET_MS`
+        counts a strike: the rest of the running query checks fresh (`stale`), and the
+        next `sync` builds a fresh tuned solver; the `TUNED_STRIKES`-th turns this off for
+        good, and the next `sync` builds a solver with Z3's defaults, which the later checks
+        use warm."""
+        self.strikes = 0
+        """Checks of a tuned solver that ran past `TUNED_BUDGET_MS`."""
         with spec.context_lock:  # translate reads the spec's context
             known = [] if comp.witness is None else [comp.witness, *comp.models]
             first = [m.translate(self.ctx) for m in known]
@@ -260,16 +270,18 @@ class ComponentSolver:
         self.stats.solver_checks += 1
         solver = self.solver  # built first: it settles `tuned`
         budget = TUNED_BUDGET_MS if self.tuned else z3check.FIRST_BUDGET_MS
-        out = z3check.check(
-            solver, self.spec.solver_timeout_ms, warm=not self.stale, first_budget_ms=budget
-        )
+        warm = not self.stale
+        out = z3check.check(solver, self.spec.solver_timeout_ms, warm=warm, first_budget_ms=budget)
         if out.restarts:
             # the query goes on with this solver and its scopes (its caller may hold the
             # solver: `backbone.determined_nodes` pushes and pops on the one it was given),
-            # each later check of it in a fresh one; the next `sync` replaces it, with Z3's
-            # defaults where it was tuned
+            # each later check of it in a fresh one; the next `sync` replaces it, tuned
+            # again until the tuned ones got stuck `TUNED_STRIKES` times, then with Z3's
+            # defaults
             self.stats.restarts += out.restarts
-            self.tuned = False
+            if warm and self.tuned:
+                self.strikes += 1
+                self.tuned = self.strikes < TUNED_STRIKES
             self.stale = True
         if out.result == z3.unknown:
             raise OracleError(f"the solver could not decide a query: {out.reason}")

@@ -96,7 +96,10 @@ def test_the_tuned_solver_answers_as_the_default_one_and_stays_in_use(
     assert used and all(s.tuned for s in used)
 
 
-def test_a_stuck_tuned_check_moves_the_component_to_a_default_solver() -> None:
+def test_a_stuck_tuned_check_moves_the_component_to_a_default_solver(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(component_solver, "TUNED_STRIKES", 1)  # the last strike
     spec = compile_spec(Line)
     plain, oracle = _untuned(spec), spec.new_oracle()
     index = spec.component_of("amount")
@@ -128,6 +131,33 @@ def test_a_stuck_tuned_check_moves_the_component_to_a_default_solver() -> None:
     restarts = oracle.stats.restarts
     assert not oracle.feasible((("quantity", 7), ("amount", 22)))
     assert oracle.stats.restarts == restarts
+
+
+def test_a_stuck_tuned_check_gets_a_fresh_tuned_solver_until_the_last_strike() -> None:
+    """A tuned check that runs out of its budget is the solver's learned state gone astray:
+    the next query gets a fresh tuned solver; only `TUNED_STRIKES` of them move the
+    component to Z3's defaults. The answers are the default oracle's throughout."""
+    spec = compile_spec(Line)
+    plain, oracle = _untuned(spec), spec.new_oracle()
+    s = oracle._solver(spec.component_of("amount"))
+    queries: list[tuple[tuple[Fact, ...], str]] = [
+        ((("quantity", q),), "amount") for q in range(1, 2 + component_solver.TUNED_STRIKES)
+    ]
+    constraints = s.solver.assertions()  # no fact pushed yet
+    for strike, (facts, var) in enumerate(queries, start=1):
+        stuck = StuckAt(ctx=s.ctx)
+        stuck.add(*constraints)
+        stuck.stuck_at = 1
+        s._solver = stuck
+        s.pushed.clear()  # the copy holds the constraints alone
+        assert oracle.feasible_values(facts, var) == plain.feasible_values(facts, var)
+        assert s.strikes == min(strike, component_solver.TUNED_STRIKES)
+        assert s.tuned is (strike < component_solver.TUNED_STRIKES) and s.stale
+        if not s.tuned:
+            break
+        oracle.feasible_values((("quantity", 10 + strike),), "price")  # a new solver
+        assert s._solver is not stuck and s.tuned and not s.stale
+    assert not s.tuned and s.strikes == component_solver.TUNED_STRIKES
 
 
 def test_a_check_stuck_inside_a_backbone_search_leaves_no_scope_of_it_behind() -> None:
