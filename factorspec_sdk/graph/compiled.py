@@ -125,7 +125,7 @@ class Component:
             the same model, a few of the hardest checks of a record); where the check was
             skipped, an oracle finds it itself at its first query.
         tunable: the constraints are linear integer arithmetic (Z3's ``is-lia`` probe:
-            products and divisions by constants only) over constants that fit in 32 bits
+            products and divisions by constants only) over variables whose bounds fit in 32 bits
             (`factorspec_sdk.graph.component_solver.tunable`), found at an oracle's first
             solver of the component (None: not yet); such a component's oracle solvers
             start tuned (`factorspec_sdk.graph.component_solver.TUNED_PARAMS`).

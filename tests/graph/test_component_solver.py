@@ -225,7 +225,8 @@ def test_a_component_with_numbers_past_32_bits_starts_untuned() -> None:
         assert spec.component(s.index).tunable is tuned
     x = z3.Int("x")
     below = component_solver.TUNED_NUMBERS - 1
-    assert component_solver.tunable([x <= below, x >= -below, x % 300 == 0])
-    assert not component_solver.tunable([x <= below + 1, x % 300 == 0])
-    assert not component_solver.tunable([x * x == 4])
-    assert component_solver.tunable([])
+    narrow, wide = [-below, below], [0, below + 1, None]
+    assert component_solver.tunable([x <= below, x >= -below, x % 300 == 0], narrow)
+    assert not component_solver.tunable([x <= below + 1, x % 300 == 0], wide)
+    assert not component_solver.tunable([x * x == 4], narrow)
+    assert component_solver.tunable([], [])
