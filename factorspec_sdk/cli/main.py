@@ -451,6 +451,9 @@ def serve(
 
         try:
             server = importlib.import_module("factorspec_sdk.server")
+            # what `server.serve` imports only when called (the extra's FastAPI app, uvicorn)
+            for needed in ("factorspec_sdk.server.app", "uvicorn"):
+                importlib.import_module(needed)
         except ImportError as exc:
             raise EngineError(
                 f"the server cannot be imported ({exc}); install 'factorspec-sdk[server]'"

@@ -476,6 +476,25 @@ def test_dict_context_is_passed_as_is(tmp_path: Path) -> None:
     assert "points: int in [40, 100]" in result.stdout or "at_least" in result.stdout
 
 
+@pytest.mark.parametrize("missing", ["uvicorn", "fastapi"])
+def test_serve_without_the_server_extra_says_to_install_it(
+    monkeypatch: pytest.MonkeyPatch, missing: str
+) -> None:
+    """Found by a new user: without uvicorn, `serve` raised ModuleNotFoundError from inside
+    `server.serve` as a traceback, past the check that names the extra."""
+    for name in [m for m in sys.modules if m == missing or m.startswith(missing + ".")]:
+        monkeypatch.delitem(sys.modules, name)
+    import factorspec_sdk.server as server
+
+    monkeypatch.delitem(sys.modules, "factorspec_sdk.server.app", raising=False)
+    monkeypatch.delattr(server, "app", raising=False)  # both restored after the test
+    monkeypatch.setitem(sys.modules, missing, None)  # ``import missing`` raises ImportError
+    result = runner.invoke(app, ["serve", "--engine", "scripted"])
+    assert result.exit_code == ExitCode.ENGINE_ERROR, result.output
+    assert "factorspec-sdk[server]" in result.output
+    assert "Traceback" not in result.output
+
+
 def test_serve_passes_device_and_dtype_to_the_engine(monkeypatch: pytest.MonkeyPatch) -> None:
     import factorspec_sdk.server as server
 
