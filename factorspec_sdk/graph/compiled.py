@@ -124,11 +124,15 @@ class Component:
             settle it, an oracle does not search again at no facts (the same search from
             the same model, a few of the hardest checks of a record); where the check was
             skipped, an oracle finds it itself at its first query.
-        tunable: the constraints are linear integer arithmetic (Z3's ``is-lia`` probe:
-            products and divisions by constants only) over variables whose bounds fit in 32 bits
-            (`factorspec_sdk.graph.component_solver.tunable`), found at an oracle's first
-            solver of the component (None: not yet); such a component's oracle solvers
-            start tuned (`factorspec_sdk.graph.component_solver.TUNED_PARAMS`).
+        linear: the constraints are linear integer arithmetic (Z3's ``is-lia`` probe:
+            products and divisions by constants only;
+            `factorspec_sdk.graph.component_solver.linear`), found at an oracle's first
+            solver of the component (None: not yet); such a component's long searches go
+            on in flat copies of the solver (`factorspec_sdk.graph.component_solver.FLAT_AFTER`).
+        tunable: ``linear``, over variables whose bounds fit in 32 bits
+            (`factorspec_sdk.graph.component_solver.tunable`), found with it; such a
+            component's oracle solvers start tuned
+            (`factorspec_sdk.graph.component_solver.TUNED_PARAMS`).
     """
 
     index: int
@@ -139,6 +143,7 @@ class Component:
     determined: dict[str, int | bool] | None = None
     searched: bool = False
     models: tuple[z3.ModelRef, ...] = ()
+    linear: bool | None = None
     tunable: bool | None = None
 
 

@@ -58,6 +58,7 @@ from factorspec_sdk.graph.compiled import AtLeast, AtMost, Fact, Value
 from factorspec_sdk.graph.component_solver import (
     WITNESSES,
     ComponentSolver,
+    Search,
     fact_literal,
     fact_value,
 )
@@ -270,24 +271,22 @@ class Oracle:
             self._store(key, result)
             return result
         known = s.witnesses_for(facts)  # their values are feasible: no check for them
-        s.sync(facts)
         t = s.term(var)
         found: list[Value] = []
         probed = span is None
-        s.solver.push()
-        try:
+        with s.search(facts) as search:
             while True:
                 if known:
                     model = known.pop(0)
                 else:
                     if not probed and found:  # one check tells a set wider than ``span``
                         probed = True
-                        far = self._far_value(s, t, int(cast(int, found[0])), cast(int, span))
+                        far = self._far_value(search, t, int(cast(int, found[0])), cast(int, span))
                         if far is not None:
                             s.remember(far, facts)
                             found.append(s.decode(var, far.eval(t, model_completion=True)))
                             break
-                    checked = s.check()
+                    checked = search.check()
                     if checked is None:
                         break
                     model = checked
@@ -299,9 +298,7 @@ class Oracle:
                 found.append(value)
                 if len(found) > limit or (span is not None and _spread(found) > span):
                     break
-                s.solver.add(t != v)
-        finally:
-            s.solver.pop()
+                search.add(t != v)
         wide = len(found) > limit or (span is not None and _spread(found) > span)
         result = None if wide else _sorted(found)
         self._store(key, result)
@@ -313,15 +310,15 @@ class Oracle:
         return result
 
     @staticmethod
-    def _far_value(s: ComponentSolver, t: z3.ExprRef, first: int, span: int) -> z3.ModelRef | None:
-        """A model of ``s`` whose ``t`` is more than ``span`` from ``first`` (None: none)."""
+    def _far_value(search: Search, t: z3.ExprRef, first: int, span: int) -> z3.ModelRef | None:
+        """A model of ``search`` whose ``t`` is more than ``span`` from ``first`` (None: none)."""
         term = cast(z3.ArithRef, t)
-        s.solver.push()
+        search.push()
         try:
-            s.solver.add(z3.Or(term < first - span, term > first + span))
-            return s.check()
+            search.add(z3.Or(term < first - span, term > first + span))
+            return search.check()
         finally:
-            s.solver.pop()
+            search.pop()
 
     def _learn_backbone(self, s: ComponentSolver, index: int, facts: tuple[Fact, ...]) -> None:
         """Find what ``facts`` determine, for the later queries of facts that extend them."""
@@ -476,7 +473,6 @@ class Oracle:
         ``seen``: values found feasible under ``facts`` already; their classes need no check.
         """
         s = self._solver(index)
-        s.sync(facts)
         t = cast(z3.ArithRef, s.term(var))
         left = conditions(t, s.ctx)
         found: set[Hashable] = set()
@@ -486,23 +482,24 @@ class Oracle:
                 found.add(c)
                 del left[c]
         values: list[Value] = []
-        while left:
-            s.solver.push()
-            try:
-                s.solver.add(z3.Or(*left.values()))
-                found_model = s.check()
-                if found_model is None:
-                    break
-                v = cast(z3.IntNumRef, found_model.eval(t, model_completion=True)).as_long()
-            finally:
-                s.solver.pop()
-            s.remember(found_model, facts)
-            values.append(s.value(var, v))
-            c = class_of(v)
-            if c not in left:  # pragma: no cover - guarded by the conditions
-                raise OracleError(f"the search found {v} outside the classes asked of {var}")
-            found.add(c)
-            del left[c]
+        with s.search(facts) as search:
+            while left:
+                search.push()
+                try:
+                    search.add(z3.Or(*left.values()))
+                    found_model = search.check()
+                    if found_model is None:
+                        break
+                    v = cast(z3.IntNumRef, found_model.eval(t, model_completion=True)).as_long()
+                finally:
+                    search.pop()
+                s.remember(found_model, facts)
+                values.append(s.value(var, v))
+                c = class_of(v)
+                if c not in left:  # pragma: no cover - guarded by the conditions
+                    raise OracleError(f"the search found {v} outside the classes asked of {var}")
+                found.add(c)
+                del left[c]
         self._saw(index, facts, var, values)  # the next character's classes start from them
         return frozenset(found)
 

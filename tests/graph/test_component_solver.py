@@ -1,9 +1,12 @@
-"""A component's tuned first solver (`component_solver.TUNED_PARAMS`) and its fallback.
+"""A component's tuned first solver (`component_solver.TUNED_PARAMS`), its fallback, and
+the flat copies long searches move to (`component_solver.FLAT_AFTER`).
 
 The tuned solver must answer what Z3's default one answers (the oracle stays exact), must
 stay in use where it decides every check (or the speed-up is silently gone), and a check it
 gets stuck on must move the component into a default solver at the next query, leaving the
-running query's scopes where the query pops them.
+running query's scopes where the query pops them. A search that moves to a flat copy must
+answer what it answers on the incremental solver, and leave that solver's scopes as they
+were.
 """
 
 from __future__ import annotations
@@ -100,6 +103,7 @@ def test_a_stuck_tuned_check_moves_the_component_to_a_default_solver(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(component_solver, "TUNED_STRIKES", 1)  # the last strike
+    monkeypatch.setattr(component_solver, "FLAT_AFTER", 10**9)  # every check on the solver
     spec = compile_spec(Line)
     plain, oracle = _untuned(spec), spec.new_oracle()
     index = spec.component_of("amount")
@@ -230,3 +234,71 @@ def test_a_component_with_numbers_past_32_bits_starts_untuned() -> None:
     assert not component_solver.tunable([x <= below + 1, x % 300 == 0], wide)
     assert not component_solver.tunable([x * x == 4], narrow)
     assert component_solver.tunable([], [])
+
+
+class Marks(BaseModel):
+    """``start`` on a five-minute mark after ``arrive``, ``end`` at least 45 minutes later."""
+
+    arrive: int = Field(ge=0, le=600)
+    start: int = Field(ge=0, le=600)
+    end: int = Field(ge=0, le=600)
+
+    @relation
+    def after_arriving(self) -> bool:
+        return self.arrive <= self.start and self.start % 5 == 0 and self.end >= self.start + 45
+
+
+def _answers(oracle: Oracle, queries: list[tuple[Fact, ...]]) -> list[object]:
+    out: list[object] = []
+    for facts in queries:
+        for var in ("arrive", "start", "end"):
+            if any(f[0] == var for f in facts):
+                continue
+            out.append(oracle.feasible_values(facts, var))
+            out.append(oracle.feasible_values(facts, var, limit=64, span=64))
+            out.append(oracle.next_digits(facts, var, ""))
+            out.append(oracle.next_digits(facts, var, "1"))
+            out.append(oracle.feasible_ranges(facts, var, [(0, 99), (100, 299), (300, 600)]))
+    return out
+
+
+@pytest.mark.parametrize("flat_after", [0, 1, 3])
+def test_a_long_search_goes_on_in_a_flat_copy_with_the_same_answers(
+    monkeypatch: pytest.MonkeyPatch, flat_after: int
+) -> None:
+    """Enumerations and searches of classes past `FLAT_AFTER` checks run on a flat copy of
+    the solver: the same answers as the incremental solver alone (which the answers of a
+    brute force confirm on a few), and each query leaves the facts pushed as they were."""
+    spec = compile_spec(Marks)
+    queries: list[tuple[Fact, ...]] = [
+        (),
+        (("arrive", 100),),
+        (("arrive", 100), ("start", 150)),
+        (("arrive", 520),),
+        (("end", 300),),
+        (("arrive", 577),),  # no start on a mark leaves room for 45 minutes
+    ]
+    monkeypatch.setattr(component_solver, "FLAT_AFTER", 10**9)
+    incremental = _answers(spec.new_oracle(), queries)
+    monkeypatch.setattr(component_solver, "FLAT_AFTER", flat_after)
+    copies: list[int] = []
+    real = component_solver.ComponentSolver.flat_copy
+
+    def counted(self: component_solver.ComponentSolver) -> z3.Solver:
+        copies.append(self.solver.num_scopes())
+        return real(self)
+
+    monkeypatch.setattr(component_solver.ComponentSolver, "flat_copy", counted)
+    oracle = spec.new_oracle()
+    assert _answers(oracle, queries) == incremental
+    assert copies, "no search moved to a flat copy"
+    s = oracle._solver(spec.component_of("start"))
+    assert s.solver.num_scopes() == len(s.pushed)
+    assert incremental[0] is None  # 601 arrivals
+    after_100 = [v for v in range(100, 556) if v % 5 == 0]
+    assert oracle.feasible_values((("arrive", 100),), "start", limit=200) == after_100
+    assert oracle.feasible_values((("arrive", 577),), "start") == []
+    copies.clear()  # products of variables: every check on the incremental solver
+    product = compile_spec(Product).new_oracle()
+    assert product.feasible_values((("quantity", 6),), "amount") == [6 * p for p in range(1, 21)]
+    assert not copies and not product._solver(0).linear

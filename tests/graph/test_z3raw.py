@@ -8,6 +8,7 @@ import z3
 from factorspec_sdk.graph.z3raw import (
     TermBuilder,
     assert_all,
+    copy_assertions,
     substitute_all,
     true_under,
     value_in,
@@ -136,6 +137,24 @@ def test_assert_all_asserts_the_formulas_copied_into_the_solvers_context() -> No
     by_z3py.add(*formulas)
     assert [a.sexpr() for a in same.assertions()] == [a.sexpr() for a in by_z3py.assertions()]
     assert same.check(x == 4) == z3.unsat and same.check(x == 3) == z3.sat
+
+
+def test_copy_assertions_copies_every_scope_to_the_base_level() -> None:
+    ctx = z3.Context()
+    x, y = z3.Int("x", ctx), z3.Int("y", ctx)
+    source = z3.SimpleSolver(ctx=ctx)
+    source.add(x + y == 7)
+    source.push()
+    source.add(x > 2)
+    source.push()
+    source.add(y > 3)
+    target = z3.SimpleSolver(ctx=ctx)
+    copy_assertions(source, target)
+    assert [a.sexpr() for a in target.assertions()] == [a.sexpr() for a in source.assertions()]
+    assert target.num_scopes() == 0 and source.num_scopes() == 2
+    assert target.check(x == 3) == z3.sat and target.check(x == 4) == z3.unsat
+    with pytest.raises(z3.Z3Exception, match="one context"):
+        copy_assertions(source, z3.SimpleSolver(ctx=z3.Context()))
 
 
 def test_substitute_all_equals_z3pys_substitute() -> None:
