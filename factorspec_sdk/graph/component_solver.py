@@ -30,6 +30,7 @@ import z3
 from factorspec_sdk.errors import OracleError
 from factorspec_sdk.graph import z3check
 from factorspec_sdk.graph.compiled import AtLeast, AtMost, Fact, Value
+from factorspec_sdk.graph.stopping import stop_point
 from factorspec_sdk.graph.z3raw import Node, TermBuilder, assert_all, copy_assertions, value_in
 from factorspec_sdk.relations.compiler import OTHER_CODE, OTHER_TEXT
 from factorspec_sdk.relations.kinds import BOOL_KINDS, LENGTH_KINDS, VAR_SORTS, Sort
@@ -302,7 +303,9 @@ class ComponentSolver:
 
         Raises:
             OracleError: undecided within the spec's ``solver_timeout_ms``.
+            QueriesStopped: the thread's planning was stopped (`factorspec_sdk.graph.stopping`).
         """
+        stop_point()  # a worker thread's planning that is no longer needed stops here
         self.stats.solver_checks += 1
         solver = self.solver  # built first: it settles `tuned`
         budget = TUNED_BUDGET_MS if self.tuned else z3check.FIRST_BUDGET_MS

@@ -6,8 +6,14 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+import numpy as np
+import pytest
+from pydantic import BaseModel, Field
+
+from factorspec_sdk import relation
 from factorspec_sdk.drafter.overlap import Prefetch
 from factorspec_sdk.graph import compile_spec
+from factorspec_sdk.graph.stopping import QueriesStopped, stoppable
 from factorspec_sdk.tokens.plan import Cursor, Planner, TrieNode
 from factorspec_sdk.writer.automaton import Writer, WriterState
 from tests.helpers import TRIP_CONTEXT, Trip, tiny_tokenizer
@@ -130,3 +136,91 @@ def test_the_token_a_draft_left_unplanned_is_planned_first_off_the_critical_path
         prefetch.finish()
     assert planner.advance_is_planned(node, token)
     assert planner.stats.critical_segments == critical
+
+
+class Marks(BaseModel):
+    """Every digit of ``arrive`` is a choice whose next segment asks the oracle."""
+
+    arrive: int = Field(ge=0, le=600)
+    start: int = Field(ge=0, le=600)
+
+    @relation
+    def after_arriving(self) -> bool:
+        return self.arrive <= self.start and self.start % 5 == 0
+
+
+class StoppingPlanner(Planner):
+    """Sets ``stop`` as it starts planning its ``stop_at``-th segment."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.stop: threading.Event | None = None
+        self.stop_at = 0
+        self.started = 0
+
+    def _plan(self, state: WriterState, skip: str, owe: str = "") -> Cursor:
+        self.started += 1
+        if self.stop is not None and self.started == self.stop_at:
+            self.stop.set()
+        return super()._plan(state, skip, owe)
+
+
+def _options(node: TrieNode) -> list[tuple[int, ...]]:
+    """The token paths from ``node`` that end an option (each leads to a segment of its own)."""
+    out: list[tuple[int, ...]] = []
+    stack: list[tuple[TrieNode, tuple[int, ...]]] = [(node, ())]
+    while stack:
+        at, path = stack.pop()
+        for token, child in at.children.items():
+            if child.terminal is not None:
+                out.append((*path, token))
+            else:
+                stack.append((child, (*path, token)))
+    return sorted(out)
+
+
+def _follow(planner: Planner, cursor: Cursor, path: tuple[int, ...]) -> Cursor:
+    for token in path:
+        cursor = planner.advance(cursor, token)
+    return cursor
+
+
+def test_a_segment_in_progress_stops_at_its_next_check_and_is_planned_again_alike() -> None:
+    """Once the decoder sets the event, the worker's segment in progress stops at its next
+    solver check; the planner keeps no part of it, the oracle's solvers keep their scopes,
+    and the decoding thread (never stopped) plans every option as a planner that was never
+    stopped does."""
+    spec = compile_spec(Marks)
+    planner = StoppingPlanner(Writer(spec), TOK)
+    node = choice(planner)
+    options = _options(node)
+    assert len(options) >= 3
+    stop = threading.Event()
+    planner.stop, planner.stop_at = stop, planner.started + 2
+    segments = planner.stats.segments
+    checks = planner.writer.oracle.stats.solver_checks
+    with stoppable(stop), pytest.raises(QueriesStopped):
+        planner.prefetch(node, 1, stop)
+    assert planner.started == planner.stop_at and planner.stats.segments == segments + 1
+    assert planner.writer.oracle.stats.solver_checks > checks  # the first one asked
+    for s in planner.writer.oracle._solvers.values():
+        assert s.solver.num_scopes() == len(s.pushed)
+    fresh = Planner(Writer(spec), TOK)
+    fresh_node = choice(fresh)
+    assert _options(fresh_node) == options
+    for path in options:  # the event is still set: only the worker thread stops
+        after, want = _follow(planner, node, path), _follow(fresh, fresh_node, path)
+        assert np.array_equal(planner.allowed(after), fresh.allowed(want)), path
+
+
+class StoppedPlanner(Planner):
+    def prefetch(self, cursor: Cursor, depth: int = 1, stop: threading.Event | None = None) -> None:
+        raise QueriesStopped
+
+
+def test_a_stopped_prefetch_ends_quietly() -> None:
+    planner = StoppedPlanner(Writer(compile_spec(Trip, TRIP_CONTEXT)), TOK)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        prefetch = Prefetch(pool, [(planner, planner.start())])
+        prefetch.finish()
+    assert all(f.exception() is None for f in prefetch.futures)

@@ -46,6 +46,7 @@ from factorspec_sdk.engines.protocol import ChatMessage
 from factorspec_sdk.engines.scripted import ScriptedEngine
 from factorspec_sdk.errors import EngineError
 from factorspec_sdk.graph import compile_spec
+from factorspec_sdk.graph.stopping import stoppable
 from factorspec_sdk.tokens.plan import (
     Cursor,
     Finished,
@@ -513,11 +514,13 @@ class UnstoppedPlanner(Planner):
     """A planner whose prefetch plans every option even after the reply is back.
 
     The scripted engine answers at once, before a real prefetch would plan anything; this
-    one fixes which thread plans what, whatever the timing.
+    one fixes which thread plans what, whatever the timing (its queries run under an event
+    of its own, never set, so the decoder's does not stop them either).
     """
 
     def prefetch(self, cursor: Cursor, depth: int = 1, stop: threading.Event | None = None) -> None:
-        super().prefetch(cursor, depth)
+        with stoppable(threading.Event()):
+            super().prefetch(cursor, depth)
 
 
 @pytest.mark.parametrize(("model", "context"), CASES, ids=lambda c: getattr(c, "__name__", ""))
