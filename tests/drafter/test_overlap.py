@@ -149,18 +149,11 @@ class Marks(BaseModel):
         return self.arrive <= self.start and self.start % 5 == 0
 
 
-class StoppingPlanner(Planner):
-    """Sets ``stop`` as it starts planning its ``stop_at``-th segment."""
-
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
-        self.stop: threading.Event | None = None
-        self.stop_at = 0
-        self.started = 0
+class StoppingPlanner(CountingPlanner):
+    """Sets ``stop`` as it starts planning its ``stop_after``-th segment."""
 
     def _plan(self, state: WriterState, skip: str, owe: str = "") -> Cursor:
-        self.started += 1
-        if self.stop is not None and self.started == self.stop_at:
+        if self.stop is not None and self.planned + 1 == self.stop_after:
             self.stop.set()
         return super()._plan(state, skip, owe)
 
@@ -196,12 +189,12 @@ def test_a_segment_in_progress_stops_at_its_next_check_and_is_planned_again_alik
     options = _options(node)
     assert len(options) >= 3
     stop = threading.Event()
-    planner.stop, planner.stop_at = stop, planner.started + 2
+    planner.stop, planner.stop_after = stop, planner.planned + 2
     segments = planner.stats.segments
     checks = planner.writer.oracle.stats.solver_checks
     with stoppable(stop), pytest.raises(QueriesStopped):
         planner.prefetch(node, 1, stop)
-    assert planner.started == planner.stop_at and planner.stats.segments == segments + 1
+    assert planner.planned == planner.stop_after - 1 and planner.stats.segments == segments + 1
     assert planner.writer.oracle.stats.solver_checks > checks  # the first one asked
     for s in planner.writer.oracle._solvers.values():
         assert s.solver.num_scopes() == len(s.pushed)
