@@ -30,8 +30,6 @@ from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
-from factorspec_sdk.graph.stopping import QueriesStopped, stoppable
-
 if TYPE_CHECKING:
     from factorspec_sdk.tokens.plan import Cursor, Planner
 
@@ -75,6 +73,10 @@ class Prefetch:
             self.pool_gone = True
 
     def _prefetch(self, i: int, planner: Planner, cursor: Cursor, first: int | None) -> None:
+        # here, not at the top: `factorspec_sdk.graph` loads Z3, which `factorspec --help`
+        # (it imports the drafter) must not
+        from factorspec_sdk.graph.stopping import QueriesStopped, stoppable
+
         t0 = time.perf_counter()
         try:
             if first is not None and not self.stop.is_set():
