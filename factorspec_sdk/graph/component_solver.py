@@ -51,6 +51,7 @@ __all__ = [
     "fact_literal",
     "fact_value",
     "linear",
+    "small_numbers",
     "tunable",
 ]
 
@@ -169,7 +170,6 @@ class ComponentSolver:
         """
         if self._solver is None:
             spec = self.spec
-            solver = z3.SimpleSolver(ctx=self.ctx)
             with spec.context_lock:  # translate reads the spec's context
                 comp = spec.component(self.index)
                 if comp.linear is None:
@@ -177,12 +177,10 @@ class ComponentSolver:
                 if comp.tunable is None:
                     records = [spec.record(v) for v in comp.variables]
                     bounds = [b for r in records for b in (r.ge, r.le)]
-                    comp.tunable = comp.linear and tunable(comp.constraints, bounds)
+                    comp.tunable = comp.linear and small_numbers(bounds)
                 self.linear = comp.linear
                 self.tuned = self.tuned and comp.tunable
-                if self.tuned:
-                    for name, value in TUNED_PARAMS.items():
-                        solver.set(name, value)
+                solver = self._new_solver()
                 assert_all(solver, comp.constraints)
             self._solver = solver
         return self._solver
@@ -338,12 +336,17 @@ class ComponentSolver:
         It runs with the solver's parameters (`TUNED_PARAMS` where it is tuned).
         """
         solver = self.solver
-        flat = z3.SimpleSolver(ctx=self.ctx)
-        if self.tuned:
-            for name, value in TUNED_PARAMS.items():
-                flat.set(name, value)
+        flat = self._new_solver()
         copy_assertions(solver, flat)
         return flat
+
+    def _new_solver(self) -> z3.Solver:
+        """An empty solver of this context, with `TUNED_PARAMS` where the solver is tuned."""
+        solver = z3.SimpleSolver(ctx=self.ctx)
+        if self.tuned:
+            for name, value in TUNED_PARAMS.items():
+                solver.set(name, value)
+        return solver
 
     def search(self, facts: Sequence[Fact]) -> Search:
         """A `Search` under ``facts`` (the solver is synced to them first)."""
@@ -453,9 +456,12 @@ def tunable(constraints: Sequence[z3.BoolRef], bounds: Iterable[int | None]) -> 
     constants off the terms took 10-22 ms of a record's critical path on the user-models
     suite's larger components).
     """
-    if any(b is not None and abs(b) >= TUNED_NUMBERS for b in bounds):
-        return False
-    return linear(constraints)
+    return small_numbers(bounds) and linear(constraints)
+
+
+def small_numbers(bounds: Iterable[int | None]) -> bool:
+    """Whether every one of ``bounds`` (None: none) is below `TUNED_NUMBERS` in magnitude."""
+    return not any(b is not None and abs(b) >= TUNED_NUMBERS for b in bounds)
 
 
 def fact_value(spec: CompiledSpec, fact: Fact) -> int | bool | None:

@@ -31,6 +31,8 @@ from dataclasses import dataclass
 
 import z3
 
+from factorspec_sdk.graph.z3raw import copy_assertions
+
 __all__ = ["FIRST_BUDGET_MS", "GIVE_UP_AFTER", "Outcome", "check"]
 
 FIRST_BUDGET_MS = 500
@@ -117,7 +119,7 @@ def check(
         fresh = z3.SimpleSolver(ctx=solver.ctx)
         fresh.set("random_seed", restarts)
         fresh.set("timeout", budget)
-        fresh.add(*solver.assertions())
+        copy_assertions(solver, fresh)
         started = time.monotonic()
         r = fresh.check(*assumptions)
         if r != z3.unknown:
