@@ -134,9 +134,13 @@ class Planner:
 
     # ------------------------------------------------------------------ entry points
 
-    def start(self) -> Cursor:
-        """The cursor before the record's first token."""
-        return self.resolve_state(self.writer.start(), "", critical=True)
+    def start(self, *, critical: bool = True) -> Cursor:
+        """The cursor before the record's first token.
+
+        ``critical``: planned on the decoding thread, which waits for it (False: on the
+        worker, while the engine reads the prompt; `factorspec_sdk.drafter.overlap.StartPlan`).
+        """
+        return self.resolve_state(self.writer.start(), "", critical=critical)
 
     def allowed(self, cursor: Cursor, budget: int | None = None) -> TokenIds:
         """Allowed token ids at ``cursor`` (empty when the record is finished).
@@ -242,7 +246,12 @@ class Planner:
         Called from a worker thread while the engine runs a forward pass. Once ``stop`` is
         set (the forward is back: the decoding thread now needs one of them, not all), no
         further segment is started; the one being planned finishes.
+
+        Inside a free string the choice ahead is where the string closes: what follows it
+        is planned (`prefetch_close`).
         """
+        if depth >= 1 and isinstance(cursor, FreeCursor):
+            self.prefetch_close(cursor.free, stop)
         if depth < 0 or not isinstance(cursor, TrieNode):
             return
         stack = [cursor]
@@ -257,6 +266,26 @@ class Planner:
                         self.prefetch(nxt, depth - 1, stop)
                 else:
                     stack.append(child)
+
+    def prefetch_close(self, free: FreeString, stop: threading.Event | None = None) -> None:
+        """Plan the segment after ``free``'s closing quote, for each text a closer leaves.
+
+        Only for a string no relation reads: the state after its quote holds nothing of
+        what it says (`Writer.close_free`), so the segment planned now is the one its
+        closing meets, whenever and however it closes. A string whose length or text a
+        relation reads closes into facts not known until then, and is left alone. Each
+        closing token leaves a different part of the text after the quote (``"``, ``",``,
+        ``", "``, ...); the segments share their oracle queries, so the first one costs the
+        queries and the others their tries.
+        """
+        if free.lengths is not None or free.texts is not None:
+            return
+        after = self.writer.close_free(free)
+        rests = {a for a in self.free_tables().quote_after if free.close_suffix.startswith(a)}
+        for rest in sorted(rests, key=len):
+            if stop is not None and stop.is_set():
+                return
+            self.resolve_state(after, rest, critical=False)
 
     # ------------------------------------------------------------------ planning
 

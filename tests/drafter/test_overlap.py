@@ -14,7 +14,7 @@ from factorspec_sdk import relation
 from factorspec_sdk.drafter.overlap import Prefetch
 from factorspec_sdk.graph import compile_spec
 from factorspec_sdk.graph.stopping import QueriesStopped, stoppable
-from factorspec_sdk.tokens.plan import Cursor, Planner, TrieNode
+from factorspec_sdk.tokens.plan import Cursor, FreeCursor, Planner, TrieNode
 from factorspec_sdk.writer.automaton import Writer, WriterState
 from tests.helpers import TRIP_CONTEXT, Trip, tiny_tokenizer
 
@@ -217,3 +217,76 @@ def test_a_stopped_prefetch_ends_quietly() -> None:
         prefetch = Prefetch(pool, [(planner, planner.start())])
         prefetch.finish()
     assert all(f.exception() is None for f in prefetch.futures)
+
+
+class Memo(BaseModel):
+    """A free string no relation reads, then minutes the oracle decides."""
+
+    title: str = Field(max_length=12)
+    minute: int = Field(ge=0, le=59)
+
+    @relation
+    def on_the_quarter(self) -> bool:
+        return self.minute % 15 == 0
+
+
+class Named(BaseModel):
+    """A free string whose length a relation reads: its closing holds a fact."""
+
+    title: str = Field(max_length=12)
+    minute: int = Field(ge=0, le=59)
+
+    @relation
+    def as_long_as_the_title(self) -> bool:
+        return self.minute == 5 * len(self.title)
+
+
+def _free(planner: Planner) -> FreeCursor:
+    cursor: Cursor = planner.start()
+    while not isinstance(cursor, FreeCursor):
+        assert isinstance(cursor, TrieNode)
+        cursor = planner.advance(cursor, int(cursor.ids[0]))
+    return cursor
+
+
+def _closers(planner: Planner, cursor: FreeCursor) -> list[int]:
+    """The tokens allowed at ``cursor`` that close the string."""
+    vocab = planner.tok.vocab
+    return [
+        t
+        for t in planner.allowed(cursor).tolist()
+        if planner.writer.read_free(cursor.free, vocab[t].decode("utf-8"))[1] is not None
+    ]
+
+
+def test_inside_a_free_string_what_follows_its_closing_is_prefetched() -> None:
+    """Prefetched at the string's first token, the segment after its quote is the one every
+    closing meets later, after any text: closing then plans nothing, and allows what a
+    planner that never prefetched allows."""
+    spec = compile_spec(Memo)
+    planner, fresh = Planner(Writer(spec), TOK), Planner(Writer(spec), TOK)
+    cursor, fresh_cursor = _free(planner), _free(fresh)
+    planner.prefetch(cursor, 1)
+    assert planner.writer.oracle.stats.solver_checks > 0  # the minutes asked the oracle
+    segments, critical = planner.stats.segments, planner.stats.critical_segments
+    word = next(t for t in planner.allowed(cursor).tolist() if TOK.vocab[t].isalpha())
+    worded, fresh_worded = planner.advance(cursor, word), fresh.advance(fresh_cursor, word)
+    assert isinstance(worded, FreeCursor) and isinstance(fresh_worded, FreeCursor)
+    for at, fresh_at in ((cursor, fresh_cursor), (worded, fresh_worded)):  # then after a word
+        closers = _closers(planner, at)
+        assert closers and closers == _closers(fresh, fresh_at)
+        for t in closers:
+            assert planner.advance_is_planned(at, t)
+            after = planner.advance(at, t)
+            assert np.array_equal(planner.allowed(after), fresh.allowed(fresh.advance(fresh_at, t)))
+    assert (planner.stats.segments, planner.stats.critical_segments) == (segments, critical)
+
+
+def test_a_free_string_whose_length_a_relation_reads_is_not_prefetched() -> None:
+    planner = Planner(Writer(compile_spec(Named)), TOK)
+    cursor = _free(planner)
+    segments = planner.stats.segments
+    planner.prefetch(cursor, 1)
+    assert planner.stats.segments == segments
+    closers = _closers(planner, cursor)
+    assert closers and not any(planner.advance_is_planned(cursor, t) for t in closers)
