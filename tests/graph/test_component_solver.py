@@ -22,7 +22,7 @@ from examples.invoice import SAMPLE_CONTEXT, Invoice
 from factorspec_sdk import relation
 from factorspec_sdk.bench.models import shifts
 from factorspec_sdk.bench.solver_tail import random_facts
-from factorspec_sdk.graph import compile_spec, component_solver
+from factorspec_sdk.graph import compile_spec, component_solver, z3check
 from factorspec_sdk.graph.compiled import CompiledSpec, Fact
 from factorspec_sdk.graph.component_solver import TUNED_PARAMS
 from factorspec_sdk.graph.oracle import Oracle
@@ -302,3 +302,46 @@ def test_a_long_search_goes_on_in_a_flat_copy_with_the_same_answers(
     product = compile_spec(Product).new_oracle()
     assert product.feasible_values((("quantity", 6),), "amount") == [6 * p for p in range(1, 21)]
     assert not copies and not product._solver(0).linear
+
+
+class Area(BaseModel):
+    """A product of two variables: a nonlinear component."""
+
+    width: int = Field(ge=1, le=20)
+    height: int = Field(ge=1, le=20)
+    area: int = Field(ge=1, le=400)
+
+    @relation
+    def is_the_product(self) -> bool:
+        return self.area == self.width * self.height
+
+
+def test_each_check_gets_the_incremental_solvers_share_of_its_component_kind(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A nonlinear component's solver gets `NONLINEAR_BUDGET_MS` of a check before it
+    restarts fresh; a tuned one `TUNED_BUDGET_MS`; a linear one with Z3's defaults
+    `z3check.FIRST_BUDGET_MS`."""
+    budgets: list[int] = []
+    real = z3check.check
+
+    def spy(solver: z3.Solver, *args: object, **kwargs: object) -> z3check.Outcome:
+        if "first_budget_ms" in kwargs:  # an oracle's check (the spec's own take the default)
+            budgets.append(int(kwargs["first_budget_ms"]))  # type: ignore[call-overload]
+        return real(solver, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(z3check, "check", spy)
+    want: dict[type[BaseModel], int] = {
+        Area: component_solver.NONLINEAR_BUDGET_MS,
+        Line: component_solver.TUNED_BUDGET_MS,
+    }
+    for model, budget in want.items():
+        budgets.clear()
+        oracle = compile_spec(model).new_oracle()
+        assert oracle.feasible_values((), "quantity" if model is Line else "area", limit=500)
+        assert budgets and set(budgets) == {budget}, model
+    budgets.clear()
+    oracle = _untuned(compile_spec(Line))  # linear, with Z3's defaults
+    assert oracle.feasible_values((), "quantity", limit=500)
+    assert budgets and set(budgets) == {z3check.FIRST_BUDGET_MS}
+    assert component_solver.NONLINEAR_BUDGET_MS < z3check.FIRST_BUDGET_MS
