@@ -84,15 +84,17 @@ class GenerationStats:
         queue_seconds: waiting for a turn: another call holding the engine, the async
             client's queue, a server's queue, a free connection to the server.
         network_seconds: the round trips to a server, less the server's own wall time.
-        start_seconds: setting the record up: its writer and oracle, the token budget
-            check, the engine's sequence.
+        start_seconds: setting the record up: its writer and oracle, the engine's
+            sequence (the first segment and the token budget check, which plan, are
+            ``critical_plan_seconds``).
         forward_seconds: the engine's forward passes (the prompt's prefill included).
         cost_curve_seconds: choosing draft widths on an engine that may measure its cost
             curve on first use (one of your own, a scripted engine's curve function, a
             shared engine's host asked for each width once); 0 on the embedded engine,
             which settles its curve at load (in ``load_seconds``, once per machine).
         critical_plan_seconds: planning the decoding thread waited for: oracle queries,
-            tokenization of forced text, mask tries (grammar compiles excluded).
+            tokenization of forced text, mask tries, the token budget check before the first
+            token (grammar compiles excluded).
         grammar_seconds: compiling llguidance grammars for grammar values, on the critical
             path (the first one of a tokenizer builds its token tables too).
         draft_seconds: building drafts: certain tokens, masks under the budget, guesses,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import time
 
 import pytest
 
@@ -102,3 +103,28 @@ def test_continuous_batching_settles_each_record_on_its_own_life() -> None:
     for _, out in ended:
         check_parts(out.stats)
         assert out.stats.verify_steps > 0
+
+
+def test_the_budget_check_before_the_first_token_is_critical_planning(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Under a budget below the bound's ceiling the check walks segments through the oracle
+    before the first token: the decoding thread's planning, not the record's set-up."""
+    from factorspec_sdk.tokens.budget import CompletionBound
+
+    fits = CompletionBound.fits
+
+    def slow(self: CompletionBound, cursor: object, limit: int) -> bool:
+        time.sleep(0.05)
+        return fits(self, cursor, limit)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(CompletionBound, "fits", slow)
+    engine = ScriptedEngine.random(TOK, seed=0)
+    spec = compile_spec(Trip, TRIP_CONTEXT)
+    planner = Planner(Writer(spec), TOK)
+    budget = planner.bound.ceiling - 1
+    [out] = Decoder(engine).run([DecodeJob(planner, [1, 2], SamplingParams(max_tokens=budget))])
+    assert out.error is None
+    check_parts(out.stats)
+    assert out.stats.critical_plan_seconds >= 0.05
+    assert out.stats.start_seconds < 0.05
