@@ -134,13 +134,9 @@ class Planner:
 
     # ------------------------------------------------------------------ entry points
 
-    def start(self, *, critical: bool = True) -> Cursor:
-        """The cursor before the record's first token.
-
-        ``critical``: planned on the decoding thread, which waits for it (False: on the
-        worker, while the engine reads the prompt; `factorspec_sdk.drafter.overlap.StartPlan`).
-        """
-        return self.resolve_state(self.writer.start(), "", critical=critical)
+    def start(self) -> Cursor:
+        """The cursor before the record's first token."""
+        return self.resolve_state(self.writer.start(), "", critical=True)
 
     def allowed(self, cursor: Cursor, budget: int | None = None) -> TokenIds:
         """Allowed token ids at ``cursor`` (empty when the record is finished).
