@@ -7,7 +7,7 @@ found so far kept as witnesses (`ComponentSolver.witness`), and the backbones le
 earlier facts determine, `ComponentSolver.forced`). `fact_value` and `fact_literal` turn a
 fact into the value or the Z3 literal it gives its variable's term.
 
-A linear component whose numbers fit in 32 bits (`tunable`) starts with `TUNED_PARAMS`
+A linear component whose numbers fit in 32 bits (`Component.tunable`) starts with `TUNED_PARAMS`
 (faster checks); a check it does not decide within `TUNED_BUDGET_MS` restarts fresh
 (`z3check`), the rest of the running query checks fresh too (it keeps the solver whose
 scopes it pops), and the next query gets a fresh tuned solver, or, after `TUNED_STRIKES`
@@ -55,7 +55,6 @@ __all__ = [
     "fact_value",
     "linear",
     "small_numbers",
-    "tunable",
 ]
 
 
@@ -68,14 +67,14 @@ arithmetic solver, several times faster per check on the linear integer constrai
 clock times (a roster's quarter hours and shift lengths), and slower on products of
 variables (an invoice line's ``quantity * unit_price``) and on numbers past `TUNED_NUMBERS`
 (a meeting plan's datetimes, seconds since year 1: 4-10x slower per check there, 100x on
-some): a component that is not `tunable` (`Component.tunable`) starts with Z3's defaults.
+some): a component that is not `Component.tunable` starts with Z3's defaults.
 Where `TUNED_STRIKES` of its checks run past `TUNED_BUDGET_MS`, the component falls back
 to Z3's defaults for good. Either way each answer is the solver's own, sat with a
 model or unsat."""
 
 TUNED_NUMBERS = 2**31
 """The magnitude every bound of a component's variables stays below for its solver to start
-tuned (`tunable`). The older simplex computes with machine integers while its numbers fit
+tuned (`small_numbers`). The older simplex computes with machine integers while its numbers fit
 and with big numbers past them: measured here, enumerating 30 five-minute marks of a
 datetime split into date, hour, minute and second took 9-11 ms with values near 2**31 and
 150-160 ms near 2**33 and 6e10 (Z3's default solver: 13-23 ms throughout); every bound of a
@@ -139,7 +138,7 @@ class ComponentSolver:
         self.stale = False
         """A check restarted away from the solver: replace it at the next `sync`."""
         self.tuned = True
-        """The solver runs with `TUNED_PARAMS` (where the component is `tunable`: settled
+        """The solver runs with `TUNED_PARAMS` (where the component is `Component.tunable`: settled
         when the solver is built). A check it does not decide within `TUNED_BUDGET_MS`
         counts a strike: the rest of the running query checks fresh (`stale`), and the
         next `sync` builds a fresh tuned solver; the `TUNED_STRIKES`-th turns this off for
@@ -469,19 +468,14 @@ def linear(constraints: Sequence[z3.BoolRef]) -> bool:
     return bool(z3.Probe("is-lia", ctx=ctx)(goal))
 
 
-def tunable(constraints: Sequence[z3.BoolRef], bounds: Iterable[int | None]) -> bool:
-    """Whether a solver of ``constraints`` starts with `TUNED_PARAMS`.
-
-    It does where they are `linear` and the ``bounds`` of their variables (None: none) are
-    below `TUNED_NUMBERS` in magnitude (read from the spec's records, where reading the
-    constants off the terms took 10-22 ms of a record's critical path on the user-models
-    suite's larger components).
-    """
-    return small_numbers(bounds) and linear(constraints)
-
-
 def small_numbers(bounds: Iterable[int | None]) -> bool:
-    """Whether every one of ``bounds`` (None: none) is below `TUNED_NUMBERS` in magnitude."""
+    """Whether every one of ``bounds`` (None: none) is below `TUNED_NUMBERS` in magnitude.
+
+    A `linear` component whose variables' bounds are small starts with `TUNED_PARAMS`
+    (`Component.tunable`). The bounds are read from the spec's records, where reading the
+    constants off the terms took 10-22 ms of a record's critical path on the user-models
+    suite's larger components.
+    """
     return not any(b is not None and abs(b) >= TUNED_NUMBERS for b in bounds)
 
 
