@@ -323,22 +323,22 @@ class ComponentSolver:
         if flat is not None:
             out = z3check.check(flat, self.spec.solver_timeout_ms, first_budget_ms=budget)
             self.stats.restarts += out.restarts
-            if out.result == z3.unknown:
-                raise OracleError(f"the solver could not decide a query: {out.reason}")
-            return out.model
-        warm = not self.stale
-        out = z3check.check(solver, self.spec.solver_timeout_ms, warm=warm, first_budget_ms=budget)
-        if out.restarts:
-            # the query goes on with this solver and its scopes (its caller may hold the
-            # solver: `backbone.determined_nodes` pushes and pops on the one it was given),
-            # each later check of it in a fresh one; the next `sync` replaces it, tuned
-            # again until the tuned ones got stuck `TUNED_STRIKES` times, then with Z3's
-            # defaults
-            self.stats.restarts += out.restarts
-            if warm and self.tuned:
-                self.strikes += 1
-                self.tuned = self.strikes < TUNED_STRIKES
-            self.stale = True
+        else:
+            warm = not self.stale
+            out = z3check.check(
+                solver, self.spec.solver_timeout_ms, warm=warm, first_budget_ms=budget
+            )
+            if out.restarts:
+                # the query goes on with this solver and its scopes (its caller may hold the
+                # solver: `backbone.determined_nodes` pushes and pops on the one it was
+                # given), each later check of it in a fresh one; the next `sync` replaces
+                # it, tuned again until the tuned ones got stuck `TUNED_STRIKES` times, then
+                # with Z3's defaults
+                self.stats.restarts += out.restarts
+                if warm and self.tuned:
+                    self.strikes += 1
+                    self.tuned = self.strikes < TUNED_STRIKES
+                self.stale = True
         if out.result == z3.unknown:
             raise OracleError(f"the solver could not decide a query: {out.reason}")
         return out.model
