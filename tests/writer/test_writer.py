@@ -115,6 +115,33 @@ def test_option_type() -> None:
     assert sorted(o.text for o in choice) == ['"x", "n": ', '"y", "n": ', '"z", "n": ']
 
 
+class Gap(BaseModel):
+    xs: list[Literal["a"]] = Field(min_length=1, max_length=8)
+
+    @relation
+    def not_four(self) -> bool:
+        return len(self.xs) != 4
+
+
+def test_a_list_asks_whether_it_may_end_and_go_on_not_for_every_length() -> None:
+    """Each item's decision asks two questions (`list_options`): at most two checks, where
+    enumerating the feasible lengths took one check for each of them and one more."""
+    texts = enumerate_texts(Writer(compile_spec(Gap)))
+    assert sorted(len(Gap.model_validate_json(t).xs) for t in texts) == [1, 2, 3, 5, 6, 7, 8]
+    writer = Writer(compile_spec(Gap))
+    checks = writer.oracle.stats
+    _, at = writer.forced(writer.start())  # '{"xs": ["a"' (it has one item at least)
+    options = writer.choices(at)
+    assert isinstance(options, list) and sorted(o.text for o in options) == [", ", "]}"]
+    assert checks.solver_checks <= 4  # two decisions; enumerating the lengths took 7
+    at = writer.forced(next(o for o in options if o.text == ", ").state)[1]
+    for n in (2, 3):  # 2 and 3 items may end the list, 4 must go on: forced to the fifth
+        options = writer.choices(at)
+        assert isinstance(options, list) and sorted(o.text for o in options) == [", ", "]}"]
+        forced, at = writer.forced(next(o for o in options if o.text == ", ").state)
+        assert forced == ('"a", "a"' if n == 3 else '"a"')
+
+
 class Bounded(BaseModel):
     xs: list[Annotated[int, Field(ge=0, le=12)]] = Field(min_length=1, max_length=3)
 
