@@ -130,7 +130,8 @@ class Component:
             solver of the component (None: not yet); such a component's long searches go
             on in flat copies of the solver (`factorspec_sdk.graph.component_solver.FLAT_AFTER`).
         tunable: ``linear``, over variables whose bounds fit in 32 bits
-            (`factorspec_sdk.graph.component_solver.small_numbers`), found with it; such a
+            (`factorspec_sdk.graph.component_solver.small_numbers`), dividing by no constant
+            of `factorspec_sdk.graph.component_solver.TUNED_DIVISOR` or more, found with it; such a
             component's oracle solvers start tuned
             (`factorspec_sdk.graph.component_solver.TUNED_PARAMS`).
     """

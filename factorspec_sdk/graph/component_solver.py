@@ -7,13 +7,14 @@ found so far kept as witnesses (`ComponentSolver.witness`), and the backbones le
 earlier facts determine, `ComponentSolver.forced`). `fact_value` and `fact_literal` turn a
 fact into the value or the Z3 literal it gives its variable's term.
 
-A linear component whose numbers fit in 32 bits (`Component.tunable`) starts with `TUNED_PARAMS`
-(faster checks); a check it does not decide within `TUNED_BUDGET_MS` restarts fresh
-(`z3check`), the rest of the running query checks fresh too (it keeps the solver whose
-scopes it pops), and the next query gets a fresh tuned solver, or, after `TUNED_STRIKES`
-such checks, one with Z3's defaults, which later checks use warm. A nonlinear component's
-check restarts fresh after `NONLINEAR_BUDGET_MS` (Z3's nonlinear arithmetic has a heavy
-tail that a fresh solver mostly avoids).
+A linear component whose numbers fit in 32 bits and that divides by no constant of
+`TUNED_DIVISOR` or more (`Component.tunable`) starts with `TUNED_PARAMS` (faster checks); a
+check it does not decide within `TUNED_BUDGET_MS` restarts fresh (`z3check`), the rest of the
+running query checks fresh too (it keeps the solver whose scopes it pops), and the next query
+gets a fresh tuned solver, or, after `TUNED_STRIKES` such checks, one with Z3's defaults,
+which later checks use warm. A nonlinear component's check restarts fresh after
+`NONLINEAR_BUDGET_MS` (Z3's nonlinear arithmetic has a heavy tail that a fresh solver
+mostly avoids).
 
 A query that asks many checks under the same facts (an enumeration of values, a search of
 classes) goes through a `Search`: its first `FLAT_AFTER` checks run on the incremental
@@ -33,7 +34,14 @@ from factorspec_sdk.errors import OracleError
 from factorspec_sdk.graph import z3check
 from factorspec_sdk.graph.compiled import AtLeast, AtMost, Fact, Value
 from factorspec_sdk.graph.stopping import stop_point
-from factorspec_sdk.graph.z3raw import Node, TermBuilder, assert_all, copy_assertions, value_in
+from factorspec_sdk.graph.z3raw import (
+    Node,
+    TermBuilder,
+    assert_all,
+    copy_assertions,
+    largest_divisor,
+    value_in,
+)
 from factorspec_sdk.relations.compiler import OTHER_CODE, OTHER_TEXT
 from factorspec_sdk.relations.kinds import BOOL_KINDS, LENGTH_KINDS, VAR_SORTS, Sort
 
@@ -45,6 +53,7 @@ __all__ = [
     "FLAT_AFTER",
     "NONLINEAR_BUDGET_MS",
     "TUNED_BUDGET_MS",
+    "TUNED_DIVISOR",
     "TUNED_NUMBERS",
     "TUNED_PARAMS",
     "TUNED_STRIKES",
@@ -80,6 +89,18 @@ datetime split into date, hour, minute and second took 9-11 ms with values near 
 150-160 ms near 2**33 and 6e10 (Z3's default solver: 13-23 ms throughout); every bound of a
 datetime in seconds since year 1 is past it, every bound of a date, a clock time or an
 amount in cents under 10 million is below it."""
+
+TUNED_DIVISOR = 100
+"""The constant no ``div`` or ``mod`` of a component may divide by for its solver to start
+tuned (`z3raw.largest_divisor`). The older simplex is fast on a clock's marks (a minute
+divided by 5 or 15, a weekday as a day modulo 7) and slow on rounding to a unit: measured
+here on the expense report of the user-models suite (each amount in euros ``round(amount *
+rate, 2)``, a division of a sum of products by 10,000 and a parity), enumerating the
+list's 8 lengths took 2.8-3 s or did not finish in 3 s, with three of four seeds, against
+36-216 ms with Z3's defaults; with two-decimal rates (dividing by 100) 216-554 ms and one
+unfinished against 22-46 ms, and a first expense's amount in euros 98-681 ms against 16-28.
+The roster's and the stays' enumerations (divisors 15 and 7) took the same time or less
+tuned."""
 
 TUNED_STRIKES = 3
 """Tuned checks of a component that may run past `TUNED_BUDGET_MS` before its solvers take
@@ -190,7 +211,11 @@ class ComponentSolver:
                 if comp.tunable is None:
                     records = [spec.record(v) for v in comp.variables]
                     bounds = [b for r in records for b in (r.ge, r.le)]
-                    comp.tunable = comp.linear and small_numbers(bounds)
+                    comp.tunable = (
+                        comp.linear
+                        and small_numbers(bounds)
+                        and largest_divisor(comp.constraints) < TUNED_DIVISOR
+                    )
                 self.linear = comp.linear
                 self.tuned = self.tuned and comp.tunable
                 solver = self._new_solver()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 import random
+from decimal import Decimal
 
 import pytest
 import z3
@@ -236,6 +237,31 @@ def test_a_component_with_numbers_past_32_bits_starts_untuned() -> None:
     assert not small(wide) and linear([x <= below + 1, x % 300 == 0])
     assert not linear([x * x == 4])
     assert small([]) and linear([])
+
+
+class Fee(BaseModel):
+    """A fee in cents, rounded from a base price at a context rate (a division by 10,000)."""
+
+    base_cents: int = Field(ge=1, le=100_000)
+    fee_cents: int = Field(ge=1, le=100_000)
+
+    @relation
+    def at_the_rate(self) -> bool:
+        return self.fee_cents == round(self.base_cents * Decimal("0.1525"))
+
+
+def test_a_component_that_rounds_to_a_unit_starts_untuned() -> None:
+    """A division by `TUNED_DIVISOR` or more (rounding an amount) leaves the component with
+    Z3's defaults, a clock's marks (a division by 5) do not; both answer alike."""
+    fee, marks = compile_spec(Fee), compile_spec(Marks)
+    for spec, var, tuned in ((fee, "fee_cents", False), (marks, "start", True)):
+        oracle = spec.new_oracle()
+        s = oracle._solver(spec.component_of(var))
+        assert s.solver is not None and s.tuned is tuned
+        assert spec.component(s.index).tunable is tuned
+    facts: tuple[Fact, ...] = (("base_cents", 2000),)
+    assert fee.new_oracle().feasible_values(facts, "fee_cents") == [305]
+    assert _untuned(fee).feasible_values(facts, "fee_cents") == [305]
 
 
 class Marks(BaseModel):

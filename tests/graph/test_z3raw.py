@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 import z3
 
@@ -9,6 +11,7 @@ from factorspec_sdk.graph.z3raw import (
     TermBuilder,
     assert_all,
     copy_assertions,
+    largest_divisor,
     substitute_all,
     true_under,
     value_in,
@@ -172,3 +175,13 @@ def test_substitute_all_equals_z3pys_substitute() -> None:
     assert substitute_all([x > 1], [])[0].eq(x > 1) and substitute_all([], [(p, q)]) == []
     with pytest.raises(z3.Z3Exception, match="sorts differ"):
         substitute_all([x > 1], [(x, p)])
+
+
+def test_largest_divisor_finds_every_div_and_mod_under_shared_terms() -> None:
+    x, y = z3.Ints("x y")
+    shared = (x * 3 + y) / 10_000  # a rounding's quotient, used twice
+    assert largest_divisor([x % 7 == 1, z3.If(shared > 2, shared % 2 == 0, y / 5 == 1)]) == 10_000
+    assert largest_divisor([x % -60 == 0, x + y <= 3]) == 60
+    assert largest_divisor([x / y == 2]) == sys.maxsize  # not a numeral: no bound
+    assert largest_divisor([x + 2 * y == 3, z3.Bool("b")]) == 0
+    assert largest_divisor([]) == 0
