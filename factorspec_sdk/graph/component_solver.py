@@ -246,6 +246,30 @@ class ComponentSolver:
                 return values[var]
         return None
 
+    def decided(self, facts: tuple[Fact, ...]) -> bool | None:
+        """Whether ``facts`` are feasible, where a backbone tells it without a check.
+
+        A backbone learned under earlier facts that ``facts`` extend gives the values its
+        variables have in every completion of them (and those facts are feasible: it was
+        learned from a model). A later fact of an int or a bool variable, or a bound of a
+        length, is then true in every completion or in none. So ``facts`` are infeasible if
+        one contradicts such a value, and feasible if each later fact is told and holds.
+        None: no backbone tells it (a fact of a variable none determines, or of a text).
+        """
+        for known, values in reversed(self.backbones):
+            if facts[: len(known)] != known:
+                continue
+            told = True
+            for var, given in facts[len(known) :]:
+                value = values.get(var)
+                if value is None or isinstance(value, str) or isinstance(given, str):
+                    told = False
+                elif not _satisfies(value, given):
+                    return False
+            if told:
+                return True
+        return None
+
     def term(self, var: str) -> z3.ExprRef:
         """``var``'s term, copied into this solver's context at first use."""
         t = self.terms.get(var)
@@ -502,6 +526,15 @@ def small_numbers(bounds: Iterable[int | None]) -> bool:
     suite's larger components.
     """
     return not any(b is not None and abs(b) >= TUNED_NUMBERS for b in bounds)
+
+
+def _satisfies(value: int | bool, given: Value | AtLeast | AtMost) -> bool:
+    """Whether a variable of ``value`` (an int or a bool) satisfies a fact's ``given``."""
+    if isinstance(given, AtLeast):
+        return value >= given.n
+    if isinstance(given, AtMost):
+        return value <= given.n
+    return value == given and isinstance(value, bool) == isinstance(given, bool)
 
 
 def fact_value(spec: CompiledSpec, fact: Fact) -> int | bool | None:

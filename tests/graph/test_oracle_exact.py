@@ -345,7 +345,8 @@ def test_what_the_facts_determine_is_answered_without_more_checks(
 ) -> None:
     """The first query also finds what the relations determine (one more check: the proof
     that no completion differs from its model); the queries of a record that follows them
-    need no check, and one that leaves them is still answered exactly (infeasible)."""
+    need no check, and one that leaves them is answered exactly (infeasible), by the backbone
+    too."""
 
     class Fixed(BaseModel):
         a: int = Field(ge=0, le=20)
@@ -366,16 +367,18 @@ def test_what_the_facts_determine_is_answered_without_more_checks(
     assert oracle.stats.solver_checks == 0  # and the oracle's solver was never filled
     assert all(s._solver is None for s in oracle._solvers.values())
     assert oracle.feasible_values((("a", 19),), "b") == []
-    assert oracle.stats.solver_checks == 1
+    assert oracle.stats.solver_checks == 0  # the backbone tells a = 19 infeasible too
+    assert oracle.feasible_values((("b", 20), ("a", 19)), "c") == []
+    assert oracle.stats.solver_checks == 0
     assert {k: v[0] for k, v in oracle.determined(()).items()} == {"a": 20, "b": 20, "c": 20}
 
     # a spec whose checks came from the IR cache keeps what they found determined, but not
-    # their model (one check finds one)
+    # their model; its backbone answers these queries without one
     DEFAULT_IR_COMPILER.documents.clear()
     first = spec_from_ir(to_ir(Fixed))
     again = spec_from_ir(to_ir(Fixed))
     assert again.determined == first.determined == [{"a": 20, "b": 20, "c": 20}]
-    for s, checks in ((first, 0), (again, 1)):
+    for s, checks in ((first, 0), (again, 0)):
         o = s.new_oracle()
         assert o.feasible_values((), "a") == [20]
         assert o.feasible_values((("a", 20),), "b") == [20]
@@ -411,6 +414,38 @@ def test_what_the_facts_determine_is_answered_without_more_checks(
     assert slow.feasible_values((), "a") == [20]
     assert slow.feasible_values((("a", 20),), "b") == [20]
     assert slow.stats.solver_checks == 3  # a model; no other value of a; none of b
+
+
+def test_a_fact_a_backbone_fixes_is_feasible_or_not_without_a_check() -> None:
+    """A list's length the relations fix: asking whether it may end or go on (the writer's
+    two questions at each item) needs no check, true or false; a fact of a variable no
+    backbone fixes is checked, and a text is left to a check."""
+
+    class Three(BaseModel):
+        xs: list[Annotated[int, Ge(0), Le(9)]] = Field(min_length=1, max_length=5)
+        n: int = Field(ge=0, le=10)
+        c: Literal["p", "q"]
+
+        @relation
+        def three(self) -> bool:
+            return self.n == 3 and len(self.xs) == self.n and self.xs[0] >= 5
+
+    spec = compile_spec(Three)
+    assert spec.component(spec.component_of("n")).determined == {"n": 3, "len(xs)": 3}
+    oracle = spec.new_oracle()
+    for facts, feasible in (
+        ((("len(xs)", AtLeast(1)),), True),
+        ((("len(xs)", AtLeast(1)), ("len(xs)", 1)), False),
+        ((("len(xs)", AtLeast(3)),), True),
+        ((("len(xs)", AtLeast(4)),), False),
+        ((("n", 3), ("len(xs)", 3)), True),
+        ((("n", 4),), False),
+    ):
+        assert oracle.feasible(facts) is feasible, facts
+    assert oracle.stats.solver_checks == 0
+    assert oracle.feasible((("len(xs)", 3), ("xs[0]", 4))) is False  # xs[0] is not fixed
+    assert oracle.feasible((("len(xs)", 3), ("xs[0]", 5))) is True
+    assert oracle.stats.solver_checks == 1  # the second: a witness
 
 
 def test_every_known_completion_gives_its_value_without_a_check() -> None:
