@@ -200,8 +200,9 @@ def largest_divisor(formulas: Sequence[z3.BoolRef]) -> int:
     """The largest constant an integer ``div`` or ``mod`` of ``formulas`` divides by (0: none).
 
     A divisor that is not a numeral counts as unbounded (``sys.maxsize``). One walk of the
-    terms' shared graph through libz3, a few calls a node (under 2 ms on the user-models
-    suite's largest linear components, where z3py's wrappers took 10-25 ms).
+    terms' shared graph through libz3, a few calls a node: 4-9 ms on the user-models suite's
+    larger components, where z3py's wrappers took 3-24 ms more (`Component.tunable` keeps
+    the answer, so a spec walks each component once).
     """
     if not formulas:
         return 0
