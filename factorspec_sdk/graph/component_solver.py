@@ -260,11 +260,11 @@ class ComponentSolver:
             if facts[: len(known)] != known:
                 continue
             told = True
-            for var, given in facts[len(known) :]:
-                value = values.get(var)
-                if value is None or isinstance(value, str) or isinstance(given, str):
+            for fact in facts[len(known) :]:
+                value = values.get(fact[0])
+                if value is None or isinstance(value, str):  # a text's code: a check
                     told = False
-                elif not _satisfies(value, given):
+                elif not self._meets(value, fact):
                     return False
             if told:
                 return True
@@ -337,11 +337,14 @@ class ComponentSolver:
 
     def _holds_in(self, model: z3.ModelRef, fact: Fact) -> bool:
         """Whether ``model`` satisfies ``fact`` (`fact_literal`'s literal, by its value)."""
-        var, given = fact
+        var = fact[0]
         boolean = self.spec.record(var).kind in BOOL_KINDS
         x = value_in(model, self.term(var), boolean=boolean)
-        if x is None:  # not a value: leave it to a check
-            return False
+        return x is not None and self._meets(x, fact)  # None, not a value: left to a check
+
+    def _meets(self, x: int | bool, fact: Fact) -> bool:
+        """Whether ``fact`` holds where its variable's term has the value ``x``."""
+        given = fact[1]
         if isinstance(given, AtMost):
             return x <= given.n
         if isinstance(given, AtLeast):
@@ -526,15 +529,6 @@ def small_numbers(bounds: Iterable[int | None]) -> bool:
     suite's larger components.
     """
     return not any(b is not None and abs(b) >= TUNED_NUMBERS for b in bounds)
-
-
-def _satisfies(value: int | bool, given: Value | AtLeast | AtMost) -> bool:
-    """Whether a variable of ``value`` (an int or a bool) satisfies a fact's ``given``."""
-    if isinstance(given, AtLeast):
-        return value >= given.n
-    if isinstance(given, AtMost):
-        return value <= given.n
-    return value == given and isinstance(value, bool) == isinstance(given, bool)
 
 
 def fact_value(spec: CompiledSpec, fact: Fact) -> int | bool | None:
