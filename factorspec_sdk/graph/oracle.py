@@ -44,6 +44,7 @@ into the oracle's context (``translate``) holds the spec's `CompiledSpec.context
 
 from __future__ import annotations
 
+import math
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
@@ -58,6 +59,7 @@ from factorspec_sdk.graph.assemble import bound_value
 from factorspec_sdk.graph.backbone import BACKBONE_ROUNDS, determined_nodes
 from factorspec_sdk.graph.compiled import AtLeast, AtMost, Fact, Value
 from factorspec_sdk.graph.component_solver import (
+    TUNED_DIVISOR,
     WITNESSES,
     ComponentSolver,
     Search,
@@ -70,13 +72,17 @@ from factorspec_sdk.graph.z3raw import (
     assert_all,
     true_under,
 )
+from factorspec_sdk.relations.kinds import VAR_SORTS, Sort
 
 if TYPE_CHECKING:
     from factorspec_sdk.graph.compiled import Assignment, CompiledSpec
 
-__all__ = ["Oracle", "OracleStats", "holds"]
+__all__ = ["WALK_TRIES", "Oracle", "OracleStats", "holds"]
 
 _CACHE_SIZE = 8192
+WALK_TRIES = 3
+"""Walks of a variable that moved to no value before an oracle stops walking it
+(`Oracle._walk`)."""
 _NEXT_DIGITS_FAST_LIMIT = 32
 _MAX_DIGITS = 18
 
@@ -91,6 +97,8 @@ class OracleStats:
         cache_hits: answers served from the cache.
         restarts: checks answered by a fresh solver after the incremental one ran out of
             its budget (`factorspec_sdk.graph.z3check`).
+        moved: feasible values an enumeration proved by moving a model's value, no check
+            (`Oracle._walk`).
         seconds: time spent in the oracle.
     """
 
@@ -98,6 +106,7 @@ class OracleStats:
     solver_checks: int = 0
     cache_hits: int = 0
     restarts: int = 0
+    moved: int = 0
     seconds: float = 0.0
 
 
@@ -156,6 +165,8 @@ class Oracle:
         self.stats = OracleStats()
         self._solvers: dict[int, ComponentSolver] = {}
         self._cache: OrderedDict[Hashable, object] = OrderedDict()
+        self._fruitless: dict[str, int] = {}
+        """Walks of a variable that moved to no value (-1: one did): `WALK_TRIES` stop them."""
 
     # ------------------------------------------------------------------ plumbing
 
@@ -278,6 +289,7 @@ class Oracle:
         known = s.witnesses_for(facts)  # their values are feasible: no check for them
         t = s.term(var)
         found: list[Value] = []
+        walks = VAR_SORTS[self.spec.record(var).kind] is Sort.INT
         probed = span is None
         with s.search(facts) as search:
             while True:
@@ -304,6 +316,10 @@ class Oracle:
                 if len(found) > limit or (span is not None and _spread(found) > span):
                     break
                 search.add(t != v)
+                if walks and len(found) >= 2:
+                    search.add(*self._walk(s, facts, var, model, cast("list[int]", found), limit))
+                    if len(found) > limit or (span is not None and _spread(found) > span):
+                        break
         wide = len(found) > limit or (span is not None and _spread(found) > span)
         result = None if wide else _sorted(found)
         self._store(key, result)
@@ -313,6 +329,64 @@ class Oracle:
         if s.backbone_at < 0 or (single and len(facts) > s.backbone_at):
             self._learn_backbone(s, index, facts)
         return result
+
+    def _walk(
+        self,
+        s: ComponentSolver,
+        facts: tuple[Fact, ...],
+        var: str,
+        model: z3.ModelRef,
+        found: list[int],
+        limit: int,
+    ) -> list[z3.BoolRef]:
+        """Values next to ``model``'s, proved feasible by moving it there: no check each.
+
+        ``model``'s value of ``var`` is ``found``'s last. The step is the greatest common
+        divisor of the differences between the values found (a clock's five-minute marks
+        show theirs after two), and the walk goes a step at a time each way while the model
+        moved there satisfies the component (`ComponentSolver.moved`), past values found
+        already, until more than ``limit`` are found. Each value it proves goes into
+        ``found``: exact, it is a completion. A value it does not reach is left to the next
+        check, so the enumeration stays exact and complete.
+
+        Returns what the search must add so that its next check looks for other values:
+        the run of values walked, ``lo..hi`` on the step, as one formula (``t < lo or t >
+        hi or (t - lo) % step != 0``), where a division by the step does not slow the
+        component (`TUNED_DIVISOR`: not a tuned component, or a step under it), and as one
+        ``t != value`` a value otherwise. After `WALK_TRIES` walks of ``var`` that moved
+        nowhere (its values tied to others by equalities: a quantity in a sum), it is not
+        walked again in this oracle.
+        """
+        if self._fruitless.get(var, 0) >= WALK_TRIES:
+            return []
+        value = found[-1]
+        step = math.gcd(*(x - found[0] for x in found[1:]))
+        seen = set(found)
+        moved: list[int] = []
+        lo = hi = value
+        for d in (step, -step):
+            w = value
+            while len(found) <= limit:
+                w += d
+                if w not in seen:
+                    if not s.moved(model, facts, var, w):
+                        break
+                    found.append(w)
+                    moved.append(w)
+                lo, hi = min(lo, w), max(hi, w)
+        if not moved:
+            if self._fruitless.get(var, 0) >= 0:
+                self._fruitless[var] = self._fruitless.get(var, 0) + 1
+            return []
+        self._fruitless[var] = -1
+        self.stats.moved += len(moved)
+        t = cast(z3.ArithRef, s.term(var))
+        if s.tuned and step >= TUNED_DIVISOR:
+            return [t != w for w in moved]
+        outside = [t < lo, t > hi]
+        if step > 1:
+            outside.append((t - lo) % step != 0)
+        return [cast(z3.BoolRef, z3.Or(outside))]
 
     @staticmethod
     def _far_value(search: Search, t: z3.ExprRef, first: int, span: int) -> z3.ModelRef | None:

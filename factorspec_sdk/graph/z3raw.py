@@ -39,6 +39,7 @@ __all__ = [
     "rebind",
     "substitute_all",
     "true_under",
+    "true_with",
     "value_in",
 ]
 
@@ -297,6 +298,48 @@ def true_under(
         return False
     finally:
         _LIB.Z3_model_dec_ref(ref, model)
+
+
+def true_with(
+    model: z3.ModelRef, formula: z3.BoolRef, values: Sequence[tuple[z3.ExprRef, int]]
+) -> bool:
+    """Whether ``formula`` is true in ``model`` with each term (an int variable) given a value.
+
+    Evaluation, no search: True proves that the model so changed satisfies ``formula``. The
+    model is changed for the evaluation only: each variable's value is read first (completed,
+    as every evaluation here completes) and put back after, so the model answers as before.
+    False: not true under this change (or a term is no variable, or libz3 refused an
+    evaluation). A few libz3 calls a value plus one evaluation of ``formula``, where z3py's
+    ``update_value`` and ``eval`` wrap each node. Call it where the model's context may be
+    used (its lock, or the oracle's private context).
+    """
+    ref = formula.ctx_ref()
+    raw = model.model
+    decls: list[Any] = []
+    for term, _ in values:
+        node = term.as_ast()
+        if not _LIB.Z3_is_app(ref, node):
+            return False
+        decl = _LIB.Z3_get_app_decl(ref, _LIB.Z3_to_app(ref, node))
+        if _LIB.Z3_get_arity(ref, decl) != 0 or (
+            _LIB.Z3_get_decl_kind(ref, decl) != z3.Z3_OP_UNINTERPRETED
+        ):
+            return False
+        decls.append(decl)
+    with TermBuilder(formula.ctx) as tb:
+        try:
+            old = [tb.eval(model, term.as_ast()) for term, _ in values]
+        except z3.Z3Exception:
+            return False
+        try:
+            for decl, (_, value) in zip(decls, values, strict=True):
+                _LIB.Z3_add_const_interp(ref, raw, decl, tb.int(value))
+            return _truth(ref, tb._keep(_eval(ref, raw, formula.as_ast()))) is True
+        except z3.Z3Exception:
+            return False
+        finally:
+            for decl, node in zip(decls, old, strict=True):
+                _LIB.Z3_add_const_interp(ref, raw, decl, node)
 
 
 class TermBuilder:

@@ -14,6 +14,7 @@ from factorspec_sdk.graph.z3raw import (
     largest_divisor,
     substitute_all,
     true_under,
+    true_with,
     value_in,
 )
 
@@ -117,6 +118,26 @@ def test_true_under_evaluates_constraints_at_given_values() -> None:
     assert not true_under(cs, [(x + 1, 4), (y, 4), (b, False)])
     assert not true_under(cs, [(x, 3), (x, 3), (y, 4), (b, False)])
     assert true_under([], [])
+
+
+def test_true_with_evaluates_a_moved_model_and_puts_it_back() -> None:
+    ctx = z3.Context()
+    x, y, z = z3.Int("x", ctx), z3.Int("y", ctx), z3.Int("z", ctx)
+    s = z3.Solver(ctx=ctx)
+    s.add(x + y == 10, x >= 0, y >= 0, x % 3 == 0)
+    s.add(x == 3)
+    assert s.check() == z3.sat
+    model = s.model()  # z is no variable of it: completed where evaluated
+    formula = z3.And(x + y == 10, x >= 0, y >= 0, x % 3 == 0)
+    assert true_with(model, formula, [(x, 6), (y, 4)])
+    assert not true_with(model, formula, [(x, 6)])  # 6 + 7 != 10
+    assert not true_with(model, formula, [(x, 4), (y, 6)])  # 4 % 3 != 0
+    assert true_with(model, z3.And(formula, z == 5), [(z, 5)])
+    assert true_with(model, formula, [(x, 9), (y, 1)])
+    assert not true_with(model, formula, [(x + 1, 6), (y, 4)])  # a term that is no variable
+    # the model answers as before every evaluation
+    assert model.eval(x).as_long() == 3 and model.eval(y).as_long() == 7
+    assert model.eval(x + y == 10)
 
 
 def test_assert_all_asserts_the_formulas_copied_into_the_solvers_context() -> None:

@@ -9,16 +9,22 @@ constants with microseconds or a time zone, against the Python relation on the s
 from __future__ import annotations
 
 import datetime as dt
+import random
 from dataclasses import dataclass, field
 from datetime import datetime, time, timedelta
 from typing import Any
 
 import pytest
+import z3
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import AwareDatetime, BaseModel, Field
 
 from factorspec_sdk import RelationDefinitionError, relation
+from factorspec_sdk.graph import compile_spec
+from factorspec_sdk.graph.z3raw import true_under
+from factorspec_sdk.relations.compiler import tied_parts
+from factorspec_sdk.relations.variables import date_part_of
 from tests.relations.helpers import refused
 from tests.relations.test_differential import assert_agree
 
@@ -433,3 +439,55 @@ def test_every_timedelta_field_relation_is_seen_both_true_and_false() -> None:
                 assert_agree(Task, None, data, seen)
     one_sided = {name for name, truths in seen.items() if truths != {True, False}}
     assert one_sided == set()
+
+
+class Parts(BaseModel):
+    t: datetime
+    c: time
+    d: dt.date
+
+    @relation
+    def reads_every_part(self) -> bool:
+        return (
+            self.t.year + self.t.month + self.t.day + self.t.hour + self.t.minute >= 0
+            and self.t.second + self.c.hour + self.c.minute + self.c.second >= 0
+            and self.d.year + self.d.month + self.d.day >= 0
+        )
+
+
+def test_tied_parts_are_the_values_the_ties_give_the_parts() -> None:
+    """`tied_parts` mirrors `date_links`' ties (the oracle moves a model's datetime with
+    them): at random values of the three leaves, the spec's constraints (the ties, the
+    bounds, a relation true for any parts) hold with the parts it gives, and fail with an
+    hour or a day one off."""
+    spec = compile_spec(Parts)
+    leaves = {"t": spec.record("t"), "c": spec.record("c"), "d": spec.record("d")}
+    parts = {
+        leaf: {str(date_part_of(n)): n for n in spec.variables if n.endswith(f"({leaf})")}
+        for leaf in leaves
+    }
+    assert set(parts["t"]) == {"date", "clock", "year", "month", "day", "hour", "minute", "second"}
+    assert set(parts["c"]) == {"hour", "minute", "second"} and set(parts["d"]) == {
+        "year",
+        "month",
+        "day",
+    }
+    (comp,) = {spec.component_of(n) for n in spec.variables}
+    constraints = spec.component(comp).constraints
+    rnd = random.Random(3)
+    for _ in range(200):
+        values = {
+            leaf: rnd.randint(int(rec.ge or 0), int(rec.le or 0)) for leaf, rec in leaves.items()
+        }
+        given: list[tuple[z3.ExprRef, int]] = []
+        for leaf, value in values.items():
+            given.append((leaves[leaf].term, value))
+            tied = tied_parts(parts[leaf].keys(), value)
+            assert tied is not None
+            given += [(spec.record(parts[leaf][p]).term, x) for p, x in tied.items()]
+        with spec.context_lock:
+            assert true_under(constraints, given)
+            for off in ("hour(c)", "day(t)"):
+                wrong = [(term, x + 1 if str(term) == off else x) for term, x in given]
+                assert not true_under(constraints, wrong)
+    assert tied_parts({"year", "month", "day"}, 0) is None  # no calendar date

@@ -78,7 +78,7 @@ from factorspec_sdk.relations.compiler.codes import (
     text_links,
 )
 from factorspec_sdk.relations.compiler.core import RelationCompiler
-from factorspec_sdk.relations.compiler.date_parts import date_links
+from factorspec_sdk.relations.compiler.date_parts import date_links, tied_parts
 from factorspec_sdk.relations.compiler.records import (
     BOOL_KINDS,
     OTHER_CODE,
@@ -106,5 +106,6 @@ __all__ = [
     "dict_key_factors",
     "length_links",
     "text_links",
+    "tied_parts",
     "to_bool",
 ]

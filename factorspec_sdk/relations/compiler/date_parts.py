@@ -35,7 +35,7 @@ Anything else on these values raises `RelationDefinitionError` naming the constr
 from __future__ import annotations
 
 import ast
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, NoReturn, cast
 
 import z3
@@ -52,15 +52,15 @@ from factorspec_sdk.relations.compiler.dates import (
 )
 from factorspec_sdk.relations.compiler.records import VarRecord
 from factorspec_sdk.relations.compiler.values import R, SClock, SDate, SDelta, SFunc, V
-from factorspec_sdk.relations.kinds import LeafKind, VarKind
+from factorspec_sdk.relations.kinds import LeafKind, Temporal, VarKind
 from factorspec_sdk.relations.layout import Path, path_name
-from factorspec_sdk.relations.temporal import CLOCK_PARTS
+from factorspec_sdk.relations.temporal import CLOCK_PARTS, temporal_part
 from factorspec_sdk.relations.variables import DATE_PARTS, date_part_of, part_variable
 
 if TYPE_CHECKING:
     from factorspec_sdk.relations.compiler.core import RelationCompiler
 
-__all__ = ["calendar_tie", "date_attr", "date_links", "date_method"]
+__all__ = ["calendar_tie", "date_attr", "date_links", "date_method", "tied_parts"]
 
 
 _DAYS_BEFORE_MONTH = (0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334)
@@ -166,6 +166,27 @@ def date_links(records: Mapping[str, VarRecord]) -> list[tuple[str, frozenset[st
             names = frozenset({below, ps["year"].name, ps["month"].name, ps["day"].name})
             out.append((f"calendar of {path_name(path)}", names, formula))
     return out
+
+
+def tied_parts(parts: Collection[str], value: int) -> dict[str, int] | None:
+    """The values `date_links`' ties give a temporal leaf's ``parts`` where the leaf is ``value``.
+
+    ``parts`` are the leaf's part variables (`DATE_PARTS`' names), which tell its kind as
+    `date_links` does: with ``date`` (and ``clock``), a datetime in seconds; else with
+    ``hour``, a time (its seconds since midnight); else a date (its ordinal). Each part is
+    `temporal_part`'s. None: no calendar date has that ordinal. A value the ties refuse (a
+    time past midnight) gets parts the ties refuse too: the caller evaluates the ties, this
+    only mirrors them.
+    """
+    kind: Temporal = LeafKind.DATE
+    if "date" in parts:
+        kind = LeafKind.DATETIME
+    elif "hour" in parts:
+        kind = LeafKind.TIME
+    try:
+        return {part: temporal_part(kind, value, part) for part in parts}
+    except (ValueError, OverflowError):  # an ordinal outside the calendar
+        return None
 
 
 def _civil(e: z3.ArithRef) -> tuple[z3.ArithRef, z3.ArithRef, z3.ArithRef]:
