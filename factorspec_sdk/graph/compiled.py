@@ -35,6 +35,7 @@ from factorspec_sdk.relations.layout import (
 from factorspec_sdk.relations.restrictions import Restriction, restrictions
 
 if TYPE_CHECKING:
+    from factorspec_sdk.graph.moves import MoveIndex
     from factorspec_sdk.graph.oracle import Oracle
 
 __all__ = [
@@ -134,6 +135,9 @@ class Component:
             of `factorspec_sdk.graph.component_solver.TUNED_DIVISOR` or more, found with it; such a
             component's oracle solvers start tuned
             (`factorspec_sdk.graph.component_solver.TUNED_PARAMS`).
+        moves: what a move of a model of the component reads of its constraints
+            (`factorspec_sdk.graph.moves.MoveIndex`), found at an oracle's first move (None:
+            not yet).
     """
 
     index: int
@@ -146,6 +150,7 @@ class Component:
     models: tuple[z3.ModelRef, ...] = ()
     linear: bool | None = None
     tunable: bool | None = None
+    moves: MoveIndex | None = None
 
 
 class CompiledSpec:

@@ -33,6 +33,7 @@ import z3
 from factorspec_sdk.errors import OracleError
 from factorspec_sdk.graph import z3check
 from factorspec_sdk.graph.compiled import AtLeast, AtMost, Fact, Value
+from factorspec_sdk.graph.moves import Moves
 from factorspec_sdk.graph.stopping import stop_point
 from factorspec_sdk.graph.z3raw import (
     Node,
@@ -40,13 +41,10 @@ from factorspec_sdk.graph.z3raw import (
     assert_all,
     copy_assertions,
     largest_divisor,
-    true_with,
     value_in,
 )
-from factorspec_sdk.relations.compiler import OTHER_CODE, OTHER_TEXT, tied_parts
-from factorspec_sdk.relations.kinds import BOOL_KINDS, LENGTH_KINDS, VAR_SORTS, Sort, VarKind
-from factorspec_sdk.relations.layout import Path
-from factorspec_sdk.relations.variables import date_part_of
+from factorspec_sdk.relations.compiler import OTHER_CODE, OTHER_TEXT
+from factorspec_sdk.relations.kinds import BOOL_KINDS, LENGTH_KINDS, VAR_SORTS, Sort
 
 if TYPE_CHECKING:
     from factorspec_sdk.graph.compiled import CompiledSpec
@@ -193,8 +191,7 @@ class ComponentSolver:
         """Facts, each with the variables they determine (`Oracle.determined`'s values)."""
         self.backbone_at = -1
         """How many facts the last backbone was computed under (-1: none yet)."""
-        self._formula: z3.BoolRef | None = None
-        self._ties: dict[str, dict[str, str]] | None = None
+        self._moves: Moves | None = None
         if comp.determined is not None:  # the spec's check found what no facts determine
             self.backbones.append(((), {v: self.value(v, x) for v, x in comp.determined.items()}))
         if comp.searched:  # found, or its rounds did not settle it: no search again
@@ -360,51 +357,23 @@ class ComponentSolver:
     def moved(self, model: z3.ModelRef, facts: tuple[Fact, ...], var: str, value: int) -> bool:
         """Whether ``model`` (which satisfies ``facts``) still does with ``var`` moved to ``value``.
 
-        The variables tied to ``var`` move with it (a datetime's date, clock, hour...:
-        `tied_parts`); every other keeps its value in ``model``. True proves ``facts`` plus
-        ``var == value`` feasible: the moved model satisfies the component's constraints
-        (evaluated, `z3raw.true_with`) and each fact of a variable that moved. False says only
-        that this model does not move there (a check may still find another that does).
+        What ``var`` determines moves with it (`factorspec_sdk.graph.moves`: a datetime's
+        parts, a variable an equality defines from it); every other variable keeps its
+        value in ``model``. True proves ``facts`` plus ``var == value`` feasible: the moved
+        model satisfies the component's constraints (evaluated) and each fact of a variable
+        that moved. False says only that this model does not move there (a check may still
+        find another that does).
         """
-        changes = {var: value}
-        parts = self.ties.get(var)
-        if parts:
-            tied = tied_parts(parts.keys(), value)
-            if tied is None:
-                return False
-            changes.update((parts[part], x) for part, x in tied.items())
+        if self._moves is None:
+            self._moves = Moves(self.spec, self.index, self.ctx, self.term)
+        changes = self._moves.changes(model, var, value)
+        if changes is None:
+            return False
         for fact in facts:
             x = changes.get(fact[0])
             if x is not None and not self._meets(x, fact):
                 return False
-        values = [(self.term(name), x) for name, x in changes.items()]
-        return true_with(model, self.formula, values)
-
-    @property
-    def formula(self) -> z3.BoolRef:
-        """The conjunction of the component's constraints, in this solver's context."""
-        if self._formula is None:
-            with self.spec.context_lock:  # translate reads the spec's context
-                comp = self.spec.component(self.index)
-                self._formula = z3.And([c.translate(self.ctx) for c in comp.constraints], self.ctx)
-        return self._formula
-
-    @property
-    def ties(self) -> dict[str, dict[str, str]]:
-        """Each temporal leaf of the component with part variables: part -> its variable."""
-        if self._ties is None:
-            spec = self.spec
-            leaves: dict[Path, str] = {}
-            parts: dict[Path, dict[str, str]] = {}
-            for name in self.variables:
-                rec = spec.record(name)
-                part = date_part_of(name) if rec.kind == VarKind.DATEPART else None
-                if part is not None:
-                    parts.setdefault(rec.path, {})[part] = name
-                elif rec.kind == VarKind.DATE:
-                    leaves[rec.path] = name
-            self._ties = {leaves[path]: ps for path, ps in parts.items() if path in leaves}
-        return self._ties
+        return self._moves.holds(model, changes)
 
     def remember(self, model: z3.ModelRef, facts: tuple[Fact, ...]) -> None:
         """Keep ``model`` (which satisfies ``facts``) as a witness for later queries."""

@@ -36,11 +36,13 @@ __all__ = [
     "assert_all",
     "copy_assertions",
     "largest_divisor",
+    "reads_and_equalities",
     "rebind",
     "substitute_all",
     "true_under",
     "true_with",
     "value_in",
+    "value_with",
 ]
 
 
@@ -227,6 +229,88 @@ def largest_divisor(formulas: Sequence[z3.BoolRef]) -> int:
     return largest
 
 
+def reads_and_equalities(
+    formulas: Sequence[z3.BoolRef], names: frozenset[str]
+) -> tuple[list[frozenset[str]], list[tuple[str, z3.ArithRef, z3.BoolRef, frozenset[str]]]]:
+    """The variables of ``names`` each formula reads, and the equalities that define one.
+
+    The second list: each equality ``x == term`` (either way round) reached from a formula
+    through ``and``, the consequent of ``implies`` and both branches of a Boolean ``if``,
+    where ``x`` is an integer variable of ``names`` that ``term`` does not read, as (``x``'s
+    name, ``term``, the equality, the variables ``term`` reads). One walk of the terms'
+    shared graph through libz3 (a lookup unrolled into ``If`` chains nests hundreds deep:
+    no recursion), where z3py's wrappers took 80-140 ms on the user-models suite's larger
+    components. Call it where the formulas' context may be used (its lock).
+    """
+    if not formulas:
+        return [], []
+    ctx = formulas[0].ctx
+    ref = ctx.ref()
+    app_ast, uninterpreted = z3.Z3_APP_AST, z3.Z3_OP_UNINTERPRETED
+    reads: dict[int, frozenset[str]] = {}
+    none: frozenset[str] = frozenset()
+
+    def read(root: Node) -> frozenset[str]:
+        stack: list[tuple[Node, bool]] = [(root, False)]
+        while stack:
+            node, expanded = stack.pop()
+            key = _LIB.Z3_get_ast_id(ref, node)
+            if key in reads:
+                continue
+            if _LIB.Z3_get_ast_kind(ref, node) != app_ast:
+                reads[key] = none
+                continue
+            n = _LIB.Z3_get_app_num_args(ref, node)
+            if n == 0:
+                decl = _LIB.Z3_get_app_decl(ref, node)
+                name = None
+                if _LIB.Z3_get_decl_kind(ref, decl) == uninterpreted:
+                    symbol = _LIB.Z3_get_decl_name(ref, decl)
+                    name = _LIB.Z3_get_symbol_string(ref, symbol).decode()
+                reads[key] = frozenset({name}) if name in names else none
+            elif expanded:
+                args = (_LIB.Z3_get_app_arg(ref, node, i) for i in range(n))
+                reads[key] = none.union(*(reads[_LIB.Z3_get_ast_id(ref, a)] for a in args))
+            else:
+                stack.append((node, True))
+                stack.extend((_LIB.Z3_get_app_arg(ref, node, i), False) for i in range(n))
+        return reads[_LIB.Z3_get_ast_id(ref, root)]
+
+    per_formula = [read(f.as_ast()) for f in formulas]
+    equalities: list[tuple[str, z3.ArithRef, z3.BoolRef, frozenset[str]]] = []
+    seen: set[int] = set()
+    stack = [f.as_ast() for f in formulas]
+    int_sort = z3.Z3_INT_SORT
+    while stack:
+        node = stack.pop()
+        key = _LIB.Z3_get_ast_id(ref, node)
+        if key in seen or _LIB.Z3_get_ast_kind(ref, node) != app_ast:
+            continue
+        seen.add(key)
+        kind = _LIB.Z3_get_decl_kind(ref, _LIB.Z3_get_app_decl(ref, node))
+        n = _LIB.Z3_get_app_num_args(ref, node)
+        args = [_LIB.Z3_get_app_arg(ref, node, i) for i in range(n)]
+        if kind == z3.Z3_OP_AND:
+            stack.extend(args)
+        elif kind == z3.Z3_OP_IMPLIES:
+            stack.append(args[1])
+        elif kind == z3.Z3_OP_ITE:
+            stack.extend(args[1:])
+        elif kind == z3.Z3_OP_EQ and n == 2:
+            if _LIB.Z3_get_sort_kind(ref, _LIB.Z3_get_sort(ref, args[0])) != int_sort:
+                continue
+            for x, term in ((args[0], args[1]), (args[1], args[0])):
+                defined = read(x)  # a variable's own name, or more, or none
+                if len(defined) != 1 or _LIB.Z3_get_app_num_args(ref, x) != 0:
+                    continue
+                (name,) = defined
+                used = read(term)
+                if name not in used:
+                    equality = z3.BoolRef(node, ctx)
+                    equalities.append((name, z3.ArithRef(term, ctx), equality, used))
+    return per_formula, equalities
+
+
 def substitute_all(
     formulas: Sequence[z3.BoolRef], pairs: Sequence[tuple[z3.ExprRef, z3.ExprRef]]
 ) -> list[z3.BoolRef]:
@@ -305,38 +389,54 @@ def true_with(
 ) -> bool:
     """Whether ``formula`` is true in ``model`` with each term (an int variable) given a value.
 
-    Evaluation, no search: True proves that the model so changed satisfies ``formula``. The
-    model is changed for the evaluation only: each variable's value is read first (completed,
-    as every evaluation here completes) and put back after, so the model answers as before.
-    False: not true under this change (or a term is no variable, or libz3 refused an
-    evaluation). A few libz3 calls a value plus one evaluation of ``formula``, where z3py's
-    ``update_value`` and ``eval`` wrap each node. Call it where the model's context may be
-    used (its lock, or the oracle's private context).
+    Evaluation, no search (`value_with`): True proves that the model so changed satisfies
+    ``formula``. False: not true under this change (or a term is no variable, or libz3
+    refused an evaluation).
     """
-    ref = formula.ctx_ref()
+    return value_with(model, formula, values, boolean=True) is True
+
+
+def value_with(
+    model: z3.ModelRef,
+    term: z3.ExprRef,
+    values: Sequence[tuple[z3.ExprRef, int]],
+    *,
+    boolean: bool,
+) -> int | bool | None:
+    """The value of ``term`` in ``model`` with each term (an int variable) given a value.
+
+    A bool for a Boolean ``term`` (``boolean``), else an int; None where it is neither (or a
+    term of ``values`` is no variable, or libz3 refused an evaluation). The model is changed
+    for the evaluation only: each variable's value is read first (completed, as every
+    evaluation here completes) and put back after, so the model answers as before. A few
+    libz3 calls a value plus one evaluation, where z3py's ``update_value`` and ``eval`` wrap
+    each node. Call it where the model's context may be used (its lock, or the oracle's
+    private context).
+    """
+    ref = term.ctx_ref()
     raw = model.model
     decls: list[Any] = []
-    for term, _ in values:
-        node = term.as_ast()
+    for var, _ in values:
+        node = var.as_ast()
         if not _LIB.Z3_is_app(ref, node):
-            return False
+            return None
         decl = _LIB.Z3_get_app_decl(ref, _LIB.Z3_to_app(ref, node))
         if _LIB.Z3_get_arity(ref, decl) != 0 or (
             _LIB.Z3_get_decl_kind(ref, decl) != z3.Z3_OP_UNINTERPRETED
         ):
-            return False
+            return None
         decls.append(decl)
-    with TermBuilder(formula.ctx) as tb:
+    with TermBuilder(term.ctx) as tb:
         try:
-            old = [tb.eval(model, term.as_ast()) for term, _ in values]
+            old = [tb.eval(model, var.as_ast()) for var, _ in values]
         except z3.Z3Exception:
-            return False
+            return None
         try:
             for decl, (_, value) in zip(decls, values, strict=True):
                 _LIB.Z3_add_const_interp(ref, raw, decl, tb.int(value))
-            return _truth(ref, tb._keep(_eval(ref, raw, formula.as_ast()))) is True
+            return _value(ref, tb._keep(_eval(ref, raw, term.as_ast())), boolean)
         except z3.Z3Exception:
-            return False
+            return None
         finally:
             for decl, node in zip(decls, old, strict=True):
                 _LIB.Z3_add_const_interp(ref, raw, decl, node)

@@ -12,6 +12,7 @@ from factorspec_sdk.graph.z3raw import (
     assert_all,
     copy_assertions,
     largest_divisor,
+    reads_and_equalities,
     substitute_all,
     true_under,
     true_with,
@@ -206,3 +207,34 @@ def test_largest_divisor_finds_every_div_and_mod_under_shared_terms() -> None:
     assert largest_divisor([x / y == 2]) == sys.maxsize  # not a numeral: no bound
     assert largest_divisor([x + 2 * y == 3, z3.Bool("b")]) == 0
     assert largest_divisor([]) == 0
+
+
+def test_reads_and_equalities_find_each_formulas_variables_and_the_definitions() -> None:
+    ctx = z3.Context()
+    a, b, c, k = (z3.Int(n, ctx) for n in "abck")
+    on = z3.Bool("on", ctx)
+    deep = z3.IntVal(0, ctx)
+    for i in range(600):  # an unrolled lookup: deeper than Python's recursion allows
+        deep = z3.If(a == i, i * 2, deep)
+    formulas = [
+        z3.And(b == a + 2, z3.Implies(on, c == b * 2)),
+        z3.If(on, a == 3 + k, c == c + 0),  # k is no variable of ``names``; c == c defines none
+        z3.Or(a == 5, b == 1),  # a disjunction defines nothing
+        b == deep,
+    ]
+    names = frozenset({"a", "b", "c", "on"})
+    reads, equalities = reads_and_equalities(formulas, names)
+    assert reads == [
+        frozenset({"a", "b", "c", "on"}),
+        frozenset({"a", "c", "on"}),
+        frozenset({"a", "b"}),
+        frozenset({"a", "b"}),
+    ]
+    found = {(name, str(term), frozenset(used)) for name, term, _, used in equalities}
+    assert found == {
+        ("b", "a + 2", frozenset({"a"})),
+        ("c", "b*2", frozenset({"b"})),  # in the consequent of an implication
+        ("a", "3 + k", frozenset()),
+        ("b", str(deep), frozenset({"a"})),
+    }
+    assert {str(eq) for _, _, eq, _ in equalities} >= {"b == a + 2", "a == 3 + k"}

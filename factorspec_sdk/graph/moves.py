@@ -1,0 +1,186 @@
+"""A model of a component moved to another value of one variable, proved by evaluation.
+
+An enumeration of a variable's feasible values (`Oracle._walk`) asks whether a model it
+has would still satisfy the component with the variable at a neighbouring value. Moving
+only that variable breaks whatever ties others to it, so the variables it determines move
+with it:
+
+- a temporal leaf's part variables (a datetime's ``date``, ``clock``, ``hour``...), to the
+  values `date_links`' ties give them (`tied_parts`);
+- a variable an equality of the constraints defines by a term that reads a moved one (the
+  next meeting's arrival, ``b.arrive == a.end + travel``), to that term's value in the
+  moved model: where the equality held in the model, and not where it defines the variable
+  moved itself; each variable once, in the order the equalities are reached.
+
+The moved model is then evaluated: the component's constraints true in it prove the move
+feasible, exactly as a check's model would. Anything the rules above get wrong (an equality
+under a condition the move made false, a definition that clashes with another) only makes
+that evaluation false: the move is not proved, and a check decides. Written here, not
+taken from Z3: Z3 has no call that moves a model, and a check (what it offers) is what
+this saves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import z3
+
+from factorspec_sdk.graph.z3raw import reads_and_equalities, true_with, value_in, value_with
+from factorspec_sdk.relations.compiler import tied_parts
+from factorspec_sdk.relations.kinds import VarKind
+from factorspec_sdk.relations.variables import date_part_of
+
+if TYPE_CHECKING:
+    from factorspec_sdk.graph.compiled import CompiledSpec
+    from factorspec_sdk.relations.layout import Path
+
+__all__ = ["Definition", "MoveIndex", "Moves", "move_index"]
+
+Definition = tuple[str, z3.ExprRef, z3.BoolRef]
+"""An equality that defines a variable: its name, the term it equals, the equality."""
+
+
+@dataclass(frozen=True, slots=True)
+class MoveIndex:
+    """What a move of a component's models reads of its constraints (`move_index`).
+
+    Attributes:
+        definitions: by each variable, the equalities that define another variable by a
+            term reading it.
+        readers: by each variable, the indices of the constraints that read it.
+    """
+
+    definitions: dict[str, tuple[Definition, ...]]
+    readers: dict[str, tuple[int, ...]]
+
+
+class Moves:
+    """Moves of the models of one component, in an oracle's context.
+
+    A move is evaluated on the constraints that read a variable it changes: the model
+    satisfies the others already (a check's model, or a witness: what the witnesses rely
+    on too), and they read nothing that moved. The component's `MoveIndex` is found at the
+    first move and kept with the spec's component (`Component.moves`) for the oracles of
+    later requests; its constraints and equalities are copied into this context as moves
+    need them.
+
+    Args:
+        spec: the spec.
+        index: the component's index.
+        ctx: the oracle's context.
+        term: a variable's term in ``ctx``.
+    """
+
+    def __init__(
+        self, spec: CompiledSpec, index: int, ctx: z3.Context, term: Callable[[str], z3.ExprRef]
+    ) -> None:
+        self.spec = spec
+        self.index = index
+        self.ctx = ctx
+        self.term = term
+        comp = spec.component(index)
+        self.ties = _ties(spec, comp.variables)
+        """Each temporal leaf with part variables: part -> its variable."""
+        self.parts = {name for parts in self.ties.values() for name in parts.values()}
+        with spec.context_lock:  # the spec's terms, and its component's cache
+            if comp.moves is None:
+                comp.moves = move_index(comp.constraints, comp.variables)
+        self.found = comp.moves
+        self._copies: dict[int, z3.ExprRef] = {}
+        self._formulas: dict[frozenset[str], z3.BoolRef] = {}
+
+    def changes(self, model: z3.ModelRef, var: str, value: int) -> dict[str, int] | None:
+        """The values the variables take when ``model`` moves ``var`` to ``value``.
+
+        ``var``, its parts, and what the equalities that held in ``model`` define from them
+        (the module's rules). None: a part or a defined value has none (an ordinal outside
+        the calendar, a term that evaluates to no integer).
+        """
+        changes: dict[str, int] = {}
+        if not self._set(changes, var, value):
+            return None
+        frontier = [var]
+        while frontier:
+            moved = frontier.pop()
+            for defined, term, equality in self.found.definitions.get(moved, ()):
+                if defined in changes or defined in self.parts:
+                    continue
+                if value_in(model, self._copy(equality), boolean=True) is not True:
+                    continue  # an equality of a branch the model did not take
+                values = [(self.term(n), v) for n, v in changes.items()]
+                x = value_with(model, self._copy(term), values, boolean=False)
+                if not isinstance(x, int) or not self._set(changes, defined, x):
+                    return None
+                frontier.append(defined)
+        return changes
+
+    def holds(self, model: z3.ModelRef, changes: dict[str, int]) -> bool:
+        """Whether the constraints are true in ``model`` moved by ``changes``."""
+        names = frozenset(changes)
+        formula = self._formulas.get(names)
+        if formula is None:
+            readers = self.found.readers
+            indices = sorted({i for n in names for i in readers.get(n, ())})
+            with self.spec.context_lock:
+                constraints = self.spec.component(self.index).constraints
+                copies = [self._copy(constraints[i]) for i in indices]
+            formula = self._formulas[names] = z3.And(copies, self.ctx)
+        return true_with(model, formula, [(self.term(n), x) for n, x in changes.items()])
+
+    def _set(self, changes: dict[str, int], var: str, value: int) -> bool:
+        changes[var] = value
+        parts = self.ties.get(var)
+        if parts:
+            tied = tied_parts(parts.keys(), value)
+            if tied is None:
+                return False
+            changes.update((parts[part], x) for part, x in tied.items())
+        return True
+
+    def _copy(self, t: z3.ExprRef) -> z3.ExprRef:
+        """A term of the spec's context, copied into this one (once)."""
+        key = t.get_id()
+        copy = self._copies.get(key)
+        if copy is None:
+            with self.spec.context_lock:
+                copy = self._copies[key] = t.translate(self.ctx)
+        return copy
+
+
+def _ties(spec: CompiledSpec, variables: Collection[str]) -> dict[str, dict[str, str]]:
+    leaves: dict[Path, str] = {}
+    parts: dict[Path, dict[str, str]] = {}
+    for name in variables:
+        rec = spec.record(name)
+        part = date_part_of(name) if rec.kind == VarKind.DATEPART else None
+        if part is not None:
+            parts.setdefault(rec.path, {})[part] = name
+        elif rec.kind == VarKind.DATE:
+            leaves[rec.path] = name
+    return {leaves[path]: ps for path, ps in parts.items() if path in leaves}
+
+
+def move_index(constraints: Sequence[z3.BoolRef], names: frozenset[str]) -> MoveIndex:
+    """The definitions and the readers of the constraints (`MoveIndex`).
+
+    A definition is an equality ``x == term`` reached from a constraint through ``and``,
+    the consequent of ``implies`` and both branches of a Boolean ``if``, ``x`` an integer
+    variable of ``names`` that ``term`` does not read (`z3raw.reads_and_equalities`: one
+    walk of the terms' graph, once per spec).
+    """
+    per_constraint, equalities = reads_and_equalities(constraints, names)
+    readers: dict[str, list[int]] = {}
+    for i, read in enumerate(per_constraint):
+        for var in read:
+            readers.setdefault(var, []).append(i)
+    definitions: dict[str, list[Definition]] = {}
+    for name, term, equality, read in equalities:
+        for var in read:
+            definitions.setdefault(var, []).append((name, term, equality))
+    return MoveIndex(
+        {var: tuple(found) for var, found in definitions.items()},
+        {var: tuple(found) for var, found in readers.items()},
+    )
