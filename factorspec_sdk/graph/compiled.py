@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, cast
 
 import z3
@@ -47,6 +47,7 @@ __all__ = [
     "Fact",
     "Factor",
     "FactorKind",
+    "Traits",
     "Value",
     "VarInfo",
     "VarKind",
@@ -106,6 +107,31 @@ class Factor:
 
 
 @dataclass(slots=True)
+class Traits:
+    """What an oracle finds of a component's constraints at its first solver, kept for later ones.
+
+    The specs rebuilt from one IR document share their components' traits
+    (`factorspec_sdk.ir.build.CheckedIR`): a request for a document served before finds
+    them without walking the constraints again.
+
+    Attributes:
+        linear: the constraints are linear integer arithmetic (Z3's ``is-lia`` probe:
+            products and divisions by constants only;
+            `factorspec_sdk.graph.component_solver.linear`; None: not found yet); such a
+            component's long searches go on in flat copies of the solver
+            (`factorspec_sdk.graph.component_solver.FLAT_AFTER`).
+        tunable: ``linear``, over variables whose bounds fit in 32 bits
+            (`factorspec_sdk.graph.component_solver.small_numbers`), dividing by no constant
+            of `factorspec_sdk.graph.component_solver.TUNED_DIVISOR` or more, found with it;
+            such a component's oracle solvers start tuned
+            (`factorspec_sdk.graph.component_solver.TUNED_PARAMS`).
+    """
+
+    linear: bool | None = None
+    tunable: bool | None = None
+
+
+@dataclass(slots=True)
 class Component:
     """One connected component: its variables, constraints and the names of its factors.
 
@@ -125,16 +151,8 @@ class Component:
             settle it, an oracle does not search again at no facts (the same search from
             the same model, a few of the hardest checks of a record); where the check was
             skipped, an oracle finds it itself at its first query.
-        linear: the constraints are linear integer arithmetic (Z3's ``is-lia`` probe:
-            products and divisions by constants only;
-            `factorspec_sdk.graph.component_solver.linear`), found at an oracle's first
-            solver of the component (None: not yet); such a component's long searches go
-            on in flat copies of the solver (`factorspec_sdk.graph.component_solver.FLAT_AFTER`).
-        tunable: ``linear``, over variables whose bounds fit in 32 bits
-            (`factorspec_sdk.graph.component_solver.small_numbers`), dividing by no constant
-            of `factorspec_sdk.graph.component_solver.TUNED_DIVISOR` or more, found with it; such a
-            component's oracle solvers start tuned
-            (`factorspec_sdk.graph.component_solver.TUNED_PARAMS`).
+        traits: whether the constraints are linear and whether the component's solvers start
+            tuned, found at an oracle's first solver of the component (`Traits`).
         moves: what a move of a model of the component reads of its constraints
             (`factorspec_sdk.graph.moves.MoveIndex`), found at an oracle's first move (None:
             not yet).
@@ -148,8 +166,7 @@ class Component:
     determined: dict[str, int | bool] | None = None
     searched: bool = False
     models: tuple[z3.ModelRef, ...] = ()
-    linear: bool | None = None
-    tunable: bool | None = None
+    traits: Traits = field(default_factory=lambda: Traits())
     moves: MoveIndex | None = None
 
 

@@ -8,7 +8,7 @@ earlier facts determine, `ComponentSolver.forced`). `fact_value` and `fact_liter
 fact into the value or the Z3 literal it gives its variable's term.
 
 A linear component whose numbers fit in 32 bits and that divides by no constant of
-`TUNED_DIVISOR` or more (`Component.tunable`) starts with `TUNED_PARAMS` (faster checks); a
+`TUNED_DIVISOR` or more (`Traits.tunable`) starts with `TUNED_PARAMS` (faster checks); a
 check it does not decide within `TUNED_BUDGET_MS` restarts fresh (`z3check`), the rest of the
 running query checks fresh too (it keeps the solver whose scopes it pops), and the next query
 gets a fresh tuned solver, or, after `TUNED_STRIKES` such checks, one with Z3's defaults,
@@ -77,7 +77,7 @@ arithmetic solver, several times faster per check on the linear integer constrai
 clock times (a roster's quarter hours and shift lengths), and slower on products of
 variables (an invoice line's ``quantity * unit_price``) and on numbers past `TUNED_NUMBERS`
 (a meeting plan's datetimes, seconds since year 1: 4-10x slower per check there, 100x on
-some): a component that is not `Component.tunable` starts with Z3's defaults.
+some): a component that is not `Traits.tunable` starts with Z3's defaults.
 Where `TUNED_STRIKES` of its checks run past `TUNED_BUDGET_MS`, the component falls back
 to Z3's defaults for good. Either way each answer is the solver's own, sat with a
 model or unsat."""
@@ -160,7 +160,7 @@ class ComponentSolver:
         self.stale = False
         """A check restarted away from the solver: replace it at the next `sync`."""
         self.tuned = True
-        """The solver runs with `TUNED_PARAMS` (where the component is `Component.tunable`: settled
+        """The solver runs with `TUNED_PARAMS` (where the component is `Traits.tunable`: settled
         when the solver is built). A check it does not decide within `TUNED_BUDGET_MS`
         counts a strike: the rest of the running query checks fresh (`stale`), and the
         next `sync` builds a fresh tuned solver; the `TUNED_STRIKES`-th turns this off for
@@ -169,7 +169,7 @@ class ComponentSolver:
         self.strikes = 0
         """Checks of a tuned solver that ran past `TUNED_BUDGET_MS`."""
         self.linear = False
-        """The component is linear (`Component.linear`, settled when the solver is built):
+        """The component is linear (`Traits.linear`, settled when the solver is built):
         its long searches go on in flat copies (`Search`)."""
         with spec.context_lock:  # translate reads the spec's context
             known = [] if comp.witness is None else [comp.witness, *comp.models]
@@ -208,18 +208,19 @@ class ComponentSolver:
             spec = self.spec
             with spec.context_lock:  # translate reads the spec's context
                 comp = spec.component(self.index)
-                if comp.linear is None:
-                    comp.linear = linear(comp.constraints)
-                if comp.tunable is None:
+                traits = comp.traits
+                if traits.linear is None:
+                    traits.linear = linear(comp.constraints)
+                if traits.tunable is None:
                     records = [spec.record(v) for v in comp.variables]
                     bounds = [b for r in records for b in (r.ge, r.le)]
-                    comp.tunable = (
-                        comp.linear
+                    traits.tunable = (
+                        traits.linear
                         and small_numbers(bounds)
                         and largest_divisor(comp.constraints) < TUNED_DIVISOR
                     )
-                self.linear = comp.linear
-                self.tuned = self.tuned and comp.tunable
+                self.linear = traits.linear
+                self.tuned = self.tuned and traits.tunable
                 solver = self._new_solver()
                 assert_all(solver, comp.constraints)
             self._solver = solver
@@ -547,7 +548,7 @@ def small_numbers(bounds: Iterable[int | None]) -> bool:
     """Whether every one of ``bounds`` (None: none) is below `TUNED_NUMBERS` in magnitude.
 
     A `linear` component whose variables' bounds are small starts with `TUNED_PARAMS`
-    (`Component.tunable`). The bounds are read from the spec's records, where reading the
+    (`Traits.tunable`). The bounds are read from the spec's records, where reading the
     constants off the terms took 10-22 ms of a record's critical path on the user-models
     suite's larger components.
     """

@@ -204,7 +204,7 @@ def largest_divisor(formulas: Sequence[z3.BoolRef]) -> int:
 
     A divisor that is not a numeral counts as unbounded (``sys.maxsize``). One walk of the
     terms' shared graph through libz3, a few calls a node: 4-9 ms on the user-models suite's
-    larger components, where z3py's wrappers took 3-24 ms more (`Component.tunable` keeps
+    larger components, where z3py's wrappers took 3-24 ms more (`Traits.tunable` keeps
     the answer, so a spec walks each component once).
     """
     if not formulas:

@@ -27,7 +27,7 @@ import z3
 from factorspec_sdk.errors import FactorSpecError, OracleError, SpecError
 from factorspec_sdk.graph.assemble import RelationFactor, assemble_spec, schema_factor_name
 from factorspec_sdk.graph.cache import SpecCache
-from factorspec_sdk.graph.compiled import CompiledSpec
+from factorspec_sdk.graph.compiled import CompiledSpec, Traits
 from factorspec_sdk.graph.z3context import private_context
 from factorspec_sdk.graph.z3raw import Node, TermBuilder
 from factorspec_sdk.ir.expressions import ExprBuilder
@@ -70,6 +70,10 @@ class CheckedIR:
             (`Component.determined`, in component order; None: not checked yet).
         error: the error the document raised (a malformed IR or an unsatisfiable spec);
             an undecided check is not kept, the next request tries again.
+        traits: the components' `Traits`, which every spec rebuilt from the document
+            shares (in component order; None: none built yet). An oracle's first solver of
+            a component finds them (a walk of its constraints: 5-15 ms a trip component,
+            about a tenth of a served trip's CPU when each request found them again).
     """
 
     ir: RelationIR
@@ -77,6 +81,16 @@ class CheckedIR:
     list_bounds: dict[Path, int] | None = None
     determined: list[dict[str, int | bool] | None] | None = None
     error: FactorSpecError | None = None
+    traits: list[Traits] | None = None
+
+    def share_traits(self, spec: CompiledSpec) -> None:
+        """Give ``spec``'s components the traits of the document's earlier specs (or keep its)."""
+        comps = [spec.component(i) for i in range(len(spec.components))]
+        if self.traits is None or len(self.traits) != len(comps):
+            self.traits = [c.traits for c in comps]
+        else:
+            for comp, traits in zip(comps, self.traits, strict=True):
+                comp.traits = traits
 
 
 def _layout(
@@ -185,6 +199,7 @@ class IRCompiler:
             raise checked.error
         try:
             spec = _build(checked, limits, solver_timeout_ms)
+            checked.share_traits(spec)
             if checked.list_bounds is None:
                 checked.list_bounds = dict(spec.list_bounds)
                 checked.determined = spec.determined

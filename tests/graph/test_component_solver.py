@@ -195,10 +195,10 @@ def test_a_component_with_products_of_variables_starts_untuned() -> None:
     oracle = spec.new_oracle()
     s = oracle._solver(spec.component_of("amount"))
     assert oracle.feasible_values((("quantity", 6),), "amount") == [6 * p for p in range(1, 21)]
-    assert not s.tuned and spec.component(s.index).tunable is False
+    assert not s.tuned and spec.component(s.index).traits.tunable is False
     linear = compile_spec(Line)
     t = linear.new_oracle()._solver(linear.component_of("amount"))
-    assert t.solver is not None and t.tuned and linear.component(t.index).tunable
+    assert t.solver is not None and t.tuned and linear.component(t.index).traits.tunable
 
 
 class Meeting(BaseModel):
@@ -227,11 +227,11 @@ def test_a_component_with_numbers_past_32_bits_starts_untuned() -> None:
         oracle = spec.new_oracle()
         s = oracle._solver(spec.component_of("start"))
         assert s.solver is not None and s.tuned is tuned
-        assert spec.component(s.index).tunable is tuned
+        assert spec.component(s.index).traits.tunable is tuned
     x = z3.Int("x")
     below = component_solver.TUNED_NUMBERS - 1
     narrow, wide = [-below, below], [0, below + 1, None]
-    # `Component.tunable`: linear, with small numbers
+    # `Traits.tunable`: linear, with small numbers
     small, linear = component_solver.small_numbers, component_solver.linear
     assert small(narrow) and linear([x <= below, x >= -below, x % 300 == 0])
     assert not small(wide) and linear([x <= below + 1, x % 300 == 0])
@@ -258,7 +258,7 @@ def test_a_component_that_rounds_to_a_unit_starts_untuned() -> None:
         oracle = spec.new_oracle()
         s = oracle._solver(spec.component_of(var))
         assert s.solver is not None and s.tuned is tuned
-        assert spec.component(s.index).tunable is tuned
+        assert spec.component(s.index).traits.tunable is tuned
     facts: tuple[Fact, ...] = (("base_cents", 2000),)
     assert fee.new_oracle().feasible_values(facts, "fee_cents") == [305]
     assert _untuned(fee).feasible_values(facts, "fee_cents") == [305]

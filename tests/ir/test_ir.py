@@ -19,6 +19,7 @@ from factorspec_sdk.domains.trip import Itinerary, generate_problem
 from factorspec_sdk.graph import CompiledSpec, compile_spec
 from factorspec_sdk.ir import (
     IR_JSON_SCHEMA,
+    IRCompiler,
     IRError,
     RecordInvalidError,
     RelationIR,
@@ -268,3 +269,37 @@ def test_json_schema_to_ir() -> None:
     ]:
         with pytest.raises(IRError, match=msg):
             ir_from_json_schema(bad)
+
+
+def test_the_specs_of_one_document_share_what_an_oracle_found_of_their_components(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`CheckedIR.traits`: the first spec's oracle finds whether each component is linear
+    and tunable (a walk of its constraints); the next spec rebuilt from the same document
+    (a served trip asked again) has them, and its oracle walks nothing."""
+    from factorspec_sdk.graph import component_solver
+
+    walks: list[int] = []
+    real = component_solver.largest_divisor
+
+    def counted(formulas: object) -> int:
+        walks.append(1)
+        return real(formulas)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(component_solver, "largest_divisor", counted)
+    compiler = IRCompiler()
+    doc = to_ir(Itinerary, generate_problem(3, 5))
+    first = compiler.spec_from_ir(doc)
+    for index in range(len(first.components)):
+        assert first.new_oracle()._solver(index).solver is not None
+    assert walks
+    assert all(first.component(i).traits.linear is not None for i in range(len(first.components)))
+    done = len(walks)
+    second = compiler.spec_from_ir(doc)
+    oracle = second.new_oracle()
+    for index in range(len(second.components)):
+        assert oracle._solver(index).solver is not None
+        assert second.component(index).traits is first.component(index).traits
+    assert len(walks) == done  # found once for the document
+    other = compiler.spec_from_ir(to_ir(Itinerary, generate_problem(3, 6)))
+    assert all(other.component(i).traits.linear is None for i in range(len(other.components)))
