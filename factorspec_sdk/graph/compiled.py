@@ -166,7 +166,7 @@ class Component:
     determined: dict[str, int | bool] | None = None
     searched: bool = False
     models: tuple[z3.ModelRef, ...] = ()
-    traits: Traits = field(default_factory=lambda: Traits())
+    traits: Traits = field(default_factory=Traits)
     moves: MoveIndex | None = None
 
 

@@ -12,12 +12,14 @@ with it:
   moved model: where the equality held in the model, and not where it defines the variable
   moved itself; each variable once, in the order the equalities are reached.
 
-The moved model is then evaluated: the component's constraints true in it prove the move
-feasible, exactly as a check's model would. Anything the rules above get wrong (an equality
-under a condition the move made false, a definition that clashes with another) only makes
-that evaluation false: the move is not proved, and a check decides. Written here, not
-taken from Z3: Z3 has no call that moves a model, and a check (what it offers) is what
-this saves.
+The moved model is then evaluated on the constraints that read a variable that moved (it
+satisfies the others already): all true prove the move feasible, exactly as a check's model
+would. Anything the rules above get wrong (an equality under a condition the move made
+false, a definition that clashes with another) only makes that evaluation false: the move
+is not proved, and a check decides. `walk` moves a model a step at a time each way, and
+`finer_step` finds the step a model moves by where two values found are a multiple of it
+apart. Written here, not taken from Z3: Z3 has no call that moves a model, and a check
+(what it offers) is what this saves.
 """
 
 from __future__ import annotations
@@ -37,7 +39,10 @@ if TYPE_CHECKING:
     from factorspec_sdk.graph.compiled import CompiledSpec
     from factorspec_sdk.relations.layout import Path
 
-__all__ = ["Definition", "MoveIndex", "Moves", "move_index"]
+__all__ = ["SMALL_PRIMES", "Definition", "MoveIndex", "Moves", "finer_step", "move_index", "walk"]
+
+SMALL_PRIMES = (2, 3, 5, 7, 11, 13)
+"""The prime factors `finer_step` divides a walk's step by (a clock's, a calendar's)."""
 
 Definition = tuple[str, z3.ExprRef, z3.BoolRef]
 """An equality that defines a variable: its name, the term it equals, the equality."""
@@ -184,3 +189,50 @@ def move_index(constraints: Sequence[z3.BoolRef], names: frozenset[str]) -> Move
         {var: tuple(found) for var, found in definitions.items()},
         {var: tuple(found) for var, found in readers.items()},
     )
+
+
+def walk(
+    moves: Callable[[int], bool], found: list[int], limit: int, step: int
+) -> tuple[list[int], int, int]:
+    """Walk a model from ``found``'s last value a step at a time each way (`Oracle._walk`).
+
+    ``moves(w)``: whether the model moves to ``w`` (`ComponentSolver.moved`). A value found
+    already is passed; the first value it does not move to ends that way; the walk stops
+    once more than ``limit`` are found. Each value it moves to goes into ``found``.
+    Returns those values and the ends of the run walked (every step from one to the other
+    is in ``found``).
+    """
+    value = found[-1]
+    seen = set(found)
+    moved: list[int] = []
+    lo = hi = value
+    for d in (step, -step):
+        w = value
+        while len(found) <= limit:
+            w += d
+            if w not in seen:
+                if not moves(w):
+                    break
+                found.append(w)
+                moved.append(w)
+            lo, hi = min(lo, w), max(hi, w)
+    return moved, lo, hi
+
+
+def finer_step(moves: Callable[[int], bool], value: int, step: int) -> int:
+    """``step`` divided by its small prime factors while the model moves by one either way.
+
+    Two values found an hour apart on a five-minute grid give 3600: 1800 moves, 900, 300
+    do, 150, 100 and 60 do not, and the walk goes on at 300. A few evaluations, where each
+    value the coarse step leaves out would cost a check.
+    """
+    while True:
+        for p in SMALL_PRIMES:
+            if step % p:
+                continue
+            q = step // p
+            if moves(value + q) or moves(value - q):
+                step = q
+                break
+        else:
+            return step

@@ -53,6 +53,7 @@ into the oracle's context (``translate``) holds the spec's `CompiledSpec.context
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections import OrderedDict
@@ -75,6 +76,7 @@ from factorspec_sdk.graph.component_solver import (
     fact_literal,
     fact_value,
 )
+from factorspec_sdk.graph.moves import finer_step, walk
 from factorspec_sdk.graph.z3context import private_context
 from factorspec_sdk.graph.z3raw import (
     TermBuilder,
@@ -92,8 +94,6 @@ _CACHE_SIZE = 8192
 WALK_TRIES = 3
 """Walks of a variable that moved to no value before an oracle stops walking it
 (`Oracle._walk`)."""
-_SMALL_PRIMES = (2, 3, 5, 7, 11, 13)
-"""The prime factors `Oracle._finer` divides a walk's step by (a clock's, a calendar's)."""
 _NEXT_DIGITS_FAST_LIMIT = 32
 _MAX_DIGITS = 18
 
@@ -301,7 +301,7 @@ class Oracle:
         t = s.term(var)
         found: list[Value] = []
         walks = VAR_SORTS[self.spec.record(var).kind] is Sort.INT
-        moved = self.stats.moved
+        moved_before = self.stats.moved
         probed = span is None
         with s.search(facts) as search:
             while True:
@@ -329,7 +329,7 @@ class Oracle:
                     break
                 search.add(t != v)
                 if walks and len(found) >= 2:
-                    refine = self.stats.moved == moved  # no walk of this query moved yet
+                    refine = self.stats.moved == moved_before  # no walk of this query moved yet
                     values = cast("list[int]", found)
                     search.add(*self._walk(s, facts, var, model, values, limit, refine))
                     if len(found) > limit or (span is not None and _spread(found) > span):
@@ -359,10 +359,10 @@ class Oracle:
         ``model``'s value of ``var`` is ``found``'s last. The step is the greatest common
         divisor of the differences between the values found (a clock's five-minute marks
         show theirs after two; where the model moves by no such step and no walk of the
-        query moved yet (``refine``), by the largest divisor of it it moves by, `_finer`),
-        and the walk goes a step at a time each way
-        while the model moved there satisfies the component (`ComponentSolver.moved`), past
-        values found already, until more than ``limit`` are found. Each value it proves goes into
+        query moved yet, ``refine``, the largest divisor of it the model moves by:
+        `finer_step`). The walk goes a step at a time each way while the model moved there
+        satisfies the component (`ComponentSolver.moved`), past values found already, until
+        more than ``limit`` are found (`moves.walk`). Each value it proves goes into
         ``found``: exact, it is a completion. A value it does not reach is left to the next
         check, so the enumeration stays exact and complete.
 
@@ -376,14 +376,14 @@ class Oracle:
         """
         if self._fruitless.get(var, 0) >= WALK_TRIES:
             return []
-        value = found[-1]
         step = math.gcd(*(x - found[0] for x in found[1:]))
-        moved, lo, hi = self._run(s, facts, var, model, found, limit, step)
+        moves = functools.partial(s.moved, model, facts, var)
+        moved, lo, hi = walk(moves, found, limit, step)
         if not moved and refine:  # two values some multiple of the step apart: its divisors
-            finer = self._finer(s, facts, var, model, value, step)
+            finer = finer_step(moves, found[-1], step)
             if finer < step:
                 step = finer
-                moved, lo, hi = self._run(s, facts, var, model, found, limit, step)
+                moved, lo, hi = walk(moves, found, limit, step)
         if not moved:
             if self._fruitless.get(var, 0) >= 0:
                 self._fruitless[var] = self._fruitless.get(var, 0) + 1
@@ -397,59 +397,6 @@ class Oracle:
         if step > 1:
             outside.append((t - lo) % step != 0)
         return [cast(z3.BoolRef, z3.Or(outside))]
-
-    @staticmethod
-    def _run(
-        s: ComponentSolver,
-        facts: tuple[Fact, ...],
-        var: str,
-        model: z3.ModelRef,
-        found: list[int],
-        limit: int,
-        step: int,
-    ) -> tuple[list[int], int, int]:
-        """`_walk`'s walk from ``found``'s last value: the values moved to, and the run's ends."""
-        value = found[-1]
-        seen = set(found)
-        moved: list[int] = []
-        lo = hi = value
-        for d in (step, -step):
-            w = value
-            while len(found) <= limit:
-                w += d
-                if w not in seen:
-                    if not s.moved(model, facts, var, w):
-                        break
-                    found.append(w)
-                    moved.append(w)
-                lo, hi = min(lo, w), max(hi, w)
-        return moved, lo, hi
-
-    @staticmethod
-    def _finer(
-        s: ComponentSolver,
-        facts: tuple[Fact, ...],
-        var: str,
-        model: z3.ModelRef,
-        value: int,
-        step: int,
-    ) -> int:
-        """The step divided by its small prime factors while ``model`` moves by one either way.
-
-        Two values found an hour apart on a five-minute grid give 3600: 1800 moves, 900, 300
-        do, 150, 100 and 60 do not, and the walk goes on at 300. A few evaluations, where
-        each value the coarse step leaves out would cost a check.
-        """
-        while True:
-            for p in _SMALL_PRIMES:
-                if step % p:
-                    continue
-                q = step // p
-                if s.moved(model, facts, var, value + q) or s.moved(model, facts, var, value - q):
-                    step = q
-                    break
-            else:
-                return step
 
     @staticmethod
     def _far_value(search: Search, t: z3.ExprRef, first: int, span: int) -> z3.ModelRef | None:

@@ -199,6 +199,20 @@ def copy_assertions(source: z3.Solver, target: z3.Solver) -> None:
         _LIB.Z3_ast_vector_dec_ref(ref, vector)
 
 
+def _next_app(ref: Any, stack: list[Node], seen: set[int]) -> Node | None:
+    """The next application node on ``stack`` not in ``seen`` (now in it); None: none left.
+
+    The step of a walk of a terms' shared graph: each node once, numerals skipped.
+    """
+    while stack:
+        node = stack.pop()
+        key = _LIB.Z3_get_ast_id(ref, node)
+        if key not in seen and _LIB.Z3_get_ast_kind(ref, node) == z3.Z3_APP_AST:
+            seen.add(key)
+            return node
+    return None
+
+
 def largest_divisor(formulas: Sequence[z3.BoolRef]) -> int:
     """The largest constant an integer ``div`` or ``mod`` of ``formulas`` divides by (0: none).
 
@@ -210,17 +224,11 @@ def largest_divisor(formulas: Sequence[z3.BoolRef]) -> int:
     if not formulas:
         return 0
     ref = formulas[0].ctx_ref()
-    app_ast = z3.Z3_APP_AST
     ops = (z3.Z3_OP_IDIV, z3.Z3_OP_MOD)
     largest = 0
     seen: set[int] = set()
     stack = [f.as_ast() for f in formulas]
-    while stack:
-        node = stack.pop()
-        key = _LIB.Z3_get_ast_id(ref, node)
-        if key in seen or _LIB.Z3_get_ast_kind(ref, node) != app_ast:
-            continue
-        seen.add(key)
+    while (node := _next_app(ref, stack, seen)) is not None:
         n = _LIB.Z3_get_app_num_args(ref, node)
         if n == 2 and _LIB.Z3_get_decl_kind(ref, _LIB.Z3_get_app_decl(ref, node)) in ops:
             divisor = _value(ref, _LIB.Z3_get_app_arg(ref, node, 1), False)
@@ -281,12 +289,7 @@ def reads_and_equalities(
     seen: set[int] = set()
     stack = [f.as_ast() for f in formulas]
     int_sort = z3.Z3_INT_SORT
-    while stack:
-        node = stack.pop()
-        key = _LIB.Z3_get_ast_id(ref, node)
-        if key in seen or _LIB.Z3_get_ast_kind(ref, node) != app_ast:
-            continue
-        seen.add(key)
+    while (node := _next_app(ref, stack, seen)) is not None:
         kind = _LIB.Z3_get_decl_kind(ref, _LIB.Z3_get_app_decl(ref, node))
         n = _LIB.Z3_get_app_num_args(ref, node)
         args = [_LIB.Z3_get_app_arg(ref, node, i) for i in range(n)]
