@@ -52,6 +52,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FLAT_AFTER",
+    "MOVES_KEPT",
     "NONLINEAR_BUDGET_MS",
     "TUNED_BUDGET_MS",
     "TUNED_DIVISOR",
@@ -70,6 +71,10 @@ __all__ = [
 
 WITNESSES = 16
 """Models kept per component solver as witnesses for later queries (the most recent)."""
+
+MOVES_KEPT = 32
+"""Moves kept per component solver (`ComponentSolver.keep_move`, the most recent): a later
+query whose facts one satisfies gets it as a witness."""
 
 TUNED_PARAMS: dict[str, int] = {"arith.solver": 2}
 """Parameters of a component's first solver (`ComponentSolver.tuned`): Z3's older simplex
@@ -192,6 +197,9 @@ class ComponentSolver:
         self.backbone_at = -1
         """How many facts the last backbone was computed under (-1: none yet)."""
         self._moves: Moves | None = None
+        self.moves_kept: list[tuple[z3.ModelRef, dict[str, int], tuple[Fact, ...]]] = []
+        """Models an enumeration moved (`moved`): each with the changes and the facts it
+        satisfies, a witness once a query needs it (`_promote`)."""
         if comp.determined is not None:  # the spec's check found what no facts determine
             self.backbones.append(((), {v: self.value(v, x) for v, x in comp.determined.items()}))
         if comp.searched:  # found, or its rounds did not settle it: no search again
@@ -319,12 +327,18 @@ class ComponentSolver:
         for i in range(len(self.witnesses) - 1, -1, -1):
             if self._agrees(i, facts):
                 return self.witnesses[i][0]
-        return None
+        promoted = self._promote(facts) if self.moves_kept else []
+        return promoted[0] if promoted else None
 
     def witnesses_for(self, facts: tuple[Fact, ...]) -> list[z3.ModelRef]:
-        """Every model found earlier that satisfies ``facts`` too, the most recent first."""
+        """Every model found earlier that satisfies ``facts`` too, the most recent first.
+
+        Kept moves that satisfy them become witnesses (`_promote`) and come first.
+        """
         n = len(self.witnesses)
-        return [self.witnesses[i][0] for i in range(n - 1, -1, -1) if self._agrees(i, facts)]
+        found = [self.witnesses[i][0] for i in range(n - 1, -1, -1) if self._agrees(i, facts)]
+        promoted = self._promote(facts) if self.moves_kept else []
+        return [*promoted, *found]
 
     def _agrees(self, i: int, facts: tuple[Fact, ...]) -> bool:
         model, agreed = self.witnesses[i]
@@ -355,26 +369,63 @@ class ComponentSolver:
         value = fact_value(self.spec, fact)
         return value is not None and x == value
 
-    def moved(self, model: z3.ModelRef, facts: tuple[Fact, ...], var: str, value: int) -> bool:
-        """Whether ``model`` (which satisfies ``facts``) still does with ``var`` moved to ``value``.
+    def moved(
+        self, model: z3.ModelRef, facts: tuple[Fact, ...], var: str, value: int
+    ) -> dict[str, int] | None:
+        """The changes that move ``model`` (which satisfies ``facts``) to ``var == value``.
 
         What ``var`` determines moves with it (`factorspec_sdk.graph.moves`: a datetime's
         parts, a variable an equality defines from it); every other variable keeps its
-        value in ``model``. True proves ``facts`` plus ``var == value`` feasible: the moved
-        model satisfies the component's constraints (evaluated) and each fact of a variable
-        that moved. False says only that this model does not move there (a check may still
-        find another that does).
+        value in ``model``. Changes returned prove ``facts`` plus ``var == value`` feasible:
+        the moved model satisfies the component's constraints (evaluated) and each fact of a
+        variable that moved. None says only that this model does not move there (a check may
+        still find another that does).
         """
         if self._moves is None:
             self._moves = Moves(self.spec, self.index, self.ctx, self.term)
         changes = self._moves.changes(model, var, value)
         if changes is None:
-            return False
+            return None
         for fact in facts:
             x = changes.get(fact[0])
             if x is not None and not self._meets(x, fact):
-                return False
-        return self._moves.holds(model, changes)
+                return None
+        return changes if self._moves.holds(model, changes) else None
+
+    def keep_move(
+        self, model: z3.ModelRef, changes: dict[str, int], facts: tuple[Fact, ...]
+    ) -> None:
+        """Keep a move `moved` proved, as a witness to make when a later query needs one."""
+        self.moves_kept.append((model, changes, facts))
+        if len(self.moves_kept) > MOVES_KEPT:
+            del self.moves_kept[0]
+
+    def _promote(self, facts: tuple[Fact, ...]) -> list[z3.ModelRef]:
+        """The kept moves that satisfy ``facts``, made models and witnesses (the newest first).
+
+        A move is checked as a witness is (the facts past the ones it satisfies, by value);
+        one that agrees becomes a copy of its model with the changes applied.
+        """
+        out: list[z3.ModelRef] = []
+        kept = self.moves_kept
+        for i in range(len(kept) - 1, -1, -1):
+            model, changes, agreed = kept[i]
+            k = 0
+            n = min(len(agreed), len(facts))
+            while k < n and agreed[k] == facts[k]:
+                k += 1
+            if all(self._holds_moved(model, changes, f) for f in facts[k:]):
+                copy = model.translate(self.ctx)
+                for name, x in changes.items():
+                    copy.update_value(self.term(name).decl(), z3.IntVal(x, self.ctx))
+                del kept[i]
+                self.remember(copy, facts)
+                out.append(copy)
+        return out
+
+    def _holds_moved(self, model: z3.ModelRef, changes: dict[str, int], fact: Fact) -> bool:
+        x = changes.get(fact[0])
+        return self._meets(x, fact) if x is not None else self._holds_in(model, fact)
 
     def remember(self, model: z3.ModelRef, facts: tuple[Fact, ...]) -> None:
         """Keep ``model`` (which satisfies ``facts``) as a witness for later queries."""

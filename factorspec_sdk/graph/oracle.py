@@ -53,7 +53,6 @@ into the oracle's context (``translate``) holds the spec's `CompiledSpec.context
 
 from __future__ import annotations
 
-import functools
 import math
 import time
 from collections import OrderedDict
@@ -377,7 +376,14 @@ class Oracle:
         if self._fruitless.get(var, 0) >= WALK_TRIES:
             return []
         step = math.gcd(*(x - found[0] for x in found[1:]))
-        moves = functools.partial(s.moved, model, facts, var)
+        proved: dict[int, dict[str, int]] = {}
+
+        def moves(w: int) -> bool:
+            changes = s.moved(model, facts, var, w)
+            if changes is not None:
+                proved[w] = changes
+            return changes is not None
+
         moved, lo, hi = walk(moves, found, limit, step)
         if not moved and refine:  # two values some multiple of the step apart: its divisors
             finer = finer_step(moves, found[-1], step)
@@ -390,6 +396,8 @@ class Oracle:
             return []
         self._fruitless[var] = -1
         self.stats.moved += len(moved)
+        for w in moved:  # a witness of each, made if a later query's facts pick it
+            s.keep_move(model, proved[w], facts)
         t = cast(z3.ArithRef, s.term(var))
         if s.tuned and step >= TUNED_DIVISOR:
             return [t != w for w in moved]

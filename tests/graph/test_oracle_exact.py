@@ -692,7 +692,7 @@ def test_a_walk_stops_for_a_variable_whose_moves_never_hold(
     moves: list[object] = []
     real = ComponentSolver.moved
 
-    def counted(self: ComponentSolver, *args: Any) -> bool:
+    def counted(self: ComponentSolver, *args: Any) -> dict[str, int] | None:
         moves.append(args)
         return real(self, *args)
 
@@ -748,3 +748,30 @@ def test_a_move_carries_what_an_equality_defines_from_the_value_moved() -> None:
         if facts.get("on") is True:  # a in 0..13: walked
             assert o.stats.moved >= 10 and o.stats.solver_checks <= 5
     assert _linked_values({"on": False}) == [5]
+
+
+def test_a_value_a_walk_proved_is_a_witness_when_a_later_query_picks_it() -> None:
+    """`ComponentSolver.keep_move`: the values an enumeration moved to leave no model, but
+    the move is kept, and a later query whose facts pick one gets its moved model as a
+    witness (`_promote`): feasible with no check, its other values (``b``, ``c``) known.
+    A value no move reached is still asked of the solver."""
+
+    class Steps(BaseModel):
+        a: int = Field(ge=0, le=20)
+        b: int = Field(ge=0, le=20)
+        c: int = Field(ge=0, le=20)
+
+        @relation
+        def steps(self) -> bool:
+            return self.b == self.a + 1 and self.c == self.b + 1
+
+    o = compile_spec(Steps).new_oracle()
+    assert o.feasible_values((), "a") == list(range(19))
+    assert o.stats.moved >= 10
+    before = o.stats.solver_checks
+    for a in (7, 11, 3):
+        assert o.feasible((("a", a),))
+        assert o.feasible((("a", a), ("b", a + 1), ("c", a + 2)))
+        assert not o.feasible((("a", a), ("b", a)))
+    assert o.stats.solver_checks - before <= 3  # the refusals; no check for the moved values
+    assert not o.feasible((("a", 19),))
