@@ -324,18 +324,19 @@ def test_oracle_matches_brute_force_along_records(idx: tuple[int, ...]) -> None:
             assert oracle.feasible(assignment) == bool(completions), (facts, idx)
 
 
+class Chain(BaseModel):
+    a: int = Field(ge=0, le=20)
+    b: int = Field(ge=0, le=20)
+    c: int = Field(ge=0, le=20)
+
+    @relation
+    def steps(self) -> bool:
+        return self.b == self.a + 1 and self.c == self.b + 1
+
+
 def test_a_determined_value_costs_one_check() -> None:
     """Once a model of the assignment is known, a value the relations fix is proved unique
     with one solver check (no model asked for its value)."""
-
-    class Chain(BaseModel):
-        a: int = Field(ge=0, le=20)
-        b: int = Field(ge=0, le=20)
-        c: int = Field(ge=0, le=20)
-
-        @relation
-        def steps(self) -> bool:
-            return self.b == self.a + 1 and self.c == self.b + 1
 
     oracle = compile_spec(Chain).new_oracle()
     assert oracle.feasible_values((), "a") == list(range(19))
@@ -756,16 +757,7 @@ def test_a_value_a_walk_proved_is_a_witness_when_a_later_query_picks_it() -> Non
     witness (`_promote`): feasible with no check, its other values (``b``, ``c``) known.
     A value no move reached is still asked of the solver."""
 
-    class Steps(BaseModel):
-        a: int = Field(ge=0, le=20)
-        b: int = Field(ge=0, le=20)
-        c: int = Field(ge=0, le=20)
-
-        @relation
-        def steps(self) -> bool:
-            return self.b == self.a + 1 and self.c == self.b + 1
-
-    o = compile_spec(Steps).new_oracle()
+    o = compile_spec(Chain).new_oracle()
     assert o.feasible_values((), "a") == list(range(19))
     assert o.stats.moved >= 10
     before = o.stats.solver_checks
