@@ -54,6 +54,7 @@ __all__ = [
     "FLAT_AFTER",
     "MOVES_KEPT",
     "NONLINEAR_BUDGET_MS",
+    "PROMOTED",
     "TUNED_BUDGET_MS",
     "TUNED_DIVISOR",
     "TUNED_NUMBERS",
@@ -75,6 +76,9 @@ WITNESSES = 16
 MOVES_KEPT = 32
 """Moves kept per component solver (`ComponentSolver.keep_move`, the most recent): a later
 query whose facts one satisfies gets it as a witness."""
+
+PROMOTED = 2
+"""Kept moves made witnesses at most per query (`ComponentSolver._promote`)."""
 
 TUNED_PARAMS: dict[str, int] = {"arith.solver": 2}
 """Parameters of a component's first solver (`ComponentSolver.tuned`): Z3's older simplex
@@ -401,20 +405,23 @@ class ComponentSolver:
             del self.moves_kept[0]
 
     def _promote(self, facts: tuple[Fact, ...]) -> list[z3.ModelRef]:
-        """The kept moves that satisfy ``facts``, made models and witnesses (the newest first).
+        """Kept moves that satisfy ``facts``, made models and witnesses (the newest first).
 
-        A move is checked as a witness is (the facts past the ones it satisfies, by value);
-        one that agrees becomes a copy of its model with the changes applied.
+        Only a move whose facts ``facts`` extend (the query picked something past them: a
+        moved value), checked by value on the facts past them; at most `PROMOTED` a call,
+        so that a query under fewer facts does not turn every move into a model (the model
+        it moved from serves those). One that agrees becomes a copy of its model with the
+        changes applied.
         """
         out: list[z3.ModelRef] = []
         kept = self.moves_kept
         for i in range(len(kept) - 1, -1, -1):
             model, changes, agreed = kept[i]
-            k = 0
-            n = min(len(agreed), len(facts))
-            while k < n and agreed[k] == facts[k]:
-                k += 1
-            if all(self._holds_moved(model, changes, f) for f in facts[k:]):
+            if len(out) >= PROMOTED:
+                break
+            if len(facts) <= len(agreed) or facts[: len(agreed)] != agreed:
+                continue
+            if all(self._holds_moved(model, changes, f) for f in facts[len(agreed) :]):
                 copy = model.translate(self.ctx)
                 for name, x in changes.items():
                     copy.update_value(self.term(name).decl(), z3.IntVal(x, self.ctx))
