@@ -136,13 +136,24 @@ class Moves:
         return true_with(model, formula, [(self.term(n), x) for n, x in changes.items()])
 
     def _set(self, changes: dict[str, int], var: str, value: int) -> bool:
+        """Give ``var`` and its parts their values; False where one has another already.
+
+        A move never changes a value it set: a time's minute moved to 60 defines the time
+        (``t == 3600 * hour + 60 * minute + second``), whose parts then say minute 0, and
+        that move is refused, not taken as minute 60.
+        """
+        if changes.get(var, value) != value:
+            return False
         changes[var] = value
         parts = self.ties.get(var)
         if parts:
             tied = tied_parts(parts.keys(), value)
             if tied is None:
                 return False
-            changes.update((parts[part], x) for part, x in tied.items())
+            for part, x in tied.items():
+                if changes.get(parts[part], x) != x:
+                    return False
+                changes[parts[part]] = x
         return True
 
     def _copy(self, t: z3.ExprRef) -> z3.ExprRef:

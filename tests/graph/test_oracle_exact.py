@@ -767,3 +767,25 @@ def test_a_value_a_walk_proved_is_a_witness_when_a_later_query_picks_it() -> Non
         assert not o.feasible((("a", a), ("b", a)))
     assert o.stats.solver_checks - before <= 3  # the refusals; no check for the moved values
     assert not o.feasible((("a", 19),))
+
+
+class Alarm(BaseModel):
+    at: dt.time
+
+    @relation
+    def on_a_quarter_hour(self) -> bool:
+        return self.at.minute % 15 == 0 and self.at.second == 0
+
+
+def test_a_part_moved_past_its_range_is_not_taken_for_the_value_it_wraps_to() -> None:
+    """Moving a time's minute to 60 defines the time (``at == 3600 * hour + 60 * minute +
+    second``), whose parts then read minute 0 of the next hour: a move that changes a value
+    it set is refused (`Moves._set`), so the minute's values are the four quarter hours,
+    not an unbounded run. Found by CI on the roster (a random query of a shift's
+    ``minute(end)`` answered None where 60 values exist)."""
+    o = compile_spec(Alarm).new_oracle()
+    assert o.feasible_values((), "minute(at)") == [0, 15, 30, 45]
+    assert o.feasible_values((("hour(at)", 23),), "minute(at)") == [0, 15, 30, 45]
+    assert o.feasible_values((), "at", limit=200) == [
+        h * 3600 + m * 60 for h in range(24) for m in (0, 15, 30, 45)
+    ]
