@@ -93,9 +93,9 @@ Values of unbounded nesting (``Any``, ``dict[str, Any]``, an untyped list, ``Jso
 recursive model): a prefix may open any number of arrays and objects, each of which needs a
 byte to close, so no number bounds the walk from every prefix and such a spec has no
 ``ceiling`` (``NEVER``: no budget constrains nothing). But the walk from a prefix is bounded
-by what is open in it: ``base + per_level * depth`` bytes (`ClosingBound.at`), ``depth`` the
-arrays and objects open in the value under way (`GrammarSegment.nesting`, kept token by
-token). The walk finishes what the innermost container has under way (a string, a number, a
+by what is open in it: ``base + per_level * depth`` bytes (`ClosingBound.at`; ``inner``,
+what is under way inside a container, for ``base`` once one is open), ``depth`` the arrays
+and objects open in the value under way (`GrammarSegment.nesting`, kept token by token). The walk finishes what the innermost container has under way (a string, a number, a
 key and the shortest start of its value: one of ``0``, ``""``, ``[]``, ``{}``, ``null``,
 ``true``, ``false`` where llguidance takes it, else the value's shortest shape), then writes
 each open container's rest (its missing properties or items, its closing bracket): ``base``

@@ -203,7 +203,9 @@ class GrammarSegmentBudget(BudgetPart):
         with ``token``, from its first value without (the walk's limit, asked once per
         walk). A value of unbounded nesting adds ``per_level`` bytes for each array or
         object open in it (`GrammarSegment.nesting`), and one token opens at most
-        `GrammarTables.most_opens` more.
+        `GrammarTables.most_opens` more. Once a container is open, what is under way in it
+        takes the value's ``inner`` rather than its ``base``, and a container a token opens
+        inside it at most the value's ``opened`` (`ClosingBound`).
         """
         segment = cursor.segment
         table = self._segment_bounds(segment)
@@ -212,9 +214,11 @@ class GrammarSegmentBudget(BudgetPart):
         k, depth = segment.nesting(cursor.tokens)
         rest = table.sizes[k]
         if k < len(table.per_level):
-            rest += table.per_level[k] * depth
+            if depth:  # inside a container: its value's start is behind it
+                rest += table.inner[k] + table.per_level[k] * depth
             if token:
-                rest += table.levels[k] * segment.most_opens
+                opens = table.opened[k] if depth else table.per_level[k]
+                rest += max(opens, table.levels[k + 1]) * segment.most_opens
         return rest
 
     def roomy(self, cursor: GrammarCursor) -> int:
@@ -250,10 +254,13 @@ class _SegmentBounds:
             value ``k`` and the values' ``base`` bounds from ``k`` on.
         per_level: each value's bytes per open array or object.
         levels: the most ``per_level`` from each value on.
+        inner: each value's ``inner`` less its ``base`` (what a prefix with a container open
+            in it saves: `ClosingBound.inner`).
+        opened: each value's ``opened``: per container one token opens inside it.
         nested: some value nests without bound.
     """
 
-    __slots__ = ("levels", "nested", "per_level", "sizes")
+    __slots__ = ("inner", "levels", "nested", "opened", "per_level", "sizes")
 
     def __init__(self, segment: GrammarSegment, bounds: list[ClosingBound]) -> None:
         texts = [len(t.encode("utf-8")) for t in segment.texts]
@@ -267,4 +274,6 @@ class _SegmentBounds:
         self.sizes = sizes
         self.levels = levels
         self.per_level = [b.per_level for b in bounds]
+        self.inner = [b.inner - b.base for b in bounds]
+        self.opened = [b.opened for b in bounds]
         self.nested = levels[0] > 0

@@ -15,15 +15,16 @@ JSON Schema, without llguidance:
   A value of unbounded nesting (``{}``, an untyped array or object, a recursive ``$ref``)
   has no such number, since a prefix may open any number of arrays and objects; but from a
   prefix with ``d`` of them open the walk closes each with at most one container's rest
-  (``per_level``) after finishing what is under way (``base``), so its bound is
-  ``base + per_level * d`` (`ClosingBound.at`). ``allOf`` parts merge as llguidance
-  intersects them (`merge_schemas`), and a string with several regexes (a pattern and a
-  format, two patterns) is read as the product of their automata. No bound (``None``): a pattern
-  Python's ``re`` cannot read (``\p{L}``, which llguidance takes: no automaton to complete
-  it by), a recursion with no short way out (every branch of it nests again, as an array of
-  at least one of itself or an object: the walk prefers ``[`` and could nest for ever), a
-  product of automata too large to search, and what llguidance refuses anyway (``not``,
-  ``if``, an unknown format).
+  (``per_level``) after finishing what is under way (``base``; ``inner`` once a container is
+  open), so its bound is ``inner + per_level * d`` (`ClosingBound.at`). An object that needs
+  no key closes at once (``}``), so its level counts its braces alone. ``allOf`` parts
+  merge as llguidance intersects them (`merge_schemas`), and a string with several regexes
+  (a pattern and a format, two patterns) is read as the product of their automata. No
+  bound (``None``): a pattern Python's ``re`` cannot read (``\p{L}``, which llguidance
+  takes: no automaton to complete it by), a recursion with no short way out (every branch
+  of it nests again, as an array of at least one of itself or an object: the walk prefers
+  ``[`` and could nest for ever), a product of automata too large to search, and what
+  llguidance refuses anyway (``not``, ``if``, an unknown format).
 
 The walk's other knowledge lives beside this module, one job each:
 
@@ -214,15 +215,28 @@ class ClosingBound:
         per_level: most bytes the walk writes in one open container once its open value is
             finished (its missing properties or items, its closing bracket); 0 for a value of
             bounded nesting, whose ``base`` holds from every prefix.
+        inner: ``base`` where a container is open: what is under way inside one (the value's
+            own ``start`` is behind it). ``base`` when not given.
+        opened: ``per_level`` of the containers a prefix with one open can open inside it
+            (the value's own container, the root of the schema, opens only at its start,
+            unless a ``$ref`` nests it again). ``per_level`` when not given.
     """
 
     start: int
     base: int
     per_level: int = 0
+    inner: int = -1
+    opened: int = -1
+
+    def __post_init__(self) -> None:
+        if self.inner < 0:
+            object.__setattr__(self, "inner", self.base)
+        if self.opened < 0:
+            object.__setattr__(self, "opened", self.per_level)
 
     def at(self, depth: int) -> int:
         """Most bytes the walk writes from a prefix with ``depth`` containers open."""
-        return self.base + self.per_level * depth
+        return (self.inner if depth else self.base) + self.per_level * depth
 
 
 def closing_bound(node: GrammarLayout) -> ClosingBound | None:
@@ -239,14 +253,21 @@ def closing_bound(node: GrammarLayout) -> ClosingBound | None:
       bound as in `closing_bytes`. A shape that needs itself (a recursion with no literal
       way out) has none.
     - ``per_level``: an object's or array's ``start`` (what it may still write after its
-      open value: the properties or items it lacks, its closing bracket);
-    - ``base``: what the innermost open container's pending entry may take (the rest of a
+      open value: the properties or items it lacks, its closing bracket); an object that
+      needs no key (nothing required, no ``minProperties``, no dependencies) its braces
+      alone, since the walk closes it first (`_Nested.level`);
+    - ``inner``: what the innermost open container's pending entry may take (the rest of a
       key, the separator and a value's ``start``; or the separator and an item's ``start``),
-      a string's, number's, enum's or literal's bound, and the value's own ``start``.
+      a string's, number's, enum's or literal's bound;
+    - ``base``: ``inner`` and the value's own ``start``;
+    - ``opened``: ``per_level`` over the containers that open inside another (the schema's
+      root only where a ``$ref`` nests it).
 
     From a prefix with ``d`` containers open the walk finishes what is under way in the
-    innermost one (``base``), then each container's rest (``per_level`` each): each step
-    of it is llguidance's forced text, a guide's completion or a literal, as in the walk.
+    innermost one (``inner``; ``base`` with none open), then each container's rest
+    (``per_level`` each): each step of it is llguidance's forced text, a guide's
+    completion or a literal, as in the walk. A token opens containers inside an open one
+    of at most ``opened`` each.
     """
     return _closing_bound(node.schema)
 
@@ -283,28 +304,46 @@ class _Nested:
 
     def bound(self) -> ClosingBound:
         start = self.start(self.root)
-        base, per_level = start, 0
+        inner = per_level = opened = 0
         seen: set[str] = set()
-        todo: list[object] = [self.root]
+        todo: list[tuple[object, bool]] = [(self.root, False)]  # (schema, inside a container)
         while todo:
-            for node in self.branches(todo.pop()):
+            item, nested = todo.pop()
+            for node in self.branches(item):
+                kind = node.get("type")
+                container = not ("enum" in node or "const" in node) and kind in ("object", "array")
+                if container and nested:
+                    opened = max(opened, self.level(node))
                 key = _canon(node)
                 if key in seen:
                     continue
                 seen.add(key)
-                kind = node.get("type")
-                if "enum" in node or "const" in node or kind not in ("object", "array"):
-                    base = max(base, self.shape(node))
+                if not container:
+                    inner = max(inner, self.shape(node))
                     continue
                 children = _children(node)
-                todo.extend(children)
-                per_level = max(per_level, self.shape(node))
+                todo.extend((child, True) for child in children)
+                per_level = max(per_level, self.level(node))
                 value = max((self.start(c) for c in children), default=0)
                 if kind == "array":
-                    base = max(base, _ITEM + value)
+                    inner = max(inner, _ITEM + value)
                 else:
-                    base = max(base, _key_bound(node) + STRING_SLACK + _KEY + value)
-        return ClosingBound(start, base, per_level)
+                    inner = max(inner, _key_bound(node) + STRING_SLACK + _KEY + value)
+        return ClosingBound(start, max(start, inner), per_level, inner, opened)
+
+    def level(self, node: dict[str, Any]) -> int:
+        """Most bytes the walk writes in an open container of ``node`` once its entry is done.
+
+        An object that needs no key (nothing required, no ``minProperties``, no key that
+        requires others) closes there: the walk takes ``}`` first where llguidance allows
+        it. Any other container: its shortest shape (`shape`), each of its properties once.
+        """
+        closes = node.get("type") == "object" and not (
+            node.get("required")
+            or int(node.get("minProperties", 0))
+            or {"dependencies", "dependentRequired", "dependentSchemas"} & set(node)
+        )
+        return 2 if closes else self.shape(node)
 
     def start(self, s: object) -> int:
         """Most bytes the walk writes for a value of ``s`` from its start."""

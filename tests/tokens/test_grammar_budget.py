@@ -223,19 +223,32 @@ def test_closing_bound(text: str, bound: ClosingBound | None) -> None:
         (
             '{"type":"object","properties":{"e":{"enum":["abcdef"]}},"required":["e"]}',
             None,
-            ClosingBound(17, 21, 17),
+            ClosingBound(17, 21, 17, opened=2),  # inside it, only untyped objects open: {}
         ),
         (
             '{"oneOf":[{"$ref":"#/$defs/N","required":["k"]},{"type":"null"}],'
             '"$defs":{"N":{"type":"object"}}}',
             None,
-            ClosingBound(5, 18, 14),
+            ClosingBound(5, 18, 14, opened=2),
         ),
-        ('{"type":"object","required":["xy"]}', None, ClosingBound(15, 19, 15)),
+        ('{"type":"object","required":["xy"]}', None, ClosingBound(15, 19, 15, opened=2)),
         (
             '{"type":"object","properties":{"n":{"type":"number","minimum":10}},"required":["n"]}',
             None,
-            ClosingBound(19, 23, 19),
+            ClosingBound(19, 23, 19, opened=2),
+        ),
+        (  # two long required strings: their object's shape is behind an open container,
+            # what is under way inside it is one entry (key, separator, 30 characters)
+            '{"type":"object","properties":{"a":{"type":"string","minLength":30},'
+            '"b":{"type":"string","minLength":30}},"required":["a","b"]}',
+            None,
+            ClosingBound(92, 92, 92, inner=51, opened=2),
+        ),
+        (  # the same, nothing required: the walk closes it with its entry done
+            '{"type":"object","properties":{"a":{"type":"string","minLength":30},'
+            '"b":{"type":"string","minLength":30}}}',
+            None,
+            ClosingBound(5, 51, 2),
         ),
     ],
 )
@@ -492,6 +505,91 @@ def test_the_walk_from_a_deep_prefix_fits_its_bound(tok: TokenizerInfo) -> None:
                 written = sum(len(tok.vocab[t]) for t in walk)
                 assert written <= p.bound.grammar.rest_bytes_at(cursor, token=True)
     assert deepest >= 4
+
+
+OPEN_RECORDS = {
+    # JSONSchemaBench's Github_medium/o20375 (shortened): every key required, any other
+    # key beside them (no additionalProperties), long patterned values
+    "required": {
+        "type": "object",
+        "properties": {
+            "key": {"type": "string", "pattern": "^[0-9a-f]{40}$"},
+            "url": {"type": "string", "pattern": "^https?://"},
+            "tag": {"type": "string"},
+            "when": {"type": "string", "pattern": r"^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}$"},
+        },
+        "required": ["key", "url", "tag", "when"],
+    },
+    # Github_easy/o30004: nothing required, enums, any other key
+    "optional": {
+        "type": "object",
+        "properties": {
+            "alertonly": {"enum": ["ON", "OFF"], "type": "string"},
+            "comment": {"type": "string"},
+            "cookieconsistency": {"type": "string"},
+            "isautodeployed": {"enum": ["AUTODEPLOYED", "NOTAUTODEPLOYED"], "type": "string"},
+            "isregex": {"enum": ["REGEX", "NOTREGEX"], "type": "string"},
+            "name": {"type": "string"},
+            "state": {"enum": ["ENABLED", "DISABLED"], "type": "string"},
+        },
+    },
+}
+
+
+@cache
+def open_planner(name: str, tok: TokenizerInfo) -> Planner:
+    return Planner(Writer(spec_from_ir(ir_from_json_schema(OPEN_RECORDS[name]))), tok)
+
+
+@pytest.mark.parametrize("name", list(OPEN_RECORDS))
+def test_the_walk_from_a_prefix_of_an_open_record_fits_its_bound(
+    name: str, tok: TokenizerInfo
+) -> None:
+    """The bound inside an open container (``inner``, ``opened``, an object that needs no
+    key counted by its braces) holds for the walk from random prefixes, and one token on."""
+    p = open_planner(name, tok)
+    assert p.bound.nested
+    rng = np.random.default_rng(7)
+    cursors = deep_cursors(p, rng, 4)
+    for i in rng.permutation(len(cursors))[:60].tolist():
+        cursor = cursors[i]
+        segment = cursor.segment
+        walk = segment.closing(cursor.tokens, 10_000)
+        assert walk is not None
+        assert sum(len(tok.vocab[t]) for t in walk) <= p.bound.grammar.rest_bytes_at(
+            cursor, token=False
+        )
+        for t in rng.choice(p.allowed(cursor), size=4).tolist():
+            after = p.advance(cursor, t, critical=False)
+            if isinstance(after, GrammarCursor) and after.segment is segment:
+                walk = segment.closing(after.tokens, 10_000)
+                assert walk is not None
+                written = sum(len(tok.vocab[t]) for t in walk)
+                assert written <= p.bound.grammar.rest_bytes_at(cursor, token=True)
+
+
+@pytest.mark.parametrize("name", list(OPEN_RECORDS))
+def test_a_budget_far_above_the_shortest_record_narrows_nothing(
+    name: str, tok: TokenizerInfo
+) -> None:
+    """512 tokens for a record whose shortest completion takes a few dozen: every token
+    the schema allows stays allowed as the record opens and a key starts. The bound used
+    to count the root object's shape again for every level and for what a token may open
+    inside it, and left only the closing walk's own tokens there (``{"": ""}`` for
+    ``optional``, a checksum of zeros for ``required``)."""
+    p = open_planner(name, tok)
+    cursor: Cursor = p.start()
+    rest = b'{"key": "2023' if name == "required" else b'{"alert'
+    left = 512
+    while rest:
+        allowed = p.allowed(cursor)
+        assert np.array_equal(p.allowed(cursor, left), allowed)
+        token = max(
+            (t for t in allowed.tolist() if tok.vocab[t] and rest.startswith(tok.vocab[t])),
+            key=lambda t: len(tok.vocab[t]),
+        )
+        cursor = p.advance(cursor, token)
+        rest, left = rest[len(tok.vocab[token]) :], left - 1
 
 
 # ------------------------------------------------------------------ one request per span
