@@ -95,9 +95,10 @@ byte to close, so no number bounds the walk from every prefix and such a spec ha
 ``ceiling`` (``NEVER``: no budget constrains nothing). But the walk from a prefix is bounded
 by what is open in it: ``base + per_level * depth`` bytes (`ClosingBound.at`; ``inner``,
 what is under way inside a container, for ``base`` once one is open), ``depth`` the arrays
-and objects open in the value under way (`GrammarSegment.nesting`, kept token by token). The walk finishes what the innermost container has under way (a string, a number, a
-key and the shortest start of its value: one of ``0``, ``""``, ``[]``, ``{}``, ``null``,
-``true``, ``false`` where llguidance takes it, else the value's shortest shape), then writes
+and objects open in the value under way (`GrammarSegment.nesting`, kept token by token).
+The walk finishes what the innermost container has under way (a string, a number, a key and
+the shortest start of its value: one of ``0``, ``""``, ``[]``, ``{}``, ``null``, ``true``,
+``false`` where llguidance takes it, else the value's shortest shape), then writes
 each open container's rest (its missing properties or items, its closing bracket): ``base``
 and ``per_level`` are the most of these over the schema's nodes
 (`factorspec_sdk.writer.closing.closing_bound`). So each mask makes the roomy check against
@@ -258,6 +259,19 @@ class CompletionBound:
         if isinstance(cursor, GrammarCursor) and 1 + self.grammar.roomy(cursor) > budget:
             return self.grammar.allowed(cursor, ids, budget)
         return ids
+
+    def room(self, cursor: GrammarCursor, budget: int) -> int:
+        """Tokens from ``cursor`` whose masks the roomy check leaves the segment's own.
+
+        ``budget`` counts the tokens still allowed. It is ``budget`` less the bound after any
+        token of the segment (`GrammarSegmentBudget.roomy`), or ``budget`` where no budget
+        mask applies (not below the ``ceiling``). At 0 or less the masks at ``cursor`` are
+        already the tight ones (the closing walk's tokens, and those counted to fit). Read
+        at ``cursor``'s depth: a deeper prefix bounds more, so its masks may narrow sooner.
+        """
+        if budget >= self.ceiling:
+            return budget
+        return budget - self.grammar.roomy(cursor)
 
     @property
     def walked(self) -> int:

@@ -370,17 +370,23 @@ def test_a_span_refused_by_the_budget_or_at_once_leaves_the_rest_to_the_masks() 
     """A grammar span refused by the budget (the model writes on where the budget masks
     must close the value) or at its first token goes on one token per request, as before
     rest spans existed, not a span and a token in turn (a span of the rest would be refused
-    again, its decode steps lost); the records are the logits decoder's."""
+    again, its decode steps lost); where the budget masks are tight from the segment's
+    first token (50 tokens here) and its strings are not plain (its keys are guides), no
+    span is sent at all. The records are the logits decoder's."""
     script = json.dumps({"headers": {"note": BODY, "etag": "abc"}, "size": 7})
-    engine = GuidedEngine(ScriptedEngine.from_script(TOK, script))
-    result = Client(engine).generate(Fetch, "go", return_result=True, max_tokens=50)
-    asked = kinds(engine.requests)
-    assert asked[0] == "grammar" and set(asked[1:]) == {"token"}
-    assert len(asked) > 10
-    by_logits = Client(ScriptedEngine.from_script(TOK, script)).generate(
-        Fetch, "go", return_result=True, max_tokens=50
-    )
-    assert result.tokens == by_logits.tokens
+    for max_tokens in (80, 50):
+        engine = GuidedEngine(ScriptedEngine.from_script(TOK, script))
+        result = Client(engine).generate(Fetch, "go", return_result=True, max_tokens=max_tokens)
+        asked = kinds(engine.requests)
+        if max_tokens == 80:
+            assert asked[0] == "grammar" and set(asked[1:]) == {"token"}
+        else:
+            assert set(asked) == {"token"}
+        assert len(asked) > 10
+        by_logits = Client(ScriptedEngine.from_script(TOK, script)).generate(
+            Fetch, "go", return_result=True, max_tokens=max_tokens
+        )
+        assert result.tokens == by_logits.tokens
     tok = TokenizerInfo.tiny_bytes(['{"', '": ', ', "', '",', '"}', "the ", "and "])
     script = json.dumps(FETCH)
     engine = Misreads(ScriptedEngine.from_script(tok, script), [20, 0])
