@@ -493,18 +493,25 @@ def test_the_walk_from_a_deep_prefix_fits_its_bound(tok: TokenizerInfo) -> None:
             assert segment.value_index(cursor.tokens) == k
             assert depth == json_depth(data[start:])  # one value in these segments
         deepest = max(deepest, depth)
-        walk = segment.closing(cursor.tokens, 10_000)
-        assert walk is not None
-        written = sum(len(tok.vocab[t]) for t in walk)
-        assert written <= p.bound.grammar.rest_bytes_at(cursor, token=False)
-        for t in rng.choice(p.allowed(cursor), size=3).tolist():
-            after = p.advance(cursor, t, critical=False)
-            if isinstance(after, GrammarCursor) and after.segment is segment:
-                walk = segment.closing(after.tokens, 10_000)
-                assert walk is not None
-                written = sum(len(tok.vocab[t]) for t in walk)
-                assert written <= p.bound.grammar.rest_bytes_at(cursor, token=True)
+        assert_walks_fit(p, cursor, rng, 3)
     assert deepest >= 4
+
+
+def assert_walks_fit(p: Planner, cursor: GrammarCursor, rng: np.random.Generator, n: int) -> None:
+    """The closing walk from ``cursor`` writes at most its bound, and from ``n`` random
+    tokens on (in the segment) at most what the roomy check counted for one token more."""
+    segment = cursor.segment
+    walk = segment.closing(cursor.tokens, 10_000)
+    assert walk is not None
+    written = sum(len(p.tok.vocab[t]) for t in walk)
+    assert written <= p.bound.grammar.rest_bytes_at(cursor, token=False)
+    for t in rng.choice(p.allowed(cursor), size=n).tolist():
+        after = p.advance(cursor, t, critical=False)
+        if isinstance(after, GrammarCursor) and after.segment is segment:
+            walk = segment.closing(after.tokens, 10_000)
+            assert walk is not None
+            written = sum(len(p.tok.vocab[t]) for t in walk)
+            assert written <= p.bound.grammar.rest_bytes_at(cursor, token=True)
 
 
 OPEN_RECORDS = {
@@ -552,20 +559,7 @@ def test_the_walk_from_a_prefix_of_an_open_record_fits_its_bound(
     rng = np.random.default_rng(7)
     cursors = deep_cursors(p, rng, 4)
     for i in rng.permutation(len(cursors))[:60].tolist():
-        cursor = cursors[i]
-        segment = cursor.segment
-        walk = segment.closing(cursor.tokens, 10_000)
-        assert walk is not None
-        assert sum(len(tok.vocab[t]) for t in walk) <= p.bound.grammar.rest_bytes_at(
-            cursor, token=False
-        )
-        for t in rng.choice(p.allowed(cursor), size=4).tolist():
-            after = p.advance(cursor, t, critical=False)
-            if isinstance(after, GrammarCursor) and after.segment is segment:
-                walk = segment.closing(after.tokens, 10_000)
-                assert walk is not None
-                written = sum(len(tok.vocab[t]) for t in walk)
-                assert written <= p.bound.grammar.rest_bytes_at(cursor, token=True)
+        assert_walks_fit(p, cursors[i], rng, 4)
 
 
 @pytest.mark.parametrize("name", list(OPEN_RECORDS))
