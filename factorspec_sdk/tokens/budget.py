@@ -256,7 +256,7 @@ class CompletionBound:
             return np.asarray(keep, dtype=np.int64)
         if isinstance(cursor, FreeCursor):
             return self._free.allowed(cursor.free, ids, budget)
-        if isinstance(cursor, GrammarCursor) and 1 + self.grammar.roomy(cursor) > budget:
+        if isinstance(cursor, GrammarCursor) and self.room(cursor, budget) <= 0:
             return self.grammar.allowed(cursor, ids, budget)
         return ids
 
@@ -266,7 +266,8 @@ class CompletionBound:
         ``budget`` counts the tokens still allowed. It is ``budget`` less the bound after any
         token of the segment (`GrammarSegmentBudget.roomy`), or ``budget`` where no budget
         mask applies (not below the ``ceiling``). At 0 or less the masks at ``cursor`` are
-        already the tight ones (the closing walk's tokens, and those counted to fit). Read
+        already the tight ones (`allowed`: the closing walk's tokens, and those counted to
+        fit). Read
         at ``cursor``'s depth: a deeper prefix bounds more, so its masks may narrow sooner.
         """
         if budget >= self.ceiling:
