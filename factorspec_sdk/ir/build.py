@@ -31,6 +31,7 @@ from factorspec_sdk.graph.compiled import CompiledSpec, Traits
 from factorspec_sdk.graph.z3context import private_context
 from factorspec_sdk.graph.z3raw import Node, TermBuilder
 from factorspec_sdk.ir.expressions import ExprBuilder
+from factorspec_sdk.ir.jsonschema import ir_from_json_schema
 from factorspec_sdk.ir.layout import build_ir_layout, root_model
 from factorspec_sdk.ir.limits import DEFAULT_LIMITS, IRError, IRLimits, parse_ir
 from factorspec_sdk.ir.model import RelationIR
@@ -145,21 +146,50 @@ class IRCompiler:
     Args:
         max_documents: the most documents kept (``documents``).
         max_layouts: the most layouts kept (``layouts``).
+        max_specs: the most built specs kept (``specs``); 0 keeps none, and every call
+            builds its spec afresh. Each spec holds a private Z3 context (about 16 MB), so
+            this bounds the memory the cache holds: 16 specs, about 256 MB.
+        max_schemas: the most JSON schemas' IR documents kept (``schemas``).
 
     Attributes:
+        specs: the specs built, by the document's key, the limits and the solver's time
+            limit: an LRU (None: ``max_specs`` 0). A hit is the spec an earlier request
+            built, as `factorspec_sdk.graph.SpecCompiler` hands one spec of a model and
+            context to every call: a spec is shared by design (its oracles copy its terms
+            under its `CompiledSpec.context_lock`, and what they find of its components is
+            written under it too). A server's requests for one document (one response
+            schema, one tool, one relation IR with its context) build it once.
+        schemas: the IR documents `ir_from_json_schema` made, by a key of the schema, the
+            record's name and the limits: an LRU. A server's requests that send one
+            response schema, or one tool's parameters, convert it once (the conversion and
+            its meta-schema check take milliseconds a schema, up to tens of them).
         documents: what `spec_from_ir` found for each IR document, by a key of the
             document: an LRU. A hit skips parsing, the layout and the satisfiability
-            checks, and keeps what they found each component determines (Z3 terms are
-            rebuilt in a fresh context on every call).
+            checks, and keeps what they found each component determines (a spec no longer
+            in ``specs``, or built under another time limit, rebuilds its Z3 terms in a
+            fresh context).
         layouts: layouts by a key of their IR (and the limits they were checked under): an
             LRU. Requests for one record type send one layout with different relations
             and constants (a trip's cities, stays and flights); building a layout makes its
             pydantic models, the larger part of a new document's cost.
     """
 
-    def __init__(self, *, max_documents: int = 128, max_layouts: int = 64) -> None:
+    def __init__(
+        self,
+        *,
+        max_documents: int = 128,
+        max_layouts: int = 64,
+        max_specs: int = 16,
+        max_schemas: int = 128,
+    ) -> None:
+        if max_specs < 0:
+            raise ValueError(f"max_specs must be >= 0, got {max_specs}")
+        self.schemas: SpecCache[tuple[str, str, IRLimits], bytes] = SpecCache(max_size=max_schemas)
         self.documents: SpecCache[str, CheckedIR] = SpecCache(max_size=max_documents)
         self.layouts: SpecCache[tuple[str, IRLimits], RootLayout] = SpecCache(max_size=max_layouts)
+        self.specs: SpecCache[tuple[str, IRLimits, int | None], CompiledSpec] | None = (
+            SpecCache(max_size=max_specs) if max_specs else None
+        )
 
     def spec_from_ir(
         self,
@@ -174,9 +204,11 @@ class IRCompiler:
         The spec behaves as the one the IR was exported from: same layout, variables,
         factors, components, list bounds, feasible sets and unsat cores. Its ``model`` is a
         pydantic model built from the layout (structure and bounds); `check_record` checks
-        the relations too. Each call builds fresh Z3 terms in a private context (safe to use
-        from any one thread); the satisfiability checks are cached per IR document in
-        ``documents`` (a check that ran out of time is not: it is tried again).
+        the relations too. A document built before (under the same limits and time limit)
+        answers the spec it built then, from ``specs``; a new one is built in a private Z3
+        context, its satisfiability checks cached per IR document in ``documents`` (a check
+        that ran out of time is not: it is tried again). The spec may be used from any
+        thread: whoever reads its terms holds its ``context_lock``.
         ``limits.solver_timeout_ms`` bounds each check here; ``solver_timeout_ms`` bounds
         each query of the spec's oracles (`CompiledSpec`).
 
@@ -191,6 +223,11 @@ class IRCompiler:
         key = digest
         if key is None and not isinstance(data, RelationIR):
             key = _document_key(data)
+        spec_key = None if key is None else (key, limits, solver_timeout_ms)
+        if spec_key is not None and self.specs is not None:
+            built = self.specs.get(spec_key)
+            if built is not None:
+                return built
         checked = self.documents.get(key) if key is not None else None
         if checked is None:
             ir = parse_ir(data, limits)
@@ -203,6 +240,8 @@ class IRCompiler:
             if checked.list_bounds is None:
                 checked.list_bounds = dict(spec.list_bounds)
                 checked.determined = spec.determined
+            if spec_key is not None and self.specs is not None:
+                self.specs.put(spec_key, spec)
             return spec
         except (IRError, SpecError) as exc:
             if not (isinstance(exc, IRError) and exc.undecided):
@@ -212,13 +251,43 @@ class IRCompiler:
             if key is not None:
                 self.documents.put(key, checked)
 
+    def ir_from_json_schema(
+        self, schema: object, *, name: str = "Record", limits: IRLimits = DEFAULT_LIMITS
+    ) -> dict[str, object]:
+        """`factorspec_sdk.ir.ir_from_json_schema`, kept per schema in ``schemas``.
+
+        A schema converted before (with the same name and limits) answers a copy of its IR
+        document, so a caller may change what it gets. Errors are not kept: a schema the
+        conversion refuses is converted (and refused) again.
+
+        Raises:
+            IRError: as `factorspec_sdk.ir.ir_from_json_schema`.
+        """
+        doc = _document_key(schema)
+        if doc is None:
+            return ir_from_json_schema(schema, name=name, limits=limits)
+        key = (doc, name, limits)
+        kept = self.schemas.get(key)
+        if kept is None:
+            ir = ir_from_json_schema(schema, name=name, limits=limits)
+            kept = marshal.dumps(ir, 2)
+            self.schemas.put(key, kept)
+        copy: dict[str, object] = marshal.loads(kept)
+        return copy
+
     def clear(self) -> None:
-        """Forget every document and layout: the next build of each is cold (counters stay)."""
+        """Forget every spec, schema, document and layout (the counters stay)."""
+        if self.specs is not None:
+            self.specs.clear()
+        self.schemas.clear()
         self.documents.clear()
         self.layouts.clear()
 
     def __repr__(self) -> str:
-        return f"IRCompiler(documents={self.documents!r}, layouts={self.layouts!r})"
+        return (
+            f"IRCompiler(specs={self.specs!r}, schemas={self.schemas!r}, "
+            f"documents={self.documents!r}, layouts={self.layouts!r})"
+        )
 
 
 DEFAULT_IR_COMPILER = IRCompiler()

@@ -31,7 +31,6 @@ from factorspec_sdk.ir import (
     IRCompiler,
     IRError,
     IRLimits,
-    ir_from_json_schema,
     json_schema_validator,
 )
 from factorspec_sdk.prompts import with_schema_hint
@@ -220,7 +219,7 @@ async def prepare(
             )
     t_spec = time.perf_counter()
     # the meta-schema check can take 1 s
-    ir = await asyncio.to_thread(_ir, ext, sent, name, param, limits)
+    ir = await asyncio.to_thread(_ir, ext, sent, name, param, limits, compiler)
     try:
         spec = await asyncio.to_thread(
             compiler.spec_from_ir, ir, limits, solver_timeout_ms=solver_timeout_ms
@@ -264,7 +263,7 @@ async def _prepare_tools(
 ) -> Prepared:
     """`prepare` for a request whose answer is tool calls (`factorspec_sdk.server.tool_calls`)."""
     t_spec = time.perf_counter()
-    plan = await asyncio.to_thread(plan_tools, req, limits)
+    plan = await asyncio.to_thread(plan_tools, req, limits, compiler)
     try:
         spec = await asyncio.to_thread(
             compiler.spec_from_ir, plan.ir, limits, solver_timeout_ms=solver_timeout_ms
@@ -366,13 +365,14 @@ def _ir(
     name: str,
     param: str,
     limits: IRLimits,
+    compiler: IRCompiler,
 ) -> object:
     if ext.ir is not None:
         return ext.ir
     # the request model lets a body through only with an IR or a schema
     assert schema is not None
     try:
-        return ir_from_json_schema(schema, name=name, limits=limits)
+        return compiler.ir_from_json_schema(schema, name=name, limits=limits)
     except (IRError, RecursionError) as exc:
         err = spec_error(exc)
         err.param = param

@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 from factorspec_sdk.ir import (
+    IRCompiler,
     IRError,
     IRLimits,
     RelationIR,
@@ -161,8 +162,11 @@ class _Function:
     where: str
 
 
-def plan_tools(req: ChatRequest, limits: IRLimits) -> ToolPlan:
+def plan_tools(req: ChatRequest, limits: IRLimits, compiler: IRCompiler | None = None) -> ToolPlan:
     """The calls record of a request with tools.
+
+    ``compiler``: the server's, which keeps each function's parameters converted
+    (`IRCompiler.ir_from_json_schema`); None converts them afresh.
 
     Raises:
         ApiError: 422 for two tools of one name, a ``tool_choice`` naming none of them, a
@@ -194,7 +198,7 @@ def plan_tools(req: ChatRequest, limits: IRLimits) -> ToolPlan:
         carried = tool_extension(params, fn.name, where)
         if carried is None:
             validators[fn.name] = json_schema_validator(params, check_schema=False)
-        functions.append(_function(fn.name, params, carried, where, limits))
+        functions.append(_function(fn.name, params, carried, where, limits, compiler))
     auto = choice is None or choice == "auto"
     message_chars = None if req.max_completion_tokens or req.max_tokens else MESSAGE_MAX_CHARS
     ir_doc = _record(functions, max_calls, auto, message_chars)
@@ -211,7 +215,12 @@ def plan_tools(req: ChatRequest, limits: IRLimits) -> ToolPlan:
 
 
 def _function(
-    name: str, params: JsonObject, carried: JsonObject | None, where: str, limits: IRLimits
+    name: str,
+    params: JsonObject,
+    carried: JsonObject | None,
+    where: str,
+    limits: IRLimits,
+    compiler: IRCompiler | None,
 ) -> _Function:
     """A function's arguments IR: the one its parameters carry, else their schema's."""
     if carried is not None:
@@ -235,7 +244,8 @@ def _function(
             param=where,
         )
     try:
-        ir = ir_from_json_schema(params, name=f"{name} arguments", limits=limits)
+        convert = ir_from_json_schema if compiler is None else compiler.ir_from_json_schema
+        ir = convert(params, name=f"{name} arguments", limits=limits)
         parsed = parse_ir(ir, limits)
     except Exception as exc:  # IRError, RecursionError: the schema's fault
         message = getattr(exc, "message", str(exc))

@@ -21,7 +21,7 @@ from factorspec_sdk.graph import oracle as oracle_module
 from factorspec_sdk.graph.compiled import CompiledSpec, Fact, Value
 from factorspec_sdk.graph.component_solver import ComponentSolver
 from factorspec_sdk.graph.oracle import holds
-from factorspec_sdk.ir import DEFAULT_IR_COMPILER, spec_from_ir, to_ir
+from factorspec_sdk.ir import IRCompiler, spec_from_ir, to_ir
 from factorspec_sdk.relations.decorator import evaluate, relations_of
 from factorspec_sdk.relations.kinds import LeafKind
 from factorspec_sdk.relations.temporal import from_python
@@ -381,9 +381,9 @@ def test_what_the_facts_determine_is_answered_without_more_checks(
 
     # a spec whose checks came from the IR cache keeps what they found determined, but not
     # their model; its backbone answers these queries without one
-    DEFAULT_IR_COMPILER.documents.clear()
-    first = spec_from_ir(to_ir(Fixed))
-    again = spec_from_ir(to_ir(Fixed))
+    compiler = IRCompiler(max_specs=0)  # each call rebuilds its spec
+    first = compiler.spec_from_ir(to_ir(Fixed))
+    again = compiler.spec_from_ir(to_ir(Fixed))
     assert again.determined == first.determined == [{"a": 20, "b": 20, "c": 20}]
     for s, checks in ((first, 0), (again, 0)):
         o = s.new_oracle()
@@ -392,7 +392,7 @@ def test_what_the_facts_determine_is_answered_without_more_checks(
         assert o.stats.solver_checks == checks
 
     # without it, the oracle finds its own (a model; no other value, no other completion)
-    bare = spec_from_ir(to_ir(Fixed))
+    bare = compiler.spec_from_ir(to_ir(Fixed))
     bare.component(0).determined = None
     bare.component(0).searched = False
     o = bare.new_oracle()
@@ -402,8 +402,8 @@ def test_what_the_facts_determine_is_answered_without_more_checks(
 
     # where the spec's search did not settle it, the oracle does not search again
     monkeypatch.setattr("factorspec_sdk.graph.assemble.BACKBONE_ROUNDS", 0)
-    DEFAULT_IR_COMPILER.documents.clear()
-    unsettled = spec_from_ir(to_ir(Fixed))
+    compiler = IRCompiler(max_specs=0)  # each call rebuilds its spec
+    unsettled = compiler.spec_from_ir(to_ir(Fixed))
     assert unsettled.determined == [None] and unsettled.component(0).searched
     o = unsettled.new_oracle()
     assert o.feasible_values((), "a") == [20]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
@@ -264,13 +265,57 @@ def test_a_server_given_its_own_compiler_fills_that_one() -> None:
     compiler = IRCompiler()
     shared = DEFAULT_IR_COMPILER.documents
     default = (shared.hits, shared.misses)
+    plain = {"type": "object", "properties": {"n": {"type": "integer", "minimum": 0}}}
+    rf = {"type": "json_schema", "json_schema": {"name": "Digit", "schema": plain}}
     with running(create_app(scripted_engine(), model_name=MODEL, compiler=compiler)) as base:
         client = openai.OpenAI(base_url=base + "/v1", api_key="none", max_retries=0)
         texts = {chat(client).choices[0].message.content for _ in range(2)}  # type: ignore[attr-defined]
-    assert len(texts) == 1
-    docs = compiler.documents
-    assert (len(docs), docs.hits, docs.misses, len(compiler.layouts)) == (1, 1, 1, 1)
+        picks = {
+            client.chat.completions.create(
+                model=MODEL,
+                messages=[{"role": "user", "content": "pick"}],
+                response_format=rf,  # type: ignore[arg-type]
+            )
+            .choices[0]
+            .message.content
+            for _ in range(2)
+        }
+    assert len(texts) == 1 and len(picks) == 1
+    schemas = compiler.schemas  # the response schema converted once
+    assert (len(schemas), schemas.hits, schemas.misses) == (1, 1, 1)
+    docs, specs = compiler.documents, compiler.specs
+    assert specs is not None  # the second request's spec is the first's
+    assert (len(specs), specs.hits, specs.misses) == (2, 2, 2)
+    assert (len(docs), docs.hits, docs.misses, len(compiler.layouts)) == (2, 0, 2, 2)
     assert (shared.hits, shared.misses) == default
+
+
+def test_requests_at_once_over_one_kept_spec_write_what_fresh_specs_write() -> None:
+    """The server's compiler keeps a document's spec, and requests in flight at once share
+    it (their oracles copy its terms under its lock); each writes the record a spec of its
+    own writes, one request at a time."""
+    seeds = list(range(8))  # sampled: each seed its own record, the same on every run
+
+    def ask(client: openai.OpenAI, seed: int) -> str:
+        r = chat(client, temperature=1.0, seed=seed)
+        return r.choices[0].message.content  # type: ignore[attr-defined,no-any-return]
+
+    fresh = IRCompiler(max_specs=0)
+    with running(create_app(scripted_engine(), model_name=MODEL, compiler=fresh)) as base:
+        client = openai.OpenAI(base_url=base + "/v1", api_key="none", max_retries=0)
+        want = [ask(client, seed) for seed in seeds]
+    assert len(set(want)) > 1  # the seeds lead to different records
+    kept = IRCompiler()
+    with running(create_app(scripted_engine(), model_name=MODEL, compiler=kept)) as base:
+        client = openai.OpenAI(base_url=base + "/v1", api_key="none", max_retries=0)
+        ask(client, 100)  # the first request builds the spec
+        with ThreadPoolExecutor(len(seeds)) as pool:
+            got = list(pool.map(lambda seed: ask(client, seed), seeds))
+    assert got == want
+    for text in got:
+        Trip.model_validate_json(text, context=TRIP_CONTEXT)  # relations included
+    assert kept.specs is not None
+    assert (len(kept.specs), kept.specs.misses, kept.specs.hits) == (1, 1, len(seeds))
 
 
 def test_client_with_base_url_talks_to_the_server(url: str) -> None:

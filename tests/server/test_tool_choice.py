@@ -325,3 +325,13 @@ def test_smollm2_writes_no_call_twice(embedded_engine: EmbeddedEngine) -> None:
     written = calls(r)
     assert written and len(set(written)) == len(written), written
     assert all(Hours.model_validate_json(arguments) for _, arguments in written)
+
+
+def test_each_tools_parameters_are_converted_once_by_the_servers_compiler() -> None:
+    compiler = IRCompiler()
+    body = {"model": MODEL, "messages": [{"role": "user", "content": "hi"}]}
+    req = ChatRequest.model_validate({**body, "tools": TOOLS + FREE_TEXT})
+    first = plan_tools(req, IRLimits(), compiler)
+    again = plan_tools(req, IRLimits(), compiler)
+    assert again.ir == first.ir == plan_tools(req, IRLimits()).ir  # as converted afresh
+    assert (len(compiler.schemas), compiler.schemas.misses, compiler.schemas.hits) == (2, 2, 2)
