@@ -112,10 +112,12 @@ def create_app(
         config: decoder options (width, guesses, overlap).
         limits: limits on relation IRs and JSON schemas.
         options: timeouts, batch and queue sizes, body size, API key.
-        compiler: builds each request's spec from its relation IR and keeps what the checks
-            of each document found (None: `factorspec_sdk.ir.DEFAULT_IR_COMPILER`, shared
-            with `factorspec_sdk.ir.spec_from_ir` in this process; a planning worker is a
-            process of its own, with its own).
+        compiler: builds each request's spec from its relation IR (or converts its JSON
+            schema first) and keeps the specs, conversions and what the checks of each
+            document found, so a document sent again is not built again (None:
+            `factorspec_sdk.ir.DEFAULT_IR_COMPILER`, shared with
+            `factorspec_sdk.ir.spec_from_ir` in this process; a planning worker is a process
+            of its own, with its own).
     """
     name = served_model_name(engine, model_name)
     ir_limits = limits or IRLimits()
