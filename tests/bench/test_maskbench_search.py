@@ -155,6 +155,38 @@ def test_candidates_follow_refs_and_branches_for_nested_orders() -> None:
     assert '{"z": 0, "o": {"y": 2, "x": 1}}' in texts  # the branch's properties first
 
 
+def test_candidates_order_an_object_by_the_branches_it_is_valid_under() -> None:
+    """machine.schema: a ``oneOf`` of state kinds, each with its keys after the common ones;
+    over every branch, an atomic state's ``on`` came before a compound one's ``initial``,
+    which the compound branch lists (and the writer writes) first."""
+    common = {"id": {"type": "string"}}
+    schema = {
+        "$defs": {
+            "atomic": {
+                "properties": {**common, "kind": {"const": "atomic"}, "on": {}},
+                "required": ["kind"],
+            },
+            "compound": {
+                "properties": {**common, "kind": {"const": "compound"}, "initial": {}, "on": {}},
+                "required": ["kind"],
+            },
+            "parallel": {
+                "properties": {**common, "kind": {"const": "parallel"}, "on": {}, "regions": {}},
+                "required": ["kind"],
+            },
+        },
+        "oneOf": [{"$ref": f"#/$defs/{kind}"} for kind in ("atomic", "compound", "parallel")],
+    }
+    value = {"on": 1, "kind": "compound", "initial": "a", "id": "s", "extra": 0, "more": 1}
+    texts = candidate_texts(value, schema)
+    assert (
+        texts[0]
+        == '{"id": "s", "kind": "compound", "on": 1, "initial": "a", "extra": 0, "more": 1}'
+    )
+    matched = '{"id": "s", "kind": "compound", "initial": "a", "on": 1, "extra": 0, "more": 1}'
+    assert matched in texts and all(json.loads(t) == value for t in texts)
+
+
 def test_number_spellings() -> None:
     assert number_spellings(3) == ["3"]
     assert number_spellings(3.0) == ["3.0", "3"]

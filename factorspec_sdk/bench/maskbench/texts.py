@@ -10,7 +10,8 @@ so `candidate_texts` lists, in this order and without repeats:
 * for each key order — the schema's (each object's ``properties`` in the order the schema
   lists them, merged over ``allOf``/``anyOf``/``oneOf`` and ``$ref``, then the instance's
   other keys in its order), the instance's own, sorted, the schema's with the branches'
-  properties first —
+  properties first, the schema's over only the ``anyOf``/``oneOf`` branches the object is
+  valid under —
 * each number spelling — as parsed (an int as written, a float as ``repr``), integral
   floats as ints (``1.0`` as ``1``, where the draft reads them as one instance: below),
   positional (no exponent: ``1e-05`` as ``0.00001``,
@@ -111,25 +112,41 @@ class SchemaView:
                 return None
         return node
 
-    def branches(self, schema: Any, depth: int = 0) -> list[dict[str, Any]]:
-        """``schema`` and the sub-schemas of its ``allOf``/``anyOf``/``oneOf``, resolved."""
+    def branches(
+        self, schema: Any, depth: int = 0, matches: Callable[[Any], bool] | None = None
+    ) -> list[dict[str, Any]]:
+        """``schema`` and the sub-schemas of its ``allOf``/``anyOf``/``oneOf``, resolved.
+
+        ``matches``: of an ``anyOf``/``oneOf``, only the sub-schemas it accepts (the ones the
+        instance is valid under), or all of them where it accepts none.
+        """
         s = self.resolve(schema)
         if s is None or depth > _REF_DEPTH:
             return []
         out = [s]
         for word in ("allOf", "anyOf", "oneOf"):
-            for sub in s.get(word) or []:
-                out += self.branches(sub, depth + 1)
+            subs = list(s.get(word) or [])
+            if matches is not None and word != "allOf":
+                subs = [sub for sub in subs if matches(sub)] or subs
+            for sub in subs:
+                out += self.branches(sub, depth + 1, matches)
         return out
 
-    def property_order(self, schema: Any, *, branches_first: bool = False) -> list[str]:
+    def property_order(
+        self,
+        schema: Any,
+        *,
+        branches_first: bool = False,
+        matches: Callable[[Any], bool] | None = None,
+    ) -> list[str]:
         """The names under ``properties``, in the schema's order, over every branch.
 
         A schema's own properties come before its branches' unless ``branches_first``
-        (XGrammar writes a ``oneOf`` branch's properties before its parent's).
+        (XGrammar writes a ``oneOf`` branch's properties before its parent's); with
+        ``matches``, over the branches it accepts (`branches`).
         """
         names: dict[str, None] = {}
-        branches = self.branches(schema)
+        branches = self.branches(schema, matches=matches)
         for s in reversed(branches) if branches_first else branches:
             props = s.get("properties")
             if isinstance(props, dict):
@@ -246,6 +263,29 @@ def _schema_order(view: SchemaView, *, branches_first: bool = False) -> KeyOrder
     def order(where: Where, keys: list[str], schema: dict[str, Any] | None) -> list[str]:
         del where
         named = view.property_order(schema, branches_first=branches_first)
+        first = [k for k in named if k in keys]
+        return first + [k for k in keys if k not in set(first)]
+
+    return order
+
+
+def _matched_order(view: SchemaView, value: Any, validator: Validator) -> KeyOrder:
+    """The schema's order over the ``anyOf``/``oneOf`` branches each object is valid under.
+
+    Over every branch (`_schema_order`), the properties of a branch the object does not
+    take can come between those of the one it takes (a ``oneOf`` of state kinds, each with
+    its own keys after the common ones), and an engine writes the taken branch's order.
+    """
+
+    def order(where: Where, keys: list[str], schema: dict[str, Any] | None) -> list[str]:
+        here = value
+        for part in where:
+            here = here[part]
+
+        def matches(sub: Any) -> bool:
+            return bool(validator.evolve(schema=sub).is_valid(here))
+
+        named = view.property_order(schema, matches=matches)
         first = [k for k in named if k in keys]
         return first + [k for k in keys if k not in set(first)]
 
@@ -397,6 +437,7 @@ def candidate_texts(value: Any, schema: Any, *, limit: int = MAX_TEXTS) -> list[
         _instance_order,
         _sorted_order,
         _schema_order(view, branches_first=True),
+        _matched_order(view, value, validator),
     )
     for order in policies:
         for spell in spellings:
