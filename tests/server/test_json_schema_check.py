@@ -10,9 +10,9 @@ from collections.abc import Iterator
 import pytest
 from fastapi.testclient import TestClient  # noqa: TID253
 
-from factorspec_sdk.ir import ir_from_json_schema
+from factorspec_sdk.ir import IRCompiler, ir_from_json_schema
+from factorspec_sdk.ir import build as ir_build
 from factorspec_sdk.server import create_app
-from factorspec_sdk.server import specs as server_specs
 from tests.server.helpers import MODEL, scripted_engine
 
 SENT = {
@@ -46,20 +46,22 @@ def test_records_follow_the_schema_sent(client: TestClient) -> None:
 
 
 def test_a_record_the_schema_rejects_is_a_500(
-    client: TestClient, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     # a converter that forgets the required key "b" (issue 18's first bug): the IR check
     # passes, the JSON schema check must not
     def forgetful(schema: object, **kw: object) -> dict[str, object]:
         return ir_from_json_schema({**SENT, "required": ["a"], "properties": SENT["properties"]})
 
-    monkeypatch.setattr(server_specs, "ir_from_json_schema", forgetful)
-    with caplog.at_level(logging.ERROR, logger="factorspec.server"):
-        r = client.post("/v1/chat/completions", json=body())
-    assert r.status_code == 500
-    error = r.json()["error"]
-    assert error["type"] == "server_error" and "required property" in error["message"]
-    assert "generated record failed validation" in caplog.text
-    streamed = client.post("/v1/chat/completions", json=body(stream=True)).text
+    monkeypatch.setattr(ir_build, "ir_from_json_schema", forgetful)  # the compiler's converter
+    app = create_app(scripted_engine(), model_name=MODEL, compiler=IRCompiler())  # a fresh one
+    with TestClient(app) as client:
+        with caplog.at_level(logging.ERROR, logger="factorspec.server"):
+            r = client.post("/v1/chat/completions", json=body())
+        assert r.status_code == 500
+        error = r.json()["error"]
+        assert error["type"] == "server_error" and "required property" in error["message"]
+        assert "generated record failed validation" in caplog.text
+        streamed = client.post("/v1/chat/completions", json=body(stream=True)).text
     events = [json.loads(line[6:]) for line in streamed.splitlines() if line.startswith("data: {")]
     assert events[-1]["error"]["type"] == "server_error"
