@@ -270,7 +270,10 @@ class IRCompiler:
         kept = self.schemas.get(key)
         if kept is None:
             ir = ir_from_json_schema(schema, name=name, limits=limits)
-            kept = marshal.dumps(ir, 2)
+            try:
+                kept = marshal.dumps(ir, 2)
+            except (ValueError, RecursionError):  # nested past marshal's depth: not kept
+                return ir
             self.schemas.put(key, kept)
         copy: dict[str, object] = marshal.loads(kept)
         return copy
