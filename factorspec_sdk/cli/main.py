@@ -441,6 +441,17 @@ def serve(
             show_default=False,
         ),
     ] = None,
+    kept_specs: Annotated[
+        int | None,
+        typer.Option(
+            min=0,
+            metavar="N",
+            help="Specs each server process keeps for documents sent again (response "
+            "schemas, tools, relation IRs), each holding about 16 MB (default 16; 0: none, "
+            "every request builds its own).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Serve the OpenAI-compatible API (chat completions with relation-checked records).
 
@@ -474,6 +485,8 @@ def serve(
             extra["request_timeout_s"] = request_timeout
         if planning_workers is not None:
             extra["planning_workers"] = planning_workers
+        if kept_specs is not None:
+            extra["kept_specs"] = kept_specs
         if upstream is not None:
             if planning_workers:
                 raise typer.BadParameter(

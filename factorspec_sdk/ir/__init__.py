@@ -42,7 +42,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from factorspec_sdk.ir.build import DEFAULT_IR_COMPILER, IRCompiler, ir_digest, spec_from_ir
+from factorspec_sdk.ir.build import (
+    DEFAULT_IR_COMPILER,
+    DEFAULT_MAX_SPECS,
+    IRCompiler,
+    ir_digest,
+    spec_from_ir,
+)
 from factorspec_sdk.ir.export import IRExportError, spec_to_ir, to_ir
 from factorspec_sdk.ir.jsonschema import ir_from_json_schema
 from factorspec_sdk.ir.limits import IRError, IRLimits, json_depth, parse_ir
@@ -55,6 +61,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_IR_COMPILER",
+    "DEFAULT_MAX_SPECS",
     "IR_JSON_SCHEMA",
     "IR_VERSION",
     "IRCompiler",

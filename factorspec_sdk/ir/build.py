@@ -52,6 +52,7 @@ from factorspec_sdk.relations.layout import (
 
 __all__ = [
     "DEFAULT_IR_COMPILER",
+    "DEFAULT_MAX_SPECS",
     "CheckedIR",
     "IRCompiler",
     "ir_digest",
@@ -134,6 +135,11 @@ def _document_key(data: object) -> str | None:
         return None
 
 
+DEFAULT_MAX_SPECS = 16
+"""The specs an `IRCompiler` keeps unless told otherwise (``max_specs``): about 256 MB of Z3
+contexts at most."""
+
+
 class IRCompiler:
     """Builds `CompiledSpec` objects from relation IR documents, and keeps what it found.
 
@@ -179,7 +185,7 @@ class IRCompiler:
         *,
         max_documents: int = 128,
         max_layouts: int = 64,
-        max_specs: int = 16,
+        max_specs: int = DEFAULT_MAX_SPECS,
         max_schemas: int = 128,
     ) -> None:
         if max_specs < 0:

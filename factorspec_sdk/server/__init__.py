@@ -61,6 +61,7 @@ The OpenAPI document is built in `factorspec_sdk.server.contract` from the model
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, cast
 
@@ -100,6 +101,7 @@ def serve(
     upstream_server: ServerKind | Literal["auto"] = "auto",
     upstream_records: int = 32,
     planning_workers: int | None = None,
+    kept_specs: int | None = None,
     **engine_options: object,
 ) -> None:
     """Run the OpenAI-compatible server until interrupted (``factorspec serve``).
@@ -129,6 +131,8 @@ def serve(
             work uses N cores; 0 serves from this process; None (the default): one per
             core (`default_planning_workers`: at most 8, 0 on one core), 0 with
             ``upstream``.
+        kept_specs: the specs each server process keeps for documents sent again
+            (`ServerOptions.kept_specs`; 0: none; None: its default, 16).
         **engine_options: passed to the named engine's constructor.
 
     Raises:
@@ -182,6 +186,8 @@ def serve(
         api_key=api_key,
         solver_timeout_ms=30_000,
     )
+    if kept_specs is not None:
+        options = dataclasses.replace(options, kept_specs=kept_specs)
     if planning_workers and tier is None:
         from factorspec_sdk.server.planning_workers import serve_workers
 

@@ -33,7 +33,7 @@ from factorspec_sdk.drafter.loop import DecoderConfig
 from factorspec_sdk.engines.openai_server import OpenAIServerEngine
 from factorspec_sdk.engines.shared import EngineProxy
 from factorspec_sdk.errors import EngineError
-from factorspec_sdk.ir import DEFAULT_IR_COMPILER, IRCompiler, IRLimits
+from factorspec_sdk.ir import DEFAULT_IR_COMPILER, DEFAULT_MAX_SPECS, IRCompiler, IRLimits
 from factorspec_sdk.server import render
 from factorspec_sdk.server.auth import check_api_key, read_body
 from factorspec_sdk.server.contract import (
@@ -79,6 +79,11 @@ class ServerOptions:
             request's spec (one that runs out is a 422 for that request only), so that no IR
             can stall the engine thread. Set per solver, never process-wide; the checks
             that build a spec have their own limit, ``IRLimits.solver_timeout_ms``.
+        kept_specs: the specs the app's IR compiler keeps for documents sent again
+            (`IRCompiler.max_specs`; 0: none, every request builds its own), where
+            `create_app` is given no compiler: the default uses the process's shared
+            `DEFAULT_IR_COMPILER`, another number a compiler of the app's own. Each kept
+            spec holds a Z3 context of about 16 MB, in each planning worker.
     """
 
     request_timeout_s: float = 300.0
@@ -89,6 +94,7 @@ class ServerOptions:
     api_key: str | None = None
     validate_records: bool = True
     solver_timeout_ms: int | None = None
+    kept_specs: int = DEFAULT_MAX_SPECS
 
 
 def create_app(
@@ -114,15 +120,20 @@ def create_app(
         options: timeouts, batch and queue sizes, body size, API key.
         compiler: builds each request's spec from its relation IR (or converts its JSON
             schema first) and keeps the specs, conversions and what the checks of each
-            document found, so a document sent again is not built again (None:
-            `factorspec_sdk.ir.DEFAULT_IR_COMPILER`, shared with
-            `factorspec_sdk.ir.spec_from_ir` in this process; a planning worker is a process
-            of its own, with its own).
+            document found, so a document sent again is not built again (None: as
+            ``options.kept_specs`` says, by default `factorspec_sdk.ir.DEFAULT_IR_COMPILER`,
+            shared with `factorspec_sdk.ir.spec_from_ir` in this process; a planning worker
+            is a process of its own, with its own). ``app.state.compiler`` is the one used.
     """
     name = served_model_name(engine, model_name)
     ir_limits = limits or IRLimits()
     opts = options or ServerOptions()
-    ir_compiler = compiler if compiler is not None else DEFAULT_IR_COMPILER
+    if compiler is not None:
+        ir_compiler = compiler
+    elif opts.kept_specs == DEFAULT_MAX_SPECS:
+        ir_compiler = DEFAULT_IR_COMPILER
+    else:
+        ir_compiler = IRCompiler(max_specs=opts.kept_specs)  # ValueError below 0
     counters = Metrics()
     dispatcher = Dispatcher(
         engine,
@@ -209,6 +220,7 @@ def create_app(
         dispatcher.close()
 
     app = FastAPI(title="FactorSpec", version="1", lifespan=lifespan)
+    app.state.compiler = ir_compiler  # what it keeps: `IRCompiler.specs`, `.schemas`
 
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, exc: HTTPException) -> JSONResponse:

@@ -509,6 +509,10 @@ def test_serve_passes_device_and_dtype_to_the_engine(monkeypatch: pytest.MonkeyP
     seen.clear()
     assert runner.invoke(app, ["serve", "--engine", "scripted"]).exit_code == 0
     assert "dtype" not in seen and "device" not in seen  # the engine's own defaults
+    assert "kept_specs" not in seen  # the server's default
+    assert runner.invoke(app, ["serve", "--engine", "scripted", "--kept-specs", "0"]).exit_code == 0
+    assert seen["kept_specs"] == 0
+    assert runner.invoke(app, ["serve", "--kept-specs", "-1"]).exit_code != 0
 
 
 RESTRICTED = """

@@ -290,6 +290,37 @@ def test_a_server_given_its_own_compiler_fills_that_one() -> None:
     assert (shared.hits, shared.misses) == default
 
 
+def test_the_specs_an_app_keeps_follow_its_options() -> None:
+    default = create_app(scripted_engine(), model_name=MODEL)
+    assert default.state.compiler is DEFAULT_IR_COMPILER  # 16 kept, shared in the process
+    none = create_app(scripted_engine(), model_name=MODEL, options=ServerOptions(kept_specs=0))
+    assert none.state.compiler is not DEFAULT_IR_COMPILER and none.state.compiler.specs is None
+    few = create_app(scripted_engine(), model_name=MODEL, options=ServerOptions(kept_specs=2))
+    assert few.state.compiler.specs is not None and few.state.compiler.specs.max_size == 2
+    mine = IRCompiler()
+    given = create_app(
+        scripted_engine(), model_name=MODEL, options=ServerOptions(kept_specs=0), compiler=mine
+    )
+    assert given.state.compiler is mine  # a compiler given is the one used
+    with pytest.raises(ValueError, match="max_specs"):
+        create_app(scripted_engine(), model_name=MODEL, options=ServerOptions(kept_specs=-1))
+
+
+def test_serve_hands_the_kept_specs_to_its_planning_workers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from factorspec_sdk import server
+    from factorspec_sdk.server import planning_workers
+
+    seen: list[ServerOptions] = []
+    monkeypatch.setattr(
+        planning_workers, "serve_workers", lambda engine, **kw: seen.append(kw["options"])
+    )
+    server.serve(scripted_engine(), planning_workers=1, kept_specs=3)
+    server.serve(scripted_engine(), planning_workers=1)
+    assert [o.kept_specs for o in seen] == [3, 16]
+
+
 def test_requests_at_once_over_one_kept_spec_write_what_fresh_specs_write() -> None:
     """The server's compiler keeps a document's spec, and requests in flight at once share
     it (their oracles copy its terms under its lock); each writes the record a spec of its
