@@ -267,8 +267,8 @@ class CompletionBound:
         token of the segment (`GrammarSegmentBudget.roomy`), or ``budget`` where no budget
         mask applies (not below the ``ceiling``). At 0 or less the masks at ``cursor`` are
         already the tight ones (`allowed`: the closing walk's tokens, and those counted to
-        fit). Read
-        at ``cursor``'s depth: a deeper prefix bounds more, so its masks may narrow sooner.
+        fit). Read at ``cursor``'s depth: a deeper prefix bounds more, so its masks may
+        narrow sooner.
         """
         if budget >= self.ceiling:
             return budget

@@ -275,9 +275,14 @@ def _matched_order(view: SchemaView, value: Any, validator: Validator) -> KeyOrd
     Over every branch (`_schema_order`), the properties of a branch the object does not
     take can come between those of the one it takes (a ``oneOf`` of state kinds, each with
     its own keys after the common ones), and an engine writes the taken branch's order.
+    Each object's order is found once: every spelling of the instance asks it again.
     """
+    found: dict[Where, list[str]] = {}
 
     def order(where: Where, keys: list[str], schema: dict[str, Any] | None) -> list[str]:
+        kept = found.get(where)
+        if kept is not None:
+            return kept
         here = value
         for part in where:
             here = here[part]
@@ -287,7 +292,8 @@ def _matched_order(view: SchemaView, value: Any, validator: Validator) -> KeyOrd
 
         named = view.property_order(schema, matches=matches)
         first = [k for k in named if k in keys]
-        return first + [k for k in keys if k not in set(first)]
+        found[where] = first + [k for k in keys if k not in set(first)]
+        return found[where]
 
     return order
 
