@@ -125,10 +125,16 @@ class Traits:
             of `factorspec_sdk.graph.component_solver.TUNED_DIVISOR` or more, found with it;
             such a component's oracle solvers start tuned
             (`factorspec_sdk.graph.component_solver.TUNED_PARAMS`).
+        rounds: the constraints divide by a constant of
+            `factorspec_sdk.graph.component_solver.TUNED_DIVISOR` or more (a rounding to a
+            unit: an amount to the cent); such a component's checks restart fresh after
+            `factorspec_sdk.graph.component_solver.NONLINEAR_BUDGET_MS`, as a nonlinear
+            one's do.
     """
 
     linear: bool | None = None
     tunable: bool | None = None
+    rounds: bool | None = None
 
 
 @dataclass(slots=True)

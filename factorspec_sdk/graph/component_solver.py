@@ -132,7 +132,13 @@ Z3's nonlinear arithmetic has a heavy tail: on the invoice of the user-models su
 engine, two runs each) most checks took 3-5 ms and the slowest 230-510 ms, which the
 decoding thread waited for whenever the worker was in one; a fresh solver with another seed
 answered them, so with this budget the slowest took 50-110 ms (restarts included) and the
-invoice's critical planning fell from 1.0-1.4 s to 0.4-0.8 s. Linear components keep
+invoice's critical planning fell from 1.0-1.4 s to 0.4-0.8 s.
+
+A linear component that rounds to a unit (divides by `TUNED_DIVISOR` or more: an expense's
+amount in euros, ``round(amount * rate, 2)``) has the same tail: on the expense report of
+the suite (scripted engine, four runs each) a check took up to 500 ms before its restart,
+and the oracle's time per record was 1.7-2.3 s with `z3check.FIRST_BUDGET_MS`, 1.3-1.4 s
+with 100 ms and 1.0-1.3 s with this budget. Other linear components keep
 `z3check.FIRST_BUDGET_MS` (or `TUNED_BUDGET_MS`): their slow checks are rarer, and a restart
 loses what the incremental solver learned."""
 
@@ -180,6 +186,9 @@ class ComponentSolver:
         self.linear = False
         """The component is linear (`Traits.linear`, settled when the solver is built):
         its long searches go on in flat copies (`Search`)."""
+        self.rounds = False
+        """The component divides by a large constant (`Traits.rounds`, settled when the
+        solver is built): its checks restart after `NONLINEAR_BUDGET_MS`."""
         with spec.context_lock:  # translate reads the spec's context
             known = [] if comp.witness is None else [comp.witness, *comp.models]
             first = [m.translate(self.ctx) for m in known]
@@ -223,15 +232,14 @@ class ComponentSolver:
                 traits = comp.traits
                 if traits.linear is None:
                     traits.linear = linear(comp.constraints)
+                if traits.rounds is None:
+                    traits.rounds = largest_divisor(comp.constraints) >= TUNED_DIVISOR
                 if traits.tunable is None:
                     records = [spec.record(v) for v in comp.variables]
                     bounds = [b for r in records for b in (r.ge, r.le)]
-                    traits.tunable = (
-                        traits.linear
-                        and small_numbers(bounds)
-                        and largest_divisor(comp.constraints) < TUNED_DIVISOR
-                    )
+                    traits.tunable = traits.linear and small_numbers(bounds) and not traits.rounds
                 self.linear = traits.linear
+                self.rounds = traits.rounds
                 self.tuned = self.tuned and traits.tunable
                 solver = self._new_solver()
                 assert_all(solver, comp.constraints)
@@ -482,7 +490,9 @@ class ComponentSolver:
         """The incremental solver's share of a check before it restarts fresh."""
         if self.tuned:
             return TUNED_BUDGET_MS
-        return z3check.FIRST_BUDGET_MS if self.linear else NONLINEAR_BUDGET_MS
+        if self.linear and not self.rounds:
+            return z3check.FIRST_BUDGET_MS
+        return NONLINEAR_BUDGET_MS
 
     def flat_copy(self) -> z3.Solver:
         """A fresh solver holding everything the solver holds now, at its base level.

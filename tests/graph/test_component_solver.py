@@ -252,13 +252,17 @@ class Fee(BaseModel):
 
 def test_a_component_that_rounds_to_a_unit_starts_untuned() -> None:
     """A division by `TUNED_DIVISOR` or more (rounding an amount) leaves the component with
-    Z3's defaults, a clock's marks (a division by 5) do not; both answer alike."""
+    Z3's defaults, and its checks restart fresh after `NONLINEAR_BUDGET_MS` (its tail is a
+    nonlinear one's); a clock's marks (a division by 5) do not; both answer alike."""
     fee, marks = compile_spec(Fee), compile_spec(Marks)
     for spec, var, tuned in ((fee, "fee_cents", False), (marks, "start", True)):
         oracle = spec.new_oracle()
         s = oracle._solver(spec.component_of(var))
         assert s.solver is not None and s.tuned is tuned
         assert spec.component(s.index).traits.tunable is tuned
+        assert s.rounds is (not tuned) and spec.component(s.index).traits.rounds is (not tuned)
+        budget = component_solver.TUNED_BUDGET_MS if tuned else component_solver.NONLINEAR_BUDGET_MS
+        assert s.budget_ms == budget
     facts: tuple[Fact, ...] = (("base_cents", 2000),)
     assert fee.new_oracle().feasible_values(facts, "fee_cents") == [305]
     assert _untuned(fee).feasible_values(facts, "fee_cents") == [305]

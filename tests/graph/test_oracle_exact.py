@@ -6,6 +6,7 @@ import datetime as dt
 import itertools
 import random
 from collections.abc import Sequence
+from decimal import Decimal
 from functools import cache
 from typing import Annotated, Any, Literal
 
@@ -25,6 +26,7 @@ from factorspec_sdk.ir import IRCompiler, spec_from_ir, to_ir
 from factorspec_sdk.relations.decorator import evaluate, relations_of
 from factorspec_sdk.relations.kinds import LeafKind
 from factorspec_sdk.relations.temporal import from_python
+from factorspec_sdk.writer.floats import char_classes
 
 
 class Small(BaseModel):
@@ -789,3 +791,58 @@ def test_a_part_moved_past_its_range_is_not_taken_for_the_value_it_wraps_to() ->
     assert o.feasible_values((), "at", limit=200) == [
         h * 3600 + m * 60 for h in range(24) for m in (0, 15, 30, 45)
     ]
+
+
+class Receipt(BaseModel):
+    """A price, its conversion rounded to the cent (an equality defines it), a cap and a hole."""
+
+    price: Decimal = Field(gt=0, le=50, decimal_places=2)
+    net: Decimal = Field(ge=0, le=60, decimal_places=2)
+
+    @relation
+    def converted(self) -> bool:
+        return self.net == round(self.price * Decimal("0.9214"), 2)
+
+    @relation
+    def capped_with_a_hole(self) -> bool:
+        return self.net <= 30 and not (10 <= self.price < 12)
+
+
+def _receipt_prices() -> set[int]:
+    """Brute force: the feasible prices, in cents."""
+    (conv, cap) = relations_of(Receipt)
+    out: set[int] = set()
+    for cents in range(1, 5001):
+        price = Decimal(cents) / 100
+        inst = Receipt.model_construct(price=price, net=round(price * Decimal("0.9214"), 2))
+        if inst.net <= 60 and evaluate(conv, inst, None) and evaluate(cap, inst, None):
+            out.add(cents)
+    return out
+
+
+@pytest.mark.parametrize("moves", [True, False])
+def test_a_class_search_moves_its_models_into_the_classes_left(
+    moves: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`Oracle._move_into`: a float's next-character classes (`char_classes`) are settled by
+    moving each model's price to the nearest value of a class left, ``net`` moving with it
+    (the equality defines it), where the moved model holds; a class no move reaches (the
+    hole, past the cap) is left to the checks. The answers are the brute-force ones for
+    every prefix, with moves or without, and the moves save checks."""
+    if not moves:
+        monkeypatch.setattr(oracle_module, "MOVE_TRIES", 0)
+    feasible = _receipt_prices()
+    o = compile_spec(Receipt).new_oracle()
+    o.stats.solver_checks = 0
+    for prefix in ("", "1", "10", "11", "12", "3", "30", "32", "32.5", "32.6", "0.0", "9.9"):
+        classes = char_classes(prefix, 2, 1, 5000)
+        keys = list(classes)
+        got = o.feasible_range_sets((), "price", [classes[k] for k in keys])
+        want = {
+            i
+            for i, k in enumerate(keys)
+            if any(lo <= p <= hi for lo, hi in classes[k] for p in feasible)
+        }
+        assert got == want, prefix
+    checks = o.stats.solver_checks
+    assert checks <= 12 if moves else checks >= 30  # measured: 6 with moves, 48 without

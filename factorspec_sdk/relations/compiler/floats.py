@@ -540,7 +540,8 @@ def round_float(cx: RelationCompiler, v: V, ndigits: V, node: ast.AST) -> V | No
     scale: int = cast(int, 10 ** (ndigits or 0))
     out: V
     if v.kind == Num.DECIMAL:
-        q = _half_even(cast(z3.ArithRef, v.num * scale), v.den)
+        g = math.gcd(scale, v.den)  # the same quotient in lowest terms: smaller coefficients
+        q = _half_even(cast(z3.ArithRef, v.num * (scale // g)), v.den // g)
         out = q if ndigits is None else SFloat(q, scale, v.mag + 1, Fraction(0), True, Num.DECIMAL)
         return out
     if ndigits is None:
