@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from factorspec_sdk.graph.oracle import Oracle
 
 __all__ = [
+    "COMPANION_MISSES",
     "FLAT_AFTER",
     "MOVES_KEPT",
     "NONLINEAR_BUDGET_MS",
@@ -76,6 +77,12 @@ WITNESSES = 16
 MOVES_KEPT = 32
 """Moves kept per component solver (`ComponentSolver.keep_move`, the most recent): a later
 query whose facts one satisfies gets it as a witness."""
+
+COMPANION_MISSES = 8
+"""Moves of a variable that its companions did not save before `ComponentSolver.moved`
+stops trying them for it (an invoice line's price and amount, which an equality ties: each
+try is an evaluation that cannot hold; measured on the invoice of the user-models suite,
+scripted, trying them always cost about 15% more oracle time)."""
 
 PROMOTED = 2
 """Kept moves made witnesses at most per query (`ComponentSolver._promote`)."""
@@ -210,6 +217,9 @@ class ComponentSolver:
         self.backbone_at = -1
         """How many facts the last backbone was computed under (-1: none yet)."""
         self._moves: Moves | None = None
+        self.companion_misses: dict[str, int] = {}
+        """Moves of a variable its companions did not save (-1: one did): after
+        `COMPANION_MISSES` they are not tried for it again (`moved`)."""
         self.moves_kept: list[tuple[z3.ModelRef, dict[str, int], tuple[Fact, ...]]] = []
         """Models an enumeration moved (`moved`): each with the changes and the facts it
         satisfies, a witness once a query needs it (`_promote`)."""
@@ -388,21 +398,53 @@ class ComponentSolver:
 
         What ``var`` determines moves with it (`factorspec_sdk.graph.moves`: a datetime's
         parts, a variable an equality defines from it); every other variable keeps its
-        value in ``model``. Changes returned prove ``facts`` plus ``var == value`` feasible:
-        the moved model satisfies the component's constraints (evaluated) and each fact of a
-        variable that moved. None says only that this model does not move there (a check may
-        still find another that does).
+        value in ``model``. Where that move does not hold, each of ``var``'s
+        `Moves.companions` not in ``facts`` is tried moved by as much too (a shift's end
+        with its start, so that a length a relation bounds is kept). Changes returned
+        prove ``facts`` plus ``var == value`` feasible: the moved model satisfies the
+        component's constraints (evaluated) and each fact of a variable that moved. None
+        says only that this model does not move there (a check may still find another
+        that does).
         """
         if self._moves is None:
             self._moves = Moves(self.spec, self.index, self.ctx, self.term)
-        changes = self._moves.changes(model, var, value)
+        moves = self._moves
+        changes = self._proved(model, facts, moves.changes(model, var, value))
+        if changes is not None:
+            return changes
+        # an interval's other end moved by as much: a length a relation bounds is kept
+        misses = self.companion_misses.get(var, 0)
+        if misses >= COMPANION_MISSES:
+            return None
+        assigned = {f[0] for f in facts}
+        others = [c for c in moves.companions(var) if c not in assigned]
+        if not others:
+            return None
+        delta = value - cast(z3.IntNumRef, model.eval(self.term(var), True)).as_long()
+        for other in others:
+            x = model.eval(self.term(other), model_completion=False)
+            if not z3.is_int_value(x):
+                continue  # not in the model: nothing ties it to the moved value
+            moved = cast(z3.IntNumRef, x).as_long() + delta
+            changes = self._proved(model, facts, moves.changes(model, var, value, [(other, moved)]))
+            if changes is not None:
+                self.companion_misses[var] = -1
+                return changes
+        if misses >= 0:
+            self.companion_misses[var] = misses + 1
+        return None
+
+    def _proved(
+        self, model: z3.ModelRef, facts: tuple[Fact, ...], changes: dict[str, int] | None
+    ) -> dict[str, int] | None:
+        """``changes`` where the model moved by them satisfies ``facts`` and the component."""
         if changes is None:
             return None
         for fact in facts:
             x = changes.get(fact[0])
             if x is not None and not self._meets(x, fact):
                 return None
-        return changes if self._moves.holds(model, changes) else None
+        return changes if self._moves is not None and self._moves.holds(model, changes) else None
 
     def keep_move(
         self, model: z3.ModelRef, changes: dict[str, int], facts: tuple[Fact, ...]
