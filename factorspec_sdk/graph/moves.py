@@ -152,14 +152,12 @@ class Moves:
     def companions(self, var: str) -> tuple[str, ...]:
         """The variables an interval's other end is: ``var``'s kind, in ``var``'s object.
 
-        The `COMPANIONS` nearest ``var`` in the layout's order (the end declared after the
-        start), each tried alone.
-
         A shift's ``end`` for its ``start``, a stay's ``check_out`` for its ``check_in``:
         where a relation bounds their difference (a length), a model moved by ``var``
         alone breaks it, and one whose other end moves by as much keeps it
         (`ComponentSolver.moved`). Integer-valued leaves only (no parts, lengths, texts or
-        booleans).
+        booleans); the `COMPANIONS` nearest ``var`` in the layout's order, each tried
+        alone.
         """
         found = self._companions.get(var)
         if found is None:
