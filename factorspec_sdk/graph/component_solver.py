@@ -33,7 +33,7 @@ import z3
 from factorspec_sdk.errors import OracleError
 from factorspec_sdk.graph import z3check
 from factorspec_sdk.graph.compiled import AtLeast, AtMost, Fact, Value
-from factorspec_sdk.graph.moves import Moves
+from factorspec_sdk.graph.moves import Misses, Moves
 from factorspec_sdk.graph.stopping import stop_point
 from factorspec_sdk.graph.z3raw import (
     Node,
@@ -217,9 +217,9 @@ class ComponentSolver:
         self.backbone_at = -1
         """How many facts the last backbone was computed under (-1: none yet)."""
         self._moves: Moves | None = None
-        self.companion_misses: dict[str, int] = {}
-        """Moves of a variable its companions did not save (-1: one did): after
-        `COMPANION_MISSES` they are not tried for it again (`moved`)."""
+        self.companion_misses = Misses(COMPANION_MISSES)
+        """Moves of a variable its companions did not save: after `COMPANION_MISSES`
+        they are not tried for it again (`moved`)."""
         self.moves_kept: list[tuple[z3.ModelRef, dict[str, int], tuple[Fact, ...]]] = []
         """Models an enumeration moved (`moved`): each with the changes and the facts it
         satisfies, a witness once a query needs it (`_promote`)."""
@@ -413,8 +413,7 @@ class ComponentSolver:
         if changes is not None:
             return changes
         # an interval's other end moved by as much: a length a relation bounds is kept
-        misses = self.companion_misses.get(var, 0)
-        if misses >= COMPANION_MISSES:
+        if self.companion_misses.spent(var):
             return None
         assigned = {f[0] for f in facts}
         others = [c for c in moves.companions(var) if c not in assigned]
@@ -428,10 +427,9 @@ class ComponentSolver:
             moved = cast(z3.IntNumRef, x).as_long() + delta
             changes = self._proved(model, facts, moves.changes(model, var, value, [(other, moved)]))
             if changes is not None:
-                self.companion_misses[var] = -1
+                self.companion_misses.record(var, True)
                 return changes
-        if misses >= 0:
-            self.companion_misses[var] = misses + 1
+        self.companion_misses.record(var, False)
         return None
 
     def _proved(

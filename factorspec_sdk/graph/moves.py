@@ -50,6 +50,7 @@ __all__ = [
     "COMPANIONS",
     "SMALL_PRIMES",
     "Definition",
+    "Misses",
     "MoveIndex",
     "Moves",
     "finer_step",
@@ -76,6 +77,33 @@ class MoveIndex:
 
     definitions: dict[str, tuple[Definition, ...]]
     readers: dict[str, tuple[int, ...]]
+
+
+class Misses:
+    """Tries of some moves of each variable that came to nothing, and when to stop them.
+
+    After ``limit`` tries of a variable that all missed, `spent` says to try it no more;
+    once one hit, it is never spent. Used for an oracle's walks and class moves
+    (`factorspec_sdk.graph.oracle.WALK_TRIES`) and for a component's companions
+    (`factorspec_sdk.graph.component_solver.COMPANION_MISSES`).
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._count: dict[str, int] = {}
+        """Misses of each variable in a row from the first (-1: one try hit)."""
+
+    def spent(self, var: str) -> bool:
+        """Whether ``var``'s tries missed ``limit`` times and none hit."""
+        return self._count.get(var, 0) >= self.limit
+
+    def record(self, var: str, hit: bool) -> None:
+        """Count one try of ``var``: a hit for good, or one miss more."""
+        count = self._count.get(var, 0)
+        if hit:
+            self._count[var] = -1
+        elif count >= 0:
+            self._count[var] = count + 1
 
 
 class Moves:
@@ -113,6 +141,8 @@ class Moves:
         self._copies: dict[int, z3.ExprRef] = {}
         self._formulas: dict[frozenset[str], z3.BoolRef] = {}
         self._companions: dict[str, tuple[str, ...]] = {}
+        self._order: dict[str, int] | None = None
+        """Each variable's place in the layout (`companions`), found at first use."""
 
     def changes(
         self,
@@ -173,7 +203,9 @@ class Moves:
                     and (other := self.spec.record(name)).kind == rec.kind
                     and other.path[:-1] == parent
                 ]
-                order = {name: i for i, name in enumerate(self.spec.variables)}
+                if self._order is None:
+                    self._order = {name: i for i, name in enumerate(self.spec.variables)}
+                order = self._order
                 here = order.get(var, 0)
                 names.sort(key=lambda n: (abs(order.get(n, len(order)) - here), n))
                 found = tuple(names[:COMPANIONS])

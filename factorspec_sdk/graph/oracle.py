@@ -78,7 +78,7 @@ from factorspec_sdk.graph.component_solver import (
     fact_literal,
     fact_value,
 )
-from factorspec_sdk.graph.moves import finer_step, walk
+from factorspec_sdk.graph.moves import Misses, finer_step, walk
 from factorspec_sdk.graph.z3context import private_context
 from factorspec_sdk.graph.z3raw import (
     TermBuilder,
@@ -181,8 +181,9 @@ class Oracle:
         self.stats = OracleStats()
         self._solvers: dict[int, ComponentSolver] = {}
         self._cache: OrderedDict[Hashable, object] = OrderedDict()
-        self._fruitless: dict[str, int] = {}
-        """Walks of a variable that moved to no value (-1: one did): `WALK_TRIES` stop them."""
+        self._fruitless = Misses(WALK_TRIES)
+        """Walks and class moves of a variable that moved to no value: `WALK_TRIES` stop
+        them."""
 
     # ------------------------------------------------------------------ plumbing
 
@@ -379,7 +380,7 @@ class Oracle:
         nowhere (its values tied to others by equalities: a quantity in a sum), it is not
         walked again in this oracle.
         """
-        if self._fruitless.get(var, 0) >= WALK_TRIES:
+        if self._fruitless.spent(var):
             return []
         step = math.gcd(*(x - found[0] for x in found[1:]))
         proved: dict[int, dict[str, int]] = {}
@@ -396,11 +397,9 @@ class Oracle:
             if finer < step:
                 step = finer
                 moved, lo, hi = walk(moves, found, limit, step)
+        self._fruitless.record(var, bool(moved))
         if not moved:
-            if self._fruitless.get(var, 0) >= 0:
-                self._fruitless[var] = self._fruitless.get(var, 0) + 1
             return []
-        self._fruitless[var] = -1
         self.stats.moved += len(moved)
         for w in moved:  # a witness of each, made if a later query's facts pick it
             s.keep_move(model, proved[w], facts)
@@ -642,7 +641,7 @@ class Oracle:
         `WALK_TRIES` times (its values tied by equalities to facts) are not tried again, as
         `_walk`'s are not.
         """
-        if self._fruitless.get(var, 0) >= WALK_TRIES:
+        if self._fruitless.spent(var):
             return
         t = s.term(var)
         v = cast(z3.IntNumRef, model.eval(t, model_completion=True)).as_long()
@@ -658,11 +657,8 @@ class Oracle:
                 del left[c]
                 moved += 1
                 break
-        if moved:
-            self._fruitless[var] = -1
-            self.stats.moved += moved
-        elif self._fruitless.get(var, 0) >= 0:
-            self._fruitless[var] = self._fruitless.get(var, 0) + 1
+        self._fruitless.record(var, moved > 0)
+        self.stats.moved += moved
 
     def determined(self, assignment: Assignment) -> dict[str, tuple[Value, tuple[str, ...]]]:
         """Unassigned variables whose value the assignment forces, with their relations.
