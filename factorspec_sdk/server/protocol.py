@@ -36,11 +36,13 @@ from pydantic import (
     StrictBool,
     StrictInt,
     StrictStr,
+    ValidationError,
     ValidationInfo,
     WithJsonSchema,
     model_validator,
 )
 
+from factorspec_sdk.relations.schema import UNEXPORTED
 from factorspec_sdk.server.request_rules import (
     CALLS_WITHOUT_TOOLS,
     CHAT_RULES,
@@ -270,6 +272,30 @@ class JsonSchemaFormat(BaseModel):
     )
     description: StrictStr | None = None
     strict: StrictBool | None = None
+
+    @model_validator(mode="after")
+    def _extension_shaped(self) -> JsonSchemaFormat:
+        """The schema's ``x-factorspec`` is what the OpenAPI document says, wherever it is.
+
+        Checked here, not only where the schema is the request's spec: a request whose
+        spec comes from elsewhere (``factorspec.ir``) still may not carry a malformed one.
+        """
+        raw = self.schema_.get(X_FACTORSPEC)
+        if isinstance(raw, dict) and UNEXPORTED in raw:  # a model's marker (`relations.schema`)
+            raw = {k: v for k, v in raw.items() if k != UNEXPORTED} or None
+        if raw is None:
+            return self
+        try:
+            ext = FactorSpecExtension.model_validate(raw)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(x) for x in (X_FACTORSPEC, *first["loc"]))
+            raise ValueError(f"schema.{where}: {first['msg']}") from None
+        if ext.max_tool_calls is not None:
+            raise ValueError(
+                f"schema.{X_FACTORSPEC}.max_tool_calls bounds tool calls, not a record"
+            )
+        return self
 
 
 class ResponseFormat(BaseModel):

@@ -254,6 +254,26 @@ def test_bad_x_factorspec_is_a_400(url: str) -> None:
     assert "x-factorspec.timeout_s" in r.json()["error"]["message"]
 
 
+def test_bad_x_factorspec_is_a_400_where_another_spec_serves(url: str) -> None:
+    """A schema the request does not use still may not carry a malformed x-factorspec
+    (the OpenAPI document says so; schemathesis found one answered 200)."""
+    schema = {"type": "object", "x-factorspec": []}
+    for fmt in ("json_object", "json_schema"):
+        body = {
+            "model": MODEL,
+            "messages": MESSAGES,
+            "response_format": {"type": fmt, "json_schema": {"name": "P", "schema": schema}},
+            "factorspec": {"ir": to_ir(Trip, TRIP_CONTEXT)},
+        }
+        r = httpx.post(url + "/v1/chat/completions", json=body, timeout=30)
+        assert r.status_code == 400, r.text
+        assert "x-factorspec" in r.json()["error"]["message"]
+    marker = {"type": "object", "x-factorspec": {"max_tool_calls": 2}}
+    body["response_format"] = {"type": "json_schema", "json_schema": {"schema": marker}}
+    r = httpx.post(url + "/v1/chat/completions", json=body, timeout=30)
+    assert r.status_code == 400 and "bounds tool calls" in r.json()["error"]["message"]
+
+
 def test_regex_language_refuses_what_it_cannot_list() -> None:
     assert regex_language("a?b", 10) == ["b", "ab"]
     with pytest.raises(ApiError) as info:
