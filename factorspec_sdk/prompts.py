@@ -51,13 +51,20 @@ def schema_hint(layout: RootLayout) -> str:
 
     def show(node: LayoutNode) -> str:
         if isinstance(node, ObjectLayout):
-            inner = ", ".join(f"{json.dumps(f.key)}: {show(f.node)}" for f in node.fields)
+            inner = ", ".join(
+                f"{json.dumps(f.key)}: {show(f.node)}" if not f.others else _others_hint(f.node)
+                for f in node.fields
+            )
             return "{" + inner + "}"
         if isinstance(node, ListLayout):
             return "[" + show(node.item) + ", ...]"
         if isinstance(node, UnionLayout):
             return " | ".join(show(b) for b in node.branches)
         return _leaf_hint(node)
+
+    def _others_hint(node: LayoutNode) -> str:  # an object's other keys: "<key>": v, ...
+        assert isinstance(node, ListLayout) and isinstance(node.item, ObjectLayout)
+        return f'"<key>": {show(node.item.field("value").node)}, ...'
 
     return show(layout)
 

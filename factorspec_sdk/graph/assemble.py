@@ -56,11 +56,17 @@ class RelationFactor:
     For a Pydantic model the name is the relation's (``stay_lengths``, or ``amount_ok
     (items[2])`` for a nested model's relation at a path); for the relation IR it is the
     IR factor's name. Unsat cores and errors name relations by it.
+
+    ``scope`` (the relation IR's factors only): the place the relation is about, whose
+    absence satisfies it; its variables lie at or under it. Where every relation that reads
+    under an optional key is about a place at or under that key, the writer may leave the
+    key out (`factorspec_sdk.graph.compiled.CompiledSpec.reads_under`).
     """
 
     name: str
     variables: frozenset[str]
     formula: z3.BoolRef
+    scope: Path | None = None
 
 
 _CORE_CHECK_MS = 2000
@@ -129,7 +135,7 @@ def assemble_spec(
         factors.append(factor)
 
     for rf in relation_factors:
-        add(Factor(rf.name, "relation", rf.variables), rf.formula)
+        add(Factor(rf.name, "relation", rf.variables, rf.scope), rf.formula)
     with TermBuilder(z3.main_ctx() if ctx is None else ctx) as tb:
         for rec in records.values():
             fname = schema_factor_name(rec)

@@ -99,11 +99,18 @@ class VarInfo:
 
 @dataclass(frozen=True, slots=True)
 class Factor:
-    """A constraint over variables: a relation, the bounds of a leaf or of a list length."""
+    """A constraint over variables: a relation, the bounds of a leaf or of a list length.
+
+    ``scope``: a relation about one place of the record (a ``uniqueItems`` list): a record
+    without that place (an optional key at or above it left out) satisfies it, and its
+    variables lie at or under it (`RelationFactor.scope`). None: the relation reads the
+    record as Pydantic fills it, defaults included.
+    """
 
     name: str
     kind: FactorKind
     variables: frozenset[str]
+    scope: Path | None = None
 
 
 @dataclass(slots=True)
@@ -246,15 +253,24 @@ class CompiledSpec:
             else:
                 self._INDEX.get(r.kind, CompiledSpec._index_leaf)(self, n, r)
         mentions: dict[str, list[str]] = {}
+        below: dict[str, int] = {}  # per variable: the shortest prefix of its path read
         for f in factors:
             if f.kind == "relation":
+                depth = 0 if f.scope is None else len(f.scope) + 1
                 for v in f.variables:
                     mentions.setdefault(v, []).append(f.name)
+                    below[v] = min(below.get(v, depth), depth)
         self._mentions = {v: tuple(ns) for v, ns in mentions.items()}
         self._reads = tuple(
             (p, r.kind) for r in self._records.values() for p in (r.path, r.other) if p is not None
         )
-        self._read_under = {p[:k] for p, _ in self._reads for k in range(len(p) + 1)}
+        self._read_under = {
+            p[:k]
+            for n, r in self._records.items()
+            for p in (r.path, r.other)
+            if p is not None
+            for k in range(below.get(n, 0), len(p) + 1)
+        }
 
     # ------------------------------------------------------------------ lookups
 
@@ -330,16 +346,19 @@ class CompiledSpec:
         return self._null_by_path.get(tuple(path))
 
     def reads_under(self, path: Path) -> bool:
-        """Whether a variable of the spec lies at or under ``path`` (concrete indices).
+        """Whether a relation reads a variable at or under ``path`` (concrete indices).
 
-        Where none does, no relation reads anything there: the writer may leave an optional
-        key there out freely (`factorspec_sdk.relations.layout.omission`).
+        Where none does, the writer may leave an optional key there out freely
+        (`factorspec_sdk.relations.layout.omission`). A relation about one place of the record
+        (`Factor.scope`, a ``uniqueItems`` list) reads only under that place: leaving out
+        the key at or above it leaves the place absent, which satisfies the relation (its
+        variables, all under the key, stay free).
         """
         return tuple(path) in self._read_under
 
     def restrictions(self) -> list[Restriction]:
         """Where the writer writes less than the schema allows (`relations.restrictions`)."""
-        return restrictions(self.layout, self._reads)
+        return restrictions(self.layout, self._reads, self._read_under)
 
     def max_length(self, path: Path) -> int:
         """The effective bound of the list at ``path`` (schema, default or tightened)."""

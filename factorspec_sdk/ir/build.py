@@ -48,6 +48,7 @@ from factorspec_sdk.relations.layout import (
     is_branch_part,
     length_name,
     node_at,
+    path_name,
 )
 
 __all__ = [
@@ -414,9 +415,16 @@ def _build(checked: CheckedIR, limits: IRLimits, solver_timeout_ms: int | None) 
             unknown = [v for v in f.variables if v not in terms]
             if unknown:
                 raise IRError(f"factors[{i}] ({f.name}): unknown variables {unknown[:5]}")
-            relation_factors.append(
-                RelationFactor(f.name, frozenset(f.variables) | eb.used, formula)
-            )
+            variables = frozenset(f.variables) | eb.used
+            scope = None if f.scope is None else tuple(f.scope)
+            if scope is not None:
+                outside = sorted(v for v in variables if not _under(records[v], scope))
+                if outside:
+                    raise IRError(
+                        f"factors[{i}] ({f.name}): variable {outside[0]!r} is not at or under "
+                        f"its scope {path_name(scope)}"
+                    )
+            relation_factors.append(RelationFactor(f.name, variables, formula, scope))
     relation_factors += [RelationFactor(n, vs, f) for n, vs, f in ties]
     model = layout.model if isinstance(layout, ObjectLayout) else root_model(ir.name, layout)
     try:
@@ -438,6 +446,11 @@ def _build(checked: CheckedIR, limits: IRLimits, solver_timeout_ms: int | None) 
         )
     except OracleError as exc:
         raise IRError(exc.message, status=422, undecided=True) from None
+
+
+def _under(rec: VarRecord, scope: Path) -> bool:
+    """Whether a variable lies at or under ``scope`` (a ``same`` variable: both its paths)."""
+    return all(p[: len(scope)] == scope for p in (rec.path, rec.other) if p is not None)
 
 
 def _exists(

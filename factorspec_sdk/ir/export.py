@@ -126,7 +126,10 @@ def _spec_to_ir(spec: CompiledSpec) -> JsonDict:
     factors: list[JsonDict] = []
     for f, formula in zip(relation_factors, roots, strict=True):
         expr: JsonDict = {"bool": True} if formula is None else enc.expr(formula)
-        factors.append({"name": f.name, "variables": sorted(f.variables), "formula": expr})
+        factor: JsonDict = {"name": f.name, "variables": sorted(f.variables), "formula": expr}
+        if f.scope is not None:
+            factor["scope"] = list(f.scope)
+        factors.append(factor)
     return {
         "factorspec_ir": IR_VERSION,
         "name": spec.model.__name__,
@@ -170,12 +173,14 @@ def _layout(node: LayoutNode) -> JsonDict:
 
 
 def _field(f: ObjectField) -> JsonDict:
-    """A field; ``optional`` and ``default`` only where set (a required field's is as before)."""
+    """A field; ``optional``, ``default``, ``others`` only where set (as documents before them)."""
     out: JsonDict = {"name": f.name, "key": f.key, "node": _layout(f.node)}
     if f.optional:
         out["optional"] = True
     if f.default is not None:
         out["default"] = f.default
+    if f.others:
+        out["others"] = True
     return out
 
 

@@ -7,11 +7,15 @@ Its only relations keep the items of ``uniqueItems`` lists distinct.
 ``$schema`` dialect, draft 2020-12 when absent, formats asserted). What the converter cannot
 guarantee is an `IRError` naming the place (``#/properties/a/items``), never silently
 dropped. The writer's values are a *subset* of what the schema accepts: it writes a property
-not ``required`` or leaves it out (always writes it where the relations read under it, a
-named restriction: `factorspec_sdk.relations.restrictions`), integers within ``+-(10**18 -
-1)``, fewer items in a ``uniqueItems`` array of items with few values than the schema allows
-where `IRLimits.max_unique_work` cuts them, and the declared keys only of an object marked
-``undeclared_keys`` (below: a relation reads under it, or llguidance refuses its grammar), a
+not ``required`` or leaves it out (always writes it where a ``uniqueItems`` factor
+compares it between the items of its list, a named restriction:
+`factorspec_sdk.relations.restrictions`; a factor is about its list alone, its IR
+``scope``, so the key of the list or of an object above it may be left out), integers
+within ``+-(10**18 - 1)``, fewer items in a ``uniqueItems`` array of items with few
+values than the schema allows where `IRLimits.max_unique_work` cuts them, at most
+`OTHER_KEYS_BOUNDS` other keys where the schema sets no ``maxProperties``, and the declared
+keys only of an object marked ``undeclared_keys`` (below: its other keys are under keywords
+free keys cannot hold, and a relation reads under it or llguidance refuses its grammar), a
 restriction its layout names. Elsewhere keys the schema allows but does not declare, any
 JSON value where a schema constrains nothing, and ``null`` where a node without ``type``
 accepts it are written: by llguidance, as grammar values.
@@ -77,14 +81,24 @@ values of that type, so ``minLength`` on an integer node is irrelevant, as JSON 
       (``propertyNames`` that is no ``enum`` / ``const``, ``minProperties`` /
       ``maxProperties`` beside more optional
       properties than `standalone_schema` splits into branches, a ``oneOf`` it cannot
-      prove, ...). Then it is native with its declared keys only, and marked
-      ``undeclared_keys``: its properties, the required keys not
+      prove, ...). Then it is native: its properties, the required keys not
       under ``properties`` after them (with the schemas of the patterns that match them,
       else of ``additionalProperties``, else of ``unevaluatedProperties``), each declared
       key holding the schemas of the patterns that match it (by `re.search`, as
       `jsonschema` matches: the value is the grammar value of their ``allOf``), and the key
       keywords as for a closed object; where those cannot hold (``minProperties`` above
-      the declared keys), it is refused with llguidance's reason.
+      the declared keys), it is refused with llguidance's reason. Its *other keys* are a
+      last field of their own (``others``: a dict of free keys written inside the object's
+      braces after the declared keys, each under ``additionalProperties``, at most
+      `OTHER_KEYS_BOUNDS` of them), with the factor ``other keys of <path>`` (keys
+      distinct, none a declared key); where declared keys are optional the next key is a
+      *key slot*, one free string whose text tells a declared key from an other one. Where
+      free keys cannot hold the object's keywords (``patternProperties``,
+      ``propertyNames``, ``minProperties`` / ``maxProperties``, dependencies), its
+      ``additionalProperties`` is refused as a grammar value, it is an item of a
+      ``uniqueItems`` list (the factor compares items by their declared keys), or the
+      layout would pass the limits, it keeps its declared keys only and is marked
+      ``undeclared_keys``.
     * ``items`` (one schema; ``false``: no items; ``true`` or absent: any JSON values, so the
       array is a grammar value),
       ``minItems`` / ``maxItems`` (no ``maxItems``: at most 16 items), ``uniqueItems``:
@@ -194,6 +208,7 @@ from factorspec_sdk.ir.limits import DEFAULT_LIMITS, IRError, IRLimits, json_dep
 from factorspec_sdk.ir.model import IR_VERSION
 from factorspec_sdk.ir.schema_check import json_schema_validator
 from factorspec_sdk.ir.standalone import has_ref
+from factorspec_sdk.relations.layout import DEFAULT_MAX_LIST_LENGTH
 
 __all__ = ["MAX_UNIQUE_VALUES", "ir_from_json_schema"]
 
@@ -222,23 +237,62 @@ def ir_from_json_schema(
         raise IRError("the JSON schema must be an object")
     if json_depth(schema, limits.max_json_depth) > limits.max_json_depth:
         raise IRError(f"the JSON schema nests deeper than {limits.max_json_depth} levels")
-    conv = _Converter(schema, limits)
-    try:
-        layout = conv.node(schema, "#", (), 0)
-    except NothingWritable as exc:
-        raise IRError(f"the JSON schema is unsatisfiable: {exc.message}") from None
-    except TooLarge:
-        layout = conv.root_grammar()
-    if layout["type"] == "object" and _unrolled(layout) > limits.max_unrolled_nodes:
-        layout = conv.root_grammar()  # the writer would unroll its lists past the limit
-    elif layout["type"] not in ("object", "grammar"):
-        layout = conv.root_grammar()  # an array, a string, ...: the whole record
+    for bound in OTHER_KEYS_BOUNDS:
+        try:
+            layout, relations = _convert(schema, limits, others=bound)
+            break
+        except _OthersTooLarge:  # the other keys' entries pass a limit: fewer of them
+            continue
+    else:  # declared keys only, as objects under a relation were before other keys
+        layout, relations = _convert(schema, limits, others=0)
     # last, as it is the slow part: the keywords read above were shape-checked on the way
     json_schema_validator(schema, check_schema=True)
     if layout["type"] == "object":
         layout["nullable"] = False  # an object is all the root may be
         layout["name"] = name
-    return {"factorspec_ir": IR_VERSION, "name": name, "layout": layout, **conv.relations(layout)}
+    return {"factorspec_ir": IR_VERSION, "name": name, "layout": layout, **relations}
+
+
+OTHER_KEYS_BOUNDS = (DEFAULT_MAX_LIST_LENGTH, 4)
+"""The most other keys an object laid out natively may get where its schema sets no
+``maxProperties``: the first bound whose layout stays within the limits (`IRLimits`: nodes
+once unrolled, solver variables); past the last, its declared keys only."""
+
+
+class _OthersTooLarge(Exception):
+    """A layout with native other keys passed a limit (`_convert`)."""
+
+
+def _convert(schema: JsonDict, limits: IRLimits, *, others: int) -> tuple[JsonDict, JsonDict]:
+    """The layout of ``schema`` and its relations.
+
+    With ``others`` (a bound above 0), an object's other keys are laid out natively where
+    they can be, at most that many (`ObjectConverter.object_node`); where the layout then
+    passes a limit (its nodes, once unrolled, or the solver variables of its factors),
+    `_OthersTooLarge`: the caller lays it out again with a lower bound, or without them
+    (declared keys only, the ``undeclared keys`` restriction).
+    """
+    conv = _Converter(schema, limits, others=others)
+    try:
+        layout = conv.node(schema, "#", (), 0)
+    except NothingWritable as exc:
+        raise IRError(f"the JSON schema is unsatisfiable: {exc.message}") from None
+    except TooLarge:
+        if conv.made_others:
+            raise _OthersTooLarge from None
+        layout = conv.root_grammar()
+    if layout["type"] == "object" and _unrolled(layout) > limits.max_unrolled_nodes:
+        if conv.made_others:
+            raise _OthersTooLarge
+        layout = conv.root_grammar()  # the writer would unroll its lists past the limit
+    elif layout["type"] not in ("object", "grammar"):
+        layout = conv.root_grammar()  # an array, a string, ...: the whole record
+    try:
+        return layout, conv.relations(layout)
+    except IRError:
+        if conv.made_others:
+            raise _OthersTooLarge from None
+        raise
 
 
 def _unrolled(node: JsonDict, mult: int = 1) -> int:

@@ -41,9 +41,11 @@ class NotNative(IRError):
 class ConverterBase(ABC):
     """The state of one conversion and the parts every node kind uses (see the module)."""
 
-    def __init__(self, root: JsonDict, limits: IRLimits) -> None:
+    def __init__(self, root: JsonDict, limits: IRLimits, *, others: int = 0) -> None:
         self.root = root
         self.limits = limits
+        self.others = others  # most other keys of an object laid out natively (0: none)
+        self.made_others = False  # an object's other keys were laid out natively
         self.count = 0
         self.validator = json_schema_validator(root, check_schema=False)
         cls = type(self.validator)

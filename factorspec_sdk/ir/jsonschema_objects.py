@@ -6,7 +6,8 @@ in schema order (one not ``required`` may be left out), the required keys not un
 on its key set (``propertyNames``, dependencies, ``minProperties`` / ``maxProperties``),
 held natively where every key set the writer may write satisfies them. An object that allows
 keys it does not declare, or ``null``, is a grammar value unless a relation reads under it
-or llguidance refuses it.
+or llguidance refuses it; then its other keys are a native dict of free keys after the
+declared ones (`ObjectConverter._others`), where free keys can hold its keywords.
 """
 
 from __future__ import annotations
@@ -128,9 +129,75 @@ class ObjectConverter(ConverterBase):
                 grammar, refused = self.open_grammar(s, where)
                 if grammar is not None:
                     return grammar
-        if allows:  # a relation reads under it, or the grammar refuses it: declared keys only
-            out["undeclared_keys"] = True
+        if allows:  # a relation reads under it, or the grammar refuses it: native others
+            others = self._others(s, kws, extra, extra_at, patterns, fields, refs, depth)
+            if others is None:  # keywords on its keys the writer cannot hold: declared only
+                out["undeclared_keys"] = True
+            elif others:
+                fields.append(others)
         return out
+
+    def _others(
+        self,
+        s: JsonDict,
+        kws: set[str],
+        extra: object,
+        extra_at: str,
+        patterns: JsonDict,
+        fields: list[JsonDict],
+        refs: tuple[str, ...],
+        depth: int,
+    ) -> JsonDict | None:
+        """The field of an object's other keys, laid out natively (`ObjectField.others`).
+
+        A dict of free keys, each under ``additionalProperties`` (any JSON value when it is
+        absent or ``true``), written after the declared keys; a factor keeps the keys
+        distinct and apart from the declared ones (`factorspec_sdk.ir.unique`). At most the
+        conversion's bound (``self.others``, one of `OTHER_KEYS_BOUNDS`; the ``list bound``
+        restriction names it). An empty dict: no value satisfies ``additionalProperties``,
+        so no other key can be written and nothing is narrowed. None where keywords on the
+        keys ask for more than free keys: ``patternProperties`` (a key's value schema
+        depends on its text), ``propertyNames``, ``minProperties`` / ``maxProperties``,
+        dependencies; and in an item of a ``uniqueItems`` list, whose factor compares the
+        items by their declared keys (entries in another order would be the same object).
+        Where declared keys are optional, the writer writes the next key as one free
+        string whose text tells a declared key from an
+        other one (a key slot: ``"a"`` and ``"ab"`` begin alike).
+        """
+        if not self.others or self.reading or patterns or kws & _KEYS_KEYWORDS:
+            return None  # (reading: a unique list's factor compares the items it is in)
+        value_schema: object = {} if extra is True else extra
+        try:
+            value = self.node(value_schema, extra_at, refs, depth + 1)
+        except IRError:  # refused (a grammar value llguidance cannot hold): declared only
+            return None
+        except NothingWritable:
+            return {}
+        names = {str(f["name"]) for f in fields}
+        name = "*"
+        while name in names:  # a declared property named "*"
+            name += "*"
+        key: JsonDict = {"type": "leaf", "kind": "str", "nullable": False, "min_length": 0}
+        entry: JsonDict = {
+            "type": "object",
+            "name": "Entry",
+            "fields": [
+                {"name": "key", "key": "key", "node": key},
+                {"name": "value", "key": "value", "node": value},
+            ],
+            "nullable": False,
+        }
+        node: JsonDict = {
+            "type": "list",
+            "item": entry,
+            "min_length": 0,
+            "max_length": self.others,
+            "bounded_by_schema": False,
+            "nullable": False,
+            "mapping": True,
+        }
+        self.made_others = True
+        return {"name": name, "key": "", "node": node, "others": True}
 
     def _finite_keys(self, s: JsonDict, kws: set[str], where: str) -> tuple[JsonDict, set[str]]:
         """``s`` and its keywords, as the closed object it is where its key set is finite.
@@ -247,6 +314,19 @@ class ObjectConverter(ConverterBase):
         if needed:
             raise NothingWritable(f"{why}, and {needed[0]!r} is required")
         return [f for f in fields if f["key"] not in keys]
+
+
+_KEYS_KEYWORDS = frozenset(
+    {
+        "propertyNames",
+        "minProperties",
+        "maxProperties",
+        "dependencies",
+        "dependentRequired",
+        "dependentSchemas",
+    }
+)
+"""Keywords on an object's key set that free other keys cannot hold (`_others`)."""
 
 
 def _extra_keys(s: JsonDict, kws: set[str], where: str) -> tuple[object, str]:

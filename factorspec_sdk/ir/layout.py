@@ -25,6 +25,7 @@ from pydantic import (
     TypeAdapter,
     ValidationError,
     create_model,
+    model_validator,
 )
 
 from factorspec_sdk.ir.leaves import leaf_annotation, leaf_from_ir
@@ -142,7 +143,9 @@ class _LayoutBuilder:
             sub = f"{where}.{f.name}" if where else f.name
             built = self.build(f.node, depth + 1, mult, sub)
             _check_default(f, built, sub)
-            fields.append(ObjectField(f.name, f.key, built, f.optional, f.default))
+            if f.others:
+                _check_others(f, built, f is node.fields[-1], sub)
+            fields.append(ObjectField(f.name, f.key, built, f.optional, f.default, f.others))
         model = _object_model(node.name, fields)
         return ObjectLayout(model, tuple(fields), node.nullable, node.undeclared_keys)
 
@@ -235,6 +238,28 @@ def _check_default(f: IRField, node: LayoutNode, where: str) -> None:
     raise IRError(f"field {where}: its default {f.default!r} {problem}")
 
 
+def _check_others(f: IRField, node: LayoutNode, last: bool, where: str) -> None:
+    """A field of ``others``: the object's last, required, empty key, a dict of free keys.
+
+    Raises:
+        IRError: it breaks one of those rules.
+    """
+    entry = node.item if isinstance(node, ListLayout) and node.mapping else None
+    key = entry.fields[0].node if isinstance(entry, ObjectLayout) else None
+    if not (
+        last
+        and not f.optional
+        and f.key == ""
+        and isinstance(key, LeafLayout)
+        and key.kind == LeafKind.STR
+        and not node.nullable
+    ):
+        raise IRError(
+            f"field {where}: a field of others must be its object's last, not optional, with "
+            "the key '' and a dict of free str keys (mapping, not nullable)"
+        )
+
+
 def _canonical(node: LeafLayout, value: object) -> str:
     """The text the writer writes for a leaf's JSON value (a number's fixed-point text)."""
     if node.kind in (LeafKind.FLOAT, LeafKind.DECIMAL):
@@ -253,16 +278,36 @@ def _entry_like(node: LayoutNode) -> bool:
 def _object_model(name: str, fields: Sequence[ObjectField]) -> type[BaseModel]:
     """A pydantic model that checks the structure and bounds of one object of the layout."""
     defs: dict[str, object] = {}
+    validators: dict[str, Any] = {}
     for i, f in enumerate(fields):
-        if f.optional:  # a record may leave the key out (its default, never validated)
+        if f.others:  # the keys the object does not declare: extras, checked as its dict
+            validators["others"] = model_validator(mode="after")(_others_check(f.node))
+        elif f.optional:  # a record may leave the key out (its default, never validated)
             default = None if f.default is None else json.loads(f.default)
             defs[f"f{i}"] = (_annotation(f.node), Field(default=default, alias=f.key))
         else:
             defs[f"f{i}"] = (_annotation(f.node), Field(alias=f.key))
     cls_name = name if name.isidentifier() else "Record"
-    config = ConfigDict(extra="forbid", strict=True, populate_by_name=False)
-    model = create_model(cls_name, __config__=config, **defs)  # type: ignore[call-overload]
+    extra: typing.Literal["allow", "forbid"] = "allow" if validators else "forbid"
+    config = ConfigDict(extra=extra, strict=True, populate_by_name=False)
+    model = create_model(  # type: ignore[call-overload]
+        cls_name, __config__=config, __validators__=validators, **defs
+    )
     return cast(type[BaseModel], model)
+
+
+def _others_check(node: LayoutNode) -> typing.Callable[[BaseModel], BaseModel]:
+    """An after-validator: a model's extra keys hold a value of ``node``, a dict of them."""
+    adapter: TypeAdapter[Any] = TypeAdapter(cast(Any, _annotation(node)))
+
+    def check(model: BaseModel) -> BaseModel:
+        try:
+            adapter.validate_json(json.dumps(model.__pydantic_extra__ or {}))
+        except ValidationError as exc:
+            raise ValueError(f"its other keys: {exc.errors()[0]['msg']}") from None
+        return model
+
+    return check
 
 
 def _annotation(node: LayoutNode) -> object:

@@ -148,6 +148,13 @@ class IRField(BaseModel):
     ``null``, ``0``, ``"a"``...) of the value a record that leaves the key out holds, where it
     is a value of the field's node; the writer leaves such a key out only where that value is
     feasible, and a record check reads the missing key as it.
+
+    ``others``: the field holds the object's other keys (those its JSON Schema's
+    ``additionalProperties`` allows): ``node`` is a dict (a ``mapping`` list of entries with
+    a free ``str`` key), written inside the object's own braces after its declared keys;
+    ``key`` is empty, and the field is the object's last and not optional. A factor of the
+    IR keeps its keys distinct and apart from the declared ones (the JSON Schema converter
+    writes ``other keys of <path>``).
     """
 
     model_config = _STRICT
@@ -156,6 +163,7 @@ class IRField(BaseModel):
     node: IRNode
     optional: bool = False
     default: str | None = None
+    others: bool = False
 
 
 class IRObject(BaseModel):
@@ -304,12 +312,21 @@ class IRVariable(BaseModel):
 
 
 class IRFactor(BaseModel):
-    """A relation: its name (as unsat cores report it), its variables and its formula."""
+    """A relation: its name (as unsat cores report it), its variables and its formula.
+
+    ``scope`` (optional): the place of the layout the relation is about, as a path with
+    concrete list indices (a ``uniqueItems`` list's): a record without that place (an
+    optional key at or above it left out) satisfies the relation, so the writer may leave
+    such a key out. Every variable of the relation lies at or under it. Without it, the
+    relation reads the record as its model fills it, defaults included, and a key it reads
+    under is written (or left out as its default).
+    """
 
     model_config = _STRICT
     name: str
     variables: list[str] = Field(default_factory=list)
     formula: Expr
+    scope: list[PathPart] | None = None
 
 
 class RelationIR(BaseModel):

@@ -77,7 +77,10 @@ def _value_at(layout: LayoutNode, data: object, path: Path) -> tuple[LayoutNode,
             if not isinstance(node, ObjectLayout) or not isinstance(value, dict):
                 return node, _ABSENT
             f = node.field(part)
-            if f.key in value:
+            if f.others:  # the keys no other field declares, as a dict
+                declared = {g.key for g in node.fields}
+                node, value = f.node, {k: v for k, v in value.items() if k not in declared}
+            elif f.key in value:
                 node, value = f.node, value[f.key]
             elif f.default is not None:  # a key left out holds the field's default
                 node, value = f.node, json.loads(f.default)

@@ -55,10 +55,18 @@ def _int(v: object) -> int:
     return v
 
 
-def _fields(node: JsonDict) -> Iterator[tuple[str, JsonDict]]:
+def _fields(node: JsonDict, others: bool = False) -> Iterator[tuple[str, JsonDict]]:
+    """An object's fields (name, node): its declared ones, and with ``others`` its others'."""
     for f in _list(node["fields"]):
         field = _dict(f)
-        yield str(field["name"]), _dict(field["node"])
+        if others or not field.get("others"):
+            yield str(field["name"]), _dict(field["node"])
+
+
+def _others(node: JsonDict) -> JsonDict | None:
+    """The field of an object's other keys (`ObjectField.others`), or None."""
+    last = _dict(_list(node["fields"])[-1]) if node["fields"] else None
+    return last if last is not None and last.get("others") else None
 
 
 def _enum_kind(node: JsonDict) -> str | None:
@@ -153,8 +161,9 @@ class _Builder:
             self.variables[name] = var
             if len(self.variables) > self.limits.max_variables:
                 raise IRError(
-                    f"{self.where}: uniqueItems needs more than {self.limits.max_variables} "
-                    "solver variables (IRLimits.max_variables); lower maxItems"
+                    f"{self.where}: uniqueItems and other keys need more than "
+                    f"{self.limits.max_variables} solver variables (IRLimits.max_variables); "
+                    "lower maxItems / maxProperties"
                 )
         elif seen["path"] != list(path):
             raise IRError(
@@ -230,15 +239,15 @@ def unique_relations(
     ``unique`` holds the lists laid out for ``uniqueItems`` (by ``id``, with their place in
     the schema). Each gets, at each place the layout puts it (every index of the lists
     around it), one factor ``uniqueItems of <path>``: ``len(<path>) > j`` implies that item
-    ``j`` differs from every item before it (`differ`). Empty when no list is unique.
+    ``j`` differs from every item before it (`differ`), scoped to the list (its ``scope``:
+    a record that leaves the list out, or an object above it, satisfies it, so such keys
+    stay the model's choice). Empty when no list is unique.
 
     Raises:
         IRError: the factors need more variables or factors than the limits allow, or
             two places of the layout spell the same variable name (a key with a dot).
     """
-    if not unique:
-        return {}
-    b = _Builder(limits, next(iter(unique.values()))[1])
+    b = _Builder(limits, next(iter(unique.values()))[1] if unique else "#")
     below: dict[int, bool] = {}
     factors: list[JsonDict] = []
 
@@ -246,17 +255,22 @@ def unique_relations(
         key = id(node)
         if key not in below:
             if node["type"] == "object":
-                kids = [sub for _, sub in _fields(node)]
+                kids = [sub for _, sub in _fields(node, others=True)]
+                here = key in unique or _others(node) is not None
             else:
                 kids = [_dict(node["item"])] if node["type"] == "list" else []
-            below[key] = key in unique or any(holds_unique(k) for k in kids)
+                here = key in unique
+            below[key] = here or any(holds_unique(k) for k in kids)
         return below[key]
 
     def walk(node: JsonDict, path: Place) -> None:
         if not holds_unique(node):
             return
         if node["type"] == "object":
-            for name, sub in _fields(node):
+            others = _others(node)
+            if others is not None:
+                factors.append(other_keys(node, others, (*path, str(others["name"]))))
+            for name, sub in _fields(node, others=True):
                 walk(sub, (*path, name))
             return
         count = _int(node["max_length"])
@@ -286,6 +300,38 @@ def unique_relations(
             "name": f"uniqueItems of {path_name(path)}",
             "variables": sorted(b.used),
             "formula": {"op": "and", "args": clauses},
+            "scope": list(path),  # an absent list has no items to repeat
+        }
+
+    def other_keys(node: JsonDict, others: JsonDict, path: Place) -> JsonDict:
+        """The factor ``other keys of <object>``: the entries' keys differ.
+
+        ``len > j`` implies other key ``j`` differs from the keys before it and from the
+        declared keys (by its code: each declared key is in the string table).
+        """
+        b.used = set()
+        length = b.length(path)
+        declared = [str(_dict(f)["key"]) for f in _list(node["fields"])[:-1]]
+        b.strings.update((k, None) for k in declared)
+        codes = {k: list(b.strings).index(k) + 1 for k in declared}  # 0: any other text
+        clauses: list[JsonDict] = []
+        for j in range(_int(_dict(others["node"])["max_length"])):
+            key = (*path, j, "key")
+            text = b.declare(key, path_name(key), "str")
+            apart = [{"op": "distinct", "args": [text, {"int": codes[k]}]} for k in declared]
+            for i in range(j):
+                earlier = (*path, i, "key")
+                b.declare(earlier, path_name(earlier), "str")
+                same = b.declare(earlier, same_name(earlier, key), "bool", other=key)
+                apart.append({"op": "not", "args": [same]})
+            if apart:
+                more = {"op": "gt", "args": [length, {"int": j}]}
+                clauses.append({"op": "implies", "args": [more, {"op": "and", "args": apart}]})
+        return {
+            "name": f"other keys of {path_name(path[:-1]) or '<record>'}",
+            "variables": sorted(b.used),
+            "formula": {"op": "and", "args": clauses} if clauses else {"bool": True},
+            "scope": list(path),  # no entries, no keys to repeat
         }
 
     walk(layout, ())

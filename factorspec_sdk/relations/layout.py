@@ -184,6 +184,11 @@ class ObjectField:
             a ``default_factory``, an object or list default). A record that leaves the key
             out holds the default, so where relations read the field the writer commits the
             facts of writing this text (and offers it only where they are feasible).
+        others: the field holds the object's *other* keys (JSON Schema: the keys
+            ``additionalProperties`` allows): ``node`` is a dict (`ListLayout` with
+            ``mapping``) whose entries the writer writes inside the object's own braces,
+            after its declared keys, each key differing from theirs; ``key`` is empty. It
+            is the object's last field, never left out (its dict may have no entry).
     """
 
     name: str
@@ -191,6 +196,7 @@ class ObjectField:
     node: LayoutNode
     optional: bool = False
     default: str | None = None
+    others: bool = False
 
 
 class Omission(enum.Enum):

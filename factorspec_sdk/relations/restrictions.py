@@ -107,6 +107,13 @@ def _list_bound(place: Place) -> tuple[str, str] | None:
     node = place.node
     if not isinstance(node, ListLayout) or node.bounded_by_schema:
         return None
+    if place.field is not None and place.field.others:
+        return (
+            f"at most {node.max_length} keys it does not declare: the schema sets no "
+            "maxProperties (the converter's bound, OTHER_KEYS_BOUNDS: the first that keeps "
+            "the layout within its limits)",
+            "maxProperties, with every declared key required; or additionalProperties false",
+        )
     items = "entries" if node.mapping else "items"
     return (
         f"at most {node.max_length} {items}: the schema sets no bound "
@@ -147,11 +154,13 @@ def _undeclared_keys(place: Place) -> tuple[str, str] | None:
     if not isinstance(node, ObjectLayout) or not node.undeclared_keys:
         return None
     return (
-        "its declared keys only: the JSON Schema allows keys it does not declare, but a "
-        "relation reads under the object (or llguidance refuses its grammar), so the writer "
-        "lays it out itself",
-        "set additionalProperties to false (a Pydantic model ignores extra keys anyway), or "
-        "let no relation read under it",
+        "its declared keys only: the JSON Schema allows keys it does not declare, a relation "
+        "reads under the object (or llguidance refuses its grammar), so the writer lays it "
+        "out itself, and its other keys are under keywords free keys cannot hold "
+        "(patternProperties, propertyNames, dependencies, minProperties / maxProperties "
+        "beside optional keys) or would pass the layout's limits",
+        "set additionalProperties to false (a Pydantic model ignores extra keys anyway), drop "
+        "those keywords, or let no relation read under it",
     )
 
 
@@ -180,18 +189,20 @@ RULES: dict[str, Rule] = {
 """Every restriction's rule, by name: a new one is a function and one line here."""
 
 
-def restrictions(layout: RootLayout, reads: Iterable[tuple[Path, VarKind]]) -> list[Restriction]:
+def restrictions(
+    layout: RootLayout, reads: Iterable[tuple[Path, VarKind]], read_under: Iterable[Path]
+) -> list[Restriction]:
     """The places of ``layout`` where the writer writes less than the schema allows.
 
     ``reads``: the path and kind of every variable the relations read (a ``same(a, b)``
-    variable once at each of its two paths), with concrete list indices.
+    variable once at each of its two paths), with concrete list indices. ``read_under``:
+    the places at or under which a relation reads a variable, with concrete list indices
+    (`factorspec_sdk.graph.compiled.CompiledSpec.reads_under`).
     """
     at: dict[Path, set[VarKind]] = {}
-    under: set[Path] = set()
     for path, kind in reads:
-        general = tuple(EVERY_ITEM if isinstance(p, int) else p for p in path)
-        at.setdefault(general, set()).add(kind)
-        under.update(general[:k] for k in range(len(general) + 1))
+        at.setdefault(_general(path), set()).add(kind)
+    under = {_general(path) for path in read_under}
     out: list[Restriction] = []
     for path, node, field in _places(layout, (), None):
         place = Place(path, node, field, frozenset(at.get(path, ())), path in under)
@@ -200,6 +211,11 @@ def restrictions(layout: RootLayout, reads: Iterable[tuple[Path, VarKind]]) -> l
             if found is not None:
                 out.append(Restriction(name, _spell(path), *found))
     return out
+
+
+def _general(path: Path) -> Path:
+    """``path`` with every list index as `EVERY_ITEM` (``stays[]``)."""
+    return tuple(EVERY_ITEM if isinstance(p, int) else p for p in path)
 
 
 def _places(

@@ -115,6 +115,8 @@ class Writer:
     def event(self, s: WriterState) -> Event:
         """What comes at ``s``: forced text, a choice point, or the record's end."""
         p = s.pending
+        if p is not None and p.lead:
+            return Text(p.lead, _replace(s, pending=Pending(p.path, p.node)))
         if p is not None:
             node = p.node
             if isinstance(node, ObjectLayout | ListLayout) and node.nullable:
@@ -146,6 +148,20 @@ class Writer:
             fields = top.node.fields
             if top.index < len(fields):
                 f = fields[top.index]
+                slot = self._key_slot(top)
+                if f.others or slot:  # the other keys' entries, inside these braces
+                    others = fields[-1]
+                    assert isinstance(others.node, ListLayout)  # `ObjectField.others`
+                    done = ObjFrame(top.path, len(fields), top.node, top.entry, top.wrote)
+                    entries = ListFrame(
+                        (*top.path, others.name),
+                        0,
+                        others.node,
+                        True,
+                        top.wrote,
+                        top.index if slot else None,
+                    )
+                    return Text("", _replace(s, stack=(*s.stack[:-1], done, entries)))
                 if top.entry:  # the key's value, then ": " and the value
                     text = ": " if top.index else ""
                 else:
@@ -169,6 +185,59 @@ class Writer:
     def omission(self, path: Path, f: ObjectField) -> Omission:
         """How the key of ``f`` in the object at ``path`` may be left out (`omission`)."""
         return self.keys.omission(path, f)
+
+    def _key_slot(self, top: ObjFrame) -> bool:
+        """Whether the next key of object ``top`` is a key slot (`ListFrame.slot`).
+
+        So it is where the object has other keys and every declared key left is optional
+        and left out freely: the next key may be any of them, or an other key, and a free
+        key can begin as a declared one does (``"a"``, ``"ab"``), so one free string
+        writes the key and its text tells which it is (`key_slot_dispatch`).
+        """
+        fields = top.node.fields
+        if top.entry or not fields[-1].others or top.index >= len(fields) - 1:
+            return False
+        return all(
+            f.optional and self.omission(top.path, f) is Omission.FREE
+            for f in fields[top.index : -1]
+        )
+
+    def key_slot_dispatch(self, s: WriterState) -> tuple[tuple[str, WriterState], ...]:
+        """At the first key of a key slot (``s``: its string is due), the declared keys.
+
+        Each declared key the slot may still write, with the state after its text: the
+        keys before it left out, its value due, the facts before the slot's dict opened.
+        Empty where ``s`` is not at a key slot's key.
+        """
+        if len(s.stack) < 3:
+            return ()
+        parent, entries, entry = s.stack[-3:]
+        if not (
+            isinstance(entries, ListFrame)
+            and entries.slot is not None
+            and entries.index == 1
+            and isinstance(entry, ObjFrame)
+            and entry.entry
+            and entry.index == 1  # the key is due
+            and isinstance(parent, ObjFrame)
+        ):
+            return ()
+        assignment = s.assignment
+        var = self.spec.length_variable(entries.path)
+        if var is not None:  # the dict's first entry was a fact: it is not opened after all
+            from factorspec_sdk.graph.compiled import AtLeast  # z3 loads with the spec
+
+            assert assignment and assignment[-1] == (var, AtLeast(1))  # `list_options`
+            assignment = assignment[:-1]
+        out: list[tuple[str, WriterState]] = []
+        fields = parent.node.fields
+        for j in range(entries.slot, len(fields) - 1):
+            f = fields[j]
+            frame = ObjFrame(parent.path, j + 1, parent.node, parent.entry, wrote=True)
+            value = Pending((*parent.path, f.name), f.node, ": ")
+            after = WriterState(assignment, (*s.stack[:-3], frame), value, None)
+            out.append((f.key, after))
+        return tuple(out)
 
     def grammar_next(self, s: WriterState) -> bool:
         """Whether a grammar value is due right at ``s`` (no text, no oracle, before it)."""
@@ -429,6 +498,9 @@ class Writer:
         """
         if text is None and length is None:
             text = free.written
+        for key, after in free.dispatch:  # a key slot's text: a key the object declares
+            if key == text:
+                return after
         n = len(text) if text is not None else length
         assert n is not None
         facts: list[Fact] = []

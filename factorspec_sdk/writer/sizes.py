@@ -78,6 +78,11 @@ def _keys_shortest(
     for f in fields:
         if f.optional and (omittable is None or omittable(f)):
             continue
+        if f.others:  # its fewest entries, inside the object's braces
+            assert isinstance(f.node, ListLayout)  # `ObjectField.others`
+            m = f.node.min_length
+            n += m * _item_shortest(f.node, memo) + 2 * (m if wrote else max(0, m - 1))
+            continue
         n += (2 if wrote else 0) + len(value_text(f.key)) + 2 + shortest(f.node, memo)
         wrote = True
     return n
@@ -107,6 +112,7 @@ def shortest_rest(
     p = s.pending
     if p is not None:
         node = p.node
+        total += len(p.lead)
         if s.partial is None:
             total += shortest(node, memo)
         elif isinstance(node, LeafLayout):
@@ -121,7 +127,7 @@ def shortest_rest(
             total += _keys_shortest(rest, frame.wrote, memo, here) + 1
         else:
             missing = max(0, frame.node.min_length - frame.index)
-            total += missing * (2 + _item_shortest(frame.node, memo)) + 1
+            total += missing * (2 + _item_shortest(frame.node, memo)) + (0 if frame.others else 1)
     return total
 
 
@@ -185,6 +191,7 @@ def longest_rest_bytes(spec: CompiledSpec, s: WriterState, memo: dict[Path, int]
     p = s.pending
     if p is not None:
         node = p.node
+        total += utf8(p.lead)
         whole = longest(node, p.path, spec, strings, memo)
         if s.partial is None:
             total += whole

@@ -87,11 +87,21 @@ class ObjFrame:
 
 @dataclass(frozen=True, slots=True)
 class ListFrame:
-    """An open list: its path and the next item's index."""
+    """An open list: its path and the next item's index.
+
+    ``others``: the dict of an object's other keys (`ObjectField.others`), written inside
+    the object's braces: no brackets of its own, and its first entry follows ``", "`` where
+    the object wrote a key before it (``after``). ``slot``: the dict was opened where the
+    object's optional keys from field ``slot`` on were still to be decided; its first key
+    is then a *key slot*, whose text may also be one of those keys (`FreeString.dispatch`).
+    """
 
     path: Path
     index: int
     node: ListLayout = field(compare=False, hash=False, repr=False)
+    others: bool = False
+    after: bool = False
+    slot: int | None = None
 
 
 Frame = ObjFrame | ListFrame
@@ -99,10 +109,15 @@ Frame = ObjFrame | ListFrame
 
 @dataclass(frozen=True, slots=True)
 class Pending:
-    """The node whose value is due next, at its path."""
+    """The node whose value is due next, at its path.
+
+    ``lead``: layout text due before the value (a key slot's ``": "``, after a declared
+    key its string closed as: `FreeString.dispatch`).
+    """
 
     path: Path
     node: LayoutNode = field(compare=False, hash=False, repr=False)
+    lead: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,6 +172,9 @@ class FreeString:
             otherwise.
         escape: the escape under way at the end of the JSON text (``\u00``), if any: one
             more character of the value, not known yet.
+        dispatch: at a key slot (`ListFrame.slot`), the texts that close the string as a
+            key the object declares, each with the state after it (that key's value
+            due); the texts are among ``texts.feasible``. Any other text is an other key.
     """
 
     state: WriterState
@@ -167,6 +185,7 @@ class FreeString:
     lengths: StringLengths | None = None
     texts: StringTexts | None = None
     escape: str = NO_ESCAPE
+    dispatch: tuple[tuple[str, WriterState], ...] = ()
 
     @property
     def chars(self) -> int:
@@ -187,6 +206,8 @@ class FreeString:
 
     def closes(self, text: str) -> bool:
         """Whether the string may end as ``text`` (the whole string, not just the rest)."""
+        if any(t == text for t, _ in self.dispatch):
+            return True
         if self.texts is not None and self.texts.named(text):
             return text in self.texts.feasible
         if self.texts is not None and self.texts.affixes is not None:

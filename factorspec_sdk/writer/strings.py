@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from factorspec_sdk.relations.layout import OTHER_TEXT, GrammarLayout, LeafLayout, Path
 from factorspec_sdk.writer.affixes import Affixes
 from factorspec_sdk.writer.base import LeafWriter, utf8
-from factorspec_sdk.writer.escapes import writable
+from factorspec_sdk.writer.escapes import NO_ESCAPE, writable
 from factorspec_sdk.writer.lengths import StringLengths
 from factorspec_sdk.writer.state import (
     Event,
@@ -130,11 +130,17 @@ class _StrWriter(LeafWriter):
         self, w: Writer, s: WriterState, path: Path, node: LeafLayout, var: str | None
     ) -> list[Option] | FreeString:
         texts = None
+        dispatch = w.key_slot_dispatch(s)  # a key slot: declared keys close it too
         if var is not None and w.spec.record(var).free_str:
             texts = _string_texts(w, s, var, path)
+            if dispatch:
+                keys = frozenset(k for k, _ in dispatch)
+                feasible, banned = texts.feasible | keys, texts.banned - keys
+                texts = dataclasses.replace(texts, feasible=feasible, banned=banned)
             if not texts.other:  # only named texts: whole values
+                routed = dict(dispatch)
                 options = [
-                    Option(value_text(t), w.after_facts(s, texts.facts(t)))
+                    Option(value_text(t), routed.get(t) or w.after_facts(s, texts.facts(t)))
                     for t in sorted(texts.feasible)
                 ]
                 return options + w.null_options(s, node, path)
@@ -156,7 +162,8 @@ class _StrWriter(LeafWriter):
             else:
                 given = s.assignment if texts is None else (*s.assignment, *texts.facts(None))
                 lengths = StringLengths(w.oracle, given, lvar, rec.ge, rec.le)
-        return FreeString(s, s.partial, node.min_length, node.max_length, suffix, lengths, texts)
+        lo, hi = node.min_length, node.max_length
+        return FreeString(s, s.partial, lo, hi, suffix, lengths, texts, NO_ESCAPE, dispatch)
 
     def shortest(self, node: LeafLayout) -> int:
         return 2 + node.min_length

@@ -50,9 +50,10 @@ def list_options(writer: Writer, ev: ListDecision) -> list[Option]:
     if can_close:
         fact = None if var is None else (var, i)
         closed = popped if fact is None else _replace(popped, assignment=(*s.assignment, fact))
-        options.append(Option("}" if node.mapping else "]", closed))
+        options.append(Option("" if frame.others else "}" if node.mapping else "]", closed))
     if can_continue:
-        frame2 = ListFrame(path, i + 1, node)
+        slot = frame.slot if i == 0 else None  # the first key of a key slot
+        frame2 = ListFrame(path, i + 1, node, frame.others, frame.after, slot)
         assignment = s.assignment
         if var is not None:
             assignment = (*assignment, (var, AtLeast(i + 1)))
@@ -62,7 +63,7 @@ def list_options(writer: Writer, ev: ListDecision) -> list[Option]:
             Pending((*path, i), node.item),
             None,
         )
-        options.append(Option(", " if i else "", cont))
+        options.append(Option(", " if i or frame.after else "", cont))
     return options
 
 

@@ -290,13 +290,57 @@ def test_keys_a_dependency_or_min_properties_counts_on_are_the_grammars() -> Non
         records(schema, 3)  # each validates with jsonschema
 
 
-def test_an_optional_property_a_relation_reads_is_written_and_named() -> None:
-    schema = obj({"xs": {"type": "array", "items": {"type": "boolean"}, "uniqueItems": True}})
-    spec = spec_from_ir(ir_from_json_schema(schema))
+def test_an_optional_unique_list_is_written_or_left_out() -> None:
+    """A ``uniqueItems`` factor is about its list only (its IR ``scope``): leaving out the
+    list's key, or an optional key above it, leaves no items to repeat, so the writer
+    offers both; the factor still holds wherever the list is written."""
+    unique = {"type": "array", "items": {"type": "boolean"}, "uniqueItems": True}
+    texts = texts_of(obj({"xs": unique}))
+    assert set(texts) == {
+        "{}",
+        '{"xs": []}',
+        '{"xs": [false]}',
+        '{"xs": [true]}',
+        '{"xs": [false, true]}',
+        '{"xs": [true, false]}',
+    }
+    nested = obj({"o": obj({"xs": unique}), "b": {"type": "boolean"}})
+    texts = texts_of(nested)
+    assert "{}" in texts and '{"o": {}}' in texts and '{"b": true}' in texts
+    assert '{"o": {"xs": [true, false]}, "b": false}' in texts
+    assert not any("[true, true]" in t or "[false, false]" in t for t in texts)
+    spec = spec_from_ir(ir_from_json_schema(nested))
+    assert not [r for r in spec.restrictions() if r.rule == "optional key written"]
+
+
+def test_an_optional_property_unique_items_compare_is_written_and_named() -> None:
+    """Items of a unique list differ by some property: one left out of both items would
+    make them equal where the factor sees them differ, so such a key is always written
+    (the named restriction), while the list's own key may still be left out."""
+    item = obj({"a": {"type": "boolean"}})
+    schema = obj({"ys": {"type": "array", "items": item, "uniqueItems": True}})
     texts = texts_of(schema)
-    assert texts and all(t.startswith('{"xs": [') for t in texts)
-    found = {(r.rule, r.path) for r in spec.restrictions()}
-    assert ("optional key written", "xs") in found
+    assert "{}" in texts and '{"ys": [{"a": true}, {"a": false}]}' in texts
+    assert not any("{}]" in t or "[{}" in t for t in texts)
+    found = {(r.rule, r.path) for r in spec_from_ir(ir_from_json_schema(schema)).restrictions()}
+    assert ("optional key written", "ys[].a") in found
+    assert ("optional key written", "ys") not in found
+
+
+def test_a_scope_a_variable_lies_outside_is_refused() -> None:
+    ir = ir_from_json_schema(
+        obj(
+            {
+                "xs": {"type": "array", "items": {"type": "boolean"}, "uniqueItems": True},
+                "b": {"type": "boolean"},
+            }
+        )
+    )
+    factors = ir["factors"]
+    assert isinstance(factors, list) and factors[0]["scope"] == ["xs"]
+    factors[0]["scope"] = ["b"]
+    with pytest.raises(IRError, match="not at or under its scope b"):
+        spec_from_ir(ir)
 
 
 def test_an_optional_property_only_null_satisfies_is_written_as_null_or_left_out() -> None:

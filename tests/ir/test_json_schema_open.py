@@ -25,12 +25,23 @@ import pytest
 from pydantic import BaseModel, Field
 
 from factorspec_sdk import relation
+from factorspec_sdk.bench.maskbench import judge
+from factorspec_sdk.bench.maskbench.engines import FactorSpecEngine
 from factorspec_sdk.drafter.loop import DecodeJob, Decoder
 from factorspec_sdk.drafter.verify import SamplingParams
 from factorspec_sdk.engines.scripted import ScriptedEngine
 from factorspec_sdk.errors import GenerationError
 from factorspec_sdk.graph import compile_spec
-from factorspec_sdk.ir import IRError, ir_from_json_schema, json_schema_validator, spec_from_ir
+from factorspec_sdk.ir import (
+    IRError,
+    IRLimits,
+    RecordInvalidError,
+    check_record,
+    ir_from_json_schema,
+    json_schema_validator,
+    spec_from_ir,
+    spec_to_ir,
+)
 from factorspec_sdk.tokens.plan import Cursor, Finished, GrammarCursor, planner_for
 from tests.helpers import tiny_tokenizer
 from tests.ir.test_json_schema import obj, open_obj, records
@@ -284,37 +295,122 @@ _INT = {"type": "leaf", "kind": "int", "nullable": False, "ge": 0, "le": 9}
 # --------------------------------------------------------------------------- restrictions
 
 
-def test_an_object_a_relation_reads_under_keeps_its_declared_keys() -> None:
+def test_an_object_a_relation_reads_under_writes_its_other_keys_natively() -> None:
+    """Other keys laid out by the writer: a dict of free keys after the declared ones."""
     unique = {"type": "array", "items": {"enum": ["a", "b", "c"]}, "uniqueItems": True}
     schema = open_obj({"tags": unique}, required=["tags"])
     ir = ir_from_json_schema(schema)
     root = ir["layout"]
-    assert isinstance(root, dict) and root["undeclared_keys"] is True
-    assert [f["name"] for f in ir["factors"]] == ["uniqueItems of tags"]  # type: ignore[index]
+    assert isinstance(root, dict) and "undeclared_keys" not in root
+    others = root["fields"][-1]
+    assert others["others"] is True and others["key"] == "" and others["name"] == "*"
+    assert others["node"]["mapping"] is True and others["node"]["max_length"] == 16
+    assert others["node"]["item"]["fields"][1]["node"] == {"type": "grammar", "schema": {}}
+    names = [f["name"] for f in ir["factors"]]  # type: ignore[index]
+    assert names == ["other keys of <record>", "uniqueItems of tags"]
     spec = spec_from_ir(ir)
-    assert spec.layout.undeclared_keys  # type: ignore[union-attr]
-    assert "<record>: its declared keys only" in spec.describe()  # `factorspec check` names it
+    found = {(r.rule, r.path) for r in spec.restrictions()}
+    assert found == {("list bound", "*")}  # the bound on other keys, named
     assert writable(schema, {"tags": ["b", "a"]})
-    assert not writable(schema, {"tags": ["a"], "x": 1})  # the named restriction
+    assert writable(schema, {"tags": ["a"], "x": 1, "tagsx": {"y": [None]}, "": "q"})
     assert not writable(schema, {"tags": ["a", "a"]})
     records(schema, 3)
 
 
-def test_items_a_unique_list_compares_keep_their_declared_keys() -> None:
-    # the factor that keeps the items apart reads them: open objects stay native
-    person = open_obj({"name": {"type": "string", "maxLength": 3}}, required=["name"])
-    people_schema = {"type": "array", "items": person, "uniqueItems": True}
-    schema = obj({"people": people_schema})
-    people = layout(schema)["fields"][0]["node"]
-    assert people["type"] == "list" and people["item"]["undeclared_keys"] is True
-    assert writable(schema, {"people": [{"name": "ab"}, {"name": "b"}]})
-    assert not writable(schema, {"people": [{"name": "ab"}, {"name": "ab"}]})
-    # a required key no property names is written natively there, as any JSON value
-    root = open_obj({"people": people_schema}, required=["n"])
-    fields = layout(root)["fields"]
-    assert [f["key"] for f in fields] == ["people", "n"]
-    assert fields[1]["node"] == {"type": "grammar", "schema": {}}
-    records(root, 3)
+def test_other_keys_beside_optional_declared_keys_go_through_a_key_slot() -> None:
+    """``"a"`` and ``"ab"`` begin alike: the next key is one free string whose text tells
+    a declared key (its own value follows) from an other key (``additionalProperties``)."""
+    unique = {"type": "array", "items": {"type": "boolean"}, "uniqueItems": True}
+    schema = open_obj(
+        {"a": {"type": "boolean"}, "ab": INT, "xs": unique},
+        additionalProperties={"type": "string", "maxLength": 2},
+    )
+    for value in (
+        {},
+        {"a": True},
+        {"ab": 3},
+        {"abc": "x"},
+        {"a": False, "abc": "x", "": ""},
+        {"ab": 2, "a": True, "xs": [True, False]},
+        {"xs": [], "q": "1", "a": True},
+        {'b"q': "\n"},
+    ):
+        assert writable(schema, value), value
+    for value in (
+        {"a": "x"},  # a declared key keeps its own schema
+        {"ab": "x"},
+        {"abc": 1},  # an other key holds additionalProperties'
+        {"abc": "xyz"},
+        {"xs": [True, True]},
+    ):
+        assert not writable(schema, value), value
+    spec = spec_from_ir(ir_from_json_schema(schema))
+    assert {r.rule for r in spec.restrictions()} == {"list bound"}
+    records(schema, 4)
+
+
+def test_other_keys_never_repeat_a_key() -> None:
+    """A JSON object with a key twice parses to fewer entries: the writer writes none."""
+    unique = {"type": "array", "items": {"type": "boolean"}, "uniqueItems": True}
+    schema = open_obj({"a": INT, "xs": unique}, additionalProperties={"type": "boolean"})
+    engine = FactorSpecEngine(tiny_tokenizer())
+    assert engine.compile(schema).status == "accepted"
+    for text in (
+        '{"a": 1, "k": true}',
+        '{"k": true, "j": false}',
+        '{"a": 1, "xs": [], "k": true, "\u006a": false}',
+    ):
+        assert judge(engine, [text]).verdict == "writable", text
+    for text in (
+        '{"a": 1, "a": 2}',
+        '{"k": true, "k": false}',
+        '{"a": 1, "xs": [], "xs": []}',
+        '{"k": true, "\u006b": false}',  # the same key, escaped: the same text
+        '{"k": true, "a": 1}',  # declared keys first, as the writer's one key order
+    ):
+        assert judge(engine, [text]).verdict == "unwritable", text
+
+
+def test_other_keys_past_the_limits_get_fewer_then_none() -> None:
+    unique = {"type": "array", "items": {"type": "string"}, "uniqueItems": True}
+    item = open_obj({"xs": unique}, required=["xs"], additionalProperties=False)
+    schema = open_obj({"xs": unique}, required=["xs"], additionalProperties=item)
+    assert layout(schema)["fields"][-1]["node"]["max_length"] == 16
+    fewer = ir_from_json_schema(schema, limits=IRLimits(max_variables=1_000))
+    assert fewer["layout"]["fields"][-1]["node"]["max_length"] == 4  # type: ignore[index]
+    none = ir_from_json_schema(schema, limits=IRLimits(max_variables=300))
+    assert none["layout"]["undeclared_keys"] is True  # type: ignore[index]
+    assert [f["name"] for f in none["layout"]["fields"]] == ["xs"]  # type: ignore[index]
+
+
+def test_a_record_check_reads_the_other_keys() -> None:
+    unique = {"type": "array", "items": {"type": "boolean"}, "uniqueItems": True}
+    schema = open_obj({"xs": unique}, required=["xs"], additionalProperties=INT)
+    ir = ir_from_json_schema(schema)
+    spec = spec_from_ir(ir)
+    assert check_record(spec, '{"xs": [true], "k": 3, "j": 4}') == {
+        "xs": [True],
+        "k": 3,
+        "j": 4,
+    }
+    with pytest.raises(RecordInvalidError, match="other keys"):
+        check_record(spec, '{"xs": [true], "k": "3"}')
+    with pytest.raises(RecordInvalidError):
+        check_record(spec, '{"xs": [true, true], "k": 3}')
+    again = spec_to_ir(spec)  # the IR round trip keeps the field and the factors' scopes
+    assert again["layout"]["fields"][-1]["others"] is True  # type: ignore[index]
+    scopes = {f["name"]: f["scope"] for f in again["factors"]}  # type: ignore[union-attr]
+    assert scopes == {"other keys of <record>": ["*"], "uniqueItems of xs": ["xs"]}
+    assert check_record(spec_from_ir(again), '{"xs": [], "k": 1}') == {"xs": [], "k": 1}
+
+
+def test_an_others_field_that_breaks_its_rules_is_refused() -> None:
+    unique = {"type": "array", "items": {"type": "boolean"}, "uniqueItems": True}
+    ir = ir_from_json_schema(open_obj({"xs": unique}, required=["xs"]))
+    fields = ir["layout"]["fields"]  # type: ignore[index]
+    fields.reverse()  # others no longer last
+    with pytest.raises(IRError, match="a field of others must be its object's last"):
+        spec_from_ir(ir)
 
 
 def test_undeclared_keys_count_where_a_schema_has_unique_items_elsewhere() -> None:
