@@ -313,17 +313,17 @@ def unique_relations(
         length = b.length(path)
         declared = [str(_dict(f)["key"]) for f in _list(node["fields"])[:-1]]
         b.strings.update((k, None) for k in declared)
-        codes = {k: list(b.strings).index(k) + 1 for k in declared}  # 0: any other text
+        table = {t: c for c, t in enumerate(b.strings, start=1)}  # 0: any other text
+        entry = _dict(_dict(others["node"])["item"])
+        key_node = dict(_fields(entry))["key"]
         clauses: list[JsonDict] = []
         for j in range(_int(_dict(others["node"])["max_length"])):
             key = (*path, j, "key")
             text = b.declare(key, path_name(key), "str")
-            apart = [{"op": "distinct", "args": [text, {"int": codes[k]}]} for k in declared]
-            for i in range(j):
-                earlier = (*path, i, "key")
-                b.declare(earlier, path_name(earlier), "str")
-                same = b.declare(earlier, same_name(earlier, key), "bool", other=key)
-                apart.append({"op": "not", "args": [same]})
+            apart: list[JsonDict] = [
+                {"op": "distinct", "args": [text, {"int": table[k]}]} for k in declared
+            ]
+            apart += [_different_texts(b, key_node, (*path, i, "key"), key) for i in range(j)]
             if apart:
                 more = {"op": "gt", "args": [length, {"int": j}]}
                 clauses.append({"op": "implies", "args": [more, {"op": "and", "args": apart}]})
