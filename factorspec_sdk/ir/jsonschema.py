@@ -253,7 +253,7 @@ def ir_from_json_schema(
     return {"factorspec_ir": IR_VERSION, "name": name, "layout": layout, **relations}
 
 
-OTHER_KEYS_BOUNDS = (DEFAULT_MAX_LIST_LENGTH, 4)
+OTHER_KEYS_BOUNDS = (DEFAULT_MAX_LIST_LENGTH, 8, 4)
 """The most other keys an object laid out natively may get where its schema sets no
 ``maxProperties``: the first bound whose layout stays within the limits (`IRLimits`: nodes
 once unrolled, solver variables); past the last, its declared keys only."""
