@@ -30,7 +30,10 @@ or object under a keyword the writer does not lay out is one grammar value with 
 under it, never unrolled; so is an array whose items are grammar values, and a combinator
 one of whose alternatives is. A grammar value is compiled by llguidance when the IR is
 built, so what llguidance refuses is an `IRError` naming the place and carrying
-llguidance's message. A root that is no object the writer lays out (an array, a string,
+llguidance's message; so is a grammar whose parse passes llguidance's parser limits at the
+value's start (an ``allOf`` of many ``if``/``then`` pairs:
+`factorspec_sdk.relations.grammar_check`), which would otherwise fail at a request's first
+token. A root that is no object the writer lays out (an array, a string,
 ``anyOf`` of objects, an object that allows keys it does not declare, ...) makes the
 whole record one grammar value; so does a root object whose native layout would pass the
 limits (`IRLimits`: more than ``max_layout_nodes`` schema nodes, or more than

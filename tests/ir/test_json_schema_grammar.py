@@ -514,3 +514,41 @@ def test_uri_references_are_the_ones_jsonschema_accepts() -> None:
     schema = obj({"u": {"type": "string", "format": "uri-reference", "maxLength": 12}})
     for r in records({**schema, "required": ["u"]}, 3):
         assert checker.conforms(r["u"], "uri-reference"), r
+
+
+def _fanned_out(conditions: int) -> dict[str, object]:
+    """``allOf`` of ``if``/``then`` pairs, each ``then`` two branches (as minecraft-recipe)."""
+    defs = {f"d{j}": {"properties": {f"p{j}": {"type": "string"}}} for j in range(2)}
+    pairs = [
+        {
+            "if": {"properties": {"type": {"const": f"t{i}"}}},
+            "then": {"anyOf": [{"$ref": f"#/definitions/d{j}"} for j in range(2)]},
+        }
+        for i in range(conditions)
+    ]
+    return {
+        "type": "object",
+        "properties": {"type": {"type": "string"}},
+        "allOf": pairs,
+        "definitions": defs,
+    }
+
+
+def test_a_grammar_past_the_parser_limits_at_its_start_is_refused_when_built() -> None:
+    # llguidance compiles the grammar of eight such pairs, and its parser then passes its
+    # row limit on the record's first character: refused here, with its message, not as a
+    # GenerationError at the first token of a request
+    with pytest.raises(IRError, match=r"at its first character '\{'.*max is 2000"):
+        ir_from_json_schema(_fanned_out(8))
+    # seven pairs stay within the limits: a grammar record, and it validates
+    assert ir_from_json_schema(_fanned_out(7))["layout"]["type"] == "grammar"  # type: ignore[index]
+    assert len(records(_fanned_out(7), n=2)) == 2  # each validated with jsonschema
+
+
+def test_the_start_probe_passes_an_ordinary_grammar() -> None:
+    from factorspec_sdk.relations.grammar_check import grammar_problem
+
+    assert grammar_problem('{"type":"object","properties":{"a":{"type":"number"}}}') == ""
+    assert grammar_problem('{"type":"string","format":"date-time"}') == ""
+    refused = '{"type":"object","propertyNames":{"maxLength":3}}'
+    assert "Unimplemented keys" in grammar_problem(refused)

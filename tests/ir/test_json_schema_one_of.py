@@ -19,7 +19,7 @@ import pytest
 
 import factorspec_sdk
 from factorspec_sdk.ir import IRError, ir_from_json_schema, spec_from_ir
-from factorspec_sdk.relations.layout import _grammar_problem
+from factorspec_sdk.relations.grammar_check import grammar_problem
 from tests.ir.test_json_schema import D4, fields, obj, records
 
 INT = {"type": "integer", "minimum": 0, "maximum": 9}
@@ -94,7 +94,7 @@ def _schema(x: dict[str, Any], **kw: object) -> dict[str, Any]:
 def test_exclusive_one_of_is_any_of(rule: str) -> None:
     schema = _schema(EXCLUSIVE[rule])
     alone = dict(EXCLUSIVE[rule], **{"$defs": DEFS})
-    assert _grammar_problem(_json(alone)), "llguidance takes the schema as it is"
+    assert grammar_problem(_json(alone)), "llguidance takes the schema as it is"
     grammar = fields(schema)["x"]
     assert grammar["type"] == "grammar"
     assert "oneOf" not in _json(grammar["schema"]) and "anyOf" in grammar["schema"]
