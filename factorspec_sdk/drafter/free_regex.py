@@ -21,21 +21,28 @@ from factorspec_sdk.writer.escapes import json_body
 __all__ = ["close_tail", "free_regex"]
 
 
-def close_tail(cursor: FreeCursor, tables: FreeTables) -> str:
+def close_tail(cursor: FreeCursor, tables: FreeTables, rests: frozenset[str] = frozenset()) -> str:
     """What a free string's regex allows after its closing quote.
 
     The start of the forced text after the string, as far as one token with a quote reaches
     into it (``",`` or ``", "``): FactorSpec's mask allows such a token to close the string,
-    so the engine's constraint allows it too. The reply's tokens past the quote are left to
-    the planner, whose certain tokens write that text.
+    so the engine's constraint allows it too. With ``rests`` (the planner's
+    `~factorspec_sdk.tokens.plan.Planner.close_rests`, for an engine whose reply FactorSpec
+    takes by its token ids), also each text a closer may have past that forced text, into
+    the options after it (``",`` before an optional key, ``"],`` at a list's end): a reply
+    token the masks refuse there is asked again as one token, so the wider tail costs no
+    error. The reply's tokens past the quote are left to the planner, whose certain tokens
+    write that text.
     """
     suffix = cursor.free.close_suffix
     closers = [*tables.quote_after, *tables.moves("").after]  # plain, and after an escape
     reach = max((len(t) for t in closers if suffix.startswith(t)), default=0)
-    tail = ""
-    for ch in reversed(suffix[:reach]):
-        tail = "(" + regex_escape(ch) + tail + ")?"
-    return tail
+    texts = {suffix[:k] for k in range(1, reach + 1)}
+    texts |= {r for r in rests if r and not suffix.startswith(r)}
+    if not texts:
+        return ""
+    alternatives = sorted(texts, key=lambda t: (-len(t), t))
+    return "(" + "|".join(regex_escape(t) for t in alternatives) + ")?"
 
 
 def free_regex(cursor: FreeCursor, slack: int | None = None) -> str:

@@ -399,8 +399,13 @@ class SegmentDecoder:
         """
         cursor = a.cursor
         assert isinstance(cursor, FreeCursor)
-        slack = None if TAKES_TOKENS[self.engine.constraint_style] else self._slack(a)
-        regex = free_regex(cursor, slack) + close_tail(cursor, a.job.planner.free_tables())
+        planner = a.job.planner
+        takes_tokens = TAKES_TOKENS[self.engine.constraint_style]
+        slack = None if takes_tokens else self._slack(a)
+        # past the forced text, a closer's text may not tokenize canonically within the
+        # masks: only an engine whose reply is taken by its token ids is given those rests
+        rests = planner.close_rests(cursor.free, critical=True) if takes_tokens else frozenset()
+        regex = free_regex(cursor, slack) + close_tail(cursor, planner.free_tables(), rests)
         return self._completion(a, prompt, budget, seed, regex=regex)
 
     def _grammar_request(

@@ -104,6 +104,11 @@ class FreeTables:
         default_factory=dict, compare=False, repr=False
     )
 
+    @property
+    def after_texts(self) -> frozenset[str]:
+        """The texts plain closers have after their quote (``""``, ``,``, ``]``, ``", "``...)."""
+        return frozenset(self.quote_after)
+
     def foreign(self, chars: frozenset[str]) -> npt.NDArray[np.bool_]:
         """Per plain token: whether none of its characters is in ``chars`` (read-only).
 
@@ -305,25 +310,27 @@ class FreeMasks:
         self.stats = FreeMaskStats()
         self._masks: dict[FreeString, TokenIds] = {}
 
-    def allowed(self, free: FreeString) -> TokenIds:
+    def allowed(self, free: FreeString, rests: frozenset[str]) -> TokenIds:
         """The tokens allowed inside ``free``: each leaves a string that can still close.
 
-        The array is the request's cached one: read-only.
+        ``rests``: the texts a plain closer may have after its quote (the planner's
+        `~factorspec_sdk.tokens.plan.Planner.close_rests`, one set per string). The array is
+        the request's cached one: read-only.
         """
         hit = self._masks.get(free)
         if hit is not None:
             self.stats.hits += 1
             return hit
-        mask = self._mask(free)
+        mask = self._mask(free, rests)
         mask.flags.writeable = False
         self._masks[free] = mask
         self.stats.masks += 1
         return mask
 
-    def _mask(self, free: FreeString) -> TokenIds:
+    def _mask(self, free: FreeString, rests: frozenset[str]) -> TokenIds:
         parts: list[TokenIds] = []
         if not free.escape:
-            parts.extend(self._plain_allowed(free))
+            parts.extend(self._plain_allowed(free, rests))
         parts.append(self._escape_allowed(free))
         # the parts may overlap (`_texts_allowed`'s): marked in a table of the vocabulary,
         # read back in order (np.unique's hashing took ~6-10 ms of the vocabulary a mask)
@@ -332,8 +339,8 @@ class FreeMasks:
             marked[part] = True
         return np.flatnonzero(marked).astype(np.int64)
 
-    def _plain_allowed(self, free: FreeString) -> list[TokenIds]:
-        """Plain tokens and plain closers, between characters."""
+    def _plain_allowed(self, free: FreeString, rests: frozenset[str]) -> list[TokenIds]:
+        """Plain tokens and plain closers (those whose text after the quote is in ``rests``)."""
         tables = self.tables
         n = len(free.written)
         parts: list[TokenIds] = []
@@ -352,7 +359,7 @@ class FreeMasks:
             for tid, before, after in zip(
                 tables.quote_ids.tolist(), tables.quote_before, tables.quote_after, strict=True
             )
-            if free.close_suffix.startswith(after) and free.closes(free.written + before)
+            if after in rests and free.closes(free.written + before)
         ]
         parts.append(np.asarray(closing, dtype=np.int64))
         return parts

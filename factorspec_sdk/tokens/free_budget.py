@@ -242,7 +242,7 @@ class FreeStringBudget(BudgetPart):
         if rest is None:
             return self.bound.greedy(FreeCursor(grown))
         after = planner.writer.close_free(grown)
-        return self.bound.greedy(planner.resolve_state(after, rest, critical=False))
+        return self.bound.greedy(planner.after_close(after, rest, critical=False))
 
     def _closing(
         self, free: FreeString, *, text: str | None = None, length: int | None = None
@@ -394,16 +394,17 @@ class FreeStringBudget(BudgetPart):
                 grown = FreeCursor(self.planner.writer.extend_free(free, text))
                 need[np.searchsorted(tables.safe_ids, tid)] = 1 + self.bound.greedy(grown)
         closers: list[int] = []
+        rests = self.planner.close_rests(free, critical=True)  # the mask's own (cached)
         fits: dict[tuple[str, str], bool] = {}
         for tid, before, rest in zip(
             tables.quote_ids.tolist(), tables.quote_before, tables.quote_after, strict=True
         ):
             text = free.written + before
-            if not free.closes(text) or not free.close_suffix.startswith(rest):
+            if not free.closes(text) or rest not in rests:
                 continue
             if (text, rest) not in fits:
                 after = self.planner.writer.close_free(free, text=text)
-                nxt = self.planner.resolve_state(after, rest, critical=False)
+                nxt = self.planner.after_close(after, rest, critical=False)
                 fits[text, rest] = self.bound.greedy_at_most(nxt, budget - 1)
             if fits[text, rest]:
                 closers.append(tid)

@@ -7,6 +7,11 @@ option allows exactly one token: that token is *certain* and is drafted without 
 Inside a forced span only the canonical token is allowed, so certain tokens are always
 accepted by verification. Free strings (leaves no relation reads) use vocabulary-wide masks
 precomputed once per tokenizer as numpy arrays, escapes included (`factorspec_sdk.tokens.free`).
+A token that closes a free string may go on past its quote: into the forced text after it, and,
+for a string no relation reads, on into the options after that text (`Planner.close_rests`:
+``",`` before an optional key or another list item, ``"]`` at a list's end), as far as the
+text runs along the tokens of their trie. A model writes such a token where JSON's layout goes
+on; masking it would leave only a bare ``"``, which small models take as a cue to keep writing.
 
 Written by hand rather than with llguidance/XGrammar: those libraries compile a grammar over
 the whole record, but here the set of allowed values changes with every oracle answer, and we
@@ -131,6 +136,7 @@ class Planner:
         self._free: FreeMasks | None = None
         self._bound: CompletionBound | None = None
         self._ends: dict[Finished, TrieNode] = {}
+        self._rests: dict[WriterState, frozenset[str]] = {}
 
     # ------------------------------------------------------------------ entry points
 
@@ -149,7 +155,8 @@ class Planner:
         if isinstance(cursor, TrieNode):
             return cursor.ids
         if isinstance(cursor, FreeCursor):
-            return self.free_masks().allowed(cursor.free)
+            rests = self.close_rests(cursor.free, critical=True)
+            return self.free_masks().allowed(cursor.free, rests)
         if isinstance(cursor, GrammarCursor):
             return self._grammar_allowed(cursor)
         return np.zeros(0, dtype=np.int64)
@@ -277,11 +284,10 @@ class Planner:
         if free.lengths is not None or free.texts is not None:
             return
         after = self.writer.close_free(free)
-        rests = {a for a in self.free_tables().quote_after if free.close_suffix.startswith(a)}
-        for rest in sorted(rests, key=len):
+        for rest in sorted(self.close_rests(free, critical=False), key=len):
             if stop is not None and stop.is_set():
                 return
-            self.resolve_state(after, rest, critical=False)
+            self.after_close(after, rest, critical=False)
 
     # ------------------------------------------------------------------ planning
 
@@ -495,8 +501,80 @@ class Planner:
         grown, rest = self.writer.read_free(free, self.tok.vocab[token].decode("utf-8"))
         if rest is None:
             return FreeCursor(grown)
-        after = self.writer.close_free(grown)
-        return self.resolve_state(after, rest, critical=critical)
+        return self.after_close(self.writer.close_free(grown), rest, critical=critical)
+
+    def close_rests(self, free: FreeString, *, critical: bool) -> frozenset[str]:
+        """The texts a token that closes ``free`` may have after its quote.
+
+        Of the texts the vocabulary's plain closers have: always those the layout text
+        forced after the string starts with (``close_suffix``). Past it, only for a string
+        no relation reads (its closing facts do not depend on its text, so the state after
+        its quote is one), each text that runs along the tokens of the trie of the options
+        there (`after_close`). Finding those plans the segments after the quote, once per
+        string state: ``critical`` where the decoding thread waits for them (a mask).
+        """
+        if not self._rests_past_suffix(free):
+            after = self.free_tables().after_texts
+            return frozenset(a for a in after if free.close_suffix.startswith(a))
+        hit = self._rests.get(free.state)
+        if hit is None:
+            state = self.writer.close_free(free)
+            after = self.free_tables().after_texts
+            hit = frozenset(
+                a
+                for a in after
+                if free.close_suffix.startswith(a)  # forced text: as before, nothing to plan
+                or self._rest_cursor(state, a, critical=critical) is not None
+            )
+            self._rests[free.state] = hit
+        return hit
+
+    @staticmethod
+    def _rests_past_suffix(free: FreeString) -> bool:
+        """Whether a closer's text may run past ``free``'s forced suffix into options."""
+        return free.texts is None and free.lengths is None and not free.dispatch
+
+    def after_close(self, after: WriterState, rest: str, *, critical: bool) -> Cursor:
+        """The cursor after a closing quote at writer state ``after``, ``rest`` written past it.
+
+        Raises:
+            ValueError: ``rest`` does not go on from ``after`` (not among `close_rests`).
+        """
+        cursor = self._rest_cursor(after, rest, critical=critical)
+        if cursor is None:
+            raise ValueError(f"{rest!r} cannot follow the closing quote here")
+        return cursor
+
+    def _rest_cursor(
+        self, state: WriterState, rest: str, *, critical: bool = False
+    ) -> Cursor | None:
+        """The cursor after ``rest`` written from ``state``, or None where it cannot go on.
+
+        Within the forced text, as `resolve_state` takes it; past it, token by token along
+        the trie of the options (each step a token whose text ``rest`` goes on with; the
+        first path found, tried in token order, so that masks and moves agree).
+        """
+        forced, _ = self.writer.forced(state)
+        if forced.startswith(rest):
+            return self.resolve_state(state, rest, critical=critical)
+        if not rest.startswith(forced):
+            return None
+        start = self.resolve_state(state, forced, critical=critical)
+        return self._walk(start, rest[len(forced) :], critical=critical)
+
+    def _walk(self, cursor: Cursor, text: str, *, critical: bool) -> Cursor | None:
+        if not text:
+            return cursor
+        if not isinstance(cursor, TrieNode):
+            return None
+        for token in cursor.ids.tolist():
+            piece = self.tok.vocab[token].decode("utf-8", errors="replace")
+            if piece and text.startswith(piece):
+                nxt = self._resolve_node(cursor.children[token], critical=critical)
+                found = self._walk(nxt, text[len(piece) :], critical=critical)
+                if found is not None:
+                    return found
+        return None
 
 
 def planner_for(spec: CompiledSpec, tokenizer: TokenizerInfo) -> Planner:

@@ -436,7 +436,8 @@ def test_a_free_strings_regex_allows_every_token_the_mask_allows(
 ) -> None:
     """On SmolLM2's vocabulary, as vLLM's guidance backend masks a regex (llguidance's
     tokenizer built from the Hugging Face one): every token FactorSpec's mask allows in a
-    free string, its closing tokens (``",``) included, is one the string's regex allows.
+    free string, its closing tokens (``",``, and ``"],`` into the options after it) included,
+    is one the string's regex allows.
     That is what makes a span's greedy reply the embedded engine's. Strings read by length
     (Post) and by value (Signup) too; those read with ``startswith`` are the documented
     exception (their regex is a subset)."""
@@ -454,7 +455,8 @@ def test_a_free_strings_regex_allows_every_token_the_mask_allows(
         while not isinstance(cursor, Finished):
             allowed = planner.allowed(cursor)
             if isinstance(cursor, FreeCursor):
-                regex = _free_regex(cursor) + _close_tail(cursor, planner.free_tables())
+                rests = planner.close_rests(cursor.free, critical=False)
+                regex = _free_regex(cursor) + _close_tail(cursor, planner.free_tables(), rests)
                 m = llguidance.LLMatcher(as_vllm, llguidance.grammar_from("regex", regex))
                 bits = np.unpackbits(
                     np.frombuffer(m.compute_bitmask(), dtype=np.uint8), bitorder="little"
