@@ -137,6 +137,7 @@ class Planner:
         self._bound: CompletionBound | None = None
         self._ends: dict[Finished, TrieNode] = {}
         self._rests: dict[WriterState, frozenset[str]] = {}
+        self._forced_rests: dict[str, frozenset[str]] = {}
 
     # ------------------------------------------------------------------ entry points
 
@@ -513,19 +514,20 @@ class Planner:
         there (`after_close`). Finding those plans the segments after the quote, once per
         string state: ``critical`` where the decoding thread waits for them (a mask).
         """
-        if not self._rests_past_suffix(free):
+        forced = self._forced_rests.get(free.close_suffix)
+        if forced is None:  # asked at every mask, cache hits too: once per suffix
             after = self.free_tables().after_texts
-            return frozenset(a for a in after if free.close_suffix.startswith(a))
+            forced = frozenset(a for a in after if free.close_suffix.startswith(a))
+            self._forced_rests[free.close_suffix] = forced
+        if not self._rests_past_suffix(free):
+            return forced
         hit = self._rests.get(free.state)
         if hit is None:
             state = self.writer.close_free(free)
-            after = self.free_tables().after_texts
-            hit = frozenset(
-                a
-                for a in after
-                if free.close_suffix.startswith(a)  # forced text: as before, nothing to plan
-                or self._rest_cursor(state, a, critical=critical) is not None
-            )
+            past = self.free_tables().after_texts - forced  # forced text: nothing to plan
+            hit = forced | {
+                a for a in past if self._rest_cursor(state, a, critical=critical) is not None
+            }
             self._rests[free.state] = hit
         return hit
 
