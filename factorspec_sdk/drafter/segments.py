@@ -12,7 +12,8 @@ gives them the same guarantee with one request per genuine choice or free span:
    style (`ConstraintStyle`, `_KINDS`): the next token within FactorSpec's mask
    (``"tokens"``; ``"spans"`` at a choice among planned options), the next value among the
    feasible continuations (``"regex"``), or, in a *span*, the whole rest of a free string
-   (a regex) or of a grammar segment (its llguidance Lark grammar,
+   (a regex; on ``"spans"``, with the *run* of short texts, choices and strings after it:
+   `factorspec_sdk.drafter.runs`) or of a grammar segment (its llguidance Lark grammar,
    `factorspec_sdk.tokens.grammar.GrammarSegment.rest_grammar`) with ``max_tokens`` the
    budget left (``"spans"`` and ``"regex"``). A grammar segment goes from its first text:
    its certain tokens there are appended, the first certain token inside a value is left
@@ -56,6 +57,7 @@ from typing import Any
 from factorspec_sdk.drafter.free_regex import close_tail, free_regex
 from factorspec_sdk.drafter.loop import DecodeJob, DecodeOutcome, DecoderConfig, check_budget
 from factorspec_sdk.drafter.overlap import Prefetch
+from factorspec_sdk.drafter.runs import continuations, free_run
 from factorspec_sdk.drafter.stats import DecoderClock, GenerationStats, RecordClock
 from factorspec_sdk.engines.completion import (
     TAKES_TOKENS,
@@ -75,34 +77,6 @@ _free_regex = free_regex
 """`free_regex` under the name it had when it lived here (tests import it so)."""
 _close_tail = close_tail
 """`close_tail` under the name it had when it lived here (tests import it so)."""
-
-
-def continuations(cursor: TrieNode, vocab: Sequence[bytes]) -> list[tuple[str, list[int]]]:
-    """Every way to finish the planned segment from ``cursor``: (text, canonical token ids).
-
-    Raises:
-        GenerationError: a continuation is not whole UTF-8 (the previous token split a
-            character), so it cannot be written as a text constraint.
-    """
-    out: list[tuple[str, list[int]]] = []
-    stack: list[tuple[TrieNode, list[int]]] = [(cursor, [])]
-    while stack:
-        node, path = stack.pop()
-        for token, child in node.children.items():
-            ids = [*path, token]
-            if child.terminal is not None or not child.children:
-                raw = b"".join(vocab[t] for t in ids)
-                try:
-                    out.append((raw.decode("utf-8"), ids))
-                except UnicodeDecodeError:
-                    raise GenerationError(
-                        f"a continuation starts inside a UTF-8 character ({raw!r}); a regex "
-                        "constraint cannot express it, use an engine with token constraints"
-                    ) from None
-            else:
-                stack.append((child, ids))
-    out.sort()
-    return out
 
 
 @dataclass(slots=True)
@@ -393,19 +367,20 @@ class SegmentDecoder:
     ) -> Completion:
         """A free string's rest as one regex request.
 
-        An engine that takes token constraints gets the string's whole language (its
-        replies are cut by FactorSpec's budget masks, then asked one token); one that does
-        not, the lengths the budget leaves room for (`_slack`).
+        An engine that takes token constraints gets the string's whole language and the run
+        after it (its replies are cut by FactorSpec's budget masks, then asked one token);
+        one that does not, the lengths the budget leaves room for (`_slack`), and the text
+        after the quote as far as one token reaches into it.
         """
         cursor = a.cursor
         assert isinstance(cursor, FreeCursor)
         planner = a.job.planner
-        takes_tokens = TAKES_TOKENS[self.engine.constraint_style]
-        slack = None if takes_tokens else self._slack(a)
-        # past the forced text, a closer's text may not tokenize canonically within the
-        # masks: only an engine whose reply is taken by its token ids is given those rests
-        rests = planner.close_rests(cursor.free, critical=True) if takes_tokens else frozenset()
-        regex = free_regex(cursor, slack) + close_tail(cursor, planner.free_tables(), rests)
+        if TAKES_TOKENS[self.engine.constraint_style]:
+            # the string and the run after it (`factorspec_sdk.drafter.runs`): the reply is
+            # taken by its token ids, so texts past the quote need not tokenize canonically
+            regex = free_run(planner, cursor)
+        else:
+            regex = free_regex(cursor, self._slack(a)) + close_tail(cursor, planner.free_tables())
         return self._completion(a, prompt, budget, seed, regex=regex)
 
     def _grammar_request(
@@ -472,8 +447,12 @@ class SegmentDecoder:
 
         ``ended``: the engine stopped the reply itself, before its ``max_tokens``.
 
-        Past the span's end (a free string's closing quote) the rest of the reply is forced
-        text, which the planner's certain tokens write. At the first token the masks refuse
+        On an engine that takes token constraints the span is a run (`_within`): its
+        tokens are taken on past the string's quote, through the texts and choices after it.
+        Elsewhere, past the span's end (a free string's closing quote) the rest of the reply
+        is forced text, which the planner's certain tokens write. A refused token where the
+        masks allow one token only (the engine wrote a forced text in other tokens) ends the
+        run there: the certain tokens write that text. At another token the masks refuse
         (under the budget), an engine that takes token constraints is asked that position
         as one token next (`_Active.exact`): what is taken is then the embedded engine's
         greedy choice, token for token. On an engine that does not, a token cut by the
@@ -481,7 +460,7 @@ class SegmentDecoder:
         without token ids) has the rest of its text tokenized canonically (`_take_text`).
         """
         planner = a.job.planner
-        within = _within(a.cursor)
+        within = _within(a.cursor, runs=TAKES_TOKENS[self.engine.constraint_style])
         ids = reply.token_ids
         rest: bytes = reply.text.encode("utf-8")
         if ids is not None:
@@ -491,7 +470,15 @@ class SegmentDecoder:
                 if token in planner.allowed(a.cursor, self._left(a)):
                     self._take(a, token)
                     continue
-                if TAKES_TOKENS[self.engine.constraint_style]:
+                takes_tokens = TAKES_TOKENS[self.engine.constraint_style]
+                if (
+                    takes_tokens
+                    and k
+                    and not isinstance(a.cursor, GrammarCursor)
+                    and planner.certain(a.cursor, self._left(a)) is not None
+                ):
+                    return  # another tokenization of a forced text: its certain tokens write it
+                if takes_tokens:
                     a.exact = True
                     if isinstance(a.cursor, GrammarCursor) and (
                         k == 0 or token in planner.allowed(a.cursor)
@@ -504,7 +491,8 @@ class SegmentDecoder:
                     break
                 return
             else:
-                self._end_span(a, within, ended)
+                if a.request is not None and a.request.grammar is not None:
+                    self._end_span(a, within, ended)
                 return
         try:
             text = rest.decode("utf-8")
@@ -611,11 +599,19 @@ _Within = Callable[[Cursor], bool]
 """Whether a cursor is still inside the span a request was sent for."""
 
 
-def _within(span: Cursor) -> _Within:
-    """The test of still being inside ``span`` 's free string or grammar segment."""
+def _within(span: Cursor, *, runs: bool) -> _Within:
+    """The test of still being inside the span a request was sent for at ``span``.
+
+    A grammar segment's span is that segment. With ``runs`` (an engine whose reply is taken
+    by token ids: `factorspec_sdk.drafter.runs`), a span from a free string goes on as far
+    as the reply's tokens are allowed, until the record ends; without, a free string's span
+    is the string.
+    """
     if isinstance(span, GrammarCursor):
         segment = span.segment
         return lambda c: isinstance(c, GrammarCursor) and c.segment is segment
+    if runs:
+        return lambda c: not isinstance(c, Finished)
     return lambda c: isinstance(c, FreeCursor)
 
 

@@ -519,7 +519,7 @@ class Planner:
             after = self.free_tables().after_texts
             forced = frozenset(a for a in after if free.close_suffix.startswith(a))
             self._forced_rests[free.close_suffix] = forced
-        if not self._rests_past_suffix(free):
+        if not self.reads_nothing(free):
             return forced
         hit = self._rests.get(free.state)
         if hit is None:
@@ -532,8 +532,12 @@ class Planner:
         return hit
 
     @staticmethod
-    def _rests_past_suffix(free: FreeString) -> bool:
-        """Whether a closer's text may run past ``free``'s forced suffix into options."""
+    def reads_nothing(free: FreeString) -> bool:
+        """Whether no relation reads ``free``: the state after its quote is one, whatever it says.
+
+        There a closer's text may run past the forced suffix into the options
+        (`close_rests`), and what follows the quote can be planned before it is written.
+        """
         return free.texts is None and free.lengths is None and not free.dispatch
 
     def after_close(self, after: WriterState, rest: str, *, critical: bool) -> Cursor:

@@ -234,7 +234,8 @@ def test_greedy_spans_equal_the_logits_decoder(
         model, "go", context=context, return_result=True, max_tokens=900
     )
     assert by_spans.tokens == by_logits.tokens
-    assert len(spans.requests) == spans_and_choices(model, context, by_spans.tokens)
+    # a run takes the choices and strings after a string in one request (`drafter.runs`)
+    assert len(spans.requests) <= spans_and_choices(model, context, by_spans.tokens)
     one_token = [r for r in spans.requests if r.allowed_ids is not None]
     assert all(len(r.allowed_ids or ()) > 1 for r in one_token)  # genuine choices only
     assert by_spans.stats.verify_steps == sum(r.forwards for r in spans.replies)
