@@ -10,6 +10,7 @@ can close, so a reply the engine samples under it is one the masks take.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from factorspec_sdk.engines.completion import STRING_CHAR_REGEX, regex_escape
@@ -18,7 +19,7 @@ from factorspec_sdk.tokens.free import FreeTables
 from factorspec_sdk.tokens.plan import FreeCursor
 from factorspec_sdk.writer.escapes import json_body
 
-__all__ = ["close_tail", "free_regex"]
+__all__ = ["close_tail", "free_regex", "group", "optional_texts"]
 
 
 def close_tail(cursor: FreeCursor, tables: FreeTables, rests: frozenset[str] = frozenset()) -> str:
@@ -39,9 +40,14 @@ def close_tail(cursor: FreeCursor, tables: FreeTables, rests: frozenset[str] = f
     reach = max((len(t) for t in closers if suffix.startswith(t)), default=0)
     texts = {suffix[:k] for k in range(1, reach + 1)}
     texts |= {r for r in rests if r and not suffix.startswith(r)}
-    if not texts:
+    return optional_texts(texts)
+
+
+def optional_texts(texts: Iterable[str]) -> str:
+    """A regex of any of ``texts`` or nothing (empty where there are none), longest first."""
+    alternatives = sorted(set(texts), key=lambda t: (-len(t), t))
+    if not alternatives:
         return ""
-    alternatives = sorted(texts, key=lambda t: (-len(t), t))
     return "(" + "|".join(regex_escape(t) for t in alternatives) + ")?"
 
 
@@ -211,14 +217,14 @@ def _texts_regex(cursor: FreeCursor, slack: int | None) -> str:
             if ch:
                 inner = walk(node[ch], depth + 1)
                 if inner:
-                    alts.append(_literal(ch) + _group(inner))
+                    alts.append(_literal(ch) + group(inner))
         return alts
 
     alts = walk(trie, 0)
     alts += [_literal(t[n:]) + '"' for t in texts.extending(free.written)]
     if not alts:
         raise GenerationError(f"string at {free.state.pending!r} has no feasible completion")
-    return _group(alts)
+    return group(alts)
 
 
 def _affix_regex(cursor: FreeCursor, slack: int | None) -> str:
@@ -253,7 +259,7 @@ def _affix_regex(cursor: FreeCursor, slack: int | None) -> str:
             alts.append(_literal(m[n:]) + body + _literal(e) + '"')
     if not alts:
         raise GenerationError(f"string at {free.state.pending!r} has no feasible completion")
-    return _group(alts)
+    return group(alts)
 
 
 def _class_escape(ch: str) -> str:
@@ -261,6 +267,6 @@ def _class_escape(ch: str) -> str:
     return "\\" + ch if ch in "\\]^-[" else regex_escape(ch)
 
 
-def _group(alts: list[str]) -> str:
-    """One regex for any of ``alts``."""
+def group(alts: list[str]) -> str:
+    """One regex for any of the regexes ``alts``."""
     return alts[0] if len(alts) == 1 else "(" + "|".join(alts) + ")"

@@ -40,7 +40,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from factorspec_sdk.drafter.free_regex import close_tail, free_regex
+from factorspec_sdk.drafter.free_regex import close_tail, free_regex, group, optional_texts
 from factorspec_sdk.engines.completion import regex_escape
 from factorspec_sdk.errors import GenerationError
 from factorspec_sdk.tokens.plan import Cursor, Finished, FreeCursor, Planner, TrieNode
@@ -149,13 +149,11 @@ class _Run:
         vocab = self.planner.tok.vocab
         alternatives = []
         for text, ids in paths:
-            branch, at = 0, cursor  # tokens up to and with the last branch of this path
-            for k, token in enumerate(ids):
-                if len(at.ids) > 1:
-                    branch = k + 1
-                at = at.children[token]
+            branch = 0  # tokens up to and with the last branch of this path
             nxt: Cursor = cursor
-            for token in ids:
+            for k, token in enumerate(ids):
+                if isinstance(nxt, TrieNode) and len(nxt.ids) > 1:
+                    branch = k + 1
                 nxt = self.planner.advance(nxt, token, critical=False)
             forced = len(ids) - branch
             if forced < FORCED_SPLIT:
@@ -171,9 +169,9 @@ class _Run:
             else:
                 after = self.go(nxt, _past(pending, text))
             if after is None:
-                after = _optional(_past(pending, text))
+                after = optional_texts(_past(pending, text))
             alternatives.append(regex_escape(text) + after)
-        return _group(alternatives)
+        return group(alternatives)
 
     def _forced(self, cursor: Cursor) -> int:
         """Certain tokens from ``cursor`` on (counted up to `FORCED_SPLIT`)."""
@@ -191,15 +189,3 @@ class _Run:
 def _past(pending: list[str], text: str) -> list[str]:
     """What is left of the ``pending`` texts that go on past ``text``."""
     return [r[len(text) :] for r in pending if r.startswith(text) and len(r) > len(text)]
-
-
-def _optional(texts: list[str]) -> str:
-    """A regex allowing any of ``texts`` or nothing."""
-    if not texts:
-        return ""
-    alternatives = sorted(set(texts), key=lambda t: (-len(t), t))
-    return "(" + "|".join(regex_escape(t) for t in alternatives) + ")?"
-
-
-def _group(alternatives: list[str]) -> str:
-    return alternatives[0] if len(alternatives) == 1 else "(" + "|".join(alternatives) + ")"
