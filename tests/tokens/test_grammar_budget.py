@@ -613,6 +613,35 @@ def test_greedy_spans_equal_the_logits_decoder_under_a_tight_budget(
     assert any(r.grammar is not None for r in spans.requests)
 
 
+@pytest.mark.parametrize("seed", [0, 1])
+def test_a_patterned_open_record_goes_as_a_span_until_its_masks_may_narrow(
+    seed: int, tok: TokenizerInfo
+) -> None:
+    """o20375's shape at a budget where the roomy bound before ``{"`` is loose (a first
+    token might open containers) and the room after it is not: the record starts as one
+    grammar request, ``max_tokens`` the room (past it the tight masks keep little besides
+    the closing walk's tokens, and a refused reply would be decoded on to its end); it
+    started one token per request. The record is the logits decoder's, token for token."""
+    p = open_planner("required", tok)
+    start = p.start()
+    first = p.certain(start, 300)
+    assert first is not None
+    after = p.advance(start, first)
+    assert isinstance(start, GrammarCursor) and isinstance(after, GrammarCursor)
+    assert p.bound.room(start, 300) <= 0 < (room := p.bound.room(after, 299))
+    prompt = tok.encode("a record")
+    params = SamplingParams(temperature=0.0, max_tokens=300)
+    engine = ScriptedEngine.random(tok, seed=seed, temperature_scale=3.0)
+    [by_logits] = Decoder(engine).run([DecodeJob(p, prompt, params)])
+    spans = GuidedEngine(ScriptedEngine.random(tok, seed=seed, temperature_scale=3.0))
+    [by_spans] = SegmentDecoder(spans).run([DecodeJob(p, prompt, params)])
+    assert by_spans.error is None, by_spans.error
+    assert by_spans.tokens == by_logits.tokens
+    head = spans.requests[0]
+    assert head.grammar is not None and head.max_tokens == room
+    assert all(r.max_tokens <= room for r in spans.requests)
+
+
 @pytest.mark.parametrize("style", ["spans", "regex"])
 @pytest.mark.parametrize("name", ["reading", "calls"])
 def test_random_span_replies_under_a_tight_budget_finish_and_validate(
