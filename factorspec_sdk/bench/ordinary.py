@@ -7,7 +7,9 @@ own ``structured_outputs`` json (the model's JSON schema) on the same ``vllm.LLM
 same prompt tokens (the client's chat messages and schema hint), and prints per model:
 tokens, requests, the wall and the wall per token of each, and the ratio of the two per
 token and per record. One record per model, after a warm-up record of the last one (vLLM's
-first requests, a first spec compile and grammar build), each line printed as it ends.
+first requests, a first spec compile and grammar build), each line printed as it ends. Each
+record starts from a cold prompt (`factorspec_sdk.bench.schemas_engine.forget_prompts`): the
+baseline's prompt is FactorSpec's, whose prefill would otherwise be cached for it.
 
 ``--constraint`` is the engine's style (``spans``, the default, or ``tokens``: one request
 per token the model chooses, the style before Issue #42) and ``--backend`` vLLM's
@@ -133,6 +135,7 @@ def run(engine: VLLMEngine, names: list[str] | None = None, *, log: bool = False
     Each model's spec is compiled first, and a warm-up record of the last model runs by each
     (vLLM's first requests, the first grammar builds), outside the timing.
     """
+    from factorspec_sdk.bench.schemas_engine import forget_prompts
     from factorspec_sdk.bench.trip.completion_baselines import structured_runs
     from factorspec_sdk.client import Client
     from factorspec_sdk.graph import SpecCompiler
@@ -148,10 +151,12 @@ def run(engine: VLLMEngine, names: list[str] | None = None, *, log: bool = False
         model, prompt = MODELS[name]
         ids = client.prompt_ids(prompt, layout=build_layout(model))
         before = engine.requests
+        forget_prompts(engine)
         t0 = time.perf_counter()
         result = client.generate(model, prompt, max_tokens=MAX_TOKENS, return_result=True)
         seconds = time.perf_counter() - t0
         requests = engine.requests - before
+        forget_prompts(engine)
         (base,) = structured_runs(
             engine.llm, engine, [ids], MAX_TOKENS, [model.model_json_schema()]
         )

@@ -14,6 +14,11 @@ the same engine:
   (`completion_baselines.second_llm`);
 * ``llguidance`` — embedded: llguidance's mask, one token per forward. vLLM:
   ``structured_outputs`` json under the guidance backend, on FactorSpec's own ``vllm.LLM``;
+* ``llguidance-compact`` — vLLM: the guidance backend with ``disable_any_whitespace``, on a
+  second ``vllm.LLM`` (vLLM reads the setting from the engine's config only), so that its
+  JSON has no free whitespace, as FactorSpec's has not: per token the two then compare the
+  same kind of text, where vLLM's default indented JSON has more, cheaper tokens to spread
+  a request's fixed costs over. Embedded: ``llguidance`` (its text is compact already);
 * ``syntax+ngram-kK`` — ``syntax`` plus n-gram prompt-lookup drafts of up to K tokens.
   Embedded: `baselines.syntax_ngram_steps`. vLLM: a ``vllm.LLM`` with vLLM's ``ngram``
   speculator.
@@ -23,7 +28,8 @@ whitespace). vLLM's do not: vLLM 0.32 reads ``disable_any_whitespace`` from the 
 ``structured_outputs_config`` only (the per-request ``StructuredOutputsParams`` field that
 `completion_baselines.structured_runs` sets is never read), and refuses it with the ``auto``
 backend, so the vLLM baselines write JSON with vLLM's default whitespace (newlines and
-indentation count among their tokens), as a vLLM user gets by default.
+indentation count among their tokens), as a vLLM user gets by default; all but
+``llguidance-compact``, whose second engine is started with the setting.
 
 The prompt of a schema (`schema_prompt`) names its title and description and asks for one
 JSON record; FactorSpec's schema hint is appended as the client appends it, and the
@@ -44,7 +50,11 @@ that warm-up is dropped; it is a schema of its own, so no cache of the timed sch
 decodes the first timed one. A record's wall is the method's whole call, its compile
 included (the embedded XGrammar's cache is off; FactorSpec's compiler is fresh for every
 record) and, for FactorSpec, the chat template applied to its prompt (the baselines get the
-ids ready). Forwards are counted on the embedded engine (`baselines.DecodeRun.forwards`,
+ids ready). Every record starts from a cold prompt: the engine's prefix cache is emptied
+before each (`forget_prompts`); the methods of a schema share its prompt, and without that
+every method after the first would find the prompt's prefill cached (~0.2 s of a
+one-request record on vLLM-CPU, charged to FactorSpec, which runs first). Forwards are
+counted on the embedded engine (`baselines.DecodeRun.forwards`,
 ``GenerationStats.verify_steps``), requests on vLLM (one per baseline record; FactorSpec's
 from ``engine.requests``). Summaries and ratios are
 `factorspec_sdk.bench.schemas_engine_report`'s job.
@@ -87,6 +97,7 @@ __all__ = [
     "Setup",
     "compile_cold",
     "draw_sample",
+    "forget_prompts",
     "parse_methods",
     "run_method",
     "run_schema_records",
@@ -104,6 +115,8 @@ METHODS: dict[str, str] = {
     "factorspec": "FactorSpec: the schema's spec decoded by Client(engine)'s backend",
     "syntax": "the engine's own structured outputs: XGrammar (embedded), vLLM's default backend",
     "llguidance": "llguidance's mask (embedded), vLLM's guidance backend (vllm)",
+    "llguidance-compact": "llguidance without free whitespace: the embedded llguidance (whose "
+    "text is compact already); vLLM's guidance backend with disable_any_whitespace (vllm)",
     **{
         f"{NGRAM_PREFIX}{k}": f"syntax + n-gram prompt-lookup drafts of {k} tokens"
         for k in NGRAM_KS
@@ -115,6 +128,7 @@ LIBRARY_OF: dict[str, str] = {
     "factorspec": "factorspec",
     "syntax": "xgrammar",
     "llguidance": "llguidance",
+    "llguidance-compact": "llguidance",
     **{f"{NGRAM_PREFIX}{k}": "xgrammar" for k in NGRAM_KS},
 }
 """The library whose compile a method's sample schemas must pass (vLLM's default backend is
@@ -376,7 +390,9 @@ def _vllm_llm(method: str, engine: VLLMEngine) -> Any:
     """The ``vllm.LLM`` a baseline runs on (`completion_baselines.second_llm` but llguidance)."""
     from factorspec_sdk.bench.trip.completion_baselines import second_llm
 
-    return engine.llm if method == "llguidance" else second_llm(engine, ngram_k(method))
+    if method == "llguidance":
+        return engine.llm
+    return second_llm(engine, ngram_k(method), compact=method == "llguidance-compact")
 
 
 def _completion_baseline(record: SchemaRecord, task: SchemaTask, setup: Setup) -> None:
@@ -398,11 +414,30 @@ def _completion_baseline(record: SchemaRecord, task: SchemaTask, setup: Setup) -
     record.stopped = run.stopped
 
 
+def forget_prompts(engine: Engine | CompletionEngine) -> None:
+    """Empty ``engine``'s prefix cache (vLLM's, the embedded engine's), if it has one.
+
+    The second ``vllm.LLM`` s of the n-gram and compact baselines see each prompt once.
+    """
+    llm = getattr(engine, "llm", None)
+    reset = getattr(llm, "reset_prefix_cache", None)
+    if callable(reset):
+        reset()
+    cache = getattr(engine, "prefix_cache", None)
+    clear = getattr(cache, "clear", None)
+    if callable(clear):
+        clear()
+
+
 def run_method(method: str, task: SchemaTask, setup: Setup) -> SchemaRecord:
-    """``method``'s record of ``task``, timed and checked; a method that raises is invalid."""
+    """``method``'s record of ``task``, timed and checked; a method that raises is invalid.
+
+    The record starts from a cold prompt (`forget_prompts`).
+    """
     from factorspec_sdk.ir import check_json_schema_record, json_schema_validator
 
     record = SchemaRecord(method, task.key)
+    forget_prompts(setup.engine)
     started = time.perf_counter()
     try:
         if method == "factorspec":

@@ -449,7 +449,8 @@ def schemas(
         typer.Option(
             "--methods",
             help="With --engine: all, or a comma list of: factorspec, syntax (XGrammar; vLLM's "
-            "default backend), llguidance, syntax+ngram (k=3,5,8), syntax+ngram-k3/-k5/-k8.",
+            "default backend), llguidance, llguidance-compact (vLLM: without free whitespace, "
+            "on a second engine), syntax+ngram (k=3,5,8), syntax+ngram-k3/-k5/-k8.",
         ),
     ] = None,
     sample: Annotated[

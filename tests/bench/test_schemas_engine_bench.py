@@ -21,6 +21,7 @@ from factorspec_sdk.bench.schemas_engine import (
     METHODS,
     SchemaRecord,
     draw_sample,
+    forget_prompts,
     parse_methods,
     run_schema_records,
     schema_prompt,
@@ -84,6 +85,32 @@ def test_parse_methods() -> None:
     ]
     with pytest.raises(ValueError, match="unknown method 'beam'"):
         parse_methods("factorspec,beam")
+
+
+def test_every_record_starts_from_a_cold_prompt(corpus: Path) -> None:
+    """The prefix cache is emptied before each record (vLLM's ``LLM.reset_prefix_cache``,
+    the embedded engine's ``prefix_cache.clear``): the methods of a schema share its prompt,
+    and the ones after the first would find its prefill cached."""
+
+    class Counter:
+        calls = 0
+
+        def reset_prefix_cache(self) -> bool:
+            self.calls += 1
+            return True
+
+        def clear(self) -> None:
+            self.calls += 1
+
+    engine = tiny_scripted_engine()
+    vllm_like, cache = Counter(), Counter()
+    engine.llm = vllm_like  # type: ignore[attr-defined]
+    engine.prefix_cache = cache  # type: ignore[attr-defined]
+    forget_prompts(engine)
+    assert (vllm_like.calls, cache.calls) == (1, 1)
+    forget_prompts(tiny_scripted_engine())  # an engine without a cache: nothing to do
+    run_schema_records(engine, _files(corpus), ["factorspec", "llguidance"], sample=2)
+    assert vllm_like.calls == cache.calls == 1 + 3 * 2  # the warm-up and two timed schemas
 
 
 def test_schema_prompt_names_the_schema() -> None:

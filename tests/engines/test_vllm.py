@@ -134,6 +134,27 @@ def test_the_trip_bench_runs_on_vllm(vllm_engine: VLLMEngine) -> None:
     assert ngram.tokens >= ngram.forwards > 0
 
 
+def test_the_compact_baseline_of_the_schemas_bench_writes_no_free_whitespace(
+    vllm_engine: VLLMEngine,
+) -> None:
+    """``llguidance-compact``: vLLM's guidance backend on a second engine started with
+    ``disable_any_whitespace`` (vLLM's default JSON is indented), one request a record."""
+    from factorspec_sdk.bench.schemas import shared_schemas
+    from factorspec_sdk.bench.schemas_engine import run_schema_records
+
+    path = shared_schemas("jsonschemabench-dev") / "Glaiveai2K/calculate_area_771478b4.json"
+    if not path.is_file():
+        pytest.skip(f"the schema corpus is missing: {path}")
+    report = run_schema_records(
+        vllm_engine, [path], ["factorspec", "llguidance-compact"], max_tokens=80, warm_up=False
+    )
+    fs, compact = report.records
+    assert compact.method == "llguidance-compact" and compact.stopped != "error", compact.detail
+    assert compact.requests == 1 and compact.tokens > 0
+    assert not any(c in compact.text for c in "\n\t"), compact.text
+    assert fs.valid, fs.detail
+
+
 class Comment(BaseModel):
     """A free string the writer writes (one regex request) and a choice (one token)."""
 

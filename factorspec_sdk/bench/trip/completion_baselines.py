@@ -52,7 +52,7 @@ __all__ = [
     "structured_runs",
 ]
 
-_NGRAM_LLMS: dict[tuple[int, int | None], Any] = {}
+_NGRAM_LLMS: dict[tuple[int, int | None, bool], Any] = {}
 
 
 def accepted_draft_tokens(llm: Any) -> int:
@@ -65,16 +65,19 @@ def accepted_draft_tokens(llm: Any) -> int:
     return total
 
 
-def second_llm(engine: VLLMEngine, k: int | None = None) -> Any:
+def second_llm(engine: VLLMEngine, k: int | None = None, *, compact: bool = False) -> Any:
     """A second ``vllm.LLM`` on the engine's model with vLLM's own defaults (cached).
 
     Its structured outputs run under vLLM's default backend (``auto``: XGrammar where it
     supports the schema), not the guidance backend FactorSpec's engine starts vLLM with.
     ``k``: vLLM's n-gram speculator proposes up to ``k`` draft tokens per step (the
     ``syntax+ngram-kK`` baselines); None: no speculator (vLLM's plain structured outputs).
-    Started once per engine and ``k``; `close_ngram_engines` shuts them down.
+    ``compact``: instead, the guidance backend with ``disable_any_whitespace`` (JSON without
+    free whitespace, as FactorSpec writes it; vLLM 0.32 reads that setting from the
+    engine's config only). Started once per engine, ``k`` and ``compact``;
+    `close_ngram_engines` shuts them down.
     """
-    key = (id(engine), k)
+    key = (id(engine), k, compact)
     if key not in _NGRAM_LLMS:
         import vllm
 
@@ -85,6 +88,11 @@ def second_llm(engine: VLLMEngine, k: int | None = None) -> Any:
                 "num_speculative_tokens": k,
                 "prompt_lookup_max": 4,
                 "prompt_lookup_min": 1,
+            }
+        if compact:
+            speculative["structured_outputs_config"] = {
+                "backend": "guidance",
+                "disable_any_whitespace": True,
             }
         _NGRAM_LLMS[key] = vllm.LLM(
             model=engine.model_path,
