@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field
 
 from factorspec_sdk import TokenBudgetError
 from factorspec_sdk.bench.schemas import load_hf_tokenizer
-from factorspec_sdk.drafter.loop import DecodeJob, Decoder, DecoderConfig
+from factorspec_sdk.drafter.loop import DecodeJob, DecodeOutcome, Decoder, DecoderConfig
 from factorspec_sdk.drafter.segments import SegmentDecoder
 from factorspec_sdk.drafter.verify import SamplingParams
 from factorspec_sdk.engines.completion import ConstraintStyle
@@ -589,6 +589,20 @@ def test_a_budget_far_above_the_shortest_record_narrows_nothing(
 # ------------------------------------------------------------------ one request per span
 
 
+def spans_like_logits(
+    p: Planner, prompt: list[int], params: SamplingParams, seed: int
+) -> tuple[GuidedEngine, DecodeOutcome]:
+    """The record by spans (vLLM's guidance backend, `GuidedEngine`) on a random model,
+    asserted to be the logits decoder's on the same model, token for token."""
+    engine = ScriptedEngine.random(p.tok, seed=seed, temperature_scale=3.0)
+    [by_logits] = Decoder(engine).run([DecodeJob(p, prompt, params)])
+    spans = GuidedEngine(ScriptedEngine.random(p.tok, seed=seed, temperature_scale=3.0))
+    [by_spans] = SegmentDecoder(spans).run([DecodeJob(p, prompt, params)])
+    assert by_spans.error is None, by_spans.error
+    assert by_spans.tokens == by_logits.tokens
+    return spans, by_spans
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_greedy_spans_equal_the_logits_decoder_under_a_tight_budget(
     seed: int, tok: TokenizerInfo
@@ -603,12 +617,7 @@ def test_greedy_spans_equal_the_logits_decoder_under_a_tight_budget(
     budget = p.min_tokens(p.start()) + 6
     prompt = tok.encode("call the tools")
     params = SamplingParams(temperature=0.0, seed=seed, max_tokens=budget)
-    engine = ScriptedEngine.random(tok, seed=seed, temperature_scale=3.0)
-    [by_logits] = Decoder(engine).run([DecodeJob(p, prompt, params)])
-    spans = GuidedEngine(ScriptedEngine.random(tok, seed=seed, temperature_scale=3.0))
-    [by_spans] = SegmentDecoder(spans).run([DecodeJob(p, prompt, params)])
-    assert by_spans.error is None, by_spans.error
-    assert by_spans.tokens == by_logits.tokens
+    spans, by_spans = spans_like_logits(p, prompt, params, seed)
     assert len(by_spans.tokens) <= budget
     assert any(r.grammar is not None for r in spans.requests)
 
@@ -630,13 +639,7 @@ def test_a_patterned_open_record_goes_as_a_span_until_its_masks_may_narrow(
     assert isinstance(start, GrammarCursor) and isinstance(after, GrammarCursor)
     assert p.bound.room(start, 300) <= 0 < (room := p.bound.room(after, 299))
     prompt = tok.encode("a record")
-    params = SamplingParams(temperature=0.0, max_tokens=300)
-    engine = ScriptedEngine.random(tok, seed=seed, temperature_scale=3.0)
-    [by_logits] = Decoder(engine).run([DecodeJob(p, prompt, params)])
-    spans = GuidedEngine(ScriptedEngine.random(tok, seed=seed, temperature_scale=3.0))
-    [by_spans] = SegmentDecoder(spans).run([DecodeJob(p, prompt, params)])
-    assert by_spans.error is None, by_spans.error
-    assert by_spans.tokens == by_logits.tokens
+    spans, _ = spans_like_logits(p, prompt, SamplingParams(temperature=0.0, max_tokens=300), seed)
     head = spans.requests[0]
     assert head.grammar is not None and head.max_tokens == room
     assert all(r.max_tokens <= room for r in spans.requests)
