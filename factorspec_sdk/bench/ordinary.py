@@ -11,6 +11,11 @@ first requests, a first spec compile and grammar build), each line printed as it
 record starts from a cold prompt (`factorspec_sdk.bench.schemas_engine.forget_prompts`): the
 baseline's prompt is FactorSpec's, whose prefill would otherwise be cached for it.
 
+``--repeat N`` decodes each model's pair N times, FactorSpec first in the even repeats and
+the baseline first in the odd ones, and reports the median wall of each (greedy: the same
+records each time) and the ratio of each repeat: on a shared 2-core host the same record's
+wall moves by a fifth within minutes, and one pair cannot tell that from the protocol.
+
 ``--constraint`` is the engine's style (``spans``, the default, or ``tokens``: one request
 per token the model chooses, the style before Issue #42) and ``--backend`` vLLM's
 structured-output backend (``guidance``, the engine's default, or ``auto``: vLLM's own
@@ -22,8 +27,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -97,6 +103,8 @@ class Run:
         baseline_valid: vLLM's record passed the model's validation.
         text: FactorSpec's record.
         baseline_text: vLLM's record.
+        walls: FactorSpec's wall in each repeat (``seconds`` is their median).
+        baseline_walls: vLLM's wall in each repeat (``baseline_seconds``: their median).
     """
 
     name: str
@@ -109,6 +117,14 @@ class Run:
     baseline_valid: bool
     text: str = ""
     baseline_text: str = ""
+    walls: list[float] = field(default_factory=list)
+    baseline_walls: list[float] = field(default_factory=list)
+
+    @property
+    def repeat_ratios(self) -> list[float]:
+        """Per repeat, vLLM's wall over FactorSpec's (per token: the same tokens each time)."""
+        scale = max(1, self.tokens) / max(1, self.baseline_tokens)
+        return [b / f * scale for f, b in zip(self.walls, self.baseline_walls, strict=True) if f]
 
     @property
     def ms_per_token(self) -> float:
@@ -129,12 +145,20 @@ def _valid(model: type[BaseModel], text: str) -> bool:
     return True
 
 
-def run(engine: VLLMEngine, names: list[str] | None = None, *, log: bool = False) -> list[Run]:
+def run(
+    engine: VLLMEngine, names: list[str] | None = None, *, log: bool = False, repeats: int = 1
+) -> list[Run]:
     """One record of each model (``names``: these; None: all) by FactorSpec and by vLLM.
 
     Each model's spec is compiled first, and a warm-up record of the last model runs by each
-    (vLLM's first requests, the first grammar builds), outside the timing.
+    (vLLM's first requests, the first grammar builds), outside the timing. With ``repeats``
+    each pair is decoded that many times, the order turned each time (see the module).
+
+    Raises:
+        ValueError: ``repeats`` < 1.
     """
+    if repeats < 1:
+        raise ValueError("repeats must be >= 1")
     from factorspec_sdk.bench.schemas_engine import forget_prompts
     from factorspec_sdk.bench.trip.completion_baselines import structured_runs
     from factorspec_sdk.client import Client
@@ -150,53 +174,73 @@ def run(engine: VLLMEngine, names: list[str] | None = None, *, log: bool = False
     for k, name in enumerate([chosen[-1], *chosen]):
         model, prompt = MODELS[name]
         ids = client.prompt_ids(prompt, layout=build_layout(model))
-        before = engine.requests
-        forget_prompts(engine)
-        t0 = time.perf_counter()
-        result = client.generate(model, prompt, max_tokens=MAX_TOKENS, return_result=True)
-        seconds = time.perf_counter() - t0
-        requests = engine.requests - before
-        forget_prompts(engine)
-        (base,) = structured_runs(
-            engine.llm, engine, [ids], MAX_TOKENS, [model.model_json_schema()]
-        )
-        one = Run(
-            name,
-            len(result.tokens),
-            requests,
-            seconds,
-            _valid(model, result.text),
-            len(base.tokens),
-            base.wall_seconds,
-            _valid(model, base.text),
-            result.text,
-            base.text,
-        )
-        if log:
-            print(
-                f"{name}{'' if k else ' (warm-up)'}: "
-                f"{one.tokens} tokens, {one.requests} requests, {one.seconds:.1f} s; vLLM "
-                f"{one.baseline_tokens} tokens, {one.baseline_seconds:.1f} s",
-                flush=True,
-            )
+        one: Run | None = None
+        for repeat in range(repeats if k else 1):
+            walls: dict[str, float] = {}
+            for side in ("factorspec", "vllm") if repeat % 2 == 0 else ("vllm", "factorspec"):
+                forget_prompts(engine)
+                if side == "factorspec":
+                    before = engine.requests
+                    t0 = time.perf_counter()
+                    result = client.generate(
+                        model, prompt, max_tokens=MAX_TOKENS, return_result=True
+                    )
+                    walls[side] = time.perf_counter() - t0
+                    requests = engine.requests - before
+                else:
+                    (base,) = structured_runs(
+                        engine.llm, engine, [ids], MAX_TOKENS, [model.model_json_schema()]
+                    )
+                    walls[side] = base.wall_seconds
+            if one is None:
+                one = Run(
+                    name,
+                    len(result.tokens),
+                    requests,
+                    0.0,
+                    _valid(model, result.text),
+                    len(base.tokens),
+                    0.0,
+                    _valid(model, base.text),
+                    result.text,
+                    base.text,
+                )
+            one.walls.append(walls["factorspec"])
+            one.baseline_walls.append(walls["vllm"])
+            one.seconds = statistics.median(one.walls)
+            one.baseline_seconds = statistics.median(one.baseline_walls)
+            if log:
+                round_ = f" repeat {repeat + 1}/{repeats}" if k and repeats > 1 else ""
+                print(
+                    f"{name}{'' if k else ' (warm-up)'}{round_}: "
+                    f"{len(result.tokens)} tokens, {requests} requests, "
+                    f"{walls['factorspec']:.1f} s; vLLM {len(base.tokens)} tokens, "
+                    f"{walls['vllm']:.1f} s",
+                    flush=True,
+                )
+        assert one is not None
         out.append(one)
     return out[1:]
 
 
 def markdown(runs: list[Run]) -> str:
-    """The runs as a Markdown table."""
+    """The runs as a Markdown table (with repeats: the median walls, and each repeat's ratio)."""
+    repeated = any(len(r.walls) > 1 for r in runs)
     lines = [
         "| model | FactorSpec on vLLM: tokens, requests, ms/token, s/record | vLLM structured "
-        "outputs: tokens, ms/token, s/record | per token | per record | valid (FactorSpec, vLLM) |",
-        "|---|---|---|---:|---:|---|",
+        "outputs: tokens, ms/token, s/record | per token | per record | valid (FactorSpec, vLLM) |"
+        + (" per token, each repeat |" if repeated else ""),
+        "|---|---|---|---:|---:|---|" + ("---|" if repeated else ""),
     ]
     for r in runs:
         per_token = r.baseline_ms_per_token / r.ms_per_token if r.ms_per_token else 0.0
         per_record = r.baseline_seconds / r.seconds if r.seconds else 0.0
+        each = ", ".join(f"{x:.2f}x" for x in r.repeat_ratios)
         lines.append(
             f"| {r.name} | {r.tokens}, {r.requests}, {r.ms_per_token:.0f}, {r.seconds:.2f} "
             f"| {r.baseline_tokens}, {r.baseline_ms_per_token:.0f}, {r.baseline_seconds:.2f} "
             f"| {per_token:.2f}x | {per_record:.2f}x | {r.valid}, {r.baseline_valid} |"
+            + (f" {each} |" if repeated else "")
         )
     return "\n".join(lines)
 
@@ -211,7 +255,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--backend", choices=("guidance", "auto"), default="guidance")
     parser.add_argument("--dtype", default=None, help="vLLM's dtype (default: the engine's)")
     parser.add_argument("--json", default=None, help="also write the runs here")
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="decode each pair this many times, the order turned each time (median walls)",
+    )
     args = parser.parse_args(argv)
+    if args.repeat < 1:
+        parser.error("--repeat must be >= 1")
     names = None if args.models == "all" else [n.strip() for n in args.models.split(",")]
     for n in names or []:
         if n not in MODELS:
@@ -224,12 +276,17 @@ def main(argv: list[str] | None = None) -> None:
         structured_outputs_config={"backend": args.backend},
     )
     try:
-        runs = run(engine, names, log=True)
+        runs = run(engine, names, log=True, repeats=args.repeat)
     finally:
         engine.close()
+    each = (
+        "one record per model"
+        if args.repeat == 1
+        else f"{args.repeat} records per model (median walls)"
+    )
     print(
         f"vLLM {engine.vllm_version} ({engine.dtype}), constraint={args.constraint}, "
-        f"structured-output backend {args.backend}, greedy, one record per model"
+        f"structured-output backend {args.backend}, greedy, {each}"
     )
     print(markdown(runs))
     if args.json:

@@ -99,6 +99,7 @@ __all__ = [
     "draw_sample",
     "forget_prompts",
     "parse_methods",
+    "rotated",
     "run_method",
     "run_schema_records",
     "schema_prompt",
@@ -308,6 +309,7 @@ class SchemaRecord:
             ``error``.
         detail: why the record is invalid, or the error that ended it.
         text: the record's text.
+        repeat: which of the run's repeats (``--repeat``) it is, from 0.
     """
 
     method: str
@@ -320,6 +322,7 @@ class SchemaRecord:
     stopped: str = ""
     detail: str = ""
     text: str = ""
+    repeat: int = 0
 
 
 @dataclass(slots=True)
@@ -414,6 +417,16 @@ def _completion_baseline(record: SchemaRecord, task: SchemaTask, setup: Setup) -
     record.stopped = run.stopped
 
 
+def rotated(methods: Sequence[str], repeat: int) -> list[str]:
+    """``methods`` in the order of round ``repeat``: the list turned left by ``repeat``.
+
+    Over as many rounds as methods, each method runs first once, so no method always
+    follows another's record (whatever that leaves behind: caches, a busier host).
+    """
+    k = repeat % len(methods) if methods else 0
+    return [*methods[k:], *methods[:k]]
+
+
 def forget_prompts(engine: Engine | CompletionEngine) -> None:
     """Empty ``engine``'s prefix cache (vLLM's, the embedded engine's), if it has one.
 
@@ -488,6 +501,7 @@ def run_schema_records(
     log: Callable[[str], None] | None = None,
     facts: dict[str, Any] | None = None,
     warm_up: bool = True,
+    repeats: int = 1,
 ) -> SchemaRecordsReport:
     """Every method on the same sampled schemas (see the module docstring).
 
@@ -503,19 +517,22 @@ def run_schema_records(
         facts: what the report says of the run (command, machine); the run adds its own.
         warm_up: decode the warm-up schema first (False: the first timed records pay the
             first-use costs; for tests).
+        repeats: every schema's records this many times, each round over the whole sample
+            with the methods in another order (`rotated`), so that a drift of the host's
+            speed falls on every method alike; the report takes each schema's median.
 
     Returns:
         The `factorspec_sdk.bench.schemas_engine_report.SchemaRecordsReport`.
 
     Raises:
-        ValueError: ``sample`` < 1, ``max_tokens`` < 1 or an unknown method.
+        ValueError: ``sample`` < 1, ``max_tokens`` < 1, ``repeats`` < 1 or an unknown method.
     """
     from factorspec_sdk.bench.schemas import machine_facts
     from factorspec_sdk.bench.schemas_engine_report import SchemaRecordsReport
     from factorspec_sdk.client import Client
 
-    if sample < 1 or max_tokens < 1:
-        raise ValueError("the sample and the token budget must be >= 1")
+    if sample < 1 or max_tokens < 1 or repeats < 1:
+        raise ValueError("the sample, the token budget and the repeats must be >= 1")
     unknown = [m for m in methods if m not in METHODS]
     if unknown:
         raise ValueError(f"unknown methods {unknown}; known: {', '.join(METHODS)}")
@@ -539,6 +556,7 @@ def run_schema_records(
         "sampled": len(tasks),
         "seed": seed,
         "max_tokens": max_tokens,
+        "repeats": repeats,
         "screen_timeout_s": timeout_s,
         "screened_out": skipped,
         "warm_up": None if warm is None else warm.key,
@@ -547,13 +565,17 @@ def run_schema_records(
     if warm is not None:
         for method in methods:  # the warm-up, dropped
             run_method(method, warm, setup)
-    for i, task in enumerate(tasks, 1):
-        for method in methods:
-            record = run_method(method, task, setup)
-            records.append(record)
-            if log is not None:
+    for repeat in range(repeats):
+        for i, task in enumerate(tasks, 1):
+            for method in rotated(methods, repeat):
+                record = run_method(method, task, setup)
+                record.repeat = repeat
+                records.append(record)
+                if log is None:
+                    continue
+                round_ = f" repeat {repeat + 1}/{repeats}" if repeats > 1 else ""
                 log(
-                    f"[{i}/{len(tasks)}] {task.key} {method}: valid={record.valid} "
+                    f"[{i}/{len(tasks)}{round_}] {task.key} {method}: valid={record.valid} "
                     f"tokens={record.tokens} forwards={record.forwards} "
                     f"requests={record.requests} wall={record.wall_seconds:.2f}s"
                     + (f" ({record.detail})" if record.detail else "")

@@ -464,6 +464,15 @@ def schemas(
         int | None,
         typer.Option("--max-tokens", min=1, help="With --engine: every record's budget (512)."),
     ] = None,
+    repeat: Annotated[
+        int | None,
+        typer.Option(
+            "--repeat",
+            min=1,
+            help="With --engine: decode the sample this many times, the methods' order turned "
+            "each time; each schema's median wall, and the ratios of each repeat (1).",
+        ),
+    ] = None,
     threads: ThreadsOption = None,
 ) -> None:
     """JSON Schemas: acceptance, compile and mask time of FactorSpec, llguidance, XGrammar.
@@ -490,6 +499,7 @@ def schemas(
         "--sample": sample,
         "--seed": seed,
         "--max-tokens": max_tokens,
+        "--repeat": repeat,
         "--model": model,
         "--threads": threads,
     }
@@ -517,6 +527,7 @@ def schemas(
             max_tokens,
             timeout,
             limit,
+            repeat or 1,
         )
         return
     facts = run_facts(root, records=records, timeout_s=timeout, limit=limit)
@@ -550,6 +561,7 @@ def _schemas_end_to_end(
     max_tokens: int | None,
     timeout: float,
     limit: int | None,
+    repeats: int,
 ) -> None:
     """``factorspec bench schemas --engine ...``: `run_schema_records`, its report written."""
     from factorspec_sdk.bench.schemas_engine import (
@@ -572,6 +584,7 @@ def _schemas_end_to_end(
         f"factorspec bench schemas {root} --engine {engine} --methods {','.join(chosen)} "
         f"--sample {n} --seed {seed} --max-tokens {budget} --timeout {timeout:g} --out {out}"
         + ("" if limit is None else f" --limit {limit}")
+        + ("" if repeats == 1 else f" --repeat {repeats}")
         + ("" if model is None else f" --model {model}")
         + ("" if threads is None else f" --threads {threads}")
     )
@@ -587,6 +600,7 @@ def _schemas_end_to_end(
             timeout_s=timeout,
             log=_say,
             facts={"command": command, "corpus": str(root)},
+            repeats=repeats,
         )
     finally:
         closer = getattr(eng, "close", None)

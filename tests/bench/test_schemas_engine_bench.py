@@ -23,6 +23,7 @@ from factorspec_sdk.bench.schemas_engine import (
     draw_sample,
     forget_prompts,
     parse_methods,
+    rotated,
     run_schema_records,
     schema_prompt,
 )
@@ -30,6 +31,7 @@ from factorspec_sdk.bench.schemas_engine_report import (
     WALLS,
     SchemaRecordsReport,
     ratios,
+    repeat_ratios,
     summarize,
     write_outputs,
 )
@@ -186,19 +188,26 @@ def test_the_sample_is_seeded(corpus: Path) -> None:
 
 
 def _record(
-    method: str, wall: float, tokens: int, valid: bool = True, stopped: str = "eos"
+    method: str,
+    wall: float,
+    tokens: int,
+    valid: bool = True,
+    stopped: str = "eos",
+    *,
+    schema: str = "d/s.json",
+    repeat: int = 0,
 ) -> SchemaRecord:
-    return SchemaRecord(method, "d/s.json", valid, tokens, tokens, 0, wall, stopped)
+    return SchemaRecord(method, schema, valid, tokens, tokens, 0, wall, stopped, repeat=repeat)
 
 
 def test_summaries_and_ratios_from_known_records() -> None:
     records = [
-        _record("factorspec", 1.0, 10),
-        _record("factorspec", 3.0, 30),
-        _record("factorspec", 2.0, 40),
-        _record("syntax", 2.0, 10),
-        _record("syntax", 6.0, 20, valid=False, stopped="max_tokens"),
-        _record("syntax", 7.0, 28),
+        _record("factorspec", 1.0, 10, schema="d/a.json"),
+        _record("factorspec", 3.0, 30, schema="d/b.json"),
+        _record("factorspec", 2.0, 40, schema="d/c.json"),
+        _record("syntax", 2.0, 10, schema="d/a.json"),
+        _record("syntax", 6.0, 20, valid=False, stopped="max_tokens", schema="d/b.json"),
+        _record("syntax", 7.0, 28, schema="d/c.json"),
     ]
     summaries = summarize(records)
     fs, syn = summaries["factorspec"], summaries["syntax"]
@@ -224,6 +233,67 @@ def test_summaries_and_ratios_from_known_records() -> None:
     assert "requests / record" in vllm
 
 
+def test_repeats_count_each_schema_once_at_its_median() -> None:
+    """Three repeats of two schemas: each schema's walls are the median of its three, the
+    records and validity count every record, and each repeat has its own ratios."""
+    walls = {  # (method, schema): wall per repeat
+        ("factorspec", "d/a.json"): (1.0, 9.0, 2.0),
+        ("factorspec", "d/b.json"): (4.0, 4.0, 5.0),
+        ("syntax", "d/a.json"): (2.0, 2.0, 100.0),
+        ("syntax", "d/b.json"): (8.0, 6.0, 10.0),
+    }
+    records = [
+        _record(method, wall, 10, schema=schema, repeat=repeat, valid=repeat != 2)
+        for (method, schema), by_repeat in walls.items()
+        for repeat, wall in enumerate(by_repeat)
+    ]
+    summaries = summarize(records)
+    fs, syn = summaries["factorspec"], summaries["syntax"]
+    assert (fs["records"], fs["valid"]) == (6, 4)
+    assert fs["record_median_s"] == 3.0 and fs["record_mean_s"] == 3.0  # medians 2 and 4
+    assert syn["record_median_s"] == 5.0 and syn["record_mean_s"] == 5.0  # medians 2 and 8
+    assert fs["token_median_ms"] == 300.0 and syn["token_median_ms"] == 500.0
+    assert ratios(summaries)["syntax"]["record_mean_s"] == pytest.approx(5 / 3)
+    per_repeat = repeat_ratios(records)["syntax"]
+    assert [row["record_mean_s"] for row in per_repeat] == pytest.approx([10 / 5, 8 / 13, 110 / 7])
+    report = SchemaRecordsReport({"engine": "vllm", "repeats": 3}, records)
+    text = report.markdown()
+    assert "3 greedy records per method and schema" in text
+    assert "| syntax | 2.00x, 0.62x, 15.71x |" in text
+    assert len(report.to_json()["repeat_ratios"]["syntax"]) == 3
+    assert "each repeat" not in SchemaRecordsReport({"engine": "vllm"}, records[:1]).markdown()
+
+
+def test_the_methods_turn_each_repeat(corpus: Path) -> None:
+    assert [rotated(["a", "b", "c"], k) for k in range(4)] == [
+        ["a", "b", "c"],
+        ["b", "c", "a"],
+        ["c", "a", "b"],
+        ["a", "b", "c"],
+    ]
+    lines: list[str] = []
+    report = run_schema_records(
+        tiny_scripted_engine(),
+        _files(corpus),
+        ["factorspec", "llguidance"],
+        sample=1,
+        max_tokens=60,
+        log=lines.append,
+        warm_up=False,
+        repeats=2,
+    )
+    assert [(r.repeat, r.method) for r in report.records] == [
+        (0, "factorspec"),
+        (0, "llguidance"),
+        (1, "llguidance"),
+        (1, "factorspec"),
+    ]
+    assert report.config["repeats"] == 2 and "[1/1 repeat 2/2]" in lines[-1]
+    assert report.summaries["factorspec"]["records"] == 2
+    with pytest.raises(ValueError, match="repeats must be >= 1"):
+        run_schema_records(tiny_scripted_engine(), _files(corpus), ["factorspec"], repeats=0)
+
+
 def test_ratios_without_factorspec_or_tokens() -> None:
     assert ratios(summarize([_record("syntax", 1.0, 5)])) == {}
     got = ratios(summarize([_record("factorspec", 1.0, 0), _record("syntax", 2.0, 4)]))
@@ -243,6 +313,8 @@ def test_cli_usage_errors(corpus: Path) -> None:
     assert bad_method.exit_code == 2 and "unknown method 'beam'" in bad_method.output
     alone = runner.invoke(bench_app, ["schemas", str(corpus), "--sample", "3"])
     assert alone.exit_code == 2 and "--sample: only with --engine" in alone.output
+    repeat = runner.invoke(bench_app, ["schemas", str(corpus), "--repeat", "3"])
+    assert repeat.exit_code == 2 and "--repeat: only with --engine" in repeat.output
 
 
 def test_cli_end_to_end_mode(corpus: Path, tmp_path: Path) -> None:
@@ -259,17 +331,21 @@ def test_cli_end_to_end_mode(corpus: Path, tmp_path: Path) -> None:
             "1",
             "--max-tokens",
             "100",
+            "--repeat",
+            "2",
             "--out",
             str(tmp_path),
         ],
     )
     assert result.exit_code == 0, result.output
-    assert "| factorspec | 1/1 |" in result.output and "| llguidance |" in result.output
+    assert "| factorspec | 2/2 |" in result.output and "each repeat alone" in result.output
+    assert "| llguidance |" in result.output
     data = json.loads((tmp_path / "results.json").read_text())
     assert data["config"]["methods"] == ["factorspec", "llguidance"]
     assert (
         "--engine scripted --methods factorspec,llguidance --sample 1" in data["config"]["command"]
     )
+    assert " --repeat 2" in data["config"]["command"] and data["config"]["repeats"] == 2
 
 
 # ------------------------------------------------------------------ the real model
