@@ -45,6 +45,15 @@ def create_engine(name: str, **kwargs: object) -> Engine | CompletionEngine:
     Raises:
         EngineError: ``name`` is unknown, or its backend cannot be imported.
     """
+    return cast(Engine | CompletionEngine, _engine_class(name)(**kwargs))
+
+
+def _engine_class(name: str) -> type:
+    """The class of the engine called ``name``, its module imported (not the runtime).
+
+    Raises:
+        EngineError: ``name`` is unknown, or its backend cannot be imported.
+    """
     try:
         module_name, class_name = ENGINES[name]
     except KeyError:
@@ -54,23 +63,31 @@ def create_engine(name: str, **kwargs: object) -> Engine | CompletionEngine:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise EngineError(f"engine {name!r} cannot be imported: {exc}") from exc
-    factory = getattr(module, class_name)
-    return cast(Engine | CompletionEngine, factory(**kwargs))
+    return cast(type, getattr(module, class_name))
 
 
 def create_logits_engine(name: str, **kwargs: object) -> Engine:
     """`create_engine` for tools that need logits (the server, the token-level baselines).
 
+    A completion engine (vLLM, SGLang) is refused by its class, before it starts (vLLM
+    loads its model for ~40 s on a CPU), and again by the instance where a class leaves it
+    open.
+
     Raises:
         EngineError: as `create_engine`, or ``name`` is a completion engine (vLLM, SGLang).
     """
-    engine = create_engine(name, **kwargs)
+    refusal = (
+        f"engine {name!r} samples constrained completions and returns no logits; this tool "
+        "needs a logits engine (embedded, scripted); serve vLLM or SGLang as an upstream "
+        "(factorspec serve --upstream URL) or decode on it with Client(engine)"
+    )
+    cls = _engine_class(name)
+    if not callable(getattr(cls, "extend", None)):  # `Engine.extend`: the logits
+        raise EngineError(refusal)
+    engine = cls(**kwargs)
     if not isinstance(engine, Engine) or isinstance(engine, CompletionEngine):
         close = getattr(engine, "close", None)
         if callable(close):
             close()
-        raise EngineError(
-            f"engine {name!r} samples constrained completions and returns no logits; this "
-            "tool needs a logits engine (embedded, scripted)"
-        )
+        raise EngineError(refusal)
     return engine

@@ -1,12 +1,13 @@
 from __future__ import annotations
 
+import importlib
 import subprocess
 import sys
 
 import numpy as np
 import pytest
 
-from factorspec_sdk.engines import Engine, create_engine
+from factorspec_sdk.engines import ENGINES, Engine, create_engine, create_logits_engine
 from factorspec_sdk.engines.scripted import ScriptedEngine, default_cost_curve
 from factorspec_sdk.errors import EngineError
 from factorspec_sdk.tokens.vocab import TokenizerInfo
@@ -26,6 +27,27 @@ def test_satisfies_protocol_and_factory(tok: TokenizerInfo) -> None:
     assert engine.name == "scripted"
     with pytest.raises(EngineError, match="known engines: embedded, scripted"):
         create_engine("nope")
+
+
+@pytest.mark.parametrize("name", ["vllm", "sglang"])
+def test_a_completion_engine_is_refused_logits_before_it_starts(
+    name: str, tok: TokenizerInfo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``factorspec serve --engine vllm`` says what to do at once, not after vLLM's ~40 s load."""
+    module_name, class_name = ENGINES[name]
+    try:
+        cls = getattr(importlib.import_module(module_name), class_name)
+    except ImportError:
+        pytest.skip(f"{name} cannot be imported here")
+
+    def started(self: object, *args: object, **kwargs: object) -> None:
+        raise AssertionError(f"{name} was started")
+
+    monkeypatch.setattr(cls, "__init__", started)
+    with pytest.raises(EngineError, match=r"returns no logits.*--upstream URL"):
+        create_logits_engine(name)
+    engine = create_logits_engine("scripted", tokenizer=tok, logits_fn=lambda p: np.zeros(3))
+    assert isinstance(engine, ScriptedEngine)
 
 
 def test_importing_engines_does_not_import_torch() -> None:
