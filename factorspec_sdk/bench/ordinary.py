@@ -159,7 +159,7 @@ def run(
     """
     if repeats < 1:
         raise ValueError("repeats must be >= 1")
-    from factorspec_sdk.bench.schemas_engine import forget_prompts
+    from factorspec_sdk.bench.schemas_engine import forget_prompts, rotated
     from factorspec_sdk.bench.trip.completion_baselines import structured_runs
     from factorspec_sdk.client import Client
     from factorspec_sdk.graph import SpecCompiler
@@ -177,7 +177,7 @@ def run(
         one: Run | None = None
         for repeat in range(repeats if k else 1):
             walls: dict[str, float] = {}
-            for side in ("factorspec", "vllm") if repeat % 2 == 0 else ("vllm", "factorspec"):
+            for side in rotated(("factorspec", "vllm"), repeat):
                 forget_prompts(engine)
                 if side == "factorspec":
                     before = engine.requests
